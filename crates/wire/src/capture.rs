@@ -1,0 +1,1 @@
+//! Capture decoding (pcap / pcapng) into a report: in progress.

@@ -1,0 +1,217 @@
+//! The RoCEv2 invariant CRC (ICRC), IBTA Annex A17 / Linux rxe `rxe_icrc.c`.
+//!
+//! CRC-32 (IEEE, reflected, init and final xor 0xFFFFFFFF) over:
+//! 1. 8 bytes of 0xFF standing for the absent LRH;
+//! 2. the IP header with its variant fields set to all ones (IPv4: TOS, TTL,
+//!    header checksum; IPv6: traffic class, flow label, hop limit);
+//! 3. the UDP header with its checksum set to 0xFFFF;
+//! 4. the BTH with byte 4 (FECN, BECN, reserved) set to 0xFF;
+//! 5. everything after the BTH up to the ICRC (extension headers, payload, pad).
+//!
+//! The 32-bit result is appended least-significant byte first.
+
+use crate::frame::IpRepr;
+use crate::roce::ICRC_LEN;
+use crate::{bth, ipv4, ipv6, udp};
+use crate::{Error, Result};
+
+/// Compute the ICRC from the exact IP header bytes (IPv4 with any options, or the
+/// 40-byte IPv6 header), the 8-byte UDP header and the RoCE packet without its
+/// ICRC (BTH through pad).
+///
+/// # Errors
+/// [`Error::Malformed`] if the IP header is not a 20..=60 byte IPv4 header or a
+/// 40-byte IPv6 header, [`Error::Truncated`] if the UDP header is not 8 bytes or
+/// the transport part is shorter than a BTH.
+pub fn compute_parts(ip_header: &[u8], udp_header: &[u8], transport: &[u8]) -> Result<u32> {
+    let mut ip = [0u8; 60];
+    let ip = match ip_header.first().map(|b| b >> 4) {
+        Some(4) if (ipv4::HEADER_LEN..=60).contains(&ip_header.len()) => {
+            let ip = &mut ip[..ip_header.len()];
+            ip.copy_from_slice(ip_header);
+            ip[1] = 0xff; // TOS
+            ip[8] = 0xff; // TTL
+            ip[10] = 0xff; // header checksum
+            ip[11] = 0xff;
+            ip
+        }
+        Some(6) if ip_header.len() == ipv6::HEADER_LEN => {
+            let ip = &mut ip[..ipv6::HEADER_LEN];
+            ip.copy_from_slice(ip_header);
+            // Traffic class and flow label: the first word becomes 0x6fffffff.
+            ip[0] = 0x6f;
+            ip[1] = 0xff;
+            ip[2] = 0xff;
+            ip[3] = 0xff;
+            ip[7] = 0xff; // hop limit
+            ip
+        }
+        _ => return Err(Error::Malformed),
+    };
+    if udp_header.len() != udp::HEADER_LEN || transport.len() < bth::HEADER_LEN {
+        return Err(Error::Truncated);
+    }
+    let mut udp = [0u8; udp::HEADER_LEN];
+    udp.copy_from_slice(udp_header);
+    udp[6] = 0xff;
+    udp[7] = 0xff;
+    let mut bth = [0u8; bth::HEADER_LEN];
+    bth.copy_from_slice(&transport[..bth::HEADER_LEN]);
+    bth[4] = 0xff;
+
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&[0xff; 8]);
+    hasher.update(ip);
+    hasher.update(&udp);
+    hasher.update(&bth);
+    hasher.update(&transport[bth::HEADER_LEN..]);
+    Ok(hasher.finalize())
+}
+
+/// Compute the ICRC of an IP packet carrying RoCEv2: `ip_packet` runs from the
+/// first byte of the IP header through the ICRC (whose 4 bytes are not read).
+///
+/// # Errors
+/// [`Error::Truncated`] / [`Error::Malformed`] if the bytes are too short for
+/// IP + UDP + BTH + ICRC or the IP version is neither 4 nor 6.
+pub fn compute(ip_packet: &[u8]) -> Result<u32> {
+    let ip_len = ip_header_len(ip_packet)?;
+    let min = ip_len + udp::HEADER_LEN + bth::HEADER_LEN + ICRC_LEN;
+    if ip_packet.len() < min {
+        return Err(Error::Truncated);
+    }
+    let udp_end = ip_len + udp::HEADER_LEN;
+    compute_parts(
+        &ip_packet[..ip_len],
+        &ip_packet[ip_len..udp_end],
+        &ip_packet[udp_end..ip_packet.len() - ICRC_LEN],
+    )
+}
+
+/// Whether the ICRC at the end of `ip_packet` (IP header through ICRC) is right.
+///
+/// # Errors
+/// As [`compute`].
+pub fn verify(ip_packet: &[u8]) -> Result<bool> {
+    let icrc = compute(ip_packet)?;
+    Ok(stored(ip_packet) == Some(icrc))
+}
+
+/// Compute and write the ICRC at the end of `ip_packet` (IP header through ICRC).
+///
+/// # Errors
+/// As [`compute`].
+pub fn fill(ip_packet: &mut [u8]) -> Result<()> {
+    let icrc = compute(ip_packet)?;
+    let len = ip_packet.len();
+    ip_packet[len - ICRC_LEN..].copy_from_slice(&icrc.to_le_bytes());
+    Ok(())
+}
+
+/// Compute the ICRC from Reprs, for a sender that never sees its IP header (a UDP
+/// socket): the IP and UDP headers are emitted as `ip` and `udp` describe them
+/// (lengths, identification and addresses must be what the kernel will send).
+/// `transport` is the RoCE packet without its ICRC.
+///
+/// # Errors
+/// As [`compute_parts`].
+pub fn compute_reprs(ip: &IpRepr, udp: &udp::Repr, transport: &[u8]) -> Result<u32> {
+    let mut ip_buf = [0u8; ipv6::HEADER_LEN];
+    let ip_len = ip.buffer_len();
+    ip.emit(&mut ip_buf[..ip_len]);
+    let mut udp_buf = [0u8; udp::HEADER_LEN];
+    udp.emit(&mut udp::Packet::new_unchecked(&mut udp_buf[..]));
+    compute_parts(&ip_buf[..ip_len], &udp_buf, transport)
+}
+
+/// The ICRC stored in the last 4 bytes, if there are 4 bytes.
+fn stored(bytes: &[u8]) -> Option<u32> {
+    let t = bytes.get(bytes.len().checked_sub(ICRC_LEN)?..)?;
+    Some(u32::from_le_bytes([t[0], t[1], t[2], t[3]]))
+}
+
+fn ip_header_len(ip_packet: &[u8]) -> Result<usize> {
+    match ip_packet.first() {
+        Some(b) if b >> 4 == 4 => {
+            let hl = usize::from(b & 0x0f) * 4;
+            if hl < ipv4::HEADER_LEN {
+                Err(Error::Malformed)
+            } else {
+                Ok(hl)
+            }
+        }
+        Some(b) if b >> 4 == 6 => Ok(ipv6::HEADER_LEN),
+        Some(_) => Err(Error::Malformed),
+        None => Err(Error::Truncated),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test vector of reference/roce-wire.md (an Ethernet frame; the ICRC is
+    /// `e9 a4 e4 16`).
+    const VECTOR_HEX: &str = "02000000000202000000000108004502003c00014000401126ac0a0000010a000002c12312b7002800000400ffff0000001180000100000102030405060708090a0b0c0d0e0fe9a4e416";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn roce_wire_md_test_vector() {
+        let frame = unhex(VECTOR_HEX);
+        let ip = &frame[14..];
+        assert_eq!(compute(ip).unwrap().to_le_bytes(), [0xe9, 0xa4, 0xe4, 0x16]);
+        assert!(verify(ip).unwrap());
+        let mut copy = ip.to_vec();
+        let n = copy.len();
+        copy[n - 4..].fill(0);
+        assert!(!verify(&copy).unwrap());
+        fill(&mut copy).unwrap();
+        assert_eq!(copy, ip);
+    }
+
+    #[test]
+    fn masked_fields_do_not_change_icrc() {
+        let frame = unhex(VECTOR_HEX);
+        let mut ip = frame[14..].to_vec();
+        ip[1] = 0x12; // TOS
+        ip[8] = 1; // TTL
+        ip[10] = 0; // checksum
+        ip[26] = 0xab; // UDP checksum
+        ip[20 + 8 + 4] = 0xc0; // BTH FECN/BECN
+        assert!(verify(&ip).unwrap());
+        ip[20 + 8 + 12] ^= 1; // a payload byte
+        assert!(!verify(&ip).unwrap());
+    }
+
+    #[test]
+    fn ipv6_masks_first_word_and_hop_limit() {
+        let mut hdr = [0u8; 40];
+        hdr[0] = 0x60;
+        hdr[4..6].copy_from_slice(&28u16.to_be_bytes());
+        hdr[6] = 17;
+        hdr[7] = 64;
+        let udp = [0xc0, 0, 0x12, 0xb7, 0, 28, 0, 0];
+        let transport = [4u8, 0, 0xff, 0xff, 0, 0, 0, 1, 0x80, 0, 0, 1, 1, 2, 3, 4];
+        let a = compute_parts(&hdr, &udp, &transport).unwrap();
+        hdr[1] = 0x3a; // traffic class / flow label
+        hdr[3] = 0x77;
+        hdr[7] = 1; // hop limit
+        assert_eq!(compute_parts(&hdr, &udp, &transport).unwrap(), a);
+        hdr[8] = 1; // source address
+        assert_ne!(compute_parts(&hdr, &udp, &transport).unwrap(), a);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert_eq!(compute(&[]), Err(Error::Truncated));
+        assert_eq!(compute(&[0x45; 10]), Err(Error::Truncated));
+        assert_eq!(compute(&[0x41; 80]), Err(Error::Malformed));
+        assert_eq!(compute(&[0x15; 80]), Err(Error::Malformed));
+    }
+}

@@ -1,0 +1,440 @@
+//! A whole RoCEv2 transport packet: the UDP payload on port 4791.
+//!
+//! ```text
+//! BTH 12 | DETH | RETH | AtomicETH | AETH | AtomicAckETH | ImmDt | IETH | payload | pad 0-3 | ICRC 4
+//! ```
+//! Which extension headers are present follows from the opcode ([`crate::opcode`]).
+//! The ICRC covers parts of the IP and UDP headers too, so it is computed by
+//! [`crate::icrc`] (or by [`crate::frame::Repr::emit`]); this module only reads and
+//! writes its 4 bytes.
+
+use core::fmt;
+
+use crate::opcode::{OpCode, OpInfo};
+use crate::{aeth, atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth};
+use crate::{Error, Result};
+
+/// Length of the ICRC trailer.
+pub const ICRC_LEN: usize = 4;
+
+/// The smallest possible RoCE packet: BTH + ICRC.
+pub const MIN_LEN: usize = bth::HEADER_LEN + ICRC_LEN;
+
+/// Pad bytes needed after a payload of `payload_len` bytes (0..=3).
+pub const fn pad_len(payload_len: usize) -> u8 {
+    ((4 - payload_len % 4) % 4) as u8
+}
+
+/// Byte offsets of each extension header after the BTH, for one opcode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Layout {
+    deth: Option<usize>,
+    reth: Option<usize>,
+    atomic_eth: Option<usize>,
+    aeth: Option<usize>,
+    atomic_ack_eth: Option<usize>,
+    immdt: Option<usize>,
+    ieth: Option<usize>,
+    header_len: usize,
+}
+
+impl Layout {
+    fn of(info: &OpInfo) -> Layout {
+        let h = info.headers;
+        let mut at = bth::HEADER_LEN;
+        let mut take = |present: bool, len: usize| {
+            if present {
+                let here = at;
+                at += len;
+                Some(here)
+            } else {
+                None
+            }
+        };
+        let deth = take(h.deth, deth::HEADER_LEN);
+        let reth = take(h.reth, reth::HEADER_LEN);
+        let atomic_eth = take(h.atomic_eth, atomic_eth::HEADER_LEN);
+        let aeth = take(h.aeth, aeth::HEADER_LEN);
+        let atomic_ack_eth = take(h.atomic_ack_eth, atomic_ack_eth::HEADER_LEN);
+        let immdt = take(h.immdt, immdt::HEADER_LEN);
+        let ieth = take(h.ieth, ieth::HEADER_LEN);
+        Layout {
+            deth,
+            reth,
+            atomic_eth,
+            aeth,
+            atomic_ack_eth,
+            immdt,
+            ieth,
+            header_len: at,
+        }
+    }
+}
+
+/// A read/write wrapper around a RoCEv2 transport packet (BTH through ICRC).
+#[derive(Debug, Clone)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Imbue a raw octet buffer with RoCE packet structure.
+    pub const fn new_unchecked(buffer: T) -> Packet<T> {
+        Packet { buffer }
+    }
+
+    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
+    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
+        let p = Self::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Ensure that no accessor method will panic if called.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] if the buffer is shorter than the BTH, or than the
+    /// headers of its opcode plus pad plus ICRC; [`Error::Unsupported`] if the
+    /// opcode is not in the RC/UC/UD table.
+    pub fn check_len(&self) -> Result<()> {
+        let len = self.buffer.as_ref().len();
+        if len < bth::HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        let layout = self.layout().ok_or(Error::Unsupported)?;
+        if len < layout.header_len + usize::from(self.bth().pad_count()) + ICRC_LEN {
+            return Err(Error::Truncated);
+        }
+        Ok(())
+    }
+
+    /// Consume the packet, returning the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    fn layout(&self) -> Option<Layout> {
+        self.info().map(|i| Layout::of(&i))
+    }
+
+    fn at(&self, offset: Option<usize>) -> Option<&[u8]> {
+        offset.map(|o| &self.buffer.as_ref()[o..])
+    }
+
+    /// A view of the BTH.
+    pub fn bth(&self) -> bth::Packet<&[u8]> {
+        bth::Packet::new_unchecked(self.buffer.as_ref())
+    }
+
+    /// The opcode's table entry (`None` for an unknown opcode).
+    pub fn info(&self) -> Option<OpInfo> {
+        OpCode(self.buffer.as_ref()[0]).info()
+    }
+
+    /// Length of BTH + extension headers.
+    pub fn header_len(&self) -> usize {
+        self.layout().map_or(bth::HEADER_LEN, |l| l.header_len)
+    }
+
+    /// The DETH, if the opcode carries one.
+    pub fn deth(&self) -> Option<deth::Packet<&[u8]>> {
+        self.at(self.layout()?.deth)
+            .map(deth::Packet::new_unchecked)
+    }
+
+    /// The RETH, if the opcode carries one.
+    pub fn reth(&self) -> Option<reth::Packet<&[u8]>> {
+        self.at(self.layout()?.reth)
+            .map(reth::Packet::new_unchecked)
+    }
+
+    /// The AtomicETH, if the opcode carries one.
+    pub fn atomic_eth(&self) -> Option<atomic_eth::Packet<&[u8]>> {
+        self.at(self.layout()?.atomic_eth)
+            .map(atomic_eth::Packet::new_unchecked)
+    }
+
+    /// The AETH, if the opcode carries one.
+    pub fn aeth(&self) -> Option<aeth::Packet<&[u8]>> {
+        self.at(self.layout()?.aeth)
+            .map(aeth::Packet::new_unchecked)
+    }
+
+    /// The AtomicAckETH, if the opcode carries one.
+    pub fn atomic_ack_eth(&self) -> Option<atomic_ack_eth::Packet<&[u8]>> {
+        self.at(self.layout()?.atomic_ack_eth)
+            .map(atomic_ack_eth::Packet::new_unchecked)
+    }
+
+    /// The ImmDt, if the opcode carries one.
+    pub fn immdt(&self) -> Option<immdt::Packet<&[u8]>> {
+        self.at(self.layout()?.immdt)
+            .map(immdt::Packet::new_unchecked)
+    }
+
+    /// The IETH, if the opcode carries one.
+    pub fn ieth(&self) -> Option<ieth::Packet<&[u8]>> {
+        self.at(self.layout()?.ieth)
+            .map(ieth::Packet::new_unchecked)
+    }
+
+    fn payload_range(&self) -> core::ops::Range<usize> {
+        let len = self.buffer.as_ref().len();
+        let start = self.header_len();
+        let end = len - ICRC_LEN - usize::from(self.bth().pad_count());
+        start..end
+    }
+
+    /// The payload (between the headers and the pad).
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[self.payload_range()]
+    }
+
+    /// The pad bytes.
+    pub fn pad(&self) -> &[u8] {
+        let len = self.buffer.as_ref().len();
+        &self.buffer.as_ref()[self.payload_range().end..len - ICRC_LEN]
+    }
+
+    /// Everything the ICRC covers after the UDP header: BTH through pad.
+    pub fn without_icrc(&self) -> &[u8] {
+        let len = self.buffer.as_ref().len();
+        &self.buffer.as_ref()[..len - ICRC_LEN]
+    }
+
+    /// The ICRC as the CRC value (the wire carries it least-significant byte first).
+    pub fn icrc(&self) -> u32 {
+        let d = self.buffer.as_ref();
+        let t = &d[d.len() - ICRC_LEN..];
+        u32::from_le_bytes([t[0], t[1], t[2], t[3]])
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// A mutable view of the BTH.
+    pub fn bth_mut(&mut self) -> bth::Packet<&mut [u8]> {
+        bth::Packet::new_unchecked(self.buffer.as_mut())
+    }
+
+    /// A mutable view of the payload.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let range = self.payload_range();
+        &mut self.buffer.as_mut()[range]
+    }
+
+    /// Write the ICRC (least-significant byte first).
+    pub fn set_icrc(&mut self, value: u32) {
+        let d = self.buffer.as_mut();
+        let len = d.len();
+        d[len - ICRC_LEN..].copy_from_slice(&value.to_le_bytes())
+    }
+}
+
+/// A high-level representation of a RoCE transport packet.
+///
+/// Exactly the extension headers the opcode carries are `Some`. `bth.pad_count`
+/// is what the wire said after `parse`; `emit` writes `pad_len(payload.len())`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Repr<'a> {
+    /// Base transport header.
+    pub bth: bth::Repr,
+    /// DETH (UD).
+    pub deth: Option<deth::Repr>,
+    /// RETH.
+    pub reth: Option<reth::Repr>,
+    /// AtomicETH.
+    pub atomic_eth: Option<atomic_eth::Repr>,
+    /// AETH.
+    pub aeth: Option<aeth::Repr>,
+    /// AtomicAckETH.
+    pub atomic_ack_eth: Option<atomic_ack_eth::Repr>,
+    /// ImmDt.
+    pub immdt: Option<immdt::Repr>,
+    /// IETH.
+    pub ieth: Option<ieth::Repr>,
+    /// Payload (without pad).
+    pub payload: &'a [u8],
+}
+
+impl<'a> Repr<'a> {
+    /// Parse a RoCE packet (BTH through ICRC; the ICRC is not checked here, see
+    /// [`crate::icrc`]).
+    ///
+    /// # Errors
+    /// From `check_len`; [`Error::Malformed`] if an opcode without payload has
+    /// payload bytes, or payload + pad is not a multiple of 4.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&'a T>) -> Result<Repr<'a>> {
+        packet.check_len()?;
+        let info = packet.info().ok_or(Error::Unsupported)?;
+        let bytes: &'a [u8] = packet.buffer.as_ref();
+        let view = Packet::new_unchecked(bytes);
+        let payload: &'a [u8] = &bytes[view.payload_range()];
+        let pad = usize::from(view.bth().pad_count());
+        if (!info.has_payload && !payload.is_empty()) || (payload.len() + pad) % 4 != 0 {
+            return Err(Error::Malformed);
+        }
+        // Each view below was length-checked by check_len (the layout fits).
+        Ok(Repr {
+            bth: bth::Repr::parse(&view.bth())?,
+            deth: view.deth().map(|p| deth::Repr::parse(&p)).transpose()?,
+            reth: view.reth().map(|p| reth::Repr::parse(&p)).transpose()?,
+            atomic_eth: view
+                .atomic_eth()
+                .map(|p| atomic_eth::Repr::parse(&p))
+                .transpose()?,
+            aeth: view.aeth().map(|p| aeth::Repr::parse(&p)).transpose()?,
+            atomic_ack_eth: view
+                .atomic_ack_eth()
+                .map(|p| atomic_ack_eth::Repr::parse(&p))
+                .transpose()?,
+            immdt: view.immdt().map(|p| immdt::Repr::parse(&p)).transpose()?,
+            ieth: view.ieth().map(|p| ieth::Repr::parse(&p)).transpose()?,
+            payload,
+        })
+    }
+
+    /// A Repr for `opcode` with default BTH fields (P_Key 0xffff), no extension
+    /// headers and no payload: fill in what the opcode needs.
+    pub fn new(opcode: OpCode, dest_qp: u32, psn: u32) -> Repr<'a> {
+        Repr {
+            bth: bth::Repr {
+                opcode,
+                pkey: bth::DEFAULT_PKEY,
+                dest_qp,
+                psn,
+                ..bth::Repr::default()
+            },
+            ..Repr::default()
+        }
+    }
+
+    /// The opcode's table entry.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for an opcode not in the RC/UC/UD table.
+    pub fn info(&self) -> Result<OpInfo> {
+        self.bth.opcode.info().ok_or(Error::Unsupported)
+    }
+
+    /// Check that exactly the extension headers of the opcode are present and that
+    /// an opcode without payload has none.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for an unknown opcode, [`Error::Malformed`] otherwise.
+    pub fn check(&self) -> Result<()> {
+        let info = self.info()?;
+        let h = info.headers;
+        let ok = h.deth == self.deth.is_some()
+            && h.reth == self.reth.is_some()
+            && h.atomic_eth == self.atomic_eth.is_some()
+            && h.aeth == self.aeth.is_some()
+            && h.atomic_ack_eth == self.atomic_ack_eth.is_some()
+            && h.immdt == self.immdt.is_some()
+            && h.ieth == self.ieth.is_some()
+            && (info.has_payload || self.payload.is_empty());
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::Malformed)
+        }
+    }
+
+    /// BTH + extension headers (of the opcode, or of what is `Some` when the
+    /// opcode is unknown).
+    pub fn header_len(&self) -> usize {
+        bth::HEADER_LEN
+            + self.deth.map_or(0, |h| h.buffer_len())
+            + self.reth.map_or(0, |h| h.buffer_len())
+            + self.atomic_eth.map_or(0, |h| h.buffer_len())
+            + self.aeth.map_or(0, |h| h.buffer_len())
+            + self.atomic_ack_eth.map_or(0, |h| h.buffer_len())
+            + self.immdt.map_or(0, |h| h.buffer_len())
+            + self.ieth.map_or(0, |h| h.buffer_len())
+    }
+
+    /// The whole packet length: headers + payload + pad + ICRC.
+    pub fn buffer_len(&self) -> usize {
+        self.header_len() + self.payload.len() + usize::from(pad_len(self.payload.len())) + ICRC_LEN
+    }
+
+    /// Emit the packet into a buffer of exactly [`Repr::buffer_len`] bytes: the
+    /// headers, payload, zero pad (with `PadCnt` set to match) and a zero ICRC.
+    /// Fill the ICRC with [`crate::icrc`] once the IP and UDP headers are known
+    /// (or use [`crate::frame::Repr::emit`], which does everything).
+    ///
+    /// # Errors
+    /// From [`Repr::check`]; [`Error::Truncated`] if the buffer length is not
+    /// `buffer_len()`. Nothing is written on error.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) -> Result<()> {
+        self.check()?;
+        if packet.buffer.as_ref().len() != self.buffer_len() {
+            return Err(Error::Truncated);
+        }
+        let buf = packet.buffer.as_mut();
+        let pad = pad_len(self.payload.len());
+        let mut b = self.bth;
+        b.pad_count = pad;
+        b.emit(&mut bth::Packet::new_unchecked(&mut buf[..]));
+        let mut at = bth::HEADER_LEN;
+        if let Some(h) = self.deth {
+            h.emit(&mut deth::Packet::new_unchecked(&mut buf[at..]));
+            at += h.buffer_len();
+        }
+        if let Some(h) = self.reth {
+            h.emit(&mut reth::Packet::new_unchecked(&mut buf[at..]));
+            at += h.buffer_len();
+        }
+        if let Some(h) = self.atomic_eth {
+            h.emit(&mut atomic_eth::Packet::new_unchecked(&mut buf[at..]));
+            at += h.buffer_len();
+        }
+        if let Some(h) = self.aeth {
+            h.emit(&mut aeth::Packet::new_unchecked(&mut buf[at..]));
+            at += h.buffer_len();
+        }
+        if let Some(h) = self.atomic_ack_eth {
+            h.emit(&mut atomic_ack_eth::Packet::new_unchecked(&mut buf[at..]));
+            at += h.buffer_len();
+        }
+        if let Some(h) = self.immdt {
+            h.emit(&mut immdt::Packet::new_unchecked(&mut buf[at..]));
+            at += h.buffer_len();
+        }
+        if let Some(h) = self.ieth {
+            h.emit(&mut ieth::Packet::new_unchecked(&mut buf[at..]));
+            at += h.buffer_len();
+        }
+        buf[at..at + self.payload.len()].copy_from_slice(self.payload);
+        at += self.payload.len();
+        buf[at..].fill(0);
+        Ok(())
+    }
+}
+
+impl fmt::Display for Repr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}", self.bth)?;
+        if let Some(h) = self.deth {
+            write!(f, ", {h}")?;
+        }
+        if let Some(h) = self.reth {
+            write!(f, ", {h}")?;
+        }
+        if let Some(h) = self.atomic_eth {
+            write!(f, ", {h}")?;
+        }
+        if let Some(h) = self.aeth {
+            write!(f, ", {h}")?;
+        }
+        if let Some(h) = self.atomic_ack_eth {
+            write!(f, ", {h}")?;
+        }
+        if let Some(h) = self.immdt {
+            write!(f, ", {h}")?;
+        }
+        if let Some(h) = self.ieth {
+            write!(f, ", {h}")?;
+        }
+        write!(f, ", len {}", self.payload.len())
+    }
+}
