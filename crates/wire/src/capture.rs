@@ -1,1 +1,0 @@
-//! Capture decoding (pcap / pcapng) into a report: in progress.

@@ -1,0 +1,140 @@
+//! Per-QP, per-direction PSN bookkeeping for the anomaly report.
+//!
+//! Requests (SEND, WRITE, READ request, atomics) must carry consecutive PSNs per
+//! flow (source, destination, destination QP, and the DETH source QP for UD).
+//! A PSN ahead of the expected one is a gap (packets lost before the capture
+//! point); one at or behind the highest seen is a retransmission. A READ request
+//! of L bytes consumes ceil(L / PMTU) PSNs; the PMTU is learned from the payload
+//! of FIRST/MIDDLE packets of the flow, and until it is known the PSN after a
+//! READ request is accepted as it comes. ACK PSNs are not checked (ACKs are
+//! coalesced); READ response PSNs are checked within one response.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use super::{Anomaly, AnomalyKind, PacketRecord};
+use crate::opcode::{Operation, Position};
+use crate::psn;
+use crate::roce;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowKey {
+    src: IpAddr,
+    dst: IpAddr,
+    qpn: u32,
+    src_qp: Option<u32>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Flow {
+    /// The PSN the next new request packet should carry; `None` until the first
+    /// packet, or after a READ request of unknown PSN span.
+    expected: Option<u32>,
+    /// Highest PSN seen plus one (for retransmission detection).
+    next_new: Option<u32>,
+    /// Path MTU learned from FIRST/MIDDLE payloads.
+    pmtu: Option<usize>,
+    /// Next PSN inside a multi-packet READ response.
+    read_resp_next: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Tracker {
+    flows: HashMap<FlowKey, Flow>,
+}
+
+impl Tracker {
+    pub(crate) fn observe(
+        &mut self,
+        rec: &PacketRecord,
+        roce: Option<&roce::Repr<'_>>,
+        anomalies: &mut Vec<Anomaly>,
+    ) {
+        // A packet with a bad ICRC would be dropped by the receiver: it says
+        // nothing reliable about sequence numbers.
+        let (Some(r), Some(true) | None) = (roce, rec.icrc_valid) else {
+            return;
+        };
+        let Ok(info) = r.info() else { return };
+        let key = FlowKey {
+            src: rec.src,
+            dst: rec.dst,
+            qpn: r.bth.dest_qp,
+            src_qp: r.deth.map(|d| d.src_qp),
+        };
+        let flow = self.flows.entry(key).or_default();
+        let psn = r.bth.psn;
+        let anomaly = |kind, detail: String| Anomaly {
+            kind,
+            index: rec.index,
+            src: rec.src,
+            dst: rec.dst,
+            qpn: r.bth.dest_qp,
+            psn,
+            nak_code: None,
+            rnr_timer: None,
+            detail,
+        };
+
+        if info.operation == Operation::RdmaReadResponse {
+            if let (Some(next), Position::Middle | Position::Last) =
+                (flow.read_resp_next, info.position)
+            {
+                let d = psn::delta(psn, next);
+                if d > 0 {
+                    anomalies.push(anomaly(
+                        AnomalyKind::PsnGap,
+                        format!("READ response PSN {psn}, expected {next}: {d} missing"),
+                    ));
+                }
+            }
+            flow.read_resp_next = if info.position.ends_message() {
+                None
+            } else {
+                Some(psn::add(psn, 1))
+            };
+            return;
+        }
+        if info.operation.is_response() {
+            return;
+        }
+
+        if matches!(info.position, Position::First | Position::Middle) && !r.payload.is_empty() {
+            flow.pmtu = Some(r.payload.len());
+        }
+        let span = if info.operation == Operation::RdmaReadRequest {
+            match (flow.pmtu, r.reth) {
+                (Some(pmtu), Some(reth)) => {
+                    Some((reth.dma_len as usize).div_ceil(pmtu).max(1) as u32)
+                }
+                _ => None,
+            }
+        } else {
+            Some(1)
+        };
+
+        if let Some(next_new) = flow.next_new {
+            if psn::delta(psn, next_new) < 0 {
+                anomalies.push(anomaly(
+                    AnomalyKind::Retransmission,
+                    format!(
+                        "{} PSN {psn} again (highest new PSN would be {next_new})",
+                        info.name
+                    ),
+                ));
+                return;
+            }
+        }
+        if let Some(expected) = flow.expected {
+            let d = psn::delta(psn, expected);
+            if d > 0 {
+                anomalies.push(anomaly(
+                    AnomalyKind::PsnGap,
+                    format!("PSN {psn}, expected {expected}: {d} missing"),
+                ));
+            }
+        }
+        flow.expected = span.map(|n| psn::add(psn, n));
+        flow.next_new = Some(psn::add(psn, span.unwrap_or(1)));
+    }
+}

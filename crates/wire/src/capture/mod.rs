@@ -1,0 +1,582 @@
+//! Decoding of packet captures (pcap / pcapng) into a [`CaptureReport`].
+//!
+//! Frames are taken from Ethernet (with any number of VLAN tags), Linux cooked
+//! (SLL and SLL2), raw IP and BSD loopback link types; a RoCEv2 packet is UDP to
+//! port 4791 over IPv4 or IPv6. For each one the report gives the transport
+//! fields, a one-line summary and whether the ICRC is right (Wireshark decodes
+//! RoCE but does not check the ICRC), and it flags protocol anomalies: NAKs with
+//! their code, RNR NAKs, PSN gaps and retransmissions per QP and direction.
+//!
+//! Garbage in gives a report with warnings, or a [`CaptureError`] when the file
+//! header itself is not a capture: never a panic.
+
+mod analyze;
+mod file;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+pub use self::file::{read_frames, CaptureFormat, CapturedFrame, Frames};
+use crate::aeth::{AethKind, NakCode};
+use crate::frame::{self, Datagram};
+use crate::opcode::OpCode;
+use crate::{bth, ipv4, ipv6, udp, ROCEV2_UDP_PORT};
+
+/// Why a byte string could not be read as a capture at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaptureError {
+    /// Shorter than the file header.
+    #[error("file too short for a pcap or pcapng header")]
+    TooShort,
+    /// The first 4 bytes are no pcap or pcapng magic.
+    #[error("not a pcap or pcapng file (magic 0x{0:08x})")]
+    UnknownFormat(u32),
+    /// A pcap major version other than 2.
+    #[error("unsupported pcap version {0}")]
+    UnsupportedVersion(u16),
+    /// A broken file header.
+    #[error("bad {0}")]
+    BadHeader(&'static str),
+}
+
+/// Everything [`decode_capture`] found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaptureReport {
+    /// Container format.
+    pub format: CaptureFormat,
+    /// Link-layer types seen (LINKTYPE_* numbers), sorted.
+    pub link_types: Vec<u32>,
+    /// Frames in the file.
+    pub frames: usize,
+    /// Frames that are RoCEv2 (UDP to port 4791).
+    pub roce_packets: usize,
+    /// Frames that are something else.
+    pub other_frames: usize,
+    /// RoCE packets whose ICRC is right.
+    pub icrc_valid: usize,
+    /// RoCE packets whose ICRC is wrong.
+    pub icrc_invalid: usize,
+    /// RoCE packets whose ICRC could not be checked (cut by the snap length, or
+    /// too short).
+    pub icrc_unchecked: usize,
+    /// Packets per opcode name (e.g. `RC_SEND_ONLY`).
+    pub opcode_counts: BTreeMap<String, usize>,
+    /// Anomalies per kind.
+    pub anomaly_counts: BTreeMap<String, usize>,
+    /// One record per RoCE packet, in capture order.
+    pub packets: Vec<PacketRecord>,
+    /// Protocol anomalies, in capture order.
+    pub anomalies: Vec<Anomaly>,
+    /// Problems with the file itself (a damaged tail, unknown interfaces, ...).
+    pub warnings: Vec<String>,
+}
+
+/// One RoCEv2 packet of a capture.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PacketRecord {
+    /// 1-based frame number in the file (as tshark counts).
+    pub index: usize,
+    /// Capture time in nanoseconds since the Unix epoch, when known.
+    pub timestamp_ns: Option<u64>,
+    /// IP source.
+    pub src: IpAddr,
+    /// IP destination.
+    pub dst: IpAddr,
+    /// UDP source port (flow entropy).
+    pub src_port: u16,
+    /// BTH opcode byte.
+    pub opcode: u8,
+    /// Opcode name (`RC_SEND_ONLY`, or `OPCODE_0x15` when unknown).
+    pub opcode_name: String,
+    /// BTH destination QP.
+    pub qpn: u32,
+    /// BTH PSN.
+    pub psn: u32,
+    /// BTH AckReq.
+    pub ack_req: bool,
+    /// Extension headers, one short text each (e.g. `RETH va 0x... rkey 0x4d6 len 8192`).
+    pub headers: Vec<String>,
+    /// Payload length (without pad), when the packet parsed.
+    pub payload_len: Option<usize>,
+    /// Pad count from the BTH.
+    pub pad: u8,
+    /// ICRC right? `None` when it could not be checked.
+    pub icrc_valid: Option<bool>,
+    /// Why the packet did not parse completely, if it did not.
+    pub error: Option<String>,
+    /// The one-line summary (what `render_human` prints).
+    pub summary: String,
+}
+
+/// The kind of a protocol anomaly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnomalyKind {
+    /// The ICRC is wrong: a receiver drops the packet silently.
+    IcrcInvalid,
+    /// The RoCE packet does not parse (truncated, unknown opcode, bad lengths).
+    Malformed,
+    /// A NAK (PSN sequence error, invalid request, remote access or operational error).
+    Nak,
+    /// A receiver-not-ready NAK.
+    RnrNak,
+    /// Request PSNs skipped forward on a QP: packets lost before the capture point.
+    PsnGap,
+    /// A request PSN at or below one already seen: a retransmission.
+    Retransmission,
+}
+
+impl AnomalyKind {
+    /// snake_case name, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            AnomalyKind::IcrcInvalid => "icrc_invalid",
+            AnomalyKind::Malformed => "malformed",
+            AnomalyKind::Nak => "nak",
+            AnomalyKind::RnrNak => "rnr_nak",
+            AnomalyKind::PsnGap => "psn_gap",
+            AnomalyKind::Retransmission => "retransmission",
+        }
+    }
+}
+
+/// A protocol anomaly found at one packet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Anomaly {
+    /// What it is.
+    pub kind: AnomalyKind,
+    /// Frame number of the packet.
+    pub index: usize,
+    /// IP source of the packet.
+    pub src: IpAddr,
+    /// IP destination of the packet.
+    pub dst: IpAddr,
+    /// Destination QP of the packet.
+    pub qpn: u32,
+    /// PSN of the packet.
+    pub psn: u32,
+    /// NAK code, for [`AnomalyKind::Nak`].
+    pub nak_code: Option<NakCode>,
+    /// RNR timer code, for [`AnomalyKind::RnrNak`].
+    pub rnr_timer: Option<u8>,
+    /// Human explanation (expected PSN, number missing, ...).
+    pub detail: String,
+}
+
+/// Decode a pcap or pcapng capture held in memory.
+///
+/// # Errors
+/// [`CaptureError`] when the file header is not a supported capture header.
+/// Damage after the header ends decoding with a warning in the report.
+pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
+    let frames = file::read_frames(bytes)?;
+    let mut report = CaptureReport {
+        format: frames.format,
+        link_types: Vec::new(),
+        frames: frames.frames.len(),
+        roce_packets: 0,
+        other_frames: 0,
+        icrc_valid: 0,
+        icrc_invalid: 0,
+        icrc_unchecked: 0,
+        opcode_counts: BTreeMap::new(),
+        anomaly_counts: BTreeMap::new(),
+        packets: Vec::new(),
+        anomalies: Vec::new(),
+        warnings: frames.warnings,
+    };
+    let mut tracker = analyze::Tracker::default();
+    for f in &frames.frames {
+        if !report.link_types.contains(&f.link_type) {
+            report.link_types.push(f.link_type);
+        }
+        let Some(ip) = link_payload(f.link_type, f.data) else {
+            report.other_frames += 1;
+            continue;
+        };
+        let Some((record, datagram)) = decode_ip(f, ip, &mut report.anomalies) else {
+            report.other_frames += 1;
+            continue;
+        };
+        tracker.observe(
+            &record,
+            datagram.as_ref().map(|d| &d.roce),
+            &mut report.anomalies,
+        );
+        report.roce_packets += 1;
+        match record.icrc_valid {
+            Some(true) => report.icrc_valid += 1,
+            Some(false) => report.icrc_invalid += 1,
+            None => report.icrc_unchecked += 1,
+        }
+        *report
+            .opcode_counts
+            .entry(record.opcode_name.clone())
+            .or_default() += 1;
+        report.packets.push(record);
+    }
+    report.link_types.sort_unstable();
+    for a in &report.anomalies {
+        *report
+            .anomaly_counts
+            .entry(a.kind.name().to_string())
+            .or_default() += 1;
+    }
+    Ok(report)
+}
+
+/// Render a report for a terminal: a header, one tcpdump-like line per RoCE
+/// packet, then opcode counts, ICRC counts and anomalies.
+pub fn render_human(report: &CaptureReport) -> String {
+    let mut s = String::new();
+    let links: Vec<String> = report
+        .link_types
+        .iter()
+        .map(|&l| format!("{}({l})", link_type_name(l)))
+        .collect();
+    let _ = writeln!(
+        s,
+        "{} capture, link type {}: {} frames, {} RoCEv2 packets, {} other",
+        match report.format {
+            CaptureFormat::Pcap => "pcap",
+            CaptureFormat::Pcapng => "pcapng",
+        },
+        if links.is_empty() {
+            "-".to_string()
+        } else {
+            links.join(", ")
+        },
+        report.frames,
+        report.roce_packets,
+        report.other_frames
+    );
+    let width = report.frames.to_string().len();
+    for p in &report.packets {
+        let ts = p.timestamp_ns.map_or_else(|| "-".repeat(15), format_time);
+        let _ = writeln!(s, "{:>width$} {ts} {}", p.index, p.summary);
+    }
+    let counts: Vec<String> = report
+        .opcode_counts
+        .iter()
+        .map(|(k, v)| format!("{k} x{v}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "opcodes: {}",
+        if counts.is_empty() {
+            "none".to_string()
+        } else {
+            counts.join(", ")
+        }
+    );
+    let _ = writeln!(
+        s,
+        "ICRC: {} valid, {} invalid, {} not checked",
+        report.icrc_valid, report.icrc_invalid, report.icrc_unchecked
+    );
+    if report.anomalies.is_empty() {
+        let _ = writeln!(s, "anomalies: none");
+    } else {
+        let counts: Vec<String> = report
+            .anomaly_counts
+            .iter()
+            .map(|(k, v)| format!("{k} x{v}"))
+            .collect();
+        let _ = writeln!(s, "anomalies: {}", counts.join(", "));
+        for a in &report.anomalies {
+            let _ = writeln!(
+                s,
+                "  #{} {} {} > {} qp 0x{:06x} psn {}: {}",
+                a.index,
+                a.kind.name(),
+                a.src,
+                a.dst,
+                a.qpn,
+                a.psn,
+                a.detail
+            );
+        }
+    }
+    for w in &report.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}
+
+/// Name of a LINKTYPE_* value this decoder knows.
+pub fn link_type_name(link_type: u32) -> &'static str {
+    match link_type {
+        LINKTYPE_NULL => "NULL",
+        LINKTYPE_ETHERNET => "EN10MB",
+        LINKTYPE_RAW | LINKTYPE_RAW_OLD => "RAW",
+        LINKTYPE_LINUX_SLL => "LINUX_SLL",
+        LINKTYPE_IPV4 => "IPV4",
+        LINKTYPE_IPV6 => "IPV6",
+        LINKTYPE_LINUX_SLL2 => "LINUX_SLL2",
+        _ => "UNKNOWN",
+    }
+}
+
+const LINKTYPE_NULL: u32 = 0;
+const LINKTYPE_ETHERNET: u32 = 1;
+const LINKTYPE_RAW_OLD: u32 = 12;
+const LINKTYPE_RAW: u32 = 101;
+const LINKTYPE_LINUX_SLL: u32 = 113;
+const LINKTYPE_IPV4: u32 = 228;
+const LINKTYPE_IPV6: u32 = 229;
+const LINKTYPE_LINUX_SLL2: u32 = 276;
+
+/// The IP packet inside a frame of the given link type, if it carries IP.
+fn link_payload(link_type: u32, data: &[u8]) -> Option<&[u8]> {
+    let (mut ethertype, mut rest) = match link_type {
+        LINKTYPE_ETHERNET => (u16_be(data, 12)?, data.get(14..)?),
+        LINKTYPE_LINUX_SLL => (u16_be(data, 14)?, data.get(16..)?),
+        LINKTYPE_LINUX_SLL2 => (u16_be(data, 0)?, data.get(20..)?),
+        LINKTYPE_RAW | LINKTYPE_RAW_OLD | LINKTYPE_IPV4 | LINKTYPE_IPV6 => return Some(data),
+        LINKTYPE_NULL => {
+            // The address family is in the byte order of the capturing host.
+            let af = data.get(..4)?;
+            let le = u32::from_le_bytes([af[0], af[1], af[2], af[3]]);
+            let be = u32::from_be_bytes([af[0], af[1], af[2], af[3]]);
+            let is_ip = |v: u32| matches!(v, 2 | 10 | 24 | 28 | 30);
+            return if is_ip(le) || is_ip(be) {
+                data.get(4..)
+            } else {
+                None
+            };
+        }
+        _ => return None,
+    };
+    // Any number of 802.1Q / 802.1ad tags.
+    while matches!(ethertype, 0x8100 | 0x88a8 | 0x9100) {
+        ethertype = u16_be(rest, 2)?;
+        rest = rest.get(4..)?;
+    }
+    match ethertype {
+        0x0800 | 0x86dd => Some(rest),
+        _ => None,
+    }
+}
+
+fn u16_be(d: &[u8], at: usize) -> Option<u16> {
+    let s = d.get(at..at + 2)?;
+    Some(u16::from_be_bytes([s[0], s[1]]))
+}
+
+/// Decode one IP packet; `None` if it is not UDP to port 4791.
+fn decode_ip<'a>(
+    f: &CapturedFrame<'_>,
+    ip: &'a [u8],
+    anomalies: &mut Vec<Anomaly>,
+) -> Option<(PacketRecord, Option<Datagram<'a>>)> {
+    // Locate UDP leniently (the capture may be cut by the snap length), so that
+    // a truncated RoCE packet is still reported as one.
+    let (src, dst, l4, ip_total) = match ip.first()? >> 4 {
+        4 => {
+            let p = ipv4::Packet::new_unchecked(ip);
+            if ip.len() < ipv4::HEADER_LEN || p.header_len() < 20 {
+                return None;
+            }
+            if p.next_header() != ipv4::PROTOCOL_UDP || p.frag_offset() != 0 {
+                return None;
+            }
+            let hl = usize::from(p.header_len());
+            let total = usize::from(p.total_len());
+            (
+                IpAddr::V4(p.src_addr()),
+                IpAddr::V4(p.dst_addr()),
+                ip.get(hl..total.min(ip.len()).max(hl))?,
+                total,
+            )
+        }
+        6 => {
+            let p = ipv6::Packet::new_unchecked(ip);
+            if ip.len() < ipv6::HEADER_LEN || p.next_header() != ipv4::PROTOCOL_UDP {
+                return None;
+            }
+            let total = ipv6::HEADER_LEN + usize::from(p.payload_len());
+            (
+                IpAddr::V6(p.src_addr()),
+                IpAddr::V6(p.dst_addr()),
+                &ip[ipv6::HEADER_LEN..total.min(ip.len())],
+                total,
+            )
+        }
+        _ => return None,
+    };
+    if l4.len() < udp::HEADER_LEN {
+        return None;
+    }
+    let udp_p = udp::Packet::new_unchecked(l4);
+    if udp_p.dst_port() != ROCEV2_UDP_PORT {
+        return None;
+    }
+    let src_port = udp_p.src_port();
+    let transport = &l4[udp::HEADER_LEN..];
+    let captured_whole = ip.len() >= ip_total && f.data.len() as u64 >= u64::from(f.orig_len);
+
+    let bth_view = bth::Packet::new_checked(transport).ok();
+    let bth = bth_view
+        .as_ref()
+        .map(|b| (b.opcode(), b.dest_qp(), b.psn(), b.ack_req(), b.pad_count()));
+    let (opcode, qpn, psn, ack_req, pad) = bth.unwrap_or((OpCode(0xff), 0, 0, false, 0));
+
+    let mut record = PacketRecord {
+        index: f.index,
+        timestamp_ns: f.timestamp_ns,
+        src,
+        dst,
+        src_port,
+        opcode: opcode.0,
+        opcode_name: opcode.to_string(),
+        qpn,
+        psn,
+        ack_req,
+        headers: Vec::new(),
+        payload_len: None,
+        pad,
+        icrc_valid: None,
+        error: None,
+        summary: String::new(),
+    };
+    let anomaly = |kind, detail: String| Anomaly {
+        kind,
+        index: f.index,
+        src,
+        dst,
+        qpn,
+        psn,
+        nak_code: None,
+        rnr_timer: None,
+        detail,
+    };
+
+    if captured_whole {
+        match frame::icrc_valid_ip(ip) {
+            Ok(valid) => {
+                record.icrc_valid = Some(valid);
+                if !valid {
+                    let ip_bytes = &ip[..ip_total];
+                    let found = ip_bytes
+                        .get(ip_total.saturating_sub(4)..)
+                        .map_or(0, |t| u32::from_le_bytes([t[0], t[1], t[2], t[3]]));
+                    let expected = crate::icrc::compute(ip_bytes).unwrap_or(0);
+                    anomalies.push(anomaly(
+                        AnomalyKind::IcrcInvalid,
+                        format!("ICRC 0x{found:08x}, expected 0x{expected:08x}"),
+                    ));
+                }
+            }
+            Err(e) => record.error = Some(format!("ICRC not checked: {e}")),
+        }
+    }
+
+    let mut datagram = None;
+    match Datagram::parse(&ip[..ip_total.min(ip.len())]) {
+        Ok((d, _)) => {
+            let r = &d.roce;
+            record.headers = header_texts(r);
+            record.payload_len = Some(r.payload.len());
+            if let Some(a) = r.aeth {
+                match a.kind {
+                    AethKind::Nak(code) => {
+                        let mut an = anomaly(
+                            AnomalyKind::Nak,
+                            format!(
+                                "NAK {} (syndrome 0x{:02x}) msn {}",
+                                code.name(),
+                                a.kind.syndrome(),
+                                a.msn
+                            ),
+                        );
+                        an.nak_code = Some(code);
+                        anomalies.push(an);
+                    }
+                    AethKind::RnrNak { timer } => {
+                        let mut an = anomaly(
+                            AnomalyKind::RnrNak,
+                            format!(
+                                "RNR NAK timer {timer} ({} us) msn {}",
+                                crate::aeth::rnr_timer_micros(timer),
+                                a.msn
+                            ),
+                        );
+                        an.rnr_timer = Some(timer);
+                        anomalies.push(an);
+                    }
+                    _ => {}
+                }
+            }
+            record.summary = d.to_string();
+            datagram = Some(d);
+        }
+        Err(e) => {
+            let why = if captured_whole {
+                e.to_string()
+            } else {
+                format!(
+                    "{e} (frame cut to {} of {} bytes by the capture)",
+                    f.data.len(),
+                    f.orig_len
+                )
+            };
+            record.summary = match bth_view {
+                Some(b) => format!(
+                    "{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: {} [{why}]",
+                    bth::Repr::parse(&b).map_or_else(|_| String::new(), |r| r.to_string())
+                ),
+                None => format!("{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: [{why}]"),
+            };
+            anomalies.push(anomaly(AnomalyKind::Malformed, why.clone()));
+            record.error = Some(why);
+        }
+    }
+    match record.icrc_valid {
+        Some(true) => record.summary.push_str(", icrc ok"),
+        Some(false) => record.summary.push_str(", ICRC BAD"),
+        None => record.summary.push_str(", icrc unchecked"),
+    }
+    Some((record, datagram))
+}
+
+fn header_texts(r: &crate::roce::Repr<'_>) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(h) = r.deth {
+        v.push(h.to_string());
+    }
+    if let Some(h) = r.reth {
+        v.push(h.to_string());
+    }
+    if let Some(h) = r.atomic_eth {
+        v.push(h.to_string());
+    }
+    if let Some(h) = r.aeth {
+        v.push(h.to_string());
+    }
+    if let Some(h) = r.atomic_ack_eth {
+        v.push(h.to_string());
+    }
+    if let Some(h) = r.immdt {
+        v.push(h.to_string());
+    }
+    if let Some(h) = r.ieth {
+        v.push(h.to_string());
+    }
+    v
+}
+
+/// `HH:MM:SS.uuuuuu` (UTC time of day), like tcpdump.
+fn format_time(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let micros = (ns % 1_000_000_000) / 1_000;
+    let day = secs % 86_400;
+    format!(
+        "{:02}:{:02}:{:02}.{micros:06}",
+        day / 3600,
+        (day / 60) % 60,
+        day % 60
+    )
+}
