@@ -1,0 +1,2062 @@
+//! The per-QP engine: requester, responder and completer of one RC, UC or UD
+//! queue pair.
+//!
+//! # Driving it
+//! * [`Qp::post_send`] / [`Qp::post_recv`] queue work requests.
+//! * [`Qp::handle_packet`] feeds one received packet (BTH onwards, ICRC already
+//!   checked and stripped by the caller).
+//! * [`Qp::handle_timeout`] must be called once `now` reaches
+//!   [`Qp::poll_timeout`].
+//! * After **any** of the calls above (and after [`Qp::modify`]) call
+//!   [`Qp::poll_transmit`] until it returns `None`, then
+//!   [`Qp::poll_completion`] until it returns `None`, then read
+//!   [`Qp::poll_timeout`] again: each call may have produced packets,
+//!   completions or a new deadline. `poll_transmit` may return `None` while
+//!   work is pending (window full, RNR wait, fence): it will have more after
+//!   the next `handle_packet` or `handle_timeout`.
+//!
+//! Memory is never owned by the engine: every call that may move bytes takes
+//! a [`Memory`], which validates key, PD, bounds and rights first.
+
+use std::collections::VecDeque;
+
+use crate::mem::{AtomicOp, Key, MemError, Memory, Pd};
+use crate::packet::{
+    opcode_for, syndrome, AtomicEth, Bth, Deth, Kind, Packet, Pos, Reth, Transport,
+};
+use crate::psn::Psn;
+use crate::qp::{modify_is_ok, Access, AddressHandle, AttrMask, QpAttr, QpState, QpType};
+use crate::time::{local_ack_timeout, rnr_timer, Instant};
+use crate::wr::{RecvWr, SendOp, SendWr, Sge, Wc, WcOpcode, WcStatus};
+
+/// Largest header stack the engine emits (BTH + RETH + ImmDt, or BTH +
+/// AtomicETH); a transmit buffer of `mtu + MAX_HEADER_LEN + 3` always fits.
+pub const MAX_HEADER_LEN: usize = 12 + 28 + 4;
+
+/// Size of the GRH area at the start of a UD receive buffer.
+pub const GRH_LEN: usize = 40;
+
+/// Q_Key bit that a non-privileged sender may not use.
+const QKEY_CONTROLLED: u32 = 0x8000_0000;
+
+/// Static configuration of a QP (what `ibv_create_qp` fixes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QpConfig {
+    /// This QP's number (24 bits).
+    pub qpn: u32,
+    /// Transport service.
+    pub qp_type: QpType,
+    /// Protection domain of the QP; memory of other PDs is refused.
+    pub pd: Pd,
+    /// Send queue depth.
+    pub max_send_wr: usize,
+    /// Receive queue depth.
+    pub max_recv_wr: usize,
+    /// Scatter/gather entries per WR.
+    pub max_sge: usize,
+    /// Every send WR generates a completion.
+    pub sq_sig_all: bool,
+    /// The port's P_Key table (`pkey_index` indexes it).
+    pub pkey_table: Vec<u16>,
+    /// Most PSNs the requester keeps unacknowledged (rxe: 128).
+    pub max_inflight: u32,
+    /// The requester sets AckReq at least every this many packets (rxe: 64).
+    pub ack_req_every: u32,
+    /// Device limit for `max_rd_atomic` / `max_dest_rd_atomic`.
+    pub max_rd_atomic_cap: u8,
+}
+
+impl QpConfig {
+    /// A configuration with rxe-like defaults.
+    pub fn new(qpn: u32, qp_type: QpType, pd: Pd) -> QpConfig {
+        QpConfig {
+            qpn: qpn & 0x00ff_ffff,
+            qp_type,
+            pd,
+            max_send_wr: 1024,
+            max_recv_wr: 1024,
+            max_sge: 16,
+            sq_sig_all: false,
+            pkey_table: vec![0xffff],
+            max_inflight: 128,
+            ack_req_every: 64,
+            max_rd_atomic_cap: 16,
+        }
+    }
+}
+
+/// Why `post_send` / `post_recv` refused a work request (the verbs call
+/// would return `EINVAL` / `ENOMEM`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum PostError {
+    /// The QP state does not accept this queue yet (RESET, or INIT/RTR for sends).
+    #[error("QP state does not accept work requests on this queue")]
+    InvalidState,
+    /// The queue is full.
+    #[error("work queue full")]
+    QueueFull,
+    /// The operation does not exist for this QP type.
+    #[error("operation not supported by this QP type")]
+    InvalidOpcode,
+    /// Too many SGEs, length above 2^31, or a UD send without destination.
+    #[error("invalid work request")]
+    InvalidArgument,
+}
+
+/// Why `modify` refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum ModifyError {
+    /// Not allowed by the modify-QP table (state pair or attribute mask).
+    #[error("invalid state transition or attribute mask")]
+    InvalidTransition,
+    /// `CUR_STATE` does not match the QP's state.
+    #[error("cur_qp_state does not match")]
+    CurStateMismatch,
+    /// An attribute value is out of range.
+    #[error("attribute {0} out of range")]
+    InvalidValue(&'static str),
+}
+
+/// One packet produced by [`Qp::poll_transmit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Bytes written at the start of the caller's buffer.
+    pub len: usize,
+    /// Where to send it.
+    pub ah: AddressHandle,
+}
+
+/// Counters of one QP (for tests, metrics and the sweep snapshots).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Packets emitted.
+    pub tx_packets: u64,
+    /// Packets accepted by `handle_packet` (parsed and addressed to us).
+    pub rx_packets: u64,
+    /// Requester packets sent again (PSN below the high-water mark).
+    pub retransmitted: u64,
+    /// Local ACK timeouts that led to a retry.
+    pub timeouts: u64,
+    /// Go-back-N restarts.
+    pub go_backs: u64,
+    /// ACKs sent (coalesced ones count once).
+    pub acks_sent: u64,
+    /// NAKs sent by code: PSN sequence, invalid request, remote access,
+    /// remote operational, invalid RD request.
+    pub naks_sent: [u64; 5],
+    /// RNR NAKs sent.
+    pub rnr_naks_sent: u64,
+    /// NAKs received (any code).
+    pub naks_received: u64,
+    /// RNR NAKs received.
+    pub rnr_naks_received: u64,
+    /// Duplicate requests seen by the responder.
+    pub duplicates: u64,
+    /// READ responses replayed from the responder-resources ring.
+    pub read_replays: u64,
+    /// Atomic responses replayed (never re-executed).
+    pub atomic_replays: u64,
+    /// Packets dropped: malformed, wrong QPN/P_Key/Q_Key/state, out of
+    /// sequence (UC), stale or bogus responses.
+    pub dropped: u64,
+}
+
+#[derive(Clone, Debug)]
+struct SendWqe {
+    wr: SendWr,
+    len: u32,
+    first_psn: Psn,
+    npkts: u32,
+    started: bool,
+    local_err: Option<WcStatus>,
+}
+
+impl SendWqe {
+    fn last_psn(&self) -> Psn {
+        self.first_psn.add(self.npkts.saturating_sub(1))
+    }
+}
+
+#[derive(Clone, Debug)]
+struct RecvWqe {
+    wr: RecvWr,
+    len: u64,
+}
+
+#[derive(Clone, Debug)]
+struct InMsg {
+    kind: Kind,
+    recv: Option<RecvWqe>,
+    off: u32,
+    va: u64,
+    rkey: u32,
+    dma_len: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum ResKind {
+    Read { va: u64, rkey: u32, len: u32 },
+    Atomic { orig: u64 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Resource {
+    first: Psn,
+    last: Psn,
+    kind: ResKind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum RespOut {
+    Ack {
+        psn: Psn,
+        syndrome: u8,
+        fatal: bool,
+    },
+    Read {
+        psn: Psn,
+        va: u64,
+        rkey: u32,
+        remaining: u32,
+        first: bool,
+    },
+    Atomic {
+        psn: Psn,
+        orig: u64,
+    },
+}
+
+/// Outcome of a responder step that did not simply succeed.
+enum RespErr {
+    /// No receive WQE: RNR NAK (RC) or drop (UC/UD).
+    Rnr,
+    /// Class of error answered with a NAK (RC) and, for RC, QP to ERR; the
+    /// status is for a consumed receive WQE, if any.
+    Nak(u8, Option<WcStatus>),
+}
+
+/// One queue pair: requester, responder and completer.
+#[derive(Debug)]
+pub struct Qp {
+    cfg: QpConfig,
+    state: QpState,
+    attr: QpAttr,
+    stats: Stats,
+    cq: VecDeque<Wc>,
+    // requester / completer
+    sq: VecDeque<SendWqe>,
+    send_idx: usize,
+    send_off: u32,
+    next_psn: Psn,
+    high_psn: Psn,
+    una: Psn,
+    retry_left: u8,
+    rnr_left: u8,
+    rto: Option<Instant>,
+    rnr_wait: Option<Instant>,
+    rd_atomic_inflight: u32,
+    pkts_since_ackreq: u32,
+    goback_guard: Option<Psn>,
+    scratch: Vec<u8>,
+    // responder
+    rq: VecDeque<RecvWqe>,
+    epsn: Psn,
+    msn: u32,
+    nak_sent: bool,
+    cur: Option<InMsg>,
+    uc_drop: bool,
+    resources: VecDeque<Resource>,
+    out: VecDeque<RespOut>,
+    fatal_pending: bool,
+}
+
+fn sgl_len(sgl: &[Sge]) -> u64 {
+    sgl.iter().map(|s| u64::from(s.length)).sum()
+}
+
+fn gather<M: Memory + ?Sized>(
+    mem: &M,
+    pd: Pd,
+    sgl: &[Sge],
+    mut off: u64,
+    out: &mut [u8],
+) -> Result<(), MemError> {
+    let mut done = 0usize;
+    for s in sgl {
+        if done == out.len() {
+            break;
+        }
+        let l = u64::from(s.length);
+        if off >= l {
+            off -= l;
+            continue;
+        }
+        let n = usize::try_from(l - off)
+            .unwrap_or(usize::MAX)
+            .min(out.len() - done);
+        let addr = s.addr.checked_add(off).ok_or(MemError::OutOfBounds)?;
+        mem.read(
+            pd,
+            Key::Local(s.lkey),
+            addr,
+            &mut out[done..done + n],
+            Access::empty(),
+        )?;
+        done += n;
+        off = 0;
+    }
+    if done < out.len() {
+        return Err(MemError::OutOfBounds);
+    }
+    Ok(())
+}
+
+fn scatter<M: Memory + ?Sized>(
+    mem: &mut M,
+    pd: Pd,
+    sgl: &[Sge],
+    mut off: u64,
+    data: &[u8],
+) -> Result<(), MemError> {
+    // Validate the whole range first so that a failure moves no byte.
+    let mut o = off;
+    let mut left = data.len() as u64;
+    for s in sgl {
+        if left == 0 {
+            break;
+        }
+        let l = u64::from(s.length);
+        if o >= l {
+            o -= l;
+            continue;
+        }
+        let n = (l - o).min(left);
+        let addr = s.addr.checked_add(o).ok_or(MemError::OutOfBounds)?;
+        mem.check(pd, Key::Local(s.lkey), addr, n, Access::LOCAL_WRITE)?;
+        left -= n;
+        o = 0;
+    }
+    if left > 0 {
+        return Err(MemError::OutOfBounds);
+    }
+    let mut done = 0usize;
+    for s in sgl {
+        if done == data.len() {
+            break;
+        }
+        let l = u64::from(s.length);
+        if off >= l {
+            off -= l;
+            continue;
+        }
+        let n = usize::try_from(l - off)
+            .unwrap_or(usize::MAX)
+            .min(data.len() - done);
+        let addr = s.addr.checked_add(off).ok_or(MemError::OutOfBounds)?;
+        mem.write(
+            pd,
+            Key::Local(s.lkey),
+            addr,
+            &data[done..done + n],
+            Access::LOCAL_WRITE,
+        )?;
+        done += n;
+        off = 0;
+    }
+    Ok(())
+}
+
+fn pkts_for(len: u32, mtu: u32) -> u32 {
+    len.div_ceil(mtu).max(1)
+}
+
+fn pos_of(first: bool, last: bool) -> Pos {
+    match (first, last) {
+        (true, true) => Pos::Only,
+        (true, false) => Pos::First,
+        (false, true) => Pos::Last,
+        (false, false) => Pos::Middle,
+    }
+}
+
+fn nak_status(code: u8) -> WcStatus {
+    match code {
+        1 => WcStatus::RemInvReqErr,
+        2 => WcStatus::RemAccessErr,
+        3 => WcStatus::RemOpErr,
+        4 => WcStatus::RemInvRdReqErr,
+        _ => WcStatus::BadRespErr,
+    }
+}
+
+impl Qp {
+    /// A new QP in RESET.
+    pub fn new(cfg: QpConfig) -> Qp {
+        Qp {
+            cfg,
+            state: QpState::Reset,
+            attr: QpAttr::default(),
+            stats: Stats::default(),
+            cq: VecDeque::new(),
+            sq: VecDeque::new(),
+            send_idx: 0,
+            send_off: 0,
+            next_psn: Psn::new(0),
+            high_psn: Psn::new(0),
+            una: Psn::new(0),
+            retry_left: 0,
+            rnr_left: 0,
+            rto: None,
+            rnr_wait: None,
+            rd_atomic_inflight: 0,
+            pkts_since_ackreq: 0,
+            goback_guard: None,
+            scratch: Vec::new(),
+            rq: VecDeque::new(),
+            epsn: Psn::new(0),
+            msn: 0,
+            nak_sent: false,
+            cur: None,
+            uc_drop: false,
+            resources: VecDeque::new(),
+            out: VecDeque::new(),
+            fatal_pending: false,
+        }
+    }
+
+    /// This QP's number.
+    pub fn qpn(&self) -> u32 {
+        self.cfg.qpn
+    }
+
+    /// Transport service.
+    pub fn qp_type(&self) -> QpType {
+        self.cfg.qp_type
+    }
+
+    /// Current state.
+    pub fn state(&self) -> QpState {
+        self.state
+    }
+
+    /// Current attributes (`ibv_query_qp`); `qp_state` is the current state,
+    /// `sq_psn` / `rq_psn` the next PSN to send / expected.
+    pub fn attr(&self) -> QpAttr {
+        QpAttr {
+            qp_state: self.state,
+            cur_qp_state: self.state,
+            sq_psn: self.next_psn.value(),
+            rq_psn: self.epsn.value(),
+            ..self.attr.clone()
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Configuration.
+    pub fn config(&self) -> &QpConfig {
+        &self.cfg
+    }
+
+    /// Send WRs posted and not yet completed.
+    pub fn sq_outstanding(&self) -> usize {
+        self.sq.len()
+    }
+
+    /// Receive WRs posted and not yet completed (including one being filled).
+    pub fn rq_outstanding(&self) -> usize {
+        self.rq.len() + usize::from(self.cur.as_ref().is_some_and(|c| c.recv.is_some()))
+    }
+
+    /// Smallest transmit buffer [`Qp::poll_transmit`] accepts.
+    pub fn max_packet_len(&self) -> usize {
+        self.attr.path_mtu.bytes() as usize + MAX_HEADER_LEN + 8 + 3
+    }
+
+    fn mtu(&self) -> u32 {
+        self.attr.path_mtu.bytes()
+    }
+
+    fn pkey(&self) -> u16 {
+        self.cfg
+            .pkey_table
+            .get(usize::from(self.attr.pkey_index))
+            .copied()
+            .unwrap_or(0xffff)
+    }
+
+    fn transport(&self) -> Transport {
+        match self.cfg.qp_type {
+            QpType::Rc => Transport::Rc,
+            QpType::Uc => Transport::Uc,
+            QpType::Ud => Transport::Ud,
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Control path
+    // ------------------------------------------------------------------
+
+    /// `ibv_modify_qp`: validates `mask` against the modify-QP table for the
+    /// current state and QP type, checks value ranges, then applies the
+    /// attributes. Going to ERR flushes every outstanding WR with
+    /// `WR_FLUSH_ERR`; going to RESET discards everything silently.
+    ///
+    /// # Errors
+    /// [`ModifyError`]; the QP is unchanged on error.
+    pub fn modify(&mut self, attr: &QpAttr, mask: AttrMask) -> Result<(), ModifyError> {
+        let cur = if mask.contains(AttrMask::CUR_STATE) {
+            if attr.cur_qp_state != self.state {
+                return Err(ModifyError::CurStateMismatch);
+            }
+            attr.cur_qp_state
+        } else {
+            self.state
+        };
+        let next = if mask.contains(AttrMask::STATE) {
+            attr.qp_state
+        } else {
+            cur
+        };
+        if !modify_is_ok(cur, next, self.cfg.qp_type, mask) {
+            return Err(ModifyError::InvalidTransition);
+        }
+        if mask.contains(AttrMask::PKEY_INDEX)
+            && usize::from(attr.pkey_index) >= self.cfg.pkey_table.len()
+        {
+            return Err(ModifyError::InvalidValue("pkey_index"));
+        }
+        if mask.contains(AttrMask::PORT) && attr.port_num == 0 {
+            return Err(ModifyError::InvalidValue("port_num"));
+        }
+        if mask.contains(AttrMask::TIMEOUT) && attr.timeout > 31 {
+            return Err(ModifyError::InvalidValue("timeout"));
+        }
+        if mask.contains(AttrMask::RETRY_CNT) && attr.retry_cnt > 7 {
+            return Err(ModifyError::InvalidValue("retry_cnt"));
+        }
+        if mask.contains(AttrMask::RNR_RETRY) && attr.rnr_retry > 7 {
+            return Err(ModifyError::InvalidValue("rnr_retry"));
+        }
+        if mask.contains(AttrMask::MIN_RNR_TIMER) && attr.min_rnr_timer > 31 {
+            return Err(ModifyError::InvalidValue("min_rnr_timer"));
+        }
+        if mask.contains(AttrMask::MAX_QP_RD_ATOMIC)
+            && attr.max_rd_atomic > self.cfg.max_rd_atomic_cap
+        {
+            return Err(ModifyError::InvalidValue("max_rd_atomic"));
+        }
+        if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC)
+            && attr.max_dest_rd_atomic > self.cfg.max_rd_atomic_cap
+        {
+            return Err(ModifyError::InvalidValue("max_dest_rd_atomic"));
+        }
+        if mask.contains(AttrMask::DEST_QPN) && attr.dest_qp_num > 0x00ff_ffff {
+            return Err(ModifyError::InvalidValue("dest_qp_num"));
+        }
+
+        let a = &mut self.attr;
+        if mask.contains(AttrMask::ACCESS_FLAGS) {
+            a.qp_access_flags = attr.qp_access_flags;
+        }
+        if mask.contains(AttrMask::PKEY_INDEX) {
+            a.pkey_index = attr.pkey_index;
+        }
+        if mask.contains(AttrMask::PORT) {
+            a.port_num = attr.port_num;
+        }
+        if mask.contains(AttrMask::QKEY) {
+            a.qkey = attr.qkey;
+        }
+        if mask.contains(AttrMask::AV) {
+            a.ah = attr.ah;
+        }
+        if mask.contains(AttrMask::PATH_MTU) {
+            a.path_mtu = attr.path_mtu;
+        }
+        if mask.contains(AttrMask::TIMEOUT) {
+            a.timeout = attr.timeout;
+        }
+        if mask.contains(AttrMask::RETRY_CNT) {
+            a.retry_cnt = attr.retry_cnt;
+            self.retry_left = attr.retry_cnt;
+        }
+        if mask.contains(AttrMask::RNR_RETRY) {
+            a.rnr_retry = attr.rnr_retry;
+            self.rnr_left = attr.rnr_retry;
+        }
+        if mask.contains(AttrMask::MIN_RNR_TIMER) {
+            a.min_rnr_timer = attr.min_rnr_timer;
+        }
+        if mask.contains(AttrMask::MAX_QP_RD_ATOMIC) {
+            a.max_rd_atomic = attr.max_rd_atomic;
+        }
+        if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC) {
+            a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+        }
+        if mask.contains(AttrMask::DEST_QPN) {
+            a.dest_qp_num = attr.dest_qp_num;
+        }
+        if mask.contains(AttrMask::EN_SQD_ASYNC_NOTIFY) {
+            a.en_sqd_async_notify = attr.en_sqd_async_notify;
+        }
+        if mask.contains(AttrMask::RQ_PSN) {
+            self.epsn = Psn::new(attr.rq_psn);
+            a.rq_psn = attr.rq_psn;
+        }
+        if mask.contains(AttrMask::SQ_PSN) {
+            let p = Psn::new(attr.sq_psn);
+            self.next_psn = p;
+            self.high_psn = p;
+            self.una = p;
+            a.sq_psn = attr.sq_psn;
+        }
+        match next {
+            QpState::Reset => self.reset(),
+            QpState::Err => self.enter_error(),
+            _ => self.state = next,
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        let cfg = self.cfg.clone();
+        *self = Qp::new(cfg);
+    }
+
+    /// Flushes every outstanding WR with `WR_FLUSH_ERR` and enters ERR.
+    fn enter_error(&mut self) {
+        self.state = QpState::Err;
+        self.flush_sq();
+        if let Some(c) = self.cur.take() {
+            if let Some(r) = c.recv {
+                self.push_flush_recv(r.wr.wr_id);
+            }
+        }
+        while let Some(r) = self.rq.pop_front() {
+            self.push_flush_recv(r.wr.wr_id);
+        }
+        self.out.clear();
+        self.fatal_pending = false;
+    }
+
+    fn flush_sq(&mut self) {
+        while let Some(w) = self.sq.pop_front() {
+            let wc = self.wc(w.wr.wr_id, WcStatus::WrFlushErr, w.wr.op.wc_opcode());
+            self.cq.push_back(wc);
+        }
+        self.send_idx = 0;
+        self.send_off = 0;
+        self.rd_atomic_inflight = 0;
+        self.rto = None;
+        self.rnr_wait = None;
+    }
+
+    fn push_flush_recv(&mut self, wr_id: u64) {
+        let wc = self.wc(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv);
+        self.cq.push_back(wc);
+    }
+
+    fn wc(&self, wr_id: u64, status: WcStatus, opcode: WcOpcode) -> Wc {
+        Wc {
+            wr_id,
+            status,
+            opcode,
+            byte_len: 0,
+            imm_data: None,
+            invalidated_rkey: None,
+            qp_num: self.cfg.qpn,
+            src_qp: 0,
+            grh: false,
+            vendor_err: 0,
+        }
+    }
+
+    /// `ibv_post_send`. In ERR (or SQE) the WR completes at once with
+    /// `WR_FLUSH_ERR`.
+    ///
+    /// # Errors
+    /// [`PostError`]; nothing is queued on error.
+    pub fn post_send(&mut self, wr: SendWr) -> Result<(), PostError> {
+        match self.state {
+            QpState::Reset | QpState::Init | QpState::Rtr => return Err(PostError::InvalidState),
+            _ => {}
+        }
+        let ok = match self.cfg.qp_type {
+            QpType::Rc => true,
+            QpType::Uc => matches!(
+                wr.op,
+                SendOp::Send
+                    | SendOp::SendWithImm { .. }
+                    | SendOp::Write { .. }
+                    | SendOp::WriteWithImm { .. }
+            ),
+            QpType::Ud => matches!(wr.op, SendOp::Send | SendOp::SendWithImm { .. }),
+        };
+        if !ok {
+            return Err(PostError::InvalidOpcode);
+        }
+        if wr.sg_list.len() > self.cfg.max_sge
+            || (self.cfg.qp_type == QpType::Ud && wr.ud.is_none())
+        {
+            return Err(PostError::InvalidArgument);
+        }
+        let len = sgl_len(&wr.sg_list);
+        if len > 1 << 31 {
+            return Err(PostError::InvalidArgument);
+        }
+        if self.sq.len() >= self.cfg.max_send_wr {
+            return Err(PostError::QueueFull);
+        }
+        if matches!(self.state, QpState::Err | QpState::Sqe) {
+            let wc = self.wc(wr.wr_id, WcStatus::WrFlushErr, wr.op.wc_opcode());
+            self.cq.push_back(wc);
+            return Ok(());
+        }
+        // Cannot fail: len <= 2^31 was checked above.
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        self.sq.push_back(SendWqe {
+            wr,
+            len,
+            first_psn: Psn::new(0),
+            npkts: 0,
+            started: false,
+            local_err: None,
+        });
+        Ok(())
+    }
+
+    /// `ibv_post_recv`. In ERR the WR completes at once with `WR_FLUSH_ERR`.
+    ///
+    /// # Errors
+    /// [`PostError`]; nothing is queued on error.
+    pub fn post_recv(&mut self, wr: RecvWr) -> Result<(), PostError> {
+        if self.state == QpState::Reset {
+            return Err(PostError::InvalidState);
+        }
+        if wr.sg_list.len() > self.cfg.max_sge {
+            return Err(PostError::InvalidArgument);
+        }
+        if self.rq_outstanding() >= self.cfg.max_recv_wr {
+            return Err(PostError::QueueFull);
+        }
+        if self.state == QpState::Err {
+            self.push_flush_recv(wr.wr_id);
+            return Ok(());
+        }
+        let len = sgl_len(&wr.sg_list);
+        self.rq.push_back(RecvWqe { wr, len });
+        Ok(())
+    }
+
+    /// Next completion, oldest first. Call until `None` after every other call.
+    pub fn poll_completion(&mut self) -> Option<Wc> {
+        self.cq.pop_front()
+    }
+
+    /// When [`Qp::handle_timeout`] must next be called (retransmission or
+    /// RNR timer), or `None` if no timer runs. Re-read after every call.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match (self.rto, self.rnr_wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Fires the timers that are due at `now`: a local ACK timeout retries
+    /// from the oldest unacknowledged PSN (or fails the oldest WR with
+    /// `RETRY_EXC_ERR` once retries are exhausted); an expired RNR wait lets
+    /// the requester resend.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.rnr_wait.is_some_and(|t| t <= now) {
+            self.rnr_wait = None;
+        }
+        if self.rto.is_some_and(|t| t <= now) {
+            self.rto = None;
+            if self.state == QpState::Err || self.cfg.qp_type != QpType::Rc {
+                return;
+            }
+            if self.una != self.next_psn {
+                self.stats.timeouts += 1;
+                self.go_back(now, true);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Transmit
+    // ------------------------------------------------------------------
+
+    /// Writes the next packet to send into `buf` (BTH onwards, pad included,
+    /// no ICRC) and says where to send it. Responses (ACK, NAK, READ
+    /// responses, atomic ACKs) go before new requests. Call until `None`
+    /// after every other call.
+    ///
+    /// `buf` must hold at least [`Qp::max_packet_len`] bytes, otherwise
+    /// nothing is produced.
+    pub fn poll_transmit<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        if buf.len() < self.max_packet_len() {
+            return None;
+        }
+        if let Some(t) = self.poll_responder(buf, mem) {
+            self.stats.tx_packets += 1;
+            return Some(t);
+        }
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            return None;
+        }
+        let t = self.poll_requester(now, buf, mem)?;
+        self.stats.tx_packets += 1;
+        Some(t)
+    }
+
+    fn bth(&self, opcode: u8, psn: Psn, dqpn: u32) -> Bth {
+        Bth {
+            opcode,
+            se: false,
+            mig: false,
+            pkey: self.pkey(),
+            becn_fecn: 0,
+            dqpn,
+            ack_req: false,
+            psn,
+        }
+    }
+
+    fn empty_packet(&self, opcode: u8, psn: Psn, dqpn: u32) -> Option<Packet<'static>> {
+        let info = crate::packet::opinfo(opcode)?;
+        Some(Packet {
+            bth: self.bth(opcode, psn, dqpn),
+            info,
+            deth: None,
+            reth: None,
+            atomic_eth: None,
+            aeth: None,
+            atomic_ack: None,
+            imm: None,
+            ieth: None,
+            payload: &[],
+        })
+    }
+
+    fn poll_responder<M: Memory + ?Sized>(
+        &mut self,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        let item = self.out.pop_front()?;
+        let dqpn = self.attr.dest_qp_num;
+        let ah = self.attr.ah;
+        let msn = self.msn & 0x00ff_ffff;
+        match item {
+            RespOut::Ack {
+                psn,
+                syndrome: syn,
+                fatal,
+            } => {
+                let mut p = self.empty_packet(0x11, psn, dqpn)?;
+                p.aeth = Some(crate::packet::Aeth { syndrome: syn, msn });
+                let len = p.emit(buf)?;
+                match syn >> 5 {
+                    0 => self.stats.acks_sent += 1,
+                    1 => self.stats.rnr_naks_sent += 1,
+                    _ => {
+                        let i = usize::from((syn & 0x1f).min(4));
+                        self.stats.naks_sent[i] += 1;
+                    }
+                }
+                if fatal {
+                    self.enter_error();
+                }
+                Some(Transmit { len, ah })
+            }
+            RespOut::Atomic { psn, orig } => {
+                let mut p = self.empty_packet(0x12, psn, dqpn)?;
+                p.aeth = Some(crate::packet::Aeth {
+                    syndrome: syndrome::ACK,
+                    msn,
+                });
+                p.atomic_ack = Some(orig);
+                let len = p.emit(buf)?;
+                Some(Transmit { len, ah })
+            }
+            RespOut::Read {
+                psn,
+                va,
+                rkey,
+                remaining,
+                first,
+            } => {
+                let mtu = self.mtu();
+                let n = remaining.min(mtu);
+                let last = n == remaining;
+                let pos = pos_of(first, last);
+                let opcode = opcode_for(Transport::Rc, Kind::ReadResp, pos, false, false)?;
+                let mut data = std::mem::take(&mut self.scratch);
+                data.clear();
+                data.resize(n as usize, 0);
+                let r = if n == 0 {
+                    Ok(())
+                } else {
+                    mem.read(
+                        self.cfg.pd,
+                        Key::Remote(rkey),
+                        va,
+                        &mut data,
+                        Access::REMOTE_READ,
+                    )
+                };
+                let res = match r {
+                    Ok(()) => {
+                        let mut p = self.empty_packet(opcode, psn, dqpn)?;
+                        if p.info.aeth {
+                            p.aeth = Some(crate::packet::Aeth {
+                                syndrome: syndrome::ACK,
+                                msn,
+                            });
+                        }
+                        p.payload = &data;
+                        let len = p.emit(buf);
+                        if !last {
+                            self.out.push_front(RespOut::Read {
+                                psn: psn.add(1),
+                                va: va + u64::from(n),
+                                rkey,
+                                remaining: remaining - n,
+                                first: false,
+                            });
+                        }
+                        len.map(|len| Transmit { len, ah })
+                    }
+                    Err(_) => {
+                        // The region went away between request and response.
+                        self.out.clear();
+                        self.out.push_front(RespOut::Ack {
+                            psn,
+                            syndrome: syndrome::NAK_REM_ACCESS,
+                            fatal: true,
+                        });
+                        None
+                    }
+                };
+                self.scratch = data;
+                match res {
+                    Some(t) => Some(t),
+                    None => self.poll_responder(buf, mem),
+                }
+            }
+        }
+    }
+
+    fn poll_requester<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        let rc = self.cfg.qp_type == QpType::Rc;
+        if rc && self.rnr_wait.is_some_and(|t| now < t) {
+            return None;
+        }
+        self.rnr_wait = None;
+        loop {
+            let idx = self.send_idx;
+            let w = self.sq.get(idx)?;
+            if w.local_err.is_some() {
+                return None;
+            }
+            if !w.started {
+                if self.state == QpState::Sqd {
+                    return None;
+                }
+                if rc
+                    && w.wr.op.is_rd_atomic()
+                    && self.rd_atomic_inflight >= u32::from(self.attr.max_rd_atomic.max(1))
+                {
+                    return None;
+                }
+                if rc && w.wr.fence && self.rd_atomic_inflight > 0 {
+                    return None;
+                }
+                if let Err(status) = self.validate_wqe(idx, mem) {
+                    self.local_error(idx, status);
+                    if self.state == QpState::Rts {
+                        continue;
+                    }
+                    return None;
+                }
+            }
+            if rc && self.next_psn.diff(self.una) >= self.cfg.max_inflight as i32 {
+                return None;
+            }
+            match self.build_request(now, idx, buf, mem) {
+                Ok(t) => return Some(t),
+                Err(status) => {
+                    self.local_error(idx, status);
+                    if self.state == QpState::Rts {
+                        continue;
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// First-transmission checks of a send WQE; assigns its PSNs.
+    fn validate_wqe<M: Memory + ?Sized>(&mut self, idx: usize, mem: &M) -> Result<(), WcStatus> {
+        let mtu = self.mtu();
+        let pd = self.cfg.pd;
+        let ud = self.cfg.qp_type == QpType::Ud;
+        let Some(w) = self.sq.get_mut(idx) else {
+            return Err(WcStatus::LocQpOpErr);
+        };
+        let need = if w.wr.op.is_rd_atomic() {
+            Access::LOCAL_WRITE
+        } else {
+            Access::empty()
+        };
+        if w.wr.op.is_atomic() && w.len != 8 {
+            return Err(WcStatus::LocLenErr);
+        }
+        if ud && w.len > mtu {
+            return Err(WcStatus::LocLenErr);
+        }
+        for s in &w.wr.sg_list {
+            mem.check(pd, Key::Local(s.lkey), s.addr, u64::from(s.length), need)
+                .map_err(|_| WcStatus::LocProtErr)?;
+        }
+        w.started = true;
+        w.first_psn = self.next_psn;
+        w.npkts = match w.wr.op {
+            SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => 1,
+            _ if ud => 1,
+            _ => pkts_for(w.len, mtu),
+        };
+        if w.wr.op.is_rd_atomic() {
+            self.rd_atomic_inflight += 1;
+        }
+        Ok(())
+    }
+
+    /// A local error on WQE `idx`: RC completes it (in order) and goes to
+    /// ERR; UC/UD complete it and go to SQE.
+    fn local_error(&mut self, idx: usize, status: WcStatus) {
+        if let Some(w) = self.sq.get_mut(idx) {
+            w.local_err = Some(status);
+        }
+        self.drain_local_errors();
+    }
+
+    fn drain_local_errors(&mut self) {
+        let Some(w) = self.sq.front() else { return };
+        let Some(status) = w.local_err else { return };
+        let wc = self.wc(w.wr.wr_id, status, w.wr.op.wc_opcode());
+        self.sq.pop_front();
+        self.send_idx = self.send_idx.saturating_sub(1);
+        self.cq.push_back(wc);
+        if self.cfg.qp_type == QpType::Rc {
+            self.enter_error();
+        } else {
+            self.state = QpState::Sqe;
+            self.flush_sq();
+        }
+    }
+
+    fn build_request<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        idx: usize,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Result<Transmit, WcStatus> {
+        let mtu = self.mtu();
+        let t = self.transport();
+        let psn = self.next_psn;
+        let qkey = self.attr.qkey;
+        let pd = self.cfg.pd;
+        let qpn = self.cfg.qpn;
+        let w = self.sq.get(idx).ok_or(WcStatus::LocQpOpErr)?;
+        let (dqpn, ah) = match w.wr.ud {
+            Some(d) if t == Transport::Ud => (d.remote_qpn, d.ah),
+            _ => (self.attr.dest_qp_num, self.attr.ah),
+        };
+        let off = self.send_off;
+        let mut data = std::mem::take(&mut self.scratch);
+        data.clear();
+        let mut p = self
+            .empty_packet(0x11, psn, dqpn)
+            .ok_or(WcStatus::LocQpOpErr)?;
+        let mut psns = 1u32;
+        let mut ends = true;
+        let mut sent = 0u32;
+        match w.wr.op {
+            SendOp::Read { remote_addr, rkey } => {
+                let remaining = w.len - off;
+                p.info = crate::packet::opinfo(0x0c).ok_or(WcStatus::LocQpOpErr)?;
+                p.bth.opcode = 0x0c;
+                p.reth = Some(Reth {
+                    va: remote_addr.wrapping_add(u64::from(off)),
+                    rkey,
+                    len: remaining,
+                });
+                psns = pkts_for(remaining, mtu);
+                sent = remaining;
+            }
+            SendOp::CompareSwap {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                p.info = crate::packet::opinfo(0x13).ok_or(WcStatus::LocQpOpErr)?;
+                p.bth.opcode = 0x13;
+                p.atomic_eth = Some(AtomicEth {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: swap,
+                    compare,
+                });
+            }
+            SendOp::FetchAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                p.info = crate::packet::opinfo(0x14).ok_or(WcStatus::LocQpOpErr)?;
+                p.bth.opcode = 0x14;
+                p.atomic_eth = Some(AtomicEth {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: add,
+                    compare: 0,
+                });
+            }
+            op => {
+                let remaining = w.len - off;
+                let n = remaining.min(mtu);
+                let last = n == remaining;
+                let first = off == 0;
+                let pos = pos_of(first, last);
+                let (kind, imm, inv) = match op {
+                    SendOp::Send => (Kind::Send, None, None),
+                    SendOp::SendWithImm { imm } => (Kind::Send, Some(imm), None),
+                    SendOp::SendWithInv { rkey } => (Kind::Send, None, Some(rkey)),
+                    SendOp::WriteWithImm { imm, .. } => (Kind::Write, Some(imm), None),
+                    _ => (Kind::Write, None, None),
+                };
+                let imm = imm.filter(|_| last);
+                let inv = inv.filter(|_| last);
+                let opcode = opcode_for(t, kind, pos, imm.is_some(), inv.is_some())
+                    .ok_or(WcStatus::LocQpOpErr)?;
+                p.info = crate::packet::opinfo(opcode).ok_or(WcStatus::LocQpOpErr)?;
+                p.bth.opcode = opcode;
+                p.imm = imm;
+                p.ieth = inv;
+                if let SendOp::Write { remote_addr, rkey }
+                | SendOp::WriteWithImm {
+                    remote_addr, rkey, ..
+                } = op
+                {
+                    if first {
+                        p.reth = Some(Reth {
+                            va: remote_addr,
+                            rkey,
+                            len: w.len,
+                        });
+                    }
+                }
+                if t == Transport::Ud {
+                    let qk = w.wr.ud.map_or(qkey, |d| d.remote_qkey);
+                    let qk = if qk & QKEY_CONTROLLED != 0 { qkey } else { qk };
+                    p.deth = Some(Deth {
+                        qkey: qk,
+                        src_qp: qpn,
+                    });
+                }
+                data.resize(n as usize, 0);
+                if let Err(_e) = gather(mem, pd, &w.wr.sg_list, u64::from(off), &mut data) {
+                    self.scratch = data;
+                    return Err(WcStatus::LocProtErr);
+                }
+                p.bth.se = last && w.wr.solicited;
+                ends = last;
+                sent = n;
+            }
+        }
+        if t == Transport::Rc {
+            self.pkts_since_ackreq += 1;
+            let rd = p.info.kind == Kind::ReadReq || p.info.atomic_eth;
+            if !rd && (ends || self.pkts_since_ackreq >= self.cfg.ack_req_every) {
+                p.bth.ack_req = true;
+            }
+            if p.bth.ack_req || rd {
+                self.pkts_since_ackreq = 0;
+            }
+        }
+        let len = {
+            let mut q = p;
+            q.payload = &data;
+            q.emit(buf)
+        };
+        self.scratch = data;
+        let len = len.ok_or(WcStatus::LocLenErr)?;
+
+        if psn.before(self.high_psn) {
+            self.stats.retransmitted += 1;
+        }
+        self.next_psn = psn.add(psns);
+        if self.next_psn.after(self.high_psn) {
+            self.high_psn = self.next_psn;
+        }
+        let rd = p.info.kind == Kind::ReadReq || p.info.atomic_eth;
+        if rd || ends {
+            self.send_idx += 1;
+            self.send_off = 0;
+        } else {
+            self.send_off = off + sent;
+        }
+        if t == Transport::Rc {
+            if self.rto.is_none() {
+                self.rto = local_ack_timeout(self.attr.timeout).map(|d| now + d);
+            }
+        } else if ends {
+            // UC and UD complete as soon as the last packet leaves.
+            self.una = self.next_psn;
+            self.complete_front(WcStatus::Success);
+        }
+        Ok(Transmit { len, ah })
+    }
+
+    /// Completes the oldest send WQE with `status` (successes only when
+    /// signaled) and pops it.
+    fn complete_front(&mut self, status: WcStatus) {
+        let Some(w) = self.sq.pop_front() else { return };
+        self.send_idx = self.send_idx.saturating_sub(1);
+        if w.wr.op.is_rd_atomic() && w.started {
+            self.rd_atomic_inflight = self.rd_atomic_inflight.saturating_sub(1);
+        }
+        if status != WcStatus::Success || w.wr.signaled || self.cfg.sq_sig_all {
+            let mut wc = self.wc(w.wr.wr_id, status, w.wr.op.wc_opcode());
+            if status == WcStatus::Success {
+                wc.byte_len = if w.wr.op.is_atomic() { 8 } else { w.len };
+            }
+            self.cq.push_back(wc);
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Completer
+    // ------------------------------------------------------------------
+
+    /// Restart from the oldest unacknowledged PSN. `count` consumes a retry;
+    /// with none left the oldest WR fails with `RETRY_EXC_ERR`.
+    fn go_back(&mut self, now: Instant, count: bool) {
+        if self.una == self.next_psn {
+            return;
+        }
+        if count {
+            if self.retry_left == 0 {
+                self.complete_front(WcStatus::RetryExcErr);
+                self.enter_error();
+                return;
+            }
+            if self.retry_left != 7 {
+                self.retry_left -= 1;
+            }
+        }
+        let mtu = self.mtu();
+        let una = self.una;
+        let mut found = None;
+        for (i, w) in self.sq.iter().enumerate() {
+            if !w.started {
+                break;
+            }
+            if una.within(w.first_psn, w.last_psn()) {
+                let k = una.diff(w.first_psn) as u32;
+                let off = if w.wr.op.is_atomic() { 0 } else { k * mtu };
+                found = Some((i, off.min(w.len)));
+                break;
+            }
+        }
+        let Some((i, off)) = found else { return };
+        self.stats.go_backs += 1;
+        self.send_idx = i;
+        self.send_off = off;
+        self.next_psn = una;
+        self.pkts_since_ackreq = 0;
+        self.rto = local_ack_timeout(self.attr.timeout).map(|d| now + d);
+    }
+
+    /// A go-back triggered by the peer (NAK, implied NAK, response gap):
+    /// at most one per una value, so that reordered or duplicated packets
+    /// do not restart the same retransmission again and again.
+    fn go_back_once(&mut self, now: Instant) {
+        if self.goback_guard == Some(self.una) {
+            return;
+        }
+        self.goback_guard = Some(self.una);
+        self.go_back(now, true);
+    }
+
+    /// Forward progress: una moved.
+    fn progress(&mut self, now: Instant) {
+        self.retry_left = self.attr.retry_cnt;
+        self.rnr_left = self.attr.rnr_retry;
+        self.goback_guard = None;
+        self.rto = if self.una != self.next_psn {
+            local_ack_timeout(self.attr.timeout).map(|d| now + d)
+        } else {
+            None
+        };
+    }
+
+    /// Everything up to and including `p` is acknowledged. Returns false when
+    /// a READ/atomic inside that range lacks its response (implied NAK; the
+    /// caller retries).
+    fn ack_through(&mut self, now: Instant, p: Psn) -> bool {
+        if p.diff(self.una) < 0 || p.diff(self.high_psn) >= 0 {
+            return true;
+        }
+        let mut ok = true;
+        let mut una = p.add(1);
+        while let Some(w) = self.sq.front() {
+            if !w.started {
+                break;
+            }
+            if w.last_psn().after(p) {
+                break;
+            }
+            if w.wr.op.is_rd_atomic() {
+                ok = false;
+                if !w.first_psn.before(self.una) {
+                    una = w.first_psn;
+                } else {
+                    una = self.una;
+                }
+                break;
+            }
+            self.complete_front(WcStatus::Success);
+        }
+        if una.after(self.una) {
+            self.una = una;
+            self.progress(now);
+        }
+        ok
+    }
+
+    /// After una moved past the transmit pointer (late ACKs for packets sent
+    /// before a go-back), move the transmit pointer to una.
+    fn fix_send_ptr(&mut self) {
+        if !self.next_psn.before(self.una) {
+            return;
+        }
+        let mtu = self.mtu();
+        let una = self.una;
+        let mut idx = 0;
+        let mut off = 0;
+        for (i, w) in self.sq.iter().enumerate() {
+            idx = i + 1;
+            if !w.started {
+                idx = i;
+                break;
+            }
+            if una.within(w.first_psn, w.last_psn()) {
+                idx = i;
+                let k = una.diff(w.first_psn) as u32;
+                off = if w.wr.op.is_atomic() {
+                    0
+                } else {
+                    (k * mtu).min(w.len)
+                };
+                break;
+            }
+        }
+        self.send_idx = idx;
+        self.send_off = off;
+        self.next_psn = una;
+        self.pkts_since_ackreq = 0;
+    }
+
+    fn handle_response<M: Memory + ?Sized>(&mut self, now: Instant, p: &Packet<'_>, mem: &mut M) {
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            self.stats.dropped += 1;
+            return;
+        }
+        let psn = p.bth.psn;
+        if psn.diff(self.high_psn) >= 0 {
+            self.stats.dropped += 1;
+            return;
+        }
+        match p.info.kind {
+            Kind::Ack => {
+                let Some(aeth) = p.aeth else { return };
+                let syn = aeth.syndrome;
+                match (syn >> 5) & 3 {
+                    0 => {
+                        if !self.ack_through(now, psn) {
+                            self.go_back_once(now);
+                        }
+                    }
+                    1 => {
+                        self.stats.rnr_naks_received += 1;
+                        if psn.before(self.una) {
+                            return;
+                        }
+                        let ok = self.ack_through(now, psn.sub(1));
+                        if !ok || psn != self.una {
+                            self.go_back(now, true);
+                            return;
+                        }
+                        if self.rnr_left == 0 {
+                            self.complete_front(WcStatus::RnrRetryExcErr);
+                            self.enter_error();
+                            return;
+                        }
+                        if self.rnr_left != 7 {
+                            self.rnr_left -= 1;
+                        }
+                        self.go_back(now, false);
+                        self.rto = None;
+                        self.rnr_wait = Some(now + rnr_timer(syn & 0x1f));
+                    }
+                    3 => {
+                        self.stats.naks_received += 1;
+                        if psn.before(self.una) {
+                            return;
+                        }
+                        let ok = self.ack_through(now, psn.sub(1));
+                        let code = syn & 0x1f;
+                        if code == 0 || !ok {
+                            self.go_back_once(now);
+                        } else {
+                            self.complete_front(nak_status(code));
+                            self.enter_error();
+                        }
+                    }
+                    _ => self.stats.dropped += 1,
+                }
+            }
+            Kind::ReadResp | Kind::AtomicAck => self.handle_rd_response(now, p, mem),
+            _ => self.stats.dropped += 1,
+        }
+    }
+
+    fn handle_rd_response<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        p: &Packet<'_>,
+        mem: &mut M,
+    ) {
+        let q = p.bth.psn;
+        if q.before(self.una) {
+            self.stats.dropped += 1;
+            return;
+        }
+        let Some(i) = self
+            .sq
+            .iter()
+            .take_while(|w| w.started)
+            .position(|w| q.within(w.first_psn, w.last_psn()))
+        else {
+            self.stats.dropped += 1;
+            return;
+        };
+        let first = self.sq[i].first_psn;
+        if first.after(self.una) && !self.ack_through(now, first.sub(1)) {
+            self.go_back_once(now);
+            return;
+        }
+        if q != self.una {
+            self.go_back_once(now);
+            return;
+        }
+        // q == una, so the WQE is the front one.
+        let Some(w) = self.sq.front() else { return };
+        let mtu = self.mtu();
+        let pd = self.cfg.pd;
+        let ends = match (p.info.kind, w.wr.op) {
+            (Kind::ReadResp, SendOp::Read { .. }) => {
+                let off = u64::from(q.diff(w.first_psn) as u32) * u64::from(mtu);
+                let n = p.payload.len() as u64;
+                let total = u64::from(w.len);
+                let pos = p.info.pos;
+                let bad = off + n > total
+                    || (pos.ends() && off + n != total)
+                    || (!pos.ends() && (n != u64::from(mtu) || off + n == total));
+                if bad {
+                    self.complete_front(WcStatus::BadRespErr);
+                    self.enter_error();
+                    return;
+                }
+                if n > 0 && scatter(mem, pd, &w.wr.sg_list, off, p.payload).is_err() {
+                    self.complete_front(WcStatus::LocProtErr);
+                    self.enter_error();
+                    return;
+                }
+                pos.ends()
+            }
+            (Kind::AtomicAck, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }) => {
+                let orig = p.atomic_ack.unwrap_or(0);
+                if scatter(mem, pd, &w.wr.sg_list, 0, &orig.to_le_bytes()).is_err() {
+                    self.complete_front(WcStatus::LocProtErr);
+                    self.enter_error();
+                    return;
+                }
+                true
+            }
+            _ => {
+                self.complete_front(WcStatus::BadRespErr);
+                self.enter_error();
+                return;
+            }
+        };
+        self.una = q.add(1);
+        self.fix_send_ptr();
+        if ends {
+            self.complete_front(WcStatus::Success);
+        }
+        self.progress(now);
+    }
+
+    // ------------------------------------------------------------------
+    // Receive
+    // ------------------------------------------------------------------
+
+    /// Feeds one packet from the network (BTH onwards, ICRC already checked
+    /// and removed). Untrusted input: malformed packets, packets for another
+    /// QP or P_Key, wrong Q_Key, stale or future PSNs are dropped or
+    /// answered with the NAK the IBTA prescribes; nothing panics and no byte
+    /// is written outside memory the [`Memory`] validates.
+    ///
+    /// For UD the 40-byte GRH area of the receive buffer is zeroed; use
+    /// [`Qp::handle_packet_with_grh`] to supply the real header.
+    pub fn handle_packet<M: Memory + ?Sized>(&mut self, now: Instant, bytes: &[u8], mem: &mut M) {
+        self.handle_packet_inner(now, bytes, None, mem);
+    }
+
+    /// [`Qp::handle_packet`] with the 40 bytes a UD receive places in the
+    /// GRH area (an IPv6 header, or 20 zero bytes then the IPv4 header).
+    pub fn handle_packet_with_grh<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        grh: &[u8; GRH_LEN],
+        mem: &mut M,
+    ) {
+        self.handle_packet_inner(now, bytes, Some(grh), mem);
+    }
+
+    fn handle_packet_inner<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        grh: Option<&[u8; GRH_LEN]>,
+        mem: &mut M,
+    ) {
+        let Ok(p) = Packet::parse(bytes) else {
+            self.stats.dropped += 1;
+            return;
+        };
+        if !matches!(
+            self.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        ) || p.bth.dqpn != self.cfg.qpn
+            || p.info.transport != self.transport()
+            || !pkey_match(p.bth.pkey, self.pkey())
+        {
+            self.stats.dropped += 1;
+            return;
+        }
+        self.stats.rx_packets += 1;
+        match self.cfg.qp_type {
+            QpType::Rc => {
+                if matches!(p.info.kind, Kind::Ack | Kind::ReadResp | Kind::AtomicAck) {
+                    self.handle_response(now, &p, mem);
+                    if self.state != QpState::Err {
+                        self.fix_send_ptr();
+                        self.drain_local_errors();
+                    }
+                } else {
+                    self.rc_request(&p, mem);
+                }
+            }
+            QpType::Uc => self.uc_request(&p, mem),
+            QpType::Ud => self.ud_request(&p, grh, mem),
+        }
+    }
+
+    fn push_ack(&mut self, psn: Psn) {
+        if let Some(RespOut::Ack {
+            psn: q,
+            syndrome: s,
+            fatal: false,
+        }) = self.out.back_mut()
+        {
+            if *s == syndrome::ACK {
+                *q = psn;
+                return;
+            }
+        }
+        self.out.push_back(RespOut::Ack {
+            psn,
+            syndrome: syndrome::ACK,
+            fatal: false,
+        });
+    }
+
+    fn rc_request<M: Memory + ?Sized>(&mut self, p: &Packet<'_>, mem: &mut M) {
+        if self.fatal_pending {
+            self.stats.dropped += 1;
+            return;
+        }
+        let psn = p.bth.psn;
+        let d = psn.diff(self.epsn);
+        if d > 0 {
+            if !self.nak_sent {
+                self.nak_sent = true;
+                self.out.push_back(RespOut::Ack {
+                    psn: self.epsn,
+                    syndrome: syndrome::NAK_PSN_SEQ,
+                    fatal: false,
+                });
+            }
+            self.stats.dropped += 1;
+            return;
+        }
+        if d < 0 {
+            self.stats.duplicates += 1;
+            self.rc_duplicate(p);
+            return;
+        }
+        match self.execute(p, mem) {
+            Ok(()) => self.nak_sent = false,
+            Err(RespErr::Rnr) => {
+                self.nak_sent = true;
+                self.out.push_back(RespOut::Ack {
+                    psn,
+                    syndrome: syndrome::rnr(self.attr.min_rnr_timer),
+                    fatal: false,
+                });
+            }
+            Err(RespErr::Nak(code, status)) => {
+                if let Some(st) = status {
+                    if let Some(r) = self.cur.as_mut().and_then(|c| c.recv.take()) {
+                        let wc = self.wc(r.wr.wr_id, st, WcOpcode::Recv);
+                        self.cq.push_back(wc);
+                    }
+                }
+                self.fatal_pending = true;
+                self.out.push_back(RespOut::Ack {
+                    psn,
+                    syndrome: code,
+                    fatal: true,
+                });
+            }
+        }
+    }
+
+    fn rc_duplicate(&mut self, p: &Packet<'_>) {
+        let psn = p.bth.psn;
+        match p.info.kind {
+            Kind::ReadReq => {
+                let Some(reth) = p.reth else { return };
+                let found = self
+                    .resources
+                    .iter()
+                    .rev()
+                    .find(|r| psn.within(r.first, r.last));
+                if let Some(Resource {
+                    kind: ResKind::Read { va, rkey, len },
+                    ..
+                }) = found.copied()
+                {
+                    let end = va.saturating_add(u64::from(len));
+                    let rend = reth.va.saturating_add(u64::from(reth.len));
+                    if reth.rkey == rkey && reth.va >= va && rend <= end {
+                        self.stats.read_replays += 1;
+                        self.out.push_back(RespOut::Read {
+                            psn,
+                            va: reth.va,
+                            rkey,
+                            remaining: reth.len,
+                            first: true,
+                        });
+                        return;
+                    }
+                }
+                self.stats.dropped += 1;
+            }
+            Kind::CmpSwap | Kind::FetchAdd => {
+                let found = self.resources.iter().rev().find(|r| r.first == psn);
+                if let Some(Resource {
+                    kind: ResKind::Atomic { orig },
+                    ..
+                }) = found.copied()
+                {
+                    self.stats.atomic_replays += 1;
+                    self.out.push_back(RespOut::Atomic { psn, orig });
+                } else {
+                    self.stats.dropped += 1;
+                }
+            }
+            _ => {
+                if p.bth.ack_req {
+                    self.push_ack(self.epsn.sub(1));
+                }
+            }
+        }
+    }
+
+    fn add_resource(&mut self, r: Resource) {
+        let cap = usize::from(self.attr.max_dest_rd_atomic.max(1));
+        while self.resources.len() >= cap {
+            self.resources.pop_front();
+        }
+        self.resources.push_back(r);
+    }
+
+    /// Executes an in-sequence RC request (also used by UC for SEND/WRITE).
+    fn execute<M: Memory + ?Sized>(&mut self, p: &Packet<'_>, mem: &mut M) -> Result<(), RespErr> {
+        let psn = p.bth.psn;
+        let info = p.info;
+        let pd = self.cfg.pd;
+        let mtu = self.mtu() as usize;
+        let inv_req = RespErr::Nak(syndrome::NAK_INV_REQ, None);
+        // Opcode sequence: a message in progress continues, otherwise starts.
+        match (&self.cur, info.pos.starts()) {
+            (Some(c), false) if c.kind == info.kind => {}
+            (None, true) => {}
+            _ => return Err(inv_req),
+        }
+        // Segmentation rules.
+        let n = p.payload.len();
+        let len_ok = match info.pos {
+            Pos::First | Pos::Middle => n == mtu,
+            Pos::Last => (1..=mtu).contains(&n),
+            Pos::Only => n <= mtu,
+        };
+        if info.payload && !len_ok {
+            return Err(inv_req);
+        }
+        let acc = self.attr.qp_access_flags;
+        match info.kind {
+            Kind::Send => {
+                if info.pos.starts() {
+                    let Some(r) = self.rq.pop_front() else {
+                        return Err(RespErr::Rnr);
+                    };
+                    self.cur = Some(InMsg {
+                        kind: Kind::Send,
+                        recv: Some(r),
+                        off: 0,
+                        va: 0,
+                        rkey: 0,
+                        dma_len: 0,
+                    });
+                }
+                let Some(c) = self.cur.as_mut() else {
+                    return Err(inv_req);
+                };
+                let Some(r) = c.recv.as_ref() else {
+                    return Err(inv_req);
+                };
+                if u64::from(c.off) + n as u64 > r.len {
+                    return Err(RespErr::Nak(
+                        syndrome::NAK_INV_REQ,
+                        Some(WcStatus::LocLenErr),
+                    ));
+                }
+                if scatter(mem, pd, &r.wr.sg_list, u64::from(c.off), p.payload).is_err() {
+                    return Err(RespErr::Nak(
+                        syndrome::NAK_REM_OP,
+                        Some(WcStatus::LocProtErr),
+                    ));
+                }
+                c.off += n as u32;
+                if info.pos.ends() {
+                    let mut inv = None;
+                    if let Some(rkey) = p.ieth {
+                        if mem.invalidate(pd, rkey).is_err() {
+                            return Err(RespErr::Nak(
+                                syndrome::NAK_INV_REQ,
+                                Some(WcStatus::RemInvReqErr),
+                            ));
+                        }
+                        inv = Some(rkey);
+                    }
+                    let Some(c) = self.cur.take() else {
+                        return Err(inv_req);
+                    };
+                    if let Some(r) = c.recv {
+                        let mut wc = self.wc(r.wr.wr_id, WcStatus::Success, WcOpcode::Recv);
+                        wc.byte_len = c.off;
+                        wc.imm_data = p.imm;
+                        wc.invalidated_rkey = inv;
+                        wc.src_qp = self.attr.dest_qp_num;
+                        self.cq.push_back(wc);
+                    }
+                    self.msn = self.msn.wrapping_add(1);
+                }
+            }
+            Kind::Write => {
+                if !acc.contains(Access::REMOTE_WRITE) {
+                    return Err(inv_req);
+                }
+                if info.pos.starts() {
+                    let Some(reth) = p.reth else {
+                        return Err(inv_req);
+                    };
+                    if reth.len > 0 {
+                        mem.check(
+                            pd,
+                            Key::Remote(reth.rkey),
+                            reth.va,
+                            u64::from(reth.len),
+                            Access::REMOTE_WRITE,
+                        )
+                        .map_err(|_| RespErr::Nak(syndrome::NAK_REM_ACCESS, None))?;
+                    }
+                    if (info.pos == Pos::Only && n != reth.len as usize)
+                        || (n as u64) > u64::from(reth.len)
+                    {
+                        return Err(inv_req);
+                    }
+                    self.cur = Some(InMsg {
+                        kind: Kind::Write,
+                        recv: None,
+                        off: 0,
+                        va: reth.va,
+                        rkey: reth.rkey,
+                        dma_len: reth.len,
+                    });
+                }
+                let imm_needs_recv = info.imm && info.pos.ends();
+                if imm_needs_recv && self.rq.is_empty() {
+                    if info.pos == Pos::Only {
+                        self.cur = None;
+                    }
+                    return Err(RespErr::Rnr);
+                }
+                let Some(c) = self.cur.as_mut() else {
+                    return Err(inv_req);
+                };
+                let end = u64::from(c.off) + n as u64;
+                if end > u64::from(c.dma_len) || (info.pos.ends() && end != u64::from(c.dma_len)) {
+                    return Err(inv_req);
+                }
+                if n > 0 {
+                    let va =
+                        c.va.checked_add(u64::from(c.off))
+                            .ok_or(RespErr::Nak(syndrome::NAK_REM_ACCESS, None))?;
+                    mem.write(pd, Key::Remote(c.rkey), va, p.payload, Access::REMOTE_WRITE)
+                        .map_err(|_| RespErr::Nak(syndrome::NAK_REM_ACCESS, None))?;
+                }
+                c.off += n as u32;
+                if info.pos.ends() {
+                    let total = c.off;
+                    self.cur = None;
+                    if imm_needs_recv {
+                        if let Some(r) = self.rq.pop_front() {
+                            let mut wc =
+                                self.wc(r.wr.wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm);
+                            wc.byte_len = total;
+                            wc.imm_data = p.imm;
+                            wc.src_qp = self.attr.dest_qp_num;
+                            self.cq.push_back(wc);
+                        }
+                    }
+                    self.msn = self.msn.wrapping_add(1);
+                }
+            }
+            Kind::ReadReq => {
+                if !acc.contains(Access::REMOTE_READ) {
+                    return Err(inv_req);
+                }
+                let Some(reth) = p.reth else {
+                    return Err(inv_req);
+                };
+                if reth.len > 1 << 31 {
+                    return Err(inv_req);
+                }
+                if reth.len > 0 {
+                    mem.check(
+                        pd,
+                        Key::Remote(reth.rkey),
+                        reth.va,
+                        u64::from(reth.len),
+                        Access::REMOTE_READ,
+                    )
+                    .map_err(|_| RespErr::Nak(syndrome::NAK_REM_ACCESS, None))?;
+                }
+                let npk = pkts_for(reth.len, mtu as u32);
+                self.add_resource(Resource {
+                    first: psn,
+                    last: psn.add(npk - 1),
+                    kind: ResKind::Read {
+                        va: reth.va,
+                        rkey: reth.rkey,
+                        len: reth.len,
+                    },
+                });
+                self.out.push_back(RespOut::Read {
+                    psn,
+                    va: reth.va,
+                    rkey: reth.rkey,
+                    remaining: reth.len,
+                    first: true,
+                });
+                self.msn = self.msn.wrapping_add(1);
+                self.epsn = psn.add(npk);
+                return Ok(());
+            }
+            Kind::CmpSwap | Kind::FetchAdd => {
+                if !acc.contains(Access::REMOTE_ATOMIC) {
+                    return Err(inv_req);
+                }
+                let Some(a) = p.atomic_eth else {
+                    return Err(inv_req);
+                };
+                if a.va % 8 != 0 {
+                    return Err(inv_req);
+                }
+                let op = if info.kind == Kind::CmpSwap {
+                    AtomicOp::CompareSwap {
+                        compare: a.compare,
+                        swap: a.swap_add,
+                    }
+                } else {
+                    AtomicOp::FetchAdd { add: a.swap_add }
+                };
+                let orig = match mem.atomic(pd, a.rkey, a.va, op) {
+                    Ok(v) => v,
+                    Err(MemError::Misaligned) => return Err(inv_req),
+                    Err(_) => return Err(RespErr::Nak(syndrome::NAK_REM_ACCESS, None)),
+                };
+                self.add_resource(Resource {
+                    first: psn,
+                    last: psn,
+                    kind: ResKind::Atomic { orig },
+                });
+                self.out.push_back(RespOut::Atomic { psn, orig });
+                self.msn = self.msn.wrapping_add(1);
+            }
+            Kind::Ack | Kind::ReadResp | Kind::AtomicAck => return Err(inv_req),
+        }
+        self.epsn = psn.add(1);
+        if p.bth.ack_req && self.cfg.qp_type == QpType::Rc {
+            self.push_ack(psn);
+        }
+        Ok(())
+    }
+
+    fn uc_request<M: Memory + ?Sized>(&mut self, p: &Packet<'_>, mem: &mut M) {
+        let psn = p.bth.psn;
+        if psn != self.epsn {
+            // PSN gap: abandon the message in progress; a packet that starts
+            // a message is taken, anything else drops until the next start.
+            self.abandon_uc();
+            self.uc_drop = !p.info.pos.starts();
+            if self.uc_drop {
+                self.epsn = psn.add(1);
+                self.stats.dropped += 1;
+                return;
+            }
+        }
+        self.epsn = psn.add(1);
+        if self.uc_drop {
+            if !p.info.pos.starts() {
+                self.stats.dropped += 1;
+                return;
+            }
+            self.uc_drop = false;
+        }
+        let cont_ok = match &self.cur {
+            Some(c) => !p.info.pos.starts() && c.kind == p.info.kind,
+            None => p.info.pos.starts(),
+        };
+        if !cont_ok {
+            self.abandon_uc();
+            self.uc_drop = !p.info.pos.starts();
+            if self.uc_drop {
+                self.stats.dropped += 1;
+                return;
+            }
+        }
+        if self.execute(p, mem).is_err() {
+            self.abandon_uc();
+            self.uc_drop = !p.info.pos.ends();
+            self.stats.dropped += 1;
+        }
+        // execute() moved epsn forward already on success.
+        self.epsn = psn.add(1);
+    }
+
+    fn abandon_uc(&mut self) {
+        if let Some(c) = self.cur.take() {
+            if let Some(r) = c.recv {
+                self.rq.push_front(r);
+            }
+        }
+    }
+
+    fn ud_request<M: Memory + ?Sized>(
+        &mut self,
+        p: &Packet<'_>,
+        grh: Option<&[u8; GRH_LEN]>,
+        mem: &mut M,
+    ) {
+        let Some(deth) = p.deth else {
+            self.stats.dropped += 1;
+            return;
+        };
+        if deth.qkey != self.attr.qkey || p.payload.len() > self.mtu() as usize {
+            self.stats.dropped += 1;
+            return;
+        }
+        let Some(r) = self.rq.pop_front() else {
+            self.stats.dropped += 1;
+            return;
+        };
+        let pd = self.cfg.pd;
+        let total = (GRH_LEN + p.payload.len()) as u64;
+        let status = if total > r.len {
+            WcStatus::LocLenErr
+        } else {
+            let zero = [0u8; GRH_LEN];
+            let g = grh.unwrap_or(&zero);
+            match scatter(mem, pd, &r.wr.sg_list, 0, g)
+                .and_then(|()| scatter(mem, pd, &r.wr.sg_list, GRH_LEN as u64, p.payload))
+            {
+                Ok(()) => WcStatus::Success,
+                Err(_) => WcStatus::LocProtErr,
+            }
+        };
+        let mut wc = self.wc(r.wr.wr_id, status, WcOpcode::Recv);
+        if status == WcStatus::Success {
+            wc.byte_len = total as u32;
+            wc.imm_data = p.imm;
+            wc.src_qp = deth.src_qp;
+            wc.grh = grh.is_some();
+        }
+        self.cq.push_back(wc);
+    }
+}
+
+/// P_Key match: same 15-bit key, at least one side a full member.
+fn pkey_match(a: u16, b: u16) -> bool {
+    (a & 0x7fff) == (b & 0x7fff) && (a | b) & 0x8000 != 0 && (a & 0x7fff) != 0
+}
+
+#[doc(hidden)]
+pub fn _assert_send_sync() {
+    fn f<T: Send + Sync>() {}
+    f::<Qp>();
+}

@@ -1,0 +1,547 @@
+//! A deterministic network of engines for tests and benchmarks.
+//!
+//! Nodes own a [`MemTable`] and some [`Qp`]s. Time is virtual and only moves
+//! when [`Network::step`] moves it to the next event (a packet arrival or a
+//! QP deadline), so a run is a pure function of its configuration and seed
+//! and every failure replays.
+//!
+//! Each link applies, from one seeded generator: latency plus uniform jitter
+//! (which reorders), an extra reorder delay with some probability, loss,
+//! duplication and corruption. Every packet travels with a CRC-32 trailer
+//! standing in for the ICRC (CRC-32 IEEE over the transport packet); a
+//! corrupted packet fails it at the receiver and is dropped before the engine
+//! sees it, as a NIC drops a packet whose ICRC does not validate.
+//!
+//! An [`AddressHandle`] is the index of the destination node; the receiving
+//! node hands the packet to the QP named by the BTH destination QPN.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use crate::engine::{Qp, QpConfig};
+use crate::mem::{MemTable, Pd};
+use crate::packet::Packet;
+use crate::qp::{Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};
+use crate::time::Instant;
+use crate::wr::Wc;
+
+/// Link behaviour, shared by every link of a [`Network`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkConfig {
+    /// One-way latency.
+    pub latency: Duration,
+    /// Extra uniform delay in `0..jitter` per packet (links stay FIFO
+    /// otherwise: a packet never overtakes an earlier one unless picked by
+    /// `reorder`).
+    pub jitter: Duration,
+    /// Probability that a packet is delayed by `reorder_delay` more.
+    pub reorder: f64,
+    /// Extra delay of a reordered packet.
+    pub reorder_delay: Duration,
+    /// Probability that a packet is lost.
+    pub loss: f64,
+    /// Probability that a packet is delivered twice.
+    pub duplicate: f64,
+    /// Probability that one bit of a packet is flipped.
+    pub corrupt: f64,
+    /// Path MTU given to QPs that [`Network::connected_pair`] brings up.
+    pub mtu: Mtu,
+    /// Local ACK timeout exponent for those QPs.
+    pub timeout: u8,
+    /// retry_cnt for those QPs (7 = infinite).
+    pub retry_cnt: u8,
+    /// rnr_retry for those QPs (7 = infinite).
+    pub rnr_retry: u8,
+    /// min_rnr_timer code for those QPs.
+    pub min_rnr_timer: u8,
+}
+
+impl Default for LinkConfig {
+    fn default() -> LinkConfig {
+        LinkConfig {
+            latency: Duration::from_micros(2),
+            jitter: Duration::ZERO,
+            reorder: 0.0,
+            reorder_delay: Duration::from_micros(5),
+            loss: 0.0,
+            duplicate: 0.0,
+            corrupt: 0.0,
+            mtu: Mtu::Mtu1024,
+            timeout: 8, // ~1 ms
+            retry_cnt: 7,
+            rnr_retry: 7,
+            min_rnr_timer: 1, // 10 µs
+        }
+    }
+}
+
+/// Counters of the simulated links.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetStats {
+    /// Packets handed to the network by engines.
+    pub sent: u64,
+    /// Packets delivered to an engine.
+    pub delivered: u64,
+    /// Packets the link lost.
+    pub lost: u64,
+    /// Extra copies the link made.
+    pub duplicated: u64,
+    /// Packets corrupted by the link (and then dropped by the ICRC check).
+    pub corrupted: u64,
+    /// Packets dropped by a test's filter.
+    pub filtered: u64,
+    /// Packets for which no QP with that number exists on the node.
+    pub no_qp: u64,
+}
+
+/// Identifies one QP of the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct QpRef {
+    /// Node index (also the node's [`AddressHandle`]).
+    pub node: usize,
+    /// Index of the QP on the node.
+    pub qp: usize,
+}
+
+/// A QP and the completions polled from it so far.
+#[derive(Debug)]
+pub struct SimQp {
+    /// The engine.
+    pub qp: Qp,
+    /// Completions not yet taken by the test.
+    pub wcs: Vec<Wc>,
+}
+
+/// A host: memory and QPs.
+#[derive(Debug, Default)]
+pub struct Node {
+    /// Registered memory of this host.
+    pub mem: MemTable,
+    /// QPs of this host.
+    pub qps: Vec<SimQp>,
+}
+
+/// A test's verdict on a packet about to enter the network: `true` drops it.
+pub type Filter = Box<dyn FnMut(usize, &Packet<'_>) -> bool>;
+
+struct InFlight {
+    to: usize,
+    bytes: Vec<u8>,
+}
+
+/// SplitMix64: small, fast and good enough for fault injection.
+#[derive(Clone, Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+/// A deterministic network of engines.
+pub struct Network {
+    now: Instant,
+    cfg: LinkConfig,
+    rng: Rng,
+    nodes: Vec<Node>,
+    queue: BinaryHeap<Reverse<(Instant, u64)>>,
+    slots: std::collections::HashMap<u64, InFlight>,
+    seq: u64,
+    link_last: std::collections::HashMap<(usize, usize), Instant>,
+    buf: Vec<u8>,
+    /// Link counters.
+    pub stats: NetStats,
+    /// Optional test hook called for every packet entering the network
+    /// (with the sending node); returning `true` drops the packet.
+    pub filter: Option<Filter>,
+    /// Every packet entering the network, if set (sending node, time, bytes).
+    pub trace: Option<Vec<(usize, Instant, Vec<u8>)>>,
+}
+
+impl core::fmt::Debug for Network {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Network")
+            .field("now", &self.now)
+            .field("cfg", &self.cfg)
+            .field("nodes", &self.nodes.len())
+            .field("in_flight", &self.queue.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// The link trailer standing in for the ICRC.
+fn icrc(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
+}
+
+impl Network {
+    /// An empty network with links configured by `cfg` and fault injection
+    /// seeded by `seed`.
+    pub fn new(cfg: LinkConfig, seed: u64) -> Network {
+        Network {
+            now: Instant::ZERO,
+            cfg,
+            rng: Rng(seed),
+            nodes: Vec::new(),
+            queue: BinaryHeap::new(),
+            slots: std::collections::HashMap::new(),
+            seq: 0,
+            link_last: std::collections::HashMap::new(),
+            buf: vec![0; 4096 + 128],
+            stats: NetStats::default(),
+            filter: None,
+            trace: None,
+        }
+    }
+
+    /// Virtual now.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Link configuration.
+    pub fn config(&self) -> &LinkConfig {
+        &self.cfg
+    }
+
+    /// Changes the link behaviour from now on.
+    pub fn set_config(&mut self, cfg: LinkConfig) {
+        self.cfg = cfg;
+    }
+
+    /// Adds an empty node and returns its index.
+    pub fn add_node(&mut self) -> usize {
+        self.nodes.push(Node::default());
+        self.nodes.len() - 1
+    }
+
+    /// Adds a QP in RESET to `node`.
+    ///
+    /// # Panics
+    /// If `node` does not exist (test code).
+    pub fn add_qp(&mut self, node: usize, cfg: QpConfig) -> QpRef {
+        let n = &mut self.nodes[node];
+        n.qps.push(SimQp {
+            qp: Qp::new(cfg),
+            wcs: Vec::new(),
+        });
+        QpRef {
+            node,
+            qp: n.qps.len() - 1,
+        }
+    }
+
+    /// Two new nodes with one QP each (QPN 0x11 and 0x22, PD 1), brought to
+    /// RTS and connected to each other with this network's MTU, timeout and
+    /// retry settings, all remote rights, 16 READ/atomic resources. UD QPs
+    /// get Q_Key 0x1111_1111.
+    pub fn connected_pair(&mut self, qp_type: QpType) -> (QpRef, QpRef) {
+        let na = self.add_node();
+        let nb = self.add_node();
+        let a = self.add_qp(na, QpConfig::new(0x11, qp_type, Pd(1)));
+        let b = self.add_qp(nb, QpConfig::new(0x22, qp_type, Pd(1)));
+        self.connect(a, b);
+        self.connect(b, a);
+        (a, b)
+    }
+
+    /// Brings `local` from RESET to RTS connected to `remote` (for UD only
+    /// the Q_Key matters) with the valid attribute masks for its type.
+    ///
+    /// # Panics
+    /// If a modify fails (test code).
+    pub fn connect(&mut self, local: QpRef, remote: QpRef) {
+        let rqpn = self.qp(remote).qpn();
+        let c = self.cfg;
+        let qp = self.qp_mut(local);
+        let t = qp.qp_type();
+        let attr = QpAttr {
+            qp_state: QpState::Init,
+            path_mtu: c.mtu,
+            qkey: 0x1111_1111,
+            dest_qp_num: rqpn,
+            qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+            ah: AddressHandle(remote.node as u32),
+            timeout: c.timeout,
+            retry_cnt: c.retry_cnt,
+            rnr_retry: c.rnr_retry,
+            min_rnr_timer: c.min_rnr_timer,
+            max_rd_atomic: 16,
+            max_dest_rd_atomic: 16,
+            ..QpAttr::default()
+        };
+        let s = AttrMask::STATE;
+        let (init, rtr, rts) = match t {
+            QpType::Rc => (
+                s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
+                s | AttrMask::AV
+                    | AttrMask::PATH_MTU
+                    | AttrMask::DEST_QPN
+                    | AttrMask::RQ_PSN
+                    | AttrMask::MAX_DEST_RD_ATOMIC
+                    | AttrMask::MIN_RNR_TIMER,
+                s | AttrMask::TIMEOUT
+                    | AttrMask::RETRY_CNT
+                    | AttrMask::RNR_RETRY
+                    | AttrMask::SQ_PSN
+                    | AttrMask::MAX_QP_RD_ATOMIC,
+            ),
+            QpType::Uc => (
+                s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
+                s | AttrMask::AV | AttrMask::PATH_MTU | AttrMask::DEST_QPN | AttrMask::RQ_PSN,
+                s | AttrMask::SQ_PSN,
+            ),
+            QpType::Ud => (
+                s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::QKEY,
+                s,
+                s | AttrMask::SQ_PSN,
+            ),
+        };
+        let mut a = attr.clone();
+        qp.modify(&a, init).expect("RESET->INIT");
+        a.qp_state = QpState::Rtr;
+        qp.modify(&a, rtr).expect("INIT->RTR");
+        a.qp_state = QpState::Rts;
+        qp.modify(&a, rts).expect("RTR->RTS");
+    }
+
+    /// A node.
+    ///
+    /// # Panics
+    /// If it does not exist (test code).
+    pub fn node(&self, r: QpRef) -> &Node {
+        &self.nodes[r.node]
+    }
+
+    /// A node, mutably.
+    ///
+    /// # Panics
+    /// If it does not exist (test code).
+    pub fn node_mut(&mut self, r: QpRef) -> &mut Node {
+        &mut self.nodes[r.node]
+    }
+
+    /// A QP.
+    ///
+    /// # Panics
+    /// If it does not exist (test code).
+    pub fn qp(&self, r: QpRef) -> &Qp {
+        &self.nodes[r.node].qps[r.qp].qp
+    }
+
+    /// A QP, mutably.
+    ///
+    /// # Panics
+    /// If it does not exist (test code).
+    pub fn qp_mut(&mut self, r: QpRef) -> &mut Qp {
+        &mut self.nodes[r.node].qps[r.qp].qp
+    }
+
+    /// Completions of `r` collected so far (polls the QP first).
+    pub fn take_completions(&mut self, r: QpRef) -> Vec<Wc> {
+        let q = &mut self.nodes[r.node].qps[r.qp];
+        while let Some(wc) = q.qp.poll_completion() {
+            q.wcs.push(wc);
+        }
+        std::mem::take(&mut q.wcs)
+    }
+
+    /// Packets in flight.
+    pub fn in_flight(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Drains every QP's transmit and completion queues into the network.
+    pub fn flush(&mut self) {
+        for ni in 0..self.nodes.len() {
+            for qi in 0..self.nodes[ni].qps.len() {
+                loop {
+                    let node = &mut self.nodes[ni];
+                    let q = &mut node.qps[qi];
+                    let Some(t) = q.qp.poll_transmit(self.now, &mut self.buf, &mut node.mem) else {
+                        break;
+                    };
+                    let bytes = self.buf[..t.len].to_vec();
+                    self.send(ni, t.ah, bytes);
+                }
+                let q = &mut self.nodes[ni].qps[qi];
+                while let Some(wc) = q.qp.poll_completion() {
+                    q.wcs.push(wc);
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, from: usize, ah: AddressHandle, mut bytes: Vec<u8>) {
+        self.stats.sent += 1;
+        if let Some(t) = self.trace.as_mut() {
+            t.push((from, self.now, bytes.clone()));
+        }
+        if let Some(f) = self.filter.as_mut() {
+            if let Ok(p) = Packet::parse(&bytes) {
+                if f(from, &p) {
+                    self.stats.filtered += 1;
+                    return;
+                }
+            }
+        }
+        let c = self.cfg;
+        if self.rng.chance(c.loss) {
+            self.stats.lost += 1;
+            return;
+        }
+        let crc = icrc(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        let copies = if self.rng.chance(c.duplicate) {
+            self.stats.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let mut b = bytes.clone();
+            if self.rng.chance(c.corrupt) {
+                self.stats.corrupted += 1;
+                let bit = self.rng.below(b.len() as u64 * 8);
+                b[(bit / 8) as usize] ^= 1 << (bit % 8);
+            }
+            let delay =
+                c.latency + Duration::from_nanos(self.rng.below(c.jitter.as_nanos() as u64));
+            let mut at = self.now + delay;
+            // A link is FIFO except for the packets picked for reordering.
+            let last = self
+                .link_last
+                .entry((from, ah.0 as usize))
+                .or_insert(Instant::ZERO);
+            if self.rng.chance(c.reorder) {
+                at = at + c.reorder_delay;
+            } else {
+                at = at.max(*last);
+                *last = at;
+            }
+            self.seq += 1;
+            self.queue.push(Reverse((at, self.seq)));
+            self.slots.insert(
+                self.seq,
+                InFlight {
+                    to: ah.0 as usize,
+                    bytes: b,
+                },
+            );
+        }
+    }
+
+    fn deliver(&mut self, f: InFlight) {
+        let Some(node) = self.nodes.get_mut(f.to) else {
+            self.stats.no_qp += 1;
+            return;
+        };
+        let Some(split) = f.bytes.len().checked_sub(4) else {
+            return;
+        };
+        let (pkt, trailer) = f.bytes.split_at(split);
+        if trailer != icrc(pkt).to_le_bytes() {
+            return; // ICRC mismatch: dropped like a NIC would.
+        }
+        if pkt.len() < 12 {
+            return;
+        }
+        let dqpn = u32::from_be_bytes([0, pkt[5], pkt[6], pkt[7]]);
+        let Some(q) = node.qps.iter_mut().find(|q| q.qp.qpn() == dqpn) else {
+            self.stats.no_qp += 1;
+            return;
+        };
+        self.stats.delivered += 1;
+        q.qp.handle_packet(self.now, pkt, &mut node.mem);
+    }
+
+    /// The next event time, if any: a packet arrival or a QP deadline.
+    pub fn next_event(&self) -> Option<Instant> {
+        let mut t = self.queue.peek().map(|Reverse((t, _))| *t);
+        for n in &self.nodes {
+            for q in &n.qps {
+                if let Some(d) = q.qp.poll_timeout() {
+                    t = Some(t.map_or(d, |t| t.min(d)));
+                }
+            }
+        }
+        t
+    }
+
+    /// Flushes, then advances virtual time to the next event and processes
+    /// it (every packet due by then, then every due timer), then flushes
+    /// again. Returns `false` when there is no event left.
+    pub fn step(&mut self) -> bool {
+        self.flush();
+        let Some(t) = self.next_event() else {
+            return false;
+        };
+        if t > self.now {
+            self.now = t;
+        }
+        while let Some(Reverse((at, seq))) = self.queue.peek().copied() {
+            if at > self.now {
+                break;
+            }
+            self.queue.pop();
+            if let Some(f) = self.slots.remove(&seq) {
+                self.deliver(f);
+            }
+        }
+        let now = self.now;
+        for n in &mut self.nodes {
+            for q in &mut n.qps {
+                if q.qp.poll_timeout().is_some_and(|d| d <= now) {
+                    q.qp.handle_timeout(now);
+                }
+            }
+        }
+        self.flush();
+        true
+    }
+
+    /// Steps until nothing is in flight and no timer runs, or virtual time
+    /// passes 60 s from now. Returns `true` if the network went idle.
+    pub fn run_until_idle(&mut self) -> bool {
+        let limit = self.now + Duration::from_secs(60);
+        while self.now <= limit {
+            if !self.step() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Steps while the next event is no later than `t`, then sets now to `t`.
+    pub fn run_until(&mut self, t: Instant) {
+        loop {
+            self.flush();
+            match self.next_event() {
+                Some(e) if e <= t => {
+                    self.step();
+                }
+                _ => break,
+            }
+        }
+        if t > self.now {
+            self.now = t;
+        }
+    }
+}
