@@ -438,3 +438,142 @@ impl fmt::Display for Repr<'_> {
         write!(f, ", len {}", self.payload.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aeth::AethKind;
+
+    // UDP payload of frame 11 of write_bw-s8192.pcap: RC ACKNOWLEDGE to QP 0x13,
+    // PSN 0x14a92a, AETH ACK (31 credits) MSN 1, ICRC bytes 8c 40 d0 63.
+    static ACK_WRITE_BW_S8192: [u8; 20] = [
+        0x11, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x13, 0x00, 0x14, 0xa9, 0x2a, 0x1f, 0x00, 0x00,
+        0x01, 0x8c, 0x40, 0xd0, 0x63,
+    ];
+
+    fn repr() -> Repr<'static> {
+        Repr {
+            aeth: Some(aeth::Repr {
+                kind: AethKind::Ack { credits: 31 },
+                msn: 1,
+            }),
+            ..Repr::new(OpCode::RC_ACKNOWLEDGE, 0x13, 0x14a92a)
+        }
+    }
+
+    #[test]
+    fn deconstruct_write_bw_s8192() {
+        let p = Packet::new_checked(&ACK_WRITE_BW_S8192[..]).unwrap();
+        assert_eq!(p.bth().opcode(), OpCode::RC_ACKNOWLEDGE);
+        assert_eq!(p.bth().dest_qp(), 0x13);
+        assert_eq!(p.bth().psn(), 0x14a92a);
+        assert_eq!(p.header_len(), 16);
+        let a = p.aeth().unwrap();
+        assert_eq!(a.syndrome(), 0x1f);
+        assert_eq!(a.msn(), 1);
+        assert!(p.reth().is_none() && p.deth().is_none() && p.immdt().is_none());
+        assert!(p.payload().is_empty());
+        assert!(p.pad().is_empty());
+        assert_eq!(p.icrc().to_le_bytes(), [0x8c, 0x40, 0xd0, 0x63]);
+        assert_eq!(p.without_icrc().len(), 16);
+    }
+
+    #[test]
+    fn construct_write_bw_s8192() {
+        let mut bytes = [0xa5u8; 20];
+        let mut p = Packet::new_unchecked(&mut bytes[..]);
+        {
+            let mut b = p.bth_mut();
+            b.set_opcode(OpCode::RC_ACKNOWLEDGE);
+            b.set_solicited(false);
+            b.set_mig_req(false);
+            b.set_pad_count(0);
+            b.set_tver(0);
+            b.set_pkey(0xffff);
+            b.set_fecn(false);
+            b.set_becn(false);
+            b.set_resv6(0);
+            b.set_dest_qp(0x13);
+            b.set_ack_req(false);
+            b.set_resv7(0);
+            b.set_psn(0x14a92a);
+        }
+        let mut a = aeth::Packet::new_unchecked(&mut p.buffer[bth::HEADER_LEN..]);
+        a.set_syndrome(0x1f);
+        a.set_msn(1);
+        p.set_icrc(u32::from_le_bytes([0x8c, 0x40, 0xd0, 0x63]));
+        assert_eq!(bytes, ACK_WRITE_BW_S8192);
+    }
+
+    #[test]
+    fn parse_write_bw_s8192() {
+        let p = Packet::new_checked(&ACK_WRITE_BW_S8192[..]).unwrap();
+        assert_eq!(Repr::parse(&p).unwrap(), repr());
+    }
+
+    #[test]
+    fn emit_write_bw_s8192() {
+        let r = repr();
+        assert_eq!(r.buffer_len(), 20);
+        let mut bytes = [0xa5u8; 20];
+        r.emit(&mut Packet::new_unchecked(&mut bytes[..])).unwrap();
+        // The ICRC needs the IP and UDP headers: emit leaves it zero.
+        assert_eq!(bytes[..16], ACK_WRITE_BW_S8192[..16]);
+        assert_eq!(bytes[16..], [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn emit_rejects_header_mismatch_and_wrong_length() {
+        let mut r = repr();
+        r.aeth = None;
+        let mut bytes = [0u8; 16];
+        assert_eq!(
+            r.emit(&mut Packet::new_unchecked(&mut bytes[..])),
+            Err(Error::Malformed)
+        );
+        let r = repr();
+        let mut bytes = [0u8; 21];
+        assert_eq!(
+            r.emit(&mut Packet::new_unchecked(&mut bytes[..])),
+            Err(Error::Truncated)
+        );
+        let mut r = repr();
+        r.payload = &[1, 2, 3];
+        assert_eq!(r.check(), Err(Error::Malformed)); // ACK has no payload
+        let mut r = repr();
+        r.bth.opcode = OpCode(0x15);
+        assert_eq!(r.check(), Err(Error::Unsupported));
+    }
+
+    #[test]
+    fn pad_is_computed_and_checked() {
+        let payload = [7u8; 5];
+        let r = Repr {
+            payload: &payload,
+            ..Repr::new(OpCode::RC_SEND_ONLY, 1, 1)
+        };
+        assert_eq!(r.buffer_len(), 12 + 5 + 3 + 4);
+        let mut bytes = vec![0xa5u8; r.buffer_len()];
+        r.emit(&mut Packet::new_unchecked(&mut bytes[..])).unwrap();
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(p.bth().pad_count(), 3);
+        assert_eq!(p.pad(), &[0, 0, 0]);
+        let parsed = Repr::parse(&p).unwrap();
+        assert_eq!(parsed.payload, &payload);
+        // A packet whose payload + pad is not a multiple of 4 is malformed.
+        bytes.push(0);
+        let p = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(Repr::parse(&p), Err(Error::Malformed));
+    }
+
+    #[test]
+    fn truncated_and_unknown() {
+        assert_eq!(
+            Packet::new_checked(&ACK_WRITE_BW_S8192[..19]).unwrap_err(),
+            Error::Truncated
+        );
+        let mut b = ACK_WRITE_BW_S8192;
+        b[0] = 0x15;
+        assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Unsupported);
+    }
+}

@@ -217,13 +217,12 @@ fn read_pcapng(bytes: &[u8]) -> Result<Frames<'_>, CaptureError> {
         }
         let body = &block[8..block_len - 4];
         match block_type {
-            SHB => {
-                if endian.u32(body, 0) != Some(BYTE_ORDER_MAGIC) {
-                    out.warnings
-                        .push(format!("bad section header at byte offset {at}"));
-                    break;
-                }
+            SHB if endian.u32(body, 0) != Some(BYTE_ORDER_MAGIC) => {
+                out.warnings
+                    .push(format!("bad section header at byte offset {at}"));
+                break;
             }
+            SHB => {}
             IDB => match parse_idb(body, endian) {
                 Some(i) => interfaces.push(i),
                 None => out.warnings.push(format!(

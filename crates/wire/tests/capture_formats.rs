@@ -1,0 +1,385 @@
+//! The capture decoder over other containers and link types (pcapng, big-endian
+//! pcap, nanosecond pcap, Linux cooked SLL/SLL2, raw IP) built from the real rxe
+//! captures, and over NAK / RNR NAK / READ packets built with the Reprs.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use rdmakit_wire::aeth::{self, AethKind, NakCode};
+use rdmakit_wire::capture::{self, AnomalyKind, CaptureError, CaptureFormat};
+use rdmakit_wire::ethernet::{self, EtherType};
+use rdmakit_wire::frame::{self, IpRepr, UdpChecksum};
+use rdmakit_wire::opcode::OpCode;
+use rdmakit_wire::{ipv4, reth, roce, udp};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/pcap")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (these tests need the shared/ fixtures beside the repository)",
+            path.display()
+        )
+    })
+}
+
+/// (timestamp ns, frame bytes) of a fixture.
+fn frames_of(name: &str) -> Vec<(u64, Vec<u8>)> {
+    let bytes = fixture(name);
+    let frames = capture::read_frames(&bytes).unwrap();
+    frames
+        .frames
+        .iter()
+        .map(|f| (f.timestamp_ns.unwrap(), f.data.to_vec()))
+        .collect()
+}
+
+fn pcap(link_type: u32, big_endian: bool, nanos: bool, frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let w32 = |v: u32| {
+        if big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        }
+    };
+    let w16 = |v: u16| {
+        if big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        }
+    };
+    let mut out = Vec::new();
+    out.extend_from_slice(&w32(if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 }));
+    out.extend_from_slice(&w16(2));
+    out.extend_from_slice(&w16(4));
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&w32(65535));
+    out.extend_from_slice(&w32(link_type));
+    for (ts, data) in frames {
+        let frac = if nanos {
+            ts % 1_000_000_000
+        } else {
+            ts % 1_000_000_000 / 1000
+        };
+        out.extend_from_slice(&w32((ts / 1_000_000_000) as u32));
+        out.extend_from_slice(&w32(frac as u32));
+        out.extend_from_slice(&w32(data.len() as u32));
+        out.extend_from_slice(&w32(data.len() as u32));
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+fn pcapng(link_type: u16, frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let block = |out: &mut Vec<u8>, t: u32, body: &[u8]| {
+        let len = 12 + body.len().div_ceil(4) * 4;
+        out.extend_from_slice(&t.to_le_bytes());
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+        out.extend_from_slice(body);
+        out.resize(out.len() + (len - 12 - body.len()), 0);
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+    };
+    let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+    shb.extend_from_slice(&[1, 0, 0, 0]);
+    shb.extend_from_slice(&[0xff; 8]);
+    block(&mut out, 0x0a0d_0d0a, &shb);
+    // IDB with if_tsresol = 9 (nanoseconds), then opt_endofopt.
+    let mut idb = link_type.to_le_bytes().to_vec();
+    idb.extend_from_slice(&[0, 0]);
+    idb.extend_from_slice(&0u32.to_le_bytes());
+    idb.extend_from_slice(&[9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0]);
+    block(&mut out, 1, &idb);
+    // An unknown block type is skipped.
+    block(&mut out, 0x0bad, &[1, 2, 3, 4]);
+    for (ts, data) in frames {
+        let mut epb = 0u32.to_le_bytes().to_vec();
+        epb.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
+        epb.extend_from_slice(&(*ts as u32).to_le_bytes());
+        epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        epb.extend_from_slice(data);
+        block(&mut out, 6, &epb);
+    }
+    out
+}
+
+fn opcode_counts(bytes: &[u8]) -> Vec<(String, usize)> {
+    let r = capture::decode_capture(bytes).unwrap();
+    assert_eq!(r.icrc_invalid, 0);
+    assert!(r.anomalies.is_empty(), "{:?}", r.anomalies);
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    r.opcode_counts.into_iter().collect()
+}
+
+#[test]
+fn pcapng_of_rc_pingpong_s5000_mtu1024() {
+    let frames = frames_of("rc_pingpong-s5000-mtu1024.pcap");
+    let original = opcode_counts(&fixture("rc_pingpong-s5000-mtu1024.pcap"));
+    let ng = pcapng(1, &frames);
+    assert_eq!(opcode_counts(&ng), original);
+    let r = capture::decode_capture(&ng).unwrap();
+    assert_eq!(r.format, CaptureFormat::Pcapng);
+    assert_eq!(r.packets[0].timestamp_ns, Some(frames[0].0));
+}
+
+#[test]
+fn big_endian_and_nanosecond_pcap_of_rc_pingpong_s64() {
+    let frames = frames_of("rc_pingpong-s64.pcap");
+    let original = opcode_counts(&fixture("rc_pingpong-s64.pcap"));
+    for (be, ns) in [(true, false), (false, true), (true, true)] {
+        let bytes = pcap(1, be, ns, &frames);
+        assert_eq!(opcode_counts(&bytes), original, "be {be} ns {ns}");
+        let r = capture::decode_capture(&bytes).unwrap();
+        assert_eq!(r.packets[3].timestamp_ns, Some(frames[3].0));
+    }
+}
+
+#[test]
+fn linux_cooked_and_raw_ip_of_write_bw_s8192() {
+    let frames = frames_of("write_bw-s8192.pcap");
+    let original = opcode_counts(&fixture("write_bw-s8192.pcap"));
+    let strip = |f: &(u64, Vec<u8>), header: &[u8]| {
+        let mut v = header.to_vec();
+        v.extend_from_slice(&f.1[14..]);
+        (f.0, v)
+    };
+    // SLL: packet type, ARPHRD, address length, 8 address bytes, protocol.
+    let sll_hdr = [0, 0, 0, 1, 0, 6, 0x52, 0x54, 0, 0, 0, 2, 0, 0, 0x08, 0x00];
+    let sll: Vec<_> = frames.iter().map(|f| strip(f, &sll_hdr)).collect();
+    assert_eq!(opcode_counts(&pcap(113, false, false, &sll)), original);
+    // SLL2: protocol, reserved, ifindex, ARPHRD, packet type, address length, address.
+    let sll2_hdr = [
+        0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 0x52, 0x54, 0, 0, 0, 2, 0, 0,
+    ];
+    let sll2: Vec<_> = frames.iter().map(|f| strip(f, &sll2_hdr)).collect();
+    assert_eq!(opcode_counts(&pcap(276, false, false, &sll2)), original);
+    let raw: Vec<_> = frames.iter().map(|f| strip(f, &[])).collect();
+    assert_eq!(opcode_counts(&pcap(101, false, false, &raw)), original);
+    // Two stacked VLAN tags on Ethernet.
+    let qinq: Vec<_> = frames
+        .iter()
+        .map(|f| {
+            let mut v = f.1[..12].to_vec();
+            v.extend_from_slice(&[0x88, 0xa8, 0, 10, 0x81, 0x00, 0, 20, 0x08, 0x00]);
+            v.extend_from_slice(&f.1[14..]);
+            (f.0, v)
+        })
+        .collect();
+    assert_eq!(opcode_counts(&pcap(1, false, false, &qinq)), original);
+}
+
+#[test]
+fn snaplen_cut_frames_are_reported_not_validated_rc_pingpong_s64() {
+    let frames: Vec<_> = frames_of("rc_pingpong-s64.pcap")
+        .into_iter()
+        .map(|(ts, d)| (ts, d[..60.min(d.len())].to_vec()))
+        .collect();
+    let mut bytes = pcap(1, false, false, &frames);
+    // Restore the original lengths in the record headers (incl_len < orig_len).
+    let mut at = 24;
+    for (_, d) in frames_of("rc_pingpong-s64.pcap") {
+        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        bytes[at + 12..at + 16].copy_from_slice(&(d.len() as u32).to_le_bytes());
+        at += 16 + incl;
+    }
+    let r = capture::decode_capture(&bytes).unwrap();
+    assert_eq!(r.roce_packets, 20);
+    assert_eq!(r.icrc_unchecked, 20); // every frame, the 62-byte ACKs too
+    assert_eq!(r.packets[0].icrc_valid, None);
+    assert!(r.packets[0]
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("cut to 60 of 122"));
+}
+
+#[test]
+fn not_a_capture() {
+    assert_eq!(capture::decode_capture(&[]), Err(CaptureError::TooShort));
+    assert!(matches!(
+        capture::decode_capture(b"GIF89a..........................."),
+        Err(CaptureError::UnknownFormat(_))
+    ));
+    let mut bad_version = pcap(1, false, false, &[]);
+    bad_version[4] = 3;
+    assert_eq!(
+        capture::decode_capture(&bad_version),
+        Err(CaptureError::UnsupportedVersion(3))
+    );
+    let mut damaged = fixture("rc_pingpong-s64.pcap");
+    damaged.truncate(damaged.len() - 10);
+    let r = capture::decode_capture(&damaged).unwrap();
+    assert_eq!(r.frames, 19);
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+}
+
+/// A frame between the two hosts of the fixtures, built with the Reprs.
+fn frame(server_to_client: bool, roce: roce::Repr<'_>) -> Vec<u8> {
+    let (a, b) = (
+        Ipv4Addr::new(192, 168, 100, 1),
+        Ipv4Addr::new(192, 168, 100, 2),
+    );
+    let (src, dst) = if server_to_client { (a, b) } else { (b, a) };
+    let repr = frame::Repr {
+        ethernet: ethernet::Repr {
+            src_addr: ethernet::Address([0x52, 0x54, 0, 0, 0, 1]),
+            dst_addr: ethernet::Address([0x52, 0x54, 0, 0, 0, 2]),
+            ethertype: EtherType::IPV4,
+        },
+        vlan: None,
+        ip: IpRepr::Ipv4(ipv4::Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: 17,
+            payload_len: 0,
+            hop_limit: 64,
+            dscp_ecn: 0,
+            ident: 1,
+            dont_frag: true,
+        }),
+        udp: udp::Repr {
+            src_port: 0xc123,
+            dst_port: 4791,
+            payload_len: 0,
+        },
+        udp_checksum: UdpChecksum::None,
+        roce,
+        trailer: &[],
+    };
+    let mut out = vec![0; repr.buffer_len()];
+    repr.emit(&mut out).unwrap();
+    out
+}
+
+fn ack(psn: u32, kind: AethKind) -> roce::Repr<'static> {
+    roce::Repr {
+        aeth: Some(aeth::Repr { kind, msn: 7 }),
+        ..roce::Repr::new(OpCode::RC_ACKNOWLEDGE, 0x11, psn)
+    }
+}
+
+#[test]
+fn naks_and_rnr_naks_are_flagged_with_their_codes() {
+    let payload = [0x7bu8; 64];
+    let send = |psn| roce::Repr {
+        payload: &payload,
+        ..roce::Repr::new(OpCode::RC_SEND_ONLY, 0x12, psn)
+    };
+    let mut frames = vec![(0, frame(false, send(100)))];
+    for code in [
+        NakCode::PsnSequenceError,
+        NakCode::InvalidRequest,
+        NakCode::RemoteAccessError,
+        NakCode::RemoteOperationalError,
+    ] {
+        frames.push((0, frame(true, ack(100, AethKind::Nak(code)))));
+    }
+    frames.push((0, frame(true, ack(100, AethKind::RnrNak { timer: 14 }))));
+    frames.push((0, frame(false, send(100)))); // retransmitted after the RNR NAK
+    frames.push((0, frame(true, ack(100, AethKind::Ack { credits: 31 }))));
+    let r = capture::decode_capture(&pcap(1, false, false, &frames)).unwrap();
+    assert_eq!(r.icrc_invalid, 0);
+    let naks: Vec<_> = r
+        .anomalies
+        .iter()
+        .filter(|a| a.kind == AnomalyKind::Nak)
+        .map(|a| a.nak_code.unwrap())
+        .collect();
+    assert_eq!(
+        naks,
+        [
+            NakCode::PsnSequenceError,
+            NakCode::InvalidRequest,
+            NakCode::RemoteAccessError,
+            NakCode::RemoteOperationalError
+        ]
+    );
+    let rnr: Vec<_> = r
+        .anomalies
+        .iter()
+        .filter(|a| a.kind == AnomalyKind::RnrNak)
+        .collect();
+    assert_eq!(rnr.len(), 1);
+    assert_eq!(rnr[0].rnr_timer, Some(14));
+    assert!(rnr[0].detail.contains("1280 us"), "{}", rnr[0].detail);
+    assert_eq!(r.anomaly_counts.get("retransmission"), Some(&1));
+    let human = capture::render_human(&r);
+    assert!(human.contains("nak x4"), "{human}");
+    assert!(human.contains("NAK REMOTE_ACCESS_ERROR"), "{human}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["anomalies"][0]["kind"], "nak");
+    assert_eq!(json["anomalies"][0]["nak_code"], "PsnSequenceError");
+}
+
+#[test]
+fn read_request_consumes_psns_by_learned_pmtu() {
+    let mtu = [0u8; 1024];
+    let reth = reth::Repr {
+        va: 0x1000,
+        rkey: 5,
+        dma_len: 3000,
+    };
+    let frames = vec![
+        // A 2-packet SEND teaches the PMTU (1024) of this flow.
+        (
+            0,
+            frame(
+                false,
+                roce::Repr {
+                    payload: &mtu,
+                    ..roce::Repr::new(OpCode::RC_SEND_FIRST, 0x12, 10)
+                },
+            ),
+        ),
+        (
+            0,
+            frame(
+                false,
+                roce::Repr {
+                    payload: &mtu[..4],
+                    ..roce::Repr::new(OpCode::RC_SEND_LAST, 0x12, 11)
+                },
+            ),
+        ),
+        // READ of 3000 bytes = 3 PSNs (12, 13, 14), so the next request is 15.
+        (
+            0,
+            frame(
+                false,
+                roce::Repr {
+                    reth: Some(reth),
+                    ..roce::Repr::new(OpCode::RC_RDMA_READ_REQUEST, 0x12, 12)
+                },
+            ),
+        ),
+        (
+            0,
+            frame(
+                false,
+                roce::Repr {
+                    payload: &mtu[..8],
+                    ..roce::Repr::new(OpCode::RC_SEND_ONLY, 0x12, 15)
+                },
+            ),
+        ),
+        // Then one PSN is skipped.
+        (
+            0,
+            frame(
+                false,
+                roce::Repr {
+                    payload: &mtu[..8],
+                    ..roce::Repr::new(OpCode::RC_SEND_ONLY, 0x12, 17)
+                },
+            ),
+        ),
+    ];
+    let r = capture::decode_capture(&pcap(1, false, false, &frames)).unwrap();
+    assert_eq!(r.anomalies.len(), 1, "{:?}", r.anomalies);
+    assert_eq!(r.anomalies[0].kind, AnomalyKind::PsnGap);
+    assert_eq!(r.anomalies[0].index, 5);
+    assert!(r.anomalies[0].detail.contains("expected 16: 1 missing"));
+}
