@@ -7,8 +7,8 @@
 //!
 //! Each link applies, from one seeded generator: latency plus uniform jitter
 //! (which reorders), an extra reorder delay with some probability, loss,
-//! duplication and corruption. Every packet travels with a CRC-32 trailer
-//! standing in for the ICRC (CRC-32 IEEE over the transport packet); a
+//! duplication and corruption. Every packet travels with its ICRC
+//! (`rdmakit_wire::icrc` over a synthetic IPv4/UDP 4791 encapsulation); a
 //! corrupted packet fails it at the receiver and is dropped before the engine
 //! sees it, as a NIC drops a packet whose ICRC does not validate.
 //!
@@ -126,6 +126,7 @@ pub struct Node {
 pub type Filter = Box<dyn FnMut(usize, &Packet<'_>) -> bool>;
 
 struct InFlight {
+    from: usize,
     to: usize,
     bytes: Vec<u8>,
 }
@@ -186,9 +187,40 @@ impl core::fmt::Debug for Network {
     }
 }
 
-/// The link trailer standing in for the ICRC.
-fn icrc(bytes: &[u8]) -> u32 {
-    crc32fast::hash(bytes)
+/// The ICRC of `transport` (BTH through pad) carried from node `from` to
+/// node `to` in a synthetic IPv4 (10.0.0.from+1 -> 10.0.0.to+1) / UDP 4791
+/// encapsulation, computed by `rdmakit_wire::icrc`.
+fn icrc(from: usize, to: usize, transport: &[u8]) -> u32 {
+    let total = 20 + 8 + transport.len() + 4;
+    let t16 = u16::try_from(total).unwrap_or(u16::MAX).to_be_bytes();
+    let u16len = u16::try_from(total - 20).unwrap_or(u16::MAX).to_be_bytes();
+    let ip = [
+        0x45,
+        0x02,
+        t16[0],
+        t16[1],
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        17,
+        0,
+        0,
+        10,
+        0,
+        0,
+        (from as u8).wrapping_add(1),
+        10,
+        0,
+        0,
+        (to as u8).wrapping_add(1),
+    ];
+    let sport = (0xc000u16 | (from as u16 & 0x3fff)).to_be_bytes();
+    let udp = [sport[0], sport[1], 0x12, 0xb7, u16len[0], u16len[1], 0, 0];
+    // A transport packet from an engine always has a full BTH; a shorter one
+    // gets a value that no trailer matches by construction of the caller.
+    rdmakit_wire::icrc::compute_parts(&ip, &udp, transport).unwrap_or(0)
 }
 
 impl Network {
@@ -407,7 +439,7 @@ impl Network {
             self.stats.lost += 1;
             return;
         }
-        let crc = icrc(&bytes);
+        let crc = icrc(from, ah.0 as usize, &bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
         let copies = if self.rng.chance(c.duplicate) {
             self.stats.duplicated += 1;
@@ -441,6 +473,7 @@ impl Network {
             self.slots.insert(
                 self.seq,
                 InFlight {
+                    from,
                     to: ah.0 as usize,
                     bytes: b,
                 },
@@ -449,6 +482,7 @@ impl Network {
     }
 
     fn deliver(&mut self, f: InFlight) {
+        let from = f.from;
         let Some(node) = self.nodes.get_mut(f.to) else {
             self.stats.no_qp += 1;
             return;
@@ -457,7 +491,7 @@ impl Network {
             return;
         };
         let (pkt, trailer) = f.bytes.split_at(split);
-        if trailer != icrc(pkt).to_le_bytes() {
+        if pkt.len() < 12 || trailer != icrc(from, f.to, pkt).to_le_bytes() {
             return; // ICRC mismatch: dropped like a NIC would.
         }
         if pkt.len() < 12 {
