@@ -1959,6 +1959,12 @@ impl Qp {
 
     fn uc_request<M: Memory + ?Sized>(&mut self, p: &Packet<'_>, mem: &mut M) {
         let psn = p.bth.psn;
+        if psn.before(self.epsn) {
+            // Duplicate or stale: UC never delivers a packet twice.
+            self.stats.duplicates += 1;
+            self.stats.dropped += 1;
+            return;
+        }
         if psn != self.epsn {
             // PSN gap: abandon the message in progress; a packet that starts
             // a message is taken, anything else drops until the next start.

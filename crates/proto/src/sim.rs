@@ -300,6 +300,15 @@ impl Network {
     /// # Panics
     /// If a modify fails (test code).
     pub fn connect(&mut self, local: QpRef, remote: QpRef) {
+        self.connect_psn(local, remote, 0, 0);
+    }
+
+    /// [`Network::connect`] with explicit first send PSN and expected
+    /// receive PSN (the peer must use the mirror values).
+    ///
+    /// # Panics
+    /// If a modify fails (test code).
+    pub fn connect_psn(&mut self, local: QpRef, remote: QpRef, sq_psn: u32, rq_psn: u32) {
         let rqpn = self.qp(remote).qpn();
         let c = self.cfg;
         let qp = self.qp_mut(local);
@@ -317,6 +326,8 @@ impl Network {
             min_rnr_timer: c.min_rnr_timer,
             max_rd_atomic: 16,
             max_dest_rd_atomic: 16,
+            sq_psn,
+            rq_psn,
             ..QpAttr::default()
         };
         let s = AttrMask::STATE;
