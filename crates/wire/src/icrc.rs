@@ -24,46 +24,41 @@ use crate::{Error, Result};
 /// 40-byte IPv6 header, [`Error::Truncated`] if the UDP header is not 8 bytes or
 /// the transport part is shorter than a BTH.
 pub fn compute_parts(ip_header: &[u8], udp_header: &[u8], transport: &[u8]) -> Result<u32> {
-    let mut ip = [0u8; 60];
-    let ip = match ip_header.first().map(|b| b >> 4) {
-        Some(4) if (ipv4::HEADER_LEN..=60).contains(&ip_header.len()) => {
-            let ip = &mut ip[..ip_header.len()];
-            ip.copy_from_slice(ip_header);
-            ip[1] = 0xff; // TOS
-            ip[8] = 0xff; // TTL
-            ip[10] = 0xff; // header checksum
-            ip[11] = 0xff;
-            ip
-        }
-        Some(6) if ip_header.len() == ipv6::HEADER_LEN => {
-            let ip = &mut ip[..ipv6::HEADER_LEN];
-            ip.copy_from_slice(ip_header);
-            // Traffic class and flow label: the first word becomes 0x6fffffff.
-            ip[0] = 0x6f;
-            ip[1] = 0xff;
-            ip[2] = 0xff;
-            ip[3] = 0xff;
-            ip[7] = 0xff; // hop limit
-            ip
-        }
+    let ip_len = ip_header.len();
+    match ip_header.first().map(|b| b >> 4) {
+        Some(4) if (ipv4::HEADER_LEN..=60).contains(&ip_len) => {}
+        Some(6) if ip_len == ipv6::HEADER_LEN => {}
         _ => return Err(Error::Malformed),
-    };
+    }
     if udp_header.len() != udp::HEADER_LEN || transport.len() < bth::HEADER_LEN {
         return Err(Error::Truncated);
     }
-    let mut udp = [0u8; udp::HEADER_LEN];
-    udp.copy_from_slice(udp_header);
-    udp[6] = 0xff;
-    udp[7] = 0xff;
-    let mut bth = [0u8; bth::HEADER_LEN];
-    bth.copy_from_slice(&transport[..bth::HEADER_LEN]);
-    bth[4] = 0xff;
+    // One contiguous masked copy of LRH stand-in, IP, UDP and BTH, hashed in a
+    // single update (small updates are the slow path of a CRC), then the rest.
+    let mut head = [0xffu8; 8 + 60 + udp::HEADER_LEN + bth::HEADER_LEN];
+    let mut at = 8;
+    let ip = &mut head[at..at + ip_len];
+    ip.copy_from_slice(ip_header);
+    if ip_len == ipv6::HEADER_LEN && ip[0] >> 4 == 6 {
+        // Traffic class and flow label: the first word becomes 0x6fffffff.
+        ip[0] = 0x6f;
+        ip[1..4].fill(0xff);
+        ip[7] = 0xff; // hop limit
+    } else {
+        ip[1] = 0xff; // TOS
+        ip[8] = 0xff; // TTL
+        ip[10..12].fill(0xff); // header checksum
+    }
+    at += ip_len;
+    head[at..at + udp::HEADER_LEN].copy_from_slice(udp_header);
+    head[at + 6..at + 8].fill(0xff); // UDP checksum
+    at += udp::HEADER_LEN;
+    head[at..at + bth::HEADER_LEN].copy_from_slice(&transport[..bth::HEADER_LEN]);
+    head[at + 4] = 0xff; // FECN, BECN, reserved
+    at += bth::HEADER_LEN;
 
     let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&[0xff; 8]);
-    hasher.update(ip);
-    hasher.update(&udp);
-    hasher.update(&bth);
+    hasher.update(&head[..at]);
     hasher.update(&transport[bth::HEADER_LEN..]);
     Ok(hasher.finalize())
 }

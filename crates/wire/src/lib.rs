@@ -15,6 +15,23 @@
 //! * [`capture`]: decoding of pcap / pcapng captures into a serializable report with
 //!   per-packet details, ICRC validation and protocol anomalies.
 //!
+//! # Which type for which job
+//! * Building a transport packet (the protocol engine): [`roce::Repr::new`] with
+//!   an [`OpCode`] (or [`OpCode::from_parts`]), set the extension headers the
+//!   opcode needs (`OpCode::info().headers` says which) and the payload, then
+//!   [`roce::Repr::emit`] into `roce::Repr::buffer_len()` bytes; the pad is
+//!   computed. Fill the ICRC with [`icrc::compute_parts`] / [`icrc::compute_reprs`]
+//!   (you know the IP and UDP headers) or emit a whole [`frame::Datagram`] /
+//!   [`frame::Repr`], which does lengths, checksums and the ICRC.
+//! * Receiving: [`roce::Packet::new_checked`] then [`roce::Repr::parse`] (an unknown
+//!   opcode is [`Error::Unsupported`], bad lengths [`Error::Truncated`] /
+//!   [`Error::Malformed`]); check the ICRC with [`icrc::verify`] on the IP packet,
+//!   or [`frame::icrc_valid`] on an Ethernet frame.
+//! * AETH syndromes: [`aeth::AethKind`] (ACK / RNR NAK / NAK with [`NakCode`]),
+//!   [`aeth::rnr_timer_micros`]. PSN arithmetic modulo 2^24: [`psn`].
+//! * Pretty printing: every Repr implements `Display`; a [`frame::Repr`] prints one
+//!   tcpdump-like line.
+//!
 //! Every header follows the smoltcp shape: a zero-copy `Packet<T: AsRef<[u8]>>` view
 //! (`new_unchecked`, `new_checked`, `check_len`; getters need `AsRef<[u8]>`, setters
 //! `AsMut<[u8]>`) and a plain-data `Repr` with `parse`, `emit` and `buffer_len`.

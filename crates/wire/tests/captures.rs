@@ -205,3 +205,19 @@ fn duplicated_packet_is_a_retransmission_rc_pingpong_s5000_mtu1024() {
     assert_eq!(report.anomaly_counts.get("retransmission"), Some(&1));
     assert_eq!(report.anomalies.len(), 1, "{:?}", report.anomalies);
 }
+
+/// The human rendering of each real capture, as `rdmakit pcap FILE` prints it.
+#[test]
+fn render_human_snapshots() {
+    for name in CAPTURES {
+        let report = capture::decode_capture(&read(name)).unwrap();
+        insta::assert_snapshot!(format!("human-{name}"), capture::render_human(&report));
+    }
+}
+
+/// The JSON report (`rdmakit pcap FILE --json`) of the smallest real capture.
+#[test]
+fn json_snapshot_rc_pingpong_s64() {
+    let report = capture::decode_capture(&read("rc_pingpong-s64")).unwrap();
+    insta::assert_json_snapshot!("json-rc_pingpong-s64", report);
+}
