@@ -1,0 +1,236 @@
+//! Every finding code the doctor can emit, with its layer, default severity, title,
+//! the seed's "common omission" where one applies, and its explanation page.
+//!
+//! Codes are stable: a code is never reused for another meaning. The page of each
+//! code is `docs/findings/<CODE>.md` in the repository, compiled in here, so
+//! `rdmakit explain RDK-K001` and the docs are one source of truth.
+
+use serde::Serialize;
+
+/// The stack layer a finding points at (the seed's layered fault localization).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    Hardware,
+    Kernel,
+    Library,
+    Application,
+}
+
+impl Layer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Hardware => "hardware",
+            Layer::Kernel => "kernel",
+            Layer::Library => "library",
+            Layer::Application => "application",
+        }
+    }
+}
+
+/// How bad a finding is. Ordered: `Info < Warning < Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+
+    /// Parses "info", "warning"/"warn", "error".
+    pub fn parse(s: &str) -> Option<Severity> {
+        match s.to_ascii_lowercase().as_str() {
+            "info" => Some(Severity::Info),
+            "warning" | "warn" => Some(Severity::Warning),
+            "error" => Some(Severity::Error),
+            _ => None,
+        }
+    }
+}
+
+/// Static facts about one code.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CodeInfo {
+    pub code: &'static str,
+    /// Short kebab-case name, usable instead of the code on the command line.
+    pub name: &'static str,
+    pub layer: Layer,
+    pub severity: Severity,
+    pub title: &'static str,
+    /// The seed's "common omission" this code catches, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omission: Option<&'static str>,
+    /// The explanation page (markdown: What it means / Why it matters / How to fix /
+    /// Example).
+    #[serde(skip)]
+    pub page: &'static str,
+}
+
+macro_rules! codes {
+    ($( $id:ident = $code:literal, $name:literal, $layer:ident, $sev:ident, $title:literal, $omission:expr; )*) => {
+        /// A finding code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        pub enum Code { $( #[serde(rename = $code)] $id, )* }
+
+        /// Every code, in report order.
+        pub const ALL: &[Code] = &[ $( Code::$id, )* ];
+
+        impl Code {
+            pub fn info(self) -> &'static CodeInfo {
+                match self { $( Code::$id => &CodeInfo {
+                    code: $code,
+                    name: $name,
+                    layer: Layer::$layer,
+                    severity: Severity::$sev,
+                    title: $title,
+                    omission: $omission,
+                    page: include_str!(concat!("../../../docs/findings/", $code, ".md")),
+                }, )* }
+            }
+        }
+    };
+}
+
+codes! {
+    K001 = "RDK-K001", "kernel-rdma-absent", Kernel, Error,
+        "The kernel has no RDMA support", None;
+    K002 = "RDK-K002", "core-modules-missing", Kernel, Error,
+        "RDMA core kernel modules are not loaded", None;
+    K003 = "RDK-K003", "ib-umad-missing", Kernel, Warning,
+        "ib_umad is not loaded",
+        Some("ib_umad not checked: MAD tools (sminfo, ibnetdiscover, perfquery) and opensm cannot reach the fabric");
+    K004 = "RDK-K004", "vendor-rdma-driver-missing", Kernel, Error,
+        "A NIC's Ethernet driver is loaded but its RDMA driver is not", None;
+    K005 = "RDK-K005", "uverbs-abi-unsupported", Kernel, Error,
+        "The kernel's uverbs ABI version is not one libibverbs supports", None;
+    K006 = "RDK-K006", "uverbs-device-missing", Kernel, Error,
+        "An RDMA device has no uverbs character device", None;
+    K007 = "RDK-K007", "dma-mapping-error", Kernel, Error,
+        "The kernel log reports DMA mapping errors",
+        Some("dmesg not checked after ibv_reg_mr failed: DMA mapping errors leak descriptors until the queue runs dry");
+    K008 = "RDK-K008", "driver-health-event", Kernel, Error,
+        "The kernel log reports a driver or firmware health event", None;
+    K009 = "RDK-K009", "link-flaps", Kernel, Warning,
+        "The kernel log shows the link going down and up repeatedly", None;
+    K010 = "RDK-K010", "kernel-log-unread", Kernel, Info,
+        "The kernel log could not be read, so its checks did not run", None;
+    H001 = "RDK-H001", "no-rdma-device", Hardware, Error,
+        "No RDMA device is registered with the kernel", None;
+    H002 = "RDK-H002", "port-not-active", Hardware, Error,
+        "A port is not ACTIVE",
+        Some("only ibstat was checked, not that the port is PORT_ACTIVE");
+    H003 = "RDK-H003", "port-rate-low", Hardware, Warning,
+        "A port runs below its expected rate", None;
+    H004 = "RDK-H004", "pcie-link-degraded", Hardware, Warning,
+        "The PCIe link runs below its capability", None;
+    H005 = "RDK-H005", "roce-no-v2-gid", Hardware, Error,
+        "A RoCE port has no RoCE v2 GID", None;
+    H006 = "RDK-H006", "roce-no-ipv4-gid", Hardware, Warning,
+        "A RoCE port has no IPv4-mapped RoCE v2 GID", None;
+    H007 = "RDK-H007", "roce-gid-index", Hardware, Info,
+        "The GID index to use on a RoCE port", None;
+    H008 = "RDK-H008", "mtu-below-max", Hardware, Info,
+        "The active RDMA MTU is below 4096 because of the netdev MTU", None;
+    H009 = "RDK-H009", "unrecognized-value", Hardware, Info,
+        "A sysfs attribute holds a value rdmakit does not recognize", None;
+    I001 = "RDK-I001", "no-msix-vectors", Kernel, Error,
+        "An RDMA device has no MSI-X interrupt vectors",
+        Some("/proc/interrupts not checked: with no vectors, completions are never signalled and DMA appears to hang");
+    I002 = "RDK-I002", "fewer-vectors-than-cpus", Kernel, Warning,
+        "An RDMA device has fewer completion vectors than online CPUs", None;
+    I003 = "RDK-I003", "legacy-intx", Kernel, Warning,
+        "An RDMA device uses legacy INTx interrupts", None;
+    I004 = "RDK-I004", "irq-affinity-one-cpu", Kernel, Warning,
+        "An RDMA device's interrupts all land on one CPU",
+        Some("interrupt affinity not checked: all interrupts land on CPU0");
+    I005 = "RDK-I005", "irq-remote-numa", Kernel, Warning,
+        "An RDMA device's interrupts run on CPUs of another NUMA node", None;
+    L001 = "RDK-L001", "libibverbs-missing", Library, Error,
+        "libibverbs is not installed", None;
+    L002 = "RDK-L002", "provider-missing", Library, Error,
+        "No libibverbs provider for an RDMA device", None;
+    L003 = "RDK-L003", "rdma-core-kernel-skew", Library, Warning,
+        "rdma-core and the kernel are far apart in age", None;
+    L004 = "RDK-L004", "rdma-core-version-unknown", Library, Info,
+        "The rdma-core version could not be determined", None;
+    A001 = "RDK-A001", "memlock-too-small", Application, Error,
+        "RLIMIT_MEMLOCK is too small for memory registration",
+        Some("ulimit -l not checked: ibv_reg_mr fails with ENOMEM although ibv_devinfo looks fine");
+    A002 = "RDK-A002", "uverbs-not-accessible", Application, Error,
+        "The uverbs device node is not accessible to this user", None;
+    A003 = "RDK-A003", "resource-files-not-accessible", Application, Warning,
+        "The device's PCI resource files are not accessible",
+        Some("resource file permissions not checked: mmap fails");
+    A004 = "RDK-A004", "dev-nodes-missing", Application, Error,
+        "/dev/infiniband lacks the device nodes the kernel created", None;
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        self.info().code
+    }
+
+    /// Finds a code by its code ("RDK-K001", case-insensitive, "K001" also accepted)
+    /// or its name ("kernel-rdma-absent").
+    pub fn lookup(s: &str) -> Option<Code> {
+        let s = s.trim();
+        ALL.iter().copied().find(|c| {
+            let i = c.info();
+            i.code.eq_ignore_ascii_case(s)
+                || i.code[4..].eq_ignore_ascii_case(s)
+                || i.name.eq_ignore_ascii_case(s)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_names_are_unique() {
+        for (i, a) in ALL.iter().enumerate() {
+            for b in &ALL[i + 1..] {
+                assert_ne!(a.info().code, b.info().code);
+                assert_ne!(a.info().name, b.info().name);
+            }
+        }
+    }
+
+    #[test]
+    fn every_code_has_a_complete_page() {
+        for c in ALL {
+            let page = c.info().page;
+            assert!(
+                page.starts_with(&format!("# {}", c.as_str())),
+                "{}: page title",
+                c.as_str()
+            );
+            for section in [
+                "## What it means",
+                "## Why it matters",
+                "## How to fix",
+                "## Example",
+            ] {
+                assert!(page.contains(section), "{}: missing {section}", c.as_str());
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_by_code_short_code_and_name() {
+        assert_eq!(Code::lookup("rdk-k003"), Some(Code::K003));
+        assert_eq!(Code::lookup("K003"), Some(Code::K003));
+        assert_eq!(Code::lookup("ib-umad-missing"), Some(Code::K003));
+        assert_eq!(Code::lookup("nope"), None);
+    }
+}

@@ -1,0 +1,139 @@
+//! Likely causes (most likely first) and next commands for each finding code.
+//! The full text is the code's page (`docs/findings/<CODE>.md`); this is its digest for
+//! `--json` consumers and the one-screen summary.
+
+use crate::codes::Code::{self, *};
+
+/// `(causes, checks)` for a code.
+pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
+    match c {
+        K001 => (
+            &["Kernel built without CONFIG_INFINIBAND (minimal cloud/VM/container-host kernels)", "RDMA modules not installed for this kernel (e.g. Ubuntu linux-modules-extra missing)", "Running in a container on such a host"],
+            &["zcat /proc/config.gz | grep CONFIG_INFINIBAND", "modinfo ib_core ib_uverbs", "ls /lib/modules/$(uname -r)/kernel/drivers/infiniband", "rdma link show"],
+        ),
+        K002 => (
+            &["Modules never loaded: rdma-core's rdma-load-modules service absent or masked", "Loaded modules list does not include ib_uverbs/rdma_ucm (only the vendor driver loaded)", "Modules unloaded by hand or blacklisted"],
+            &["lsmod | grep -E '^(ib_core|ib_uverbs|rdma_ucm)'", "modprobe ib_core ib_uverbs rdma_ucm", "systemctl status 'rdma-load-modules@*'"],
+        ),
+        K003 => (
+            &["rdma-core loads ib_umad only for InfiniBand devices (/etc/rdma/modules/infiniband.conf), so RoCE hosts lack it", "Module checklist stopped at ib_core/ib_uverbs (the seed's omission)"],
+            &["ls /sys/class/infiniband_mad /dev/infiniband/umad*", "modprobe ib_umad", "sminfo"],
+        ),
+        K004 => (
+            &["RDMA module not auto-loaded (udev rule missing, initramfs without it)", "Module blacklisted in /etc/modprobe.d", "Module not installed for this kernel (extra modules package)", "RDMA disabled in the NIC's firmware/devlink settings"],
+            &["lsmod | grep -E 'mlx5|bnxt|irdma|ice|qed|cxgb|hns|efa'", "modprobe <rdma driver>", "dmesg | tail -20", "grep -r <rdma driver> /etc/modprobe.d/"],
+        ),
+        K005 => (
+            &["Out-of-tree uverbs module (old vendor OFED) with another ABI", "Corrupted or relocated sysfs tree", "Provider too old for the device's driver ABI (per-device warning)"],
+            &["cat /sys/class/infiniband_verbs/abi_version", "modinfo ib_uverbs | grep -E 'filename|version'", "dpkg -l rdma-core libibverbs1 ibverbs-providers"],
+        ),
+        K006 => (
+            &["ib_uverbs not loaded", "uverbs registration failed (kernel log)", "Device in another network namespace (rdma system exclusive)"],
+            &["cat /sys/class/infiniband_verbs/*/ibdev", "modprobe ib_uverbs", "rdma system show", "dmesg | grep -i uverbs"],
+        ),
+        K007 => (
+            &["swiotlb bounce buffer full (no IOMMU, confidential VMs, devices with limited DMA masks)", "IOMMU faults or missing mappings", "Driver leaking DMA descriptors after a failed mapping"],
+            &["dmesg -T | grep -iE 'dma|swiotlb|DMAR|AMD-Vi' | tail -50", "cat /proc/cmdline", "ulimit -l   # rule out memlock first"],
+        ),
+        K008 => (
+            &["Firmware fatal error or health-poll failure", "PCIe errors (AER) or thermal trouble", "Firmware/driver bug hit by the workload"],
+            &["dmesg -T | grep -iE 'health|fatal|synd|firmware|reset' | tail -50", "devlink health show", "ethtool -i <if>"],
+        ),
+        K009 => (
+            &["Bad or marginal cable/transceiver", "Switch port problems (errors, error-disable, speed/FEC mismatch)", "Power management (ASPM/EEE) on idle"],
+            &["dmesg -T | grep -iE 'link (is )?(down|up)|carrier' | tail", "cat /sys/class/net/<if>/carrier_down_count", "ethtool -m <if>", "cat /sys/class/infiniband/<dev>/ports/1/counters/link_downed"],
+        ),
+        K010 => (
+            &["kernel.dmesg_restrict = 1 and rdmakit not run as root / without CAP_SYSLOG", "Container without the host's kernel log"],
+            &["sysctl kernel.dmesg_restrict", "journalctl -k -b > kern.log && rdmakit doctor --kernel-log kern.log", "sudo rdmakit doctor"],
+        ),
+        H001 => (
+            &["Vendor RDMA driver not loaded", "No RDMA-capable NIC, or RDMA disabled in its firmware", "Soft-RoCE/SoftiWARP link never created (rdma link add)", "Device in another network namespace"],
+            &["lspci -nn | grep -iE 'infiniband|ethernet'", "lspci -k -s <BDF>", "rdma link show", "rdma link add rxe0 type rxe netdev <if>"],
+        ),
+        H002 => (
+            &["DOWN/Polling: no link partner (cable, peer, switch port)", "INIT/LinkUp on InfiniBand: no subnet manager", "DOWN/Disabled: port or RoCE netdev administratively down", "LinkErrorRecovery: link errors"],
+            &["ibv_devinfo | grep -E 'state|link_layer'", "cat /sys/class/infiniband/<dev>/ports/<n>/{state,phys_state}", "ip link show <if>", "sminfo"],
+        ),
+        H003 => (
+            &["Lanes down: link trained at reduced width (1X instead of 4X)", "Speed negotiated down: cable rating, switch port config, FEC/autoneg", "Port split or configured slower on purpose"],
+            &["ibv_devinfo -v | grep -E 'active_width|active_speed'", "cat /sys/class/infiniband/<dev>/ports/<n>/rate", "ethtool <if>", "iblinkinfo"],
+        ),
+        H004 => (
+            &["Card in an electrically narrower slot, riser or bifurcated slot", "Older-generation root port/switch on the path, or BIOS speed cap", "Signal-integrity downtrain (reseat; check AER)", "Idle power-saving downshift (re-check under load)"],
+            &["lspci -s <BDF> -vvv | grep -E 'LnkCap:|LnkSta:'", "lspci -tv", "cat /sys/bus/pci/devices/<BDF>/{current,max}_link_{speed,width}"],
+        ),
+        H005 => (
+            &["No IP address on the netdev and IPv6 disabled", "Addresses on an upper device (bond/VLAN/bridge) not tied to the port", "Device/kernel without RoCE v2 support"],
+            &["ip addr show dev <if>", "ibv_devinfo -v | grep GID", "sysctl net.ipv6.conf.<if>.disable_ipv6"],
+        ),
+        H006 => (
+            &["No IPv4 address on the intended netdev", "IPv4 address on another interface (VLAN, bond, other port)", "Address added after the application chose its GID index"],
+            &["ip -4 addr show dev <if>", "ibv_devinfo -v | grep GID", "cat /sys/class/infiniband/<dev>/ports/1/gid_attrs/ndevs/<i>"],
+        ),
+        H007 => (
+            &["Applications default to GID index 0, usually the RoCE v1 link-local entry", "GID indexes move when addresses or VLANs change"],
+            &["ibv_devinfo -v | grep GID", "ib_write_bw -x <index> ...   /   NCCL_IB_GID_INDEX=<index>"],
+        ),
+        H008 => (
+            &["Netdev MTU 1500 (standard Ethernet) caps the RDMA MTU at 1024", "Jumbo frames not configured end to end"],
+            &["ip link show <if>", "ibv_devinfo | grep -E 'max_mtu|active_mtu'", "ip link set dev <if> mtu 9000   # and on switches and peers"],
+        ),
+        H009 => (
+            &["Value newer than this rdmakit (new link speed or width)", "Placeholder from the driver (N/A (no PMA), fw_ver)", "Truncated or vendor-specific value"],
+            &["cat <path from the finding>", "ibv_devinfo -v"],
+        ),
+        I001 => (
+            &["MSI/MSI-X disabled (pci=nomsi)", "Driver probe incomplete or failed", "Hypervisor does not expose MSI-X for the device"],
+            &["grep <BDF> /proc/interrupts", "ls /sys/bus/pci/devices/<BDF>/msi_irqs/", "lspci -s <BDF> -vvv | grep MSI-X", "cat /proc/cmdline"],
+        ),
+        I002 => (
+            &["Firmware/PF grants few vectors (SR-IOV VFs, cloud VMs)", "Host has more CPUs than the device's EQ limit (normal on very large hosts)", "Driver fell back to fewer vectors"],
+            &["ibv_devinfo -v | grep num_comp_vectors", "nproc", "ethtool -l <if>"],
+        ),
+        I003 => (
+            &["pci=nomsi on the kernel command line", "Driver option disabling MSI-X", "MSI-X allocation failed at probe", "Platform/hypervisor without MSI-X"],
+            &["grep IO-APIC /proc/interrupts", "cat /proc/cmdline", "lspci -s <BDF> -vvv | grep -E 'MSI-X|Interrupt:'"],
+        ),
+        I004 => (
+            &["irqbalance not running", "irqbalance bans the CPUs/IRQs or ignores hints", "A tuning script pinned everything to one CPU", "isolcpus/nohz_full leave one housekeeping CPU"],
+            &["systemctl status irqbalance", "for i in $(grep <BDF> /proc/interrupts | cut -d: -f1); do cat /proc/irq/$i/effective_affinity_list; done"],
+        ),
+        I005 => (
+            &["irqbalance or a script spread vectors over all nodes", "Vectors pinned for another NIC's node", "NIC in a slot of the other socket"],
+            &["cat /sys/bus/pci/devices/<BDF>/{numa_node,local_cpulist}", "cat /proc/irq/<n>/effective_affinity_list", "numactl --hardware"],
+        ),
+        L001 => (
+            &["rdma-core/libibverbs packages not installed", "Container image without them", "Source build not in the linker path"],
+            &["ldconfig -p | grep libibverbs", "apt install libibverbs1 ibverbs-providers   # or: dnf install rdma-core libibverbs"],
+        ),
+        L002 => (
+            &["ibverbs-providers (Debian) / providers not installed, or the .driver file missing", "Provider from another rdma-core build (vendor OFED mixed with distro)", "rdma-core too old for the device"],
+            &["IBV_SHOW_WARNINGS=1 ibv_devinfo", "ls /etc/libibverbs.d", "ls /usr/lib/x86_64-linux-gnu/libibverbs/ /usr/lib64/libibverbs/"],
+        ),
+        L003 => (
+            &["Vendor stack left behind after a kernel update", "Container image's rdma-core far from the host kernel", "Distribution rdma-core on a much newer mainline kernel"],
+            &["uname -r", "dpkg -l rdma-core libibverbs1   # or: rpm -q rdma-core", "readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1"],
+        ),
+        L004 => (
+            &["Source build in /usr/local", "Minimal container without a package database", "Statically linked application"],
+            &["ldconfig -p | grep libibverbs", "readlink -f <path of libibverbs.so.1>"],
+        ),
+        A001 => (
+            &["Distribution/PAM default memlock (64 KiB or 8 MiB)", "systemd service without LimitMEMLOCK", "Container runtime default ulimit", "Batch scheduler not propagating limits"],
+            &["ulimit -l", "grep 'locked memory' /proc/<pid>/limits", "systemctl show <svc> -p LimitMEMLOCK"],
+        ),
+        A002 => (
+            &["Site udev rule restricting /dev/infiniband/uverbs*", "User not in the group the rule grants", "Container/LSM policy"],
+            &["ls -l /dev/infiniband/", "id", "grep -rE 'uverbs|infiniband' /etc/udev/rules.d/"],
+        ),
+        A003 => (
+            &["Resource files are root-only by design", "Container with read-only /sys", "Kernel lockdown"],
+            &["ls -l /sys/bus/pci/devices/<BDF>/resource*"],
+        ),
+        A004 => (
+            &["Container without --device /dev/infiniband/... or the RDMA device plugin", "chroot/initramfs without devtmpfs or udev", "udev rule removed/renamed the nodes"],
+            &["ls -l /dev/infiniband/", "cat /sys/class/infiniband_verbs/uverbs*/dev"],
+        ),
+    }
+}

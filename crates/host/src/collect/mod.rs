@@ -1,0 +1,174 @@
+//! Collectors: read a [`Source`] into [`HostFacts`].
+//!
+//! Collection never writes to the host: the only calls it makes are reads, directory
+//! listings, readlink, lstat, getrlimit, access(2), a non-blocking read of /dev/kmsg
+//! and opening (then closing) a NETLINK_RDMA socket.
+
+mod device;
+mod system;
+
+use std::cell::RefCell;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Attr, HostFacts, Raw, Unrecognized};
+use crate::parse::ParseError;
+use crate::source::Source;
+
+/// What to collect beyond the defaults. Stored in bundles so a replay asks the same
+/// questions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CollectOptions {
+    /// Also read /proc/<pid>/limits (the memlock limit of an application).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Read the kernel log from this file instead of /dev/kmsg.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<String>,
+}
+
+/// Reads everything the doctor needs through `src`.
+pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
+    let cx = Cx {
+        src,
+        unrecognized: RefCell::new(Vec::new()),
+    };
+    let kernel = system::kernel(&cx);
+    let modules = system::modules(&cx, kernel.release.get());
+    let uverbs = system::uverbs(&cx);
+    let mad = system::mad(&cx);
+    let dev_nodes = system::dev_nodes(&cx);
+    let devices = device::devices(&cx, &kernel.ib_class);
+    let netdevs = system::netdevs(&cx);
+    let cpus_online = cx.attr(
+        "/sys/devices/system/cpu/online",
+        crate::parse::sysfs::cpulist,
+    );
+    let interrupts = cx.attr_bytes("/proc/interrupts", crate::parse::proc::interrupts);
+    let irq_affinity = system::irq_affinity(&cx, &devices, interrupts.get());
+    let memlock = system::memlock(&cx, opts.pid);
+    let identity = system::identity(&cx);
+    let rdma_core = system::rdma_core(&cx);
+    let kernel_log = system::kernel_log(&cx, opts.kernel_log.as_deref());
+    HostFacts {
+        top_dirs: src.read_dir("/"),
+        kernel,
+        modules,
+        uverbs,
+        mad,
+        dev_nodes,
+        devices,
+        netdevs,
+        cpus_online,
+        interrupts,
+        irq_affinity,
+        memlock,
+        identity,
+        rdma_core,
+        kernel_log,
+        unrecognized: cx
+            .unrecognized
+            .into_inner()
+            .into_iter()
+            .map(|(path, e)| Unrecognized {
+                path,
+                what: e.what.to_string(),
+                value: e.value,
+            })
+            .collect(),
+    }
+}
+
+/// Collection context: the source, and the parse failures met so far.
+pub(crate) struct Cx<'a> {
+    pub src: &'a dyn Source,
+    pub unrecognized: RefCell<Vec<(String, ParseError)>>,
+}
+
+/// Strips the trailing newline (and NULs) sysfs puts after a value.
+pub(crate) fn strip_value(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    s.trim_end_matches(['\n', '\0', '\r']).to_string()
+}
+
+impl Cx<'_> {
+    /// Reads a file and parses its (stripped) text.
+    pub fn attr<T>(&self, path: &str, parse: impl Fn(&str) -> Result<T, ParseError>) -> Attr<T> {
+        match self.src.read(path) {
+            Ok(bytes) => {
+                let text = strip_value(&bytes);
+                let value = match parse(&text) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        self.unrecognized.borrow_mut().push((path.to_string(), e));
+                        None
+                    }
+                };
+                Attr {
+                    path: path.to_string(),
+                    raw: Raw::Text(text),
+                    value,
+                }
+            }
+            Err(e) => Attr {
+                path: path.to_string(),
+                raw: Raw::Err(e),
+                value: None,
+            },
+        }
+    }
+
+    /// Reads a file and parses its bytes; the raw text kept is only its first line
+    /// (these are large files like /proc/interrupts, cited by path).
+    pub fn attr_bytes<T>(
+        &self,
+        path: &str,
+        parse: impl Fn(&[u8]) -> Result<T, ParseError>,
+    ) -> Attr<T> {
+        match self.src.read(path) {
+            Ok(bytes) => {
+                let value = match parse(&bytes) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        self.unrecognized.borrow_mut().push((path.to_string(), e));
+                        None
+                    }
+                };
+                let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+                Attr {
+                    path: path.to_string(),
+                    raw: Raw::Text(format!(
+                        "{} bytes, first line: {}",
+                        bytes.len(),
+                        strip_value(first)
+                    )),
+                    value,
+                }
+            }
+            Err(e) => Attr {
+                path: path.to_string(),
+                raw: Raw::Err(e),
+                value: None,
+            },
+        }
+    }
+
+    /// A string attribute: any text is a valid value.
+    pub fn string(&self, path: &str) -> Attr<String> {
+        self.attr(path, |s| Ok(s.to_string()))
+    }
+
+    /// The entries of a directory, or none when it cannot be listed.
+    pub fn names(&self, path: &str) -> Vec<String> {
+        self.src
+            .read_dir(path)
+            .map(|v| v.into_iter().map(|e| e.name).collect())
+            .unwrap_or_default()
+    }
+
+    /// The basename of where a symlink points ("mlx5_core" for device/driver).
+    pub fn link_basename(&self, path: &str) -> Option<String> {
+        let t = self.src.read_link(path).ok()?;
+        t.rsplit('/').find(|s| !s.is_empty()).map(str::to_string)
+    }
+}

@@ -1,0 +1,475 @@
+//! Host facts: what a collection found, each value with the path it came from.
+//!
+//! Every attribute is an [`Attr`]: the path read, the raw text (or the errno the read
+//! failed with), and the parsed value when the text made sense. Rules cite `Attr`s as
+//! evidence, so a report always shows the file and the value it was based on.
+
+use std::collections::BTreeMap;
+use std::net::Ipv6Addr;
+
+use serde::Serialize;
+
+use crate::parse::kmsg::KmsgRecord;
+use crate::parse::pkg::Package;
+use crate::parse::proc::{Identity, Interrupts, KernelRelease, Limit, Module};
+use crate::parse::sysfs::{
+    Counter, CpuSet, GidType, LinkLayer, NodeType, PcieSpeed, PhysState, PortState, Rate,
+};
+use crate::source::{Entry, Errno, Meta};
+
+/// The raw outcome of reading one file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Raw {
+    /// The file's text, trailing newline removed.
+    Text(String),
+    /// The read failed.
+    Err(Errno),
+}
+
+/// One attribute: where it was read, what was there, and what it means.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attr<T> {
+    pub path: String,
+    pub raw: Raw,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<T>,
+}
+
+impl<T> Attr<T> {
+    /// An attribute that was never read (for facts the source cannot have).
+    pub fn absent(path: &str) -> Attr<T> {
+        Attr {
+            path: path.to_string(),
+            raw: Raw::Err(Errno::ENOENT),
+            value: None,
+        }
+    }
+
+    /// The parsed value, if the read worked and the text made sense.
+    pub fn get(&self) -> Option<&T> {
+        self.value.as_ref()
+    }
+
+    /// The raw text if the read worked.
+    pub fn text(&self) -> Option<&str> {
+        match &self.raw {
+            Raw::Text(t) => Some(t),
+            Raw::Err(_) => None,
+        }
+    }
+
+    /// The errno if the read failed.
+    pub fn errno(&self) -> Option<Errno> {
+        match &self.raw {
+            Raw::Err(e) => Some(*e),
+            Raw::Text(_) => None,
+        }
+    }
+
+    /// True when the file was read but its text could not be understood.
+    pub fn is_garbage(&self) -> bool {
+        matches!(self.raw, Raw::Text(_)) && self.value.is_none()
+    }
+
+    /// True when the file does not exist.
+    pub fn is_missing(&self) -> bool {
+        self.raw == Raw::Err(Errno::ENOENT)
+    }
+
+    /// How the value is shown as evidence: the raw text, or "<read failed: EINVAL>".
+    pub fn shown(&self) -> String {
+        match &self.raw {
+            Raw::Text(t) if t.is_empty() => "\"\"".into(),
+            Raw::Text(t) => t.clone(),
+            Raw::Err(e) if *e == Errno::ENOENT => "<absent>".into(),
+            Raw::Err(e) => format!("<read failed: {e}>"),
+        }
+    }
+}
+
+/// Everything one collection found.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostFacts {
+    /// The listing of `/` in the source: a captured tree may hold only part of a
+    /// host (e.g. only /sys), and checks whose files live elsewhere say "not checked".
+    pub top_dirs: Result<Vec<Entry>, Errno>,
+    pub kernel: Kernel,
+    pub modules: Modules,
+    pub uverbs: UverbsClass,
+    pub mad: MadClass,
+    pub dev_nodes: DevNodes,
+    pub devices: Vec<Device>,
+    pub netdevs: Vec<Netdev>,
+    pub cpus_online: Attr<CpuSet>,
+    pub interrupts: Attr<Interrupts>,
+    /// smp_affinity_list of every IRQ that belongs to an RDMA device.
+    pub irq_affinity: BTreeMap<u32, Attr<CpuSet>>,
+    pub memlock: Memlock,
+    pub identity: Option<Identity>,
+    pub rdma_core: RdmaCore,
+    pub kernel_log: KernelLog,
+    /// Values met while collecting that their parser did not understand.
+    pub unrecognized: Vec<Unrecognized>,
+}
+
+/// A value its parser did not understand.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unrecognized {
+    pub path: String,
+    /// What the value should have been ("port state", "rate", ...).
+    pub what: String,
+    /// The value as read (at most 80 characters).
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Kernel {
+    pub release: Attr<KernelRelease>,
+    /// socket(AF_NETLINK, SOCK_RAW, NETLINK_RDMA): Ok, or the errno (EPROTONOSUPPORT
+    /// when the kernel has no RDMA). `None` when the source cannot tell (a captured
+    /// tree without a recorded probe).
+    pub netlink_rdma: Option<Result<(), Errno>>,
+    /// The listing of /sys/class/infiniband.
+    pub ib_class: Result<Vec<Entry>, Errno>,
+    /// Kernel config options that matter (CONFIG_INFINIBAND*, CONFIG_RDMA_*), and
+    /// where they were read; `None` when no config was readable.
+    pub config: Option<KernelConfig>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelConfig {
+    pub path: String,
+    pub options: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Modules {
+    /// /proc/modules.
+    pub proc_modules: Attr<Vec<Module>>,
+    /// Modules found as directories under /sys/module (loaded or built in).
+    pub sys_module: BTreeMap<String, bool>,
+    /// Modules listed in /lib/modules/<release>/modules.builtin.
+    pub builtin: Vec<String>,
+}
+
+/// Where a module was seen, if anywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModuleState {
+    Loaded,
+    BuiltIn,
+    Absent,
+    /// Neither /proc/modules nor /sys/module could be read.
+    Unknown,
+}
+
+impl Modules {
+    /// Whether a module is loaded, built in, or absent.
+    pub fn state(&self, name: &str) -> ModuleState {
+        if let Some(list) = self.proc_modules.get() {
+            if list.iter().any(|m| m.name == name) {
+                return ModuleState::Loaded;
+            }
+        }
+        if self.builtin.iter().any(|b| b == name) {
+            return ModuleState::BuiltIn;
+        }
+        if self.sys_module.get(name) == Some(&true) {
+            // In /sys/module but not in /proc/modules: built in with parameters.
+            return if self.proc_modules.get().is_some() {
+                ModuleState::BuiltIn
+            } else {
+                ModuleState::Loaded
+            };
+        }
+        if self.proc_modules.get().is_none() && self.sys_module.is_empty() {
+            return ModuleState::Unknown;
+        }
+        ModuleState::Absent
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UverbsClass {
+    pub listing: Result<Vec<Entry>, Errno>,
+    pub abi_version: Attr<u32>,
+    pub devs: Vec<UverbsDev>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UverbsDev {
+    /// "uverbs0".
+    pub name: String,
+    pub ibdev: Attr<String>,
+    pub abi_version: Attr<u32>,
+    /// "231:192".
+    pub dev: Attr<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MadClass {
+    pub listing: Result<Vec<Entry>, Errno>,
+    pub abi_version: Attr<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DevNodes {
+    /// The listing of /dev/infiniband.
+    pub listing: Result<Vec<Entry>, Errno>,
+    pub nodes: Vec<DevNode>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DevNode {
+    pub path: String,
+    pub meta: Result<Meta, Errno>,
+    /// access(R_OK|W_OK) for the collecting user; `None` when not recorded.
+    pub access_rw: Option<Result<(), Errno>>,
+}
+
+/// Whether a device is backed by hardware.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// A PCI function (mlx5, bnxt_re, irdma, efa, ...).
+    Pci,
+    /// A software device (rxe, siw): no IRQs, no PCIe.
+    Software,
+    /// Neither could be established (e.g. a capture without the device link).
+    Unknown,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Device {
+    /// "mlx5_0".
+    pub name: String,
+    /// "/sys/class/infiniband/mlx5_0".
+    pub path: String,
+    /// Where the class link points, e.g. "/sys/devices/pci0000:00/.../infiniband/mlx5_0".
+    pub real_path: String,
+    pub kind: DeviceKind,
+    /// The kernel driver that owns the device: the PCI driver (mlx5_core) or the
+    /// software driver inferred from the name (rdma_rxe, siw); `None` when unknown.
+    pub driver: Option<String>,
+    /// The libibverbs provider the device needs ("mlx5", "rxe"), when known.
+    pub provider: Option<String>,
+    pub node_type: Attr<NodeType>,
+    pub node_guid: Attr<u64>,
+    pub sys_image_guid: Attr<u64>,
+    pub fw_ver: Attr<String>,
+    pub hw_rev: Attr<String>,
+    pub hca_type: Attr<String>,
+    pub board_id: Attr<String>,
+    pub node_desc: Attr<String>,
+    /// Software devices: the netdev they are bound to.
+    pub parent: Attr<String>,
+    pub pci: Option<Pci>,
+    pub ports: Vec<Port>,
+    pub hw_counters: BTreeMap<String, Attr<Counter>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Pci {
+    /// "0000:3b:00.0".
+    pub bdf: String,
+    pub path: String,
+    pub driver: Option<String>,
+    pub numa_node: Attr<i32>,
+    pub local_cpulist: Attr<CpuSet>,
+    pub link: PcieLink,
+    /// Bridges between the device and the root complex, nearest first.
+    pub upstream: Vec<PcieHop>,
+    /// IRQ numbers from msi_irqs/.
+    pub msi_irqs: Result<Vec<u32>, Errno>,
+    /// The legacy INTx line from `irq`.
+    pub irq: Attr<u32>,
+    pub resources: Vec<ResourceFile>,
+    /// Netdevs of the PCI function (device/net/*).
+    pub netdevs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PcieLink {
+    pub current_speed: Attr<PcieSpeed>,
+    pub current_width: Attr<u8>,
+    pub max_speed: Attr<PcieSpeed>,
+    pub max_width: Attr<u8>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PcieHop {
+    pub bdf: String,
+    pub path: String,
+    pub link: PcieLink,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ResourceFile {
+    pub path: String,
+    pub meta: Result<Meta, Errno>,
+    pub access_rw: Option<Result<(), Errno>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Port {
+    pub num: u32,
+    pub path: String,
+    pub state: Attr<PortState>,
+    pub phys_state: Attr<PhysState>,
+    pub rate: Attr<Rate>,
+    pub link_layer: Attr<LinkLayer>,
+    pub lid: Attr<u32>,
+    pub sm_lid: Attr<u32>,
+    pub cap_mask: Attr<u32>,
+    /// Every non-zero GID.
+    pub gids: Vec<Gid>,
+    /// How many GID slots the port has.
+    pub gid_slots: usize,
+    pub counters: BTreeMap<String, Attr<Counter>>,
+    pub hw_counters: BTreeMap<String, Attr<Counter>>,
+}
+
+impl Port {
+    /// True when the link layer is Ethernet (RoCE).
+    pub fn is_roce(&self) -> bool {
+        matches!(self.link_layer.get(), Some(LinkLayer::Ethernet))
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Gid {
+    pub index: u32,
+    pub path: String,
+    pub gid: Ipv6Addr,
+    pub gid_type: Attr<GidType>,
+    pub ndev: Attr<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Netdev {
+    pub name: String,
+    pub path: String,
+    pub mtu: Attr<u32>,
+    pub operstate: Attr<String>,
+    pub speed: Attr<i64>,
+    pub carrier_down_count: Attr<u64>,
+    /// The netdev's driver (basename of device/driver), e.g. "mlx5_core".
+    pub driver: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Memlock {
+    /// getrlimit(RLIMIT_MEMLOCK) of the collecting process: (soft, hard).
+    pub probe: Option<Result<(Limit, Limit), Errno>>,
+    /// /proc/self/limits "Max locked memory" (soft, hard).
+    pub self_limits: Attr<(Limit, Limit)>,
+    /// /proc/<pid>/limits of the process asked about with --pid.
+    pub pid: Option<(u32, Attr<(Limit, Limit)>)>,
+}
+
+impl Memlock {
+    /// The soft limit that applies to the subject (the --pid process if given, else
+    /// the collecting process), with the path or probe it came from.
+    pub fn effective(&self) -> Option<(Limit, String)> {
+        if let Some((_, a)) = &self.pid {
+            return a.get().map(|(s, _)| (*s, a.path.clone()));
+        }
+        if let Some(Ok((s, _))) = &self.probe {
+            return Some((*s, "getrlimit(RLIMIT_MEMLOCK)".into()));
+        }
+        self.self_limits
+            .get()
+            .map(|(s, _)| (*s, self.self_limits.path.clone()))
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RdmaCore {
+    /// RDMA packages from the dpkg status database.
+    pub packages: Attr<Vec<Package>>,
+    /// libibverbs.so.1 as found in the library directories.
+    pub libibverbs: Option<LibFile>,
+    /// Library directories that were searched.
+    pub lib_dirs: Vec<String>,
+    /// /etc/libibverbs.d/*.driver: (file, providers named in it).
+    pub driver_files: Result<Vec<(String, Vec<String>)>, Errno>,
+    /// Provider libraries found: (path, provider, rdmav ABI).
+    pub provider_libs: Vec<(String, String, u32)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LibFile {
+    /// ".../libibverbs.so.1".
+    pub path: String,
+    /// The file the link resolves to, e.g. "libibverbs.so.1.14.44.0".
+    pub real_name: String,
+    /// The rdma-core release encoded in the real file name (44).
+    pub rdma_core: Option<u32>,
+}
+
+impl RdmaCore {
+    /// The installed rdma-core major version and where it was read.
+    pub fn version(&self) -> Option<(u32, String)> {
+        if let Some(pkgs) = self.packages.get() {
+            for name in ["rdma-core", "libibverbs1", "libibverbs"] {
+                if let Some(p) = pkgs.iter().find(|p| p.name == name && p.installed()) {
+                    if let Some(v) = crate::parse::pkg::rdma_core_major(&p.version) {
+                        return Some((
+                            v,
+                            format!("{} (package {} {})", self.packages.path, p.name, p.version),
+                        ));
+                    }
+                }
+            }
+        }
+        let lib = self.libibverbs.as_ref()?;
+        lib.rdma_core
+            .map(|v| (v, format!("{} -> {}", lib.path, lib.real_name)))
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelLog {
+    /// "/dev/kmsg" or the file given with --kernel-log.
+    pub source: String,
+    pub records: Result<Vec<KmsgRecord>, Errno>,
+}
+
+impl HostFacts {
+    /// Whether the source holds the top-level directory `dir` ("proc", "etc", ...).
+    /// A source whose root cannot be listed is assumed to hold everything.
+    pub fn covers(&self, dir: &str) -> bool {
+        match &self.top_dirs {
+            Ok(v) => v.iter().any(|e| e.name == dir),
+            Err(_) => true,
+        }
+    }
+}
+
+impl Device {
+    /// The lines of /proc/interrupts that belong to this device: its MSI/MSI-X
+    /// vectors (from msi_irqs/), lines naming its PCI address (mlx5_comp0@pci:...),
+    /// and, when it has no MSI vectors, its legacy INTx line.
+    pub fn irq_lines<'a>(&self, ints: &'a Interrupts) -> Vec<&'a crate::parse::proc::IrqLine> {
+        let Some(pci) = &self.pci else {
+            return Vec::new();
+        };
+        let msi: &[u32] = match &pci.msi_irqs {
+            Ok(v) => v,
+            Err(_) => &[],
+        };
+        let intx = pci.irq.get().copied().filter(|n| *n != 0);
+        ints.lines
+            .iter()
+            .filter(|l| match l.number {
+                Some(n) => {
+                    msi.contains(&n)
+                        || l.actions.contains(pci.bdf.as_str())
+                        || (msi.is_empty() && intx == Some(n) && l.is_legacy_intx())
+                }
+                None => false,
+            })
+            .collect()
+    }
+}

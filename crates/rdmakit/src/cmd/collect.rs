@@ -1,0 +1,67 @@
+//! `rdmakit collect`: record what the doctor reads into one bundle.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use rdmakit_host::bundle::Bundle;
+use rdmakit_host::collect::collect;
+use rdmakit_host::source::{Answer, Recorder};
+
+use super::{Opened, SourceArgs};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Where to write the bundle (gzip-compressed when the name ends in .gz).
+    #[arg(short, long, value_name = "FILE")]
+    output: String,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let (opened, opts) = a.source.open()?;
+    let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
+    let bundle = match &opened {
+        // Converting a bundle or capture directory: keep every answer it has.
+        Opened::Bundle(b, _)
+            if a.source
+                .from
+                .as_deref()
+                .is_some_and(|p| std::path::Path::new(p).is_dir()) =>
+        {
+            let mut recs = std::collections::BTreeMap::new();
+            for (op, path) in b.keys() {
+                if let Some(ans) = b.get(op, &path) {
+                    recs.insert((op, path), ans.clone());
+                }
+            }
+            Bundle::new(b.header.clone(), recs)
+        }
+        _ => {
+            let rec = Recorder::new(opened.source());
+            let _ = collect(&rec, &opts);
+            let mut header = Bundle::header_now(&tool, opts);
+            if let Opened::Live(_, label) = &opened {
+                header.tool = format!("{tool} ({label})");
+            }
+            Bundle::new(header, rec.into_records())
+        }
+    };
+    bundle
+        .write(&a.output)
+        .with_context(|| format!("writing {}", a.output))?;
+    let errors = bundle
+        .keys()
+        .iter()
+        .filter(|(op, p)| matches!(bundle.get(*op, p), Some(Answer::Err(_))))
+        .count();
+    eprintln!(
+        "rdmakit: wrote {}: {} answers ({} of them read errors, kept with their errno); \
+         replay with: rdmakit doctor --from {}",
+        a.output,
+        bundle.len(),
+        errors,
+        a.output
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,27 @@
+//! `rdmakit explain`: what a code, errno, verb:errno or WC status means.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use rdmakit_doctor::explain;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// RDK-K003, ib-umad-missing, ENOSPC, 28, ibv_create_qp:ENOSPC, wc:12, RETRY_EXC_ERR.
+    query: String,
+    /// Print the explanation as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let q = explain::parse_query(&a.query)?;
+    let e = explain::explain(&q);
+    let mut out = anstream::stdout();
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&e)?)?;
+    } else {
+        out.write_all(explain::render_human(&e).as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

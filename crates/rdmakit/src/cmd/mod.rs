@@ -1,0 +1,115 @@
+//! One module per subcommand, plus what they share.
+
+pub mod collect;
+pub mod doctor;
+pub mod explain;
+
+use anyhow::Context as _;
+use rdmakit_host::bundle::Bundle;
+use rdmakit_host::collect::CollectOptions;
+use rdmakit_host::source::{LiveSource, Source};
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// Sets the choice for every anstream writer (auto honours NO_COLOR,
+    /// CLICOLOR_FORCE and whether the output is a terminal).
+    pub fn apply(self) {
+        let c = match self {
+            ColorWhen::Auto => anstream::ColorChoice::Auto,
+            ColorWhen::Always => anstream::ColorChoice::Always,
+            ColorWhen::Never => anstream::ColorChoice::Never,
+        };
+        c.write_global();
+    }
+}
+
+/// Where host facts come from: `--root DIR`, `--from BUNDLE`, or the live host.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SourceArgs {
+    /// Read a captured host tree rooted at DIR instead of / (like libibverbs' SYSFS_PATH).
+    #[arg(long, value_name = "DIR", conflicts_with = "from")]
+    pub root: Option<String>,
+    /// Replay a bundle recorded by `rdmakit collect` (or a capture directory).
+    #[arg(long, value_name = "BUNDLE")]
+    pub from: Option<String>,
+    /// Also read the memlock limit of this process (/proc/PID/limits).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Read the kernel log from FILE (journalctl -k, dmesg output) instead of /dev/kmsg.
+    #[arg(long, value_name = "FILE")]
+    pub kernel_log: Option<String>,
+}
+
+/// An opened source and what to call it in reports.
+pub enum Opened {
+    Live(LiveSource, String),
+    Bundle(Box<Bundle>, String),
+}
+
+impl Opened {
+    pub fn source(&self) -> &dyn Source {
+        match self {
+            Opened::Live(s, _) => s,
+            Opened::Bundle(b, _) => b.as_ref(),
+        }
+    }
+
+    pub fn label(&self) -> &str {
+        match self {
+            Opened::Live(_, l) | Opened::Bundle(_, l) => l,
+        }
+    }
+}
+
+impl SourceArgs {
+    /// The collect options these flags ask for (a bundle brings its own).
+    pub fn options(&self) -> CollectOptions {
+        CollectOptions {
+            pid: self.pid,
+            kernel_log: self.kernel_log.clone(),
+        }
+    }
+
+    /// Opens the source, and the options to collect with.
+    pub fn open(&self) -> anyhow::Result<(Opened, CollectOptions)> {
+        if let Some(path) = &self.from {
+            let p = std::path::Path::new(path);
+            let bundle = if p.is_dir() {
+                rdmakit_host::capture::import_capture(p)
+                    .with_context(|| format!("importing capture directory {path}"))?
+            } else {
+                Bundle::read(path)?
+            };
+            let mut opts = bundle.header.options.clone();
+            if self.pid.is_some() {
+                opts.pid = self.pid;
+            }
+            if self.kernel_log.is_some() {
+                opts.kernel_log = self.kernel_log.clone();
+            }
+            let label = format!("bundle {path} ({})", bundle.header.tool);
+            return Ok((Opened::Bundle(Box::new(bundle), label), opts));
+        }
+        if let Some(root) = &self.root {
+            anyhow::ensure!(
+                std::path::Path::new(root).is_dir(),
+                "--root {root}: not a directory"
+            );
+            return Ok((
+                Opened::Live(LiveSource::new(root), format!("tree at {root}")),
+                self.options(),
+            ));
+        }
+        Ok((
+            Opened::Live(LiveSource::host(), "live host".into()),
+            self.options(),
+        ))
+    }
+}

@@ -1,0 +1,49 @@
+//! rdmakit: the RDMA stack's verification and troubleshooting toolchain.
+//!
+//! A thin binary: argument parsing (raw flags, then validated settings) and glue to
+//! the library crates.
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Verifies and troubleshoots an RDMA host layer by layer (hardware, kernel, library,
+/// application) and names the layer at fault.
+#[derive(Parser)]
+#[command(name = "rdmakit", version, about, max_term_width = 100)]
+struct Cli {
+    /// When to color output: auto (terminal and NO_COLOR unset), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: cmd::ColorWhen,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check every layer of the RDMA stack and report what is wrong, with evidence.
+    Doctor(cmd::doctor::Args),
+    /// Explain a finding code, an errno, a verb:errno pair or a work completion status.
+    Explain(cmd::explain::Args),
+    /// Record everything the doctor reads into one replayable bundle file.
+    Collect(cmd::collect::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli.color.apply();
+    let r = match cli.command {
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Explain(a) => cmd::explain::run(a),
+        Command::Collect(a) => cmd::collect::run(a),
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rdmakit: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
