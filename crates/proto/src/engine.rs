@@ -25,7 +25,7 @@ use crate::packet::{
     opcode_for, syndrome, AtomicEth, Bth, Deth, Kind, Packet, Pos, Reth, Transport,
 };
 use crate::psn::Psn;
-use crate::qp::{modify_is_ok, Access, AddressHandle, AttrMask, QpAttr, QpState, QpType};
+use crate::qp::{modify_is_ok, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};
 use crate::time::{local_ack_timeout, rnr_timer, Instant};
 use crate::wr::{RecvWr, SendOp, SendWr, Sge, Wc, WcOpcode, WcStatus};
 
@@ -64,6 +64,9 @@ pub struct QpConfig {
     pub ack_req_every: u32,
     /// Device limit for `max_rd_atomic` / `max_dest_rd_atomic`.
     pub max_rd_atomic_cap: u8,
+    /// The port's active MTU: the largest UD message (UD QPs have no
+    /// `PATH_MTU` attribute).
+    pub port_mtu: Mtu,
 }
 
 impl QpConfig {
@@ -81,6 +84,7 @@ impl QpConfig {
             max_inflight: 128,
             ack_req_every: 64,
             max_rd_atomic_cap: 16,
+            port_mtu: Mtu::Mtu1024,
         }
     }
 }
@@ -473,11 +477,14 @@ impl Qp {
 
     /// Smallest transmit buffer [`Qp::poll_transmit`] accepts.
     pub fn max_packet_len(&self) -> usize {
-        self.attr.path_mtu.bytes() as usize + MAX_HEADER_LEN + 8 + 3
+        self.mtu() as usize + MAX_HEADER_LEN + 8 + 3
     }
 
     fn mtu(&self) -> u32 {
-        self.attr.path_mtu.bytes()
+        match self.cfg.qp_type {
+            QpType::Ud => self.cfg.port_mtu.bytes(),
+            _ => self.attr.path_mtu.bytes(),
+        }
     }
 
     fn pkey(&self) -> u16 {
@@ -2061,8 +2068,22 @@ fn pkey_match(a: u16, b: u16) -> bool {
     (a & 0x7fff) == (b & 0x7fff) && (a | b) & 0x8000 != 0 && (a & 0x7fff) != 0
 }
 
-#[doc(hidden)]
-pub fn _assert_send_sync() {
-    fn f<T: Send + Sync>() {}
-    f::<Qp>();
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qp_is_send_and_sync() {
+        fn f<T: Send + Sync>() {}
+        f::<Qp>();
+    }
+
+    #[test]
+    fn pkey_rules() {
+        assert!(pkey_match(0xffff, 0xffff));
+        assert!(pkey_match(0x7fff, 0xffff));
+        assert!(!pkey_match(0x7fff, 0x7fff), "two limited members");
+        assert!(!pkey_match(0x8001, 0xffff));
+        assert!(!pkey_match(0x8000, 0x8000), "invalid P_Key");
+    }
 }

@@ -10,7 +10,9 @@
 //! duplication and corruption. Every packet travels with its ICRC
 //! (`rdmakit_wire::icrc` over a synthetic IPv4/UDP 4791 encapsulation); a
 //! corrupted packet fails it at the receiver and is dropped before the engine
-//! sees it, as a NIC drops a packet whose ICRC does not validate.
+//! sees it, as a NIC drops a packet whose ICRC does not validate. (A flip in
+//! BTH byte 4 — FECN, BECN, reserved — is not covered by the ICRC and is
+//! delivered, as on a real network.)
 //!
 //! An [`AddressHandle`] is the index of the destination node; the receiving
 //! node hands the packet to the QP named by the BTH destination QPN.
@@ -287,8 +289,12 @@ impl Network {
     pub fn connected_pair(&mut self, qp_type: QpType) -> (QpRef, QpRef) {
         let na = self.add_node();
         let nb = self.add_node();
-        let a = self.add_qp(na, QpConfig::new(0x11, qp_type, Pd(1)));
-        let b = self.add_qp(nb, QpConfig::new(0x22, qp_type, Pd(1)));
+        let mut ca = QpConfig::new(0x11, qp_type, Pd(1));
+        ca.port_mtu = self.cfg.mtu;
+        let mut cb = QpConfig::new(0x22, qp_type, Pd(1));
+        cb.port_mtu = self.cfg.mtu;
+        let a = self.add_qp(na, ca);
+        let b = self.add_qp(nb, cb);
         self.connect(a, b);
         self.connect(b, a);
         (a, b)

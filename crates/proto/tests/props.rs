@@ -502,7 +502,7 @@ fn uc_and_ud_under_loss_deliver_intact_or_not_at_all() {
             net.qp_mut(b).post_recv(r).unwrap();
         }
         let n = 300u64;
-        let max = if t == QpType::Ud { 900 } else { 1000 };
+        let max = if t == QpType::Ud { 250 } else { 1000 };
         for i in 0..n {
             let len = ((i * 37) % max) as u32;
             let off = i * 7;

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Seed the responder corpus from the real rxe captures in shared/fixtures/pcap:
+# one input per captured RoCE packet, framed as the target expects
+# (QP type RC, record with flags = our QPN | default P_Key | PSN = expected).
+# Usage: crates/proto/fuzz/seed.sh [FIXTURES_PCAP_DIR]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+src=${1:-$here/../../../../shared/fixtures/pcap}
+mkdir -p "$here/corpus/responder"
+python3 - "$src" "$here/corpus/responder" <<'PY'
+import struct, sys, glob, os
+src, out = sys.argv[1], sys.argv[2]
+for path in glob.glob(os.path.join(src, "*.pcap")):
+    d = open(path, "rb").read()
+    off, n = 24, 0
+    base = os.path.basename(path)[:-5]
+    prev = b""
+    while off + 16 <= len(d):
+        incl = struct.unpack("<I", d[off + 8:off + 12])[0]
+        frame = d[off + 16:off + 16 + incl]
+        off += 16 + incl
+        n += 1
+        pkt = frame[42:-4]  # Ethernet+IPv4+UDP off, ICRC off
+        if len(pkt) < 12:
+            continue
+        rec = struct.pack("<H", len(pkt)) + bytes([0x07, 0]) + pkt
+        open(os.path.join(out, f"{base}-{n}"), "wb").write(b"\x00" + rec)
+        open(os.path.join(out, f"{base}-{n}-pair"), "wb").write(b"\x00" + prev + rec)
+        prev = rec
+PY
