@@ -240,6 +240,24 @@ enum RespErr {
 }
 
 /// One queue pair: requester, responder and completer.
+///
+/// # Driving it
+/// * [`Qp::post_send`] / [`Qp::post_recv`] queue work requests;
+///   [`Qp::modify`] moves it through RESET → INIT → RTR → RTS (→ SQD, ERR).
+/// * [`Qp::handle_packet`] feeds one received packet (BTH onwards; the caller
+///   has checked and stripped the ICRC).
+/// * [`Qp::handle_timeout`] must be called once `now` reaches
+///   [`Qp::poll_timeout`].
+/// * After **any** of these calls: call [`Qp::poll_transmit`] until it
+///   returns `None`, then [`Qp::poll_completion`] until it returns `None`,
+///   then read [`Qp::poll_timeout`] again — each call may have produced
+///   packets, completions or a new deadline. `poll_transmit` returning `None`
+///   while work is queued (window full, RNR wait, fence, `max_rd_atomic`)
+///   means "nothing until the next `handle_packet` / `handle_timeout` /
+///   `post_*`", never "call me again now".
+///
+/// Memory is never owned by the engine: every call that may move bytes takes
+/// a [`Memory`], which validates key, PD, bounds and rights first.
 #[derive(Debug)]
 pub struct Qp {
     cfg: QpConfig,

@@ -1299,3 +1299,69 @@ fn memory_trait_is_the_only_path() {
     let mut out = [0u8; 600];
     assert!(f.qp.poll_transmit(f.now, &mut out, &mut d).is_some());
 }
+
+#[test]
+fn remote_access_error_end_to_end() {
+    // A WRITE with a forged rkey: the responder NAKs (remote access) and goes
+    // to ERR; the requester completes REM_ACCESS_ERR, flushes the rest.
+    let mut net = Network::new(LinkConfig::default(), 5);
+    let (a, b) = net.connected_pair(QpType::Rc);
+    let (alk, _) = net
+        .node_mut(a)
+        .mem
+        .register(Pd(1), 0x1000, 64, Access::all());
+    let (blk, brk) = net
+        .node_mut(b)
+        .mem
+        .register(Pd(1), 0x1000, 64, Access::all());
+    let r = RecvWr {
+        wr_id: 9,
+        sg_list: vec![Sge {
+            addr: 0x1000,
+            length: 64,
+            lkey: blk,
+        }],
+    };
+    net.qp_mut(b).post_recv(r).unwrap();
+    let sge = Sge {
+        addr: 0x1000,
+        length: 8,
+        lkey: alk,
+    };
+    let bad = SendOp::Write {
+        remote_addr: 0x1000,
+        rkey: brk ^ 0x4400,
+    };
+    net.qp_mut(a)
+        .post_send(SendWr::new(1, bad, vec![sge]))
+        .unwrap();
+    net.qp_mut(a)
+        .post_send(SendWr::new(2, SendOp::Send, vec![sge]))
+        .unwrap();
+    assert!(net.run_until_idle());
+    let wa: Vec<_> = net
+        .take_completions(a)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(
+        wa,
+        vec![(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr)]
+    );
+    let wb: Vec<_> = net
+        .take_completions(b)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(wb, vec![(9, WcStatus::WrFlushErr)]);
+    assert_eq!(net.qp(a).state(), QpState::Err);
+    assert_eq!(net.qp(b).state(), QpState::Err);
+    assert!(net
+        .node(b)
+        .mem
+        .region(blk)
+        .unwrap()
+        .data
+        .iter()
+        .all(|&x| x == 0));
+}
