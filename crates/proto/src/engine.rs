@@ -1690,6 +1690,11 @@ impl Qp {
 
     fn rc_duplicate(&mut self, p: &Packet<'_>) {
         let psn = p.bth.psn;
+        // Bound the work a flood of duplicates can queue between two polls.
+        if self.out.len() >= 2 * usize::from(self.attr.max_dest_rd_atomic) + 16 {
+            self.stats.dropped += 1;
+            return;
+        }
         match p.info.kind {
             Kind::ReadReq => {
                 let Some(reth) = p.reth else { return };

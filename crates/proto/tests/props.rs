@@ -605,3 +605,89 @@ fn state_after_hostile_input_is_consistent() {
         .poll_transmit(Instant::ZERO, &mut out, &mut mem)
         .is_none());
 }
+
+#[test]
+fn three_nodes_two_qps_on_one_host_under_loss() {
+    // A -> B and C -> B, both RC, B hosting two QPs on one memory table.
+    let cfg = LinkConfig {
+        loss: 0.05,
+        duplicate: 0.02,
+        reorder: 0.02,
+        jitter: Duration::from_nanos(400),
+        mtu: rdmakit_proto::Mtu::Mtu512,
+        ..LinkConfig::default()
+    };
+    let mut net = Network::new(cfg, 42);
+    let (na, nb, nc) = (net.add_node(), net.add_node(), net.add_node());
+    let a = net.add_qp(na, QpConfig::new(0x11, QpType::Rc, Pd(1)));
+    let b1 = net.add_qp(nb, QpConfig::new(0x21, QpType::Rc, Pd(1)));
+    let b2 = net.add_qp(nb, QpConfig::new(0x22, QpType::Rc, Pd(1)));
+    let c = net.add_qp(nc, QpConfig::new(0x31, QpType::Rc, Pd(1)));
+    net.connect(a, b1);
+    net.connect(b1, a);
+    net.connect(c, b2);
+    net.connect(b2, c);
+    let (alk, _) = net
+        .node_mut(a)
+        .mem
+        .register(Pd(1), 0x1000, 4096, Access::all());
+    let (clk, _) = net
+        .node_mut(c)
+        .mem
+        .register(Pd(1), 0x1000, 4096, Access::all());
+    let (_, brk) = net
+        .node_mut(b1)
+        .mem
+        .register(Pd(1), 0x10_0000, 1 << 16, Access::all());
+    for (k, x) in net
+        .node_mut(a)
+        .mem
+        .region_mut(alk)
+        .unwrap()
+        .data
+        .iter_mut()
+        .enumerate()
+    {
+        *x = k as u8;
+    }
+    for (k, x) in net
+        .node_mut(c)
+        .mem
+        .region_mut(clk)
+        .unwrap()
+        .data
+        .iter_mut()
+        .enumerate()
+    {
+        *x = !(k as u8);
+    }
+    for i in 0..16u64 {
+        for (q, lk, base) in [(a, alk, 0x10_0000u64), (c, clk, 0x10_8000u64)] {
+            let op = SendOp::Write {
+                remote_addr: base + i * 2048,
+                rkey: brk,
+            };
+            let sge = Sge {
+                addr: 0x1000,
+                length: 2048,
+                lkey: lk,
+            };
+            net.qp_mut(q)
+                .post_send(SendWr::new(i, op, vec![sge]))
+                .unwrap();
+        }
+    }
+    assert!(net.run_until_idle());
+    for q in [a, c] {
+        let w = net.take_completions(q);
+        assert_eq!(w.len(), 16);
+        assert!(w.iter().all(|w| w.status == WcStatus::Success));
+    }
+    let d = net.node(b1).mem.region(brk).unwrap().data.clone();
+    for i in 0..16usize {
+        for k in 0..2048usize {
+            assert_eq!(d[i * 2048 + k], k as u8);
+            assert_eq!(d[0x8000 + i * 2048 + k], !(k as u8));
+        }
+    }
+}

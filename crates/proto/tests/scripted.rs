@@ -1365,3 +1365,57 @@ fn remote_access_error_end_to_end() {
         .iter()
         .all(|&x| x == 0));
 }
+
+#[test]
+fn ud_send_queue_error_recovers_via_sqe_to_rts() {
+    let mut f = qp_rts(QpType::Ud);
+    let dest = UdDest {
+        ah: AddressHandle(3),
+        remote_qpn: RQPN,
+        remote_qkey: 1,
+    };
+    let mut big = SendWr::new(
+        1,
+        SendOp::Send,
+        vec![Sge {
+            addr: BASE,
+            length: 2000,
+            lkey: f.lkey,
+        }],
+    );
+    big.ud = Some(dest);
+    let mut small = SendWr::new(
+        2,
+        SendOp::Send,
+        vec![Sge {
+            addr: BASE,
+            length: 10,
+            lkey: f.lkey,
+        }],
+    );
+    small.ud = Some(dest);
+    f.qp.post_send(big).unwrap();
+    f.qp.post_send(small.clone()).unwrap();
+    f.recv_nothing();
+    let st: Vec<_> = f.wcs().iter().map(|w| w.status).collect();
+    assert_eq!(st, vec![WcStatus::LocLenErr, WcStatus::WrFlushErr]);
+    assert_eq!(f.qp.state(), QpState::Sqe);
+    // Receives keep working in SQE.
+    f.post_recv(5, 0, 128);
+    let mut p = mk(0x64, 0);
+    p.deth = Some(Deth {
+        qkey: 0x1111_1111,
+        src_qp: 0x33,
+    });
+    f.send(&p);
+    assert_eq!(f.wcs()[0].wr_id, 5);
+    // SQE -> RTS with STATE alone (UC/UD only), then sends flow again.
+    let a = QpAttr {
+        qp_state: QpState::Rts,
+        ..attrs()
+    };
+    f.qp.modify(&a, AttrMask::STATE).unwrap();
+    f.qp.post_send(small).unwrap();
+    assert_eq!(f.recv().len(), 1);
+    assert_eq!(f.wcs()[0].status, WcStatus::Success);
+}
