@@ -29,6 +29,8 @@ enum Command {
     Explain(cmd::explain::Args),
     /// Record everything the doctor reads into one replayable bundle file.
     Collect(cmd::collect::Args),
+    /// Decode RoCEv2 packets in a pcap/pcapng file, validate every ICRC, flag anomalies.
+    Pcap(cmd::pcap::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Collect(a) => cmd::collect::run(a),
+        Command::Pcap(a) => cmd::pcap::run(a),
     };
     match r {
         Ok(code) => code,

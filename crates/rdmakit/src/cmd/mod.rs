@@ -3,6 +3,7 @@
 pub mod collect;
 pub mod doctor;
 pub mod explain;
+pub mod pcap;
 
 use anyhow::Context as _;
 use rdmakit_host::bundle::Bundle;
@@ -94,7 +95,11 @@ impl SourceArgs {
             if self.kernel_log.is_some() {
                 opts.kernel_log = self.kernel_log.clone();
             }
-            let label = format!("bundle {path} ({})", bundle.header.tool);
+            let label = if p.is_dir() {
+                format!("capture directory {path}")
+            } else {
+                format!("bundle {path} ({})", bundle.header.tool)
+            };
             return Ok((Opened::Bundle(Box::new(bundle), label), opts));
         }
         if let Some(root) = &self.root {
