@@ -1,5 +1,7 @@
 //! Print a capture the way `rdmakit pcap` does: `cargo run --example pcap_dump -- FILE [--json]`.
 
+use std::io::Write;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let Some(path) = args.next() else {
@@ -14,12 +16,18 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // Output errors (a closed pipe) end the program quietly.
+    let mut out = std::io::stdout().lock();
     match rdmakit_wire::capture::decode_capture(&bytes) {
         Ok(report) if json => match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => {
+                let _ = writeln!(out, "{s}");
+            }
             Err(e) => eprintln!("{e}"),
         },
-        Ok(report) => print!("{}", rdmakit_wire::capture::render_human(&report)),
+        Ok(report) => {
+            let _ = write!(out, "{}", rdmakit_wire::capture::render_human(&report));
+        }
         Err(e) => {
             eprintln!("{path}: {e}");
             std::process::exit(1);
