@@ -1011,6 +1011,12 @@ impl Qp {
                 if rc && w.wr.fence && self.rd_atomic_inflight > 0 {
                     return None;
                 }
+                if self.cfg.qp_type == QpType::Ud && w.len > self.mtu() {
+                    // IBTA C10-93.1.1: a UD message longer than the port MTU
+                    // emits no packet and raises no error.
+                    self.complete_front(WcStatus::Success);
+                    continue;
+                }
                 if let Err(status) = self.validate_wqe(idx, mem) {
                     self.local_error(idx, status);
                     if self.state == QpState::Rts {
@@ -1049,9 +1055,6 @@ impl Qp {
             Access::empty()
         };
         if w.wr.op.is_atomic() && w.len != 8 {
-            return Err(WcStatus::LocLenErr);
-        }
-        if ud && w.len > mtu {
             return Err(WcStatus::LocLenErr);
         }
         for s in &w.wr.sg_list {
