@@ -375,13 +375,24 @@ pub fn pcie(cx: &Ctx) -> Outcome {
     Outcome::Findings(out)
 }
 
-fn roce_ports<'a>(cx: &Ctx<'a>) -> Vec<(&'a Device, &'a Port)> {
-    cx.facts
+/// The RoCE ports to check, or why there are none.
+fn roce_ports<'a>(cx: &Ctx<'a>) -> Result<Vec<(&'a Device, &'a Port)>, Outcome> {
+    if let Some(o) = no_devices(cx) {
+        return Err(o);
+    }
+    let ports: Vec<_> = cx
+        .facts
         .devices
         .iter()
         .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
         .filter(|(_, p)| p.is_roce())
-        .collect()
+        .collect();
+    if ports.is_empty() {
+        return Err(Outcome::NotApplicable(
+            "no RoCE (Ethernet link layer) port".into(),
+        ));
+    }
+    Ok(ports)
 }
 
 fn gid_line(g: &Gid) -> String {
@@ -400,13 +411,10 @@ fn gid_line(g: &Gid) -> String {
 }
 
 pub fn roce_gids(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_devices(cx) {
-        return o;
-    }
-    let ports = roce_ports(cx);
-    if ports.is_empty() {
-        return Outcome::NotApplicable("no RoCE (Ethernet link layer) port".into());
-    }
+    let ports = match roce_ports(cx) {
+        Ok(p) => p,
+        Err(o) => return o,
+    };
     let mut out = Vec::new();
     for (d, p) in ports {
         let subject = port_subject(d, p);
@@ -511,13 +519,10 @@ pub fn roce_active_mtu(netdev_mtu: u32) -> u32 {
 }
 
 pub fn roce_mtu(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_devices(cx) {
-        return o;
-    }
-    let ports = roce_ports(cx);
-    if ports.is_empty() {
-        return Outcome::NotApplicable("no RoCE (Ethernet link layer) port".into());
-    }
+    let ports = match roce_ports(cx) {
+        Ok(p) => p,
+        Err(o) => return o,
+    };
     let mut out = Vec::new();
     let mut checked = 0;
     for (d, p) in ports {

@@ -6,11 +6,11 @@ use crate::checks::{Ctx, Outcome};
 use crate::codes::Code;
 use crate::finding::{Evidence, Finding};
 use rdmakit_host::model::{Device, DeviceKind};
-use rdmakit_host::parse::proc::IrqLine;
+use rdmakit_host::parse::proc::{Interrupts, IrqLine};
 use rdmakit_host::parse::sysfs::CpuSet;
 
-/// The PCI devices to check, or why there are none.
-fn pci_devices<'a>(cx: &'a Ctx) -> Result<Vec<&'a Device>, Outcome> {
+/// The PCI devices to check and the parsed /proc/interrupts, or why not.
+fn pci_devices<'a>(cx: &'a Ctx) -> Result<(Vec<&'a Device>, &'a Interrupts), Outcome> {
     let f = cx.facts;
     if kernel_lacks_rdma(f) {
         return Err(Outcome::NotApplicable(
@@ -40,14 +40,14 @@ fn pci_devices<'a>(cx: &'a Ctx) -> Result<Vec<&'a Device>, Outcome> {
             )
         });
     }
-    if f.interrupts.get().is_none() {
-        return Err(Outcome::NotChecked(format!(
+    match f.interrupts.get() {
+        Some(ints) => Ok((pci, ints)),
+        None => Err(Outcome::NotChecked(format!(
             "{} could not be read ({})",
             f.interrupts.path,
             f.interrupts.shown()
-        )));
+        ))),
     }
-    Ok(pci)
 }
 
 fn is_intx(l: &IrqLine) -> bool {
@@ -85,14 +85,11 @@ fn irq_list(lines: &[&IrqLine]) -> String {
 }
 
 pub fn vectors(cx: &Ctx) -> Outcome {
-    let devs = match pci_devices(cx) {
+    let (devs, ints) = match pci_devices(cx) {
         Ok(d) => d,
         Err(o) => return o,
     };
     let f = cx.facts;
-    let Some(ints) = f.interrupts.get() else {
-        return Outcome::NotChecked("/proc/interrupts unreadable".into());
-    };
     let cpus = f
         .cpus_online
         .get()
@@ -171,14 +168,11 @@ pub fn vectors(cx: &Ctx) -> Outcome {
 }
 
 pub fn affinity(cx: &Ctx) -> Outcome {
-    let devs = match pci_devices(cx) {
+    let (devs, ints) = match pci_devices(cx) {
         Ok(d) => d,
         Err(o) => return o,
     };
     let f = cx.facts;
-    let Some(ints) = f.interrupts.get() else {
-        return Outcome::NotChecked("/proc/interrupts unreadable".into());
-    };
     let mut out = Vec::new();
     for d in devs {
         let Some(pci) = &d.pci else { continue };
