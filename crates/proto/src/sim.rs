@@ -49,6 +49,10 @@ pub struct LinkConfig {
     pub corrupt: f64,
     /// Path MTU given to QPs that [`Network::connected_pair`] brings up.
     pub mtu: Mtu,
+    /// Largest transport packet (BTH through pad) the link carries; larger
+    /// ones are dropped, as a switch drops frames above its MTU. `None` =
+    /// no limit.
+    pub link_mtu: Option<usize>,
     /// Local ACK timeout exponent for those QPs.
     pub timeout: u8,
     /// retry_cnt for those QPs (7 = infinite).
@@ -70,6 +74,7 @@ impl Default for LinkConfig {
             duplicate: 0.0,
             corrupt: 0.0,
             mtu: Mtu::Mtu1024,
+            link_mtu: None,
             timeout: 8, // ~1 ms
             retry_cnt: 7,
             rnr_retry: 7,
@@ -95,6 +100,8 @@ pub struct NetStats {
     pub filtered: u64,
     /// Packets for which no QP with that number exists on the node.
     pub no_qp: u64,
+    /// Packets above the link MTU.
+    pub oversize: u64,
 }
 
 /// Identifies one QP of the network.
@@ -452,6 +459,10 @@ impl Network {
             }
         }
         let c = self.cfg;
+        if c.link_mtu.is_some_and(|m| bytes.len() > m) {
+            self.stats.oversize += 1;
+            return;
+        }
         if self.rng.chance(c.loss) {
             self.stats.lost += 1;
             return;

@@ -1419,3 +1419,50 @@ fn ud_send_queue_error_recovers_via_sqe_to_rts() {
     assert_eq!(f.recv().len(), 1);
     assert_eq!(f.wcs()[0].status, WcStatus::Success);
 }
+
+#[test]
+fn path_mtu_above_link_mtu_fails_large_messages_only() {
+    // The classic misconfiguration: path MTU 4096 over a 1500-byte network.
+    // Small messages pass, a message needing a full 4 KiB packet never does.
+    let cfg = LinkConfig {
+        mtu: Mtu::Mtu4096,
+        link_mtu: Some(1500 - 20 - 8),
+        retry_cnt: 2,
+        timeout: 4,
+        ..LinkConfig::default()
+    };
+    let mut net = Network::new(cfg, 1);
+    let (a, b) = net.connected_pair(QpType::Rc);
+    let (alk, _) = net
+        .node_mut(a)
+        .mem
+        .register(Pd(1), 0x1000, 8192, Access::all());
+    let (_, brk) = net
+        .node_mut(b)
+        .mem
+        .register(Pd(1), 0x1000, 8192, Access::all());
+    let small = Sge {
+        addr: 0x1000,
+        length: 512,
+        lkey: alk,
+    };
+    let big = Sge {
+        addr: 0x1000,
+        length: 8192,
+        lkey: alk,
+    };
+    let w = |rkey| SendOp::Write {
+        remote_addr: 0x1000,
+        rkey,
+    };
+    net.qp_mut(a)
+        .post_send(SendWr::new(1, w(brk), vec![small]))
+        .unwrap();
+    net.qp_mut(a)
+        .post_send(SendWr::new(2, w(brk), vec![big]))
+        .unwrap();
+    assert!(net.run_until_idle());
+    let st: Vec<_> = net.take_completions(a).iter().map(|w| w.status).collect();
+    assert_eq!(st, vec![WcStatus::Success, WcStatus::RetryExcErr]);
+    assert!(net.stats.oversize >= 3);
+}
