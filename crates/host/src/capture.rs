@@ -82,6 +82,7 @@ pub fn import_capture(dir: &Path) -> Result<Bundle, ImportError> {
     }
     if dir.join("netlink/_index.txt").is_file() {
         recs.insert((Op::Probe, "netlink_rdma".into()), Answer::Data(Vec::new()));
+        import_netlink(&dir.join("netlink"), &mut recs)?;
     }
     let mut header = Bundle::header_now("rdmacap import", CollectOptions::default());
     header.created_unix = 0;
@@ -92,6 +93,27 @@ pub fn import_capture(dir: &Path) -> Result<Bundle, ImportError> {
         },
         recs,
     ))
+}
+
+/// `netlink/opN-name.req.bin` (the request sent) and `opN-name.bin` (every reply
+/// datagram) become netlink probe answers keyed by the request.
+fn import_netlink(dir: &Path, recs: &mut Records) -> Result<(), ImportError> {
+    let rd = fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
+    for ent in rd {
+        let ent = ent.map_err(|e| io_err(dir, e))?;
+        let name = ent.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".req.bin") else {
+            continue;
+        };
+        let req = fs::read(ent.path()).map_err(|e| io_err(&ent.path(), e))?;
+        let reply_path = dir.join(format!("{stem}.bin"));
+        let reply = fs::read(&reply_path).map_err(|e| io_err(&reply_path, e))?;
+        recs.insert(
+            (Op::Probe, crate::source::netlink_key(&req)),
+            Answer::Data(reply),
+        );
+    }
+    Ok(())
 }
 
 /// True when a file's bytes are a flattened symlink target.

@@ -111,6 +111,10 @@ pub enum Probe {
     /// The kernel log ring read from /dev/kmsg without blocking (its records, one
     /// per line, in /dev/kmsg's own format).
     Kmsg,
+    /// One NETLINK_RDMA request (a whole `nlmsghdr` + attributes): the answer is
+    /// every reply datagram concatenated, up to and including NLMSG_DONE or
+    /// NLMSG_ERROR (the layout of the fixtures' netlink/*.bin files).
+    Netlink(Vec<u8>),
 }
 
 impl Probe {
@@ -122,8 +126,25 @@ impl Probe {
             Probe::NetlinkRdma => "netlink_rdma".into(),
             Probe::AccessRw(p) => format!("access_rw:{p}"),
             Probe::Kmsg => "kmsg".into(),
+            Probe::Netlink(req) => netlink_key(req),
         }
     }
+}
+
+/// The bundle key of a netlink request: "netlink:" and the request's hex bytes with
+/// the sequence number and port id zeroed (they differ on every run; the rest is
+/// what was asked).
+pub fn netlink_key(req: &[u8]) -> String {
+    let mut r = req.to_vec();
+    for b in r.iter_mut().skip(8).take(8) {
+        *b = 0;
+    }
+    let mut key = String::with_capacity(8 + r.len() * 2);
+    key.push_str("netlink:");
+    for b in r {
+        key.push_str(&format!("{b:02x}"));
+    }
+    key
 }
 
 /// Everything a collector may ask of a host. Paths are absolute host paths.
@@ -282,8 +303,69 @@ impl Source for LiveSource {
                 .map_err(|e| Errno(e.raw_os_error()))
             }
             Probe::Kmsg => read_kmsg(&self.host_path("/dev/kmsg")),
+            Probe::Netlink(req) => {
+                if !self.is_host_root() {
+                    return Err(Errno::ENOENT);
+                }
+                netlink_exchange(req)
+            }
         }
     }
+}
+
+/// Sends one request on a fresh NETLINK_RDMA socket and returns every reply
+/// datagram until NLMSG_DONE (3) or NLMSG_ERROR (2), or 64 MiB, or a 5 s silence.
+fn netlink_exchange(req: &[u8]) -> Result<Vec<u8>, Errno> {
+    const NLMSG_ERROR: u16 = 2;
+    const NLMSG_DONE: u16 = 3;
+    let io = |e: std::io::Error| Errno::from_io(&e);
+    let mut sock = netlink_sys::Socket::new(20).map_err(io)?;
+    sock.bind_auto().map_err(io)?;
+    sock.connect(&netlink_sys::SocketAddr::new(0, 0))
+        .map_err(io)?;
+    sock.set_rx_buf_sz(1 << 20).map_err(io)?;
+    sock.send(req, 0).map_err(io)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = recv_timeout(&sock, &mut buf)?;
+        let dgram = &buf[..n];
+        out.extend_from_slice(dgram);
+        // Walk the messages of this datagram looking for the end of the answer.
+        let mut off = 0;
+        let mut done = n == 0;
+        while off + 16 <= n {
+            let len =
+                u32::from_ne_bytes([dgram[off], dgram[off + 1], dgram[off + 2], dgram[off + 3]])
+                    as usize;
+            let ty = u16::from_ne_bytes([dgram[off + 4], dgram[off + 5]]);
+            if ty == NLMSG_DONE || ty == NLMSG_ERROR {
+                done = true;
+            }
+            if len < 16 {
+                break;
+            }
+            off += (len + 3) & !3;
+        }
+        if done || out.len() > 64 << 20 {
+            return Ok(out);
+        }
+    }
+}
+
+fn recv_timeout(sock: &netlink_sys::Socket, buf: &mut [u8]) -> Result<usize, Errno> {
+    use std::os::fd::AsFd;
+    let fd = sock.as_fd();
+    let mut fds = [rustix::event::PollFd::new(
+        &fd,
+        rustix::event::PollFlags::IN,
+    )];
+    let ready = rustix::event::poll(&mut fds, 5000).map_err(|e| Errno(e.raw_os_error()))?;
+    if ready == 0 {
+        return Err(Errno(110)); // ETIMEDOUT: the kernel never finished its answer
+    }
+    sock.recv(&mut &mut buf[..], 0)
+        .map_err(|e| Errno::from_io(&e))
 }
 
 /// Reads every record currently in the kernel's ring without blocking and without
@@ -495,6 +577,23 @@ mod tests {
             "/sys/devices/virtual/infiniband/rxe0"
         );
         assert_eq!(resolve_link("/a/b", "/x/../y"), "/y");
+    }
+
+    #[test]
+    fn netlink_key_ignores_seq_and_port() {
+        // The fixtures' op10-res-qp-get request, and the same with another seq/pid.
+        let a = [
+            0x18, 0, 0, 0, 0x0a, 0x14, 0x01, 0x03, 0xf2, 3, 0, 0, 0, 0, 0, 0, 8, 0, 1, 0, 0, 0, 0,
+            0,
+        ];
+        let mut b = a;
+        b[8] = 0x77;
+        b[12] = 0x42;
+        assert_eq!(netlink_key(&a), netlink_key(&b));
+        assert_eq!(
+            netlink_key(&a),
+            "netlink:180000000a14010300000000000000000800010000000000"
+        );
     }
 
     #[test]
