@@ -1435,7 +1435,9 @@ impl Qp {
                     }
                     1 => {
                         self.stats.rnr_naks_received += 1;
-                        if psn.before(self.una) {
+                        // Stale, or a copy of the RNR NAK we are already
+                        // waiting out: must not consume another RNR retry.
+                        if psn.before(self.una) || (self.rnr_wait.is_some() && psn == self.una) {
                             return;
                         }
                         let ok = self.ack_through(now, psn.sub(1));

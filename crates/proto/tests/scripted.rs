@@ -1466,3 +1466,19 @@ fn path_mtu_above_link_mtu_fails_large_messages_only() {
     assert_eq!(st, vec![WcStatus::Success, WcStatus::RetryExcErr]);
     assert!(net.stats.oversize >= 3);
 }
+
+#[test]
+fn duplicated_rnr_nak_consumes_one_retry() {
+    let mut f = qp_rts(QpType::Rc); // rnr_retry 1
+    post_sends(&mut f, 1);
+    assert_eq!(f.recv().len(), 1);
+    f.send(&ack(500, syndrome::rnr(14)));
+    f.send(&ack(500, syndrome::rnr(14)));
+    assert!(f.wcs().is_empty());
+    let t = f.qp.poll_timeout().unwrap();
+    f.now = t;
+    f.qp.handle_timeout(t);
+    assert_eq!(f.recv()[0].psn, 500);
+    f.send(&ack(500, syndrome::ACK));
+    assert_eq!(f.wcs()[0].status, WcStatus::Success);
+}
