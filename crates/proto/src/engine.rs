@@ -160,9 +160,54 @@ pub struct Stats {
     pub read_replays: u64,
     /// Atomic responses replayed (never re-executed).
     pub atomic_replays: u64,
-    /// Packets dropped: malformed, wrong QPN/P_Key/Q_Key/state, out of
-    /// sequence (UC), stale or bogus responses.
+    /// Packets dropped, all reasons (the sum of `drops`).
     pub dropped: u64,
+    /// Packets dropped, by reason.
+    pub drops: DropCounts,
+}
+
+/// Why packets were dropped without an answer (diagnostics: a P_Key or
+/// Q_Key mismatch, or traffic for a QP in the wrong state, shows up here).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropCounts {
+    /// Truncated, unknown opcode, bad version or pad, bad length.
+    pub malformed: u64,
+    /// QP state does not accept this packet (RESET/INIT/ERR, responses in RTR,
+    /// requests after a fatal NAK).
+    pub bad_state: u64,
+    /// Destination QPN is not this QP.
+    pub wrong_qpn: u64,
+    /// Opcode of another transport service (UC packet to an RC QP, ...).
+    pub wrong_transport: u64,
+    /// P_Key does not match the QP's partition.
+    pub pkey: u64,
+    /// UD Q_Key does not match.
+    pub qkey: u64,
+    /// Out of sequence: future PSN (after the one NAK), stale or bogus
+    /// response PSN, UC gap or duplicate.
+    pub sequence: u64,
+    /// Duplicate READ/atomic without a matching responder resource, or a
+    /// duplicate flood.
+    pub resources: u64,
+    /// UC request refused (rights, bounds, length): UC sends no NAK.
+    pub refused: u64,
+    /// UC/UD message with no receive WQE posted.
+    pub no_receive: u64,
+}
+
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy)]
+enum DropReason {
+    malformed,
+    bad_state,
+    wrong_qpn,
+    wrong_transport,
+    pkey,
+    qkey,
+    sequence,
+    resources,
+    refused,
+    no_receive,
 }
 
 #[derive(Clone, Debug)]
@@ -1415,12 +1460,12 @@ impl Qp {
 
     fn handle_response<M: Memory + ?Sized>(&mut self, now: Instant, p: &Packet<'_>, mem: &mut M) {
         if !matches!(self.state, QpState::Rts | QpState::Sqd) {
-            self.stats.dropped += 1;
+            self.drop(DropReason::bad_state);
             return;
         }
         let psn = p.bth.psn;
         if psn.diff(self.high_psn) >= 0 {
-            self.stats.dropped += 1;
+            self.drop(DropReason::sequence);
             return;
         }
         match p.info.kind {
@@ -1471,11 +1516,11 @@ impl Qp {
                             self.enter_error();
                         }
                     }
-                    _ => self.stats.dropped += 1,
+                    _ => self.drop(DropReason::malformed),
                 }
             }
             Kind::ReadResp | Kind::AtomicAck => self.handle_rd_response(now, p, mem),
-            _ => self.stats.dropped += 1,
+            _ => self.drop(DropReason::malformed),
         }
     }
 
@@ -1487,7 +1532,7 @@ impl Qp {
     ) {
         let q = p.bth.psn;
         if q.before(self.una) {
-            self.stats.dropped += 1;
+            self.drop(DropReason::sequence);
             return;
         }
         let Some(i) = self
@@ -1496,7 +1541,7 @@ impl Qp {
             .take_while(|w| w.started)
             .position(|w| q.within(w.first_psn, w.last_psn()))
         else {
-            self.stats.dropped += 1;
+            self.drop(DropReason::sequence);
             return;
         };
         let first = self.sq[i].first_psn;
@@ -1592,17 +1637,25 @@ impl Qp {
         mem: &mut M,
     ) {
         let Ok(p) = Packet::parse(bytes) else {
-            self.stats.dropped += 1;
+            self.drop(DropReason::malformed);
             return;
         };
-        if !matches!(
+        let reason = if !matches!(
             self.state,
             QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        ) || p.bth.dqpn != self.cfg.qpn
-            || p.info.transport != self.transport()
-            || !pkey_match(p.bth.pkey, self.pkey())
-        {
-            self.stats.dropped += 1;
+        ) {
+            Some(DropReason::bad_state)
+        } else if p.bth.dqpn != self.cfg.qpn {
+            Some(DropReason::wrong_qpn)
+        } else if p.info.transport != self.transport() {
+            Some(DropReason::wrong_transport)
+        } else if !pkey_match(p.bth.pkey, self.pkey()) {
+            Some(DropReason::pkey)
+        } else {
+            None
+        };
+        if let Some(r) = reason {
+            self.drop(r);
             return;
         }
         self.stats.rx_packets += 1;
@@ -1621,6 +1674,24 @@ impl Qp {
             QpType::Uc => self.uc_request(&p, mem),
             QpType::Ud => self.ud_request(&p, grh, mem),
         }
+    }
+
+    fn drop(&mut self, r: DropReason) {
+        self.stats.dropped += 1;
+        let d = &mut self.stats.drops;
+        let c = match r {
+            DropReason::malformed => &mut d.malformed,
+            DropReason::bad_state => &mut d.bad_state,
+            DropReason::wrong_qpn => &mut d.wrong_qpn,
+            DropReason::wrong_transport => &mut d.wrong_transport,
+            DropReason::pkey => &mut d.pkey,
+            DropReason::qkey => &mut d.qkey,
+            DropReason::sequence => &mut d.sequence,
+            DropReason::resources => &mut d.resources,
+            DropReason::refused => &mut d.refused,
+            DropReason::no_receive => &mut d.no_receive,
+        };
+        *c += 1;
     }
 
     fn push_ack(&mut self, psn: Psn) {
@@ -1644,7 +1715,7 @@ impl Qp {
 
     fn rc_request<M: Memory + ?Sized>(&mut self, p: &Packet<'_>, mem: &mut M) {
         if self.fatal_pending {
-            self.stats.dropped += 1;
+            self.drop(DropReason::bad_state);
             return;
         }
         let psn = p.bth.psn;
@@ -1658,7 +1729,7 @@ impl Qp {
                     fatal: false,
                 });
             }
-            self.stats.dropped += 1;
+            self.drop(DropReason::sequence);
             return;
         }
         if d < 0 {
@@ -1697,7 +1768,7 @@ impl Qp {
         let psn = p.bth.psn;
         // Bound the work a flood of duplicates can queue between two polls.
         if self.out.len() >= 2 * usize::from(self.attr.max_dest_rd_atomic) + 16 {
-            self.stats.dropped += 1;
+            self.drop(DropReason::resources);
             return;
         }
         match p.info.kind {
@@ -1727,7 +1798,7 @@ impl Qp {
                         return;
                     }
                 }
-                self.stats.dropped += 1;
+                self.drop(DropReason::resources);
             }
             Kind::CmpSwap | Kind::FetchAdd => {
                 let found = self.resources.iter().rev().find(|r| r.first == psn);
@@ -1739,7 +1810,7 @@ impl Qp {
                     self.stats.atomic_replays += 1;
                     self.out.push_back(RespOut::Atomic { psn, orig });
                 } else {
-                    self.stats.dropped += 1;
+                    self.drop(DropReason::resources);
                 }
             }
             _ => {
@@ -1997,7 +2068,7 @@ impl Qp {
         if psn.before(self.epsn) {
             // Duplicate or stale: UC never delivers a packet twice.
             self.stats.duplicates += 1;
-            self.stats.dropped += 1;
+            self.drop(DropReason::sequence);
             return;
         }
         if psn != self.epsn {
@@ -2007,14 +2078,14 @@ impl Qp {
             self.uc_drop = !p.info.pos.starts();
             if self.uc_drop {
                 self.epsn = psn.add(1);
-                self.stats.dropped += 1;
+                self.drop(DropReason::sequence);
                 return;
             }
         }
         self.epsn = psn.add(1);
         if self.uc_drop {
             if !p.info.pos.starts() {
-                self.stats.dropped += 1;
+                self.drop(DropReason::sequence);
                 return;
             }
             self.uc_drop = false;
@@ -2027,14 +2098,14 @@ impl Qp {
             self.abandon_uc();
             self.uc_drop = !p.info.pos.starts();
             if self.uc_drop {
-                self.stats.dropped += 1;
+                self.drop(DropReason::sequence);
                 return;
             }
         }
         if self.execute(p, mem).is_err() {
             self.abandon_uc();
             self.uc_drop = !p.info.pos.ends();
-            self.stats.dropped += 1;
+            self.drop(DropReason::refused);
         }
         // execute() moved epsn forward already on success.
         self.epsn = psn.add(1);
@@ -2055,15 +2126,19 @@ impl Qp {
         mem: &mut M,
     ) {
         let Some(deth) = p.deth else {
-            self.stats.dropped += 1;
+            self.drop(DropReason::malformed);
             return;
         };
-        if deth.qkey != self.attr.qkey || p.payload.len() > self.mtu() as usize {
-            self.stats.dropped += 1;
+        if deth.qkey != self.attr.qkey {
+            self.drop(DropReason::qkey);
+            return;
+        }
+        if p.payload.len() > self.mtu() as usize {
+            self.drop(DropReason::malformed);
             return;
         }
         let Some(r) = self.rq.pop_front() else {
-            self.stats.dropped += 1;
+            self.drop(DropReason::no_receive);
             return;
         };
         let pd = self.cfg.pd;

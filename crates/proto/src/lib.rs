@@ -45,7 +45,9 @@ pub mod sim;
 pub mod time;
 pub mod wr;
 
-pub use engine::{ModifyError, PostError, Qp, QpConfig, Stats, Transmit, GRH_LEN, MAX_HEADER_LEN};
+pub use engine::{
+    DropCounts, ModifyError, PostError, Qp, QpConfig, Stats, Transmit, GRH_LEN, MAX_HEADER_LEN,
+};
 pub use mem::{AtomicOp, Key, MemError, MemTable, Memory, Pd};
 pub use psn::Psn;
 pub use qp::{modify_is_ok, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};

@@ -720,6 +720,11 @@ fn hostile_packets_are_dropped_silently() {
     f.recv_nothing();
     assert!(f.wcs().is_empty());
     assert_eq!(f.qp.stats().dropped, 7);
+    let d = f.qp.stats().drops;
+    assert_eq!(
+        (d.wrong_qpn, d.pkey, d.wrong_transport, d.malformed),
+        (1, 1, 1, 4)
+    );
     assert_eq!(f.qp.state(), QpState::Rts);
 }
 
