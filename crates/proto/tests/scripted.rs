@@ -1487,3 +1487,62 @@ fn duplicated_rnr_nak_consumes_one_retry() {
     f.send(&ack(500, syndrome::ACK));
     assert_eq!(f.wcs()[0].status, WcStatus::Success);
 }
+
+#[test]
+fn ackreq_every_64_packets_and_window_of_128() {
+    let mut f = qp_rts(QpType::Rc);
+    f.mem.register(Pd(1), 0x10_0000, 200 * MTU, Access::all());
+    let lkey = 0x0000_0111; // second region of the table
+    let sge = Sge {
+        addr: 0x10_0000,
+        length: (200 * MTU) as u32,
+        lkey,
+    };
+    let w = SendOp::Write {
+        remote_addr: 0,
+        rkey: 1,
+    };
+    f.qp.post_send(SendWr::new(1, w, vec![sge])).unwrap();
+    let out = f.recv();
+    assert_eq!(out.len(), 128, "window");
+    let req: Vec<u32> = out
+        .iter()
+        .filter(|o| o.ack_req)
+        .map(|o| o.psn - 500)
+        .collect();
+    assert_eq!(req, vec![63, 127]);
+    // Acking the first 64 opens the window by 64.
+    f.send(&ack(563, syndrome::ACK));
+    let out = f.recv();
+    assert_eq!(out.len(), 64);
+    assert_eq!(out.last().map(|o| o.psn), Some(500 + 191));
+    f.send(&ack(500 + 191, syndrome::ACK));
+    let out = f.recv();
+    assert_eq!(out.len(), 8);
+    assert!(out.last().is_some_and(|o| o.ack_req && o.opcode == 0x08));
+    f.send(&ack(500 + 199, syndrome::ACK));
+    assert_eq!(f.wcs()[0].status, WcStatus::Success);
+}
+
+#[test]
+fn sqd_stops_new_requests_and_rts_resumes() {
+    let mut f = qp_rts(QpType::Rc);
+    post_sends(&mut f, 1);
+    assert_eq!(f.recv().len(), 1);
+    let a = QpAttr {
+        qp_state: QpState::Sqd,
+        ..attrs()
+    };
+    f.qp.modify(&a, AttrMask::STATE).unwrap();
+    post_sends(&mut f, 1);
+    f.recv_nothing();
+    // Outstanding work still completes in SQD.
+    f.send(&ack(500, syndrome::ACK));
+    assert_eq!(f.wcs().len(), 1);
+    let a = QpAttr {
+        qp_state: QpState::Rts,
+        ..attrs()
+    };
+    f.qp.modify(&a, AttrMask::STATE).unwrap();
+    assert_eq!(f.recv()[0].psn, 501);
+}
