@@ -1,0 +1,2023 @@
+//! The soft device: resource tables, posting through descriptor rings, the
+//! progress engine and the completion machinery.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rdmakit_proto::{
+    Access, AddressHandle, AttrMask, Instant, Key, MemError, Memory, Pd, QpAttr, QpConfig, QpState,
+    QpType, RecvWr, SendWr, Wc, WcStatus,
+};
+
+use crate::attr::{DeviceAttr, Gid, Limits, PortAttr};
+use crate::dma::MrTable;
+use crate::errno::{Errno, Origin, Result, SoftError};
+use crate::net::{self, Net};
+use crate::ring::{FaultInjector, MapFailure, Ring, RingStats};
+
+/// How a soft device is set up.
+#[derive(Clone, Debug)]
+pub struct DeviceConfig {
+    /// Device name; default `RDMAKIT_SOFT_NAME` or `"soft0"`.
+    pub name: Option<String>,
+    /// Local IPv4 address; default `RDMAKIT_SOFT_ADDR`, else a free
+    /// 127.x.y.z picked automatically.
+    pub addr: Option<Ipv4Addr>,
+    /// UDP port (RoCEv2: 4791).
+    pub udp_port: u16,
+    /// Resource limits.
+    pub limits: Limits,
+    /// MTU of the (virtual) netdev; the active path MTU follows from it.
+    pub netdev_mtu: u32,
+    /// Seed of the descriptor-mapping fault injector (off until enabled).
+    pub fault_seed: u64,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> DeviceConfig {
+        DeviceConfig {
+            name: None,
+            addr: None,
+            udp_port: net::ROCE_PORT,
+            limits: Limits::default(),
+            netdev_mtu: 4096 + 96,
+            fault_seed: 0,
+        }
+    }
+}
+
+/// An asynchronous event (`struct ibv_async_event`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AsyncEvent {
+    /// CQ overrun: a completion was lost (`IBV_EVENT_CQ_ERR`).
+    CqErr {
+        /// The CQ.
+        cq: u32,
+    },
+    /// The QP entered ERR on an error that is not an access or request
+    /// violation (`IBV_EVENT_QP_FATAL`).
+    QpFatal {
+        /// The QP.
+        qpn: u32,
+    },
+    /// Invalid request local work queue error (`IBV_EVENT_QP_REQ_ERR`).
+    QpReqErr {
+        /// The QP.
+        qpn: u32,
+    },
+    /// Local access violation (`IBV_EVENT_QP_ACCESS_ERR`).
+    QpAccessErr {
+        /// The QP.
+        qpn: u32,
+    },
+    /// The SRQ fell below its armed limit (`IBV_EVENT_SRQ_LIMIT_REACHED`).
+    SrqLimitReached {
+        /// The SRQ.
+        srq: u32,
+    },
+}
+
+/// Creation parameters of a QP (`struct ibv_qp_init_attr`).
+#[derive(Clone, Debug)]
+pub struct QpInit {
+    /// Transport.
+    pub qp_type: QpType,
+    /// Protection domain.
+    pub pd: u32,
+    /// CQ for send completions.
+    pub send_cq: u32,
+    /// CQ for receive completions.
+    pub recv_cq: u32,
+    /// Shared receive queue, if any.
+    pub srq: Option<u32>,
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth (ignored with an SRQ).
+    pub max_recv_wr: u32,
+    /// SGEs per send WR.
+    pub max_send_sge: u32,
+    /// SGEs per receive WR.
+    pub max_recv_sge: u32,
+    /// Largest inline send.
+    pub max_inline_data: u32,
+    /// Every send WR generates a completion.
+    pub sq_sig_all: bool,
+}
+
+/// A send work request as the device takes it.
+#[derive(Clone, Debug)]
+pub struct SendRequest {
+    /// The request; for UD `wr.ud.ah` holds the soft AH handle.
+    pub wr: SendWr,
+    /// `IBV_SEND_INLINE`: the SGEs are copied at post time, lkeys ignored.
+    pub inline: bool,
+}
+
+/// A failed post: which request and why (`bad_wr`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("work request {index}: {error}")]
+pub struct PostFailure {
+    /// Index of the first request not posted.
+    pub index: usize,
+    /// Why.
+    pub error: SoftError,
+}
+
+/// Device-wide counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Packets received and handed to a QP.
+    pub rx_packets: u64,
+    /// Datagrams dropped for a bad ICRC.
+    pub rx_icrc_errors: u64,
+    /// Datagrams for a QPN that does not exist.
+    pub rx_unknown_qp: u64,
+    /// Datagrams too short for a BTH + ICRC.
+    pub rx_malformed: u64,
+    /// Socket send failures.
+    pub tx_errors: u64,
+    /// Completions lost to CQ overrun.
+    pub cq_overruns: u64,
+}
+
+/// Numbers of live objects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResourceCounts {
+    /// PDs.
+    pub pd: usize,
+    /// MRs.
+    pub mr: usize,
+    /// CQs.
+    pub cq: usize,
+    /// QPs.
+    pub qp: usize,
+    /// SRQs.
+    pub srq: usize,
+    /// AHs.
+    pub ah: usize,
+}
+
+/// The software RDMA NIC. Dropping it stops the progress thread.
+#[derive(Debug)]
+pub struct Device {
+    sh: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct AtomicCounters {
+    tx_packets: AtomicU64,
+    rx_packets: AtomicU64,
+    rx_icrc_errors: AtomicU64,
+    rx_unknown_qp: AtomicU64,
+    rx_malformed: AtomicU64,
+    tx_errors: AtomicU64,
+    cq_overruns: AtomicU64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    name: String,
+    attr: DeviceAttr,
+    port: PortAttr,
+    limits: Limits,
+    epoch: std::time::Instant,
+    pub(crate) net: Net,
+    mem: RwLock<MrTable>,
+    objs: Mutex<Objects>,
+    qps: RwLock<HashMap<u32, Arc<QpShared>>>,
+    cqs: RwLock<HashMap<u32, Arc<CqShared>>>,
+    srqs: RwLock<HashMap<u32, Arc<SrqShared>>>,
+    channels: Mutex<HashMap<u32, Arc<Channel>>>,
+    paths: Mutex<Vec<Ipv4Addr>>,
+    faults: FaultInjector,
+    events: Mutex<VecDeque<AsyncEvent>>,
+    events_cv: Condvar,
+    shutdown: AtomicBool,
+    counters: AtomicCounters,
+}
+
+#[derive(Debug, Default)]
+struct Objects {
+    pds: HashMap<u32, usize>,
+    next_pd: u32,
+    mrs: HashMap<u32, u32>,
+    ahs: HashMap<u32, (u32, u32)>,
+    next_ah: u32,
+    next_cq: u32,
+    next_srq: u32,
+    next_qpn: u32,
+    next_channel: u32,
+}
+
+#[derive(Debug)]
+struct Channel {
+    id: u32,
+    queue: Mutex<VecDeque<u32>>,
+    cv: Condvar,
+    efd: OwnedFd,
+}
+
+#[derive(Debug)]
+struct CqShared {
+    id: u32,
+    cap: usize,
+    queue: Mutex<VecDeque<Wc>>,
+    overrun: AtomicBool,
+    armed: AtomicBool,
+    channel: Option<Arc<Channel>>,
+    users: AtomicUsize,
+}
+
+#[derive(Debug)]
+struct SrqShared {
+    id: u32,
+    pd: u32,
+    max_sge: u32,
+    ring: Mutex<Ring<RecvWr>>,
+    limit: AtomicU64,
+    users: AtomicUsize,
+}
+
+#[derive(Debug)]
+struct SendDesc {
+    wr: SendWr,
+    inline: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+struct QpShared {
+    qpn: u32,
+    qp_type: QpType,
+    pd: u32,
+    init: QpInit,
+    send_cq: Arc<CqShared>,
+    recv_cq: Arc<CqShared>,
+    srq: Option<Arc<SrqShared>>,
+    sq: Mutex<Ring<SendDesc>>,
+    rq: Mutex<Ring<RecvWr>>,
+    engine: Mutex<Engine>,
+    state: AtomicU8,
+    deadline: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Engine {
+    qp: rdmakit_proto::Qp,
+    /// Send WRs inside the engine, oldest first: does it own a descriptor?
+    fifo: VecDeque<bool>,
+    rq_in_engine: usize,
+    srq_fed: usize,
+    inline_store: Vec<u8>,
+    inline_slot: usize,
+    txbuf: Vec<u8>,
+    sport: u16,
+    last_state: QpState,
+    last_error: Option<WcStatus>,
+}
+
+/// lkey of the engine-internal inline store (never a registered MR's key:
+/// MR indices skip 0xffffff).
+const INLINE_LKEY: u32 = 0xffff_ff00;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(|e| e.into_inner())
+}
+fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn err(verb: &'static str, errno: Errno, origin: Origin, detail: impl Into<String>) -> SoftError {
+    SoftError::new(verb, errno, origin, detail)
+}
+
+fn state_from_u8(v: u8) -> QpState {
+    QpState::ALL
+        .get(usize::from(v))
+        .copied()
+        .unwrap_or(QpState::Err)
+}
+
+/// [`Memory`] for the engine: the MR table plus the QP's inline store.
+struct EngineMem<'a> {
+    view: crate::dma::MemView<'a>,
+    pd: Pd,
+    inline: &'a [u8],
+}
+
+impl EngineMem<'_> {
+    fn inline_range(&self, pd: Pd, addr: u64, len: u64) -> core::result::Result<usize, MemError> {
+        if pd != self.pd {
+            return Err(MemError::WrongPd);
+        }
+        let end = addr.checked_add(len).ok_or(MemError::OutOfBounds)?;
+        if end > self.inline.len() as u64 {
+            return Err(MemError::OutOfBounds);
+        }
+        usize::try_from(addr).map_err(|_| MemError::OutOfBounds)
+    }
+}
+
+impl Memory for EngineMem<'_> {
+    fn check(
+        &self,
+        pd: Pd,
+        key: Key,
+        addr: u64,
+        len: u64,
+        need: Access,
+    ) -> core::result::Result<(), MemError> {
+        if key == Key::Local(INLINE_LKEY) {
+            if need.contains(Access::LOCAL_WRITE) {
+                return Err(MemError::AccessDenied);
+            }
+            return self.inline_range(pd, addr, len).map(|_| ());
+        }
+        self.view.check(pd, key, addr, len, need)
+    }
+    fn read(
+        &self,
+        pd: Pd,
+        key: Key,
+        addr: u64,
+        out: &mut [u8],
+        need: Access,
+    ) -> core::result::Result<(), MemError> {
+        if key == Key::Local(INLINE_LKEY) {
+            let off = self.inline_range(pd, addr, out.len() as u64)?;
+            out.copy_from_slice(&self.inline[off..off + out.len()]);
+            return Ok(());
+        }
+        self.view.read(pd, key, addr, out, need)
+    }
+    fn write(
+        &mut self,
+        pd: Pd,
+        key: Key,
+        addr: u64,
+        data: &[u8],
+        need: Access,
+    ) -> core::result::Result<(), MemError> {
+        if key == Key::Local(INLINE_LKEY) {
+            return Err(MemError::AccessDenied);
+        }
+        self.view.write(pd, key, addr, data, need)
+    }
+    fn atomic(
+        &mut self,
+        pd: Pd,
+        rkey: u32,
+        addr: u64,
+        op: rdmakit_proto::AtomicOp,
+    ) -> core::result::Result<u64, MemError> {
+        self.view.atomic(pd, rkey, addr, op)
+    }
+    fn invalidate(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
+        self.view.invalidate(pd, rkey)
+    }
+}
+
+impl Device {
+    /// Opens a device: binds its UDP socket and starts its progress thread.
+    ///
+    /// # Errors
+    /// `EADDRINUSE` / `EADDRNOTAVAIL` when the address cannot be bound,
+    /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR`.
+    pub fn open(cfg: DeviceConfig) -> Result<Device> {
+        let name = cfg
+            .name
+            .clone()
+            .or_else(|| std::env::var("RDMAKIT_SOFT_NAME").ok())
+            .unwrap_or_else(|| "soft0".to_string());
+        let addr = match cfg.addr {
+            Some(a) => Some(a),
+            None => match std::env::var("RDMAKIT_SOFT_ADDR") {
+                Ok(s) if !s.is_empty() => Some(s.trim().parse::<Ipv4Addr>().map_err(|_| {
+                    err(
+                        "ibv_open_device",
+                        Errno::EINVAL,
+                        Origin::Library,
+                        format!("RDMAKIT_SOFT_ADDR={s:?} is not an IPv4 address"),
+                    )
+                })?),
+                _ => None,
+            },
+        };
+        let net = Net::bind(addr, cfg.udp_port)?;
+        let addr = net.addr();
+        let sh = Arc::new(Shared {
+            name,
+            attr: DeviceAttr::new(&cfg.limits, addr),
+            port: PortAttr::new(addr, cfg.netdev_mtu),
+            limits: cfg.limits.clone(),
+            epoch: std::time::Instant::now(),
+            net,
+            mem: RwLock::new(MrTable::new()),
+            objs: Mutex::new(Objects {
+                next_pd: 1,
+                next_ah: 1,
+                next_cq: 1,
+                next_srq: 1,
+                next_qpn: 17,
+                next_channel: 1,
+                ..Objects::default()
+            }),
+            qps: RwLock::new(HashMap::new()),
+            cqs: RwLock::new(HashMap::new()),
+            srqs: RwLock::new(HashMap::new()),
+            channels: Mutex::new(HashMap::new()),
+            paths: Mutex::new(Vec::new()),
+            faults: FaultInjector::new(cfg.fault_seed),
+            events: Mutex::new(VecDeque::new()),
+            events_cv: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            counters: AtomicCounters::default(),
+        });
+        let t = Arc::clone(&sh);
+        let thread = std::thread::Builder::new()
+            .name(format!("rdmakit-soft-{}", addr))
+            .spawn(move || progress_loop(&t))
+            .map_err(|e| {
+                err(
+                    "ibv_open_device",
+                    Errno::ENOMEM,
+                    Origin::Library,
+                    format!("cannot start the progress thread: {e}"),
+                )
+            })?;
+        Ok(Device {
+            sh,
+            thread: Some(thread),
+        })
+    }
+
+    /// Device name.
+    pub fn name(&self) -> &str {
+        &self.sh.name
+    }
+
+    /// The bound IPv4 address.
+    pub fn addr(&self) -> Ipv4Addr {
+        self.sh.net.addr()
+    }
+
+    /// Device attributes (`ibv_query_device`).
+    pub fn attr(&self) -> &DeviceAttr {
+        &self.sh.attr
+    }
+
+    /// Port attributes (`ibv_query_port`); only port 1 exists.
+    ///
+    /// # Errors
+    /// `EINVAL` for any other port.
+    pub fn port_attr(&self, port: u8) -> Result<PortAttr> {
+        if port != 1 {
+            return Err(err(
+                "ibv_query_port",
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("port {port} does not exist (phys_port_cnt 1)"),
+            ));
+        }
+        let mut p = self.sh.port.clone();
+        p.state = crate::attr::PortState::Active;
+        Ok(p)
+    }
+
+    /// `ibv_query_gid`.
+    ///
+    /// # Errors
+    /// `EINVAL` for a bad port or index.
+    pub fn gid(&self, port: u8, index: u32) -> Result<Gid> {
+        let p = self.port_attr(port)?;
+        p.gids.get(index as usize).map(|g| g.gid).ok_or_else(|| {
+            err(
+                "ibv_query_gid",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "GID index out of range",
+            )
+        })
+    }
+
+    /// `ibv_query_pkey`.
+    ///
+    /// # Errors
+    /// `EINVAL` for a bad port or index.
+    pub fn pkey(&self, port: u8, index: u16) -> Result<u16> {
+        let p = self.port_attr(port)?;
+        p.pkeys.get(usize::from(index)).copied().ok_or_else(|| {
+            err(
+                "ibv_query_pkey",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "P_Key index out of range",
+            )
+        })
+    }
+
+    /// The limits this device enforces.
+    pub fn limits(&self) -> &Limits {
+        &self.sh.limits
+    }
+
+    /// Device counters.
+    pub fn counters(&self) -> Counters {
+        let c = &self.sh.counters;
+        Counters {
+            tx_packets: c.tx_packets.load(Ordering::Relaxed),
+            rx_packets: c.rx_packets.load(Ordering::Relaxed),
+            rx_icrc_errors: c.rx_icrc_errors.load(Ordering::Relaxed),
+            rx_unknown_qp: c.rx_unknown_qp.load(Ordering::Relaxed),
+            rx_malformed: c.rx_malformed.load(Ordering::Relaxed),
+            tx_errors: c.tx_errors.load(Ordering::Relaxed),
+            cq_overruns: c.cq_overruns.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Live objects per type.
+    pub fn resource_counts(&self) -> ResourceCounts {
+        let o = lock(&self.sh.objs);
+        ResourceCounts {
+            pd: o.pds.len(),
+            mr: o.mrs.len(),
+            cq: read(&self.sh.cqs).len(),
+            qp: read(&self.sh.qps).len(),
+            srq: read(&self.sh.srqs).len(),
+            ah: o.ahs.len(),
+        }
+    }
+
+    /// Makes descriptor mappings fail with probability `rate`, seeded.
+    pub fn set_fault_injection(&self, rate: f64, seed: u64) {
+        self.sh.faults.set(rate, seed);
+    }
+
+    // ------------------------------------------------------------------ PD
+
+    /// `ibv_alloc_pd`.
+    ///
+    /// # Errors
+    /// `EINVAL` when `max_pd` PDs exist (rxe's pool limit).
+    pub fn alloc_pd(&self) -> Result<u32> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        if o.pds.len() >= self.sh.limits.max_pd as usize {
+            return Err(exhausted("ibv_alloc_pd", "max_pd", self.sh.limits.max_pd));
+        }
+        let id = o.next_pd;
+        o.next_pd = o.next_pd.wrapping_add(1).max(1);
+        o.pds.insert(id, 0);
+        Ok(id)
+    }
+
+    /// `ibv_dealloc_pd`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown PD, `EBUSY` while MRs, QPs, SRQs or AHs use it.
+    pub fn dealloc_pd(&self, pd: u32) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        match o.pds.get(&pd) {
+            None => Err(err(
+                "ibv_dealloc_pd",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such PD",
+            )),
+            Some(&n) if n > 0 => Err(err(
+                "ibv_dealloc_pd",
+                Errno::EBUSY,
+                Origin::Kernel,
+                format!("{n} objects still use the PD"),
+            )),
+            Some(_) => {
+                o.pds.remove(&pd);
+                Ok(())
+            }
+        }
+    }
+
+    fn pd_ref(&self, verb: &'static str, pd: u32, delta: isize) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let n = o
+            .pds
+            .get_mut(&pd)
+            .ok_or_else(|| err(verb, Errno::EINVAL, Origin::Kernel, "no such PD"))?;
+        *n = n.saturating_add_signed(delta);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ MR
+
+    /// `ibv_reg_mr`: registers `[ptr, ptr + len)`; returns the key (lkey ==
+    /// rkey). The MR's virtual address is `ptr`.
+    ///
+    /// # Safety
+    /// The registration contract of [`crate::dma`]: the buffer stays valid
+    /// for reads and writes until [`Device::dereg_mr`] returned, and the
+    /// application holds no Rust reference to bytes the NIC may write.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown PD, a zero or oversized length, remote write
+    /// or atomic rights without local write (as ib_core checks), or when
+    /// `max_mr` MRs exist.
+    pub unsafe fn reg_mr(&self, pd: u32, ptr: *mut u8, len: usize, access: Access) -> Result<u32> {
+        const V: &str = "ibv_reg_mr";
+        let len64 = len as u64;
+        if len == 0 || len64 > self.sh.limits.max_mr_size || ptr.is_null() {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "zero, oversized or null buffer",
+            ));
+        }
+        if (access.contains(Access::REMOTE_WRITE) || access.contains(Access::REMOTE_ATOMIC))
+            && !access.contains(Access::LOCAL_WRITE)
+        {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "REMOTE_WRITE/REMOTE_ATOMIC require LOCAL_WRITE",
+            ));
+        }
+        if access.0 & !Access::all().0 != 0 {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "unknown access flags",
+            ));
+        }
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(n) = o.pds.get_mut(&pd) else {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        };
+        if o.mrs.len() >= self.sh.limits.max_mr as usize {
+            return Err(exhausted(V, "max_mr", self.sh.limits.max_mr));
+        }
+        *n += 1;
+        // SAFETY: forwarded from this function's own contract.
+        let key = unsafe { write(&self.sh.mem).register(Pd(pd), ptr, len64, access) };
+        o.mrs.insert(key, pd);
+        Ok(key)
+    }
+
+    /// `ibv_dereg_mr`. After it returns the NIC never touches the buffer.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown key.
+    pub fn dereg_mr(&self, key: u32) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(pd) = o.mrs.remove(&key) else {
+            return Err(err(
+                "ibv_dereg_mr",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such MR",
+            ));
+        };
+        write(&self.sh.mem).deregister(key);
+        if let Some(n) = o.pds.get_mut(&pd) {
+            *n = n.saturating_sub(1);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ AH
+
+    /// `ibv_create_ah` for a RoCEv2 destination GID (IPv4-mapped).
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown PD, a GID that is not IPv4-mapped, or when
+    /// `max_ah` AHs exist.
+    pub fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32> {
+        const V: &str = "ibv_create_ah";
+        let ip = dgid.to_ipv4().ok_or_else(|| {
+            err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "destination GID is not an IPv4-mapped RoCEv2 GID",
+            )
+        })?;
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(n) = o.pds.get_mut(&pd) else {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        };
+        if o.ahs.len() >= self.sh.limits.max_ah as usize {
+            return Err(exhausted(V, "max_ah", self.sh.limits.max_ah));
+        }
+        *n += 1;
+        let path = self.sh.intern_path(ip);
+        let id = o.next_ah;
+        o.next_ah = o.next_ah.wrapping_add(1).max(1);
+        o.ahs.insert(id, (pd, path));
+        Ok(id)
+    }
+
+    /// `ibv_destroy_ah`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown AH.
+    pub fn destroy_ah(&self, ah: u32) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some((pd, _)) = o.ahs.remove(&ah) else {
+            return Err(err(
+                "ibv_destroy_ah",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such AH",
+            ));
+        };
+        if let Some(n) = o.pds.get_mut(&pd) {
+            *n = n.saturating_sub(1);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ completion channel
+
+    /// `ibv_create_comp_channel`: returns its handle.
+    ///
+    /// # Errors
+    /// `EMFILE`-like failures of eventfd as `ENOMEM`.
+    pub fn create_comp_channel(&self) -> Result<u32> {
+        let efd = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )
+        .map_err(|e| {
+            err(
+                "ibv_create_comp_channel",
+                Errno(e.raw_os_error()),
+                Origin::Kernel,
+                "eventfd failed",
+            )
+        })?;
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let id = o.next_channel;
+        o.next_channel += 1;
+        lock(&self.sh.channels).insert(
+            id,
+            Arc::new(Channel {
+                id,
+                queue: Mutex::new(VecDeque::new()),
+                cv: Condvar::new(),
+                efd,
+            }),
+        );
+        Ok(id)
+    }
+
+    /// `ibv_destroy_comp_channel`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown channel, `EBUSY` while a CQ uses it.
+    pub fn destroy_comp_channel(&self, ch: u32) -> Result<()> {
+        let used = read(&self.sh.cqs)
+            .values()
+            .any(|c| c.channel.as_ref().is_some_and(|x| x.id == ch));
+        if used {
+            return Err(err(
+                "ibv_destroy_comp_channel",
+                Errno::EBUSY,
+                Origin::Kernel,
+                "a CQ uses the channel",
+            ));
+        }
+        lock(&self.sh.channels)
+            .remove(&ch)
+            .map(|_| ())
+            .ok_or_else(|| {
+                err(
+                    "ibv_destroy_comp_channel",
+                    Errno::EINVAL,
+                    Origin::Kernel,
+                    "no such channel",
+                )
+            })
+    }
+
+    /// The channel's file descriptor: readable while an event is pending
+    /// (for poll/epoll loops). Valid until the channel is destroyed.
+    pub fn comp_channel_fd(&self, ch: u32) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        lock(&self.sh.channels).get(&ch).map(|c| c.efd.as_raw_fd())
+    }
+
+    /// `ibv_get_cq_event`: waits up to `timeout` (None = forever) for a CQ
+    /// notification on channel `ch`; returns the CQ handle.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown channel; `ETIMEDOUT` (Origin::Library) when
+    /// nothing arrived in time.
+    pub fn get_cq_event(&self, ch: u32, timeout: Option<Duration>) -> Result<u32> {
+        let c = lock(&self.sh.channels).get(&ch).cloned().ok_or_else(|| {
+            err(
+                "ibv_get_cq_event",
+                Errno::EINVAL,
+                Origin::Library,
+                "no such channel",
+            )
+        })?;
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let mut q = lock(&c.queue);
+        loop {
+            if let Some(cq) = q.pop_front() {
+                if q.is_empty() {
+                    drain_eventfd(c.efd.as_fd());
+                }
+                return Ok(cq);
+            }
+            match deadline {
+                None => q = c.cv.wait(q).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = std::time::Instant::now();
+                    if now >= d {
+                        return Err(err(
+                            "ibv_get_cq_event",
+                            Errno::ETIMEDOUT,
+                            Origin::Library,
+                            "no completion event",
+                        ));
+                    }
+                    q =
+                        c.cv.wait_timeout(q, d - now)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ CQ
+
+    /// `ibv_create_cq` with room for `cqe` completions.
+    ///
+    /// # Errors
+    /// `EINVAL` for `cqe` 0 or above `max_cqe`, an unknown channel, or when
+    /// `max_cq` CQs exist.
+    pub fn create_cq(&self, cqe: u32, channel: Option<u32>) -> Result<u32> {
+        const V: &str = "ibv_create_cq";
+        if cqe == 0 || cqe > self.sh.limits.max_cqe {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("cqe {cqe} not in 1..={}", self.sh.limits.max_cqe),
+            ));
+        }
+        let ch = match channel {
+            None => None,
+            Some(c) => Some(lock(&self.sh.channels).get(&c).cloned().ok_or_else(|| {
+                err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Kernel,
+                    "no such completion channel",
+                )
+            })?),
+        };
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let mut cqs = write(&self.sh.cqs);
+        if cqs.len() >= self.sh.limits.max_cq as usize {
+            return Err(exhausted(V, "max_cq", self.sh.limits.max_cq));
+        }
+        let id = o.next_cq;
+        o.next_cq = o.next_cq.wrapping_add(1).max(1);
+        cqs.insert(
+            id,
+            Arc::new(CqShared {
+                id,
+                cap: cqe as usize,
+                queue: Mutex::new(VecDeque::new()),
+                overrun: AtomicBool::new(false),
+                armed: AtomicBool::new(false),
+                channel: ch,
+                users: AtomicUsize::new(0),
+            }),
+        );
+        Ok(id)
+    }
+
+    /// `ibv_destroy_cq`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown CQ, `EBUSY` while a QP uses it.
+    pub fn destroy_cq(&self, cq: u32) -> Result<()> {
+        let mut cqs = write(&self.sh.cqs);
+        match cqs.get(&cq) {
+            None => Err(err(
+                "ibv_destroy_cq",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such CQ",
+            )),
+            Some(c) if c.users.load(Ordering::Acquire) > 0 => Err(err(
+                "ibv_destroy_cq",
+                Errno::EBUSY,
+                Origin::Kernel,
+                "QPs still use the CQ",
+            )),
+            Some(_) => {
+                cqs.remove(&cq);
+                Ok(())
+            }
+        }
+    }
+
+    /// `ibv_poll_cq`: moves up to `out.len()` completions into `out`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown CQ.
+    pub fn poll_cq(&self, cq: u32, out: &mut Vec<Wc>, max: usize) -> Result<usize> {
+        let c = self
+            .sh
+            .cq(cq)
+            .ok_or_else(|| err("ibv_poll_cq", Errno::EINVAL, Origin::Library, "no such CQ"))?;
+        let mut q = lock(&c.queue);
+        let n = max.min(q.len());
+        out.extend(q.drain(..n));
+        Ok(n)
+    }
+
+    /// `ibv_req_notify_cq`: the next completion added to the CQ signals its
+    /// channel once. (`solicited_only` is treated as "any completion": the
+    /// engine does not report the solicited bit per completion.)
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown CQ or a CQ without channel.
+    pub fn req_notify_cq(&self, cq: u32, _solicited_only: bool) -> Result<()> {
+        let c = self.sh.cq(cq).ok_or_else(|| {
+            err(
+                "ibv_req_notify_cq",
+                Errno::EINVAL,
+                Origin::Library,
+                "no such CQ",
+            )
+        })?;
+        if c.channel.is_none() {
+            return Err(err(
+                "ibv_req_notify_cq",
+                Errno::EINVAL,
+                Origin::Library,
+                "CQ has no completion channel",
+            ));
+        }
+        c.armed.store(true, Ordering::Release);
+        // Completions already queued count as "next" (N_NOTIFY_CQ semantics
+        // are per arm; signalling now avoids a lost wake-up).
+        if !lock(&c.queue).is_empty() {
+            self.sh.notify(&c);
+        }
+        Ok(())
+    }
+
+    /// Whether the CQ overran (a completion was lost).
+    pub fn cq_overrun(&self, cq: u32) -> bool {
+        self.sh
+            .cq(cq)
+            .is_some_and(|c| c.overrun.load(Ordering::Acquire))
+    }
+
+    // ------------------------------------------------------------------ async events
+
+    /// `ibv_get_async_event`: waits up to `timeout` for the next event.
+    pub fn get_async_event(&self, timeout: Duration) -> Option<AsyncEvent> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut q = lock(&self.sh.events);
+        loop {
+            if let Some(e) = q.pop_front() {
+                return Some(e);
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            q = self
+                .sh
+                .events_cv
+                .wait_timeout(q, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    // ------------------------------------------------------------------ SRQ
+
+    /// `ibv_create_srq`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown PD, `max_wr` 0 or above `max_srq_wr`,
+    /// `max_sge` above `max_srq_sge`, or when `max_srq` SRQs exist.
+    pub fn create_srq(&self, pd: u32, max_wr: u32, max_sge: u32, srq_limit: u32) -> Result<u32> {
+        const V: &str = "ibv_create_srq";
+        let l = &self.sh.limits;
+        if max_wr == 0 || max_wr > l.max_srq_wr || max_sge > l.max_srq_sge {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "max_wr/max_sge outside the device limits",
+            ));
+        }
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(n) = o.pds.get_mut(&pd) else {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        };
+        let mut srqs = write(&self.sh.srqs);
+        if srqs.len() >= l.max_srq as usize {
+            return Err(exhausted(V, "max_srq", l.max_srq));
+        }
+        *n += 1;
+        let id = o.next_srq;
+        o.next_srq = o.next_srq.wrapping_add(1).max(1);
+        srqs.insert(
+            id,
+            Arc::new(SrqShared {
+                id,
+                pd,
+                max_sge,
+                ring: Mutex::new(Ring::new(max_wr as usize)),
+                limit: AtomicU64::new(u64::from(srq_limit)),
+                users: AtomicUsize::new(0),
+            }),
+        );
+        Ok(id)
+    }
+
+    /// `ibv_modify_srq` with `IBV_SRQ_LIMIT`: arms the limit event.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown SRQ or a limit above its depth.
+    pub fn arm_srq(&self, srq: u32, limit: u32) -> Result<()> {
+        let s = read(&self.sh.srqs).get(&srq).cloned().ok_or_else(|| {
+            err(
+                "ibv_modify_srq",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such SRQ",
+            )
+        })?;
+        if limit as usize > lock(&s.ring).capacity() {
+            return Err(err(
+                "ibv_modify_srq",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "srq_limit above max_wr",
+            ));
+        }
+        s.limit.store(u64::from(limit), Ordering::Release);
+        Ok(())
+    }
+
+    /// `ibv_destroy_srq`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown SRQ, `EBUSY` while QPs use it.
+    pub fn destroy_srq(&self, srq: u32) -> Result<()> {
+        let mut srqs = write(&self.sh.srqs);
+        let pd = match srqs.get(&srq) {
+            None => {
+                return Err(err(
+                    "ibv_destroy_srq",
+                    Errno::EINVAL,
+                    Origin::Kernel,
+                    "no such SRQ",
+                ))
+            }
+            Some(s) if s.users.load(Ordering::Acquire) > 0 => {
+                return Err(err(
+                    "ibv_destroy_srq",
+                    Errno::EBUSY,
+                    Origin::Kernel,
+                    "QPs still use the SRQ",
+                ))
+            }
+            Some(s) => s.pd,
+        };
+        srqs.remove(&srq);
+        drop(srqs);
+        let _ = self.pd_ref("ibv_destroy_srq", pd, -1);
+        Ok(())
+    }
+
+    /// `ibv_post_srq_recv`.
+    ///
+    /// # Errors
+    /// [`PostFailure`]: `EINVAL` (unknown SRQ, too many SGEs), `ENOMEM`
+    /// (SRQ full or injected mapping fault).
+    pub fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostFailure> {
+        const V: &str = "ibv_post_srq_recv";
+        let s = read(&self.sh.srqs).get(&srq).cloned().ok_or(PostFailure {
+            index: 0,
+            error: err(V, Errno::EINVAL, Origin::Library, "no such SRQ"),
+        })?;
+        for (i, wr) in wrs.iter().enumerate() {
+            let fail = |e| PostFailure { index: i, error: e };
+            if wr.sg_list.len() > s.max_sge as usize {
+                return Err(fail(err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Library,
+                    "too many SGEs",
+                )));
+            }
+            let mem = read(&self.sh.mem);
+            let mut ring = lock(&s.ring);
+            let r = ring.take_and_map(&self.sh.faults, || {
+                map_sges(&mem, Pd(s.pd), &wr.sg_list, Access::LOCAL_WRITE).map(|()| wr.clone())
+            });
+            drop(ring);
+            drop(mem);
+            if let Err(e) = r {
+                return Err(fail(map_failure(V, e)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Descriptor-ring counters of an SRQ.
+    pub fn srq_ring_stats(&self, srq: u32) -> Option<RingStats> {
+        read(&self.sh.srqs).get(&srq).map(|s| lock(&s.ring).stats())
+    }
+
+    // ------------------------------------------------------------------ QP
+
+    /// `ibv_create_qp`: returns the QPN. The QP starts in RESET.
+    ///
+    /// # Errors
+    /// `EINVAL` for unknown PD/CQ/SRQ, capabilities above the device limits
+    /// (`max_qp_wr`, `max_sge`, `max_inline`), a zero send depth, or when
+    /// `max_qp` QPs exist (rxe's pool limit).
+    pub fn create_qp(&self, init: &QpInit) -> Result<u32> {
+        const V: &str = "ibv_create_qp";
+        let l = &self.sh.limits;
+        if init.max_send_wr == 0
+            || init.max_send_wr > l.max_qp_wr
+            || init.max_recv_wr > l.max_qp_wr
+            || init.max_send_sge > l.max_sge
+            || init.max_recv_sge > l.max_sge
+            || init.max_inline_data > l.max_inline
+        {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!(
+                    "capabilities above device limits (max_qp_wr {}, max_sge {}, max_inline {})",
+                    l.max_qp_wr, l.max_sge, l.max_inline
+                ),
+            ));
+        }
+        if init.srq.is_none() && init.max_recv_wr == 0 && init.qp_type != QpType::Ud {
+            // Allowed (a send-only QP), as in rxe.
+        }
+        let send_cq = self
+            .sh
+            .cq(init.send_cq)
+            .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such send CQ"))?;
+        let recv_cq = self
+            .sh
+            .cq(init.recv_cq)
+            .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such receive CQ"))?;
+        let srq = match init.srq {
+            None => None,
+            Some(s) => Some(
+                read(&self.sh.srqs)
+                    .get(&s)
+                    .cloned()
+                    .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such SRQ"))?,
+            ),
+        };
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(pdrefs) = o.pds.get_mut(&init.pd) else {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        };
+        let mut qps = write(&self.sh.qps);
+        if qps.len() >= l.max_qp as usize {
+            return Err(exhausted(V, "max_qp", l.max_qp));
+        }
+        *pdrefs += 1;
+        let mut qpn = o.next_qpn;
+        while qps.contains_key(&qpn) || qpn < 17 {
+            qpn = (qpn + 1) & 0x00ff_ffff;
+        }
+        o.next_qpn = (qpn + 1) & 0x00ff_ffff;
+        let mut cfg = QpConfig::new(qpn, init.qp_type, Pd(init.pd));
+        cfg.max_send_wr = init.max_send_wr as usize;
+        cfg.max_recv_wr = if srq.is_some() {
+            1
+        } else {
+            init.max_recv_wr as usize
+        };
+        cfg.max_sge = init.max_send_sge.max(init.max_recv_sge).max(1) as usize;
+        cfg.sq_sig_all = init.sq_sig_all;
+        cfg.pkey_table = self.sh.port.pkeys.clone();
+        cfg.max_rd_atomic_cap =
+            u8::try_from(l.max_qp_rd_atom.max(l.max_qp_init_rd_atom)).unwrap_or(u8::MAX);
+        cfg.port_mtu = self.sh.port.active_mtu;
+        let eng = rdmakit_proto::Qp::new(cfg);
+        let txlen = eng.max_packet_len() + net::ICRC_LEN;
+        let inline_len = init.max_send_wr as usize * init.max_inline_data as usize;
+        send_cq.users.fetch_add(1, Ordering::AcqRel);
+        recv_cq.users.fetch_add(1, Ordering::AcqRel);
+        if let Some(s) = &srq {
+            s.users.fetch_add(1, Ordering::AcqRel);
+        }
+        let q = Arc::new(QpShared {
+            qpn,
+            qp_type: init.qp_type,
+            pd: init.pd,
+            init: init.clone(),
+            send_cq,
+            recv_cq,
+            srq,
+            sq: Mutex::new(Ring::new(init.max_send_wr as usize)),
+            rq: Mutex::new(Ring::new(init.max_recv_wr as usize)),
+            engine: Mutex::new(Engine {
+                qp: eng,
+                fifo: VecDeque::new(),
+                rq_in_engine: 0,
+                srq_fed: 0,
+                inline_store: vec![0; inline_len],
+                inline_slot: 0,
+                txbuf: vec![0; txlen],
+                sport: net::flow_port(qpn, 0),
+                last_state: QpState::Reset,
+                last_error: None,
+            }),
+            state: AtomicU8::new(QpState::Reset as u8),
+            deadline: AtomicU64::new(u64::MAX),
+        });
+        qps.insert(qpn, q);
+        Ok(qpn)
+    }
+
+    /// `ibv_destroy_qp`: outstanding work requests are discarded.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown QP.
+    pub fn destroy_qp(&self, qpn: u32) -> Result<()> {
+        let q = write(&self.sh.qps).remove(&qpn).ok_or_else(|| {
+            err(
+                "ibv_destroy_qp",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such QP",
+            )
+        })?;
+        q.send_cq.users.fetch_sub(1, Ordering::AcqRel);
+        q.recv_cq.users.fetch_sub(1, Ordering::AcqRel);
+        if let Some(s) = &q.srq {
+            s.users.fetch_sub(1, Ordering::AcqRel);
+            // WRs the QP took from the SRQ are consumed with it.
+            let eng = lock(&q.engine);
+            lock(&s.ring).complete(eng.srq_fed);
+        }
+        let _ = self.pd_ref("ibv_destroy_qp", q.pd, -1);
+        Ok(())
+    }
+
+    /// `ibv_modify_qp`, validated like `ib_modify_qp_is_ok`. `av` is the
+    /// destination GID when `mask` has `AV` (RC/UC primary path).
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown QP, a transition or mask the table refuses,
+    /// an out-of-range value, a port other than 1, or an AV whose GID is not
+    /// IPv4-mapped.
+    pub fn modify_qp(
+        &self,
+        qpn: u32,
+        attr: &QpAttr,
+        mask: AttrMask,
+        av: Option<Gid>,
+    ) -> Result<()> {
+        const V: &str = "ibv_modify_qp";
+        let q = self
+            .sh
+            .qp(qpn)
+            .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such QP"))?;
+        let mut a = attr.clone();
+        if mask.contains(AttrMask::PORT) && attr.port_num != 1 {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("port {} does not exist", attr.port_num),
+            ));
+        }
+        if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC)
+            && u32::from(attr.max_dest_rd_atomic) > self.sh.limits.max_qp_rd_atom
+        {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "max_dest_rd_atomic above max_qp_rd_atom",
+            ));
+        }
+        if mask.contains(AttrMask::MAX_QP_RD_ATOMIC)
+            && u32::from(attr.max_rd_atomic) > self.sh.limits.max_qp_init_rd_atom
+        {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "max_rd_atomic above max_qp_init_rd_atom",
+            ));
+        }
+        if mask.contains(AttrMask::PATH_MTU)
+            && attr.path_mtu.bytes() > self.sh.port.active_mtu.bytes()
+        {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "path_mtu above the port's active MTU",
+            ));
+        }
+        if mask.contains(AttrMask::AV) {
+            let ip = av.and_then(Gid::to_ipv4).ok_or_else(|| {
+                err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Kernel,
+                    "AV needs an IPv4-mapped RoCEv2 destination GID",
+                )
+            })?;
+            a.ah = AddressHandle(self.sh.intern_path(ip));
+        }
+        let now = self.sh.now();
+        let mut eng = lock(&q.engine);
+        let cur = eng.qp.state();
+        eng.qp.modify(&a, mask).map_err(|e| {
+            err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("{e} ({cur:?} -> {:?}, mask {mask:?})", attr.qp_state),
+            )
+        })?;
+        if mask.contains(AttrMask::DEST_QPN) || mask.contains(AttrMask::AV) {
+            let dq = eng.qp.attr().dest_qp_num;
+            eng.sport = net::flow_port(qpn, dq);
+        }
+        let st = eng.qp.state();
+        eng.last_state = st;
+        if st == QpState::Reset {
+            lock(&q.sq).discard_posted();
+            lock(&q.rq).discard_posted();
+        }
+        self.sh.drive(&q, &mut eng, now);
+        Ok(())
+    }
+
+    /// `ibv_query_qp`: current attributes and init attributes.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown QP.
+    pub fn query_qp(&self, qpn: u32) -> Result<(QpAttr, QpInit)> {
+        let q = self
+            .sh
+            .qp(qpn)
+            .ok_or_else(|| err("ibv_query_qp", Errno::EINVAL, Origin::Kernel, "no such QP"))?;
+        let a = lock(&q.engine).qp.attr();
+        Ok((a, q.init.clone()))
+    }
+
+    /// Engine counters of a QP.
+    pub fn qp_stats(&self, qpn: u32) -> Option<rdmakit_proto::Stats> {
+        self.sh.qp(qpn).map(|q| *lock(&q.engine).qp.stats())
+    }
+
+    /// Descriptor-ring counters of a QP's send and receive queues.
+    pub fn qp_ring_stats(&self, qpn: u32) -> Option<(RingStats, RingStats)> {
+        self.sh
+            .qp(qpn)
+            .map(|q| (lock(&q.sq).stats(), lock(&q.rq).stats()))
+    }
+
+    /// `ibv_post_send` of a list.
+    ///
+    /// Per request, under the send queue's lock: take a descriptor, map
+    /// every SGE (lkey, bounds, rights; inline data is copied instead), post
+    /// the descriptor; a failed mapping returns the descriptor first.
+    /// A protection failure of the mapping (bad lkey, range, rights) is not
+    /// an errno: like a real NIC the request completes with `LOC_PROT_ERR`
+    /// (and an RC QP goes to ERR).
+    ///
+    /// # Safety
+    /// For `inline` requests, every SGE's `[addr, addr + length)` must be
+    /// readable memory for the duration of this call (the lkey is ignored).
+    ///
+    /// # Errors
+    /// [`PostFailure`] naming the first request not posted: `EINVAL` (state
+    /// below RTS, opcode invalid for the QP type, too many SGEs, inline too
+    /// large, atomic not 8 bytes / not 8-byte aligned, UD without AH or
+    /// unknown AH), `ENOMEM` (send queue full, or an injected DMA-mapping
+    /// fault).
+    pub unsafe fn post_send(
+        &self,
+        qpn: u32,
+        reqs: &[SendRequest],
+    ) -> core::result::Result<(), PostFailure> {
+        const V: &str = "ibv_post_send";
+        let q = self.sh.qp(qpn).ok_or(PostFailure {
+            index: 0,
+            error: err(V, Errno::EINVAL, Origin::Library, "no such QP"),
+        })?;
+        let mut result = Ok(());
+        for (i, req) in reqs.iter().enumerate() {
+            let fail = |e| PostFailure { index: i, error: e };
+            let wr = match self.validate_send(&q, req) {
+                Ok(w) => w,
+                Err(e) => {
+                    result = Err(fail(e));
+                    break;
+                }
+            };
+            let inline = if req.inline {
+                let mut v = Vec::new();
+                for s in &req.wr.sg_list {
+                    // SAFETY: forwarded from this function's contract.
+                    unsafe { crate::dma::copy_inline(s.addr, s.length as usize, &mut v) };
+                }
+                Some(v)
+            } else {
+                None
+            };
+            let mem = read(&self.sh.mem);
+            let need = if wr.op.is_rd_atomic() {
+                Access::LOCAL_WRITE
+            } else {
+                Access::empty()
+            };
+            let mut ring = lock(&q.sq);
+            let r = ring.take_and_map(&self.sh.faults, || {
+                if inline.is_none() {
+                    map_sges(&mem, Pd(q.pd), &wr.sg_list, need)?;
+                }
+                Ok(SendDesc {
+                    wr: wr.clone(),
+                    inline: inline.clone(),
+                })
+            });
+            drop(ring);
+            drop(mem);
+            match r {
+                Ok(()) => {}
+                Err(MapFailure::Refused(_)) => {
+                    // Completes with LOC_PROT_ERR in order: hand the earlier
+                    // descriptors and then this request to the engine.
+                    let now = self.sh.now();
+                    let mut eng = lock(&q.engine);
+                    self.sh.drive(&q, &mut eng, now);
+                    if eng.qp.post_send(wr).is_ok() {
+                        eng.fifo.push_back(false);
+                    }
+                    self.sh.drive(&q, &mut eng, now);
+                }
+                Err(e) => {
+                    result = Err(fail(map_failure(V, e)));
+                    break;
+                }
+            }
+        }
+        let now = self.sh.now();
+        let mut eng = lock(&q.engine);
+        self.sh.drive(&q, &mut eng, now);
+        result
+    }
+
+    fn validate_send(&self, q: &QpShared, req: &SendRequest) -> Result<SendWr> {
+        const V: &str = "ibv_post_send";
+        use rdmakit_proto::SendOp;
+        let st = state_from_u8(q.state.load(Ordering::Acquire));
+        if matches!(st, QpState::Reset | QpState::Init | QpState::Rtr) {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Library,
+                format!("QP {} is in {st:?}; sends need RTS", q.qpn),
+            ));
+        }
+        let wr = &req.wr;
+        let ok = match q.qp_type {
+            QpType::Rc => true,
+            QpType::Uc => matches!(
+                wr.op,
+                SendOp::Send
+                    | SendOp::SendWithImm { .. }
+                    | SendOp::Write { .. }
+                    | SendOp::WriteWithImm { .. }
+            ),
+            QpType::Ud => matches!(wr.op, SendOp::Send | SendOp::SendWithImm { .. }),
+        };
+        if !ok {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Library,
+                format!("{:?} is not valid on a {:?} QP", wr.op, q.qp_type),
+            ));
+        }
+        if wr.sg_list.len() > q.init.max_send_sge as usize {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Library,
+                format!(
+                    "{} SGEs, QP max_send_sge {}",
+                    wr.sg_list.len(),
+                    q.init.max_send_sge
+                ),
+            ));
+        }
+        let len: u64 = wr.sg_list.iter().map(|s| u64::from(s.length)).sum();
+        if req.inline {
+            if wr.op.is_rd_atomic() {
+                return Err(err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Library,
+                    "inline is not valid for READ/atomics",
+                ));
+            }
+            if len > u64::from(q.init.max_inline_data) {
+                return Err(err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Library,
+                    format!(
+                        "inline {len} bytes > max_inline_data {}",
+                        q.init.max_inline_data
+                    ),
+                ));
+            }
+        }
+        let atomic_addr = match wr.op {
+            SendOp::CompareSwap { remote_addr, .. } | SendOp::FetchAdd { remote_addr, .. } => {
+                Some(remote_addr)
+            }
+            _ => None,
+        };
+        if atomic_addr.is_some_and(|a| len != 8 || a % 8 != 0) {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Library,
+                "atomics need 8 bytes at an 8-byte aligned address",
+            ));
+        }
+        let mut wr = wr.clone();
+        if q.qp_type == QpType::Ud {
+            let Some(mut ud) = wr.ud else {
+                return Err(err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Library,
+                    "UD send without address handle",
+                ));
+            };
+            let o = lock(&self.sh.objs);
+            let Some(&(_, path)) = o.ahs.get(&ud.ah.0) else {
+                return Err(err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Library,
+                    "unknown address handle",
+                ));
+            };
+            ud.ah = AddressHandle(path);
+            wr.ud = Some(ud);
+        }
+        Ok(wr)
+    }
+
+    /// `ibv_post_recv` of a list.
+    ///
+    /// # Errors
+    /// [`PostFailure`]: `EINVAL` (QP in RESET, QP uses an SRQ, too many
+    /// SGEs), `ENOMEM` (receive queue full or an injected mapping fault).
+    pub fn post_recv(&self, qpn: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostFailure> {
+        const V: &str = "ibv_post_recv";
+        let q = self.sh.qp(qpn).ok_or(PostFailure {
+            index: 0,
+            error: err(V, Errno::EINVAL, Origin::Library, "no such QP"),
+        })?;
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            let fail = |e| PostFailure { index: i, error: e };
+            if q.srq.is_some() {
+                result = Err(fail(err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Library,
+                    "QP uses an SRQ",
+                )));
+                break;
+            }
+            if state_from_u8(q.state.load(Ordering::Acquire)) == QpState::Reset {
+                result = Err(fail(err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Library,
+                    "QP is in RESET",
+                )));
+                break;
+            }
+            if wr.sg_list.len() > q.init.max_recv_sge as usize {
+                result = Err(fail(err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Library,
+                    format!(
+                        "{} SGEs, QP max_recv_sge {}",
+                        wr.sg_list.len(),
+                        q.init.max_recv_sge
+                    ),
+                )));
+                break;
+            }
+            let mem = read(&self.sh.mem);
+            let mut ring = lock(&q.rq);
+            let r = ring.take_and_map(&self.sh.faults, || {
+                map_sges(&mem, Pd(q.pd), &wr.sg_list, Access::LOCAL_WRITE).map(|()| wr.clone())
+            });
+            drop(ring);
+            drop(mem);
+            if let Err(e) = r {
+                result = Err(fail(map_failure(V, e)));
+                break;
+            }
+        }
+        let now = self.sh.now();
+        let mut eng = lock(&q.engine);
+        self.sh.drive(&q, &mut eng, now);
+        result
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        self.sh.shutdown.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            // A panicked progress thread has nothing left to clean up.
+            let _ = t.join();
+        }
+    }
+}
+
+fn exhausted(verb: &'static str, what: &str, limit: u32) -> SoftError {
+    // rxe: __rxe_add_to_pool returns -EINVAL once num_elem > max_elem.
+    err(
+        verb,
+        Errno::EINVAL,
+        Origin::Kernel,
+        format!("{what} ({limit}) reached"),
+    )
+}
+
+fn map_failure(verb: &'static str, e: MapFailure<MemError>) -> SoftError {
+    match e {
+        MapFailure::Full => err(verb, Errno::ENOMEM, Origin::Library, "work queue full"),
+        MapFailure::Injected => err(
+            verb,
+            Errno::ENOMEM,
+            Origin::Hardware,
+            "DMA mapping error (injected fault)",
+        ),
+        MapFailure::Refused(m) => err(
+            verb,
+            Errno::EINVAL,
+            Origin::Hardware,
+            format!("DMA mapping refused: {m}"),
+        ),
+    }
+}
+
+fn map_sges(
+    mem: &MrTable,
+    pd: Pd,
+    sges: &[rdmakit_proto::Sge],
+    need: Access,
+) -> core::result::Result<(), MemError> {
+    let v = mem.view();
+    for s in sges {
+        v.check(pd, Key::Local(s.lkey), s.addr, u64::from(s.length), need)?;
+    }
+    Ok(())
+}
+
+fn drain_eventfd(fd: BorrowedFd<'_>) {
+    let mut b = [0u8; 8];
+    // Non-blocking: EAGAIN just means it was already drained.
+    let _ = rustix::io::read(fd, &mut b);
+}
+
+impl Shared {
+    fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        read(&self.qps).get(&qpn).cloned()
+    }
+
+    fn cq(&self, cq: u32) -> Option<Arc<CqShared>> {
+        read(&self.cqs).get(&cq).cloned()
+    }
+
+    fn intern_path(&self, ip: Ipv4Addr) -> u32 {
+        let mut p = lock(&self.paths);
+        if let Some(i) = p.iter().position(|&a| a == ip) {
+            return i as u32;
+        }
+        p.push(ip);
+        (p.len() - 1) as u32
+    }
+
+    fn path(&self, ah: AddressHandle) -> Option<Ipv4Addr> {
+        lock(&self.paths).get(ah.0 as usize).copied()
+    }
+
+    fn raise(&self, e: AsyncEvent) {
+        lock(&self.events).push_back(e);
+        self.events_cv.notify_all();
+    }
+
+    fn notify(&self, c: &CqShared) {
+        if !c.armed.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(ch) = &c.channel {
+            let mut q = lock(&ch.queue);
+            q.push_back(c.id);
+            let _ = rustix::io::write(ch.efd.as_fd(), &1u64.to_ne_bytes());
+            drop(q);
+            ch.cv.notify_all();
+        }
+    }
+
+    fn push_wc(&self, c: &CqShared, wc: Wc) {
+        let mut q = lock(&c.queue);
+        if q.len() >= c.cap {
+            drop(q);
+            self.counters.cq_overruns.fetch_add(1, Ordering::Relaxed);
+            if !c.overrun.swap(true, Ordering::AcqRel) {
+                self.raise(AsyncEvent::CqErr { cq: c.id });
+            }
+            return;
+        }
+        q.push_back(wc);
+        drop(q);
+        self.notify(c);
+    }
+
+    /// Runs the engine of `q` until it has nothing more to do right now:
+    /// fetches posted descriptors (the doorbell), transmits, delivers
+    /// completions, frees the descriptors of completed WRs, re-arms the timer.
+    fn drive(&self, q: &QpShared, eng: &mut Engine, now: Instant) {
+        let inline_max = q.init.max_inline_data as usize;
+        // Doorbell: fetch posted send descriptors.
+        {
+            let mut sq = lock(&q.sq);
+            if eng.qp.state() == QpState::Reset {
+                sq.discard_posted();
+            }
+            while let Some(mut d) = sq.fetch() {
+                if let Some(bytes) = d.inline.take() {
+                    let slot = eng.inline_slot % q.init.max_send_wr.max(1) as usize;
+                    eng.inline_slot = eng.inline_slot.wrapping_add(1);
+                    let off = slot * inline_max;
+                    if let Some(dst) = eng.inline_store.get_mut(off..off + bytes.len()) {
+                        dst.copy_from_slice(&bytes);
+                    }
+                    d.wr.sg_list = vec![rdmakit_proto::Sge {
+                        addr: off as u64,
+                        length: bytes.len() as u32,
+                        lkey: INLINE_LKEY,
+                    }];
+                }
+                match eng.qp.post_send(d.wr) {
+                    Ok(()) => eng.fifo.push_back(true),
+                    Err(_) => sq.complete(1),
+                }
+            }
+        }
+        if q.srq.is_none() {
+            let mut rq = lock(&q.rq);
+            if eng.qp.state() == QpState::Reset {
+                rq.discard_posted();
+            }
+            while let Some(wr) = rq.fetch() {
+                match eng.qp.post_recv(wr) {
+                    Ok(()) => eng.rq_in_engine += 1,
+                    Err(_) => rq.complete(1),
+                }
+            }
+        }
+        // Transmit.
+        let mem = read(&self.mem);
+        let mut m = EngineMem {
+            view: mem.view(),
+            pd: Pd(q.pd),
+            inline: &eng.inline_store,
+        };
+        while let Some(t) = eng.qp.poll_transmit(now, &mut eng.txbuf, &mut m) {
+            let Some(dst) = self.path(t.ah) else { continue };
+            let sport = eng.sport;
+            self.net.send(
+                dst,
+                sport,
+                &mut eng.txbuf,
+                t.len,
+                &self.counters.tx_packets,
+                &self.counters.tx_errors,
+            );
+        }
+        drop(mem);
+        // Completions.
+        while let Some(wc) = eng.qp.poll_completion() {
+            if wc.status != WcStatus::Success && wc.status != WcStatus::WrFlushErr {
+                eng.last_error = Some(wc.status);
+            }
+            let cq = if wc.is_recv() { &q.recv_cq } else { &q.send_cq };
+            self.push_wc(cq, wc);
+        }
+        // Free descriptors of completed WRs (the engine completes in order).
+        let done = eng.fifo.len().saturating_sub(eng.qp.sq_outstanding());
+        let mut with_desc = 0;
+        for _ in 0..done {
+            if eng.fifo.pop_front() == Some(true) {
+                with_desc += 1;
+            }
+        }
+        if with_desc > 0 {
+            lock(&q.sq).complete(with_desc);
+        }
+        let rq_out = eng.qp.rq_outstanding();
+        if let Some(s) = &q.srq {
+            let k = eng.srq_fed.saturating_sub(rq_out);
+            if k > 0 {
+                eng.srq_fed -= k;
+                lock(&s.ring).complete(k);
+            }
+        } else {
+            let k = eng.rq_in_engine.saturating_sub(rq_out);
+            if k > 0 {
+                eng.rq_in_engine -= k;
+                lock(&q.rq).complete(k);
+            }
+        }
+        // State changes the engine made on its own raise async events.
+        let st = eng.qp.state();
+        if st != eng.last_state {
+            if st == QpState::Err {
+                let ev = match eng.last_error {
+                    Some(
+                        WcStatus::LocProtErr | WcStatus::LocAccessErr | WcStatus::RemAccessErr,
+                    ) => AsyncEvent::QpAccessErr { qpn: q.qpn },
+                    Some(WcStatus::RemInvReqErr | WcStatus::LocQpOpErr | WcStatus::LocLenErr) => {
+                        AsyncEvent::QpReqErr { qpn: q.qpn }
+                    }
+                    _ => AsyncEvent::QpFatal { qpn: q.qpn },
+                };
+                self.raise(ev);
+            }
+            eng.last_state = st;
+        }
+        q.state.store(st as u8, Ordering::Release);
+        q.deadline.store(
+            eng.qp.poll_timeout().map_or(u64::MAX, Instant::as_nanos),
+            Ordering::Release,
+        );
+    }
+
+    /// Feeds one received datagram (UDP payload: BTH .. ICRC) from `src`.
+    fn receive(&self, src: SocketAddrV4, dgram: &[u8]) {
+        let Some(pkt) = self.net.check_icrc(
+            src,
+            dgram,
+            &self.counters.rx_malformed,
+            &self.counters.rx_icrc_errors,
+        ) else {
+            return;
+        };
+        let dqpn = u32::from_be_bytes([0, pkt[5], pkt[6], pkt[7]]);
+        let Some(q) = self.qp(dqpn) else {
+            self.counters.rx_unknown_qp.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        self.counters.rx_packets.fetch_add(1, Ordering::Relaxed);
+        let now = self.now();
+        let mut eng = lock(&q.engine);
+        if let Some(s) = &q.srq {
+            if eng.qp.rq_outstanding() == 0 && eng.qp.state() != QpState::Reset {
+                let mut ring = lock(&s.ring);
+                if let Some(wr) = ring.fetch() {
+                    match eng.qp.post_recv(wr) {
+                        Ok(()) => eng.srq_fed += 1,
+                        Err(_) => ring.complete(1),
+                    }
+                }
+                let limit = s.limit.load(Ordering::Acquire);
+                if limit > 0 && (ring.posted() as u64) < limit {
+                    s.limit.store(0, Ordering::Release);
+                    drop(ring);
+                    self.raise(AsyncEvent::SrqLimitReached { srq: s.id });
+                }
+            }
+        }
+        let mem = read(&self.mem);
+        // Split borrows: the inline store is only read through `m`.
+        let Engine {
+            qp, inline_store, ..
+        } = &mut *eng;
+        let mut m = EngineMem {
+            view: mem.view(),
+            pd: Pd(q.pd),
+            inline: inline_store,
+        };
+        if q.qp_type == QpType::Ud {
+            let grh = net::grh_for(src, self.net.addr(), pkt.len() + 8 + net::ICRC_LEN);
+            qp.handle_packet_with_grh(now, pkt, &grh, &mut m);
+        } else {
+            qp.handle_packet(now, pkt, &mut m);
+        }
+        drop(mem);
+        self.drive(&q, &mut eng, now);
+    }
+
+    fn fire_timers(&self) -> Option<u64> {
+        let now = self.now();
+        let mut next = None::<u64>;
+        let due: Vec<Arc<QpShared>> = read(&self.qps)
+            .values()
+            .filter(|q| {
+                let d = q.deadline.load(Ordering::Acquire);
+                if d <= now.as_nanos() {
+                    true
+                } else {
+                    if d != u64::MAX {
+                        next = Some(next.map_or(d, |n| n.min(d)));
+                    }
+                    false
+                }
+            })
+            .cloned()
+            .collect();
+        for q in due {
+            let mut eng = lock(&q.engine);
+            eng.qp.handle_timeout(now);
+            self.drive(&q, &mut eng, now);
+            let d = q.deadline.load(Ordering::Acquire);
+            if d != u64::MAX {
+                next = Some(next.map_or(d, |n| n.min(d)));
+            }
+        }
+        next
+    }
+}
+
+fn progress_loop(sh: &Shared) {
+    let mut buf = vec![0u8; 65536];
+    let mut next_timer: Option<u64> = None;
+    while !sh.shutdown.load(Ordering::Acquire) {
+        let now = sh.now().as_nanos();
+        let wait = match next_timer {
+            Some(t) if t > now => Duration::from_nanos(t - now),
+            Some(_) => Duration::from_micros(20),
+            None => Duration::from_millis(20),
+        }
+        .clamp(Duration::from_micros(20), Duration::from_millis(20));
+        match sh.net.recv(&mut buf, wait) {
+            Some((n, SocketAddr::V4(src))) => sh.receive(src, &buf[..n]),
+            Some((_, SocketAddr::V6(_))) | None => {}
+        }
+        next_timer = sh.fire_timers();
+    }
+}

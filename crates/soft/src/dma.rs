@@ -1,0 +1,330 @@
+//! Registered memory: the soft NIC's "DMA". The only module with `unsafe`.
+//!
+//! # Registration contract
+//! [`MrTable::register`] records a raw pointer and a length. From then until
+//! [`MrTable::deregister`] returns, the soft NIC may read and write those
+//! bytes from its progress thread at any time the region's rights allow
+//! (local accesses from posted work requests, remote WRITE/READ/atomics from
+//! the network). The caller of `register` promises that:
+//! 1. `[ptr, ptr + len)` is one allocation valid for reads and writes and
+//!    stays allocated until `deregister` returned (the buffer outlives the MR);
+//! 2. while the region is registered, nothing in the application holds a
+//!    Rust reference (`&[u8]` / `&mut [u8]`) to bytes the NIC may write
+//!    concurrently; the application synchronises through completions, as
+//!    with any RDMA NIC.
+//!
+//! Every access validates key, PD, bounds and rights first (proto's
+//! [`Memory`] contract); a failed check moves no byte. `deregister` takes the
+//! table's write lock, so it waits for any access in progress and no access
+//! starts afterwards.
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rdmakit_proto::{Access, AtomicOp, Key, MemError, Memory, Pd};
+
+/// One registered region.
+#[derive(Debug)]
+struct Region {
+    pd: Pd,
+    /// Virtual address of byte 0 (equal to the host pointer).
+    addr: u64,
+    len: u64,
+    ptr: *mut u8,
+    access: Access,
+    key: u32,
+    rkey_valid: AtomicBool,
+}
+
+/// The device's memory-region table: keys → raw buffers.
+#[derive(Debug, Default)]
+pub struct MrTable {
+    regions: HashMap<u32, Region>,
+    next_index: u32,
+}
+
+// SAFETY: the raw pointers in `Region` are only dereferenced through the
+// validated accessors below, under the registration contract (the buffer is
+// valid for the MR's lifetime and the table's RwLock orders deregistration
+// after every access). Moving the table between threads moves no bytes.
+unsafe impl Send for MrTable {}
+// SAFETY: shared access only reads the table structure; byte accesses through
+// `&MrTable` are the NIC's DMA, permitted by the registration contract.
+unsafe impl Sync for MrTable {}
+
+/// A fresh random 32-bit value (SipHash keyed by a per-call `RandomState`).
+pub(crate) fn random_u32() -> u32 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
+    h.finish() as u32
+}
+
+impl MrTable {
+    /// An empty table whose key indices start at a random point.
+    pub fn new() -> MrTable {
+        MrTable {
+            regions: HashMap::new(),
+            next_index: random_u32() & 0x00ff_ffff,
+        }
+    }
+
+    /// Number of registered regions.
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// True when no region is registered.
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+
+    /// Registers `[ptr, ptr + len)`; returns the key (lkey == rkey, as rxe:
+    /// 24 index bits, 8 random key bits).
+    ///
+    /// # Safety
+    /// The module's registration contract: the buffer is valid for reads and
+    /// writes of `len` bytes until [`MrTable::deregister`] of the returned key
+    /// returned, and the application holds no Rust reference to bytes the NIC
+    /// may write meanwhile.
+    pub unsafe fn register(&mut self, pd: Pd, ptr: *mut u8, len: u64, access: Access) -> u32 {
+        let mut index = self.next_index & 0x00ff_ffff;
+        while self.regions.contains_key(&index) {
+            index = (index + 1) & 0x00ff_ffff;
+        }
+        self.next_index = index.wrapping_add(1);
+        let key = (index << 8) | (random_u32() & 0xff);
+        self.regions.insert(
+            index,
+            Region {
+                pd,
+                addr: ptr as u64,
+                len,
+                ptr,
+                access,
+                key,
+                rkey_valid: AtomicBool::new(true),
+            },
+        );
+        key
+    }
+
+    /// Removes a region; afterwards the NIC never touches its bytes again.
+    /// Returns false when no region has `key`.
+    pub fn deregister(&mut self, key: u32) -> bool {
+        let idx = key >> 8;
+        match self.regions.get(&idx) {
+            Some(r) if r.key == key => {
+                self.regions.remove(&idx);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// (pd, addr, len, access) of the region with `key`.
+    pub fn describe(&self, key: u32) -> Option<(Pd, u64, u64, Access)> {
+        self.regions
+            .get(&(key >> 8))
+            .filter(|r| r.key == key)
+            .map(|r| (r.pd, r.addr, r.len, r.access))
+    }
+
+    /// Validates and returns (region, offset).
+    fn locate(
+        &self,
+        pd: Pd,
+        key: Key,
+        addr: u64,
+        len: u64,
+        need: Access,
+    ) -> Result<(&Region, usize), MemError> {
+        let (k, remote) = match key {
+            Key::Local(k) => (k, false),
+            Key::Remote(k) => (k, true),
+        };
+        let r = self
+            .regions
+            .get(&(k >> 8))
+            .filter(|r| r.key == k)
+            .ok_or(MemError::BadKey)?;
+        if remote && !r.rkey_valid.load(Ordering::Acquire) {
+            return Err(MemError::BadKey);
+        }
+        if r.pd != pd {
+            return Err(MemError::WrongPd);
+        }
+        let end = addr.checked_add(len).ok_or(MemError::OutOfBounds)?;
+        if addr < r.addr || end > r.addr + r.len {
+            return Err(MemError::OutOfBounds);
+        }
+        if !r.access.contains(need) {
+            return Err(MemError::AccessDenied);
+        }
+        let off = usize::try_from(addr - r.addr).map_err(|_| MemError::OutOfBounds)?;
+        Ok((r, off))
+    }
+
+    /// The view the engine uses (validated accesses through `&self`).
+    pub fn view(&self) -> MemView<'_> {
+        MemView(self)
+    }
+}
+
+/// [`Memory`] over a shared [`MrTable`]: byte moves are the NIC's DMA.
+#[derive(Debug)]
+pub struct MemView<'a>(&'a MrTable);
+
+impl Memory for MemView<'_> {
+    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Result<(), MemError> {
+        self.0.locate(pd, key, addr, len, need).map(|_| ())
+    }
+
+    fn read(
+        &self,
+        pd: Pd,
+        key: Key,
+        addr: u64,
+        out: &mut [u8],
+        need: Access,
+    ) -> Result<(), MemError> {
+        let (r, off) = self.0.locate(pd, key, addr, out.len() as u64, need)?;
+        // SAFETY: `locate` proved [off, off + out.len()) lies inside the
+        // registered buffer, which the registration contract keeps valid
+        // while it is in the table (we hold a shared borrow of the table, so
+        // deregistration cannot run). `out` is a separate Rust buffer, so the
+        // ranges do not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(r.ptr.add(off), out.as_mut_ptr(), out.len());
+        }
+        Ok(())
+    }
+
+    fn write(
+        &mut self,
+        pd: Pd,
+        key: Key,
+        addr: u64,
+        data: &[u8],
+        need: Access,
+    ) -> Result<(), MemError> {
+        let (r, off) = self.0.locate(pd, key, addr, data.len() as u64, need)?;
+        // SAFETY: as in `read`: the destination range was validated against
+        // the registered buffer, which is valid for writes under the
+        // registration contract (no Rust reference to it exists meanwhile).
+        unsafe {
+            core::ptr::copy_nonoverlapping(data.as_ptr(), r.ptr.add(off), data.len());
+        }
+        Ok(())
+    }
+
+    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> Result<u64, MemError> {
+        let (r, off) = self
+            .0
+            .locate(pd, Key::Remote(rkey), addr, 8, Access::REMOTE_ATOMIC)?;
+        // SAFETY: 8 bytes at `off` lie inside the buffer (validated above).
+        let p = unsafe { r.ptr.add(off) };
+        if addr % 8 != 0 || (p as usize) % 8 != 0 {
+            return Err(MemError::Misaligned);
+        }
+        // SAFETY: `p` is 8-byte aligned, inside a buffer valid for reads and
+        // writes for the region's lifetime, and every NIC access to these
+        // bytes as a u64 goes through atomic operations, so concurrent
+        // atomics from several QPs are serialised by the CPU.
+        let cell = unsafe { AtomicU64::from_ptr(p.cast::<u64>()) };
+        Ok(match op {
+            AtomicOp::CompareSwap { compare, swap } => {
+                match cell.compare_exchange(compare, swap, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+            AtomicOp::FetchAdd { add } => cell.fetch_add(add, Ordering::AcqRel),
+        })
+    }
+
+    fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+        let r = self
+            .0
+            .regions
+            .get(&(rkey >> 8))
+            .filter(|r| r.key == rkey && r.rkey_valid.load(Ordering::Acquire))
+            .ok_or(MemError::BadKey)?;
+        if r.pd != pd {
+            return Err(MemError::WrongPd);
+        }
+        r.rkey_valid.store(false, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// Copies `len` bytes from application memory at `addr` (an inline send's
+/// SGE, which the NIC reads by CPU copy without an lkey).
+///
+/// # Safety
+/// `[addr, addr + len)` must be valid for reads for the duration of the call
+/// (the contract of the unsafe `post_send`).
+pub(crate) unsafe fn copy_inline(addr: u64, len: usize, out: &mut Vec<u8>) {
+    // SAFETY: the caller guarantees the source range is readable; `out` is a
+    // distinct Vec, extended by exactly `len` bytes.
+    unsafe {
+        let src = core::slice::from_raw_parts(addr as usize as *const u8, len);
+        out.extend_from_slice(src);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_before_moving_bytes() {
+        let mut buf = vec![0u8; 64];
+        let mut t = MrTable::new();
+        // SAFETY: `buf` outlives the table use below and is not borrowed
+        // while registered (only accessed again after deregistration).
+        let k = unsafe {
+            t.register(
+                Pd(1),
+                buf.as_mut_ptr(),
+                64,
+                Access::LOCAL_WRITE | Access::REMOTE_READ,
+            )
+        };
+        let base = t.describe(k).map(|d| d.1).unwrap_or(0);
+        let mut v = t.view();
+        assert_eq!(
+            v.write(Pd(1), Key::Remote(k), base, &[1], Access::REMOTE_WRITE),
+            Err(MemError::AccessDenied)
+        );
+        assert_eq!(
+            v.write(Pd(2), Key::Local(k), base, &[1], Access::LOCAL_WRITE),
+            Err(MemError::WrongPd)
+        );
+        assert_eq!(
+            v.write(
+                Pd(1),
+                Key::Local(k),
+                base + 63,
+                &[1, 2],
+                Access::LOCAL_WRITE
+            ),
+            Err(MemError::OutOfBounds)
+        );
+        assert_eq!(
+            v.write(Pd(1), Key::Local(k ^ 0x80), base, &[1], Access::LOCAL_WRITE),
+            Err(MemError::BadKey)
+        );
+        v.write(Pd(1), Key::Local(k), base + 63, &[7], Access::LOCAL_WRITE)
+            .unwrap();
+        assert!(t.deregister(k));
+        assert!(!t.deregister(k));
+        assert_eq!(buf[63], 7);
+        assert!(buf[..63].iter().all(|&b| b == 0));
+    }
+}

@@ -1,0 +1,42 @@
+//! `rdmakit-soft`: the software RDMA NIC.
+//!
+//! A userspace device with the semantics of a real NIC and its driver:
+//! device and port attributes ([`attr`]), PD/MR/CQ/QP/SRQ/AH tables with
+//! device limits and the errno Linux's rxe returns when one is exceeded
+//! (docs/soft-nic.md has the table), per-queue descriptor rings where taking
+//! a descriptor and "DMA-mapping" its buffers happen under one lock
+//! ([`ring`]), registered memory reached through validated accesses only
+//! ([`dma`], the crate's only `unsafe`), a progress thread per device that
+//! runs the passive side of WRITE/READ/atomics while the application does
+//! nothing, and a RoCEv2-over-UDP driver ([`net`]) on port 4791.
+//!
+//! The API is handle-based, like a driver's: objects are `u32` handles
+//! (QPNs for QPs, keys for MRs). `rdmakit-verbs` wraps it in safe,
+//! reference-counted objects.
+//!
+//! ```
+//! use rdmakit_soft::{Device, DeviceConfig};
+//! let dev = Device::open(DeviceConfig::default()).unwrap();
+//! assert!(dev.addr().is_loopback());
+//! let pd = dev.alloc_pd().unwrap();
+//! let cq = dev.create_cq(16, None).unwrap();
+//! assert_eq!(dev.resource_counts().cq, 1);
+//! dev.destroy_cq(cq).unwrap();
+//! dev.dealloc_pd(pd).unwrap();
+//! ```
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod attr;
+mod device;
+pub mod dma;
+pub mod errno;
+pub mod net;
+pub mod ring;
+
+pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
+pub use device::{
+    AsyncEvent, Counters, Device, DeviceConfig, PostFailure, QpInit, ResourceCounts, SendRequest,
+};
+pub use errno::{Errno, Origin, SoftError};
+pub use rdmakit_proto as proto;

@@ -1,0 +1,229 @@
+//! The UDP driver: RoCEv2 datagrams on UDP port 4791.
+//!
+//! One device instance binds one IPv4 address. With no address configured it
+//! picks a free `127.x.y.z` (the whole 127.0.0.0/8 is loopback on Linux and
+//! needs no setup), so several processes on one host get distinct devices
+//! that can talk to each other. The UDP payload is the RoCEv2 packet from the
+//! BTH through the 4-byte ICRC; the ICRC is computed over the IPv4/UDP
+//! headers the kernel will emit (identification 0, DF), which the socket
+//! layer never shows us. Source ports carry flow entropy in 0xC000..=0xFFFF:
+//! each flow sends from its own socket bound to `(addr, flow_port)`.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rdmakit_wire::frame::IpRepr;
+use rdmakit_wire::{ipv4, udp};
+
+use crate::errno::{Errno, Origin, Result, SoftError};
+
+/// The RoCEv2 UDP destination port.
+pub const ROCE_PORT: u16 = 4791;
+/// Bytes of ICRC after the transport packet.
+pub const ICRC_LEN: usize = 4;
+
+/// The UDP source port of the flow between local QP `lqpn` and remote QP
+/// `rqpn` (the kernel's `rdma_flow_label_to_udp_sport` of
+/// `fold20(lqpn * rqpn)`; 0 for an unconnected QP uses `lqpn` alone).
+pub fn flow_port(lqpn: u32, rqpn: u32) -> u16 {
+    let v = u64::from(lqpn) * u64::from(if rqpn == 0 { 1 } else { rqpn });
+    let fl = ((v ^ (v >> 20) ^ (v >> 40)) & 0xfffff) as u32;
+    let p = (fl & 0x3fff) ^ ((fl & 0xfc000) >> 14);
+    (p as u16) | 0xc000
+}
+
+#[derive(Debug)]
+pub(crate) struct Net {
+    addr: Ipv4Addr,
+    port: u16,
+    sock: UdpSocket,
+    flows: Mutex<HashMap<u16, Option<Arc<UdpSocket>>>>,
+    timeout_ns: AtomicU64,
+}
+
+fn bind_err(verb: &'static str, e: &std::io::Error, what: String) -> SoftError {
+    SoftError::new(
+        verb,
+        Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
+        Origin::Kernel,
+        format!("{what}: {e}"),
+    )
+}
+
+impl Net {
+    /// Binds `addr:port`, or a free 127.x.y.z:port when `addr` is None.
+    pub(crate) fn bind(addr: Option<Ipv4Addr>, port: u16) -> Result<Net> {
+        let sock = match addr {
+            Some(a) => UdpSocket::bind(SocketAddrV4::new(a, port))
+                .map_err(|e| bind_err("ibv_open_device", &e, format!("cannot bind {a}:{port}")))?,
+            None => Self::auto(port)?,
+        };
+        let addr = match sock.local_addr() {
+            Ok(SocketAddr::V4(a)) => *a.ip(),
+            _ => Ipv4Addr::LOCALHOST,
+        };
+        Ok(Net {
+            addr,
+            port,
+            sock,
+            flows: Mutex::new(HashMap::new()),
+            timeout_ns: AtomicU64::new(0),
+        })
+    }
+
+    fn auto(port: u16) -> Result<UdpSocket> {
+        let mut r = crate::dma::random_u32() ^ std::process::id().rotate_left(16);
+        let mut last = None;
+        for _ in 0..512 {
+            let b = ((r >> 16) & 0xff) as u8;
+            let c = ((r >> 8) & 0xff) as u8;
+            let d = ((r & 0xff) as u8).clamp(1, 254);
+            let a = Ipv4Addr::new(127, b.max(1), c, d);
+            match UdpSocket::bind(SocketAddrV4::new(a, port)) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+            r = r.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        }
+        let e = last.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::AddrInUse));
+        Err(bind_err(
+            "ibv_open_device",
+            &e,
+            format!("no free 127.x.y.z:{port} found"),
+        ))
+    }
+
+    pub(crate) fn addr(&self) -> Ipv4Addr {
+        self.addr
+    }
+
+    fn flow_socket(&self, sport: u16) -> Option<Arc<UdpSocket>> {
+        let mut f = self.flows.lock().unwrap_or_else(|e| e.into_inner());
+        f.entry(sport)
+            .or_insert_with(|| {
+                UdpSocket::bind(SocketAddrV4::new(self.addr, sport))
+                    .ok()
+                    .map(Arc::new)
+            })
+            .clone()
+    }
+
+    fn icrc(&self, src: SocketAddrV4, dst: SocketAddrV4, transport: &[u8]) -> u32 {
+        let udp_len = transport.len() + ICRC_LEN;
+        let ip = IpRepr::Ipv4(ipv4::Repr {
+            src_addr: *src.ip(),
+            dst_addr: *dst.ip(),
+            next_header: 17,
+            payload_len: udp::HEADER_LEN + udp_len,
+            hop_limit: 64,
+            dscp_ecn: 0,
+            ident: 0,
+            dont_frag: true,
+        });
+        let u = udp::Repr {
+            src_port: src.port(),
+            dst_port: dst.port(),
+            payload_len: udp_len,
+        };
+        // A transport packet from the engine always holds a BTH; on the
+        // impossible error 0 makes the receiver drop the datagram.
+        rdmakit_wire::icrc::compute_reprs(&ip, &u, transport).unwrap_or(0)
+    }
+
+    /// Appends the ICRC to `buf[..len]` and sends it to `dst` from the flow's
+    /// source port.
+    pub(crate) fn send(
+        &self,
+        dst: Ipv4Addr,
+        sport: u16,
+        buf: &mut [u8],
+        len: usize,
+        tx: &AtomicU64,
+        tx_err: &AtomicU64,
+    ) {
+        let flow = self.flow_socket(sport);
+        let (sock, sport) = match &flow {
+            Some(s) => (&**s, sport),
+            None => (&self.sock, self.port),
+        };
+        let to = SocketAddrV4::new(dst, self.port);
+        let Some(pkt) = buf.get_mut(..len + ICRC_LEN) else {
+            tx_err.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let crc = self.icrc(SocketAddrV4::new(self.addr, sport), to, &pkt[..len]);
+        pkt[len..].copy_from_slice(&crc.to_le_bytes());
+        match sock.send_to(pkt, to) {
+            Ok(_) => tx.fetch_add(1, Ordering::Relaxed),
+            Err(_) => tx_err.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Receives one datagram, waiting at most `wait`.
+    pub(crate) fn recv(&self, buf: &mut [u8], wait: Duration) -> Option<(usize, SocketAddr)> {
+        let ns = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX).max(1000);
+        if self.timeout_ns.swap(ns, Ordering::Relaxed) != ns {
+            let _ = self.sock.set_read_timeout(Some(Duration::from_nanos(ns)));
+        }
+        self.sock.recv_from(buf).ok()
+    }
+
+    /// Checks the ICRC of a datagram from `src`; returns the transport packet
+    /// without ICRC, or None (counted) when it is malformed or corrupt.
+    pub(crate) fn check_icrc<'a>(
+        &self,
+        src: SocketAddrV4,
+        dgram: &'a [u8],
+        malformed: &AtomicU64,
+        bad: &AtomicU64,
+    ) -> Option<&'a [u8]> {
+        if dgram.len() < 12 + ICRC_LEN {
+            malformed.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let (pkt, trailer) = dgram.split_at(dgram.len() - ICRC_LEN);
+        let want = self.icrc(src, SocketAddrV4::new(self.addr, self.port), pkt);
+        if trailer != want.to_le_bytes() {
+            bad.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(pkt)
+    }
+}
+
+/// The 40-byte GRH area of a UD receive for an IPv4 sender: 20 zero bytes,
+/// then the IPv4 header (as rxe places it).
+pub(crate) fn grh_for(src: SocketAddrV4, dst: Ipv4Addr, ip_payload_len: usize) -> [u8; 40] {
+    let mut g = [0u8; 40];
+    let total = u16::try_from(20 + ip_payload_len)
+        .unwrap_or(u16::MAX)
+        .to_be_bytes();
+    let h = &mut g[20..];
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&total);
+    h[6] = 0x40;
+    h[8] = 64;
+    h[9] = 17;
+    h[12..16].copy_from_slice(&src.ip().octets());
+    h[16..20].copy_from_slice(&dst.octets());
+    g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_ports_are_in_the_rocev2_entropy_range() {
+        for l in [1u32, 17, 0x12345, 0xffffff] {
+            for r in [0u32, 1, 18, 0xabcdef] {
+                let p = flow_port(l, r);
+                assert!((0xc000..=0xffff).contains(&p), "{p:#x}");
+            }
+        }
+        assert_ne!(flow_port(17, 18), flow_port(17, 19));
+    }
+}

@@ -1,0 +1,245 @@
+//! The soft device through its handle API: limits and errnos, loopback RC,
+//! descriptor rings under concurrency and fault injection.
+
+use std::time::{Duration, Instant};
+
+use rdmakit_soft::proto::{
+    Access, AttrMask, Mtu, QpAttr, QpState, QpType, SendOp, SendWr, Sge, Wc, WcStatus,
+};
+use rdmakit_soft::{Device, DeviceConfig, Errno, Limits, QpInit, SendRequest};
+
+fn small() -> DeviceConfig {
+    DeviceConfig {
+        limits: Limits {
+            max_qp: 8,
+            max_cq: 4,
+            max_pd: 3,
+            max_mr: 4,
+            max_cqe: 64,
+            max_qp_wr: 64,
+            ..Limits::default()
+        },
+        ..DeviceConfig::default()
+    }
+}
+
+fn init(pd: u32, cq: u32, t: QpType) -> QpInit {
+    QpInit {
+        qp_type: t,
+        pd,
+        send_cq: cq,
+        recv_cq: cq,
+        srq: None,
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        max_send_sge: 4,
+        max_recv_sge: 4,
+        max_inline_data: 64,
+        sq_sig_all: false,
+    }
+}
+
+#[test]
+fn limits_give_rxe_errnos() {
+    let d = Device::open(small()).unwrap();
+    let pds: Vec<u32> = (0..3).map(|_| d.alloc_pd().unwrap()).collect();
+    assert_eq!(d.alloc_pd().unwrap_err().errno, Errno::EINVAL);
+    let cq = d.create_cq(16, None).unwrap();
+    assert_eq!(d.create_cq(0, None).unwrap_err().errno, Errno::EINVAL);
+    assert_eq!(d.create_cq(65, None).unwrap_err().errno, Errno::EINVAL);
+    let qps: Vec<u32> = (0..8)
+        .map(|_| d.create_qp(&init(pds[0], cq, QpType::Rc)).unwrap())
+        .collect();
+    let e = d.create_qp(&init(pds[0], cq, QpType::Rc)).unwrap_err();
+    assert_eq!(e.errno, Errno::EINVAL, "{e}");
+    assert!(e.detail.contains("max_qp"));
+    let mut big = init(pds[0], cq, QpType::Rc);
+    d.destroy_qp(qps[0]).unwrap();
+    big.max_send_wr = 65;
+    assert_eq!(d.create_qp(&big).unwrap_err().errno, Errno::EINVAL);
+    big.max_send_wr = 4;
+    big.max_send_sge = 33;
+    assert_eq!(d.create_qp(&big).unwrap_err().errno, Errno::EINVAL);
+    assert_eq!(d.dealloc_pd(pds[0]).unwrap_err().errno, Errno::EBUSY);
+    assert_eq!(d.destroy_cq(cq).unwrap_err().errno, Errno::EBUSY);
+    let mut buf = vec![0u8; 64];
+    // SAFETY: `buf` outlives the MRs (deregistered below) and is not read
+    // while registered.
+    unsafe {
+        assert_eq!(
+            d.reg_mr(99, buf.as_mut_ptr(), 64, Access::empty())
+                .unwrap_err()
+                .errno,
+            Errno::EINVAL
+        );
+        assert_eq!(
+            d.reg_mr(pds[1], buf.as_mut_ptr(), 64, Access::REMOTE_WRITE)
+                .unwrap_err()
+                .errno,
+            Errno::EINVAL
+        );
+        let keys: Vec<u32> = (0..4)
+            .map(|_| {
+                d.reg_mr(pds[1], buf.as_mut_ptr(), 64, Access::all())
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            d.reg_mr(pds[1], buf.as_mut_ptr(), 64, Access::all())
+                .unwrap_err()
+                .errno,
+            Errno::EINVAL
+        );
+        for k in keys {
+            d.dereg_mr(k).unwrap();
+        }
+    }
+    for q in &qps[1..] {
+        d.destroy_qp(*q).unwrap();
+    }
+    d.destroy_cq(cq).unwrap();
+    for p in pds {
+        d.dealloc_pd(p).unwrap();
+    }
+    assert_eq!(d.resource_counts(), Default::default());
+}
+
+fn rc_pair(d: &Device, pd: u32, cq: u32) -> (u32, u32) {
+    let a = d.create_qp(&init(pd, cq, QpType::Rc)).unwrap();
+    let b = d.create_qp(&init(pd, cq, QpType::Rc)).unwrap();
+    let gid = d.gid(1, 0).unwrap();
+    for (me, peer) in [(a, b), (b, a)] {
+        let mut at = QpAttr {
+            qp_state: QpState::Init,
+            qp_access_flags: Access::all(),
+            port_num: 1,
+            ..QpAttr::default()
+        };
+        d.modify_qp(
+            me,
+            &at,
+            AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
+            None,
+        )
+        .unwrap();
+        at.qp_state = QpState::Rtr;
+        at.path_mtu = Mtu::Mtu1024;
+        at.dest_qp_num = peer;
+        at.rq_psn = 100;
+        at.max_dest_rd_atomic = 4;
+        at.min_rnr_timer = 1;
+        d.modify_qp(
+            me,
+            &at,
+            AttrMask::STATE
+                | AttrMask::AV
+                | AttrMask::PATH_MTU
+                | AttrMask::DEST_QPN
+                | AttrMask::RQ_PSN
+                | AttrMask::MAX_DEST_RD_ATOMIC
+                | AttrMask::MIN_RNR_TIMER,
+            Some(gid),
+        )
+        .unwrap();
+        at.qp_state = QpState::Rts;
+        at.sq_psn = 100;
+        at.timeout = 14;
+        at.retry_cnt = 7;
+        at.rnr_retry = 7;
+        at.max_rd_atomic = 4;
+        d.modify_qp(
+            me,
+            &at,
+            AttrMask::STATE
+                | AttrMask::TIMEOUT
+                | AttrMask::RETRY_CNT
+                | AttrMask::RNR_RETRY
+                | AttrMask::SQ_PSN
+                | AttrMask::MAX_QP_RD_ATOMIC,
+            None,
+        )
+        .unwrap();
+    }
+    (a, b)
+}
+
+fn wait_wcs(d: &Device, cq: u32, n: usize) -> Vec<Wc> {
+    let mut v = Vec::new();
+    let t = Instant::now();
+    while v.len() < n && t.elapsed() < Duration::from_secs(10) {
+        d.poll_cq(cq, &mut v, 64).unwrap();
+        std::thread::yield_now();
+    }
+    v
+}
+
+#[test]
+fn many_threads_post_to_one_qp_with_fault_injection_and_no_descriptor_leaks() {
+    let d = Device::open(DeviceConfig::default()).unwrap();
+    let pd = d.alloc_pd().unwrap();
+    let cq = d.create_cq(4096, None).unwrap();
+    let (a, _b) = rc_pair(&d, pd, cq);
+    let mut src = vec![7u8; 4096];
+    let mut dst = vec![0u8; 4096];
+    // SAFETY: both buffers outlive the device (dropped at the end of the test)
+    // and are only read after the device is dropped.
+    let (sk, dk) = unsafe {
+        (
+            d.reg_mr(pd, src.as_mut_ptr(), 4096, Access::LOCAL_WRITE)
+                .unwrap(),
+            d.reg_mr(pd, dst.as_mut_ptr(), 4096, Access::all()).unwrap(),
+        )
+    };
+    let daddr = dst.as_ptr() as u64;
+    let saddr = src.as_ptr() as u64;
+    d.set_fault_injection(0.2, 42);
+    let threads = 8;
+    let per = 200;
+    let ok = std::sync::atomic::AtomicUsize::new(0);
+    let enomem = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let d = &d;
+            let (ok, enomem) = (&ok, &enomem);
+            s.spawn(move || {
+                for i in 0..per {
+                    let mut wr = SendWr::new(
+                        (t * per + i) as u64,
+                        SendOp::Write {
+                            remote_addr: daddr + (t * 64) as u64,
+                            rkey: dk,
+                        },
+                        vec![Sge {
+                            addr: saddr,
+                            length: 64,
+                            lkey: sk,
+                        }],
+                    );
+                    wr.signaled = true;
+                    let r = unsafe { d.post_send(a, &[SendRequest { wr, inline: false }]) };
+                    match r {
+                        Ok(()) => ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                        Err(f) => {
+                            assert_eq!(f.error.errno, Errno::ENOMEM, "{f}");
+                            enomem.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            std::thread::sleep(Duration::from_micros(50));
+                            0
+                        }
+                    };
+                }
+            });
+        }
+    });
+    let posted = ok.load(std::sync::atomic::Ordering::Relaxed);
+    let wcs = wait_wcs(&d, cq, posted);
+    assert_eq!(wcs.len(), posted);
+    assert!(wcs.iter().all(|w| w.status == WcStatus::Success));
+    let (sq, _) = d.qp_ring_stats(a).unwrap();
+    assert!(sq.no_leak(), "{sq:?}");
+    assert!(sq.injected > 0, "{sq:?}");
+    assert_eq!(sq.free, sq.capacity, "{sq:?}");
+    assert_eq!(sq.taken, posted as u64 + sq.returned_on_failure);
+    assert!(posted + enomem.load(std::sync::atomic::Ordering::Relaxed) == threads * per);
+    drop(d);
+    assert!(dst[..threads * 64].iter().all(|&b| b == 7));
+}

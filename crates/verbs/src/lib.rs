@@ -1,0 +1,1 @@
+//! rdmakit-verbs (in progress)
