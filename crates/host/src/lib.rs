@@ -25,5 +25,6 @@ pub mod capture;
 pub mod collect;
 pub mod errno;
 pub mod model;
+pub mod netlink;
 pub mod parse;
 pub mod source;

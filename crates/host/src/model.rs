@@ -109,6 +109,8 @@ pub struct HostFacts {
     pub identity: Option<Identity>,
     pub rdma_core: RdmaCore,
     pub kernel_log: KernelLog,
+    /// What NETLINK_RDMA answered (devices, ports, resources, counters, owners).
+    pub netlink: crate::netlink::NetlinkFacts,
     /// Values met while collecting that their parser did not understand.
     pub unrecognized: Vec<Unrecognized>,
 }

@@ -66,6 +66,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
         identity,
         rdma_core,
         kernel_log,
+        netlink: crate::netlink::rdma_netlink(src),
         unrecognized: cx
             .unrecognized
             .into_inner()
