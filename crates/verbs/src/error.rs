@@ -1,0 +1,95 @@
+//! The one error type of the Verbs API: verb, errno and stack layer.
+
+use core::fmt;
+
+pub use rdmakit_soft::Errno;
+
+/// The layer of the RDMA stack a failure belongs to (the seed's layered
+/// fault localization): where to look next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layer {
+    /// The application's own arguments or usage (e.g. a range outside its
+    /// buffer, `ibv_reg_mr` refused because of memlock limits).
+    Application,
+    /// The user-space library / provider (libibverbs, the provider's
+    /// post_send checks, device open).
+    Library,
+    /// The kernel driver (resource tables, limits, modify_qp validation).
+    Kernel,
+    /// The device (DMA mapping, the wire).
+    Hardware,
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layer::Application => "application",
+            Layer::Library => "library",
+            Layer::Kernel => "kernel",
+            Layer::Hardware => "hardware",
+        })
+    }
+}
+
+/// A failed verb.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{verb} failed with {errno} ({layer} layer): {detail}")]
+pub struct Error {
+    /// The verb, named as in libibverbs (`"ibv_create_qp"`).
+    pub verb: &'static str,
+    /// The errno.
+    pub errno: Errno,
+    /// The layer that reported it.
+    pub layer: Layer,
+    /// Why, in words.
+    pub detail: String,
+}
+
+impl Error {
+    /// An error of the application layer (bad arguments caught by this crate).
+    pub fn application(verb: &'static str, errno: Errno, detail: impl Into<String>) -> Error {
+        Error {
+            verb,
+            errno,
+            layer: Layer::Application,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl From<rdmakit_soft::SoftError> for Error {
+    fn from(e: rdmakit_soft::SoftError) -> Error {
+        Error {
+            verb: e.verb,
+            errno: e.errno,
+            layer: match e.origin {
+                rdmakit_soft::Origin::Library => Layer::Library,
+                rdmakit_soft::Origin::Kernel => Layer::Kernel,
+                rdmakit_soft::Origin::Hardware => Layer::Hardware,
+            },
+            detail: e.detail,
+        }
+    }
+}
+
+/// Result alias.
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// A failed post of a list: the index of the first WR not posted (`bad_wr`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("work request {index} not posted: {error}")]
+pub struct PostError {
+    /// Index in the list.
+    pub index: usize,
+    /// Why.
+    pub error: Error,
+}
+
+impl From<rdmakit_soft::PostFailure> for PostError {
+    fn from(f: rdmakit_soft::PostFailure) -> PostError {
+        PostError {
+            index: f.index,
+            error: f.error.into(),
+        }
+    }
+}
