@@ -1,0 +1,287 @@
+//! In-process loopback through the Verbs API: two soft devices (distinct
+//! auto-picked 127.x.y.z addresses) talking RoCEv2 over UDP.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdmakit_verbs::{
+    Access, AsyncEvent, ConnectOpts, Context, Cq, DeviceConfig, Layer, Mtu, Pd, Qp, QpType, RecvWr,
+    WcOpcode, WcStatus,
+};
+
+const T: Duration = Duration::from_secs(10);
+
+struct Side {
+    ctx: Arc<Context>,
+    pd: Arc<Pd>,
+    cq: Arc<Cq>,
+}
+
+fn side() -> Side {
+    let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(256, None).unwrap();
+    Side { ctx, pd, cq }
+}
+
+fn connect(a: &Side, b: &Side, t: QpType, opts: ConnectOpts) -> (Qp, Qp) {
+    let qa =
+        a.pd.qp_builder(t, &a.cq)
+            .build()
+            .unwrap()
+            .into_init(opts)
+            .unwrap();
+    let qb =
+        b.pd.qp_builder(t, &b.cq)
+            .build()
+            .unwrap()
+            .into_init(opts)
+            .unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    (
+        qa.connect(&eb).unwrap().ready_to_send().unwrap(),
+        qb.connect(&ea).unwrap().ready_to_send().unwrap(),
+    )
+}
+
+#[test]
+fn two_devices_get_distinct_loopback_addresses_and_rocev2_gids() {
+    let (a, b) = (side(), side());
+    let ga = a.ctx.query_gid(1, 0).unwrap();
+    let gb = b.ctx.query_gid(1, 0).unwrap();
+    assert_ne!(ga, gb);
+    assert!(ga.to_ipv4().unwrap().is_loopback());
+    let port = a.ctx.query_port(1).unwrap();
+    assert_eq!(
+        port.state,
+        rdmakit_verbs::PortAttr::new(ga.to_ipv4().unwrap(), 4192).state
+    );
+    assert_eq!(port.link_layer, rdmakit_soft::attr::LinkLayer::Ethernet);
+    assert_eq!(port.active_mtu, Mtu::Mtu4096);
+    let e = a.ctx.query_port(2).unwrap_err();
+    assert_eq!((e.errno.name(), e.layer), ("EINVAL", Layer::Kernel));
+    assert_eq!(a.ctx.query_pkey(1, 0).unwrap(), 0xffff);
+    let d = a.ctx.query_device().unwrap();
+    assert_eq!(d.phys_port_cnt, 1);
+    assert_eq!(d.vendor_id, 0xffffff);
+    assert!(d.max_qp > 0 && d.max_cqe > 0);
+}
+
+#[test]
+fn rc_send_write_read_atomics_with_data_checks() {
+    let (a, b) = (side(), side());
+    let (qa, qb) = connect(&a, &b, QpType::Rc, ConnectOpts::default());
+    let ba = a.pd.alloc_buf(65536, Access::all()).unwrap();
+    let bb = b.pd.alloc_buf(65536, Access::all()).unwrap();
+    // A multi-packet SEND (40000 bytes at MTU 1024).
+    let pattern: Vec<u8> = (0..40000u32).map(|i| (i * 7 + 3) as u8).collect();
+    ba.write(0, &pattern).unwrap();
+    qb.recv(10, &bb, 0..65536).unwrap();
+    qa.send(1, &ba, 0..40000).unwrap();
+    let w = b.cq.wait(1, T).unwrap();
+    assert_eq!(
+        (w[0].wr_id, w[0].status, w[0].opcode, w[0].byte_len),
+        (10, WcStatus::Success, WcOpcode::Recv, 40000)
+    );
+    assert_eq!(bb.to_vec(0..40000).unwrap(), pattern);
+    assert_eq!(a.cq.wait(1, T).unwrap()[0].status, WcStatus::Success);
+
+    // WRITE into B while B does nothing.
+    ba.write(50000, b"written by A").unwrap();
+    qa.write(2, &ba, 50000..50012, bb.remote(60000)).unwrap();
+    let w = a.cq.wait(1, T).unwrap();
+    assert_eq!(
+        (w[0].status, w[0].opcode),
+        (WcStatus::Success, WcOpcode::RdmaWrite)
+    );
+    assert_eq!(bb.to_vec(60000..60012).unwrap(), b"written by A");
+
+    // READ from B.
+    bb.write(61000, &[0xab; 3000]).unwrap();
+    qa.read(3, &ba, 10000..13000, bb.remote(61000)).unwrap();
+    let w = a.cq.wait(1, T).unwrap();
+    assert_eq!(
+        (w[0].status, w[0].opcode),
+        (WcStatus::Success, WcOpcode::RdmaRead)
+    );
+    assert_eq!(ba.to_vec(10000..13000).unwrap(), vec![0xab; 3000]);
+
+    // Atomics on an 8-byte aligned word of B.
+    bb.write(64000, &100u64.to_le_bytes()).unwrap();
+    qa.fetch_add(4, &ba, 20000, bb.remote(64000), 23).unwrap();
+    qa.compare_swap(5, &ba, 20008, bb.remote(64000), 123, 7)
+        .unwrap();
+    qa.compare_swap(6, &ba, 20016, bb.remote(64000), 999, 1)
+        .unwrap();
+    let w = a.cq.wait(3, T).unwrap();
+    assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
+    assert_eq!(ba.read_u64(20000).unwrap(), 100);
+    assert_eq!(ba.read_u64(20008).unwrap(), 123);
+    assert_eq!(ba.read_u64(20016).unwrap(), 7);
+    assert_eq!(bb.read_u64(64000).unwrap(), 7);
+
+    // Inline SEND.
+    qb.recv(11, &bb, 0..100).unwrap();
+    qa.send_inline(7, b"inline!").unwrap();
+    assert_eq!(b.cq.wait(1, T).unwrap()[0].byte_len, 7);
+    assert_eq!(bb.to_vec(0..7).unwrap(), b"inline!");
+    a.cq.wait(1, T).unwrap();
+
+    // Remote access error: WRITE with a wrong rkey.
+    let mut bad = bb.remote(0);
+    bad.rkey ^= 0x55;
+    qa.write(8, &ba, 0..8, bad).unwrap();
+    let w = a.cq.wait(1, T).unwrap();
+    assert_eq!(w[0].status, WcStatus::RemAccessErr);
+}
+
+#[test]
+fn ud_send_through_an_address_handle() {
+    let (a, b) = (side(), side());
+    let opts = ConnectOpts::default();
+    let (qa, qb) = connect(&a, &b, QpType::Ud, opts);
+    let ba = a.pd.alloc_buf(4096, Access::all()).unwrap();
+    let bb = b.pd.alloc_buf(4096, Access::all()).unwrap();
+    ba.write(0, b"datagram").unwrap();
+    qb.recv(1, &bb, 0..4096).unwrap();
+    let ah = a.pd.create_ah(b.ctx.query_gid(1, 0).unwrap()).unwrap();
+    qa.send_ud(2, &ah, qb.qpn(), opts.qkey, &ba, 0..8).unwrap();
+    let w = b.cq.wait(1, T).unwrap();
+    assert_eq!(w[0].status, WcStatus::Success);
+    assert_eq!(w[0].byte_len, 40 + 8);
+    assert_eq!(w[0].src_qp, qa.qpn());
+    assert_eq!(bb.to_vec(40..48).unwrap(), b"datagram");
+    // The GRH area holds the sender's IPv4 header (source address at 20+12).
+    let src = a.ctx.query_gid(1, 0).unwrap().to_ipv4().unwrap();
+    assert_eq!(bb.to_vec(32..36).unwrap(), src.octets());
+    assert_eq!(a.cq.wait(1, T).unwrap()[0].status, WcStatus::Success);
+}
+
+#[test]
+fn srq_feeds_receives_of_several_qps() {
+    let (a, b) = (side(), side());
+    let srq = b.pd.create_srq(16, 2).unwrap();
+    let opts = ConnectOpts::default();
+    let mk = |s: &Side, srq: Option<&Arc<rdmakit_verbs::Srq>>| {
+        let mut bld = s.pd.qp_builder(QpType::Rc, &s.cq);
+        if let Some(x) = srq {
+            bld = bld.srq(x);
+        }
+        bld.build().unwrap().into_init(opts).unwrap()
+    };
+    let bbuf = b.pd.alloc_buf(4096, Access::all()).unwrap();
+    let abuf = a.pd.alloc_buf(4096, Access::all()).unwrap();
+    abuf.write(0, b"0123456789").unwrap();
+    let wrs: Vec<RecvWr> = (0..4)
+        .map(|i| RecvWr {
+            wr_id: 100 + i,
+            sg_list: vec![bbuf.sge(i as usize * 64..i as usize * 64 + 64).unwrap()],
+        })
+        .collect();
+    srq.post_recv(&wrs).unwrap();
+    let mut senders = Vec::new();
+    let mut receivers = Vec::new();
+    for _ in 0..2 {
+        let qa = mk(&a, None);
+        let qb = mk(&b, Some(&srq));
+        let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+        senders.push(qa.connect(&eb).unwrap().ready_to_send().unwrap());
+        receivers.push(qb.connect(&ea).unwrap().ready_to_send().unwrap());
+    }
+    senders[0].send(1, &abuf, 0..5).unwrap();
+    senders[1].send(2, &abuf, 5..10).unwrap();
+    let w = b.cq.wait(2, T).unwrap();
+    assert!(w
+        .iter()
+        .all(|w| w.status == WcStatus::Success && w.byte_len == 5));
+    let qpns: std::collections::HashSet<u32> = w.iter().map(|w| w.qp_num).collect();
+    assert_eq!(qpns.len(), 2);
+    a.cq.wait(2, T).unwrap();
+    // Posting to a QP that uses an SRQ is refused.
+    let e = receivers[0].recv(9, &bbuf, 0..8).unwrap_err();
+    assert_eq!(e.error.errno.name(), "EINVAL");
+}
+
+#[test]
+fn completion_channel_wakes_a_blocked_waiter_and_its_fd_is_pollable() {
+    let a = side();
+    let b = side();
+    let ch = b.ctx.create_comp_channel().unwrap();
+    let cq = b.ctx.create_cq(16, Some(&ch)).unwrap();
+    let opts = ConnectOpts::default();
+    let qa =
+        a.pd.qp_builder(QpType::Rc, &a.cq)
+            .build()
+            .unwrap()
+            .into_init(opts)
+            .unwrap();
+    let qb =
+        b.pd.qp_builder(QpType::Rc, &cq)
+            .build()
+            .unwrap()
+            .into_init(opts)
+            .unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
+    let qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let bb = b.pd.alloc_buf(64, Access::all()).unwrap();
+    qb.recv(1, &bb, 0..64).unwrap();
+    cq.req_notify(false).unwrap();
+    // Nothing yet: the wait times out with ETIMEDOUT at the library layer.
+    let e = ch
+        .get_cq_event(Some(Duration::from_millis(20)))
+        .unwrap_err();
+    assert_eq!((e.errno.name(), e.layer), ("ETIMEDOUT", Layer::Library));
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        qa.send_inline(5, b"wake up").unwrap();
+        qa
+    });
+    use std::os::fd::AsRawFd;
+    let fd = ch.as_raw_fd();
+    assert!(fd >= 0);
+    // poll(2) on the fd, as an epoll loop would.
+    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let mut fds = [rustix_poll_fd(&bfd)];
+    let n = rustix::event::poll(&mut fds, 5000).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(ch.get_cq_event(Some(T)).unwrap(), cq.handle());
+    let w = cq.poll(4).unwrap();
+    assert_eq!(w[0].byte_len, 7);
+    let _qa = sender.join().unwrap();
+}
+
+fn rustix_poll_fd<'a>(fd: &'a std::os::fd::BorrowedFd<'a>) -> rustix::event::PollFd<'a> {
+    rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)
+}
+
+#[test]
+fn cq_overrun_raises_the_cq_error_async_event() {
+    let (a, b) = (side(), side());
+    let small = a.ctx.create_cq(2, None).unwrap();
+    let opts = ConnectOpts::default();
+    let qa =
+        a.pd.qp_builder(QpType::Rc, &small)
+            .build()
+            .unwrap()
+            .into_init(opts)
+            .unwrap();
+    let qb =
+        b.pd.qp_builder(QpType::Rc, &b.cq)
+            .build()
+            .unwrap()
+            .into_init(opts)
+            .unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
+    let _qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let ba = a.pd.alloc_buf(64, Access::all()).unwrap();
+    let bb = b.pd.alloc_buf(64, Access::all()).unwrap();
+    for i in 0..4 {
+        qa.write(i, &ba, 0..8, bb.remote(0)).unwrap();
+    }
+    let ev = a.ctx.get_async_event(T).unwrap();
+    assert_eq!(ev, AsyncEvent::CqErr { cq: small.handle() });
+    assert_eq!(small.poll(16).unwrap().len(), 2);
+    assert!(a.ctx.soft().unwrap().cq_overrun(small.handle()));
+}

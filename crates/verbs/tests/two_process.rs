@@ -1,0 +1,154 @@
+//! Two processes, each with its own soft device on an auto-picked
+//! 127.x.y.z address, doing RC SEND + WRITE + READ over UDP loopback. The
+//! parent spawns this test binary again as the child (only the
+//! `child_role` test, selected by an environment variable); the two exchange
+//! endpoints over the child's stdin/stdout.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rdmakit_verbs::{Access, ConnectOpts, Context, DeviceConfig, Endpoint, RemoteBuf, WcStatus};
+
+const ROLE: &str = "RDMAKIT_TWO_PROCESS_CHILD";
+const T: Duration = Duration::from_secs(20);
+
+fn pattern(seed: u8, n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
+}
+
+/// The child side; a no-op unless spawned by the parent test.
+#[test]
+fn child_role() {
+    if std::env::var_os(ROLE).is_none() {
+        return;
+    }
+    let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64, None).unwrap();
+    let qp = pd
+        .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
+        .build()
+        .unwrap();
+    let qp = qp.into_init(ConnectOpts::default()).unwrap();
+    let buf = pd.alloc_buf(8192, Access::all()).unwrap();
+    qp.qp().recv(1, &buf, 0..1024).unwrap();
+    qp.qp().recv(2, &buf, 1024..2048).unwrap();
+    buf.write(4096, &pattern(0x5a, 100)).unwrap();
+    let ep = qp.endpoint().unwrap();
+    let r = buf.remote(0);
+    println!("@@EP {} {:x} {:x}", ep.to_wire(), r.addr, r.rkey);
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).unwrap();
+    let peer = Endpoint::from_wire(line.trim().strip_prefix("EP ").unwrap()).unwrap();
+    let qp = qp.connect(&peer).unwrap().ready_to_send().unwrap();
+    let w = cq.wait(1, T).unwrap();
+    assert_eq!(w[0].status, WcStatus::Success);
+    assert_eq!(
+        buf.to_vec(0..w[0].byte_len as usize).unwrap(),
+        b"hello from parent"
+    );
+    println!("@@READY");
+    let w = cq.wait(1, T).unwrap();
+    assert_eq!(
+        buf.to_vec(1024..1024 + w[0].byte_len as usize).unwrap(),
+        b"done"
+    );
+    assert_eq!(buf.to_vec(2048..2148).unwrap(), pattern(0xa5, 100));
+    println!("@@CHILD-OK {}", ctx.query_gid(1, 0).unwrap());
+    drop(qp);
+}
+
+#[test]
+fn rc_send_write_read_between_two_processes_over_udp_loopback() {
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(exe)
+        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .env(ROLE, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(i) = line.find("@@") {
+                if tx.send(line[i + 2..].to_string()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let next = || rx.recv_timeout(T).expect("child went silent");
+        let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(64, None).unwrap();
+        let qp = pd
+            .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
+            .build()
+            .unwrap();
+        let qp = qp.into_init(ConnectOpts::default()).unwrap();
+        let line = next();
+        let mut f = line.strip_prefix("EP ").unwrap().split(' ');
+        let peer = Endpoint::from_wire(f.next().unwrap()).unwrap();
+        let remote = RemoteBuf {
+            addr: u64::from_str_radix(f.next().unwrap(), 16).unwrap(),
+            rkey: u32::from_str_radix(f.next().unwrap(), 16).unwrap(),
+        };
+        let me = qp.endpoint().unwrap();
+        assert_ne!(
+            me.gid, peer.gid,
+            "two processes must get distinct addresses"
+        );
+        assert!(peer.gid.to_ipv4().unwrap().is_loopback());
+        writeln!(stdin, "EP {}", me.to_wire()).unwrap();
+        stdin.flush().unwrap();
+        let qp = qp.connect(&peer).unwrap().ready_to_send().unwrap();
+        let buf = pd.alloc_buf(8192, Access::all()).unwrap();
+        buf.write(0, b"hello from parent").unwrap();
+        qp.send(1, &buf, 0..17).unwrap();
+        assert_eq!(cq.wait(1, T).unwrap()[0].status, WcStatus::Success);
+        assert_eq!(next(), "READY");
+        buf.write(1000, &pattern(0xa5, 100)).unwrap();
+        qp.write(
+            2,
+            &buf,
+            1000..1100,
+            RemoteBuf {
+                addr: remote.addr + 2048,
+                ..remote
+            },
+        )
+        .unwrap();
+        qp.read(
+            3,
+            &buf,
+            3000..3100,
+            RemoteBuf {
+                addr: remote.addr + 4096,
+                ..remote
+            },
+        )
+        .unwrap();
+        let w = cq.wait(2, T).unwrap();
+        assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
+        assert_eq!(buf.to_vec(3000..3100).unwrap(), pattern(0x5a, 100));
+        buf.write(0, b"done").unwrap();
+        qp.send(4, &buf, 0..4).unwrap();
+        assert_eq!(cq.wait(1, T).unwrap()[0].status, WcStatus::Success);
+        assert!(next().starts_with("CHILD-OK"));
+    }));
+    if result.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().unwrap();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    assert!(status.success(), "child failed: {status}");
+}
