@@ -200,36 +200,34 @@ impl core::fmt::Debug for Network {
 /// node `to` in a synthetic IPv4 (10.0.0.from+1 -> 10.0.0.to+1) / UDP 4791
 /// encapsulation, computed by `rdmakit_wire::icrc`.
 fn icrc(from: usize, to: usize, transport: &[u8]) -> u32 {
-    let total = 20 + 8 + transport.len() + 4;
-    let t16 = u16::try_from(total).unwrap_or(u16::MAX).to_be_bytes();
-    let u16len = u16::try_from(total - 20).unwrap_or(u16::MAX).to_be_bytes();
-    let ip = [
-        0x45,
-        0x02,
-        t16[0],
-        t16[1],
-        0,
-        0,
-        0x40,
-        0,
-        64,
-        17,
-        0,
-        0,
-        10,
-        0,
-        0,
-        (from as u8).wrapping_add(1),
-        10,
-        0,
-        0,
-        (to as u8).wrapping_add(1),
-    ];
+    let ip = ipv4_header(from, to, transport.len());
+    let u16len = u16::try_from(8 + transport.len() + 4)
+        .unwrap_or(u16::MAX)
+        .to_be_bytes();
     let sport = (0xc000u16 | (from as u16 & 0x3fff)).to_be_bytes();
     let udp = [sport[0], sport[1], 0x12, 0xb7, u16len[0], u16len[1], 0, 0];
     // A transport packet from an engine always has a full BTH; a shorter one
     // gets a value that no trailer matches by construction of the caller.
     rdmakit_wire::icrc::compute_parts(&ip, &udp, transport).unwrap_or(0)
+}
+
+/// The synthetic IPv4 header of a packet from node `from` to node `to`
+/// (10.0.0.from+1 -> 10.0.0.to+1, UDP, TTL 64, no checksum).
+fn ipv4_header(from: usize, to: usize, transport_len: usize) -> [u8; 20] {
+    let total = 20 + 8 + transport_len + 4;
+    let t = u16::try_from(total).unwrap_or(u16::MAX).to_be_bytes();
+    let (f, d) = ((from as u8).wrapping_add(1), (to as u8).wrapping_add(1));
+    [
+        0x45, 0x02, t[0], t[1], 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, f, 10, 0, 0, d,
+    ]
+}
+
+/// The 40-byte GRH area a UD receive gets for that packet: 20 zero bytes,
+/// then the IPv4 header (how RoCEv2 over IPv4 fills it).
+fn grh_area(from: usize, to: usize, transport_len: usize) -> [u8; 40] {
+    let mut g = [0u8; 40];
+    g[20..].copy_from_slice(&ipv4_header(from, to, transport_len));
+    g
 }
 
 impl Network {
@@ -531,7 +529,12 @@ impl Network {
             return;
         };
         self.stats.delivered += 1;
-        q.qp.handle_packet(self.now, pkt, &mut node.mem);
+        if q.qp.qp_type() == QpType::Ud {
+            let grh = grh_area(from, f.to, pkt.len());
+            q.qp.handle_packet_with_grh(self.now, pkt, &grh, &mut node.mem);
+        } else {
+            q.qp.handle_packet(self.now, pkt, &mut node.mem);
+        }
     }
 
     /// The next event time, if any: a packet arrival or a QP deadline.

@@ -550,6 +550,15 @@ fn uc_and_ud_under_loss_deliver_intact_or_not_at_all() {
             let grh = if t == QpType::Ud { 40 } else { 0 };
             assert_eq!(w.byte_len as usize, len + grh);
             let base = (w.wr_id * slot) as usize + grh;
+            if t == QpType::Ud {
+                // The GRH area holds 20 zero bytes and the IPv4 header
+                // (version 4, UDP, from 10.0.0.1 to 10.0.0.2).
+                assert!(w.grh);
+                let g = &net.node(b).mem.region(blk).unwrap().data[base - 40..base];
+                assert_eq!(&g[..20], &[0u8; 20]);
+                assert_eq!((g[20], g[29]), (0x45, 17));
+                assert_eq!(&g[32..40], &[10, 0, 0, 1, 10, 0, 0, 2]);
+            }
             let got = &net.node(b).mem.region(blk).unwrap().data[base..base + len];
             let src = &net.node(a).mem.region(alk).unwrap().data
                 [(i * 7) as usize..(i * 7) as usize + len];
