@@ -31,6 +31,16 @@ enum Command {
     Collect(cmd::collect::Args),
     /// Decode RoCEv2 packets in a pcap/pcapng file, validate every ICRC, flag anomalies.
     Pcap(cmd::pcap::Args),
+    /// RDMA devices from the kernel (NETLINK_RDMA), like `rdma dev`.
+    Dev(cmd::dev::Args),
+    /// RDMA ports and their state, like `rdma link`.
+    Link(cmd::link::Args),
+    /// Tracked RDMA objects (qp, cq, mr, pd, ctx, srq, cm_id) and their owners.
+    Res(cmd::res::Args),
+    /// Port hardware counters and QP counters, like `rdma statistic`.
+    Stat(cmd::stat::Args),
+    /// Print RDMA device events until Ctrl-C (live only).
+    Monitor(cmd::monitor::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +51,11 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd::explain::run(a),
         Command::Collect(a) => cmd::collect::run(a),
         Command::Pcap(a) => cmd::pcap::run(a),
+        Command::Dev(a) => cmd::dev::run(a),
+        Command::Link(a) => cmd::link::run(a),
+        Command::Res(a) => cmd::res::run(a),
+        Command::Stat(a) => cmd::stat::run(a),
+        Command::Monitor(a) => cmd::monitor::run(a),
     };
     match r {
         Ok(code) => code,

@@ -27,6 +27,7 @@
 //! ```
 
 pub mod consts;
+pub mod monitor;
 pub mod msg;
 pub mod names;
 pub mod views;

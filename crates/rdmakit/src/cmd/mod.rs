@@ -1,9 +1,14 @@
 //! One module per subcommand, plus what they share.
 
 pub mod collect;
+pub mod dev;
 pub mod doctor;
 pub mod explain;
+pub mod link;
+pub mod monitor;
 pub mod pcap;
+pub mod res;
+pub mod stat;
 
 use anyhow::Context as _;
 use rdmakit_host::bundle::Bundle;

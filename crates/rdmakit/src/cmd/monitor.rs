@@ -1,0 +1,65 @@
+//! `rdmakit monitor`: prints RDMA device events (register, unregister, netdev
+//! attach/detach, rename) as the kernel announces them, until Ctrl-C. Live only.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use rdmakit_host::netlink::{self, monitor::Monitor, names};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let mut mon = match Monitor::open() {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!(
+                "rdmakit: monitor: kernel layer: cannot subscribe to RDMA events on \
+                 NETLINK_RDMA: {}",
+                netlink::describe(e)
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut out = anstream::stdout();
+    loop {
+        let events = match mon.wait_events() {
+            Ok(v) => v,
+            Err(e) if e.0 == 4 => continue, // EINTR
+            Err(e) => {
+                eprintln!("rdmakit: monitor: recv: {}", netlink::describe(e));
+                return Ok(ExitCode::from(2));
+            }
+        };
+        for ev in events {
+            match ev {
+                Ok(ev) if a.json => writeln!(out, "{}", serde_json::to_string(&ev)?)?,
+                Ok(ev) => {
+                    let mut s = format!("[{}]", ev.event.map_or("UNKNOWN", names::event));
+                    if let Some(i) = ev.dev_index {
+                        s.push_str(&format!(" dev {i}"));
+                    }
+                    if let Some(n) = &ev.dev_name {
+                        s.push_str(&format!(" {n}"));
+                    }
+                    if let Some(p) = ev.port {
+                        s.push_str(&format!(" port {p}"));
+                    }
+                    if let Some(i) = ev.netdev_index {
+                        s.push_str(&format!(" netdev {i}"));
+                    }
+                    if let Some(n) = &ev.netdev {
+                        s.push_str(&format!(" {n}"));
+                    }
+                    writeln!(out, "{s}")?;
+                }
+                Err(e) => eprintln!("rdmakit: monitor: skipped an event: {e}"),
+            }
+        }
+        out.flush()?;
+    }
+}
