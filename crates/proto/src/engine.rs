@@ -1814,9 +1814,10 @@ impl Qp {
                 }
             }
             _ => {
-                if p.bth.ack_req {
-                    self.push_ack(self.epsn.sub(1));
-                }
+                // C9-105: a duplicate SEND/WRITE is acknowledged again (with
+                // the last PSN executed), AckReq or not; coalescing keeps a
+                // burst of duplicates down to one ACK.
+                self.push_ack(self.epsn.sub(1));
             }
         }
     }
