@@ -36,6 +36,10 @@ pub struct DeviceConfig {
     pub netdev_mtu: u32,
     /// Seed of the descriptor-mapping fault injector (off until enabled).
     pub fault_seed: u64,
+    /// Busy-poll mode: `poll_cq` on an empty CQ also processes datagrams
+    /// waiting on the socket in the caller's thread (lower latency); with
+    /// `false` only the progress thread receives (event mode).
+    pub busy_poll: bool,
 }
 
 impl Default for DeviceConfig {
@@ -47,6 +51,7 @@ impl Default for DeviceConfig {
             limits: Limits::default(),
             netdev_mtu: 4096 + 96,
             fault_seed: 0,
+            busy_poll: true,
         }
     }
 }
@@ -202,6 +207,9 @@ pub(crate) struct Shared {
     events_cv: Condvar,
     shutdown: AtomicBool,
     counters: AtomicCounters,
+    wake_at: AtomicU64,
+    busy_poll: bool,
+    poll_buf: Mutex<Vec<u8>>,
 }
 
 #[derive(Debug, Default)]
@@ -442,6 +450,9 @@ impl Device {
             events_cv: Condvar::new(),
             shutdown: AtomicBool::new(false),
             counters: AtomicCounters::default(),
+            wake_at: AtomicU64::new(u64::MAX),
+            busy_poll: cfg.busy_poll,
+            poll_buf: Mutex::new(vec![0; 65536]),
         });
         let t = Arc::clone(&sh);
         let thread = std::thread::Builder::new()
@@ -956,6 +967,11 @@ impl Device {
             .cq(cq)
             .ok_or_else(|| err("ibv_poll_cq", Errno::EINVAL, Origin::Library, "no such CQ"))?;
         let mut q = lock(&c.queue);
+        if q.is_empty() && self.sh.busy_poll {
+            drop(q);
+            self.sh.poll_network(16);
+            q = lock(&c.queue);
+        }
         let n = max.min(q.len());
         out.extend(q.drain(..n));
         Ok(n)
@@ -1495,10 +1511,20 @@ impl Device {
                     let now = self.sh.now();
                     let mut eng = lock(&q.engine);
                     self.sh.drive(&q, &mut eng, now);
-                    if eng.qp.post_send(wr).is_ok() {
+                    let posted = eng.qp.post_send(wr);
+                    if posted.is_ok() {
                         eng.fifo.push_back(false);
                     }
                     self.sh.drive(&q, &mut eng, now);
+                    if posted.is_err() {
+                        result = Err(fail(err(
+                            V,
+                            Errno::ENOMEM,
+                            Origin::Library,
+                            "work queue full",
+                        )));
+                        break;
+                    }
                 }
                 Err(e) => {
                     result = Err(fail(map_failure(V, e)));
@@ -1684,6 +1710,7 @@ impl Device {
 impl Drop for Device {
     fn drop(&mut self) {
         self.sh.shutdown.store(true, Ordering::Release);
+        self.sh.net.kick();
         if let Some(t) = self.thread.take() {
             // A panicked progress thread has nothing left to clean up.
             let _ = t.join();
@@ -1911,14 +1938,21 @@ impl Shared {
             eng.last_state = st;
         }
         q.state.store(st as u8, Ordering::Release);
-        q.deadline.store(
-            eng.qp.poll_timeout().map_or(u64::MAX, Instant::as_nanos),
-            Ordering::Release,
-        );
+        let d = eng.qp.poll_timeout().map_or(u64::MAX, Instant::as_nanos);
+        q.deadline.store(d, Ordering::Release);
+        // The progress thread sleeps in recv until `wake_at`; an earlier
+        // timer wakes it with an empty datagram to our own socket.
+        if d < self.wake_at.load(Ordering::Acquire) {
+            self.wake_at.store(0, Ordering::Release);
+            self.net.kick();
+        }
     }
 
     /// Feeds one received datagram (UDP payload: BTH .. ICRC) from `src`.
     fn receive(&self, src: SocketAddrV4, dgram: &[u8]) {
+        if dgram.is_empty() {
+            return; // a wake-up from `Net::kick`
+        }
         let Some(pkt) = self.net.check_icrc(
             src,
             dgram,
@@ -1972,6 +2006,21 @@ impl Shared {
         self.drive(&q, &mut eng, now);
     }
 
+    /// Processes up to `max` datagrams already waiting, without blocking,
+    /// in the caller's thread (busy-poll mode). Skips when another thread
+    /// is doing the same.
+    fn poll_network(&self, max: usize) {
+        let Ok(mut b) = self.poll_buf.try_lock() else {
+            return;
+        };
+        for _ in 0..max {
+            match self.net.try_recv(&mut b) {
+                Some((n, src)) => self.receive(src, &b[..n]),
+                None => break,
+            }
+        }
+    }
+
     fn fire_timers(&self) -> Option<u64> {
         let now = self.now();
         let mut next = None::<u64>;
@@ -2014,6 +2063,8 @@ fn progress_loop(sh: &Shared) {
             None => Duration::from_millis(20),
         }
         .clamp(Duration::from_micros(20), Duration::from_millis(20));
+        let planned = now.saturating_add(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX));
+        sh.wake_at.store(planned, Ordering::Release);
         match sh.net.recv(&mut buf, wait) {
             Some((n, SocketAddr::V4(src))) => sh.receive(src, &buf[..n]),
             Some((_, SocketAddr::V6(_))) | None => {}

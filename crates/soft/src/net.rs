@@ -162,6 +162,22 @@ impl Net {
         };
     }
 
+    /// Wakes the progress thread blocked in [`Net::recv`] (an empty datagram
+    /// to our own socket; the receive path ignores it).
+    pub(crate) fn kick(&self) {
+        let _ = self
+            .sock
+            .send_to(&[], SocketAddrV4::new(self.addr, self.port));
+    }
+
+    /// Receives one datagram if one is waiting (never blocks).
+    pub(crate) fn try_recv(&self, buf: &mut [u8]) -> Option<(usize, SocketAddrV4)> {
+        match rustix::net::recvfrom(&self.sock, buf, rustix::net::RecvFlags::DONTWAIT) {
+            Ok((n, Some(rustix::net::SocketAddrAny::V4(a)))) => Some((n, a)),
+            _ => None,
+        }
+    }
+
     /// Receives one datagram, waiting at most `wait`.
     pub(crate) fn recv(&self, buf: &mut [u8], wait: Duration) -> Option<(usize, SocketAddr)> {
         let ns = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX).max(1000);

@@ -1,0 +1,112 @@
+//! 8-byte ping-pong median RTT: RC SEND over two soft devices vs a raw UDP
+//! socket pair, measured in the same run on loopback.
+//!
+//! `cargo run --release -p rdmakit-verbs --example pingpong [ITERS]`
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use rdmakit_verbs::{Access, ConnectOpts, Context, DeviceConfig, QpType, WcStatus};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn raw_udp(iters: usize) -> Duration {
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        for _ in 0..iters {
+            let (n, _) = b.recv_from(&mut buf).unwrap();
+            b.send_to(&buf[..n], aa).unwrap();
+        }
+    });
+    let mut buf = [0u8; 64];
+    let mut rtts = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t = Instant::now();
+        a.send_to(&[7u8; 8], ba).unwrap();
+        a.recv_from(&mut buf).unwrap();
+        rtts.push(t.elapsed());
+    }
+    echo.join().unwrap();
+    median(rtts)
+}
+
+fn rc_send(iters: usize) -> Duration {
+    let t = Duration::from_secs(10);
+    let a = Context::open_soft(DeviceConfig::default()).unwrap();
+    let b = Context::open_soft(DeviceConfig::default()).unwrap();
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let (ca, cb) = (
+        a.create_cq(256, None).unwrap(),
+        b.create_cq(256, None).unwrap(),
+    );
+    let o = ConnectOpts::default();
+    let qa = pa
+        .qp_builder(QpType::Rc, &ca)
+        .build()
+        .unwrap()
+        .into_init(o)
+        .unwrap();
+    let qb = pb
+        .qp_builder(QpType::Rc, &cb)
+        .build()
+        .unwrap()
+        .into_init(o)
+        .unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
+    let qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let ba = pa.alloc_buf(64, Access::all()).unwrap();
+    let bb = pb.alloc_buf(64, Access::all()).unwrap();
+    qb.recv(0, &bb, 0..64).unwrap();
+    qa.recv(0, &ba, 0..64).unwrap();
+    let echo = std::thread::spawn(move || {
+        for _ in 0..iters {
+            // Wait for the ping (and the completion of our previous pong).
+            loop {
+                let w = cb.wait(1, t).unwrap();
+                assert_eq!(w[0].status, WcStatus::Success);
+                if w[0].is_recv() {
+                    break;
+                }
+            }
+            qb.recv(0, &bb, 0..64).unwrap();
+            qb.send_inline(1, &[9u8; 8]).unwrap();
+        }
+        (qb, cb, bb)
+    });
+    let mut rtts = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t0 = Instant::now();
+        qa.send_inline(1, &[7u8; 8]).unwrap();
+        loop {
+            let w = ca.wait(1, t).unwrap();
+            assert_eq!(w[0].status, WcStatus::Success);
+            if w[0].is_recv() {
+                break;
+            }
+        }
+        rtts.push(t0.elapsed());
+        qa.recv(0, &ba, 0..64).unwrap();
+    }
+    let _keep = echo.join().unwrap();
+    median(rtts)
+}
+
+fn main() {
+    let iters = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let raw = raw_udp(iters);
+    let rc = rc_send(iters);
+    println!(
+        "8-byte ping-pong median RTT over {iters} iterations: raw UDP {raw:?}, RC SEND {rc:?}, ratio {:.2}",
+        rc.as_secs_f64() / raw.as_secs_f64()
+    );
+}
