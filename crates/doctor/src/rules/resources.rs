@@ -1,0 +1,256 @@
+//! Application layer, kernel-tracked objects: RDMA resources (QPs, CQs, MRs, PDs,
+//! contexts, SRQs, CM IDs) whose owning process is dead or a zombie.
+//!
+//! Works on the netlink view ([`rdmakit_host::netlink::NetlinkFacts`]): the kernel's
+//! restrack names the owning PID of every user object, /proc says whether that PID
+//! still runs.
+//!
+//! TODO(lead): register. Needs in codes.rs
+//!   R001 = "RDK-R001", "resources-held-by-dead-process", Application, Error,
+//!       "RDMA resources are held by a dead or zombie process", None;
+//! a docs/findings/RDK-R001.md page, `pub mod resources;` in rules/mod.rs, and in
+//! checks.rs:
+//!   Check { id: "resources.owners", title: "No RDMA resources held by dead or zombie processes",
+//!           layer: Layer::Application, codes: &[Code::R001], run: rules::resources::dead_owners },
+//! and a digest arm in explain/findings.rs, e.g.
+//!   R001 => (&["A process was SIGKILLed or crashed while a child kept its uverbs fd open",
+//!              "A zombie whose parent never calls wait()", "A driver stuck tearing down objects"],
+//!            &["rdmakit res qp", "fuser -v /dev/infiniband/uverbs*", "ps -eo pid,ppid,stat,comm"]),
+
+use std::collections::BTreeMap;
+
+use crate::checks::{Ctx, Outcome};
+use crate::codes::Code;
+use crate::finding::{Evidence, Finding};
+use rdmakit_host::netlink::{Holder, Liveness, ResKind, Resource};
+
+/// RDK-R001: one finding per dead or zombie PID that still owns RDMA objects.
+pub fn dead_owners(cx: &Ctx) -> Outcome {
+    let nl = &cx.facts.netlink;
+    if let Err(e) = &nl.devs {
+        return Outcome::NotChecked(format!("RDMA netlink gave no device list: {e}"));
+    }
+    // pid -> every object it owns, over all devices and kinds.
+    let mut by_pid: BTreeMap<u32, Vec<&Resource>> = BTreeMap::new();
+    let mut unasked = Vec::new();
+    for d in &nl.devices {
+        for (kind, r) in &d.resources {
+            match r {
+                Ok(list) => {
+                    for res in list {
+                        if let Holder::Pid(p) = res.holder {
+                            by_pid.entry(p).or_default().push(res);
+                        }
+                    }
+                }
+                // Not every kernel has every dump (ctx/srq since 5.x); only the
+                // dumps that answered count.
+                Err(_) => unasked.push(format!("{} {}", d.name, kind.name())),
+            }
+        }
+    }
+    if by_pid.is_empty() {
+        return Outcome::pass();
+    }
+    if !nl.proc_listed {
+        return Outcome::NotChecked(format!(
+            "{} process(es) own RDMA objects, but the source has no process table \
+             (/proc/<pid>) to tell whether they still run",
+            by_pid.len()
+        ));
+    }
+    let mut out = Vec::new();
+    for (pid, objs) in &by_pid {
+        let owner = nl.owners.get(pid);
+        let state = owner.map_or(Liveness::Unknown, |o| o.state);
+        if !matches!(state, Liveness::Dead | Liveness::Zombie) {
+            continue;
+        }
+        out.push(finding(
+            *pid,
+            state,
+            owner.and_then(|o| o.comm.as_deref()),
+            objs,
+        ));
+    }
+    Outcome::Findings(out)
+}
+
+fn count_line(objs: &[&Resource]) -> String {
+    let mut per: BTreeMap<(&str, ResKind), usize> = BTreeMap::new();
+    for r in objs {
+        *per.entry((r.dev_name.as_str(), r.kind)).or_default() += 1;
+    }
+    let mut parts = Vec::new();
+    let mut last_dev = "";
+    let mut line = String::new();
+    for ((dev, kind), n) in per {
+        if dev != last_dev && !line.is_empty() {
+            parts.push(format!("{line} on {last_dev}"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push_str(", ");
+        }
+        let name = kind.name().to_ascii_uppercase().replace("CM_ID", "CM ID");
+        line.push_str(&format!("{n} {name}{}", if n == 1 { "" } else { "s" }));
+        last_dev = dev;
+    }
+    if !line.is_empty() {
+        parts.push(format!("{line} on {last_dev}"));
+    }
+    parts.join("; ")
+}
+
+fn finding(pid: u32, state: Liveness, comm: Option<&str>, objs: &[&Resource]) -> Finding {
+    let who = match comm {
+        Some(c) => format!("pid {pid} ({c})"),
+        None => format!("pid {pid}"),
+    };
+    let (what, why) = match state {
+        Liveness::Zombie => (
+            "is a zombie",
+            "it exited but its parent has not reaped it, so its uverbs file is still \
+             open and the kernel keeps every object it created",
+        ),
+        _ => (
+            "no longer exists",
+            "the kernel still tracks objects it created: a child that inherited its \
+             /dev/infiniband/uverbs file descriptor keeps them alive, or the driver is \
+             stuck tearing them down",
+        ),
+    };
+    let mut f = Finding::new(
+        Code::R001,
+        format!("pid {pid}"),
+        format!(
+            "{who} {what} but still holds {}; {why}. Those objects count against the \
+             device's max_qp / max_cq / max_mr / max_pd, and new ibv_create_qp calls fail \
+             with ENOSPC or ENOMEM once a limit is reached",
+            count_line(objs)
+        ),
+    );
+    f = f.evidence(Evidence::new(
+        format!("/proc/{pid}/stat"),
+        match state {
+            Liveness::Zombie => "state Z".to_string(),
+            _ => "<absent>".to_string(),
+        },
+    ));
+    for r in objs.iter().take(8) {
+        f = f.evidence(Evidence::new(
+            format!(
+                "netlink RES_{}_GET {}",
+                r.kind.name().to_ascii_uppercase(),
+                r.dev_name
+            ),
+            format!(
+                "{} {} pid {pid}",
+                match r.kind {
+                    ResKind::Qp => "lqpn",
+                    ResKind::Cq => "cqn",
+                    ResKind::Mr => "mrn",
+                    ResKind::Pd => "pdn",
+                    ResKind::Ctx => "ctxn",
+                    ResKind::Srq => "srqn",
+                    ResKind::CmId => "cm-idn",
+                },
+                r.id().map_or("?".to_string(), |n| n.to_string())
+            ),
+        ));
+    }
+    let remedy = match state {
+        Liveness::Zombie => format!(
+            "Make the parent reap it: find it with 'ps -o ppid= -p {pid}' and restart or \
+             signal that parent (SIGCHLD; killing the parent hands the zombie to init, \
+             which reaps it). The kernel then frees the objects."
+        ),
+        _ => "Find who still holds the device open: 'fuser -v /dev/infiniband/uverbs*' (or \
+              'lsof /dev/infiniband/uverbs*'), and stop that process or restart the service \
+              that owns it. If nothing holds it, the driver is stuck: reloading the RDMA \
+              driver frees everything, but tears down every RDMA user of the device, \
+              including kernel users such as NFS over RDMA, iSER and SRP; do it only in a \
+              maintenance window."
+            .to_string(),
+    };
+    f.remedy(remedy)
+        .next(format!(
+            "rdmakit res qp --json | grep -B3 -A3 '\"pid\": {pid}'"
+        ))
+        .next("fuser -v /dev/infiniband/uverbs*")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Config;
+    use rdmakit_host::capture::import_capture;
+    use rdmakit_host::collect::collect;
+    use rdmakit_host::source::{Answer, Entry, Kind, Op, Source};
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        std::env::var("RDMAKIT_FIXTURES")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|_| {
+                std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../../shared/fixtures")
+            })
+            .join(name)
+    }
+
+    /// healthy-busy with a process table: 342 a zombie, 343 gone, 345 alive.
+    #[test]
+    fn healthy_busy_with_dead_and_zombie_owners() {
+        let mut b = import_capture(&fixture("healthy-busy")).unwrap();
+        let mut listing = b.read_dir("/proc").unwrap_or_default();
+        for p in ["1", "342", "345"] {
+            listing.push(Entry {
+                name: p.into(),
+                kind: Kind::Dir,
+            });
+        }
+        listing.sort();
+        b.set(Op::Dir, "/proc", Answer::Entries(listing));
+        b.set(
+            Op::Read,
+            "/proc/342/stat",
+            Answer::Data(b"342 (ibv_rc_pingpong) Z 1 342".to_vec()),
+        );
+        b.set(
+            Op::Read,
+            "/proc/345/stat",
+            Answer::Data(b"345 (ib_write_bw) S 1 345".to_vec()),
+        );
+        let facts = collect(&b, &Default::default());
+        let cfg = Config::default();
+        let Outcome::Findings(v) = dead_owners(&Ctx {
+            facts: &facts,
+            cfg: &cfg,
+        }) else {
+            panic!("checked")
+        };
+        let subjects: Vec<_> = v.iter().map(|f| f.subject.as_str()).collect();
+        assert_eq!(subjects, ["pid 342", "pid 343"]);
+        assert!(v[0].message.contains("is a zombie"), "{}", v[0].message);
+        assert!(
+            v[1].message.contains("1 QP, 1 CQ, 1 MR, 1 PD on rxe0"),
+            "{}",
+            v[1].message
+        );
+    }
+
+    /// The capture as is has no /proc/<pid>: not checked, never "dead".
+    #[test]
+    fn capture_without_process_table_is_not_checked() {
+        let b = import_capture(&fixture("healthy-busy")).unwrap();
+        let facts = collect(&b, &Default::default());
+        let cfg = Config::default();
+        assert!(matches!(
+            dead_owners(&Ctx {
+                facts: &facts,
+                cfg: &cfg
+            }),
+            Outcome::NotChecked(_)
+        ));
+    }
+}
