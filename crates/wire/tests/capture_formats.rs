@@ -383,3 +383,33 @@ fn read_request_consumes_psns_by_learned_pmtu() {
     assert_eq!(r.anomalies[0].index, 5);
     assert!(r.anomalies[0].detail.contains("expected 16: 1 missing"));
 }
+
+/// A CNP is decoded (not flagged); an opcode outside the table is flagged as such.
+#[test]
+fn cnp_and_unknown_opcode() {
+    // Start from a valid SEND_ONLY frame and rewrite its transport part.
+    let payload = [0u8; 16];
+    let base = frame(
+        false,
+        roce::Repr {
+            payload: &payload,
+            ..roce::Repr::new(OpCode::RC_SEND_ONLY, 0x12, 5)
+        },
+    );
+    let with_opcode = |op: u8| {
+        let mut f = base.clone();
+        f[42] = op;
+        rdmakit_wire::icrc::fill(&mut f[14..]).unwrap();
+        (0, f)
+    };
+    let frames = vec![with_opcode(0x81), with_opcode(0x1d)];
+    let r = capture::decode_capture(&pcap(1, false, false, &frames)).unwrap();
+    assert_eq!(r.icrc_valid, 2);
+    assert_eq!(r.packets[0].opcode_name, "CNP");
+    assert_eq!(r.packets[0].error, None);
+    assert_eq!(r.packets[0].headers, vec!["CNP".to_string()]);
+    assert_eq!(r.anomalies.len(), 1, "{:?}", r.anomalies);
+    assert_eq!(r.anomalies[0].kind, AnomalyKind::UnknownOpcode);
+    assert_eq!(r.anomalies[0].index, 2);
+    assert_eq!(r.packets[1].opcode_name, "OPCODE_0x1d");
+}

@@ -117,8 +117,11 @@ pub struct PacketRecord {
 pub enum AnomalyKind {
     /// The ICRC is wrong: a receiver drops the packet silently.
     IcrcInvalid,
-    /// The RoCE packet does not parse (truncated, unknown opcode, bad lengths).
+    /// The RoCE packet does not parse (truncated, bad lengths, IP options, ...).
     Malformed,
+    /// A BTH opcode outside the RC/UC/UD table (RD, vendor, newer extensions such
+    /// as FLUSH or ATOMIC_WRITE). CNPs (0x81) are decoded, not flagged.
+    UnknownOpcode,
     /// A NAK (PSN sequence error, invalid request, remote access or operational error).
     Nak,
     /// A receiver-not-ready NAK.
@@ -135,6 +138,7 @@ impl AnomalyKind {
         match self {
             AnomalyKind::IcrcInvalid => "icrc_invalid",
             AnomalyKind::Malformed => "malformed",
+            AnomalyKind::UnknownOpcode => "unknown_opcode",
             AnomalyKind::Nak => "nak",
             AnomalyKind::RnrNak => "rnr_nak",
             AnomalyKind::PsnGap => "psn_gap",
@@ -513,7 +517,22 @@ fn decode_ip<'a>(
             record.summary = d.to_string();
             datagram = Some(d);
         }
+        // A RoCEv2 congestion notification packet: BTH, 16 reserved bytes, ICRC.
+        Err(_) if opcode == OpCode::CNP && bth_view.is_some() => {
+            let bth_text = bth_view
+                .as_ref()
+                .and_then(|b| bth::Repr::parse(b).ok())
+                .map_or_else(String::new, |r| r.to_string());
+            record.headers = vec!["CNP".to_string()];
+            record.payload_len = Some(0);
+            record.summary = format!("{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: {bth_text}");
+        }
         Err(e) => {
+            let kind = if e == crate::Error::Unsupported && opcode.info().is_none() {
+                AnomalyKind::UnknownOpcode
+            } else {
+                AnomalyKind::Malformed
+            };
             let why = if captured_whole {
                 e.to_string()
             } else {
@@ -530,7 +549,7 @@ fn decode_ip<'a>(
                 ),
                 None => format!("{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: [{why}]"),
             };
-            anomalies.push(anomaly(AnomalyKind::Malformed, why.clone()));
+            anomalies.push(anomaly(kind, why.clone()));
             record.error = Some(why);
         }
     }
