@@ -221,3 +221,23 @@ fn json_snapshot_rc_pingpong_s64() {
     let report = capture::decode_capture(&read("rc_pingpong-s64")).unwrap();
     insta::assert_json_snapshot!("json-rc_pingpong-s64", report);
 }
+
+#[test]
+fn flows_write_bw_s8192() {
+    let report = capture::decode_capture(&read("write_bw-s8192")).unwrap();
+    assert_eq!(report.flows.len(), 2);
+    let (req, ack) = (&report.flows[0], &report.flows[1]);
+    assert_eq!(req.src.to_string(), "192.168.100.2");
+    assert_eq!(req.qpn, 0x13);
+    assert_eq!(req.packets, 40);
+    assert_eq!(req.payload_bytes, 5 * 8192);
+    assert_eq!(req.requests, 40);
+    assert_eq!(
+        req.last_request_psn.unwrap() - req.first_request_psn.unwrap(),
+        39
+    );
+    assert_eq!(ack.packets, 5);
+    assert_eq!(ack.requests, 0);
+    assert_eq!(ack.first_request_psn, None);
+    assert_eq!(ack.payload_bytes, 0);
+}

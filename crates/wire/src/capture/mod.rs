@@ -70,6 +70,9 @@ pub struct CaptureReport {
     pub packets: Vec<PacketRecord>,
     /// Protocol anomalies, in capture order.
     pub anomalies: Vec<Anomaly>,
+    /// One summary per direction of each QP (source, destination, destination
+    /// QP), in order of first appearance.
+    pub flows: Vec<FlowSummary>,
     /// Problems with the file itself (a damaged tail, unknown interfaces, ...).
     pub warnings: Vec<String>,
 }
@@ -109,6 +112,35 @@ pub struct PacketRecord {
     pub error: Option<String>,
     /// The one-line summary (what `render_human` prints).
     pub summary: String,
+}
+
+/// Traffic of one direction of one QP: packets from `src` to `dst` addressed to
+/// QP `qpn`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlowSummary {
+    /// IP source.
+    pub src: IpAddr,
+    /// IP destination.
+    pub dst: IpAddr,
+    /// Destination QP.
+    pub qpn: u32,
+    /// RoCE packets.
+    pub packets: usize,
+    /// Payload bytes (packets that parsed).
+    pub payload_bytes: u64,
+    /// Frame number of the first packet.
+    pub first_index: usize,
+    /// Frame number of the last packet.
+    pub last_index: usize,
+    /// Request packets (not ACKs or READ responses; those carry the PSNs of the
+    /// other direction's requests).
+    pub requests: usize,
+    /// PSN of the first request packet.
+    pub first_request_psn: Option<u32>,
+    /// PSN of the last request packet.
+    pub last_request_psn: Option<u32>,
+    /// Anomalies found on this flow.
+    pub anomalies: usize,
 }
 
 /// The kind of a protocol anomaly.
@@ -190,6 +222,7 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
         anomaly_counts: BTreeMap::new(),
         packets: Vec::new(),
         anomalies: Vec::new(),
+        flows: Vec::new(),
         warnings: frames.warnings,
     };
     let mut tracker = analyze::Tracker::default();
@@ -223,6 +256,7 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
         report.packets.push(record);
     }
     report.link_types.sort_unstable();
+    report.flows = flows(&report.packets, &report.anomalies);
     for a in &report.anomalies {
         *report
             .anomaly_counts
@@ -276,6 +310,23 @@ pub fn render_human(report: &CaptureReport) -> String {
             counts.join(", ")
         }
     );
+    for fl in &report.flows {
+        let _ = writeln!(
+            s,
+            "flow {} > {} qp 0x{:06x}: {} packets ({} requests{}), {} payload bytes, {} anomalies",
+            fl.src,
+            fl.dst,
+            fl.qpn,
+            fl.packets,
+            fl.requests,
+            match (fl.first_request_psn, fl.last_request_psn) {
+                (Some(a), Some(b)) => format!(", psn {a}..{b}"),
+                _ => String::new(),
+            },
+            fl.payload_bytes,
+            fl.anomalies
+        );
+    }
     let _ = writeln!(
         s,
         "ICRC: {} valid, {} invalid, {} not checked",
@@ -559,6 +610,48 @@ fn decode_ip<'a>(
         None => record.summary.push_str(", icrc unchecked"),
     }
     Some((record, datagram))
+}
+
+fn flows(packets: &[PacketRecord], anomalies: &[Anomaly]) -> Vec<FlowSummary> {
+    let mut out: Vec<FlowSummary> = Vec::new();
+    let mut by_key: std::collections::HashMap<(IpAddr, IpAddr, u32), usize> =
+        std::collections::HashMap::new();
+    for p in packets {
+        let i = *by_key.entry((p.src, p.dst, p.qpn)).or_insert_with(|| {
+            out.push(FlowSummary {
+                src: p.src,
+                dst: p.dst,
+                qpn: p.qpn,
+                packets: 0,
+                payload_bytes: 0,
+                first_index: p.index,
+                last_index: p.index,
+                requests: 0,
+                first_request_psn: None,
+                last_request_psn: None,
+                anomalies: 0,
+            });
+            out.len() - 1
+        });
+        let f = &mut out[i];
+        f.packets += 1;
+        f.payload_bytes += p.payload_len.unwrap_or(0) as u64;
+        f.last_index = p.index;
+        let is_request = OpCode(p.opcode)
+            .info()
+            .is_some_and(|i| !i.operation.is_response());
+        if is_request {
+            f.requests += 1;
+            f.first_request_psn.get_or_insert(p.psn);
+            f.last_request_psn = Some(p.psn);
+        }
+    }
+    for a in anomalies {
+        if let Some(&i) = by_key.get(&(a.src, a.dst, a.qpn)) {
+            out[i].anomalies += 1;
+        }
+    }
+    out
 }
 
 fn header_texts(r: &crate::roce::Repr<'_>) -> Vec<String> {
