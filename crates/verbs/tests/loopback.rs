@@ -241,6 +241,7 @@ fn completion_channel_wakes_a_blocked_waiter_and_its_fd_is_pollable() {
     let fd = ch.as_raw_fd();
     assert!(fd >= 0);
     // poll(2) on the fd, as an epoll loop would.
+    // SAFETY: `fd` is the channel's eventfd, open while `ch` lives (past the poll).
     let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     let mut fds = [rustix_poll_fd(&bfd)];
     let n = rustix::event::poll(&mut fds, 5000).unwrap();
@@ -284,4 +285,87 @@ fn cq_overrun_raises_the_cq_error_async_event() {
     assert_eq!(ev, AsyncEvent::CqErr { cq: small.handle() });
     assert_eq!(small.poll(16).unwrap().len(), 2);
     assert!(a.ctx.soft().unwrap().cq_overrun(small.handle()));
+}
+
+#[test]
+fn uc_write_and_send() {
+    let (a, b) = (side(), side());
+    let (qa, qb) = connect(&a, &b, QpType::Uc, ConnectOpts::default());
+    let ba = a.pd.alloc_buf(8192, Access::all()).unwrap();
+    let bb = b.pd.alloc_buf(8192, Access::all()).unwrap();
+    ba.write(0, &[0x42; 3000]).unwrap();
+    qa.write(1, &ba, 0..3000, bb.remote(4000)).unwrap();
+    qb.recv(2, &bb, 0..100).unwrap();
+    qa.send(3, &ba, 0..10).unwrap();
+    assert!(a
+        .cq
+        .wait(2, T)
+        .unwrap()
+        .iter()
+        .all(|w| w.status == WcStatus::Success));
+    assert_eq!(b.cq.wait(1, T).unwrap()[0].byte_len, 10);
+    assert_eq!(bb.to_vec(4000..7000).unwrap(), vec![0x42; 3000]);
+    // READ is not a UC operation.
+    let e = qa.read(4, &ba, 0..8, bb.remote(0)).unwrap_err();
+    assert_eq!(e.error.errno.name(), "EINVAL");
+}
+
+#[test]
+fn configured_address_is_used_and_a_second_bind_fails_with_eaddrinuse() {
+    // A fixed address derived from the pid keeps parallel test runs apart.
+    let pid = std::process::id();
+    let addr = std::net::Ipv4Addr::new(127, 200, (pid >> 8) as u8, (pid as u8).max(1));
+    let cfg = DeviceConfig {
+        addr: Some(addr),
+        name: Some("softX".into()),
+        ..DeviceConfig::default()
+    };
+    let a = Context::open_soft(cfg.clone()).unwrap();
+    assert_eq!(a.name(), "softX");
+    assert_eq!(a.query_gid(1, 0).unwrap().to_ipv4(), Some(addr));
+    let e = Context::open_soft(cfg).unwrap_err();
+    assert_eq!(
+        (e.verb, e.errno.name(), e.layer),
+        ("ibv_open_device", "EADDRINUSE", Layer::Kernel)
+    );
+}
+
+#[test]
+fn srq_limit_event_and_list_posts() {
+    let (a, b) = (side(), side());
+    let srq = b.pd.create_srq(8, 1).unwrap();
+    let bb = b.pd.alloc_buf(4096, Access::all()).unwrap();
+    let wrs: Vec<RecvWr> = (0..3)
+        .map(|i| RecvWr {
+            wr_id: i,
+            sg_list: vec![bb.sge(i as usize * 100..i as usize * 100 + 100).unwrap()],
+        })
+        .collect();
+    srq.post_recv(&wrs).unwrap();
+    srq.arm_limit(2).unwrap();
+    let o = ConnectOpts::default();
+    let qa =
+        a.pd.qp_builder(QpType::Rc, &a.cq)
+            .build()
+            .unwrap()
+            .into_init(o)
+            .unwrap();
+    let qb =
+        b.pd.qp_builder(QpType::Rc, &b.cq)
+            .srq(&srq)
+            .build()
+            .unwrap()
+            .into_init(o)
+            .unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
+    let _qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    qa.send_inline(1, b"x").unwrap();
+    qa.send_inline(2, b"y").unwrap();
+    b.cq.wait(2, T).unwrap();
+    let ev = b.ctx.get_async_event(T).unwrap();
+    assert_eq!(ev, AsyncEvent::SrqLimitReached { srq: srq.handle() });
+    let stats = b.ctx.soft().unwrap().srq_ring_stats(srq.handle()).unwrap();
+    assert!(stats.no_leak(), "{stats:?}");
+    assert_eq!(stats.completed, 2);
 }

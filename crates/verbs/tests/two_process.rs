@@ -152,3 +152,44 @@ fn rc_send_write_read_between_two_processes_over_udp_loopback() {
     }
     assert!(status.success(), "child failed: {status}");
 }
+
+const ENV_ROLE: &str = "RDMAKIT_ENV_ADDR_CHILD";
+
+/// Child of `rdmakit_soft_addr_env_selects_the_address`; a no-op otherwise.
+#[test]
+fn env_child_role() {
+    if std::env::var_os(ENV_ROLE).is_none() {
+        return;
+    }
+    let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+    println!(
+        "@@GID {} {}",
+        ctx.name(),
+        ctx.query_gid(1, 0).unwrap().to_ipv4().unwrap()
+    );
+}
+
+#[test]
+fn rdmakit_soft_addr_env_selects_the_address() {
+    let pid = std::process::id();
+    let addr = format!("127.201.{}.{}", (pid >> 8) as u8, (pid as u8).max(1));
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "env_child_role",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ENV_ROLE, "1")
+        .env("RDMAKIT_SOFT_ADDR", &addr)
+        .env("RDMAKIT_SOFT_NAME", "soft7")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.find("@@GID ").map(|i| &l[i + 6..]))
+        .unwrap();
+    assert_eq!(line, format!("soft7 {addr}"));
+}
