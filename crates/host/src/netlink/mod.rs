@@ -223,10 +223,10 @@ fn one<T>(
 #[serde(rename_all = "lowercase")]
 pub enum Liveness {
     Alive,
-    /// /proc/<pid>/stat says Z: exited, not reaped; its RDMA objects stay until the
+    /// `/proc/<pid>/stat` says Z: exited, not reaped; its RDMA objects stay until the
     /// parent reaps it.
     Zombie,
-    /// No /proc/<pid> in a source that has the process table.
+    /// No `/proc/<pid>` in a source that has the process table.
     Dead,
     /// Held by a kernel module (RES_KERN_NAME).
     Kernel,
@@ -252,10 +252,10 @@ impl Liveness {
 pub struct Owner {
     pub pid: u32,
     pub state: Liveness,
-    /// The state letter of /proc/<pid>/stat ("S", "R", "Z", ...), when read.
+    /// The state letter of `/proc/<pid>/stat` ("S", "R", "Z", ...), when read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proc_state: Option<char>,
-    /// /proc/<pid>/comm, when readable.
+    /// `/proc/<pid>/comm`, when readable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comm: Option<String>,
 }
@@ -285,7 +285,7 @@ pub struct NetlinkFacts {
     /// Every PID that owns a resource or a counter, and what /proc says about it.
     pub owners: BTreeMap<u32, Owner>,
     /// True when the source holds the process table (/proc lists PID directories);
-    /// otherwise a missing /proc/<pid> proves nothing and owners are "unknown".
+    /// otherwise a missing `/proc/<pid>` proves nothing and owners are "unknown".
     pub proc_listed: bool,
 }
 
@@ -429,7 +429,7 @@ pub fn proc_listed(src: &dyn Source) -> bool {
     })
 }
 
-/// What /proc/<pid>/stat and /proc/<pid>/comm say about `pid`.
+/// What `/proc/<pid>/stat` and `/proc/<pid>/comm` say about `pid`.
 pub fn owner(src: &dyn Source, pid: u32, proc_listed: bool) -> Owner {
     let comm = src
         .read(&format!("/proc/{pid}/comm"))

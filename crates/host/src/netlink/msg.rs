@@ -304,3 +304,78 @@ impl Request {
         self.buf
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// shared/fixtures/healthy/netlink/op17-stat-get.req.bin: STAT_GET of rxe0 port 1.
+    static STAT_REQ: [u8; 32] = [
+        0x20, 0, 0, 0, 0x11, 0x14, 0x05, 0, 0xf9, 0x03, 0, 0, 0, 0, 0, 0, 8, 0, 1, 0, 0, 0, 0, 0,
+        8, 0, 3, 0, 1, 0, 0, 0,
+    ];
+
+    /// The first 24 bytes of healthy/netlink/op1-get.bin (header + DEV_INDEX 0) and
+    /// its NLMSG_DONE, with the message length patched to 24.
+    static DEV_REPLY: [u8; 44] = [
+        24, 0, 0, 0, 0x01, 0x14, 0x02, 0, 0xe9, 0x03, 0, 0, 0, 0, 0, 0, 8, 0, 1, 0, 0, 0, 0, 0, 20,
+        0, 0, 0, 3, 0, 2, 0, 0xe9, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+
+    #[test]
+    fn deconstruct_stat_request() {
+        let m = parse_messages(&STAT_REQ).unwrap();
+        assert_eq!(m.len(), 1);
+        assert_eq!((m[0].kind, m[0].flags, m[0].seq), (0x1411, 0x5, 1017));
+        let Body::Data(p) = &m[0].body else { panic!() };
+        let a = parse_attrs(p).unwrap();
+        assert_eq!((a[0].kind, a[0].u32().unwrap()), (1, 0));
+        assert_eq!((a[1].kind, a[1].u32().unwrap()), (3, 1));
+    }
+
+    #[test]
+    fn construct_stat_request() {
+        let r = Request::new(0x1411, NLM_F_REQUEST | NLM_F_ACK, 1017)
+            .u32(1, 0)
+            .u32(3, 1)
+            .build();
+        assert_eq!(r, STAT_REQ);
+    }
+
+    #[test]
+    fn parse_dev_reply_and_done() {
+        let m = parse_messages(&DEV_REPLY).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].flags, NLM_F_MULTI);
+        assert_eq!(m[1].body, Body::Done(0));
+    }
+
+    #[test]
+    fn string_attribute_is_padded_and_terminated() {
+        // CHARDEV_TYPE "uverbs": nla_len 11, padded to 12 (op15-get-chardev.req.bin).
+        let r = Request::new(0x140f, 5, 1015).string(69, "uverbs").build();
+        assert_eq!(&r[16..], b"\x0b\x00\x45\x00uverbs\x00\x00");
+        let a = parse_attrs(&r[16..]).unwrap();
+        assert_eq!(a[0].string(), "uverbs");
+    }
+
+    #[test]
+    fn lying_lengths() {
+        let mut b = DEV_REPLY;
+        b[0] = 8; // shorter than a header
+        assert_eq!(
+            parse_messages(&b),
+            Err(Malformed::BadLength { offset: 0, len: 8 })
+        );
+        assert!(matches!(
+            parse_messages(&DEV_REPLY[..30]),
+            Err(Malformed::Truncated { offset: 24, .. })
+        ));
+        assert_eq!(
+            parse_attrs(&[2, 0, 1, 0]),
+            Err(Malformed::BadLength { offset: 0, len: 2 })
+        );
+        // Fewer than 4 trailing bytes are alignment, not an attribute.
+        assert_eq!(parse_attrs(&[0, 0]).unwrap(), vec![]);
+    }
+}

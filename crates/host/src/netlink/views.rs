@@ -790,3 +790,84 @@ pub fn event(attrs: &[RawAttr]) -> Result<Event, Malformed> {
     }
     Ok(e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netlink::msg::Request;
+
+    fn attrs_of(r: Request) -> Vec<RawAttr> {
+        let b = r.build();
+        crate::netlink::msg::parse_attrs(&b[16..]).unwrap()
+    }
+
+    fn nest(kind: u16, inner: Request) -> Vec<u8> {
+        let b = inner.build();
+        let mut v = ((b.len() - 16 + 4) as u16).to_ne_bytes().to_vec();
+        v.extend_from_slice(&kind.to_ne_bytes());
+        v.extend_from_slice(&b[16..]);
+        v
+    }
+
+    /// A QP counter dump message as kernels since 5.3 send it: device, port, and a
+    /// STAT_COUNTER table with one bound counter (synthetic: the fixtures' kernel had
+    /// no counter bound).
+    #[test]
+    fn qp_counter_entry() {
+        let hw_entry = nest(
+            a::STAT_HWCOUNTER_ENTRY,
+            Request::new(0, 0, 0)
+                .string(a::STAT_HWCOUNTER_ENTRY_NAME, "rx_write_requests")
+                .attr(a::STAT_HWCOUNTER_ENTRY_VALUE, &7u64.to_ne_bytes()),
+        );
+        let qp_entry = nest(a::RES_QP_ENTRY, Request::new(0, 0, 0).u32(a::RES_LQPN, 18));
+        let entry = Request::new(0, 0, 0)
+            .u32(a::STAT_COUNTER_ID, 4)
+            .attr(a::RES_TYPE, &[2])
+            .u32(a::RES_PID, 345)
+            .attr(a::STAT_HWCOUNTERS, &hw_entry)
+            .attr(a::RES_QP, &qp_entry);
+        let table = nest(a::STAT_COUNTER_ENTRY, entry);
+        let msg = Request::new(0, 0, 0)
+            .u32(a::DEV_INDEX, 0)
+            .string(a::DEV_NAME, "rxe0")
+            .u32(a::PORT_INDEX, 1)
+            .u32(a::STAT_MODE, 1)
+            .attr(a::STAT_COUNTER, &table);
+        let c = qp_counters(&attrs_of(msg)).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].port, Some(1));
+        assert_eq!(c[0].mode, Some(1));
+        assert_eq!(c[0].counter_id, Some(4));
+        assert_eq!(c[0].holder, Holder::Pid(345));
+        assert_eq!(c[0].lqpns, [18]);
+        assert_eq!(c[0].counters, [("rx_write_requests".to_string(), 7)]);
+    }
+
+    #[test]
+    fn monitor_event_and_cm_id_address() {
+        let e = event(&attrs_of(
+            Request::new(0, 0, 0)
+                .u32(a::EVENT_TYPE, 2)
+                .u32(a::DEV_INDEX, 3)
+                .u32(a::PORT_INDEX, 1)
+                .u32(a::NDEV_INDEX, 2),
+        ))
+        .unwrap();
+        assert_eq!(
+            (e.event, e.dev_index, e.netdev_index),
+            (Some(2), Some(3), Some(2))
+        );
+        // struct sockaddr_in 10.0.2.15:18515 inside a sockaddr_storage.
+        let mut ss = vec![0u8; 128];
+        ss[..2].copy_from_slice(&2u16.to_ne_bytes());
+        ss[2..4].copy_from_slice(&18515u16.to_be_bytes());
+        ss[4..8].copy_from_slice(&[10, 0, 2, 15]);
+        let at = RawAttr {
+            kind: a::RES_SRC_ADDR,
+            nested: false,
+            data: ss,
+        };
+        assert_eq!(sockaddr(&at).unwrap().to_string(), "10.0.2.15:18515");
+    }
+}

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use rdmakit_host::netlink::names;
+use rdmakit_host::source::Errno;
 use serde_json::Value;
 
 use super::link::parse_link;
@@ -94,6 +95,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     }
                     rows.push(row);
                 }
+                // A device without port counters (EOPNOTSUPP) has nothing to show.
+                Err(e) if e.errno() == Some(Errno(95)) => {}
                 Err(e) => {
                     warn(&format!("{}/{}: counters", d.name, port), e);
                     partial = true;
