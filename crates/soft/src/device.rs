@@ -1867,7 +1867,11 @@ impl Shared {
                 }
             }
         }
-        // Transmit.
+        // Transmit (the path MTU may have grown since creation).
+        let need = eng.qp.max_packet_len() + net::ICRC_LEN;
+        if eng.txbuf.len() < need {
+            eng.txbuf.resize(need, 0);
+        }
         let mem = read(&self.mem);
         let mut m = EngineMem {
             view: mem.view(),

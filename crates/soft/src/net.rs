@@ -22,6 +22,8 @@ use crate::errno::{Errno, Origin, Result, SoftError};
 
 /// The RoCEv2 UDP destination port.
 pub const ROCE_PORT: u16 = 4791;
+/// Requested socket receive buffer (SO_RCVBUF).
+pub const RECV_BUFFER: usize = 4 << 20;
 /// Bytes of ICRC after the transport packet.
 pub const ICRC_LEN: usize = 4;
 
@@ -61,6 +63,9 @@ impl Net {
                 .map_err(|e| bind_err("ibv_open_device", &e, format!("cannot bind {a}:{port}")))?,
             None => Self::auto(port)?,
         };
+        // Best effort: a deep receive buffer absorbs a full RC window
+        // (128 PSNs × 4 KiB) per QP burst; the kernel caps it at rmem_max.
+        let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&sock, RECV_BUFFER);
         let addr = match sock.local_addr() {
             Ok(SocketAddr::V4(a)) => *a.ip(),
             _ => Ipv4Addr::LOCALHOST,

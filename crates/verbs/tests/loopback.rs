@@ -369,3 +369,24 @@ fn srq_limit_event_and_list_posts() {
     assert!(stats.no_leak(), "{stats:?}");
     assert_eq!(stats.completed, 2);
 }
+
+#[test]
+fn rc_at_path_mtu_4096_moves_multi_packet_writes_and_sends() {
+    let (a, b) = (side(), side());
+    let o = ConnectOpts {
+        path_mtu: Mtu::Mtu4096,
+        ..ConnectOpts::default()
+    };
+    let (qa, qb) = connect(&a, &b, QpType::Rc, o);
+    let ba = a.pd.alloc_buf(65536, Access::all()).unwrap();
+    let bb = b.pd.alloc_buf(65536, Access::all()).unwrap();
+    let p: Vec<u8> = (0..65536u32).map(|i| (i % 251) as u8).collect();
+    ba.write(0, &p).unwrap();
+    qa.write(1, &ba, 0..65536, bb.remote(0)).unwrap();
+    assert_eq!(a.cq.wait(1, T).unwrap()[0].status, WcStatus::Success);
+    assert_eq!(bb.to_vec(0..65536).unwrap(), p);
+    qb.recv(2, &bb, 0..65536).unwrap();
+    qa.send(3, &ba, 100..20000).unwrap();
+    assert_eq!(b.cq.wait(1, T).unwrap()[0].byte_len, 19900);
+    assert_eq!(qa.query().unwrap().0.path_mtu, Mtu::Mtu4096);
+}
