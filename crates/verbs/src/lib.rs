@@ -60,14 +60,15 @@ mod provider;
 
 pub use error::{Errno, Error, Layer, PostError, Result};
 pub use objects::{
-    devices, Ah, CompChannel, ConnectOpts, Context, Cq, Endpoint, InitQp, Mr, MrBuf, Pd, Qp,
-    QpBuilder, RemoteBuf, RtrQp, Srq,
+    devices, open_device, Ah, CompChannel, ConnectOpts, Context, Cq, Endpoint, InitQp, Mr, MrBuf,
+    Pd, Qp, QpBuilder, RemoteBuf, RtrQp, Srq,
 };
 pub use provider::{DeviceOps, Provider, SoftOps, SoftProvider};
 pub use rdmakit_proto::{
     Access, AttrMask, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, UdDest, Wc,
     WcOpcode, WcStatus,
 };
+pub use rdmakit_soft::attr::{GidEntry, GidType, LinkLayer, PortState};
 pub use rdmakit_soft::{
     AsyncEvent, DeviceAttr, DeviceConfig, Gid, Limits, PortAttr, QpInit, SendRequest,
 };

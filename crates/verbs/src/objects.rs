@@ -27,6 +27,25 @@ pub fn devices() -> Result<Vec<String>> {
     SoftProvider::default().device_names()
 }
 
+/// Opens device `name` of the default provider (the soft NIC, with its
+/// address from `RDMAKIT_SOFT_ADDR` or auto-picked).
+///
+/// # Errors
+/// `ENODEV` (library layer) when the provider has no such device; the
+/// provider's open error.
+pub fn open_device(name: &str) -> Result<Arc<Context>> {
+    let p = SoftProvider::default();
+    if !p.device_names()?.iter().any(|n| n == name) {
+        return Err(Error {
+            verb: "ibv_open_device",
+            errno: Errno::ENODEV,
+            layer: Layer::Library,
+            detail: format!("no device named {name:?}"),
+        });
+    }
+    Context::open(&p, name)
+}
+
 /// An open device (`struct ibv_context`).
 pub struct Context {
     ops: Arc<dyn DeviceOps>,

@@ -390,3 +390,30 @@ fn rc_at_path_mtu_4096_moves_multi_packet_writes_and_sends() {
     assert_eq!(b.cq.wait(1, T).unwrap()[0].byte_len, 19900);
     assert_eq!(qa.query().unwrap().0.path_mtu, Mtu::Mtu4096);
 }
+
+#[test]
+fn event_mode_without_busy_poll_and_device_list() {
+    let names = rdmakit_verbs::devices().unwrap();
+    assert_eq!(names.len(), 1);
+    let e = rdmakit_verbs::open_device("no_such_dev").unwrap_err();
+    assert_eq!((e.errno.name(), e.layer), ("ENODEV", Layer::Library));
+    let mk = || {
+        let ctx = Context::open_soft(DeviceConfig {
+            busy_poll: false,
+            ..DeviceConfig::default()
+        })
+        .unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(16, None).unwrap();
+        Side { ctx, pd, cq }
+    };
+    let (a, b) = (mk(), mk());
+    let (qa, qb) = connect(&a, &b, QpType::Rc, ConnectOpts::default());
+    let bb = b.pd.alloc_buf(64, Access::all()).unwrap();
+    qb.recv(1, &bb, 0..64).unwrap();
+    qa.send_inline(2, b"event").unwrap();
+    assert_eq!(b.cq.wait(1, T).unwrap()[0].byte_len, 5);
+    assert_eq!(a.cq.wait(1, T).unwrap()[0].status, WcStatus::Success);
+    let c = a.ctx.soft().unwrap().counters();
+    assert!(c.tx_packets >= 1 && c.rx_packets >= 1, "{c:?}");
+}
