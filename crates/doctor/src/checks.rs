@@ -246,6 +246,13 @@ pub const CHECKS: &[Check] = &[
         run: rules::application::resource_files,
     },
     Check {
+        id: "resources.owners",
+        title: "No RDMA resources held by dead or zombie processes",
+        layer: Layer::Application,
+        codes: &[Code::R001],
+        run: rules::resources::dead_owners,
+    },
+    Check {
         id: "log.readable",
         title: "Kernel log readable",
         layer: Layer::Kernel,

@@ -172,6 +172,8 @@ codes! {
         Some("resource file permissions not checked: mmap fails");
     A004 = "RDK-A004", "dev-nodes-missing", Application, Error,
         "/dev/infiniband lacks the device nodes the kernel created", None;
+    R001 = "RDK-R001", "resources-held-by-dead-process", Application, Error,
+        "RDMA resources are held by a dead or zombie process", None;
 }
 
 impl Code {

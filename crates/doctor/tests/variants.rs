@@ -554,3 +554,36 @@ fn severity_override() {
     let r = report_with(&healthy(), &cfg);
     assert!(r.fails(Severity::Error));
 }
+
+/// The seed's real case on the real busy capture: ibv_rc_pingpong (pid 342) gone,
+/// one ib_write_bw (345) a zombie, the other (343) running.
+#[test]
+fn resources_held_by_dead_and_zombie_processes() {
+    let mut b = import("healthy-busy");
+    let base = report(&b);
+    set(&mut b, "/proc/1/stat", "1 (init) S 0 1 1 0 -1\n");
+    set(
+        &mut b,
+        "/proc/343/stat",
+        "343 (ib_write_bw) S 1 343 1 0 -1\n",
+    );
+    set(&mut b, "/proc/343/comm", "ib_write_bw\n");
+    set(
+        &mut b,
+        "/proc/345/stat",
+        "345 (ib_write_bw) Z 1 345 1 0 -1\n",
+    );
+    set(&mut b, "/proc/345/comm", "ib_write_bw\n");
+    let r = report(&b);
+    assert_adds(&base, &r, &[Code::R001]);
+    let mut subjects: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::R001)
+        .map(|f| f.subject.as_str())
+        .collect();
+    subjects.sort();
+    assert_eq!(subjects, ["pid 342", "pid 345"], "{}", summary(&r));
+    let zombie = r.findings.iter().find(|f| f.subject == "pid 345").unwrap();
+    assert!(zombie.message.contains("zombie"), "{}", zombie.message);
+}

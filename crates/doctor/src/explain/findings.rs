@@ -135,5 +135,13 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["Container without --device /dev/infiniband/... or the RDMA device plugin", "chroot/initramfs without devtmpfs or udev", "udev rule removed/renamed the nodes"],
             &["ls -l /dev/infiniband/", "cat /sys/class/infiniband_verbs/uverbs*/dev"],
         ),
+        R001 => (
+            &[
+                "A process was SIGKILLed or crashed while a child kept its uverbs file descriptor open",
+                "A zombie whose parent never calls wait()",
+                "A driver stuck tearing down the objects",
+            ],
+            &["rdmakit res qp", "fuser -v /dev/infiniband/uverbs*", "ps -eo pid,ppid,stat,comm"],
+        ),
     }
 }

@@ -6,6 +6,7 @@ pub mod irq;
 pub mod kernel;
 pub mod kernel_log;
 pub mod library;
+pub mod resources;
 
 use rdmakit_host::model::{Device, HostFacts, ModuleState, Netdev, Port};
 use rdmakit_host::source::Errno;

@@ -4,18 +4,6 @@
 //! Works on the netlink view ([`rdmakit_host::netlink::NetlinkFacts`]): the kernel's
 //! restrack names the owning PID of every user object, /proc says whether that PID
 //! still runs.
-//!
-//! TODO(lead): register. Needs in codes.rs
-//!   R001 = "RDK-R001", "resources-held-by-dead-process", Application, Error,
-//!       "RDMA resources are held by a dead or zombie process", None;
-//! a docs/findings/RDK-R001.md page, `pub mod resources;` in rules/mod.rs, and in
-//! checks.rs:
-//!   Check { id: "resources.owners", title: "No RDMA resources held by dead or zombie processes",
-//!           layer: Layer::Application, codes: &[Code::R001], run: rules::resources::dead_owners },
-//! and a digest arm in explain/findings.rs, e.g.
-//!   R001 => (&["A process was SIGKILLed or crashed while a child kept its uverbs fd open",
-//!              "A zombie whose parent never calls wait()", "A driver stuck tearing down objects"],
-//!            &["rdmakit res qp", "fuser -v /dev/infiniband/uverbs*", "ps -eo pid,ppid,stat,comm"]),
 
 use std::collections::BTreeMap;
 
