@@ -208,6 +208,8 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     counters: AtomicCounters,
     wake_at: AtomicU64,
+    /// A deadline earlier than the progress thread's plan was set.
+    rescan: AtomicBool,
     busy_poll: bool,
     poll_buf: Mutex<Vec<u8>>,
 }
@@ -451,6 +453,7 @@ impl Device {
             shutdown: AtomicBool::new(false),
             counters: AtomicCounters::default(),
             wake_at: AtomicU64::new(u64::MAX),
+            rescan: AtomicBool::new(false),
             busy_poll: cfg.busy_poll,
             poll_buf: Mutex::new(vec![0; 65536]),
         });
@@ -1948,6 +1951,7 @@ impl Shared {
         // timer wakes it with an empty datagram to our own socket.
         if d < self.wake_at.load(Ordering::Acquire) {
             self.wake_at.store(0, Ordering::Release);
+            self.rescan.store(true, Ordering::Release);
             self.net.kick();
         }
     }
@@ -2073,6 +2077,10 @@ fn progress_loop(sh: &Shared) {
             Some((n, SocketAddr::V4(src))) => sh.receive(src, &buf[..n]),
             Some((_, SocketAddr::V6(_))) | None => {}
         }
-        next_timer = sh.fire_timers();
+        // Scan the QPs' timers only when the planned wake-up passed or a
+        // drive set an earlier deadline (not on every datagram).
+        if sh.now().as_nanos() >= planned || sh.rescan.swap(false, Ordering::AcqRel) {
+            next_timer = sh.fire_timers();
+        }
     }
 }

@@ -6,7 +6,8 @@
 //! (docs/soft-nic.md has the table), per-queue descriptor rings where taking
 //! a descriptor and "DMA-mapping" its buffers happen under one lock
 //! ([`ring`]), registered memory reached through validated accesses only
-//! ([`dma`], the crate's only `unsafe`), a progress thread per device that
+//! ([`dma`], the only module that dereferences raw pointers; elsewhere
+//! `unsafe` only forwards documented contracts), a progress thread per device that
 //! runs the passive side of WRITE/READ/atomics while the application does
 //! nothing, and a RoCEv2-over-UDP driver ([`net`]) on port 4791.
 //!
