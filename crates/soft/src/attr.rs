@@ -175,6 +175,11 @@ impl Gid {
         std::net::Ipv6Addr::from(self.0).to_ipv4_mapped()
     }
 
+    /// The GID as an IPv6 address (`ibv_devinfo -v` prints `::ffff:a.b.c.d`).
+    pub fn to_ipv6(self) -> std::net::Ipv6Addr {
+        std::net::Ipv6Addr::from(self.0)
+    }
+
     /// True for the all-zero GID (an empty table slot).
     pub fn is_zero(self) -> bool {
         self.0 == [0; 16]
@@ -344,8 +349,8 @@ impl PortAttr {
             max_mtu: Mtu::Mtu4096,
             active_mtu: mtu,
             gid_tbl_len: 16,
-            // IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS, as rxe.
-            port_cap_flags: (1 << 16) | (1 << 26),
+            // IBV_PORT_CM_SUP, as rxe reports (ibv_devinfo: 0x00010000).
+            port_cap_flags: 1 << 16,
             max_msg_sz: 0x8000_0000,
             bad_pkey_cntr: 0,
             qkey_viol_cntr: 0,
