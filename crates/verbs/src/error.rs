@@ -31,9 +31,9 @@ impl fmt::Display for Layer {
     }
 }
 
-/// A failed verb.
+/// A failed verb: the one error type of this crate.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{verb} failed with {errno} ({layer} layer): {detail}")]
+#[error("{verb} failed with {errno} ({layer} layer): {detail}{}", bad_wr_text(*.bad_wr))]
 pub struct Error {
     /// The verb, named as in libibverbs (`"ibv_create_qp"`).
     pub verb: &'static str,
@@ -43,6 +43,14 @@ pub struct Error {
     pub layer: Layer,
     /// Why, in words.
     pub detail: String,
+    /// For a post of a list: index of the first work request not posted
+    /// (libibverbs' `bad_wr`).
+    pub bad_wr: Option<usize>,
+}
+
+fn bad_wr_text(i: Option<usize>) -> String {
+    i.map(|i| format!(" (work request {i} of the list)"))
+        .unwrap_or_default()
 }
 
 impl Error {
@@ -53,6 +61,7 @@ impl Error {
             errno,
             layer: Layer::Application,
             detail: detail.into(),
+            bad_wr: None,
         }
     }
 }
@@ -68,6 +77,7 @@ impl From<rdmakit_soft::SoftError> for Error {
                 rdmakit_soft::Origin::Hardware => Layer::Hardware,
             },
             detail: e.detail,
+            bad_wr: None,
         }
     }
 }
@@ -75,21 +85,11 @@ impl From<rdmakit_soft::SoftError> for Error {
 /// Result alias.
 pub type Result<T> = core::result::Result<T, Error>;
 
-/// A failed post of a list: the index of the first WR not posted (`bad_wr`).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("work request {index} not posted: {error}")]
-pub struct PostError {
-    /// Index in the list.
-    pub index: usize,
-    /// Why.
-    pub error: Error,
-}
-
-impl From<rdmakit_soft::PostFailure> for PostError {
-    fn from(f: rdmakit_soft::PostFailure) -> PostError {
-        PostError {
-            index: f.index,
-            error: f.error.into(),
+impl From<rdmakit_soft::PostFailure> for Error {
+    fn from(f: rdmakit_soft::PostFailure) -> Error {
+        Error {
+            bad_wr: Some(f.index),
+            ..Error::from(f.error)
         }
     }
 }

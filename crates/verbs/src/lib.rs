@@ -58,7 +58,7 @@ mod error;
 mod objects;
 mod provider;
 
-pub use error::{Errno, Error, Layer, PostError, Result};
+pub use error::{Errno, Error, Layer, Result};
 pub use objects::{
     devices, open_device, Ah, CompChannel, ConnectOpts, Context, Cq, Endpoint, InitQp, Mr, MrBuf,
     Pd, Qp, QpBuilder, RemoteBuf, RtrQp, Srq,

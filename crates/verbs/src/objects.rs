@@ -16,7 +16,7 @@ use rdmakit_soft::{
 };
 
 use crate::buf::OwnedMem;
-use crate::error::{Error, Layer, PostError, Result};
+use crate::error::{Error, Layer, Result};
 use crate::provider::{DeviceOps, Provider, SoftProvider};
 
 /// Names of the devices of the default provider (the soft NIC).
@@ -41,6 +41,7 @@ pub fn open_device(name: &str) -> Result<Arc<Context>> {
             errno: Errno::ENODEV,
             layer: Layer::Library,
             detail: format!("no device named {name:?}"),
+            bad_wr: None,
         });
     }
     Context::open(&p, name)
@@ -535,6 +536,7 @@ impl Cq {
                     errno: Errno::ETIMEDOUT,
                     layer: Layer::Library,
                     detail: format!("{} of {n} completions after {timeout:?}: {v:?}", v.len()),
+                    bad_wr: None,
                 });
             }
             std::thread::yield_now();
@@ -567,8 +569,8 @@ impl Srq {
     /// `ibv_post_srq_recv`.
     ///
     /// # Errors
-    /// [`PostError`]: `EINVAL`, `ENOMEM` (full).
-    pub fn post_recv(&self, wrs: &[RecvWr]) -> core::result::Result<(), PostError> {
+    /// `EINVAL`, `ENOMEM` (full), with `bad_wr`.
+    pub fn post_recv(&self, wrs: &[RecvWr]) -> Result<()> {
         self.pd.ctx.ops.post_srq_recv(self.handle, wrs)
     }
 
@@ -986,6 +988,7 @@ impl Qp {
                     "ib_modify_qp_is_ok refused {:?} QP {cur:?} -> {next:?} with mask {mask:?}",
                     self.qp_type
                 ),
+                bad_wr: None,
             });
         }
         if mask.contains(AttrMask::AV) && av.is_none() {
@@ -1024,8 +1027,8 @@ impl Qp {
     /// writing (wait for the completion).
     ///
     /// # Errors
-    /// [`PostError`] naming the first WR not posted.
-    pub unsafe fn post_send(&self, reqs: &[SendRequest]) -> core::result::Result<(), PostError> {
+    /// [`Error`] with `bad_wr` naming the first WR not posted.
+    pub unsafe fn post_send(&self, reqs: &[SendRequest]) -> Result<()> {
         // SAFETY: forwarded from this function's contract.
         unsafe { self.pd.ctx.ops.post_send(self.qpn, reqs) }
     }
@@ -1034,8 +1037,8 @@ impl Qp {
     /// registered memory, validated by the NIC).
     ///
     /// # Errors
-    /// [`PostError`] naming the first WR not posted.
-    pub fn post_send_wrs(&self, wrs: &[SendWr]) -> core::result::Result<(), PostError> {
+    /// [`Error`] with `bad_wr` naming the first WR not posted.
+    pub fn post_send_wrs(&self, wrs: &[SendWr]) -> Result<()> {
         let reqs: Vec<SendRequest> = wrs
             .iter()
             .map(|w| SendRequest {
@@ -1050,18 +1053,12 @@ impl Qp {
     /// `ibv_post_recv` of a list.
     ///
     /// # Errors
-    /// [`PostError`] naming the first WR not posted.
-    pub fn post_recv(&self, wrs: &[RecvWr]) -> core::result::Result<(), PostError> {
+    /// [`Error`] with `bad_wr` naming the first WR not posted.
+    pub fn post_recv(&self, wrs: &[RecvWr]) -> Result<()> {
         self.pd.ctx.ops.post_recv(self.qpn, wrs)
     }
 
-    fn one(
-        &self,
-        wr_id: u64,
-        op: SendOp,
-        sges: Vec<Sge>,
-        ud: Option<UdDest>,
-    ) -> core::result::Result<(), PostError> {
+    fn one(&self, wr_id: u64, op: SendOp, sges: Vec<Sge>, ud: Option<UdDest>) -> Result<()> {
         let mut wr = SendWr::new(wr_id, op, sges);
         wr.ud = ud;
         self.post_send_wrs(&[wr])
@@ -1070,24 +1067,20 @@ impl Qp {
     /// Posts a signaled SEND of `buf[range]`.
     ///
     /// # Errors
-    /// [`PostError`].
-    pub fn send(
-        &self,
-        wr_id: u64,
-        buf: &MrBuf,
-        range: Range<usize>,
-    ) -> core::result::Result<(), PostError> {
-        let s = buf
-            .sge(range)
-            .map_err(|error| PostError { index: 0, error })?;
+    /// As [`Qp::post_send`].
+    pub fn send(&self, wr_id: u64, buf: &MrBuf, range: Range<usize>) -> Result<()> {
+        let s = buf.sge(range).map_err(|e| Error {
+            bad_wr: Some(0),
+            ..e
+        })?;
         self.one(wr_id, SendOp::Send, vec![s], None)
     }
 
     /// Posts a signaled inline SEND of `data` (copied during the call).
     ///
     /// # Errors
-    /// [`PostError`]; `EINVAL` when `data` exceeds `max_inline_data`.
-    pub fn send_inline(&self, wr_id: u64, data: &[u8]) -> core::result::Result<(), PostError> {
+    /// `EINVAL` when `data` exceeds `max_inline_data`.
+    pub fn send_inline(&self, wr_id: u64, data: &[u8]) -> Result<()> {
         let sge = Sge {
             addr: data.as_ptr() as u64,
             length: u32::try_from(data.len()).unwrap_or(u32::MAX),
@@ -1104,7 +1097,7 @@ impl Qp {
     /// Posts a signaled UD SEND of `buf[range]` to `remote_qpn` via `ah`.
     ///
     /// # Errors
-    /// [`PostError`].
+    /// As [`Qp::post_send`].
     pub fn send_ud(
         &self,
         wr_id: u64,
@@ -1113,10 +1106,11 @@ impl Qp {
         qkey: u32,
         buf: &MrBuf,
         range: Range<usize>,
-    ) -> core::result::Result<(), PostError> {
-        let s = buf
-            .sge(range)
-            .map_err(|error| PostError { index: 0, error })?;
+    ) -> Result<()> {
+        let s = buf.sge(range).map_err(|e| Error {
+            bad_wr: Some(0),
+            ..e
+        })?;
         let ud = UdDest {
             ah: AddressHandle(ah.handle),
             remote_qpn,
@@ -1128,17 +1122,18 @@ impl Qp {
     /// Posts a signaled RDMA WRITE of `buf[range]` to `remote`.
     ///
     /// # Errors
-    /// [`PostError`].
+    /// As [`Qp::post_send`].
     pub fn write(
         &self,
         wr_id: u64,
         buf: &MrBuf,
         range: Range<usize>,
         remote: RemoteBuf,
-    ) -> core::result::Result<(), PostError> {
-        let s = buf
-            .sge(range)
-            .map_err(|error| PostError { index: 0, error })?;
+    ) -> Result<()> {
+        let s = buf.sge(range).map_err(|e| Error {
+            bad_wr: Some(0),
+            ..e
+        })?;
         self.one(
             wr_id,
             SendOp::Write {
@@ -1153,17 +1148,18 @@ impl Qp {
     /// Posts a signaled RDMA READ of `remote` into `buf[range]`.
     ///
     /// # Errors
-    /// [`PostError`].
+    /// As [`Qp::post_send`].
     pub fn read(
         &self,
         wr_id: u64,
         buf: &MrBuf,
         range: Range<usize>,
         remote: RemoteBuf,
-    ) -> core::result::Result<(), PostError> {
-        let s = buf
-            .sge(range)
-            .map_err(|error| PostError { index: 0, error })?;
+    ) -> Result<()> {
+        let s = buf.sge(range).map_err(|e| Error {
+            bad_wr: Some(0),
+            ..e
+        })?;
         self.one(
             wr_id,
             SendOp::Read {
@@ -1179,7 +1175,7 @@ impl Qp {
     /// in `buf[off..off + 8]`.
     ///
     /// # Errors
-    /// [`PostError`].
+    /// As [`Qp::post_send`].
     pub fn fetch_add(
         &self,
         wr_id: u64,
@@ -1187,10 +1183,11 @@ impl Qp {
         off: usize,
         remote: RemoteBuf,
         add: u64,
-    ) -> core::result::Result<(), PostError> {
-        let s = buf
-            .sge(off..off + 8)
-            .map_err(|error| PostError { index: 0, error })?;
+    ) -> Result<()> {
+        let s = buf.sge(off..off + 8).map_err(|e| Error {
+            bad_wr: Some(0),
+            ..e
+        })?;
         self.one(
             wr_id,
             SendOp::FetchAdd {
@@ -1207,7 +1204,7 @@ impl Qp {
     /// `buf[off..off + 8]`.
     ///
     /// # Errors
-    /// [`PostError`].
+    /// As [`Qp::post_send`].
     pub fn compare_swap(
         &self,
         wr_id: u64,
@@ -1216,10 +1213,11 @@ impl Qp {
         remote: RemoteBuf,
         compare: u64,
         swap: u64,
-    ) -> core::result::Result<(), PostError> {
-        let s = buf
-            .sge(off..off + 8)
-            .map_err(|error| PostError { index: 0, error })?;
+    ) -> Result<()> {
+        let s = buf.sge(off..off + 8).map_err(|e| Error {
+            bad_wr: Some(0),
+            ..e
+        })?;
         self.one(
             wr_id,
             SendOp::CompareSwap {
@@ -1236,16 +1234,12 @@ impl Qp {
     /// Posts a receive into `buf[range]`.
     ///
     /// # Errors
-    /// [`PostError`].
-    pub fn recv(
-        &self,
-        wr_id: u64,
-        buf: &MrBuf,
-        range: Range<usize>,
-    ) -> core::result::Result<(), PostError> {
-        let s = buf
-            .sge(range)
-            .map_err(|error| PostError { index: 0, error })?;
+    /// As [`Qp::post_send`].
+    pub fn recv(&self, wr_id: u64, buf: &MrBuf, range: Range<usize>) -> Result<()> {
+        let s = buf.sge(range).map_err(|e| Error {
+            bad_wr: Some(0),
+            ..e
+        })?;
         self.post_recv(&[RecvWr {
             wr_id,
             sg_list: vec![s],

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rdmakit_proto::{Access, AttrMask, QpAttr, RecvWr, Wc};
 use rdmakit_soft::{AsyncEvent, DeviceAttr, DeviceConfig, Gid, PortAttr, QpInit, SendRequest};
 
-use crate::error::{PostError, Result};
+use crate::error::Result;
 
 /// Something that lists and opens devices.
 pub trait Provider: Send + Sync {
@@ -60,16 +60,12 @@ pub trait DeviceOps: Send + Sync {
     fn destroy_qp(&self, qpn: u32) -> Result<()>;
     /// # Safety
     /// Inline requests' SGE ranges must be readable for the call.
-    unsafe fn post_send(
-        &self,
-        qpn: u32,
-        reqs: &[SendRequest],
-    ) -> core::result::Result<(), PostError>;
-    fn post_recv(&self, qpn: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostError>;
+    unsafe fn post_send(&self, qpn: u32, reqs: &[SendRequest]) -> Result<()>;
+    fn post_recv(&self, qpn: u32, wrs: &[RecvWr]) -> Result<()>;
     fn create_srq(&self, pd: u32, max_wr: u32, max_sge: u32, srq_limit: u32) -> Result<u32>;
     fn modify_srq_limit(&self, srq: u32, limit: u32) -> Result<()>;
     fn destroy_srq(&self, srq: u32) -> Result<()>;
-    fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostError>;
+    fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> Result<()>;
     fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32>;
     fn destroy_ah(&self, ah: u32) -> Result<()>;
     fn get_async_event(&self, timeout: Duration) -> Option<AsyncEvent>;
@@ -178,15 +174,11 @@ impl DeviceOps for SoftOps {
     fn destroy_qp(&self, qpn: u32) -> Result<()> {
         Ok(self.0.destroy_qp(qpn)?)
     }
-    unsafe fn post_send(
-        &self,
-        qpn: u32,
-        reqs: &[SendRequest],
-    ) -> core::result::Result<(), PostError> {
+    unsafe fn post_send(&self, qpn: u32, reqs: &[SendRequest]) -> Result<()> {
         // SAFETY: forwarded from this method's contract.
         Ok(unsafe { self.0.post_send(qpn, reqs) }?)
     }
-    fn post_recv(&self, qpn: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostError> {
+    fn post_recv(&self, qpn: u32, wrs: &[RecvWr]) -> Result<()> {
         Ok(self.0.post_recv(qpn, wrs)?)
     }
     fn create_srq(&self, pd: u32, max_wr: u32, max_sge: u32, srq_limit: u32) -> Result<u32> {
@@ -198,7 +190,7 @@ impl DeviceOps for SoftOps {
     fn destroy_srq(&self, srq: u32) -> Result<()> {
         Ok(self.0.destroy_srq(srq)?)
     }
-    fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostError> {
+    fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> Result<()> {
         Ok(self.0.post_srq_recv(srq, wrs)?)
     }
     fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32> {

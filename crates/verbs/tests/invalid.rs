@@ -83,11 +83,11 @@ fn invalid_work_requests_fail_immediately_or_complete_with_loc_errors() {
     let reset = pa.qp_builder(QpType::Rc, &ca).build().unwrap();
     let e = reset.send(1, &buf, 0..8).unwrap_err();
     assert_eq!(
-        (e.index, e.error.errno.name(), e.error.layer),
-        (0, "EINVAL", Layer::Library)
+        (e.bad_wr, e.errno.name(), e.layer),
+        (Some(0), "EINVAL", Layer::Library)
     );
     assert_eq!(
-        reset.recv(1, &buf, 0..8).unwrap_err().error.errno.name(),
+        reset.recv(1, &buf, 0..8).unwrap_err().errno.name(),
         "EINVAL"
     );
 
@@ -127,14 +127,20 @@ fn invalid_work_requests_fail_immediately_or_complete_with_loc_errors() {
     let e = qa
         .post_send_wrs(&[SendWr::new(1, SendOp::Send, vec![sge]), wr])
         .unwrap_err();
-    assert_eq!((e.index, e.error.errno.name()), (1, "EINVAL"));
+    assert_eq!((e.bad_wr, e.errno.name()), (Some(1), "EINVAL"));
+    let text = e.to_string();
+    assert!(
+        text.starts_with("ibv_post_send failed with EINVAL (22) (library layer): 3 SGEs"),
+        "{text}"
+    );
+    assert!(text.ends_with("(work request 1 of the list)"), "{text}");
     // Inline too large (max_inline_data 16).
     let e = qa.send_inline(3, &[0u8; 17]).unwrap_err();
-    assert_eq!(e.error.errno.name(), "EINVAL");
-    assert!(e.error.detail.contains("inline"));
+    assert_eq!(e.errno.name(), "EINVAL");
+    assert!(e.detail.contains("inline"));
     // Misaligned atomic.
     let e = qa.fetch_add(4, &buf, 0, bbuf.remote(4), 1).unwrap_err();
-    assert_eq!(e.error.errno.name(), "EINVAL");
+    assert_eq!(e.errno.name(), "EINVAL");
     // The first (valid) SEND of the list went out and completes.
 
     // Opcode invalid for the QP type: WRITE on UD.
@@ -147,12 +153,12 @@ fn invalid_work_requests_fail_immediately_or_complete_with_loc_errors() {
     let ep = ud.endpoint().unwrap();
     let ud = ud.connect(&ep).unwrap().ready_to_send().unwrap();
     let e = ud.write(5, &buf, 0..8, bbuf.remote(0)).unwrap_err();
-    assert_eq!(e.error.errno.name(), "EINVAL");
+    assert_eq!(e.errno.name(), "EINVAL");
     // UD send without an AH.
     let e = ud
         .post_send_wrs(&[SendWr::new(6, SendOp::Send, vec![sge])])
         .unwrap_err();
-    assert_eq!(e.error.errno.name(), "EINVAL");
+    assert_eq!(e.errno.name(), "EINVAL");
 
     // Bad lkey: not an errno, a LOC_PROT_ERR completion, the RC QP goes to
     // ERR, and the QP access error async event is raised.

@@ -199,7 +199,7 @@ fn srq_feeds_receives_of_several_qps() {
     a.cq.wait(2, T).unwrap();
     // Posting to a QP that uses an SRQ is refused.
     let e = receivers[0].recv(9, &bbuf, 0..8).unwrap_err();
-    assert_eq!(e.error.errno.name(), "EINVAL");
+    assert_eq!(e.errno.name(), "EINVAL");
 }
 
 #[test]
@@ -307,7 +307,7 @@ fn uc_write_and_send() {
     assert_eq!(bb.to_vec(4000..7000).unwrap(), vec![0x42; 3000]);
     // READ is not a UC operation.
     let e = qa.read(4, &ba, 0..8, bb.remote(0)).unwrap_err();
-    assert_eq!(e.error.errno.name(), "EINVAL");
+    assert_eq!(e.errno.name(), "EINVAL");
 }
 
 #[test]
