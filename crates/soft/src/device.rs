@@ -211,6 +211,8 @@ pub(crate) struct Shared {
     /// A deadline earlier than the progress thread's plan was set.
     rescan: AtomicBool,
     busy_poll: bool,
+    /// When an application thread last busy-polled (ns since epoch, 0 = never).
+    last_busy_poll: AtomicU64,
     poll_buf: Mutex<Vec<u8>>,
 }
 
@@ -454,6 +456,7 @@ impl Device {
             counters: AtomicCounters::default(),
             wake_at: AtomicU64::new(u64::MAX),
             rescan: AtomicBool::new(false),
+            last_busy_poll: AtomicU64::new(0),
             busy_poll: cfg.busy_poll,
             poll_buf: Mutex::new(vec![0; 65536]),
         });
@@ -972,6 +975,9 @@ impl Device {
         let mut q = lock(&c.queue);
         if q.is_empty() && self.sh.busy_poll {
             drop(q);
+            self.sh
+                .last_busy_poll
+                .store(self.sh.now().as_nanos().max(1), Ordering::Release);
             self.sh.poll_network(16);
             q = lock(&c.queue);
         }
@@ -2071,11 +2077,25 @@ fn progress_loop(sh: &Shared) {
             None => Duration::from_millis(20),
         }
         .clamp(Duration::from_micros(20), Duration::from_millis(20));
+        // While an application thread busy-polls (within the last
+        // millisecond) it receives for us: stay off the socket's wait queue
+        // so the kernel does not wake this thread for every datagram, and
+        // only look after the timers (and stray datagrams) now and then.
+        let polled = sh.last_busy_poll.load(Ordering::Acquire);
+        let wait = if polled != 0 && now.saturating_sub(polled) < 1_000_000 {
+            std::thread::sleep(wait.min(Duration::from_micros(200)));
+            sh.poll_network(64);
+            Duration::ZERO
+        } else {
+            wait
+        };
         let planned = now.saturating_add(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX));
-        sh.wake_at.store(planned, Ordering::Release);
-        match sh.net.recv(&mut buf, wait) {
-            Some((n, SocketAddr::V4(src))) => sh.receive(src, &buf[..n]),
-            Some((_, SocketAddr::V6(_))) | None => {}
+        if !wait.is_zero() {
+            sh.wake_at.store(planned, Ordering::Release);
+            match sh.net.recv(&mut buf, wait) {
+                Some((n, SocketAddr::V4(src))) => sh.receive(src, &buf[..n]),
+                Some((_, SocketAddr::V6(_))) | None => {}
+            }
         }
         // Scan the QPs' timers only when the planned wake-up passed or a
         // drive set an earlier deadline (not on every datagram).
