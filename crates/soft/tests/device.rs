@@ -17,6 +17,9 @@ fn small() -> DeviceConfig {
             max_mr: 4,
             max_cqe: 64,
             max_qp_wr: 64,
+            max_ah: 2,
+            max_srq: 1,
+            max_srq_wr: 8,
             ..Limits::default()
         },
         ..DeviceConfig::default()
@@ -94,6 +97,33 @@ fn limits_give_rxe_errnos() {
             d.dereg_mr(k).unwrap();
         }
     }
+    let gid = d.gid(1, 0).unwrap();
+    let ahs: Vec<u32> = (0..2).map(|_| d.create_ah(pds[1], gid).unwrap()).collect();
+    assert_eq!(d.create_ah(pds[1], gid).unwrap_err().errno, Errno::EINVAL);
+    assert_eq!(
+        d.create_ah(pds[1], rdmakit_soft::Gid([0xfe; 16]))
+            .unwrap_err()
+            .errno,
+        Errno::EINVAL,
+        "a GID that is not IPv4-mapped"
+    );
+    let srq = d.create_srq(pds[1], 8, 1, 0).unwrap();
+    assert_eq!(
+        d.create_srq(pds[1], 8, 1, 0).unwrap_err().errno,
+        Errno::EINVAL
+    );
+    assert_eq!(
+        d.create_srq(pds[1], 9, 1, 0).unwrap_err().errno,
+        Errno::EINVAL
+    );
+    assert_eq!(d.dealloc_pd(pds[1]).unwrap_err().errno, Errno::EBUSY);
+    d.destroy_srq(srq).unwrap();
+    for a in ahs {
+        d.destroy_ah(a).unwrap();
+    }
+    assert_eq!(d.destroy_ah(12345).unwrap_err().errno, Errno::EINVAL);
+    assert_eq!(d.gid(1, 16).unwrap_err().errno, Errno::EINVAL);
+    assert_eq!(d.port_attr(0).unwrap_err().errno, Errno::EINVAL);
     for q in &qps[1..] {
         d.destroy_qp(*q).unwrap();
     }
