@@ -150,6 +150,9 @@ pub struct Counters {
     pub tx_errors: u64,
     /// Completions lost to CQ overrun.
     pub cq_overruns: u64,
+    /// Descriptor mappings that failed as a device fault (injected): the
+    /// soft NIC's "DMA mapping error" lines in dmesg.
+    pub dma_map_errors: u64,
 }
 
 /// Numbers of live objects.
@@ -185,6 +188,7 @@ struct AtomicCounters {
     rx_malformed: AtomicU64,
     tx_errors: AtomicU64,
     cq_overruns: AtomicU64,
+    dma_map_errors: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -559,6 +563,7 @@ impl Device {
             rx_malformed: c.rx_malformed.load(Ordering::Relaxed),
             tx_errors: c.tx_errors.load(Ordering::Relaxed),
             cq_overruns: c.cq_overruns.load(Ordering::Relaxed),
+            dma_map_errors: c.dma_map_errors.load(Ordering::Relaxed),
         }
     }
 
@@ -1177,7 +1182,7 @@ impl Device {
             drop(ring);
             drop(mem);
             if let Err(e) = r {
-                return Err(fail(map_failure(V, e)));
+                return Err(fail(self.sh.map_failure(V, e)));
             }
         }
         Ok(())
@@ -1536,7 +1541,7 @@ impl Device {
                     }
                 }
                 Err(e) => {
-                    result = Err(fail(map_failure(V, e)));
+                    result = Err(fail(self.sh.map_failure(V, e)));
                     break;
                 }
             }
@@ -1705,7 +1710,7 @@ impl Device {
             drop(ring);
             drop(mem);
             if let Err(e) = r {
-                result = Err(fail(map_failure(V, e)));
+                result = Err(fail(self.sh.map_failure(V, e)));
                 break;
             }
         }
@@ -1735,6 +1740,15 @@ fn exhausted(verb: &'static str, what: &str, limit: u32) -> SoftError {
         Origin::Kernel,
         format!("{what} ({limit}) reached"),
     )
+}
+
+impl Shared {
+    fn map_failure(&self, verb: &'static str, e: MapFailure<MemError>) -> SoftError {
+        if matches!(e, MapFailure::Injected) {
+            self.counters.dma_map_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        map_failure(verb, e)
+    }
 }
 
 fn map_failure(verb: &'static str, e: MapFailure<MemError>) -> SoftError {

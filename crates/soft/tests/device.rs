@@ -267,6 +267,7 @@ fn many_threads_post_to_one_qp_with_fault_injection_and_no_descriptor_leaks() {
     let (sq, _) = d.qp_ring_stats(a).unwrap();
     assert!(sq.no_leak(), "{sq:?}");
     assert!(sq.injected > 0, "{sq:?}");
+    assert_eq!(d.counters().dma_map_errors, sq.injected);
     assert_eq!(sq.free, sq.capacity, "{sq:?}");
     assert_eq!(sq.taken, posted as u64 + sq.returned_on_failure);
     assert!(posted + enomem.load(std::sync::atomic::Ordering::Relaxed) == threads * per);
