@@ -1246,3 +1246,33 @@ impl Qp {
         }])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_wire_round_trip_and_malformed_text() {
+        let e = Endpoint {
+            qpn: 0x11,
+            gid: Gid::from_ipv4(std::net::Ipv4Addr::new(127, 1, 2, 3)),
+            psn: 0xabcdef,
+        };
+        assert_eq!(e.to_wire(), "11:abcdef:00000000000000000000ffff7f010203");
+        assert_eq!(Endpoint::from_wire(&e.to_wire()).unwrap(), e);
+        for bad in [
+            "",
+            "11",
+            "11:zz:00",
+            "11:1:0000",
+            "11:1:00000000000000000000ffff7f010203:9",
+        ] {
+            let err = Endpoint::from_wire(bad).unwrap_err();
+            assert_eq!(
+                (err.errno, err.layer),
+                (Errno::EINVAL, Layer::Application),
+                "{bad}"
+            );
+        }
+    }
+}
