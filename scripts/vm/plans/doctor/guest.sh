@@ -1,0 +1,106 @@
+# Plan "doctor": rdmakit doctor against the live Soft-RoCE stack, healthy and with
+# faults created for real. Each scenario leaves, in /results/doctor/:
+#   NAME.json      rdmakit doctor --json        NAME.exit   its exit status
+#   NAME.txt       rdmakit doctor (human)       NAME.json.gz rdmakit collect bundle
+#   NAME.dmesg     the kernel log               NAME.state  what the plan observed
+# The host replays each bundle and compares with NAME.json (plans/doctor/host.sh).
+D=$R/doctor
+mkdir -p $D
+chmod 777 $D
+CHECK="python3 /rdk/doctorcheck.py"
+
+# doctor_run NAME [WRAPPER...]: doctor (JSON and human) and collect, as WRAPPER runs them
+doctor_run() {
+  _n=$1; shift
+  "$@" rdmakit doctor --json > $D/$_n.json 2> $D/$_n.stderr
+  echo $? > $D/$_n.exit
+  "$@" rdmakit doctor --verbose --color never > $D/$_n.txt 2>&1
+  "$@" rdmakit collect -o $D/$_n.json.gz || { echo "rdmakit collect failed"; return 1; }
+  dmesg > $D/$_n.dmesg
+  cat $D/$_n.stderr
+}
+
+# a non-root user (uid 1000, created in the image) with RLIMIT_MEMLOCK = 64 KiB
+as_limited_user() {
+  sh -c 'ulimit -l 64 && exec setpriv --reuid=1000 --regid=1000 --clear-groups "$@"' sh "$@"
+}
+
+port_state() { cat /sys/class/infiniband/rxe0/ports/1/state; }
+port_phys() { cat /sys/class/infiniband/rxe0/ports/1/phys_state; }
+
+wait_port_not_active() {
+  _i=0
+  while [ $_i -lt 50 ]; do
+    case "$(port_state)" in *ACTIVE*) ;; *) return 0 ;; esac
+    sleep 0.2; _i=$((_i + 1))
+  done
+  echo "rxe0 port 1 still ACTIVE 10 s after eth0 went down"; return 1
+}
+
+sc_healthy() {
+  doctor_run healthy
+  $CHECK $D/healthy.json --exit "$(cat $D/healthy.exit)" --quiet-at warning \
+    --status kernel.modules=pass --status port.state=pass --status device.present=pass \
+    --status library.providers=pass --status app.memlock=pass \
+    --status irq.vectors=not_applicable --status irq.affinity=not_applicable \
+    --status pcie.link=not_applicable
+}
+
+sc_ib_umad_missing() {
+  rmmod ib_umad || return 1
+  lsmod > $D/ib_umad_missing.state
+  doctor_run ib_umad_missing
+  _rc=0
+  $CHECK $D/ib_umad_missing.json --exit "$(cat $D/ib_umad_missing.exit)" \
+    --expect RDK-K003 --quiet-at warning --evidence RDK-K003:/proc/modules=ib_umad || _rc=1
+  modprobe ib_umad || _rc=1
+  return $_rc
+}
+
+sc_port_down() {
+  ip link set eth0 down || return 1
+  wait_port_not_active
+  _s="$(port_state)"; _p="$(port_phys)"
+  { echo "state=$_s"; echo "phys_state=$_p"; ip link show eth0; } > $D/port_down.state
+  cat $D/port_down.state
+  doctor_run port_down
+  _rc=0
+  $CHECK $D/port_down.json --exit "$(cat $D/port_down.exit)" --expect RDK-H002 \
+    --evidence "RDK-H002:ports/1/state=$_s" --evidence "RDK-H002:ports/1/phys_state=$_p" || _rc=1
+  ip link set eth0 up && wait_port_active rxe0 1 30 && wait_gids rxe0 1 3 20 || _rc=1
+  return $_rc
+}
+
+sc_provider_missing() {
+  mv /etc/libibverbs.d/rxe.driver /tmp/rxe.driver || return 1
+  ls -l /etc/libibverbs.d > $D/provider_missing.state
+  IBV_SHOW_WARNINGS=1 ibv_devinfo >> $D/provider_missing.state 2>&1
+  doctor_run provider_missing
+  _rc=0
+  $CHECK $D/provider_missing.json --exit "$(cat $D/provider_missing.exit)" --expect RDK-L002 \
+    --quiet-at error --evidence RDK-L002:libibverbs.d= || _rc=1
+  mv /tmp/rxe.driver /etc/libibverbs.d/rxe.driver || _rc=1
+  return $_rc
+}
+
+sc_memlock_user() {
+  as_limited_user sh -c 'id; ulimit -l; grep "locked memory" /proc/self/limits' > $D/memlock_user.state 2>&1
+  cat $D/memlock_user.state
+  doctor_run memlock_user as_limited_user
+  $CHECK $D/memlock_user.json --exit "$(cat $D/memlock_user.exit)" --expect RDK-A001 \
+    --evidence RDK-A001:=65536
+}
+
+sc_restored() {
+  # every fault above was undone: the host is healthy again
+  wait_port_active rxe0 1 30 && wait_gids rxe0 1 3 20
+  doctor_run restored
+  $CHECK $D/restored.json --exit "$(cat $D/restored.exit)" --quiet-at warning
+}
+
+step doctor/healthy sc_healthy
+step doctor/ib_umad_missing sc_ib_umad_missing
+step doctor/port_down sc_port_down
+step doctor/provider_missing sc_provider_missing
+step doctor/memlock_user sc_memlock_user
+step doctor/restored sc_restored
