@@ -543,6 +543,37 @@ impl Cq {
         }
     }
 
+    /// Event mode: returns up to `max` completions, sleeping on the CQ's
+    /// completion channel (arm, re-poll, `ibv_get_cq_event`) while it is empty.
+    ///
+    /// # Errors
+    /// `EINVAL` when the CQ has no completion channel; `ETIMEDOUT` (library
+    /// layer) when nothing arrived within `timeout`.
+    pub fn wait_event(&self, max: usize, timeout: Duration) -> Result<Vec<Wc>> {
+        let deadline = Instant::now() + timeout;
+        let Some(ch) = &self._channel else {
+            return Err(Error::application(
+                "ibv_req_notify_cq",
+                Errno::EINVAL,
+                "CQ has no completion channel",
+            ));
+        };
+        loop {
+            let v = self.poll(max)?;
+            if !v.is_empty() {
+                return Ok(v);
+            }
+            self.req_notify(false)?;
+            // A completion that landed between the poll and the arm.
+            let v = self.poll(max)?;
+            if !v.is_empty() {
+                return Ok(v);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            ch.get_cq_event(Some(left))?;
+        }
+    }
+
     /// `ibv_req_notify_cq`.
     ///
     /// # Errors

@@ -414,6 +414,36 @@ fn event_mode_without_busy_poll_and_device_list() {
     qa.send_inline(2, b"event").unwrap();
     assert_eq!(b.cq.wait(1, T).unwrap()[0].byte_len, 5);
     assert_eq!(a.cq.wait(1, T).unwrap()[0].status, WcStatus::Success);
+    // Event mode on a CQ with a completion channel: sleep until a completion.
+    let ch = b.ctx.create_comp_channel().unwrap();
+    let ecq = b.ctx.create_cq(8, Some(&ch)).unwrap();
+    let o = ConnectOpts::default();
+    let qa2 =
+        a.pd.qp_builder(QpType::Rc, &a.cq)
+            .build()
+            .unwrap()
+            .into_init(o)
+            .unwrap();
+    let qb2 =
+        b.pd.qp_builder(QpType::Rc, &ecq)
+            .build()
+            .unwrap()
+            .into_init(o)
+            .unwrap();
+    let (ea, eb) = (qa2.endpoint().unwrap(), qb2.endpoint().unwrap());
+    let qa2 = qa2.connect(&eb).unwrap().ready_to_send().unwrap();
+    let qb2 = qb2.connect(&ea).unwrap().ready_to_send().unwrap();
+    qb2.recv(9, &bb, 0..64).unwrap();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        qa2.send_inline(10, b"evt").unwrap();
+        qa2
+    });
+    let w = ecq.wait_event(4, T).unwrap();
+    assert_eq!((w[0].wr_id, w[0].byte_len), (9, 3));
+    let _qa2 = t.join().unwrap();
+    let e = ecq.wait_event(4, Duration::from_millis(10)).unwrap_err();
+    assert_eq!(e.errno.name(), "ETIMEDOUT");
     let c = a.ctx.soft().unwrap().counters();
     assert!(c.tx_packets >= 1 && c.rx_packets >= 1, "{c:?}");
 }
