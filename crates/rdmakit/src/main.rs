@@ -33,8 +33,6 @@ enum Command {
     Pcap(cmd::pcap::Args),
     /// RDMA devices from the kernel (NETLINK_RDMA), like `rdma dev`.
     Dev(cmd::dev::Args),
-    /// Device and port attributes, line-compatible with ibv_devinfo (-v: every limit, GIDs).
-    Devinfo(cmd::devinfo::Args),
     /// RDMA ports and their state, like `rdma link`.
     Link(cmd::link::Args),
     /// Tracked RDMA objects (qp, cq, mr, pd, ctx, srq, cm_id) and their owners.
@@ -43,6 +41,8 @@ enum Command {
     Stat(cmd::stat::Args),
     /// Print RDMA device events until Ctrl-C (live only).
     Monitor(cmd::monitor::Args),
+    /// Prometheus metrics: stdout, a textfile for node_exporter (-o), or an exporter (--listen).
+    Metrics(cmd::metrics::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,11 +54,11 @@ fn main() -> ExitCode {
         Command::Collect(a) => cmd::collect::run(a),
         Command::Pcap(a) => cmd::pcap::run(a),
         Command::Dev(a) => cmd::dev::run(a),
-        Command::Devinfo(a) => cmd::devinfo::run(a),
         Command::Link(a) => cmd::link::run(a),
         Command::Res(a) => cmd::res::run(a),
         Command::Stat(a) => cmd::stat::run(a),
         Command::Monitor(a) => cmd::monitor::run(a),
+        Command::Metrics(a) => cmd::metrics::run(a),
     };
     match r {
         Ok(code) => code,

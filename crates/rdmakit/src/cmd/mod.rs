@@ -2,10 +2,10 @@
 
 pub mod collect;
 pub mod dev;
-pub mod devinfo;
 pub mod doctor;
 pub mod explain;
 pub mod link;
+pub mod metrics;
 pub mod monitor;
 pub mod pcap;
 pub mod res;

@@ -1,0 +1,17 @@
+//! Prometheus exposition of what rdmakit knows about a host.
+//!
+//! - [`text`]: the Prometheus text format (version 0.0.4): families with HELP and TYPE
+//!   lines, escaped label values, stable ordering.
+//! - [`expo`]: host facts and the doctor's report → families. Names already exported by
+//!   node_exporter's infiniband collector keep its names, labels and units
+//!   (`node_infiniband_*`; `port_*_data` counted in 4-byte words become bytes); what it
+//!   lacks is under `rdmakit_` (hw_counters, unavailable counters, netlink resources,
+//!   doctor findings and check status, collection time).
+//! - [`http`]: a small HTTP/1.1 exporter on `std::net` (thread per connection, bounded;
+//!   GET/HEAD /metrics; 400/404/405/431/503 for everything else).
+
+pub mod expo;
+pub mod http;
+pub mod text;
+
+pub use expo::{render, scrape, Options};

@@ -1,0 +1,308 @@
+//! The exposition of the real captures: golden files (insta), and the values checked
+//! against the files they came from.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rdmakit_doctor::checks::Config;
+use rdmakit_doctor::report::Report;
+use rdmakit_host::capture::import_capture;
+use rdmakit_host::collect::collect;
+use rdmakit_host::model::HostFacts;
+use rdmakit_metrics::{render, Options};
+
+fn fixtures() -> PathBuf {
+    std::env::var("RDMAKIT_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+        })
+}
+
+fn facts(name: &str) -> HostFacts {
+    let b = import_capture(&fixtures().join(name)).expect("fixture imports");
+    collect(&b, &b.header.options.clone())
+}
+
+fn expose(name: &str, opts: &Options) -> String {
+    let f = facts(name);
+    let r = Report::build(&f, &Config::default(), "rdmakit test", name);
+    render(&f, &r, Duration::from_millis(1500), opts)
+}
+
+/// The value of the one sample of `metric` whose label text contains every `want`.
+fn value(text: &str, metric: &str, want: &[&str]) -> Option<f64> {
+    let mut found = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, v) = line.rsplit_once(' ')?;
+        let name = series.split('{').next()?;
+        if name == metric && want.iter().all(|w| series.contains(w)) {
+            assert!(found.is_none(), "two samples match {metric} {want:?}");
+            found = Some(v.parse().ok()?);
+        }
+    }
+    found
+}
+
+fn sysfs(fixture: &str, rel: &str) -> String {
+    std::fs::read_to_string(
+        fixtures()
+            .join(fixture)
+            .join("root/sys/class/infiniband")
+            .join(rel),
+    )
+    .unwrap_or_else(|e| panic!("{rel}: {e}"))
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn golden_healthy() {
+    insta::assert_snapshot!("healthy", expose("healthy", &Options::default()));
+}
+
+#[test]
+fn golden_real_nics() {
+    insta::assert_snapshot!(
+        "real_nics_procfs",
+        expose("real-nics-procfs", &Options::default())
+    );
+}
+
+#[test]
+fn data_counters_are_words_times_four() {
+    let t = expose("real-nics-procfs", &Options::default());
+    for (dev, port) in [
+        ("mlx4_0", "1"),
+        ("mlx4_0", "2"),
+        ("mlx5_0", "1"),
+        ("hfi1_0", "1"),
+    ] {
+        let labels = [
+            &format!("device=\"{dev}\"")[..],
+            &format!("port=\"{port}\"")[..],
+        ];
+        for (file, metric) in [
+            (
+                "port_rcv_data",
+                "node_infiniband_port_data_received_bytes_total",
+            ),
+            (
+                "port_xmit_data",
+                "node_infiniband_port_data_transmitted_bytes_total",
+            ),
+        ] {
+            let raw = sysfs(
+                "real-nics-procfs",
+                &format!("{dev}/ports/{port}/counters/{file}"),
+            );
+            match raw.parse::<u64>() {
+                Ok(words) => assert_eq!(
+                    value(&t, metric, &labels),
+                    Some(words as f64 * 4.0),
+                    "{dev}/{port}/{file}"
+                ),
+                // "N/A (no PMA)": no series, and the unavailable marker instead.
+                Err(_) => {
+                    assert_eq!(value(&t, metric, &labels), None, "{dev}/{port}/{file}");
+                    let c = format!("counter=\"counters/{file}\"");
+                    let mut l = labels.to_vec();
+                    l.push(&c);
+                    assert_eq!(
+                        value(&t, "rdmakit_infiniband_counters_unavailable", &l),
+                        Some(1.0)
+                    );
+                }
+            }
+        }
+        let packets = sysfs(
+            "real-nics-procfs",
+            &format!("{dev}/ports/{port}/counters/port_rcv_packets"),
+        );
+        if let Ok(p) = packets.parse::<u64>() {
+            assert_eq!(
+                value(&t, "node_infiniband_port_packets_received_total", &labels),
+                Some(p as f64)
+            );
+        }
+    }
+}
+
+#[test]
+fn states_rates_info_and_hw_counters() {
+    let t = expose("real-nics-procfs", &Options::default());
+    let l = ["device=\"mlx4_0\"", "port=\"1\""];
+    let state: f64 = sysfs("real-nics-procfs", "mlx4_0/ports/1/state")
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(value(&t, "node_infiniband_state_id", &l), Some(state));
+    let rate = sysfs("real-nics-procfs", "mlx4_0/ports/1/rate");
+    let gbps: f64 = rate.split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(
+        value(&t, "node_infiniband_rate_bytes_per_second", &l),
+        Some(gbps * 125_000_000.0)
+    );
+    let fw = sysfs("real-nics-procfs", "mlx5_0/fw_ver");
+    assert_eq!(
+        value(
+            &t,
+            "node_infiniband_info",
+            &["device=\"mlx5_0\"", &format!("firmware_version=\"{fw}\"")]
+        ),
+        Some(1.0)
+    );
+    // mlx5 hw_counters: every numeric file is a series with its value.
+    let dir =
+        fixtures().join("real-nics-procfs/root/sys/class/infiniband/mlx5_0/ports/1/hw_counters");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().into_string().unwrap();
+        let raw = std::fs::read_to_string(e.path()).unwrap();
+        let Ok(v) = raw.trim().parse::<u64>() else {
+            continue;
+        };
+        if name == "lifespan" {
+            assert_eq!(
+                value(
+                    &t,
+                    "rdmakit_infiniband_hw_counters_lifespan_seconds",
+                    &["device=\"mlx5_0\"", "port=\"1\""]
+                ),
+                Some(v as f64 / 1000.0)
+            );
+            continue;
+        }
+        let c = format!("counter=\"{name}\"");
+        assert_eq!(
+            value(
+                &t,
+                "rdmakit_infiniband_hw_counters_total",
+                &["device=\"mlx5_0\"", "port=\"1\"", &c]
+            ),
+            Some(v as f64),
+            "{name}"
+        );
+        n += 1;
+    }
+    assert!(n > 10, "only {n} mlx5 hw_counters");
+}
+
+#[test]
+fn healthy_has_netlink_resources_and_doctor_status() {
+    let t = expose("healthy", &Options::default());
+    assert_eq!(value(&t, "rdmakit_rdma_netlink_available", &[]), Some(1.0));
+    assert!(value(
+        &t,
+        "rdmakit_rdma_resources",
+        &["device=\"rxe0\"", "kind=\"pd\""]
+    )
+    .is_some());
+    assert_eq!(
+        value(
+            &t,
+            "rdmakit_doctor_check_status",
+            &["check=\"device.present\"", "status=\"pass\""]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(&t, "rdmakit_collect_duration_seconds", &[]),
+        Some(1.5)
+    );
+}
+
+#[test]
+fn node_compat_off_leaves_out_node_names() {
+    let t = expose("real-nics-procfs", &Options { node_compat: false });
+    assert!(!t.contains("node_infiniband_"));
+    assert!(t.contains("rdmakit_infiniband_hw_counters_total"));
+}
+
+/// Every family once, HELP then TYPE then its samples, no duplicate series, valid
+/// names, and the output is identical from one run to the next.
+#[test]
+fn well_formed_and_stable() {
+    for name in ["healthy", "healthy-busy", "real-nics-procfs"] {
+        let t = expose(name, &Options::default());
+        assert_eq!(t, expose(name, &Options::default()), "{name}: not stable");
+        let mut families = std::collections::BTreeSet::new();
+        let mut series = std::collections::BTreeSet::new();
+        let mut current = String::new();
+        for line in t.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let fam = rest.split(' ').next().unwrap().to_string();
+                assert!(families.insert(fam.clone()), "{name}: {fam} twice");
+                current = fam;
+            } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (fam, kind) = rest.split_once(' ').unwrap();
+                assert_eq!(fam, current);
+                assert!(kind == "counter" || kind == "gauge");
+                assert_eq!(kind == "counter", fam.ends_with("_total"), "{fam}");
+            } else {
+                let (s, v) = line.rsplit_once(' ').unwrap();
+                assert_eq!(s.split('{').next().unwrap(), current, "{line}");
+                assert!(v.parse::<f64>().is_ok(), "{line}");
+                assert!(series.insert(s.to_string()), "{name}: duplicate {s}");
+                assert!(rdmakit_metrics::text::valid_metric_name(&current));
+            }
+        }
+    }
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &t);
+        } else if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+/// "N/A (no PMA)" in counters/ and hw_counters/: the series is left out, the
+/// unavailable marker is 1, nothing else changes.
+#[test]
+fn no_pma_counters_are_left_out_and_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixtures().join("real-nics-procfs"), tmp.path());
+    let port = tmp.path().join("root/sys/class/infiniband/mlx5_0/ports/1");
+    std::fs::write(port.join("counters/port_xmit_data"), "N/A (no PMA)\n").unwrap();
+    std::fs::write(port.join("hw_counters/out_of_buffer"), "N/A (no PMA)\n").unwrap();
+    let b = import_capture(tmp.path()).unwrap();
+    let f = collect(&b, &b.header.options.clone());
+    let r = Report::build(&f, &Config::default(), "rdmakit test", "tmp");
+    let t = render(&f, &r, Duration::ZERO, &Options::default());
+    let l = ["device=\"mlx5_0\"", "port=\"1\""];
+    assert_eq!(
+        value(&t, "node_infiniband_port_data_transmitted_bytes_total", &l),
+        None
+    );
+    assert!(value(&t, "node_infiniband_port_data_received_bytes_total", &l).is_some());
+    for c in ["counters/port_xmit_data", "hw_counters/out_of_buffer"] {
+        let c = format!("counter=\"{c}\"");
+        assert_eq!(
+            value(
+                &t,
+                "rdmakit_infiniband_counters_unavailable",
+                &[l[0], l[1], &c]
+            ),
+            Some(1.0)
+        );
+    }
+    assert_eq!(
+        value(
+            &t,
+            "rdmakit_infiniband_hw_counters_total",
+            &[l[0], l[1], "counter=\"out_of_buffer\""]
+        ),
+        None
+    );
+    assert!(t.contains("# TYPE rdmakit_infiniband_counters_unavailable gauge\n"));
+}

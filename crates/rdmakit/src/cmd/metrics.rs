@@ -1,0 +1,98 @@
+//! `rdmakit metrics`: the host's RDMA facts and the doctor's findings in the
+//! Prometheus text format, printed, written as a textfile for node_exporter, or served
+//! over HTTP.
+
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+use rdmakit_metrics::{http, scrape, Options};
+
+use super::SourceArgs;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Write the exposition to FILE atomically (a temporary file renamed over it), for
+    /// node_exporter's textfile collector (name it *.prom in its directory).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "listen"
+    )]
+    output: Option<String>,
+    /// Serve the metrics over HTTP at ADDR (e.g. 127.0.0.1:9879, [::]:9879); every GET
+    /// /metrics reads the facts afresh.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Leave out the node_infiniband_* families (use when node_exporter's own
+    /// infiniband collector runs beside the textfile: the same series twice fail it).
+    #[arg(long)]
+    no_node_compat: bool,
+}
+
+/// Writes `data` to `path` through a temporary file in the same directory and a
+/// rename, so a reader sees the old file or the new one, never half of one.
+pub fn write_atomically(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .with_context(|| format!("{}: not a file name", path.display()))?;
+    // A dot name without .prom: node_exporter's textfile collector ignores it.
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let res = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res.with_context(|| format!("writing {}", path.display()))
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let opts = Options {
+        node_compat: !a.no_node_compat,
+    };
+    let (opened, copts) = a.source.open()?;
+    if let Some(addr) = &a.listen {
+        let listener =
+            TcpListener::bind(addr).with_context(|| format!("--listen {addr}: cannot bind"))?;
+        let local = listener.local_addr().context("--listen: local address")?;
+        eprintln!("rdmakit: serving metrics on http://{local}/metrics");
+        // One collection at a time: concurrent scrapes wait rather than read the host
+        // twice over.
+        let state = Mutex::new((opened, copts));
+        let render = move || {
+            let guard = state.lock().unwrap_or_else(|p| p.into_inner());
+            let (opened, copts) = &*guard;
+            scrape(opened.source(), copts, opened.label(), &opts)
+        };
+        http::serve(listener, Arc::new(render)).context("serving metrics")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text = scrape(opened.source(), &copts, opened.label(), &opts);
+    match &a.output {
+        Some(path) => write_atomically(Path::new(path), text.as_bytes())?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
