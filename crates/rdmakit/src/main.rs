@@ -33,6 +33,8 @@ enum Command {
     Pcap(cmd::pcap::Args),
     /// RDMA devices from the kernel (NETLINK_RDMA), like `rdma dev`.
     Dev(cmd::dev::Args),
+    /// Device and port attributes, line-compatible with ibv_devinfo (-v: every limit, GIDs).
+    Devinfo(cmd::devinfo::Args),
     /// RDMA ports and their state, like `rdma link`.
     Link(cmd::link::Args),
     /// Tracked RDMA objects (qp, cq, mr, pd, ctx, srq, cm_id) and their owners.
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
         Command::Collect(a) => cmd::collect::run(a),
         Command::Pcap(a) => cmd::pcap::run(a),
         Command::Dev(a) => cmd::dev::run(a),
+        Command::Devinfo(a) => cmd::devinfo::run(a),
         Command::Link(a) => cmd::link::run(a),
         Command::Res(a) => cmd::res::run(a),
         Command::Stat(a) => cmd::stat::run(a),

@@ -2,6 +2,7 @@
 
 pub mod collect;
 pub mod dev;
+pub mod devinfo;
 pub mod doctor;
 pub mod explain;
 pub mod link;

@@ -1,0 +1,217 @@
+//! `rdmakit devinfo` against a real `ibv_devinfo` from kernel rxe
+//! (../shared/fixtures/healthy/cmd/ibv_devinfo*.out): same keys in the same
+//! order with the same tabs; every value that differs is listed in
+//! `DIFFERENCES` with the reason.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn rdmakit(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+        .args(args)
+        .env_remove("RDMAKIT_SOFT_NAME")
+        .env_remove("RDMAKIT_SOFT_ADDR")
+        .output()
+        .expect("run rdmakit")
+}
+
+fn fixtures() -> PathBuf {
+    std::env::var_os("RDMAKIT_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+        })
+}
+
+fn fixture(name: &str) -> Option<String> {
+    let p = fixtures().join("healthy/cmd").join(name);
+    match std::fs::read_to_string(&p) {
+        Ok(s) => Some(s),
+        Err(_) => {
+            eprintln!("skipping: {} not found", p.display());
+            None
+        }
+    }
+}
+
+/// Where the soft NIC's `-v` values differ from kernel rxe's, and why.
+/// Keys are `tabs:name` as [`entries`] makes them.
+const DIFFERENCES: &[(&str, &str)] = &[
+    ("0:hca_id", "device name: soft0 vs rxe0"),
+    ("1:fw_ver", "the soft NIC reports its own version 0.1.0; rxe 0.0.0"),
+    ("1:node_guid", "EUI-64 of 02:00:<IPv4 of the bound 127.x address> (rxe: of the netdev MAC)"),
+    ("1:sys_image_guid", "as node_guid"),
+    ("1:max_qp", "16384 configurable limit (rxe 1<<20 minus reserved)"),
+    ("1:max_qp_wr", "16384 (rxe 1<<20)"),
+    ("1:device_cap_flags", "no AUTO_PATH_MIG/CHANGE_PHY_PORT/UD_AV_PORT_ENFORCE/SRQ_RESIZE/MW/MEM_MGT_EXTENSIONS; adds N_NOTIFY_CQ"),
+    ("1:max_cq", "16384 (rxe 1<<20)"),
+    ("1:max_mr", "65536 (rxe 0x7ffff)"),
+    ("1:max_pd", "65536 (rxe 1<<20)"),
+    ("1:max_res_rd_atom", "max_qp_rd_atom x max_qp with the smaller max_qp"),
+    ("1:max_mw", "memory windows not supported"),
+    ("1:max_mcast_grp", "multicast not supported"),
+    ("1:max_mcast_qp_attach", "multicast not supported"),
+    ("1:max_total_mcast_qp_attach", "multicast not supported"),
+    ("1:max_ah", "65536 (rxe 0x7fff)"),
+    ("1:max_srq", "16384 (rxe 0xdffff)"),
+    ("1:max_srq_wr", "16384 (rxe 1<<20)"),
+    ("1:max_pkeys", "one P_Key (0xffff); rxe advertises 64"),
+    ("1:device_cap_flags_ex", "as device_cap_flags"),
+    ("1:num_comp_vectors", "available CPUs of this machine"),
+    ("3:active_mtu", "from the loopback netdev MTU (65536 -> 4096); the fixture's VM had 1500 -> 1024"),
+    ("3:max_msg_sz", "2^31 (the engine handles it); rxe 0x800000"),
+    ("3:gid_tbl_len", "16 entries; rxe 1024"),
+    ("3:active_speed", "25 Gbps advertised; rxe says 2.5 Gbps"),
+    ("3:GID", "one RoCE v2 GID of the bound 127.x address at index 0; rxe lists every address of the netdev"),
+];
+
+/// (key, value) per logical line: `tabs:name` keys; continuation lines
+/// (capability names, `NO SUPPORT`) join the previous key's value; GID
+/// lines collapse into one `3:GID` entry holding every GID.
+fn entries(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with("exit=") {
+            continue;
+        }
+        let tabs = line.len() - line.trim_start_matches('\t').len();
+        let body = &line[tabs..];
+        if tabs == 5 {
+            let last = out.last_mut().expect("continuation after a key");
+            last.1.push_str(&format!(" +{body}"));
+            continue;
+        }
+        let (name, value) = match body.split_once(':') {
+            Some((k, v)) => (k.to_string(), v.trim_start_matches('\t').to_string()),
+            None => (body.to_string(), String::new()),
+        };
+        if name.starts_with("GID[") {
+            let key = format!("{tabs}:GID");
+            match out.last_mut() {
+                Some(last) if last.0 == key => last.1.push_str(&format!(" | {value}")),
+                _ => out.push((key, value)),
+            }
+            continue;
+        }
+        // Keep the tabs between key and value: they are part of the format.
+        let sep = body
+            .split_once(':')
+            .map(|(_, v)| v.len() - v.trim_start_matches('\t').len())
+            .unwrap_or(0);
+        out.push((format!("{tabs}:{name}/{sep}"), value));
+    }
+    out
+}
+
+fn bare(k: &str) -> &str {
+    k.split('/').next().unwrap_or(k)
+}
+
+#[test]
+fn verbose_matches_ibv_devinfo_structure_and_documents_differences() {
+    let Some(want) = fixture("ibv_devinfo-v.out") else {
+        return;
+    };
+    let out = rdmakit(&["devinfo", "-v"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = String::from_utf8(out.stdout).unwrap();
+    let (w, g) = (entries(&want), entries(&got));
+    let wk: Vec<&str> = w.iter().map(|e| e.0.as_str()).collect();
+    let gk: Vec<&str> = g.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        gk, wk,
+        "keys (with tabs) in the same order as ibv_devinfo -v"
+    );
+    let mut differ = Vec::new();
+    for ((k, wv), (_, gv)) in w.iter().zip(&g) {
+        if wv != gv {
+            let doc = DIFFERENCES.iter().find(|d| d.0 == bare(k));
+            assert!(
+                doc.is_some(),
+                "{k}: soft NIC {gv:?} vs rxe {wv:?} is not documented in DIFFERENCES"
+            );
+            differ.push(bare(k).to_string());
+        }
+    }
+    for (k, why) in DIFFERENCES {
+        assert!(
+            w.iter().any(|e| bare(&e.0) == *k),
+            "DIFFERENCES names {k}, which ibv_devinfo does not print"
+        );
+        // num_comp_vectors may well match (2 CPUs here and in the VM).
+        if *k != "1:num_comp_vectors" {
+            assert!(
+                differ.iter().any(|d| d == k),
+                "{k} ({why}) no longer differs"
+            );
+        }
+    }
+}
+
+#[test]
+fn brief_matches_ibv_devinfo_structure() {
+    let Some(want) = fixture("ibv_devinfo.out") else {
+        return;
+    };
+    let out = rdmakit(&["devinfo"]);
+    assert!(out.status.success());
+    let got = String::from_utf8(out.stdout).unwrap();
+    let wk: Vec<String> = entries(&want).into_iter().map(|e| e.0).collect();
+    let gk: Vec<String> = entries(&got).into_iter().map(|e| e.0).collect();
+    assert_eq!(gk, wk);
+    assert!(got.ends_with("link_layer:\t\tEthernet\n\n"));
+}
+
+#[test]
+fn json_has_the_same_fields() {
+    let out = rdmakit(&["devinfo", "-v", "--json"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let d = &v["devices"][0];
+    let text = String::from_utf8(rdmakit(&["devinfo", "-v"]).stdout).unwrap();
+    for (k, _) in entries(&text) {
+        let name = bare(&k).split_once(':').map(|x| x.1).unwrap_or("");
+        let is_port = k.starts_with("3:") || k.starts_with("2:port");
+        let obj = if is_port { &d["ports"][0] } else { d };
+        let field = match name {
+            "GID" => "gids",
+            "port" => "port",
+            n if n.ends_with("_odp_caps")
+                || n.contains("not supported")
+                || n.ends_with("_caps")
+                || [
+                    "max_tso",
+                    "max_rwq_indirection_tables",
+                    "max_rwq_indirection_table_size",
+                    "rx_hash_function",
+                    "rx_hash_fields_mask",
+                    "max_wq_type_rq",
+                    "qp_rate_limit_min",
+                    "qp_rate_limit_max",
+                ]
+                .contains(&n) =>
+            {
+                continue; // extended caps the verbs API does not model yet
+            }
+            n => n,
+        };
+        assert!(!obj[field].is_null(), "JSON lacks {field} ({k})");
+    }
+    assert_eq!(d["ports"][0]["gids"][0]["type"], "RoCE v2");
+    assert_eq!(d["ports"][0]["state"], "PORT_ACTIVE");
+}
+
+#[test]
+fn bad_device_and_port_are_errors() {
+    let out = rdmakit(&["devinfo", "-d", "nosuch0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wasn't found"));
+    let out = rdmakit(&["devinfo", "-i", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = rdmakit(&["devinfo", "-d", "soft0", "-i", "1"]);
+    assert!(out.status.success());
+}
