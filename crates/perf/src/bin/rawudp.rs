@@ -1,0 +1,127 @@
+//! The raw UDP baseline of `scripts/bench-perf`: a sender/receiver pair and
+//! a ping-pong pair, one process per side, moving datagrams the way the soft
+//! NIC does (one `sendto`/`recvfrom` per datagram, no GSO/GRO, 4 MiB
+//! SO_RCVBUF).
+//!
+//! ```text
+//! rdmakit-rawudp recv PORT TOTAL_BYTES            # prints one JSON line
+//! rdmakit-rawudp send HOST:PORT MSGS MSG_SIZE DGRAM
+//! rdmakit-rawudp pong PORT ITERS
+//! rdmakit-rawudp ping HOST:PORT ITERS SIZE        # prints one JSON line
+//! ```
+
+use std::net::UdpSocket;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+fn arg<T: std::str::FromStr>(a: &[String], i: usize, what: &str) -> Result<T, String> {
+    a.get(i)
+        .ok_or_else(|| format!("missing {what}"))?
+        .parse()
+        .map_err(|_| format!("bad {what}: {:?}", a[i]))
+}
+
+fn bind(port: u16) -> Result<UdpSocket, String> {
+    let s = UdpSocket::bind(("127.0.0.1", port)).map_err(|e| format!("bind: {e}"))?;
+    // As the soft NIC: a 4 MiB receive buffer (best effort).
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&s, 4 << 20);
+    Ok(s)
+}
+
+fn run(a: &[String]) -> Result<(), String> {
+    match a.first().map(String::as_str) {
+        Some("recv") => {
+            let s = bind(arg(a, 1, "port")?)?;
+            let total: u64 = arg(a, 2, "total bytes")?;
+            let mut buf = vec![0u8; 65536];
+            let (mut got, mut first, mut last) = (0u64, None, Instant::now());
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .map_err(|e| e.to_string())?;
+            while got < total {
+                match s.recv_from(&mut buf) {
+                    Ok((n, _)) => {
+                        first.get_or_insert_with(Instant::now);
+                        got += n as u64;
+                        last = Instant::now();
+                    }
+                    Err(_) => break, // idle: the sender is done (losses counted)
+                }
+                if first.is_some() {
+                    let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
+                }
+            }
+            let secs = first.map(|f| (last - f).as_secs_f64()).unwrap_or(0.0);
+            println!(
+                "{{\"bytes\":{got},\"expected\":{total},\"seconds\":{secs},\"MBps\":{}}}",
+                if secs > 0.0 {
+                    got as f64 / secs / 1_048_576.0
+                } else {
+                    0.0
+                }
+            );
+            Ok(())
+        }
+        Some("send") => {
+            let to: String = arg(a, 1, "HOST:PORT")?;
+            let msgs: u64 = arg(a, 2, "messages")?;
+            let size: usize = arg(a, 3, "message size")?;
+            let dgram: usize = arg(a, 4, "datagram size")?;
+            let s = bind(0)?;
+            let d = vec![1u8; dgram.max(1)];
+            for _ in 0..msgs {
+                let mut left = size;
+                while left > 0 {
+                    let n = left.min(dgram);
+                    s.send_to(&d[..n], to.as_str()).map_err(|e| e.to_string())?;
+                    left -= n;
+                }
+            }
+            Ok(())
+        }
+        Some("pong") => {
+            let s = bind(arg(a, 1, "port")?)?;
+            let iters: u64 = arg(a, 2, "iterations")?;
+            let mut buf = vec![0u8; 65536];
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .map_err(|e| e.to_string())?;
+            for _ in 0..iters {
+                let (n, from) = s.recv_from(&mut buf).map_err(|e| e.to_string())?;
+                s.send_to(&buf[..n], from).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
+        Some("ping") => {
+            let to: String = arg(a, 1, "HOST:PORT")?;
+            let iters: usize = arg(a, 2, "iterations")?;
+            let size: usize = arg(a, 3, "size")?;
+            let s = bind(0)?;
+            s.set_read_timeout(Some(Duration::from_secs(5)))
+                .map_err(|e| e.to_string())?;
+            let d = vec![7u8; size];
+            let mut buf = vec![0u8; 65536];
+            let mut rtts = Vec::with_capacity(iters);
+            for _ in 0..iters {
+                let t = Instant::now();
+                s.send_to(&d, to.as_str()).map_err(|e| e.to_string())?;
+                s.recv_from(&mut buf).map_err(|e| e.to_string())?;
+                rtts.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            rtts.sort_by(f64::total_cmp);
+            let med = rtts.get(rtts.len() / 2).copied().unwrap_or(0.0);
+            println!("{{\"iters\":{iters},\"size\":{size},\"rtt_median_usec\":{med}}}");
+            Ok(())
+        }
+        _ => Err("usage: rdmakit-rawudp recv|send|pong|ping ... (see the source's docs)".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let a: Vec<String> = std::env::args().skip(1).collect();
+    match run(&a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rdmakit-rawudp: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

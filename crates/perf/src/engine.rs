@@ -1,0 +1,876 @@
+//! The test engines: bring-up with timings, the per-size runs of both sides.
+
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdmakit_verbs::{
+    Access, ConnectOpts, Context, Cq, DeviceConfig, InitQp, MrBuf, Mtu, Pd, Qp, QpType, RecvWr,
+    SendOp, SendRequest, SendWr, Sge, Wc, WcStatus,
+};
+
+use crate::proto::{io, Lines, Params, QpInfo};
+use crate::stats::{bw_row, lat_row};
+use crate::{ControlTimings, Header, PerfError, Report, Row, Test};
+
+/// No completion (or peer activity) for this long ends a run with an error
+/// instead of hanging. A vanished RC peer surfaces far earlier, as
+/// RETRY_EXC_ERR after the QP's retries.
+const STALL: Duration = Duration::from_secs(20);
+
+/// A callback receiving the header block.
+pub type HeaderHook<'a> = Box<dyn FnMut(&Header) + 'a>;
+
+/// Callbacks of a run (both optional).
+#[derive(Default)]
+pub struct Progress<'a> {
+    /// Called once the QPs are connected, before the measurement.
+    pub on_header: Option<HeaderHook<'a>>,
+    /// Fraction of the whole run done, 0..=1, at most every 100 ms.
+    pub on_progress: Option<Box<dyn FnMut(f64) + 'a>>,
+}
+
+/// The client's options.
+#[derive(Clone, Debug)]
+pub struct ClientOpts {
+    /// Server host.
+    pub host: String,
+    /// Server TCP port.
+    pub port: u16,
+    /// Device (`None`: the soft NIC with an auto-picked address).
+    pub device: Option<String>,
+    /// GID index (reported; the soft NIC's RoCEv2 GID is used).
+    pub gid_index: u32,
+    /// What to run.
+    pub params: Params,
+    /// How long to keep retrying the TCP connect while the server starts.
+    pub connect_timeout: Duration,
+}
+
+/// The server's options.
+#[derive(Clone, Debug)]
+pub struct ServerOpts {
+    /// TCP port to listen on.
+    pub port: u16,
+    /// Device (`None`: the soft NIC with an auto-picked address).
+    pub device: Option<String>,
+    /// GID index (reported).
+    pub gid_index: u32,
+    /// The test this server accepts.
+    pub test: Test,
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The byte pattern of validated runs.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| ((i % 251) as u8) ^ 0x5a).collect()
+}
+
+fn mtu_of(bytes: u32) -> Result<Mtu, PerfError> {
+    Ok(match bytes {
+        256 => Mtu::Mtu256,
+        512 => Mtu::Mtu512,
+        1024 => Mtu::Mtu1024,
+        2048 => Mtu::Mtu2048,
+        4096 => Mtu::Mtu4096,
+        m => {
+            return Err(PerfError::Params(format!(
+                "MTU {m}: one of 256, 512, 1024, 2048, 4096"
+            )))
+        }
+    })
+}
+
+/// This side's verbs objects.
+struct Local {
+    _ctx: Arc<Context>,
+    _pd: Arc<Pd>,
+    cq: Arc<Cq>,
+    qp: Option<Qp>,
+    buf: Option<MrBuf>,
+    info: QpInfo,
+    t: ControlTimings,
+    device: String,
+}
+
+impl Local {
+    fn qp(&self) -> &Qp {
+        // Present from connect() until teardown(), which consumes self.
+        self.qp.as_ref().expect("QP present until teardown")
+    }
+
+    fn buf(&self) -> &MrBuf {
+        // Present until teardown(), which consumes self.
+        self.buf.as_ref().expect("buffer present until teardown")
+    }
+
+    /// Destroys the QP and the MR, timing both.
+    fn teardown(mut self) -> ControlTimings {
+        let t = Instant::now();
+        drop(self.qp.take());
+        self.t.destroy_qp = us(t.elapsed());
+        let t = Instant::now();
+        drop(self.buf.take());
+        self.t.dereg_mr = us(t.elapsed());
+        self.t
+    }
+}
+
+/// Opens the device, registers `buf_len` bytes, creates CQ and QP, moves it
+/// to INIT (every step timed).
+fn bring_up(
+    device: &Option<String>,
+    p: &Params,
+    buf_len: usize,
+) -> Result<(Local, InitQp), PerfError> {
+    let ctx = match device {
+        Some(n) => rdmakit_verbs::open_device(n)?,
+        None => Context::open_soft(DeviceConfig::default())?,
+    };
+    let mut t = ControlTimings::default();
+    let pd = ctx.alloc_pd()?;
+    let s = Instant::now();
+    let buf = pd.alloc_buf(buf_len, Access::all())?;
+    t.reg_mr = us(s.elapsed());
+    t.mr_bytes = buf_len;
+    let cqe = (p.tx_depth + p.rx_depth + 16).max(64);
+    let s = Instant::now();
+    let cq = ctx.create_cq(cqe, None)?;
+    t.create_cq = us(s.elapsed());
+    let s = Instant::now();
+    let qp = pd
+        .qp_builder(QpType::Rc, &cq)
+        .max_send_wr(p.tx_depth.max(16) + 1)
+        .max_recv_wr(p.rx_depth.max(1))
+        .max_inline_data(p.inline)
+        .build()?;
+    t.create_qp = us(s.elapsed());
+    let o = ConnectOpts {
+        path_mtu: mtu_of(p.mtu)?,
+        ..ConnectOpts::default()
+    };
+    let s = Instant::now();
+    let init = qp.into_init(o)?;
+    t.modify_qp_init = us(s.elapsed());
+    let ep = init.endpoint()?;
+    let info = QpInfo {
+        lid: 0,
+        qpn: ep.qpn,
+        psn: ep.psn,
+        rkey: buf.mr().rkey(),
+        vaddr: buf.mr().addr(),
+        gid: ep.gid.0,
+    };
+    let device = ctx.name();
+    Ok((
+        Local {
+            _ctx: ctx,
+            _pd: pd,
+            cq,
+            qp: None,
+            buf: Some(buf),
+            info,
+            t,
+            device,
+        },
+        init,
+    ))
+}
+
+/// INIT → RTR → RTS towards `remote`.
+fn connect(l: &mut Local, init: InitQp, remote: &QpInfo) -> Result<(), PerfError> {
+    let s = Instant::now();
+    let rtr = init.connect(&remote.endpoint())?;
+    l.t.modify_qp_rtr = us(s.elapsed());
+    let s = Instant::now();
+    l.qp = Some(rtr.ready_to_send()?);
+    l.t.modify_qp_rts = us(s.elapsed());
+    Ok(())
+}
+
+fn header(role: &str, l: &Local, remote: &QpInfo, p: &Params, gid_index: u32) -> Header {
+    Header {
+        role: role.into(),
+        test: p.test.name().into(),
+        title: p.test.title().into(),
+        device: l.device.clone(),
+        transport: "IB".into(),
+        connection: "RC".into(),
+        mtu: p.mtu,
+        link_type: "Ethernet".into(),
+        gid_index,
+        inline: p.inline,
+        tx_depth: p.tx_depth,
+        rx_depth: p.rx_depth,
+        iterations: if p.duration.is_some() { 0 } else { p.iters },
+        duration: p.duration,
+        validate: p.validate,
+        local: l.info,
+        remote: *remote,
+    }
+}
+
+/// Buffer: two regions of the largest message (the second receives
+/// write-lat echoes).
+fn buf_len(p: &Params) -> usize {
+    2 * p.max_size()
+}
+
+/// Runs the client against `opts.host`.
+///
+/// # Errors
+/// [`PerfError`]: verbs, completion (e.g. RETRY_EXC_ERR when the server
+/// vanishes), exchange, validation.
+pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
+    let p = &opts.params;
+    check_params(p)?;
+    let (mut l, init) = bring_up(&opts.device, p, buf_len(p))?;
+    let start = Instant::now();
+    let stream = loop {
+        match TcpStream::connect((opts.host.as_str(), opts.port)) {
+            Ok(s) => break s,
+            Err(e) if start.elapsed() < opts.connect_timeout => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => {
+                return Err(PerfError::Exchange(format!(
+                    "couldn't connect to {}:{}: {e}",
+                    opts.host, opts.port
+                )))
+            }
+        }
+    };
+    let mut c = Lines::new(stream)?;
+    c.send(&p.to_line())?;
+    c.send(&format!("QP {}", l.info.to_line()))?;
+    let remote = QpInfo::from_line(&c.expect("QP")?)?;
+    connect(&mut l, init, &remote)?;
+    let h = header("client", &l, &remote, p, opts.gid_index);
+    if let Some(f) = hooks.on_header.as_mut() {
+        f(&h);
+    }
+    let mut rows = Vec::new();
+    let validated = p.validate.then_some(true);
+    let mut client_recvs = 0u32;
+    let n = p.sizes.len();
+    for (k, &size) in p.sizes.iter().enumerate() {
+        c.send(&format!("SIZE {size}"))?;
+        c.expect("GO")?;
+        let mut prog = |f: f64| {
+            if let Some(cb) = hooks.on_progress.as_mut() {
+                cb((k as f64 + f.clamp(0.0, 1.0)) / n as f64);
+            }
+        };
+        let (row, count) = if p.test.is_bw() {
+            let (r, count) = client_bw(&l, &remote, p, size, &mut prog)?;
+            (Row::Bw(r), count)
+        } else {
+            let mut samples = client_lat(&l, &remote, p, size, &mut client_recvs, &mut prog)?;
+            let count = samples.len() as u64;
+            let r = lat_row(size, &mut samples).ok_or_else(|| {
+                PerfError::Params("no latency samples (duration too short?)".into())
+            })?;
+            (Row::Lat(r), count)
+        };
+        if p.validate && matches!(p.test, Test::ReadBw | Test::ReadLat) {
+            let got = l.buf().to_vec(0..size)?;
+            if got != pattern(size) {
+                return Err(PerfError::Validation(format!(
+                    "READ of {size} bytes brought back other bytes than the server's pattern"
+                )));
+            }
+        }
+        c.send(&format!("DONE {count}"))?;
+        let verdict = c.recv()?;
+        if let Some(why) = verdict.strip_prefix("BAD ") {
+            return Err(PerfError::Validation(format!("server: {why}")));
+        } else if verdict != "OK" {
+            return Err(PerfError::Exchange(format!("expected OK, got {verdict:?}")));
+        }
+        rows.push(row);
+    }
+    c.send("END")?;
+    let _ = c.recv();
+    Ok(Report {
+        header: h,
+        results: rows,
+        control: l.teardown(),
+        validated,
+    })
+}
+
+fn check_params(p: &Params) -> Result<(), PerfError> {
+    if p.sizes.iter().any(|&s| s == 0 || s > crate::SWEEP_MAX) {
+        return Err(PerfError::Params(format!(
+            "message sizes must be 1..={}",
+            crate::SWEEP_MAX
+        )));
+    }
+    if p.test == Test::AtomicBw && p.sizes.iter().any(|&s| s != 8) {
+        return Err(PerfError::Params(
+            "atomic-bw moves 8 bytes per message".into(),
+        ));
+    }
+    if p.test == Test::WriteLat && p.sizes.iter().any(|&s| s < 2) {
+        return Err(PerfError::Params("write-lat needs at least 2 bytes".into()));
+    }
+    if p.tx_depth == 0 || p.rx_depth == 0 {
+        return Err(PerfError::Params(
+            "TX and RX depth must be at least 1".into(),
+        ));
+    }
+    if p.duration.is_none() && p.iters == 0 {
+        return Err(PerfError::Params("iterations must be at least 1".into()));
+    }
+    mtu_of(p.mtu).map(|_| ())
+}
+
+/// Polls `cq` into `wcs`; any error status ends the run.
+fn poll(cq: &Cq, wcs: &mut Vec<Wc>) -> Result<usize, PerfError> {
+    wcs.clear();
+    let n = cq.poll_into(wcs, 64)?;
+    if let Some(bad) = wcs.iter().find(|w| w.status != WcStatus::Success) {
+        return Err(PerfError::completion(bad));
+    }
+    Ok(n)
+}
+
+/// Polls like [`poll`] and hands back a copy of what arrived.
+fn poll_wcs(cq: &Cq, wcs: &mut Vec<Wc>) -> Result<Vec<Wc>, PerfError> {
+    poll(cq, wcs)?;
+    Ok(wcs.clone())
+}
+
+/// A throttle for progress callbacks.
+struct Tick(Instant);
+
+impl Tick {
+    fn due(&mut self) -> bool {
+        if self.0.elapsed() >= Duration::from_millis(100) {
+            self.0 = Instant::now();
+            true
+        } else {
+            false
+        }
+    }
+}
+
+fn client_bw(
+    l: &Local,
+    remote: &QpInfo,
+    p: &Params,
+    size: usize,
+    prog: &mut dyn FnMut(f64),
+) -> Result<(crate::BwResult, u64), PerfError> {
+    let op = match p.test {
+        Test::WriteBw => SendOp::Write {
+            remote_addr: remote.vaddr,
+            rkey: remote.rkey,
+        },
+        Test::ReadBw => SendOp::Read {
+            remote_addr: remote.vaddr,
+            rkey: remote.rkey,
+        },
+        Test::SendBw => SendOp::Send,
+        _ => SendOp::FetchAdd {
+            remote_addr: remote.vaddr,
+            rkey: remote.rkey,
+            add: 1,
+        },
+    };
+    let data = pattern(size);
+    if p.test != Test::ReadBw {
+        l.buf().write(0, &data)?;
+    }
+    let inline = p.inline as usize >= size && matches!(p.test, Test::WriteBw | Test::SendBw);
+    let sge = if inline {
+        Sge {
+            addr: data.as_ptr() as u64,
+            length: size as u32,
+            lkey: 0,
+        }
+    } else {
+        l.buf().sge(0..size)?
+    };
+    let depth = u64::from(p.tx_depth.max(1));
+    let qp = l.qp();
+    let mut wcs = Vec::with_capacity(64);
+    let start = Instant::now();
+    let end = p.duration.map(|d| start + Duration::from_secs_f64(d));
+    let (mut posted, mut done) = (0u64, 0u64);
+    let (mut last, mut tick) = (start, Tick(start));
+    // Peak: best rate over windows of `win` completions.
+    let win = depth.max(16);
+    let (mut w_start, mut w_done, mut peak) = (start, 0u64, 0f64);
+    let mut reqs = Vec::with_capacity(32);
+    loop {
+        let now = Instant::now();
+        let stop = match end {
+            Some(e) => now >= e,
+            None => posted >= p.iters,
+        };
+        if !stop && posted - done < depth {
+            let mut n = (depth - (posted - done)).min(32);
+            if end.is_none() {
+                n = n.min(p.iters - posted);
+            }
+            reqs.clear();
+            for i in 0..n {
+                reqs.push(SendRequest {
+                    wr: SendWr::new(posted + i, op, vec![sge]),
+                    inline,
+                });
+            }
+            // SAFETY: inline SGEs cover `data`, alive for this call; the
+            // others name the registered buffer, which outlives the QP's use
+            // (completions are reaped before it is freed).
+            unsafe { qp.post_send(&reqs)? };
+            posted += n;
+        }
+        let got = poll(&l.cq, &mut wcs)? as u64;
+        if got > 0 {
+            done += got;
+            last = Instant::now();
+            if done - w_done >= win {
+                let dt = last.duration_since(w_start).as_secs_f64();
+                if dt > 0.0 {
+                    peak = peak.max((done - w_done) as f64 * size as f64 / dt);
+                }
+                (w_start, w_done) = (last, done);
+            }
+        } else if last.elapsed() > STALL {
+            return Err(PerfError::Stalled(
+                STALL,
+                format!("{done} of {posted} completed"),
+            ));
+        }
+        if stop && done == posted {
+            break;
+        }
+        if tick.due() {
+            prog(match end {
+                Some(_) => start.elapsed().as_secs_f64() / p.duration.unwrap_or(1.0),
+                None => done as f64 / p.iters as f64,
+            });
+        }
+    }
+    let secs = last.duration_since(start).as_secs_f64();
+    Ok((bw_row(size, done, secs, peak), done))
+}
+
+fn client_lat(
+    l: &Local,
+    remote: &QpInfo,
+    p: &Params,
+    size: usize,
+    posted_recvs: &mut u32,
+    prog: &mut dyn FnMut(f64),
+) -> Result<Vec<f64>, PerfError> {
+    let qp = l.qp();
+    let buf = l.buf();
+    let max = p.max_size();
+    let mut data = pattern(size);
+    buf.write(0, &data)?;
+    let inline = p.inline as usize >= size && p.test != Test::ReadLat;
+    let mut wcs = Vec::with_capacity(64);
+    let mut samples = Vec::with_capacity(p.iters.min(1 << 20) as usize);
+    let start = Instant::now();
+    let end = p.duration.map(|d| start + Duration::from_secs_f64(d));
+    let mut tick = Tick(start);
+    let recv_wr = |id| -> Result<RecvWr, PerfError> {
+        Ok(RecvWr {
+            wr_id: id,
+            sg_list: vec![buf.sge(max..2 * max)?],
+        })
+    };
+    if p.test == Test::SendLat && *posted_recvs == 0 {
+        *posted_recvs = p.rx_depth;
+        let wrs = (0..p.rx_depth)
+            .map(|i| recv_wr(u64::from(i)))
+            .collect::<Result<Vec<_>, _>>()?;
+        qp.post_recv(&wrs)?;
+    }
+    if p.test == Test::WriteLat {
+        buf.write(max + size - 1, &[0])?;
+    }
+    let sq_cap = p.tx_depth.max(16);
+    let (mut outstanding, mut early_recv) = (0u32, 0u32);
+    let mut i = 0u64;
+    loop {
+        match end {
+            Some(e) if Instant::now() >= e => break,
+            None if i >= p.iters => break,
+            _ => {}
+        }
+        let marker = (i % 255) as u8 + 1;
+        let op = match p.test {
+            Test::WriteLat => SendOp::Write {
+                remote_addr: remote.vaddr,
+                rkey: remote.rkey,
+            },
+            Test::ReadLat => SendOp::Read {
+                remote_addr: remote.vaddr,
+                rkey: remote.rkey,
+            },
+            _ => SendOp::Send,
+        };
+        if p.test == Test::WriteLat {
+            data[size - 1] = marker;
+            if !inline {
+                buf.write(size - 1, &[marker])?;
+            }
+        }
+        let sge = if inline {
+            Sge {
+                addr: data.as_ptr() as u64,
+                length: size as u32,
+                lkey: 0,
+            }
+        } else {
+            buf.sge(0..size)?
+        };
+        // Keep the send queue from overflowing: reap send completions.
+        while outstanding >= sq_cap {
+            for w in poll_wcs(&l.cq, &mut wcs)? {
+                if w.is_recv() {
+                    early_recv += 1;
+                } else {
+                    outstanding -= 1;
+                }
+            }
+        }
+        let t0 = Instant::now();
+        // SAFETY: an inline SGE covers `data`, alive for this call; others
+        // name the registered buffer.
+        unsafe {
+            qp.post_send(&[SendRequest {
+                wr: SendWr::new(i, op, vec![sge]),
+                inline,
+            }])?
+        };
+        outstanding += 1;
+        let mut arrived = false;
+        let mut spins = 0u32;
+        let mut b = [0u8; 1];
+        while !arrived {
+            for w in poll_wcs(&l.cq, &mut wcs)? {
+                if w.is_recv() {
+                    early_recv += 1;
+                    if p.validate && w.byte_len as usize != size {
+                        return Err(PerfError::Validation(format!(
+                            "received {} bytes, expected {size}",
+                            w.byte_len
+                        )));
+                    }
+                } else {
+                    outstanding -= 1;
+                    if p.test == Test::ReadLat {
+                        arrived = true;
+                    }
+                }
+            }
+            match p.test {
+                Test::SendLat if early_recv > 0 => {
+                    early_recv -= 1;
+                    arrived = true;
+                }
+                Test::WriteLat => {
+                    buf.read(max + size - 1, &mut b)?;
+                    arrived = b[0] == marker;
+                }
+                _ => {}
+            }
+            spins += 1;
+            if spins % 4096 == 0 && t0.elapsed() > STALL {
+                return Err(PerfError::Stalled(STALL, format!("iteration {i}")));
+            }
+        }
+        let rtt = us(t0.elapsed());
+        samples.push(match p.test {
+            Test::ReadLat => rtt,
+            _ => rtt / 2.0,
+        });
+        if p.validate && p.test != Test::ReadLat {
+            let got = buf.to_vec(max..max + size - 1)?;
+            if got[..] != pattern(size)[..size - 1] {
+                return Err(PerfError::Validation(format!(
+                    "iteration {i}: the echoed {size} bytes differ from the pattern"
+                )));
+            }
+        }
+        if p.test == Test::SendLat {
+            qp.post_recv(&[recv_wr(i)?])?;
+        }
+        i += 1;
+        if tick.due() {
+            prog(match end {
+                Some(_) => start.elapsed().as_secs_f64() / p.duration.unwrap_or(1.0),
+                None => i as f64 / p.iters as f64,
+            });
+        }
+    }
+    // Reap what is still in flight so the next size starts clean.
+    let t = Instant::now();
+    while outstanding > 0 && t.elapsed() < STALL {
+        for w in poll_wcs(&l.cq, &mut wcs)? {
+            if !w.is_recv() {
+                outstanding -= 1;
+            }
+        }
+    }
+    Ok(samples)
+}
+
+/// Waits for one client on `opts.port`, serves its run, returns this side's
+/// report (header and control timings; the client measures).
+///
+/// # Errors
+/// [`PerfError`]; `Exchange` when the client asks for another test or goes away.
+pub fn run_server(opts: &ServerOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
+    let listener = TcpListener::bind(("0.0.0.0", opts.port)).map_err(|e| {
+        PerfError::Exchange(format!("couldn't listen on TCP port {}: {e}", opts.port))
+    })?;
+    let (stream, _) = listener.accept().map_err(io)?;
+    drop(listener);
+    let mut c = Lines::new(stream)?;
+    let p = Params::from_line(&c.recv()?)?;
+    if p.test != opts.test {
+        let why = format!(
+            "the server runs {}, the client asked for {}",
+            opts.test, p.test
+        );
+        let _ = c.send(&format!("ERR {why}"));
+        return Err(PerfError::Exchange(why));
+    }
+    if let Err(e) = check_params(&p) {
+        let _ = c.send(&format!("ERR {e}"));
+        return Err(e);
+    }
+    let remote = QpInfo::from_line(&c.expect("QP")?)?;
+    let (mut l, init) = match bring_up(&opts.device, &p, buf_len(&p)) {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = c.send(&format!("ERR {e}"));
+            return Err(e);
+        }
+    };
+    connect(&mut l, init, &remote)?;
+    c.send(&format!("QP {}", l.info.to_line()))?;
+    let h = header("server", &l, &remote, &p, opts.gid_index);
+    if let Some(f) = hooks.on_header.as_mut() {
+        f(&h);
+    }
+    let mut validated = p.validate.then_some(true);
+    let mut posted_recvs = 0u32;
+    loop {
+        let line = c.recv()?;
+        if line == "END" {
+            let _ = c.send("BYE");
+            break;
+        }
+        let size: usize = line
+            .strip_prefix("SIZE ")
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| PerfError::Exchange(format!("expected SIZE, got {line:?}")))?;
+        if size == 0 || size > p.max_size() {
+            return Err(PerfError::Exchange(format!(
+                "size {size} outside the run's sizes"
+            )));
+        }
+        let verdict = serve_size(&l, &remote, &p, size, &mut c, &mut posted_recvs)?;
+        if let Err(why) = &verdict {
+            validated = Some(false);
+            c.send(&format!("BAD {why}"))?;
+        } else {
+            c.send("OK")?;
+        }
+    }
+    Ok(Report {
+        header: h,
+        results: Vec::new(),
+        control: l.teardown(),
+        validated,
+    })
+}
+
+fn parse_done(line: &str) -> Result<u64, PerfError> {
+    line.strip_prefix("DONE ")
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| PerfError::Exchange(format!("expected DONE, got {line:?}")))
+}
+
+/// The server's part of one size. Outer error: the run failed; inner error:
+/// the data did not validate.
+fn serve_size(
+    l: &Local,
+    remote: &QpInfo,
+    p: &Params,
+    size: usize,
+    c: &mut Lines,
+    posted_recvs: &mut u32,
+) -> Result<Result<(), String>, PerfError> {
+    let buf = l.buf();
+    let qp = l.qp();
+    let max = p.max_size();
+    let pat = pattern(size);
+    match p.test {
+        Test::ReadBw | Test::ReadLat => buf.write(0, &pat)?,
+        Test::AtomicBw => buf.write(0, &0u64.to_le_bytes())?,
+        Test::WriteBw => buf.write(0, &vec![0u8; size])?,
+        Test::WriteLat => buf.write(size - 1, &[0])?,
+        Test::SendBw | Test::SendLat => {
+            let want = p.rx_depth.saturating_sub(*posted_recvs);
+            let wrs = (0..want)
+                .map(|i| {
+                    Ok(RecvWr {
+                        wr_id: u64::from(i),
+                        sg_list: vec![buf.sge(0..max)?],
+                    })
+                })
+                .collect::<Result<Vec<_>, PerfError>>()?;
+            if !wrs.is_empty() {
+                qp.post_recv(&wrs)?;
+            }
+            *posted_recvs += want;
+        }
+    }
+    c.send("GO")?;
+    let mut bad: Option<String> = None;
+    match p.test {
+        Test::WriteBw | Test::ReadBw | Test::ReadLat | Test::AtomicBw => {
+            let n = parse_done(&c.recv()?)?;
+            if p.validate && p.test == Test::WriteBw && buf.to_vec(0..size)? != pat {
+                bad = Some(format!("the {size} bytes written differ from the pattern"));
+            }
+            if p.validate && p.test == Test::AtomicBw {
+                let v = buf.read_u64(0)?;
+                if v != n {
+                    bad = Some(format!("{n} fetch-and-adds of 1 left {v}, not {n}"));
+                }
+            }
+        }
+        Test::SendBw | Test::SendLat | Test::WriteLat => {
+            let mut wcs = Vec::with_capacity(64);
+            let (mut got, mut done_at): (u64, Option<u64>) = (0, None);
+            let mut last = Instant::now();
+            let mut spins = 0u32;
+            let mut seen = 0u8;
+            let mut b = [0u8; 1];
+            let echo_sge = |len: usize| buf.sge(0..len);
+            let echo_op = SendOp::Write {
+                remote_addr: remote.vaddr + max as u64,
+                rkey: remote.rkey,
+            };
+            let inline = p.inline as usize >= size;
+            loop {
+                if poll(&l.cq, &mut wcs)? > 0 {
+                    last = Instant::now();
+                    for w in wcs.clone() {
+                        if !w.is_recv() {
+                            continue;
+                        }
+                        got += 1;
+                        *posted_recvs -= 1;
+                        if p.validate && bad.is_none() {
+                            if w.byte_len as usize != size {
+                                bad =
+                                    Some(format!("received {} bytes, expected {size}", w.byte_len));
+                            } else if p.test == Test::SendBw && buf.to_vec(0..size)? != pat {
+                                bad = Some(format!("message {got}: bytes differ from the pattern"));
+                            }
+                        }
+                        if p.test == Test::SendLat {
+                            let data = buf.to_vec(0..size)?;
+                            let sge = if inline {
+                                Sge {
+                                    addr: data.as_ptr() as u64,
+                                    length: size as u32,
+                                    lkey: 0,
+                                }
+                            } else {
+                                echo_sge(size)?
+                            };
+                            // Repost first: the next ping may follow our pong at once.
+                            qp.post_recv(&[RecvWr {
+                                wr_id: got,
+                                sg_list: vec![buf.sge(0..max)?],
+                            }])?;
+                            *posted_recvs += 1;
+                            // SAFETY: an inline SGE covers `data`, alive for the call.
+                            unsafe {
+                                qp.post_send(&[SendRequest {
+                                    wr: SendWr::new(got, SendOp::Send, vec![sge]),
+                                    inline,
+                                }])?
+                            };
+                        } else {
+                            qp.post_recv(&[RecvWr {
+                                wr_id: got,
+                                sg_list: vec![buf.sge(0..max)?],
+                            }])?;
+                            *posted_recvs += 1;
+                        }
+                    }
+                }
+                if p.test == Test::WriteLat {
+                    buf.read(size - 1, &mut b)?;
+                    if b[0] != 0 && b[0] != seen {
+                        seen = b[0];
+                        got += 1;
+                        last = Instant::now();
+                        if p.validate
+                            && bad.is_none()
+                            && buf.to_vec(0..size - 1)? != pat[..size - 1]
+                        {
+                            bad = Some(format!("write {got}: bytes differ from the pattern"));
+                        }
+                        let data = buf.to_vec(0..size)?;
+                        let sge = if inline {
+                            Sge {
+                                addr: data.as_ptr() as u64,
+                                length: size as u32,
+                                lkey: 0,
+                            }
+                        } else {
+                            echo_sge(size)?
+                        };
+                        // SAFETY: an inline SGE covers `data`, alive for the call.
+                        unsafe {
+                            qp.post_send(&[SendRequest {
+                                wr: SendWr::new(got, echo_op, vec![sge]),
+                                inline,
+                            }])?
+                        };
+                    }
+                }
+                if let Some(n) = done_at {
+                    if got >= n {
+                        break;
+                    }
+                }
+                spins += 1;
+                if spins % 1024 == 0 && done_at.is_none() {
+                    if let Some(line) = c.try_recv()? {
+                        done_at = Some(parse_done(&line)?);
+                    }
+                }
+                if spins % 1024 == 0 && last.elapsed() > STALL {
+                    return Err(PerfError::Stalled(
+                        STALL,
+                        format!("{got} messages received"),
+                    ));
+                }
+            }
+            // Reap our echoes' completions before the next size.
+            let _ = poll(&l.cq, &mut wcs);
+        }
+    }
+    Ok(match bad {
+        Some(why) => Err(why),
+        None => Ok(()),
+    })
+}

@@ -1,0 +1,81 @@
+//! Server and client of every test in one process (two soft devices).
+
+use std::time::Duration;
+
+use rdmakit_perf::{run_client, run_server, ClientOpts, Params, Progress, Row, ServerOpts, Test};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn run(test: Test, sizes: Vec<usize>, iters: u64) -> rdmakit_perf::Report {
+    let port = free_port();
+    let server = std::thread::spawn(move || {
+        run_server(
+            &ServerOpts {
+                port,
+                device: None,
+                gid_index: 1,
+                test,
+            },
+            &mut Progress::default(),
+        )
+    });
+    let params = Params {
+        test,
+        sizes,
+        iters,
+        duration: None,
+        inline: if test.is_bw() { 0 } else { 64 },
+        tx_depth: test.default_tx_depth().min(16),
+        rx_depth: 64,
+        validate: true,
+        mtu: 1024,
+    };
+    let r = run_client(
+        &ClientOpts {
+            host: "127.0.0.1".into(),
+            port,
+            device: None,
+            gid_index: 1,
+            params,
+            connect_timeout: Duration::from_secs(10),
+        },
+        &mut Progress::default(),
+    )
+    .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let s = server
+        .join()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{test} server: {e}"));
+    assert_eq!(s.validated, Some(true));
+    r
+}
+
+#[test]
+fn every_test_moves_and_validates_data() {
+    for t in Test::ALL {
+        let sizes = if t == Test::AtomicBw {
+            vec![8]
+        } else {
+            vec![2, 4096, 20000]
+        };
+        let r = run(t, sizes.clone(), 50);
+        assert_eq!(r.validated, Some(true), "{t}");
+        assert_eq!(r.results.len(), sizes.len(), "{t}");
+        for row in &r.results {
+            match row {
+                Row::Bw(b) => assert!(b.iters == 50 && b.bw_avg > 0.0, "{t} {b:?}"),
+                Row::Lat(l) => assert!(
+                    l.iters == 50 && l.t_min > 0.0 && l.t_min <= l.t_max,
+                    "{t} {l:?}"
+                ),
+            }
+        }
+        assert!(r.control.create_qp > 0.0 && r.control.destroy_qp > 0.0);
+    }
+}
