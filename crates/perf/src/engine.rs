@@ -150,6 +150,10 @@ fn bring_up(
     t.create_qp = us(s.elapsed());
     let o = ConnectOpts {
         path_mtu: mtu_of(p.mtu)?,
+        // 6, not 7: the transport engine (rdmakit-proto) treats retry_cnt 7
+        // like rnr_retry 7 (retry forever), so a vanished peer would never
+        // surface as RETRY_EXC_ERR. perftest's default is 7 on real NICs.
+        retry_cnt: 6,
         ..ConnectOpts::default()
     };
     let s = Instant::now();

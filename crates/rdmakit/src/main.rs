@@ -45,6 +45,8 @@ enum Command {
     Monitor(cmd::monitor::Args),
     /// Prometheus metrics: stdout, a textfile for node_exporter (-o), or an exporter (--listen).
     Metrics(cmd::metrics::Args),
+    /// perftest-shaped bandwidth/latency tests over RC (server without HOST), with control-path timings.
+    Perf(cmd::perf::Args),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
         Command::Stat(a) => cmd::stat::run(a),
         Command::Monitor(a) => cmd::monitor::run(a),
         Command::Metrics(a) => cmd::metrics::run(a),
+        Command::Perf(a) => cmd::perf::run(a),
     };
     match r {
         Ok(code) => code,

@@ -9,6 +9,7 @@ pub mod link;
 pub mod metrics;
 pub mod monitor;
 pub mod pcap;
+pub mod perf;
 pub mod res;
 pub mod stat;
 

@@ -1,0 +1,389 @@
+//! `rdmakit perf TEST [HOST]`: perftest-shaped bandwidth and latency tests
+//! (write-bw, read-bw, send-bw, atomic-bw, write-lat, read-lat, send-lat)
+//! over RC, plus the control-path verb timings no common tool reports.
+//!
+//! Without HOST it waits as the server on TCP port 18515 (`-p`); with HOST
+//! it runs the client, whose parameters (-s/-a/-n/-D/-I/-t/...) the server
+//! adopts. Exit codes: 0 success, 1 the run failed (a completion error such as
+//! RETRY_EXC_ERR when the peer vanished, a broken exchange, a validation
+//! failure), 2 invalid arguments.
+
+use std::io::{IsTerminal, Write as _};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use rdmakit_perf::{
+    run_client, run_server, ClientOpts, ControlTimings, Header, Params, PerfError, Progress,
+    Report, Row, ServerOpts, Test,
+};
+use serde_json::json;
+
+fn parse_test(s: &str) -> Result<Test, String> {
+    Test::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Test::ALL.iter().map(|t| t.name()).collect();
+        format!("unknown test {s:?}: one of {}", names.join(", "))
+    })
+}
+
+fn parse_mtu(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(m @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(m),
+        _ => Err(format!("MTU {s:?}: one of 256, 512, 1024, 2048, 4096")),
+    }
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d > 0.0 && d <= 86_400.0 => Ok(d),
+        _ => Err(format!("duration {s:?}: seconds, more than 0")),
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The test: write-bw, read-bw, send-bw, atomic-bw, write-lat, read-lat, send-lat.
+    #[arg(value_name = "TEST", value_parser = parse_test)]
+    test: Test,
+    /// Run as the client against this server (without it: wait as the server).
+    #[arg(value_name = "HOST")]
+    host: Option<String>,
+    /// RDMA device (default: the soft NIC, address picked automatically).
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    device: Option<String>,
+    /// GID index (reported; the soft NIC has one RoCEv2 GID, index 0).
+    #[arg(short = 'x', long = "gid-index", value_name = "N", default_value_t = 0)]
+    gid_index: u32,
+    /// TCP port of the QP information exchange.
+    #[arg(short = 'p', long, value_name = "PORT", default_value_t = rdmakit_perf::DEFAULT_PORT)]
+    port: u16,
+    /// Message size in bytes (default 65536 for bandwidth, 2 for latency, 8 for atomics);
+    /// with -a, the largest size of the sweep.
+    #[arg(short = 's', long, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1..=rdmakit_perf::SWEEP_MAX as u64))]
+    size: Option<u64>,
+    /// Sweep message sizes 2, 4, ... 2^23 (or up to -s).
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+    /// Iterations per size (default 5000 for bandwidth, 1000 for latency).
+    #[arg(short = 'n', long = "iters", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "duration")]
+    iters: Option<u64>,
+    /// Run each size for this many seconds instead of -n iterations.
+    #[arg(short = 'D', long, value_name = "SECONDS", value_parser = parse_duration)]
+    duration: Option<f64>,
+    /// Send messages up to this size inline (default 0 for bandwidth, 220 for latency).
+    #[arg(short = 'I', long = "inline_size", value_name = "BYTES",
+          value_parser = clap::value_parser!(u32).range(0..=256))]
+    inline: Option<u32>,
+    /// Send queue depth: messages in flight (default 128 for bandwidth, 1 for latency).
+    #[arg(short = 't', long = "tx-depth", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=8192))]
+    tx_depth: Option<u32>,
+    /// Receives kept posted by the SEND tests.
+    #[arg(short = 'r', long = "rx-depth", value_name = "N", default_value_t = 512,
+          value_parser = clap::value_parser!(u32).range(1..=8192))]
+    rx_depth: u32,
+    /// Path MTU in bytes (256, 512, 1024, 2048, 4096).
+    #[arg(short = 'm', long, value_name = "BYTES", default_value = "4096", value_parser = parse_mtu)]
+    mtu: u32,
+    /// Check the bytes moved (patterns, lengths, the atomic counter).
+    #[arg(long)]
+    validate: bool,
+    /// Report bandwidth in Gb/sec instead of MB/sec.
+    #[arg(long = "report_gbits")]
+    report_gbits: bool,
+    /// Print one JSON object (header, results, control-path timings) — always valid JSON.
+    #[arg(long)]
+    json: bool,
+    /// Client: keep retrying the TCP connect this long while the server starts.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, hide = true)]
+    connect_timeout: f64,
+}
+
+const LINE: &str =
+    "---------------------------------------------------------------------------------------";
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let test = a.test;
+    if test == Test::AtomicBw && a.size.is_some_and(|s| s != 8) {
+        return Ok(usage("atomic-bw moves 8 bytes per message: -s must be 8"));
+    }
+    if test == Test::WriteLat && a.size == Some(1) {
+        return Ok(usage("write-lat needs messages of at least 2 bytes"));
+    }
+    let default_size = match test {
+        Test::AtomicBw => 8,
+        t if t.is_bw() => 65536,
+        _ => 2,
+    };
+    let size = a.size.map_or(default_size, |s| s as usize);
+    let sizes = if a.all {
+        let max = a.size.map_or(rdmakit_perf::SWEEP_MAX, |s| s as usize);
+        let v = test.sweep_sizes(max);
+        if v.is_empty() {
+            return Ok(usage("-a with -s below 2 leaves no sizes to sweep"));
+        }
+        v
+    } else {
+        vec![size]
+    };
+    let params = Params {
+        test,
+        sizes,
+        iters: a.iters.unwrap_or(test.default_iters()),
+        duration: a.duration,
+        inline: a.inline.unwrap_or(if test.is_bw() { 0 } else { 220 }),
+        tx_depth: a.tx_depth.unwrap_or(test.default_tx_depth()),
+        rx_depth: a.rx_depth,
+        validate: a.validate,
+        mtu: a.mtu,
+    };
+    let json = a.json;
+    let gbits = a.report_gbits;
+
+    let bar = Bar::new(!json || std::io::stderr().is_terminal());
+    let bar_ref = &bar;
+    let mut hooks = Progress {
+        on_header: Some(Box::new(move |h: &Header| {
+            if !json {
+                print_header(h);
+            }
+        })),
+        on_progress: Some(Box::new(move |f: f64| bar_ref.set(f))),
+    };
+    let result = match &a.host {
+        Some(host) => run_client(
+            &ClientOpts {
+                host: host.clone(),
+                port: a.port,
+                device: a.device.clone(),
+                gid_index: a.gid_index,
+                params,
+                connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.0)),
+            },
+            &mut hooks,
+        ),
+        None => {
+            if !json {
+                println!("\n************************************");
+                println!("* Waiting for client to connect... *");
+                println!("************************************");
+                let _ = std::io::stdout().flush();
+            }
+            run_server(
+                &ServerOpts {
+                    port: a.port,
+                    device: a.device.clone(),
+                    gid_index: a.gid_index,
+                    test,
+                },
+                &mut hooks,
+            )
+        }
+    };
+    drop(hooks);
+    bar.finish();
+    match result {
+        Ok(r) => {
+            if json {
+                println!("{}", report_json(&r, gbits));
+            } else {
+                print_results(&r, gbits);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if json {
+                println!(
+                    "{}",
+                    json!({ "test": test.name(), "error": e.to_string(), "kind": kind(&e) })
+                );
+            }
+            eprintln!("rdmakit perf: error: {e}");
+            Ok(ExitCode::from(match e {
+                PerfError::Params(_) => 2,
+                _ => 1,
+            }))
+        }
+    }
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("rdmakit perf: error: {msg}");
+    ExitCode::from(2)
+}
+
+fn kind(e: &PerfError) -> &'static str {
+    match e {
+        PerfError::Verbs(_) => "verbs",
+        PerfError::Completion { .. } => "completion",
+        PerfError::Exchange(_) => "exchange",
+        PerfError::Validation(_) => "validation",
+        PerfError::Stalled(..) => "stalled",
+        PerfError::Params(_) => "params",
+    }
+}
+
+/// A progress bar on stderr when it is a terminal, shown once the run has
+/// lasted a second.
+struct Bar {
+    pb: Option<indicatif::ProgressBar>,
+    start: Instant,
+    shown: std::cell::Cell<bool>,
+}
+
+impl Bar {
+    fn new(allowed: bool) -> Bar {
+        let pb = (allowed && std::io::stderr().is_terminal()).then(|| {
+            indicatif::ProgressBar::with_draw_target(
+                Some(1000),
+                indicatif::ProgressDrawTarget::hidden(),
+            )
+        });
+        Bar {
+            pb,
+            start: Instant::now(),
+            shown: std::cell::Cell::new(false),
+        }
+    }
+
+    fn set(&self, f: f64) {
+        let Some(pb) = &self.pb else { return };
+        if !self.shown.get() && self.start.elapsed() >= Duration::from_secs(1) {
+            pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            self.shown.set(true);
+        }
+        pb.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+    }
+
+    fn finish(&self) {
+        if let Some(pb) = &self.pb {
+            pb.finish_and_clear();
+        }
+    }
+}
+
+fn print_header(h: &Header) {
+    println!("{LINE}");
+    println!("                    {}", h.title);
+    println!(" Dual-port       : OFF\t\tDevice         : {}", h.device);
+    println!(" Number of qps   : 1\t\tTransport type : {}", h.transport);
+    println!(
+        " Connection type : {}\t\tUsing SRQ      : OFF",
+        h.connection
+    );
+    println!(" TX depth        : {}", h.tx_depth);
+    if matches!(h.test.as_str(), "send-bw" | "send-lat") {
+        println!(" RX depth        : {}", h.rx_depth);
+    }
+    println!(" CQ Moderation   : 1");
+    println!(" Mtu             : {}[B]", h.mtu);
+    println!(" Link type       : {}", h.link_type);
+    println!(" GID index       : {}", h.gid_index);
+    println!(" Max inline data : {}[B]", h.inline);
+    println!(" rdma_cm QPs\t : OFF");
+    println!(" Data ex. method : Ethernet");
+    match h.duration {
+        Some(d) => println!(" Duration        : {d} sec per size"),
+        None => println!(" Iterations      : {}", h.iterations),
+    }
+    if h.validate {
+        println!(" Data validation : ON");
+    }
+    println!("{LINE}");
+    for (which, q) in [("local", &h.local), ("remote", &h.remote)] {
+        println!(
+            " {which} address: LID {:#06x} QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}",
+            q.lid, q.qpn, q.psn, q.rkey, q.vaddr
+        );
+        println!(" GID: {}", rdmakit_perf_gid(&q.gid));
+    }
+    println!("{LINE}");
+    let _ = std::io::stdout().flush();
+}
+
+fn rdmakit_perf_gid(g: &[u8; 16]) -> String {
+    g.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// MB/sec (2^20) → Gb/sec (10^9 bits).
+fn to_gbits(mb: f64) -> f64 {
+    mb * 1_048_576.0 * 8.0 / 1e9
+}
+
+fn print_results(r: &Report, gbits: bool) {
+    if !r.results.is_empty() {
+        let unit = if gbits { "Gb/sec" } else { "MB/sec" };
+        let conv = |x: f64| if gbits { to_gbits(x) } else { x };
+        match &r.results[0] {
+            Row::Bw(_) => println!(
+                " #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]"
+            ),
+            Row::Lat(_) => println!(
+                " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
+            ),
+        }
+        for row in &r.results {
+            match row {
+                Row::Bw(b) => println!(
+                    " {:<10} {:<10}       {:<10.2}         {:<10.2}           {:.6}",
+                    b.size,
+                    b.iters,
+                    conv(b.bw_peak),
+                    conv(b.bw_avg),
+                    b.msg_rate
+                ),
+                Row::Lat(l) => println!(
+                    " {:<7} {:<10}     {:<7.2}        {:<7.2}      {:<7.2}          {:<7.2}        {:<7.2}         {:<7.2}                {:<7.2}",
+                    l.size, l.iters, l.t_min, l.t_max, l.t_typical, l.t_avg, l.t_stdev, l.p99, l.p999
+                ),
+            }
+        }
+        println!("{LINE}");
+    }
+    match r.validated {
+        Some(true) => println!(" Data validation : passed"),
+        Some(false) => println!(" Data validation : FAILED"),
+        None => {}
+    }
+    print_control(&r.control);
+    println!("{LINE}");
+}
+
+fn print_control(c: &ControlTimings) {
+    println!(" Control path [usec] (this side):");
+    println!(
+        "   reg_mr {:.1} ({} B)  create_cq {:.1}  create_qp {:.1}",
+        c.reg_mr, c.mr_bytes, c.create_cq, c.create_qp
+    );
+    println!(
+        "   modify_qp RESET->INIT {:.1}  INIT->RTR {:.1}  RTR->RTS {:.1}",
+        c.modify_qp_init, c.modify_qp_rtr, c.modify_qp_rts
+    );
+    println!(
+        "   destroy_qp {:.1}  dereg_mr {:.1}",
+        c.destroy_qp, c.dereg_mr
+    );
+}
+
+fn report_json(r: &Report, gbits: bool) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or_else(|e| json!({ "error": e.to_string() }));
+    if gbits {
+        if let Some(rows) = v.get_mut("results").and_then(|x| x.as_array_mut()) {
+            for row in rows {
+                for k in ["BW_peak", "BW_average"] {
+                    if let Some(x) = row.get(k).and_then(serde_json::Value::as_f64) {
+                        row[k] = json!(to_gbits(x));
+                    }
+                }
+            }
+        }
+        v["bw_unit"] = json!("Gb/sec");
+    } else {
+        v["bw_unit"] = json!("MB/sec");
+    }
+    v
+}
