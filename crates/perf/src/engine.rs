@@ -154,6 +154,9 @@ fn bring_up(
         // like rnr_retry 7 (retry forever), so a vanished peer would never
         // surface as RETRY_EXC_ERR. perftest's default is 7 on real NICs.
         retry_cnt: 6,
+        // 4.096 us * 2^16 = 268 ms per try (perftest: 14, 67 ms): a soft
+        // NIC's progress thread on a loaded 2-core host can miss 67 ms.
+        timeout: 16,
         ..ConnectOpts::default()
     };
     let s = Instant::now();

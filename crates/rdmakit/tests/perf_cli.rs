@@ -1,0 +1,192 @@
+//! `rdmakit perf`: server and client as two processes on this machine (each
+//! soft NIC binds its own 127.x address), one free TCP port per test.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rdmakit");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn server(test: &str, port: u16, extra: &[&str]) -> std::process::Child {
+    Command::new(BIN)
+        .args(["perf", test, "-p", &port.to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn client(test: &str, port: u16, extra: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(["perf", test, "127.0.0.1", "-p", &port.to_string()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Runs server and client; both must succeed. Returns the client's JSON.
+fn pair(test: &str, extra: &[&str]) -> serde_json::Value {
+    let port = free_port();
+    let s = server(test, port, &[]);
+    let mut args = vec!["--json", "--validate"];
+    args.extend_from_slice(extra);
+    let c = client(test, port, &args);
+    let so = s.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&c.stdout);
+    assert!(
+        c.status.success(),
+        "{test} client failed: {out}\n{}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert!(
+        so.status.success(),
+        "{test} server failed: {}",
+        String::from_utf8_lossy(&so.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(v["validated"], true, "{v}");
+    assert_eq!(v["header"]["test"], test);
+    assert!(v["control"]["create_qp"].as_f64().unwrap() > 0.0);
+    v
+}
+
+#[test]
+fn write_bw_validates_and_reports_json() {
+    let v = pair("write-bw", &["-n", "50", "-s", "65536"]);
+    let r = &v["results"][0];
+    assert_eq!(r["MsgSize"], 65536);
+    assert_eq!(r["n_iterations"], 50);
+    assert!(r["BW_average"].as_f64().unwrap() > 0.0);
+    assert!(r["BW_peak"].as_f64().unwrap() >= r["BW_average"].as_f64().unwrap());
+}
+
+#[test]
+fn read_bw_validates() {
+    pair("read-bw", &["-n", "40", "-s", "10000"]);
+}
+
+#[test]
+fn send_bw_validates() {
+    pair("send-bw", &["-n", "60", "-s", "3000", "-t", "16"]);
+}
+
+#[test]
+fn atomic_bw_counter_matches() {
+    let v = pair("atomic-bw", &["-n", "100"]);
+    assert_eq!(v["results"][0]["MsgSize"], 8);
+}
+
+#[test]
+fn send_lat_reports_percentiles() {
+    let v = pair("send-lat", &["-n", "100", "-s", "64"]);
+    let r = &v["results"][0];
+    let (min, typ, max) = (
+        r["t_min"].as_f64().unwrap(),
+        r["t_typical"].as_f64().unwrap(),
+        r["t_max"].as_f64().unwrap(),
+    );
+    assert!(min > 0.0 && min <= typ && typ <= max, "{r}");
+    assert!(r["percentile_99_9"].as_f64().unwrap() <= max);
+}
+
+#[test]
+fn write_and_read_lat_validate() {
+    pair("write-lat", &["-n", "50", "-s", "300"]);
+    pair("read-lat", &["-n", "50", "-s", "300"]);
+}
+
+#[test]
+fn sweep_with_small_max() {
+    let v = pair("write-bw", &["-a", "-s", "64", "-n", "20"]);
+    let sizes: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["MsgSize"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, vec![2, 4, 8, 16, 32, 64]);
+}
+
+#[test]
+fn human_output_is_perftest_shaped() {
+    let port = free_port();
+    let s = server("send-bw", port, &[]);
+    let c = client("send-bw", port, &["-n", "20", "-s", "1024"]);
+    s.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&c.stdout);
+    assert!(c.status.success(), "{out}");
+    for want in [
+        "Send BW Test",
+        "Connection type : RC",
+        "Link type       : Ethernet",
+        " local address: LID 0x0000 QPN",
+        " remote address: LID",
+        "#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]",
+        "create_qp",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    for args in [
+        vec!["perf", "no-such-test"],
+        vec!["perf", "write-bw", "-s", "0"],
+        vec!["perf", "write-bw", "-s", "99999999"],
+        vec!["perf", "write-bw", "-n", "0"],
+        vec!["perf", "write-bw", "-n", "5", "-D", "1"],
+        vec!["perf", "write-bw", "-m", "1000"],
+        vec!["perf", "atomic-bw", "-s", "16"],
+        vec!["perf", "write-bw", "-D", "-3"],
+    ] {
+        let o = Command::new(BIN).args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(!o.stderr.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn server_killed_mid_run_gives_retry_exc_err() {
+    let port = free_port();
+    let mut s = server("write-bw", port, &[]);
+    let t0 = Instant::now();
+    let c = Command::new(BIN)
+        .args(["perf", "write-bw", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-D", "30", "-s", "4096", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    s.kill().unwrap();
+    s.wait().unwrap();
+    let o = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("RETRY_EXC_ERR"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON even on failure");
+    assert!(v["error"].as_str().unwrap().contains("RETRY_EXC_ERR"));
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn client_with_no_server_fails_cleanly() {
+    let port = free_port();
+    let o = Command::new(BIN)
+        .args(["perf", "send-lat", "127.0.0.1", "-p", &port.to_string()])
+        .args(["--connect-timeout", "0.3", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "exchange");
+}
