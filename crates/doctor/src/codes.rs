@@ -174,7 +174,17 @@ codes! {
         "/dev/infiniband lacks the device nodes the kernel created", None;
     R001 = "RDK-R001", "resources-held-by-dead-process", Application, Error,
         "RDMA resources are held by a dead or zombie process", None;
+    P001 = "RDK-P001", "probe-mr-registration-failed", Application, Error,
+        "Active probe: memory registration failed", None;
+    P002 = "RDK-P002", "probe-qp-bringup-failed", Application, Error,
+        "Active probe: QP bring-up (RESET to RTS) failed", None;
+    P003 = "RDK-P003", "probe-traffic-failed", Application, Error,
+        "Active probe: loopback traffic failed or delivered wrong data", None;
 }
+
+/// Codes of the active probes ([`crate::probes`]): findings attached by
+/// [`crate::report::Report::with_probes`], not emitted by any check.
+pub const PROBE_CODES: &[Code] = &[Code::P001, Code::P002, Code::P003];
 
 impl Code {
     pub fn as_str(self) -> &'static str {

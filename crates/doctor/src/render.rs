@@ -93,6 +93,73 @@ fn finding(out: &mut String, f: &Finding, verbose: bool) {
     }
 }
 
+/// The "Active probes" section of one device.
+fn probes(out: &mut String, p: &crate::probes::ProbeReport, verbose: bool) {
+    use crate::probes::ProbeKind;
+    let _ = writeln!(
+        out,
+        "{BOLD}Active probes{BOLD:#}: {} ({}){}",
+        p.device,
+        p.label,
+        if p.ports.is_empty() {
+            String::new()
+        } else {
+            format!(", port {}", p.ports.join("; "))
+        }
+    );
+    let line = |out: &mut String, r: &crate::probes::ProbeResult| {
+        let (word, style) = match (r.passed, r.skipped) {
+            (_, true) => ("skip", DIM),
+            (true, false) => ("pass", AnsiColor::Green.on_default()),
+            (false, false) => ("FAIL", AnsiColor::Red.on_default().bold()),
+        };
+        let _ = writeln!(
+            out,
+            "  {style}{word}{style:#} {:<30} {:>9} {}",
+            r.name,
+            format!("{:.1} ms", r.duration_us as f64 / 1000.0),
+            r.detail
+        );
+    };
+    let mr: Vec<_> = p.of(ProbeKind::MemoryRegistration).collect();
+    let mr_quiet = !verbose && mr.iter().all(|r| r.passed);
+    if mr_quiet && !mr.is_empty() {
+        let ran = mr.iter().filter(|r| !r.skipped).count();
+        let skipped: Vec<&str> = mr
+            .iter()
+            .filter(|r| r.skipped)
+            .map(|r| r.name.trim_start_matches("mr.reg "))
+            .collect();
+        let us: u64 = mr.iter().map(|r| r.duration_us).sum();
+        let _ = writeln!(
+            out,
+            "  {}pass{:#} {:<30} {:>9} {ran} sizes registered, written, read back, deregistered{}",
+            AnsiColor::Green.on_default(),
+            AnsiColor::Green.on_default(),
+            format!(
+                "mr.reg {}..{}",
+                mr.first()
+                    .map_or("", |r| r.name.trim_start_matches("mr.reg ")),
+                mr.last()
+                    .map_or("", |r| r.name.trim_start_matches("mr.reg "))
+            ),
+            format!("{:.1} ms", us as f64 / 1000.0),
+            if skipped.is_empty() {
+                String::new()
+            } else {
+                format!("; skipped above RLIMIT_MEMLOCK: {}", skipped.join(", "))
+            }
+        );
+    }
+    for r in &p.results {
+        if mr_quiet && r.kind == ProbeKind::MemoryRegistration {
+            continue;
+        }
+        line(out, r);
+    }
+    out.push('\n');
+}
+
 /// The human report.
 pub fn human(r: &Report, opts: HumanOptions) -> String {
     let mut out = String::new();
@@ -170,6 +237,13 @@ pub fn human(r: &Report, opts: HumanOptions) -> String {
         }
     }
     out.push('\n');
+
+    for p in &r.probes {
+        probes(&mut out, p, opts.verbose);
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "{DIM}note{DIM:#} {n}");
+    }
 
     let count = |w: &str| r.checks.iter().filter(|c| c.status.word() == w).count();
     let _ = writeln!(

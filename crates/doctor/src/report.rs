@@ -4,8 +4,9 @@
 use serde::Serialize;
 
 use crate::checks::{run_all, CheckResult, Config, Status};
-use crate::codes::{Code, Severity};
-use crate::finding::Finding;
+use crate::codes::{Code, Layer, Severity};
+use crate::finding::{Evidence, Finding};
+use crate::probes::{ProbeKind, ProbeReport};
 use rdmakit_host::model::{DeviceKind, HostFacts};
 
 /// The JSON schema identifier; bumped when a field changes meaning or disappears.
@@ -52,6 +53,12 @@ pub struct Report {
     /// Every finding, most severe first, then by layer from hardware up.
     pub findings: Vec<Finding>,
     pub counts: Counts,
+    /// Active probes, one entry per probed device (absent when none ran).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeReport>,
+    /// Remarks about what ran (e.g. probes requested on a device without a provider).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -112,6 +119,8 @@ impl Report {
             checks,
             findings,
             counts,
+            probes: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -123,6 +132,263 @@ impl Report {
     /// Whether anything at or above `level` was found (the exit status of doctor).
     pub fn fails(&self, level: Severity) -> bool {
         self.worst().is_some_and(|w| w >= level)
+    }
+}
+
+const MR_PROBE_CRITERION: &str =
+    "ibv_reg_mr succeeds at 4 KiB to 64 MiB within memlock (active probe, see probes); \
+     uverbs and resource files accessible";
+
+/// The finding code of a failed probe.
+fn probe_code(k: ProbeKind) -> Code {
+    match k {
+        ProbeKind::MemoryRegistration => Code::P001,
+        ProbeKind::QpBringup | ProbeKind::Cleanup => Code::P002,
+        ProbeKind::Traffic | ProbeKind::Performance => Code::P003,
+    }
+}
+
+/// Findings for the failed probes of `p`.
+pub fn probe_findings(p: &ProbeReport, cfg: &Config) -> Vec<Finding> {
+    p.results
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| {
+            let code = probe_code(r.kind);
+            let mut f = Finding::new(
+                code,
+                p.device.clone(),
+                format!("probe {} failed: {}", r.name, r.detail),
+            )
+            .evidence(Evidence::new(
+                format!("probe {} on {} ({})", r.name, p.device, p.label),
+                match (&r.verb, &r.errno) {
+                    (Some(v), Some(e)) => format!(
+                        "{v} {e} ({} layer)",
+                        r.layer.as_deref().unwrap_or("unknown")
+                    ),
+                    _ => r.detail.clone(),
+                },
+            ))
+            .remedy(match code {
+                Code::P001 => {
+                    "Check RLIMIT_MEMLOCK (ulimit -l) and the device's max_mr / max_mr_size"
+                }
+                Code::P002 => {
+                    "Check device limits and leaked resources, the port state and the GID table"
+                }
+                _ => {
+                    "Check that UDP port 4791 is free and reachable; explain the completion status"
+                }
+            })
+            .next(format!("rdmakit explain {}", code.as_str()));
+            f.layer = match r.layer.as_deref() {
+                Some("hardware") => Layer::Hardware,
+                Some("kernel") => Layer::Kernel,
+                Some("library") => Layer::Library,
+                _ => Layer::Application,
+            };
+            if let Some(s) = cfg.overrides.get(&code) {
+                f.severity = *s;
+            }
+            f
+        })
+        .collect()
+}
+
+fn count(findings: &[Finding]) -> Counts {
+    let n = |s| findings.iter().filter(|f| f.severity == s).count();
+    Counts {
+        error: n(Severity::Error),
+        warning: n(Severity::Warning),
+        info: n(Severity::Info),
+    }
+}
+
+fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.layer.cmp(&b.layer))
+            .then(a.code.cmp(&b.code))
+            .then(a.subject.cmp(&b.subject))
+    });
+}
+
+/// A check result made from probe results of some kinds.
+fn probe_check(
+    p: &ProbeReport,
+    findings: &[Finding],
+    id: &'static str,
+    title: &'static str,
+    kinds: &[ProbeKind],
+) -> CheckResult {
+    let codes: Vec<Code> = kinds.iter().map(|k| probe_code(*k)).collect();
+    let ran = p.results.iter().any(|r| kinds.contains(&r.kind));
+    let f: Vec<Finding> = findings
+        .iter()
+        .filter(|f| codes.contains(&f.code))
+        .filter(|f| {
+            p.results
+                .iter()
+                .any(|r| !r.passed && kinds.contains(&r.kind) && f.message.contains(&r.name))
+        })
+        .cloned()
+        .collect();
+    let status = if !ran {
+        Status::NotChecked("the probe did not run".into())
+    } else if f.iter().any(|f| f.severity >= Severity::Warning) {
+        Status::Fail
+    } else {
+        Status::Pass
+    };
+    CheckResult {
+        id,
+        title,
+        layer: Layer::Application,
+        status,
+        findings: f,
+    }
+}
+
+impl Report {
+    /// Adds the results of active probes ([`crate::probes::run`]): a failed
+    /// probe becomes a finding (RDK-P001..P003), and the checklist's
+    /// "Memory registration and mapping" row reflects the MR probe. Pure:
+    /// the probes ran before.
+    pub fn with_probes(mut self, p: ProbeReport, cfg: &Config) -> Report {
+        let new = probe_findings(&p, cfg);
+        self.findings.extend(new.iter().cloned());
+        sort_findings(&mut self.findings);
+        self.counts = count(&self.findings);
+        let mr_ran = p.of(ProbeKind::MemoryRegistration).any(|r| !r.skipped);
+        if mr_ran {
+            if let Some(row) = self
+                .checklist
+                .iter_mut()
+                .find(|r| r.check == "Memory registration and mapping")
+            {
+                row.criterion = "ibv_reg_mr succeeds at 4 KiB to 64 MiB within memlock (active \
+                                 probe on the device under Active probes); uverbs and resource \
+                                 files accessible";
+                if new.iter().any(|f| f.code == Code::P001) {
+                    row.result = "fail";
+                    row.codes.push(Code::P001);
+                } else if row.codes.is_empty() {
+                    row.result = "pass";
+                }
+            }
+        }
+        self.probes.push(p);
+        self
+    }
+
+    /// The report of one probed device alone (`rdmakit doctor --device
+    /// soft0`): the seed's checklist answered from the probes, for a
+    /// userspace device with no kernel modules or IRQs of its own.
+    pub fn for_probed_device(
+        p: ProbeReport,
+        cfg: &Config,
+        tool: &str,
+        kernel: Option<String>,
+    ) -> Report {
+        let mut findings = probe_findings(&p, cfg);
+        sort_findings(&mut findings);
+        let active = !p.ports.is_empty() && p.ports.iter().all(|s| s.contains("ACTIVE"));
+        let userspace = "a userspace device: no kernel modules, uverbs node or IRQs of its own";
+        let na = |id, title, layer| CheckResult {
+            id,
+            title,
+            layer,
+            status: Status::NotApplicable(userspace.into()),
+            findings: Vec::new(),
+        };
+        let checks = vec![
+            na("kernel.modules", "RDMA kernel modules loaded", Layer::Kernel),
+            CheckResult {
+                id: "device.present",
+                title: "The device opens and its ports are ACTIVE",
+                layer: Layer::Hardware,
+                status: if active {
+                    Status::Pass
+                } else {
+                    Status::Fail
+                },
+                findings: Vec::new(),
+            },
+            probe_check(
+                &p,
+                &findings,
+                "probe.mr",
+                "Memory registration 4 KiB to 64 MiB (active probe)",
+                &[ProbeKind::MemoryRegistration],
+            ),
+            probe_check(
+                &p,
+                &findings,
+                "probe.qp",
+                "RC and UD QP bring-up RESET to RTS, resources restored (active probe)",
+                &[ProbeKind::QpBringup, ProbeKind::Cleanup],
+            ),
+            probe_check(
+                &p,
+                &findings,
+                "probe.traffic",
+                "Loopback RC SEND/WRITE/READ/atomics, UD SEND, latency and bandwidth (active probe)",
+                &[ProbeKind::Traffic, ProbeKind::Performance],
+            ),
+            na("irq.vectors", "MSI-X vectors and affinity", Layer::Kernel),
+        ];
+        let word = |id: &str| {
+            checks
+                .iter()
+                .find(|c| c.id == id)
+                .map_or("not checked", |c| c.status.word())
+        };
+        let codes_of = |id: &str| -> Vec<Code> {
+            checks
+                .iter()
+                .filter(|c| c.id == id)
+                .flat_map(|c| c.findings.iter().map(|f| f.code))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect()
+        };
+        let mut checklist = checklist(&[]);
+        for row in &mut checklist {
+            match row.check {
+                "Kernel modules loaded" => row.result = "n/a",
+                "Device visible" => {
+                    row.criterion = "the device opens (ibv_open_device) with its port PORT_ACTIVE";
+                    row.result = word("device.present");
+                }
+                "Memory registration and mapping" => {
+                    row.criterion = MR_PROBE_CRITERION;
+                    row.result = word("probe.mr");
+                    row.codes = codes_of("probe.mr");
+                }
+                _ => row.result = "n/a",
+            }
+        }
+        let device = DeviceSummary {
+            name: p.device.clone(),
+            kind: DeviceKind::Software,
+            driver: Some(p.label.clone()),
+            ports: p.ports.clone(),
+        };
+        Report {
+            schema: SCHEMA,
+            tool: tool.to_string(),
+            source: format!("{} ({})", p.device, p.label),
+            kernel,
+            devices: vec![device],
+            checklist,
+            checks,
+            counts: count(&findings),
+            findings,
+            probes: vec![p],
+            notes: Vec::new(),
+        }
     }
 }
 

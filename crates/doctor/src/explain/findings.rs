@@ -143,5 +143,17 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             ],
             &["rdmakit res qp", "fuser -v /dev/infiniband/uverbs*", "ps -eo pid,ppid,stat,comm"],
         ),
+        P001 => (
+            &["RLIMIT_MEMLOCK below the buffer size (ENOMEM)", "Device out of MRs or the size above max_mr_size (EINVAL)", "Bad access flags (REMOTE_WRITE without LOCAL_WRITE)"],
+            &["ulimit -l", "rdmakit devinfo -v | grep -E 'max_mr|max_mr_size'", "rdmakit explain ibv_reg_mr:ENOMEM"],
+        ),
+        P002 => (
+            &["Device limits reached (max_qp, max_cq) by leaked or running resources", "Attributes refused by modify_qp (path MTU above active_mtu, rd_atomic above limits)", "Port not ACTIVE or no RoCE v2 GID"],
+            &["rdmakit devinfo -v", "rdmakit explain ibv_modify_qp:EINVAL", "rdmakit doctor --verbose"],
+        ),
+        P003 => (
+            &["Packets lost: the device's UDP port 4791 blocked or taken (kernel rxe bound to it)", "Completion with an error status (REM_ACCESS_ERR, RETRY_EXC_ERR)", "Data corruption between registration and DMA"],
+            &["ss -uanp | grep 4791", "rdmakit explain wc:RETRY_EXC_ERR", "rdmakit doctor --json | jq '.probes'"],
+        ),
     }
 }

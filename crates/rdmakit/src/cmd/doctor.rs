@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::codes::{Code, Severity};
+use rdmakit_doctor::probes::{self, ProbeConfig, ProbeReport, SOFT_LABEL};
 use rdmakit_doctor::render::{self, HumanOptions};
 use rdmakit_doctor::report::Report;
 use rdmakit_host::collect::collect;
+use rdmakit_host::parse::proc::Limit;
 
 use super::{Opened, SourceArgs};
 
@@ -40,6 +42,36 @@ pub struct Args {
     /// Override a code's severity, e.g. --severity RDK-H008=warning (repeatable).
     #[arg(long, value_name = "CODE=LEVEL")]
     severity: Vec<String>,
+    /// Run active probes (MR registration, QP bring-up, loopback traffic). Default: on the
+    /// soft NIC when the host has no RDMA device; on host devices only when asked.
+    #[arg(long, conflicts_with = "no_probe")]
+    probe: bool,
+    /// Never run active probes.
+    #[arg(long)]
+    no_probe: bool,
+    /// Check only this device: the soft NIC's name (soft0) runs the checklist on it alone.
+    #[arg(long, value_name = "DEV", conflicts_with_all = ["from", "root"])]
+    device: Option<String>,
+}
+
+/// The probe configuration for this host: its RLIMIT_MEMLOCK (none for root,
+/// whose CAP_IPC_LOCK ignores it).
+fn probe_config(facts: &rdmakit_host::model::HostFacts) -> ProbeConfig {
+    let root = facts.identity.as_ref().is_some_and(|i| i.euid == 0);
+    let memlock_limit = match facts.memlock.effective() {
+        Some((Limit::Bytes(b), _)) if !root => Some(b),
+        _ => None,
+    };
+    ProbeConfig {
+        memlock_limit,
+        ..ProbeConfig::default()
+    }
+}
+
+/// Opens soft NIC `name` and runs the probes on it.
+fn probe_soft(name: &str, cfg: &ProbeConfig) -> anyhow::Result<ProbeReport> {
+    let ctx = rdmakit_verbs::open_device(name).with_context(|| format!("opening {name}"))?;
+    Ok(probes::run(&ctx, cfg))
 }
 
 /// Parses "64M", "8388608", "1G", "512K".
@@ -120,7 +152,50 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
-    let report = Report::build(&facts, &s.cfg, &tool, opened.label());
+    let soft_names = rdmakit_verbs::devices().unwrap_or_default();
+    let report = if let Some(dev) = &a.device {
+        if !soft_names.contains(dev) {
+            let host: Vec<&str> = facts.devices.iter().map(|d| d.name.as_str()).collect();
+            bail!(
+                "--device {dev}: not a device rdmakit can check alone (soft NIC: {}; host \
+                 devices {host:?} are checked together by plain `rdmakit doctor`)",
+                soft_names.join(", ")
+            );
+        }
+        if a.no_probe {
+            bail!("--device {dev}: the soft NIC's checklist is its active probes; drop --no-probe");
+        }
+        let p = probe_soft(dev, &probe_config(&facts))?;
+        let kernel = facts.kernel.release.text().map(str::to_string);
+        Report::for_probed_device(p, &s.cfg, &tool, kernel)
+    } else {
+        let mut report = Report::build(&facts, &s.cfg, &tool, opened.label());
+        let live = a.source.from.is_none() && a.source.root.is_none();
+        let no_host_device = facts.devices.is_empty();
+        let want = !a.no_probe && (a.probe || (live && no_host_device));
+        if want && !no_host_device {
+            report.notes.push(
+                "--probe: active probes on host devices need rdma-core's libibverbs provider, \
+                 which rdmakit does not have yet; they did not run"
+                    .into(),
+            );
+        } else if want && !live {
+            report
+                .notes
+                .push("--probe: active probes need the live host; not run on a replay".into());
+        } else if want {
+            match soft_names.first() {
+                Some(name) => match probe_soft(name, &probe_config(&facts)) {
+                    Ok(p) => report = report.with_probes(p, &s.cfg),
+                    Err(e) => report
+                        .notes
+                        .push(format!("the {SOFT_LABEL} could not be probed: {e:#}")),
+                },
+                None => report.notes.push("no soft NIC to probe".into()),
+            }
+        }
+        report
+    };
     let mut out = anstream::stdout();
     if a.json {
         writeln!(out, "{}", render::json(&report))?;
