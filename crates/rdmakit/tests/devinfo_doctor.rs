@@ -57,3 +57,100 @@ fn plain_doctor_adds_soft_nic_probes_only_without_host_devices() {
     let v = json(&["doctor", "--json", "--no-probe"]);
     assert!(v.get("probes").is_none());
 }
+
+#[test]
+fn memlock_limit_of_the_process_skips_large_registrations() {
+    // Root's CAP_IPC_LOCK ignores RLIMIT_MEMLOCK (and so does the doctor): run
+    // as nobody when we are root.
+    let sh = format!(
+        "ulimit -l 1024 && exec {} doctor --device soft0 --json",
+        env!("CARGO_BIN_EXE_rdmakit")
+    );
+    let mut cmd = if euid_is_root() {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.arg("-c");
+        c
+    };
+    let out = cmd
+        .arg(&sh)
+        .env_remove("RDMAKIT_SOFT_NAME")
+        .env_remove("RDMAKIT_SOFT_ADDR")
+        .output();
+    let out = match out {
+        Ok(o) if !o.stdout.is_empty() => o,
+        other => {
+            eprintln!("skipping: cannot run with ulimit -l 1024 here: {other:?}");
+            return;
+        }
+    };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["probes"][0]["memlock_limit"], 1 << 20);
+    let results = v["probes"][0]["results"].as_array().unwrap();
+    let skipped: Vec<&str> = results
+        .iter()
+        .filter(|r| r["skipped"] == true)
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped.len(), 6, "{skipped:?}"); // 2 MiB … 64 MiB
+    assert_eq!(skipped[0], "mr.reg 2 MiB");
+    assert!(results
+        .iter()
+        .filter(|r| r["skipped"] == true)
+        .all(|r| r["detail"]
+            .as_str()
+            .unwrap()
+            .contains("RLIMIT_MEMLOCK (1 MiB)")));
+    assert_eq!(out.status.code(), Some(0));
+}
+
+fn euid_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn probe_on_a_replayed_host_with_devices_says_it_did_not_run() {
+    let fx = std::env::var_os("RDMAKIT_FIXTURES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+        })
+        .join("healthy");
+    if !fx.is_dir() {
+        eprintln!("skipping: {} not found", fx.display());
+        return;
+    }
+    let v = json(&[
+        "doctor",
+        "--json",
+        "--probe",
+        "--from",
+        fx.to_str().unwrap(),
+    ]);
+    assert!(v.get("probes").is_none());
+    let notes = v["notes"].as_array().expect("notes");
+    assert!(
+        notes[0].as_str().unwrap().contains("libibverbs provider"),
+        "{notes:?}"
+    );
+    let v = json(&["doctor", "--json", "--from", fx.to_str().unwrap()]);
+    assert!(v.get("notes").is_none() && v.get("probes").is_none());
+}

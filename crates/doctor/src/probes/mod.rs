@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use rdmakit_verbs::{Access, Context, Error as VerbsError};
 
-/// How the memory-registration label of the soft NIC reads in reports.
+/// How reports label the soft NIC: probed, but not a device of the host.
 pub const SOFT_LABEL: &str = "rdmakit soft NIC (userspace), not a host device";
 
 /// What the probes do.
