@@ -454,6 +454,10 @@ fn client_bw(
                 STALL,
                 format!("{done} of {posted} completed"),
             ));
+        } else if posted - done >= depth || stop {
+            // Nothing to post and nothing done: let the NIC's threads run
+            // (2 shared cores: a spinning poller starves the progress thread).
+            std::thread::yield_now();
         }
         if stop && done == posted {
             break;
