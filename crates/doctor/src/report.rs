@@ -253,15 +253,17 @@ fn probe_check(
 
 impl Report {
     /// Adds the results of active probes ([`crate::probes::run`]): a failed
-    /// probe becomes a finding (RDK-P001..P003), and the checklist's
-    /// "Memory registration and mapping" row reflects the MR probe. Pure:
-    /// the probes ran before.
+    /// probe becomes a finding (RDK-P001..P003). When the probed device is one of
+    /// the host's own, the checklist's "Memory registration and mapping" row
+    /// reflects the MR probe; the soft NIC's probes never change the host's
+    /// verdict. Pure: the probes ran before.
     pub fn with_probes(mut self, p: ProbeReport, cfg: &Config) -> Report {
         let new = probe_findings(&p, cfg);
         self.findings.extend(new.iter().cloned());
         sort_findings(&mut self.findings);
         self.counts = count(&self.findings);
-        let mr_ran = p.of(ProbeKind::MemoryRegistration).any(|r| !r.skipped);
+        let host_device = self.devices.iter().any(|d| d.name == p.device);
+        let mr_ran = host_device && p.of(ProbeKind::MemoryRegistration).any(|r| !r.skipped);
         if mr_ran {
             if let Some(row) = self
                 .checklist

@@ -164,7 +164,14 @@ fn with_probes_adds_findings_and_updates_the_mr_row_of_a_host_report() {
     let base = common::report(&common::import("healthy"));
     assert!(serde_json::to_value(&base).unwrap().get("probes").is_none());
     let errors = base.counts.error;
-    let r = base.clone().with_probes(failing(), &Config::default());
+    // The soft NIC's probes never change the host's own verdict...
+    let soft = base.clone().with_probes(failing(), &Config::default());
+    assert_eq!(soft.counts.error, errors + 3);
+    assert_eq!(soft.checklist, base.checklist);
+    // ...a probe of one of the host's devices does.
+    let mut on_host = failing();
+    on_host.device = "rxe0".into();
+    let r = base.clone().with_probes(on_host, &Config::default());
     assert_eq!(r.counts.error, errors + 3);
     let row = r
         .checklist
