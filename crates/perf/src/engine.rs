@@ -4,9 +4,10 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rdmakit_proto::AddressHandle;
 use rdmakit_verbs::{
-    Access, ConnectOpts, Context, Cq, DeviceConfig, InitQp, MrBuf, Mtu, Pd, Qp, QpType, RecvWr,
-    SendOp, SendRequest, SendWr, Sge, Wc, WcStatus,
+    Access, Ah, ConnectOpts, Context, Cq, DeviceConfig, Gid, InitQp, MrBuf, Mtu, Pd, Qp, QpType,
+    RecvWr, SendOp, SendRequest, SendWr, Sge, UdDest, Wc, WcStatus,
 };
 
 use crate::proto::{io, Lines, Params, QpInfo};
@@ -60,6 +61,12 @@ pub struct ServerOpts {
     pub test: Test,
 }
 
+/// Q_Key of the UD tests.
+const UD_QKEY: u32 = 0x1111_1111;
+
+/// Bytes a UD receive gets in front of the message (the GRH area).
+const GRH: usize = 40;
+
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -94,12 +101,27 @@ struct Local {
     info: QpInfo,
     t: ControlTimings,
     device: String,
+    /// UD: the address handle of the peer and its QPN.
+    ud: Option<(Arc<Ah>, u32)>,
 }
 
 impl Local {
     fn qp(&self) -> &Qp {
         // Present from connect() until teardown(), which consumes self.
         self.qp.as_ref().expect("QP present until teardown")
+    }
+
+    /// A signaled send WR (with the UD destination on UD).
+    fn wr(&self, id: u64, op: SendOp, sge: Sge) -> SendWr {
+        let mut w = SendWr::new(id, op, vec![sge]);
+        if let Some((ah, qpn)) = &self.ud {
+            w.ud = Some(UdDest {
+                ah: AddressHandle(ah.handle()),
+                remote_qpn: *qpn,
+                remote_qkey: UD_QKEY,
+            });
+        }
+        w
     }
 
     fn buf(&self) -> &MrBuf {
@@ -142,7 +164,7 @@ fn bring_up(
     t.create_cq = us(s.elapsed());
     let s = Instant::now();
     let qp = pd
-        .qp_builder(QpType::Rc, &cq)
+        .qp_builder(if p.ud { QpType::Ud } else { QpType::Rc }, &cq)
         .max_send_wr(p.tx_depth.max(16) + 1)
         .max_recv_wr(p.rx_depth.max(1))
         .max_inline_data(p.inline)
@@ -154,6 +176,7 @@ fn bring_up(
         // like rnr_retry 7 (retry forever), so a vanished peer would never
         // surface as RETRY_EXC_ERR. perftest's default is 7 on real NICs.
         retry_cnt: 6,
+        qkey: UD_QKEY,
         // 4.096 us * 2^16 = 268 ms per try (perftest: 14, 67 ms): a soft
         // NIC's progress thread on a loaded 2-core host can miss 67 ms.
         timeout: 16,
@@ -182,6 +205,7 @@ fn bring_up(
             info,
             t,
             device,
+            ud: None,
         },
         init,
     ))
@@ -189,6 +213,9 @@ fn bring_up(
 
 /// INIT → RTR → RTS towards `remote`.
 fn connect(l: &mut Local, init: InitQp, remote: &QpInfo) -> Result<(), PerfError> {
+    if init.qp().qp_type() == QpType::Ud {
+        l.ud = Some((l._pd.create_ah(Gid(remote.gid))?, remote.qpn));
+    }
     let s = Instant::now();
     let rtr = init.connect(&remote.endpoint())?;
     l.t.modify_qp_rtr = us(s.elapsed());
@@ -205,7 +232,7 @@ fn header(role: &str, l: &Local, remote: &QpInfo, p: &Params, gid_index: u32) ->
         title: p.test.title().into(),
         device: l.device.clone(),
         transport: "IB".into(),
-        connection: "RC".into(),
+        connection: if p.ud { "UD" } else { "RC" }.into(),
         mtu: p.mtu,
         link_type: "Ethernet".into(),
         gid_index,
@@ -223,7 +250,7 @@ fn header(role: &str, l: &Local, remote: &QpInfo, p: &Params, gid_index: u32) ->
 /// Buffer: two regions of the largest message (the second receives
 /// write-lat echoes).
 fn buf_len(p: &Params) -> usize {
-    2 * p.max_size()
+    2 * p.max_size() + 2 * GRH
 }
 
 /// Runs the client against `opts.host`.
@@ -324,6 +351,18 @@ fn check_params(p: &Params) -> Result<(), PerfError> {
     }
     if p.test == Test::WriteLat && p.sizes.iter().any(|&s| s < 2) {
         return Err(PerfError::Params("write-lat needs at least 2 bytes".into()));
+    }
+    if p.ud && !matches!(p.test, Test::SendBw | Test::SendLat) {
+        return Err(PerfError::Params(format!(
+            "{} runs over RC only (UD: send-bw, send-lat)",
+            p.test
+        )));
+    }
+    if p.ud && p.sizes.iter().any(|&s| s > p.mtu as usize) {
+        return Err(PerfError::Params(format!(
+            "UD messages must fit the MTU ({} bytes)",
+            p.mtu
+        )));
     }
     if p.tx_depth == 0 || p.rx_depth == 0 {
         return Err(PerfError::Params(
@@ -428,7 +467,7 @@ fn client_bw(
             reqs.clear();
             for i in 0..n {
                 reqs.push(SendRequest {
-                    wr: SendWr::new(posted + i, op, vec![sge]),
+                    wr: l.wr(posted + i, op, sge),
                     inline,
                 });
             }
@@ -487,6 +526,7 @@ fn client_lat(
     let mut data = pattern(size);
     buf.write(0, &data)?;
     let inline = p.inline as usize >= size && p.test != Test::ReadLat;
+    let grh = if p.ud { GRH } else { 0 };
     let mut wcs = Vec::with_capacity(64);
     let mut samples = Vec::with_capacity(p.iters.min(1 << 20) as usize);
     let start = Instant::now();
@@ -495,7 +535,7 @@ fn client_lat(
     let recv_wr = |id| -> Result<RecvWr, PerfError> {
         Ok(RecvWr {
             wr_id: id,
-            sg_list: vec![buf.sge(max..2 * max)?],
+            sg_list: vec![buf.sge(max..2 * max + grh)?],
         })
     };
     if p.test == Test::SendLat && *posted_recvs == 0 {
@@ -559,7 +599,7 @@ fn client_lat(
         // name the registered buffer.
         unsafe {
             qp.post_send(&[SendRequest {
-                wr: SendWr::new(i, op, vec![sge]),
+                wr: l.wr(i, op, sge),
                 inline,
             }])?
         };
@@ -571,7 +611,7 @@ fn client_lat(
             for w in poll_wcs(&l.cq, &mut wcs)? {
                 if w.is_recv() {
                     early_recv += 1;
-                    if p.validate && w.byte_len as usize != size {
+                    if p.validate && w.byte_len as usize != size + grh {
                         return Err(PerfError::Validation(format!(
                             "received {} bytes, expected {size}",
                             w.byte_len
@@ -606,7 +646,7 @@ fn client_lat(
             _ => rtt / 2.0,
         });
         if p.validate && p.test != Test::ReadLat {
-            let got = buf.to_vec(max..max + size - 1)?;
+            let got = buf.to_vec(max + grh..max + grh + size - 1)?;
             if got[..] != pattern(size)[..size - 1] {
                 return Err(PerfError::Validation(format!(
                     "iteration {i}: the echoed {size} bytes differ from the pattern"
@@ -728,6 +768,7 @@ fn serve_size(
     let qp = l.qp();
     let max = p.max_size();
     let pat = pattern(size);
+    let grh = if p.ud { GRH } else { 0 };
     match p.test {
         Test::ReadBw | Test::ReadLat => buf.write(0, &pat)?,
         Test::AtomicBw => buf.write(0, &0u64.to_le_bytes())?,
@@ -739,7 +780,7 @@ fn serve_size(
                 .map(|i| {
                     Ok(RecvWr {
                         wr_id: u64::from(i),
-                        sg_list: vec![buf.sge(0..max)?],
+                        sg_list: vec![buf.sge(0..max + grh)?],
                     })
                 })
                 .collect::<Result<Vec<_>, PerfError>>()?;
@@ -769,9 +810,10 @@ fn serve_size(
             let (mut got, mut done_at): (u64, Option<u64>) = (0, None);
             let mut last = Instant::now();
             let mut spins = 0u32;
+            let mut done_when = Instant::now();
             let mut seen = 0u8;
             let mut b = [0u8; 1];
-            let echo_sge = |len: usize| buf.sge(0..len);
+            let echo_sge = |len: usize| buf.sge(grh..grh + len);
             let echo_op = SendOp::Write {
                 remote_addr: remote.vaddr + max as u64,
                 rkey: remote.rkey,
@@ -787,15 +829,18 @@ fn serve_size(
                         got += 1;
                         *posted_recvs -= 1;
                         if p.validate && bad.is_none() {
-                            if w.byte_len as usize != size {
-                                bad =
-                                    Some(format!("received {} bytes, expected {size}", w.byte_len));
-                            } else if p.test == Test::SendBw && buf.to_vec(0..size)? != pat {
+                            if w.byte_len as usize != size + grh {
+                                bad = Some(format!(
+                                    "received {} bytes, expected {size}",
+                                    (w.byte_len as usize).saturating_sub(grh)
+                                ));
+                            } else if p.test == Test::SendBw && buf.to_vec(grh..grh + size)? != pat
+                            {
                                 bad = Some(format!("message {got}: bytes differ from the pattern"));
                             }
                         }
                         if p.test == Test::SendLat {
-                            let data = buf.to_vec(0..size)?;
+                            let data = buf.to_vec(grh..grh + size)?;
                             let sge = if inline {
                                 Sge {
                                     addr: data.as_ptr() as u64,
@@ -808,20 +853,20 @@ fn serve_size(
                             // Repost first: the next ping may follow our pong at once.
                             qp.post_recv(&[RecvWr {
                                 wr_id: got,
-                                sg_list: vec![buf.sge(0..max)?],
+                                sg_list: vec![buf.sge(0..max + grh)?],
                             }])?;
                             *posted_recvs += 1;
                             // SAFETY: an inline SGE covers `data`, alive for the call.
                             unsafe {
                                 qp.post_send(&[SendRequest {
-                                    wr: SendWr::new(got, SendOp::Send, vec![sge]),
+                                    wr: l.wr(got, SendOp::Send, sge),
                                     inline,
                                 }])?
                             };
                         } else {
                             qp.post_recv(&[RecvWr {
                                 wr_id: got,
-                                sg_list: vec![buf.sge(0..max)?],
+                                sg_list: vec![buf.sge(0..max + grh)?],
                             }])?;
                             *posted_recvs += 1;
                         }
@@ -852,14 +897,16 @@ fn serve_size(
                         // SAFETY: an inline SGE covers `data`, alive for the call.
                         unsafe {
                             qp.post_send(&[SendRequest {
-                                wr: SendWr::new(got, echo_op, vec![sge]),
+                                wr: l.wr(got, echo_op, sge),
                                 inline,
                             }])?
                         };
                     }
                 }
                 if let Some(n) = done_at {
-                    if got >= n {
+                    // UD is unreliable: what has not arrived shortly after
+                    // the client's DONE was dropped (no receive posted).
+                    if got >= n || (p.ud && done_when.elapsed() > Duration::from_millis(200)) {
                         break;
                     }
                 }
@@ -867,6 +914,7 @@ fn serve_size(
                 if spins % 1024 == 0 && done_at.is_none() {
                     if let Some(line) = c.try_recv()? {
                         done_at = Some(parse_done(&line)?);
+                        done_when = Instant::now();
                     }
                 }
                 if spins % 1024 == 0 && last.elapsed() > STALL {

@@ -107,6 +107,8 @@ pub struct Params {
     pub validate: bool,
     /// Path MTU in bytes.
     pub mtu: u32,
+    /// UD instead of RC (SEND tests; messages up to the MTU).
+    pub ud: bool,
 }
 
 impl Params {
@@ -114,7 +116,7 @@ impl Params {
     pub fn to_line(&self) -> String {
         let sizes: Vec<String> = self.sizes.iter().map(usize::to_string).collect();
         format!(
-            "{MAGIC} test={} sizes={} iters={} dur={} inline={} txd={} rxd={} validate={} mtu={}",
+            "{MAGIC} test={} sizes={} iters={} dur={} inline={} txd={} rxd={} validate={} mtu={} conn={}",
             self.test,
             sizes.join(","),
             self.iters,
@@ -123,7 +125,8 @@ impl Params {
             self.tx_depth,
             self.rx_depth,
             u8::from(self.validate),
-            self.mtu
+            self.mtu,
+            if self.ud { "UD" } else { "RC" }
         )
     }
 
@@ -147,6 +150,7 @@ impl Params {
             rx_depth: 1,
             validate: false,
             mtu: 1024,
+            ud: false,
         };
         for kv in it {
             let (k, v) = kv.split_once('=').ok_or_else(|| bad("bad field"))?;
@@ -169,6 +173,7 @@ impl Params {
                 "rxd" => p.rx_depth = num()? as u32,
                 "validate" => p.validate = num()? != 0,
                 "mtu" => p.mtu = num()? as u32,
+                "conn" => p.ud = v == "UD",
                 _ => {} // fields of a newer client are ignored
             }
         }
@@ -288,6 +293,7 @@ mod tests {
             rx_depth: 8,
             validate: true,
             mtu: 4096,
+            ud: true,
         };
         assert_eq!(Params::from_line(&p.to_line()).unwrap(), p);
         assert!(Params::from_line("GET / HTTP/1.1").is_err());

@@ -35,6 +35,7 @@ fn run(test: Test, sizes: Vec<usize>, iters: u64) -> rdmakit_perf::Report {
         rx_depth: 64,
         validate: true,
         mtu: 1024,
+        ud: false,
     };
     let r = run_client(
         &ClientOpts {

@@ -32,6 +32,17 @@ fn client(test: &str, port: u16, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Waits for a server at most 30 s (it waits for a client forever when the
+/// client failed before connecting), then kills it.
+fn finish(mut s: std::process::Child) -> Output {
+    let t = Instant::now();
+    while s.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = s.kill();
+    s.wait_with_output().unwrap()
+}
+
 /// Runs server and client; both must succeed. Returns the client's JSON.
 fn pair(test: &str, extra: &[&str]) -> serde_json::Value {
     let port = free_port();
@@ -39,7 +50,7 @@ fn pair(test: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["--json", "--validate"];
     args.extend_from_slice(extra);
     let c = client(test, port, &args);
-    let so = s.wait_with_output().unwrap();
+    let so = finish(s);
     let out = String::from_utf8_lossy(&c.stdout);
     assert!(
         c.status.success(),
@@ -76,6 +87,17 @@ fn read_bw_validates() {
 #[test]
 fn send_bw_validates() {
     pair("send-bw", &["-n", "60", "-s", "3000", "-t", "16"]);
+}
+
+#[test]
+fn send_over_ud() {
+    let v = pair(
+        "send-bw",
+        &["-c", "UD", "-n", "50", "-s", "1024", "-t", "8"],
+    );
+    assert_eq!(v["header"]["connection"], "UD");
+    let v = pair("send-lat", &["-c", "UD", "-n", "50", "-s", "512"]);
+    assert_eq!(v["results"][0]["MsgSize"], 512);
 }
 
 #[test]
@@ -120,7 +142,7 @@ fn human_output_is_perftest_shaped() {
     let port = free_port();
     let s = server("send-bw", port, &[]);
     let c = client("send-bw", port, &["-n", "20", "-s", "1024"]);
-    s.wait_with_output().unwrap();
+    finish(s);
     let out = String::from_utf8_lossy(&c.stdout);
     assert!(c.status.success(), "{out}");
     for want in [
@@ -147,6 +169,9 @@ fn bad_arguments_exit_2() {
         vec!["perf", "write-bw", "-m", "1000"],
         vec!["perf", "atomic-bw", "-s", "16"],
         vec!["perf", "write-bw", "-D", "-3"],
+        vec!["perf", "write-bw", "-c", "UD"],
+        vec!["perf", "send-bw", "-c", "UD", "-s", "8192"],
+        vec!["perf", "send-bw", "-c", "XY"],
     ] {
         let o = Command::new(BIN).args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}");

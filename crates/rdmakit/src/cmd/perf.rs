@@ -32,6 +32,23 @@ fn parse_mtu(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `-c`: the transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conn {
+    Rc,
+    Ud,
+}
+
+fn parse_connection(s: &str) -> Result<Conn, String> {
+    match s.to_ascii_uppercase().as_str() {
+        "RC" => Ok(Conn::Rc),
+        "UD" => Ok(Conn::Ud),
+        _ => Err(format!(
+            "connection type {s:?}: RC, or UD for send-bw/send-lat"
+        )),
+    }
+}
+
 fn parse_duration(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(d) if d > 0.0 && d <= 86_400.0 => Ok(d),
@@ -86,6 +103,9 @@ pub struct Args {
     /// Path MTU in bytes (256, 512, 1024, 2048, 4096).
     #[arg(short = 'm', long, value_name = "BYTES", default_value = "4096", value_parser = parse_mtu)]
     mtu: u32,
+    /// Connection type: RC, or UD (send-bw and send-lat; messages up to the MTU).
+    #[arg(short = 'c', long, value_name = "RC|UD", default_value = "RC", value_parser = parse_connection)]
+    connection: Conn,
     /// Check the bytes moved (patterns, lengths, the atomic counter).
     #[arg(long)]
     validate: bool,
@@ -116,9 +136,26 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         t if t.is_bw() => 65536,
         _ => 2,
     };
-    let size = a.size.map_or(default_size, |s| s as usize);
+    let ud = a.connection == Conn::Ud;
+    if ud && !matches!(test, Test::SendBw | Test::SendLat) {
+        return Ok(usage(&format!(
+            "{test} runs over RC only (UD: send-bw, send-lat)"
+        )));
+    }
+    if ud && a.size.is_some_and(|s| s > u64::from(a.mtu)) {
+        return Ok(usage(&format!(
+            "UD messages must fit the MTU ({} bytes; -m)",
+            a.mtu
+        )));
+    }
+    let cap = if ud {
+        a.mtu as usize
+    } else {
+        rdmakit_perf::SWEEP_MAX
+    };
+    let size = a.size.map_or(default_size.min(cap), |s| s as usize);
     let sizes = if a.all {
-        let max = a.size.map_or(rdmakit_perf::SWEEP_MAX, |s| s as usize);
+        let max = a.size.map_or(cap, |s| s as usize);
         let v = test.sweep_sizes(max);
         if v.is_empty() {
             return Ok(usage("-a with -s below 2 leaves no sizes to sweep"));
@@ -137,6 +174,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         rx_depth: a.rx_depth,
         validate: a.validate,
         mtu: a.mtu,
+        ud,
     };
     let json = a.json;
     let gbits = a.report_gbits;
