@@ -165,8 +165,11 @@ fn bring_up(
     let s = Instant::now();
     let qp = pd
         .qp_builder(if p.ud { QpType::Ud } else { QpType::Rc }, &cq)
-        .max_send_wr(p.tx_depth.max(16) + 1)
-        .max_recv_wr(p.rx_depth.max(1))
+        // Headroom of 32: the soft NIC can show a completion a moment
+        // before it frees the work queue slot, so reposting at once on
+        // a full queue would fail with ENOMEM.
+        .max_send_wr(p.tx_depth.max(16) + 32)
+        .max_recv_wr(p.rx_depth.max(1) + 32)
         .max_inline_data(p.inline)
         .build()?;
     t.create_qp = us(s.elapsed());
