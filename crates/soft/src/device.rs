@@ -18,6 +18,7 @@ use crate::attr::{DeviceAttr, Gid, Limits, PortAttr};
 use crate::dma::MrTable;
 use crate::errno::{Errno, Origin, Result, SoftError};
 use crate::net::{self, Net};
+use crate::registry::{Kind, Registry};
 use crate::ring::{FaultInjector, MapFailure, Ring, RingStats};
 
 /// How a soft device is set up.
@@ -40,6 +41,35 @@ pub struct DeviceConfig {
     /// waiting on the socket in the caller's thread (lower latency); with
     /// `false` only the progress thread receives (event mode).
     pub busy_poll: bool,
+    /// The errno a create verb returns once a device limit (`max_qp`, ...)
+    /// is reached; default `RDMAKIT_SOFT_EXHAUSTION` (`einval`/`enospc`),
+    /// else [`Exhaustion::Einval`].
+    pub exhaustion: Option<Exhaustion>,
+    /// Share the device-wide resource registry with every process that
+    /// opens a device of this name (see [`crate::registry`]); limits then
+    /// count across processes. Default `true`.
+    pub shared_registry: bool,
+}
+
+/// Which errno a create verb returns when a device limit is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Exhaustion {
+    /// `EINVAL`: what rxe returns (`__rxe_add_to_pool` past `max_elem`).
+    #[default]
+    Einval,
+    /// `ENOSPC`: what mlx5 returns — the seed's case (leaked QPs, then
+    /// `ibv_create_qp` failing with "No space left on device").
+    Enospc,
+}
+
+impl Exhaustion {
+    /// The errno.
+    pub fn errno(self) -> Errno {
+        match self {
+            Exhaustion::Einval => Errno::EINVAL,
+            Exhaustion::Enospc => Errno::ENOSPC,
+        }
+    }
 }
 
 impl Default for DeviceConfig {
@@ -52,6 +82,8 @@ impl Default for DeviceConfig {
             netdev_mtu: 4096 + 96,
             fault_seed: 0,
             busy_poll: true,
+            exhaustion: None,
+            shared_registry: true,
         }
     }
 }
@@ -194,6 +226,8 @@ struct AtomicCounters {
 #[derive(Debug)]
 pub(crate) struct Shared {
     name: String,
+    registry: Option<Registry>,
+    exhaustion: Errno,
     attr: DeviceAttr,
     port: PortAttr,
     limits: Limits,
@@ -429,10 +463,31 @@ impl Device {
                 _ => None,
             },
         };
+        let exhaustion = match cfg.exhaustion {
+            Some(e) => e,
+            None => match std::env::var("RDMAKIT_SOFT_EXHAUSTION").as_deref() {
+                Ok("enospc" | "ENOSPC") => Exhaustion::Enospc,
+                _ => Exhaustion::Einval,
+            },
+        };
+        let registry = if cfg.shared_registry {
+            Some(Registry::open(&name).map_err(|e| {
+                err(
+                    "ibv_open_device",
+                    Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
+                    Origin::Library,
+                    format!("resource registry of {name}: {e}"),
+                )
+            })?)
+        } else {
+            None
+        };
         let net = Net::bind(addr, cfg.udp_port)?;
         let addr = net.addr();
         let sh = Arc::new(Shared {
             name,
+            registry,
+            exhaustion: exhaustion.errno(),
             attr: DeviceAttr::new(&cfg.limits, addr),
             port: PortAttr::new(addr, cfg.netdev_mtu),
             limits: cfg.limits.clone(),
@@ -595,10 +650,19 @@ impl Device {
         let mut og = lock(&self.sh.objs);
         let o = &mut *og;
         if o.pds.len() >= self.sh.limits.max_pd as usize {
-            return Err(exhausted("ibv_alloc_pd", "max_pd", self.sh.limits.max_pd));
+            return Err(self
+                .sh
+                .exhausted("ibv_alloc_pd", "max_pd", self.sh.limits.max_pd));
         }
         let id = o.next_pd;
         o.next_pd = o.next_pd.wrapping_add(1).max(1);
+        self.sh.register(
+            "ibv_alloc_pd",
+            Kind::Pd,
+            id,
+            "max_pd",
+            self.sh.limits.max_pd,
+        )?;
         o.pds.insert(id, 0);
         Ok(id)
     }
@@ -625,6 +689,7 @@ impl Device {
             )),
             Some(_) => {
                 o.pds.remove(&pd);
+                self.sh.unregister(Kind::Pd, pd);
                 Ok(())
             }
         }
@@ -690,11 +755,21 @@ impl Device {
             return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
         };
         if o.mrs.len() >= self.sh.limits.max_mr as usize {
-            return Err(exhausted(V, "max_mr", self.sh.limits.max_mr));
+            return Err(self.sh.exhausted(V, "max_mr", self.sh.limits.max_mr));
         }
         *n += 1;
         // SAFETY: forwarded from this function's own contract.
         let key = unsafe { write(&self.sh.mem).register(Pd(pd), ptr, len64, access) };
+        if let Err(e) = self
+            .sh
+            .register(V, Kind::Mr, key, "max_mr", self.sh.limits.max_mr)
+        {
+            write(&self.sh.mem).deregister(key);
+            if let Some(n) = o.pds.get_mut(&pd) {
+                *n = n.saturating_sub(1);
+            }
+            return Err(e);
+        }
         o.mrs.insert(key, pd);
         Ok(key)
     }
@@ -718,6 +793,7 @@ impl Device {
         if let Some(n) = o.pds.get_mut(&pd) {
             *n = n.saturating_sub(1);
         }
+        self.sh.unregister(Kind::Mr, key);
         Ok(())
     }
 
@@ -740,15 +816,20 @@ impl Device {
         })?;
         let mut og = lock(&self.sh.objs);
         let o = &mut *og;
+        if !o.pds.contains_key(&pd) {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        }
+        if o.ahs.len() >= self.sh.limits.max_ah as usize {
+            return Err(self.sh.exhausted(V, "max_ah", self.sh.limits.max_ah));
+        }
+        let id = o.next_ah;
+        self.sh
+            .register(V, Kind::Ah, id, "max_ah", self.sh.limits.max_ah)?;
         let Some(n) = o.pds.get_mut(&pd) else {
             return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
         };
-        if o.ahs.len() >= self.sh.limits.max_ah as usize {
-            return Err(exhausted(V, "max_ah", self.sh.limits.max_ah));
-        }
         *n += 1;
         let path = self.sh.intern_path(ip);
-        let id = o.next_ah;
         o.next_ah = o.next_ah.wrapping_add(1).max(1);
         o.ahs.insert(id, (pd, path));
         Ok(id)
@@ -772,6 +853,7 @@ impl Device {
         if let Some(n) = o.pds.get_mut(&pd) {
             *n = n.saturating_sub(1);
         }
+        self.sh.unregister(Kind::Ah, ah);
         Ok(())
     }
 
@@ -923,10 +1005,12 @@ impl Device {
         let o = &mut *og;
         let mut cqs = write(&self.sh.cqs);
         if cqs.len() >= self.sh.limits.max_cq as usize {
-            return Err(exhausted(V, "max_cq", self.sh.limits.max_cq));
+            return Err(self.sh.exhausted(V, "max_cq", self.sh.limits.max_cq));
         }
         let id = o.next_cq;
         o.next_cq = o.next_cq.wrapping_add(1).max(1);
+        self.sh
+            .register(V, Kind::Cq, id, "max_cq", self.sh.limits.max_cq)?;
         cqs.insert(
             id,
             Arc::new(CqShared {
@@ -963,6 +1047,7 @@ impl Device {
             )),
             Some(_) => {
                 cqs.remove(&cq);
+                self.sh.unregister(Kind::Cq, cq);
                 Ok(())
             }
         }
@@ -1078,10 +1163,11 @@ impl Device {
         };
         let mut srqs = write(&self.sh.srqs);
         if srqs.len() >= l.max_srq as usize {
-            return Err(exhausted(V, "max_srq", l.max_srq));
+            return Err(self.sh.exhausted(V, "max_srq", l.max_srq));
         }
-        *n += 1;
         let id = o.next_srq;
+        self.sh.register(V, Kind::Srq, id, "max_srq", l.max_srq)?;
+        *n += 1;
         o.next_srq = o.next_srq.wrapping_add(1).max(1);
         srqs.insert(
             id,
@@ -1149,6 +1235,7 @@ impl Device {
         };
         srqs.remove(&srq);
         drop(srqs);
+        self.sh.unregister(Kind::Srq, srq);
         let _ = self.pd_ref("ibv_destroy_srq", pd, -1);
         Ok(())
     }
@@ -1248,13 +1335,14 @@ impl Device {
         };
         let mut qps = write(&self.sh.qps);
         if qps.len() >= l.max_qp as usize {
-            return Err(exhausted(V, "max_qp", l.max_qp));
+            return Err(self.sh.exhausted(V, "max_qp", l.max_qp));
         }
-        *pdrefs += 1;
         let mut qpn = o.next_qpn;
         while qps.contains_key(&qpn) || qpn < 17 {
             qpn = (qpn + 1) & 0x00ff_ffff;
         }
+        self.sh.register(V, Kind::Qp, qpn, "max_qp", l.max_qp)?;
+        *pdrefs += 1;
         o.next_qpn = (qpn + 1) & 0x00ff_ffff;
         let mut cfg = QpConfig::new(qpn, init.qp_type, Pd(init.pd));
         cfg.max_send_wr = init.max_send_wr as usize;
@@ -1328,6 +1416,7 @@ impl Device {
             lock(&s.ring).complete(eng.srq_fed);
         }
         let _ = self.pd_ref("ibv_destroy_qp", q.pd, -1);
+        self.sh.unregister(Kind::Qp, qpn);
         Ok(())
     }
 
@@ -1729,20 +1818,70 @@ impl Drop for Device {
             // A panicked progress thread has nothing left to clean up.
             let _ = t.join();
         }
+        // Objects the application never destroyed go with the device;
+        // errors are swallowed (no panics in Drop).
+        if let Some(r) = &self.sh.registry {
+            r.remove_instance();
+        }
     }
 }
 
-fn exhausted(verb: &'static str, what: &str, limit: u32) -> SoftError {
-    // rxe: __rxe_add_to_pool returns -EINVAL once num_elem > max_elem.
-    err(
-        verb,
-        Errno::EINVAL,
-        Origin::Kernel,
-        format!("{what} ({limit}) reached"),
-    )
-}
-
 impl Shared {
+    /// The error of a create verb past a device limit: rxe's `EINVAL`
+    /// (`__rxe_add_to_pool` once num_elem > max_elem) or, in ENOSPC mode,
+    /// mlx5's `ENOSPC`.
+    fn exhausted(&self, verb: &'static str, what: &str, limit: u32) -> SoftError {
+        err(
+            verb,
+            self.exhaustion,
+            Origin::Kernel,
+            format!("{what} ({limit}) reached"),
+        )
+    }
+
+    /// Records a new object in the shared registry; fails like the device
+    /// limit when every process's objects of this kind (live or leaked)
+    /// already reach `limit`.
+    fn register(
+        &self,
+        verb: &'static str,
+        kind: Kind,
+        handle: u32,
+        what: &str,
+        limit: u32,
+    ) -> Result<()> {
+        let Some(r) = &self.registry else {
+            return Ok(());
+        };
+        match r.add(kind, handle, limit) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(err(
+                verb,
+                self.exhaustion,
+                Origin::Kernel,
+                format!(
+                    "{what} ({limit}) reached across all processes using {} (registry {})",
+                    self.name,
+                    r.dir().display()
+                ),
+            )),
+            Err(e) => Err(err(
+                verb,
+                Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
+                Origin::Library,
+                format!("resource registry {}: {e}", r.dir().display()),
+            )),
+        }
+    }
+
+    /// Removes an object's registry record; errors are ignored (the object
+    /// is gone either way, and `rdmakit soft status` shows a stale record).
+    fn unregister(&self, kind: Kind, handle: u32) {
+        if let Some(r) = &self.registry {
+            let _ = r.remove(kind, handle);
+        }
+    }
+
     fn map_failure(&self, verb: &'static str, e: MapFailure<MemError>) -> SoftError {
         if matches!(e, MapFailure::Injected) {
             self.counters.dma_map_errors.fetch_add(1, Ordering::Relaxed);

@@ -33,11 +33,13 @@ mod device;
 pub mod dma;
 pub mod errno;
 pub mod net;
+pub mod registry;
 pub mod ring;
 
 pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
 pub use device::{
-    AsyncEvent, Counters, Device, DeviceConfig, PostFailure, QpInit, ResourceCounts, SendRequest,
+    AsyncEvent, Counters, Device, DeviceConfig, Exhaustion, PostFailure, QpInit, ResourceCounts,
+    SendRequest,
 };
 pub use errno::{Errno, Origin, SoftError};
 pub use rdmakit_proto as proto;

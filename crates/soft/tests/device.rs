@@ -22,6 +22,8 @@ fn small() -> DeviceConfig {
             max_srq_wr: 8,
             ..Limits::default()
         },
+        // Per-process limits: parallel tests must not share soft0's registry.
+        shared_registry: false,
         ..DeviceConfig::default()
     }
 }
