@@ -47,6 +47,8 @@ enum Command {
     Metrics(cmd::metrics::Args),
     /// perftest-shaped bandwidth/latency tests over RC (server without HOST), with control-path timings.
     Perf(cmd::perf::Args),
+    /// The soft NIC's shared resource registry: objects per owner (status), free dead owners' (reclaim).
+    Soft(cmd::soft::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Command::Monitor(a) => cmd::monitor::run(a),
         Command::Metrics(a) => cmd::metrics::run(a),
         Command::Perf(a) => cmd::perf::run(a),
+        Command::Soft(a) => cmd::soft::run(a),
     };
     match r {
         Ok(code) => code,

@@ -11,6 +11,7 @@ pub mod monitor;
 pub mod pcap;
 pub mod perf;
 pub mod res;
+pub mod soft;
 pub mod stat;
 
 use anyhow::Context as _;

@@ -1,0 +1,66 @@
+//! Opens soft device NAME, creates N RC QPs (plus their PD and CQ), prints
+//! `ready <created> <errno-or-0>` and then sleeps until killed: the
+//! seed's application that dies holding QPs.
+//!
+//! `cargo run -p rdmakit-soft --example hold_qps -- NAME N [MAX_QP] [enospc]`
+
+// An example: `expect` on setup failures is its error report.
+use std::io::Write as _;
+
+use rdmakit_soft::proto::QpType;
+use rdmakit_soft::{Device, DeviceConfig, Exhaustion, Limits, QpInit};
+
+fn main() {
+    let a: Vec<String> = std::env::args().skip(1).collect();
+    let name = a.first().cloned().unwrap_or_else(|| "soft0".into());
+    let n: u32 = a.get(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let max_qp: u32 = a
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(Limits::default().max_qp);
+    let exhaustion = match a.get(3).map(String::as_str) {
+        Some("enospc") => Exhaustion::Enospc,
+        _ => Exhaustion::Einval,
+    };
+    let dev = Device::open(DeviceConfig {
+        name: Some(name),
+        limits: Limits {
+            max_qp,
+            ..Limits::default()
+        },
+        exhaustion: Some(exhaustion),
+        ..DeviceConfig::default()
+    })
+    .expect("open");
+    let pd = dev.alloc_pd().expect("alloc_pd");
+    let cq = dev.create_cq(16, None).expect("create_cq");
+    let mut made = 0;
+    let mut errno = 0;
+    for _ in 0..n {
+        let init = QpInit {
+            qp_type: QpType::Rc,
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            max_send_wr: 4,
+            max_recv_wr: 4,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+            sq_sig_all: false,
+        };
+        match dev.create_qp(&init) {
+            Ok(_) => made += 1,
+            Err(e) => {
+                errno = e.errno.0;
+                break;
+            }
+        }
+    }
+    println!("ready {made} {errno}");
+    let _ = std::io::stdout().flush();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
