@@ -587,3 +587,33 @@ fn resources_held_by_dead_and_zombie_processes() {
     let zombie = r.findings.iter().find(|f| f.subject == "pid 345").unwrap();
     assert!(zombie.message.contains("zombie"), "{}", zombie.message);
 }
+
+/// `--pid`: the limit of that process counts, and so does its own privilege (a root
+/// process or one with CAP_IPC_LOCK pins memory regardless) — found on live rxe in
+/// the VM tier, where a root ibv_rc_pingpong was wrongly reported.
+#[test]
+fn memlock_of_another_process_honours_its_privilege() {
+    let limits = "Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         65536                65536                bytes     \n";
+    let status = |uid: u32, capeff: &str| {
+        format!("Name:\tapp\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nCapEff:\t{capeff}\n")
+    };
+    let with = |st: String| {
+        let mut b = healthy();
+        b.header.options.pid = Some(4242);
+        set(&mut b, "/proc/4242/limits", limits);
+        set(&mut b, "/proc/4242/status", &st);
+        report(&b)
+    };
+    let base = report(&healthy());
+    let user = with(status(1000, "0000000000000000"));
+    assert_adds(&base, &user, &[Code::A001]);
+    let f = user.findings.iter().find(|f| f.code == Code::A001).unwrap();
+    assert_eq!(f.subject, "pid 4242");
+    assert!(f
+        .evidence
+        .iter()
+        .any(|e| e.path == "/proc/4242/status" && e.value.contains("CAP_IPC_LOCK")));
+    assert_adds(&base, &with(status(0, "000001ffffffffff")), &[]);
+    // Non-root with CAP_IPC_LOCK (bit 14 = 0x4000).
+    assert_adds(&base, &with(status(1000, "0000000000004000")), &[]);
+}

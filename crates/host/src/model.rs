@@ -368,6 +368,9 @@ pub struct Memlock {
     pub self_limits: Attr<(Limit, Limit)>,
     /// /proc/<pid>/limits of the process asked about with --pid.
     pub pid: Option<(u32, Attr<(Limit, Limit)>)>,
+    /// Whether the --pid process may lock memory regardless of RLIMIT_MEMLOCK (euid
+    /// 0 or CAP_IPC_LOCK in its effective set), from /proc/<pid>/status.
+    pub pid_ipc_lock: Option<Attr<bool>>,
 }
 
 impl Memlock {

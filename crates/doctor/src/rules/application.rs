@@ -23,7 +23,13 @@ pub fn memlock(cx: &Ctx) -> Outcome {
         return Outcome::pass();
     };
     let pid_subject = f.memlock.pid.as_ref().map(|(p, _)| *p);
-    let exempt = pid_subject.is_none() && is_root(f.identity.as_ref());
+    // Root or CAP_IPC_LOCK pins memory regardless of the limit: for --pid, as that
+    // process's /proc/<pid>/status says; otherwise as rdmakit's own identity says.
+    let exempt = match (pid_subject, &f.memlock.pid_ipc_lock) {
+        (Some(_), Some(a)) => a.get() == Some(&true),
+        (Some(_), None) => false,
+        (None, _) => is_root(f.identity.as_ref()),
+    };
     if exempt || b >= cx.cfg.memlock_warn {
         return Outcome::pass();
     }
@@ -49,11 +55,21 @@ pub fn memlock(cx: &Ctx) -> Outcome {
     )
     .severity(sev)
     .evidence(Evidence::new(from, format!("soft limit {b} bytes")));
-    if let Some(id) = &f.identity {
-        fd = fd.evidence(Evidence::new(
-            "identity",
-            format!("uid={} euid={}", id.uid, id.euid),
-        ));
+    match (pid_subject, &f.memlock.pid_ipc_lock, &f.identity) {
+        (Some(_), Some(a), _) => {
+            let v = match a.get() {
+                Some(false) => "euid is not 0 and CapEff lacks CAP_IPC_LOCK".to_string(),
+                _ => a.shown(),
+            };
+            fd = fd.evidence(Evidence::new(a.path.clone(), v));
+        }
+        (None, _, Some(id)) => {
+            fd = fd.evidence(Evidence::new(
+                "rdmakit's identity",
+                format!("uid={} euid={}", id.uid, id.euid),
+            ));
+        }
+        _ => {}
     }
     Outcome::Findings(vec![fd
         .remedy(

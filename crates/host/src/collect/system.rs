@@ -237,6 +237,28 @@ fn memlock_of(text: &[u8]) -> Result<(Limit, Limit), ParseError> {
     }
 }
 
+/// CAP_IPC_LOCK is capability 14.
+const CAP_IPC_LOCK: u32 = 14;
+
+/// From /proc/<pid>/status: true when the effective uid is 0 or CapEff holds
+/// CAP_IPC_LOCK (either lets the process pin memory beyond RLIMIT_MEMLOCK).
+fn ipc_lock_of(text: &[u8]) -> Result<bool, ParseError> {
+    let text = String::from_utf8_lossy(text);
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.split_whitespace().collect::<Vec<_>>())
+    };
+    let bad = || ParseError::new("/proc/<pid>/status Uid/CapEff", &text);
+    let euid: u32 = field("Uid:")
+        .and_then(|v| v.get(1).and_then(|s| s.parse().ok()))
+        .ok_or_else(bad)?;
+    let cap_eff = field("CapEff:")
+        .and_then(|v| v.first().and_then(|s| u64::from_str_radix(s, 16).ok()))
+        .ok_or_else(bad)?;
+    Ok(euid == 0 || cap_eff & (1 << CAP_IPC_LOCK) != 0)
+}
+
 pub(super) fn memlock(cx: &Cx, pid: Option<u32>) -> Memlock {
     let probe = probe_answer(cx, &Probe::RlimitMemlock).map(|r| {
         r.and_then(|b| proc::rlimit_probe(&String::from_utf8_lossy(&b)).map_err(|_| Errno::EINVAL))
@@ -245,6 +267,7 @@ pub(super) fn memlock(cx: &Cx, pid: Option<u32>) -> Memlock {
         probe,
         self_limits: cx.attr_bytes("/proc/self/limits", memlock_of),
         pid: pid.map(|p| (p, cx.attr_bytes(&format!("/proc/{p}/limits"), memlock_of))),
+        pid_ipc_lock: pid.map(|p| cx.attr_bytes(&format!("/proc/{p}/status"), ipc_lock_of)),
     }
 }
 
