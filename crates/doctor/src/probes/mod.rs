@@ -27,7 +27,10 @@
 //! assert!(r.results.iter().all(|p| p.passed), "{r:#?}");
 //! ```
 
+mod leaks;
 mod traffic;
+
+pub use leaks::{soft_leak_findings, with_soft_leaks, SoftLeak};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

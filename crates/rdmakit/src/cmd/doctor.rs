@@ -74,6 +74,44 @@ fn probe_soft(name: &str, cfg: &ProbeConfig) -> anyhow::Result<ProbeReport> {
     Ok(probes::run(&ctx, cfg))
 }
 
+/// The soft NIC's leaked objects: records of `name`'s shared resource
+/// registry whose owner is dead or a zombie, with what /proc says (data for
+/// [`probes::with_soft_leaks`]; the report stays pure).
+fn soft_leaks(name: &str) -> Vec<probes::SoftLeak> {
+    use rdmakit_soft::registry::{self, OwnerState, Registry};
+    let Ok(reg) = Registry::open(name) else {
+        return Vec::new();
+    };
+    let Ok(recs) = reg.list() else {
+        return Vec::new();
+    };
+    recs.into_iter()
+        .filter_map(|r| {
+            let state = r.owner_state();
+            if state == OwnerState::Alive {
+                return None;
+            }
+            let proc_state = match registry::proc_stat(r.pid) {
+                None => "<absent>".to_string(),
+                Some(('Z', _)) if state == OwnerState::Zombie => "state Z".to_string(),
+                Some((c, st)) => format!(
+                    "state {c}, start time {st}: another process (the record's owner started at {})",
+                    r.start_time
+                ),
+            };
+            Some(probes::SoftLeak {
+                device: name.to_string(),
+                kind: r.kind.as_str().to_string(),
+                handle: r.handle,
+                pid: r.pid,
+                state: state.as_str().to_string(),
+                proc_state,
+                record: r.path.display().to_string(),
+            })
+        })
+        .collect()
+}
+
 /// Parses "64M", "8388608", "1G", "512K".
 pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     let s = s.trim();
@@ -167,7 +205,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
         let p = probe_soft(dev, &probe_config(&facts))?;
         let kernel = facts.kernel.release.text().map(str::to_string);
-        Report::for_probed_device(p, &s.cfg, &tool, kernel)
+        let r = Report::for_probed_device(p, &s.cfg, &tool, kernel);
+        probes::with_soft_leaks(r, &soft_leaks(dev), &s.cfg)
     } else {
         let mut report = Report::build(&facts, &s.cfg, &tool, opened.label());
         let live = a.source.from.is_none() && a.source.root.is_none();
@@ -186,7 +225,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         } else if want {
             match soft_names.first() {
                 Some(name) => match probe_soft(name, &probe_config(&facts)) {
-                    Ok(p) => report = report.with_probes(p, &s.cfg),
+                    Ok(p) => {
+                        report = report.with_probes(p, &s.cfg);
+                        report = probes::with_soft_leaks(report, &soft_leaks(name), &s.cfg);
+                    }
                     Err(e) => report
                         .notes
                         .push(format!("the {SOFT_LABEL} could not be probed: {e:#}")),

@@ -1,0 +1,162 @@
+//! Leaked objects on the soft NIC: records of its device-wide resource
+//! registry (docs/soft-nic.md, "Resource registry") whose owner is dead or a
+//! zombie become RDK-R001 findings, the same code the kernel's restrack view
+//! gives for a real device.
+//!
+//! The CLI reads the registry and `/proc` and passes the result in as plain
+//! data ([`SoftLeak`]), exactly as probe results are passed: turning it into
+//! findings ([`soft_leak_findings`]) and adding them to a report
+//! ([`with_soft_leaks`]) stay pure.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::checks::Config;
+use crate::codes::Code;
+use crate::finding::{Evidence, Finding};
+use crate::report::{Counts, Report};
+
+/// One registry record whose owner is not alive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SoftLeak {
+    /// Soft device name (`soft0`).
+    pub device: String,
+    /// `qp`, `cq`, `mr`, `pd`, `srq` or `ah`.
+    pub kind: String,
+    /// QPN, MR key or id.
+    pub handle: u32,
+    /// Owner pid.
+    pub pid: u32,
+    /// `dead` or `zombie`.
+    pub state: String,
+    /// What `/proc/<pid>/stat` says (`<absent>`, `state Z`, `start time 123,
+    /// record says 45`).
+    pub proc_state: String,
+    /// The record's file.
+    pub record: String,
+}
+
+/// One RDK-R001 finding per (device, dead or zombie owner).
+pub fn soft_leak_findings(leaks: &[SoftLeak], cfg: &Config) -> Vec<Finding> {
+    let mut by: BTreeMap<(&str, u32), Vec<&SoftLeak>> = BTreeMap::new();
+    for l in leaks {
+        by.entry((l.device.as_str(), l.pid)).or_default().push(l);
+    }
+    let mut out = Vec::new();
+    for ((dev, pid), ls) in by {
+        let mut per: BTreeMap<&str, usize> = BTreeMap::new();
+        for l in &ls {
+            *per.entry(l.kind.as_str()).or_default() += 1;
+        }
+        let counts = per
+            .iter()
+            .map(|(k, n)| {
+                format!(
+                    "{n} {}{}",
+                    k.to_ascii_uppercase(),
+                    if *n == 1 { "" } else { "s" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let zombie = ls.iter().any(|l| l.state == "zombie");
+        let what = if zombie {
+            "is a zombie"
+        } else {
+            "no longer exists"
+        };
+        let mut f = Finding::new(
+            Code::R001,
+            format!("pid {pid}"),
+            format!(
+                "pid {pid} {what} but still holds {counts} on {dev} (rdmakit soft NIC): its \
+                 records in the device's shared resource registry were never removed (killed \
+                 with SIGKILL, or crashed). Those objects count against the device's max_qp / \
+                 max_cq / max_mr / max_pd for every process, and new ibv_create_qp calls fail \
+                 with ENOSPC (mlx5) or EINVAL (rxe) once a limit is reached"
+            ),
+        );
+        f = f.evidence(Evidence::new(
+            format!("/proc/{pid}/stat"),
+            ls[0].proc_state.clone(),
+        ));
+        for l in ls.iter().take(8) {
+            f = f.evidence(Evidence::new(
+                l.record.clone(),
+                format!("{} {} pid {pid}", l.kind, l.handle),
+            ));
+        }
+        let remedy = if zombie {
+            format!(
+                "Make the parent reap it ('ps -o ppid= -p {pid}', then signal or restart that \
+                 parent); once it is dead, 'rdmakit soft reclaim --device {dev}' frees its \
+                 objects (reclaim refuses zombies)."
+            )
+        } else {
+            format!(
+                "Free them with 'rdmakit soft reclaim --device {dev}' (the soft NIC's \
+                 counterpart of restarting openibd; it never touches objects of live \
+                 processes), and make the application destroy its QPs, CQs and MRs on every \
+                 exit path."
+            )
+        };
+        f = f
+            .remedy(remedy)
+            .next(format!("rdmakit soft status --device {dev}"))
+            .next(format!("rdmakit soft reclaim --device {dev} --dry-run"));
+        if let Some(s) = cfg.overrides.get(&Code::R001) {
+            f.severity = *s;
+        }
+        out.push(f);
+    }
+    out
+}
+
+/// `report` with the RDK-R001 findings of `leaks` added (sorted and counted
+/// like every other finding). Pure.
+pub fn with_soft_leaks(mut report: Report, leaks: &[SoftLeak], cfg: &Config) -> Report {
+    let new = soft_leak_findings(leaks, cfg);
+    if new.is_empty() {
+        return report;
+    }
+    report.findings.extend(new);
+    report.findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.layer.cmp(&b.layer))
+            .then(a.code.cmp(&b.code))
+            .then(a.subject.cmp(&b.subject))
+    });
+    let n = |s| report.findings.iter().filter(|f| f.severity == s).count();
+    report.counts = Counts {
+        error: n(crate::codes::Severity::Error),
+        warning: n(crate::codes::Severity::Warning),
+        info: n(crate::codes::Severity::Info),
+    };
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_finding_per_dead_owner_with_reclaim_remedy() {
+        let l = |h, pid| SoftLeak {
+            device: "softT".into(),
+            kind: "qp".into(),
+            handle: h,
+            pid,
+            state: "dead".into(),
+            proc_state: "<absent>".into(),
+            record: format!("/dev/shm/rdmakit-soft/softT/qp-{pid}-1-{h}"),
+        };
+        let f = soft_leak_findings(&[l(17, 42), l(18, 42), l(17, 43)], &Config::default());
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].code, Code::R001);
+        assert!(f[0].message.contains("2 QPs on softT"), "{}", f[0].message);
+        assert!(f[0].remedy.contains("rdmakit soft reclaim --device softT"));
+        assert_eq!(f[0].evidence[0].path, "/proc/42/stat");
+    }
+}
