@@ -1,0 +1,262 @@
+//! The soft NIC's device-wide resource registry across processes: limits
+//! shared between processes, and the seed's case end to end — an
+//! application killed with SIGKILL leaves its QPs, the next one hits ENOSPC
+//! early, `rdmakit soft status` and `rdmakit doctor` show the dead pid,
+//! `rdmakit soft reclaim` frees them (refusing live owners) and creation
+//! works again.
+//!
+//! The child process is this test binary re-run with `RDK_REG_CHILD` set
+//! (see `child_holder`). Every test uses its own device name, so tests run
+//! in parallel and never touch a real user's registry.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+use rdmakit_soft::proto::QpType;
+use rdmakit_soft::registry::{OwnerState, Registry};
+use rdmakit_soft::{Device, DeviceConfig, Errno, Exhaustion, Limits, QpInit};
+
+const CHILD_ENV: &str = "RDK_REG_CHILD";
+
+fn unique(tag: &str) -> String {
+    format!("rdkt-{tag}-{}", std::process::id())
+}
+
+fn open(name: &str, max_qp: u32, exhaustion: Exhaustion) -> Device {
+    Device::open(DeviceConfig {
+        name: Some(name.into()),
+        limits: Limits {
+            max_qp,
+            ..Limits::default()
+        },
+        exhaustion: Some(exhaustion),
+        ..DeviceConfig::default()
+    })
+    .unwrap()
+}
+
+fn qp_init(pd: u32, cq: u32) -> QpInit {
+    QpInit {
+        qp_type: QpType::Rc,
+        pd,
+        send_cq: cq,
+        recv_cq: cq,
+        srq: None,
+        max_send_wr: 4,
+        max_recv_wr: 4,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+        sq_sig_all: false,
+    }
+}
+
+/// Creates QPs until `n` exist or one fails; returns (created, errno or 0).
+fn create_qps(dev: &Device, pd: u32, cq: u32, n: u32) -> (Vec<u32>, i32) {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        match dev.create_qp(&qp_init(pd, cq)) {
+            Ok(q) => v.push(q),
+            Err(e) => return (v, e.errno.0),
+        }
+    }
+    (v, 0)
+}
+
+/// Not a test of its own: with `RDK_REG_CHILD=NAME,N` it is the child
+/// process that opens NAME, creates N QPs, says `ready N`, and waits to be
+/// killed.
+#[test]
+fn child_holder() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let (name, n) = spec.split_once(',').unwrap();
+    let dev = open(name, 1 << 14, Exhaustion::Enospc);
+    let pd = dev.alloc_pd().unwrap();
+    let cq = dev.create_cq(16, None).unwrap();
+    let (made, errno) = create_qps(&dev, pd, cq, n.parse().unwrap());
+    println!("ready {} {errno}", made.len());
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+/// Starts a child holding `n` QPs on `name` and waits until it has them.
+fn spawn_holder(name: &str, n: u32) -> Child {
+    let mut c = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_holder", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{name},{n}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = c.stdout.take().unwrap();
+    for line in BufReader::new(out).lines() {
+        let line = line.unwrap();
+        // libtest prints "test child_holder ... " before the child's line.
+        if let Some(rest) = line.split_once("ready ").map(|(_, r)| r) {
+            assert_eq!(rest, format!("{n} 0"), "child could not create its QPs");
+            return c;
+        }
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+    panic!("child exited before it was ready");
+}
+
+/// SIGKILL, then reap (a dead owner, not a zombie).
+fn kill9(mut c: Child) -> u32 {
+    let pid = c.id();
+    c.kill().unwrap(); // std's kill is SIGKILL
+    c.wait().unwrap();
+    pid
+}
+
+fn rdmakit(name: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+        .args(args)
+        .env("RDMAKIT_SOFT_NAME", name)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+struct Cleanup(String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Ok(r) = Registry::open(&self.0) {
+            let _ = std::fs::remove_dir_all(r.dir());
+        }
+    }
+}
+
+#[test]
+fn two_processes_share_limits() {
+    let name = unique("share");
+    let _c = Cleanup(name.clone());
+    let child = spawn_holder(&name, 3);
+    let child_pid = child.id();
+
+    // max_qp 4 on the device: the child's 3 live QPs leave room for one.
+    let dev = open(&name, 4, Exhaustion::Einval);
+    let pd = dev.alloc_pd().unwrap();
+    let cq = dev.create_cq(16, None).unwrap();
+    let (made, errno) = create_qps(&dev, pd, cq, 4);
+    assert_eq!((made.len(), errno), (1, Errno::EINVAL.0));
+
+    let reg = Registry::open(&name).unwrap();
+    let theirs: Vec<_> = reg
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.pid == child_pid && r.kind.as_str() == "qp")
+        .collect();
+    assert_eq!(theirs.len(), 3);
+    assert!(theirs.iter().all(|r| r.owner_state() == OwnerState::Alive));
+
+    // The child's QPs leave with it only through reclaim; ours through destroy.
+    kill9(child);
+    for q in made {
+        dev.destroy_qp(q).unwrap();
+    }
+    let rc = reg.reclaim(false).unwrap();
+    assert_eq!(rc.freed.iter().filter(|r| r.pid == child_pid).count(), 5);
+    let (made, errno) = create_qps(&dev, pd, cq, 4);
+    assert_eq!((made.len(), errno), (4, 0));
+    drop(dev);
+    assert!(reg.list().unwrap().is_empty(), "Drop removes every record");
+}
+
+#[test]
+fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
+    let name = unique("seed");
+    let _c = Cleanup(name.clone());
+
+    // An application creates 5 QPs and is killed with SIGKILL.
+    let dead = kill9(spawn_holder(&name, 5));
+
+    // The next one, on a device with max_qp 8, runs out after 3: ENOSPC.
+    let dev = open(&name, 8, Exhaustion::Enospc);
+    let pd = dev.alloc_pd().unwrap();
+    let cq = dev.create_cq(16, None).unwrap();
+    let (mine, errno) = create_qps(&dev, pd, cq, 8);
+    assert_eq!((mine.len(), errno), (3, Errno::ENOSPC.0));
+
+    // status: the dead pid and its objects.
+    let o = rdmakit(&name, &["soft", "status", "--device", &name]);
+    let s = text(&o.stdout);
+    assert!(o.status.success(), "{s}{}", text(&o.stderr));
+    assert!(
+        s.contains(&format!("pid {dead:<8} dead    qp 5 (17 18 19 20 21)")),
+        "{s}"
+    );
+    let me = std::process::id();
+    assert!(s.contains(&format!("pid {me:<8} alive   qp 3")), "{s}");
+
+    // doctor: RDK-R001 with the dead pid, remedy reclaim.
+    let o = rdmakit(&name, &["doctor", "--device", &name, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    let r001: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "RDK-R001")
+        .collect();
+    assert_eq!(r001.len(), 1, "{v:#}");
+    let f = r001[0];
+    assert_eq!(f["subject"], format!("pid {dead}"));
+    assert!(f["message"].as_str().unwrap().contains("5 QPs"), "{f:#}");
+    assert!(
+        f["remedy"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("rdmakit soft reclaim --device {name}")),
+        "{f:#}"
+    );
+    assert_eq!(f["evidence"][0]["path"], format!("/proc/{dead}/stat"));
+    assert_eq!(f["evidence"][0]["value"], "<absent>");
+
+    // dry run frees nothing.
+    let o = rdmakit(&name, &["soft", "reclaim", "--device", &name, "--dry-run"]);
+    assert!(text(&o.stdout).contains("would free qp 5"));
+    assert_eq!(create_qps(&dev, pd, cq, 1).1, Errno::ENOSPC.0);
+
+    // reclaim: frees the dead pid's objects, refuses ours (alive): exit 1.
+    let o = rdmakit(&name, &["soft", "reclaim", "--device", &name]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "freed qp 5 (17 18 19 20 21), cq 1 (1), pd 1 (1) of dead pid {dead}"
+        )),
+        "{out}"
+    );
+    assert!(
+        err.contains("refused to reclaim qp 3") && err.contains(&format!("pid {me} (alive")),
+        "{err}"
+    );
+
+    // Creation works again, up to the limit.
+    let (more, errno) = create_qps(&dev, pd, cq, 5);
+    assert_eq!((more.len(), errno), (5, 0));
+    assert_eq!(create_qps(&dev, pd, cq, 1).1, Errno::ENOSPC.0);
+
+    // Nothing leaked is left for doctor to report.
+    let o = rdmakit(&name, &["doctor", "--device", &name, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        !v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "RDK-R001"),
+        "{v:#}"
+    );
+}
