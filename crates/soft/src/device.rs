@@ -470,15 +470,11 @@ impl Device {
                 _ => Exhaustion::Einval,
             },
         };
+        // A registry this process cannot use (another user's directory
+        // without write access, no /dev/shm) leaves limits per device
+        // instance rather than failing the open.
         let registry = if cfg.shared_registry {
-            Some(Registry::open(&name).map_err(|e| {
-                err(
-                    "ibv_open_device",
-                    Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
-                    Origin::Library,
-                    format!("resource registry of {name}: {e}"),
-                )
-            })?)
+            Registry::open(&name).ok().filter(|r| r.usable())
         } else {
             None
         };

@@ -222,6 +222,11 @@ impl Registry {
         }
         let dir = root.join(name);
         fs::create_dir_all(&dir)?;
+        // Every user of the device shares it, like /tmp: world-writable and
+        // sticky (only where we own the directory; errors leave it as is).
+        for d in [root, dir.as_path()] {
+            let _ = fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o1777));
+        }
         let pid = std::process::id();
         let start_time = proc_stat(pid).map(|(_, s)| s).unwrap_or(0);
         Ok(Registry {
@@ -230,6 +235,17 @@ impl Registry {
             start_time,
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    /// Whether this process can lock the registry and create records in it.
+    pub fn usable(&self) -> bool {
+        let Ok(_g) = self.lock() else { return false };
+        let probe = self
+            .dir
+            .join(format!(".probe-{}-{}", self.pid, self.instance));
+        let ok = File::create(&probe).is_ok();
+        let _ = fs::remove_file(&probe);
+        ok
     }
 
     /// The registry directory.
@@ -244,6 +260,8 @@ impl Registry {
             .read(true)
             .write(true)
             .open(self.dir.join(".lock"))?;
+        // Other users must be able to lock too (fails harmlessly if not ours).
+        let _ = f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
         rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)?;
         Ok(LockGuard(f))
     }
