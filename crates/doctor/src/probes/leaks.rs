@@ -37,7 +37,7 @@ pub struct SoftLeak {
     pub record: String,
 }
 
-/// One RDK-R001 finding per (device, dead or zombie owner).
+/// One RDK-R001 finding (severity warning) per (device, dead or zombie owner).
 pub fn soft_leak_findings(leaks: &[SoftLeak], cfg: &Config) -> Vec<Finding> {
     let mut by: BTreeMap<(&str, u32), Vec<&SoftLeak>> = BTreeMap::new();
     for l in leaks {
@@ -105,6 +105,10 @@ pub fn soft_leak_findings(leaks: &[SoftLeak], cfg: &Config) -> Vec<Finding> {
             .remedy(remedy)
             .next(format!("rdmakit soft status --device {dev}"))
             .next(format!("rdmakit soft reclaim --device {dev} --dry-run"));
+        // The soft NIC is not a host device: like its probes, its leaks
+        // never fail the host's verdict (warning, not R001's error), unless
+        // --severity RDK-R001=... says otherwise.
+        f.severity = crate::codes::Severity::Warning;
         if let Some(s) = cfg.overrides.get(&Code::R001) {
             f.severity = *s;
         }
