@@ -71,8 +71,9 @@ fn child_holder() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let (name, n) = spec.split_once(',').unwrap();
-    let dev = open(name, 1 << 14, Exhaustion::Enospc);
+    let v: Vec<&str> = spec.split(',').collect();
+    let (name, n) = (v[0], v[1]);
+    let dev = open(name, v[2].parse().unwrap(), Exhaustion::Enospc);
     let pd = dev.alloc_pd().unwrap();
     let cq = dev.create_cq(16, None).unwrap();
     let (made, errno) = create_qps(&dev, pd, cq, n.parse().unwrap());
@@ -83,10 +84,10 @@ fn child_holder() {
 }
 
 /// Starts a child holding `n` QPs on `name` and waits until it has them.
-fn spawn_holder(name: &str, n: u32) -> Child {
+fn spawn_holder(name: &str, n: u32, max_qp: u32) -> Child {
     let mut c = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_holder", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{name},{n}"))
+        .env(CHILD_ENV, format!("{name},{n},{max_qp}"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -140,7 +141,7 @@ impl Drop for Cleanup {
 fn two_processes_share_limits() {
     let name = unique("share");
     let _c = Cleanup(name.clone());
-    let child = spawn_holder(&name, 3);
+    let child = spawn_holder(&name, 3, 4);
     let child_pid = child.id();
 
     // max_qp 4 on the device: the child's 3 live QPs leave room for one.
@@ -179,7 +180,7 @@ fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
     let _c = Cleanup(name.clone());
 
     // An application creates 5 QPs and is killed with SIGKILL.
-    let dead = kill9(spawn_holder(&name, 5));
+    let dead = kill9(spawn_holder(&name, 5, 8));
 
     // The next one, on a device with max_qp 8, runs out after 3: ENOSPC.
     let dev = open(&name, 8, Exhaustion::Enospc);

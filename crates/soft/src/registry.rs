@@ -114,6 +114,8 @@ pub struct Record {
     pub instance: u32,
     /// Creation time, seconds since the Unix epoch.
     pub created_at: u64,
+    /// The device limit for this kind its creator had (0: unknown).
+    pub limit: u32,
     /// The record's file.
     pub path: PathBuf,
 }
@@ -280,7 +282,9 @@ impl Registry {
     }
 
     /// Records a new object unless `limit` objects of `kind` already exist
-    /// across all processes (live or leaked; see `counts`). `Ok(false)` when the limit is
+    /// across all processes (live or leaked; see `counts`) on a device with
+    /// the same limit: openers configured with another limit for this kind
+    /// (e.g. a test's max_qp 16 beside soft0's default) count separately. `Ok(false)` when the limit is
     /// reached.
     ///
     /// # Errors
@@ -290,7 +294,7 @@ impl Registry {
         let n = self
             .list_unlocked()?
             .iter()
-            .filter(|r| r.kind == kind && self.counts(r))
+            .filter(|r| r.kind == kind && self.counts(r) && (r.limit == 0 || r.limit == limit))
             .count();
         if n >= limit as usize {
             return Ok(false);
@@ -304,7 +308,7 @@ impl Registry {
         let mut f = File::create(&tmp)?;
         write!(
             f,
-            "kind={kind}\nhandle={handle}\npid={}\nstart_time={}\ninstance={}\ncreated_at={created}\n",
+            "kind={kind}\nhandle={handle}\npid={}\nstart_time={}\ninstance={}\ncreated_at={created}\nlimit={limit}\n",
             self.pid, self.start_time, self.instance
         )?;
         drop(f);
@@ -401,6 +405,7 @@ impl Registry {
 fn parse_record(text: &str, path: PathBuf) -> Option<Record> {
     let mut kind = None;
     let (mut handle, mut pid, mut start, mut inst, mut created) = (None, None, None, 0, 0);
+    let mut limit = 0;
     for line in text.lines() {
         let Some((k, v)) = line.split_once('=') else {
             continue;
@@ -412,6 +417,7 @@ fn parse_record(text: &str, path: PathBuf) -> Option<Record> {
             "start_time" => start = v.parse().ok(),
             "instance" => inst = v.parse().unwrap_or(0),
             "created_at" => created = v.parse().unwrap_or(0),
+            "limit" => limit = v.parse().unwrap_or(0),
             _ => {}
         }
     }
@@ -422,6 +428,7 @@ fn parse_record(text: &str, path: PathBuf) -> Option<Record> {
         start_time: start?,
         instance: inst,
         created_at: created,
+        limit,
         path,
     })
 }
