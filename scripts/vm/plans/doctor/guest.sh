@@ -122,12 +122,10 @@ sc_sigkill_holder() {
   case "$_after" in *" $_victim "*) echo "FAIL: the killed process $_victim still owns a QP"; _rc=1 ;; esac
   case "$_after" in *" $_surv "*) ;; *) echo "FAIL: the survivor $_surv lost its QP"; _rc=1 ;; esac
   DOCTOR_ARGS="--pid $_surv" doctor_run sigkill_holder
-  # --allow RDK-A001: with --pid the rule does not apply the root exemption (the
-  # survivor runs as root with CAP_IPC_LOCK, so its 8 MiB limit does not bind), and
-  # its "identity" evidence is rdmakit's own, not the process's. Reported; the rule
-  # is the lead's to fix.
+  # The survivor runs as root with CAP_IPC_LOCK: --pid reads its credentials from
+  # /proc/<pid>/status, so its 8 MiB memlock limit does not raise RDK-A001.
   $CHECK $D/sigkill_holder.json --exit "$(cat $D/sigkill_holder.exit)" --quiet-at warning \
-    --allow RDK-A001 --status resources.owners=pass || _rc=1
+    --status resources.owners=pass || _rc=1
   kill -9 $_surv; wait $_surv 2>/dev/null
   return $_rc
 }
