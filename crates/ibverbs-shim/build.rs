@@ -1,0 +1,40 @@
+//! Declares the version nodes of libibverbs.so.1 (and of the libmlx5.so.1 /
+//! libefa.so.1 entry points the same library answers) and its soname.
+//! src/exports.rs binds each symbol to its node with `.symver`.
+
+use std::fmt::Write as _;
+
+fn chain(out: &mut String, nodes: &[String]) {
+    let mut prev: Option<&String> = None;
+    for n in nodes {
+        match prev {
+            None => writeln!(out, "{n} {{ }};").unwrap(),
+            Some(p) => writeln!(out, "{n} {{ }} {p};").unwrap(),
+        }
+        prev = Some(n);
+    }
+}
+
+fn main() {
+    let mut map = String::new();
+    let ib: Vec<String> = (0..=14).map(|m| format!("IBVERBS_1.{m}")).collect();
+    chain(&mut map, &ib);
+    // The private node differs between rdma-core releases; a binary asking
+    // for one that does not exist fails to load, so declare the range in use.
+    for p in 17..=60 {
+        writeln!(map, "IBVERBS_PRIVATE_{p} {{ }};").unwrap();
+    }
+    let mlx5: Vec<String> = (0..=24).map(|m| format!("MLX5_1.{m}")).collect();
+    chain(&mut map, &mlx5);
+    let efa: Vec<String> = (0..=3).map(|m| format!("EFA_1.{m}")).collect();
+    chain(&mut map, &efa);
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let path = out.join("libibverbs.map");
+    std::fs::write(&path, map).unwrap();
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        path.display()
+    );
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libibverbs.so.1");
+    println!("cargo:rerun-if-changed=build.rs");
+}

@@ -1,0 +1,821 @@
+//! Devices and contexts: list, open, close, query, async events, and the
+//! object table every context keeps.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use libc::{c_char, c_int, size_t};
+use rdmakit_ibverbs_abi::{self as abi, consts::*, *};
+use rdmakit_soft::attr::PortState;
+use rdmakit_soft::{AsyncEvent, Device, DeviceConfig};
+
+use crate::cq::Cq;
+use crate::guard::{self, nonnull, put_cstr, Res};
+use crate::mem::{Ah, Channel, Mr, Pd};
+use crate::qp::{Qp, Srq};
+
+/// The soft NIC's device as libibverbs lists it. One per process.
+#[repr(C)]
+pub(crate) struct ShimDevice {
+    pub dev: ibv_device,
+    pub name: String,
+}
+
+struct DevPtr(*mut ShimDevice);
+// SAFETY: the device is written once, then only read.
+unsafe impl Send for DevPtr {}
+// SAFETY: as above.
+unsafe impl Sync for DevPtr {}
+
+fn device() -> *mut ShimDevice {
+    static DEV: OnceLock<DevPtr> = OnceLock::new();
+    DEV.get_or_init(|| {
+        let name = std::env::var("RDMAKIT_SOFT_NAME")
+            .ok()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "soft0".to_string());
+        // SAFETY: ibv_device is plain data; all-zero is a valid value.
+        let mut dev: ibv_device = unsafe { std::mem::zeroed() };
+        dev.node_type = IBV_NODE_CA;
+        dev.transport_type = IBV_TRANSPORT_IB;
+        put_cstr(&mut dev.name, &name);
+        put_cstr(&mut dev.dev_name, "uverbs0");
+        put_cstr(&mut dev.dev_path, "/sys/class/infiniband_verbs/uverbs0");
+        put_cstr(
+            &mut dev.ibdev_path,
+            &format!("/sys/class/infiniband/{name}"),
+        );
+        DevPtr(Box::into_raw(Box::new(ShimDevice { dev, name })))
+    })
+    .0
+}
+
+/// Every object a context handed out, alive or destroyed.
+pub(crate) enum Obj {
+    Pd(Box<Pd>),
+    Mr(Box<Mr>),
+    Ah(Box<Ah>),
+    Channel(Box<Channel>),
+    Cq(Box<Cq>),
+    Qp(Box<Qp>),
+    Srq(Box<Srq>),
+}
+
+#[derive(Default)]
+pub(crate) struct Objects {
+    /// Live objects by address.
+    pub live: HashMap<usize, Obj>,
+    /// Destroyed objects, freed with the context (a racing or repeated
+    /// call on one then fails with EINVAL instead of touching freed memory).
+    pub dead: Vec<Obj>,
+    /// QPN → QP, soft CQ handle → CQ, soft SRQ handle → SRQ (for events).
+    pub qps: HashMap<u32, usize>,
+    pub cqs: HashMap<u32, usize>,
+    pub srqs: HashMap<u32, usize>,
+}
+
+// SAFETY: the raw pointers inside objects point at memory owned by the same
+// table or by the application; the table is only reached under its mutex.
+unsafe impl Send for Objects {}
+
+/// A context: the `verbs_context` C programs see, and the soft device
+/// behind it. `vctx` comes first so an `ibv_context *` leads back here.
+#[repr(C)]
+pub(crate) struct Ctx {
+    pub vctx: verbs_context,
+    pub dev: Device,
+    pub objs: Mutex<Objects>,
+}
+
+fn live_contexts() -> MutexGuard<'static, HashSet<usize>> {
+    static SET: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
+    SET.get_or_init(|| Mutex::new(HashSet::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+impl Ctx {
+    /// The context behind `ctx`, if it is one of ours and open.
+    pub(crate) fn from_ptr<'a>(ctx: *mut ibv_context) -> Res<&'a Ctx> {
+        nonnull(ctx)?;
+        // SAFETY: every context we hand out is the `context` field of a
+        // `verbs_context` at the start of a live `Ctx`; the address check
+        // below refuses anything else before it is dereferenced.
+        let c = unsafe { abi::verbs_context_of(ctx) }.cast::<Ctx>();
+        if !live_contexts().contains(&(c as usize)) {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: checked just above; contexts live until ibv_close_device.
+        Ok(unsafe { &*c })
+    }
+
+    pub(crate) fn objs(&self) -> MutexGuard<'_, Objects> {
+        self.objs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn ibv(&self) -> *mut ibv_context {
+        std::ptr::addr_of!(self.vctx.context).cast_mut()
+    }
+
+    /// Records a new object and returns its address.
+    pub(crate) fn insert(&self, o: Obj) -> usize {
+        let addr = match &o {
+            Obj::Pd(b) => &**b as *const Pd as usize,
+            Obj::Mr(b) => &**b as *const Mr as usize,
+            Obj::Ah(b) => &**b as *const Ah as usize,
+            Obj::Channel(b) => &**b as *const Channel as usize,
+            Obj::Cq(b) => &**b as *const Cq as usize,
+            Obj::Qp(b) => &**b as *const Qp as usize,
+            Obj::Srq(b) => &**b as *const Srq as usize,
+        };
+        self.objs().live.insert(addr, o);
+        addr
+    }
+
+    /// True while `p` is a live object of this context.
+    pub(crate) fn is_live<T>(&self, p: *const T) -> bool {
+        self.objs().live.contains_key(&(p as usize))
+    }
+
+    /// Moves a live object to the dead list after `destroy` succeeded.
+    pub(crate) fn retire<T>(&self, p: *const T, destroy: impl FnOnce() -> Res<()>) -> Res<()> {
+        let mut o = self.objs();
+        if !o.live.contains_key(&(p as usize)) {
+            return Err(libc::EINVAL);
+        }
+        destroy()?;
+        if let Some(obj) = o.live.remove(&(p as usize)) {
+            o.dead.push(obj);
+        }
+        Ok(())
+    }
+}
+
+// ---- device list ---------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_get_device_list(num_devices: *mut c_int) -> *mut *mut ibv_device {
+    guard::ptr("ibv_get_device_list", || {
+        // SAFETY: calloc of two pointers; checked for NULL.
+        let list = unsafe { libc::calloc(2, std::mem::size_of::<*mut ibv_device>()) }
+            .cast::<*mut ibv_device>();
+        if list.is_null() {
+            return Err(libc::ENOMEM);
+        }
+        // SAFETY: list has room for two pointers (the second stays NULL).
+        unsafe { *list = device().cast() };
+        if !num_devices.is_null() {
+            // SAFETY: the caller passes a writable int or NULL.
+            unsafe { *num_devices = 1 };
+        }
+        Ok(list)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_free_device_list(list: *mut *mut ibv_device) {
+    if !list.is_null() {
+        // SAFETY: allocated by calloc in ibv_get_device_list.
+        unsafe { libc::free(list.cast()) };
+    }
+}
+
+fn shim_device<'a>(dev: *mut ibv_device) -> Res<&'a ShimDevice> {
+    if dev.is_null() || dev != device().cast() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: it is our one device, never freed.
+    Ok(unsafe { &*dev.cast::<ShimDevice>() })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_char {
+    match shim_device(dev) {
+        // SAFETY: `name` is NUL-terminated by put_cstr.
+        Ok(d) => d.dev.name.as_ptr(),
+        Err(e) => {
+            guard::set_errno(e);
+            std::ptr::null()
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
+    // The GUID follows the device's address, which exists only once a
+    // context is open; rxe derives it from the netdev MAC the same way.
+    match shim_device(dev) {
+        Ok(_) => opened_guid().unwrap_or(0).to_be(),
+        Err(e) => {
+            guard::set_errno(e);
+            0
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_get_device_index(dev: *mut ibv_device) -> c_int {
+    match shim_device(dev) {
+        Ok(_) => 0,
+        Err(_) => -1,
+    }
+}
+
+/// The node GUID of some open context (ibv_devices lists GUIDs before
+/// opening; it then opens nothing, so a device GUID is computed from the
+/// address an open would bind).
+fn opened_guid() -> Option<u64> {
+    let ctxs = live_contexts();
+    let c = *ctxs.iter().next()?;
+    // SAFETY: addresses in the set are live contexts (we hold its lock).
+    Some(unsafe { &*(c as *const Ctx) }.dev.attr().node_guid)
+}
+
+// ---- open / close --------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context {
+    guard::ptr("ibv_open_device", || {
+        let d = shim_device(dev)?;
+        let cfg = DeviceConfig {
+            name: Some(d.name.clone()),
+            ..DeviceConfig::default()
+        };
+        let soft = Device::open(cfg).map_err(guard::soft)?;
+        // SAFETY: verbs_context is pointers, Options of fn pointers,
+        // integers and a pthread mutex: all valid when zeroed (a zeroed
+        // mutex is PTHREAD_MUTEX_INITIALIZER in glibc).
+        let mut vctx: verbs_context = unsafe { std::mem::zeroed() };
+        vctx.sz = abi::VERBS_CONTEXT_SZ;
+        vctx.query_port = Some(query_port_ex);
+        vctx.query_device_ex = Some(query_device_ex);
+        vctx.create_cq_ex = Some(crate::cq::create_cq_ex);
+        vctx.create_qp_ex = Some(crate::qp::create_qp_ex);
+        let c = &mut vctx.context;
+        c.device = dev;
+        c.ops.poll_cq = Some(crate::cq::poll_cq);
+        c.ops.req_notify_cq = Some(crate::cq::req_notify_cq);
+        c.ops.post_send = Some(crate::post::post_send);
+        c.ops.post_recv = Some(crate::post::post_recv);
+        c.ops.post_srq_recv = Some(crate::post::post_srq_recv);
+        c.cmd_fd = -1;
+        c.async_fd = -1;
+        c.num_comp_vectors = c_int::try_from(soft.attr().num_comp_vectors).unwrap_or(1);
+        c.abi_compat = abi::ABI_IS_EXTENDED;
+        let ctx = Box::into_raw(Box::new(Ctx {
+            vctx,
+            dev: soft,
+            objs: Mutex::new(Objects::default()),
+        }));
+        live_contexts().insert(ctx as usize);
+        // SAFETY: just allocated.
+        Ok(unsafe { (*ctx).ibv() })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
+    guard::minus1("ibv_close_device", || {
+        let ctx = Ctx::from_ptr(context)?;
+        let addr = ctx as *const Ctx as usize;
+        live_contexts().remove(&addr);
+        // Like closing the uverbs fd: the device drops every object left.
+        // SAFETY: allocated in ibv_open_device, removed from the live set
+        // above so no later call reaches it.
+        drop(unsafe { Box::from_raw(addr as *mut Ctx) });
+        Ok(())
+    })
+}
+
+// ---- queries -------------------------------------------------------------
+
+fn fill_device_attr(ctx: &Ctx, out: &mut ibv_device_attr) {
+    let a = ctx.dev.attr();
+    let i = |v: u32| c_int::try_from(v).unwrap_or(c_int::MAX);
+    // SAFETY: plain data.
+    *out = unsafe { std::mem::zeroed() };
+    put_cstr(&mut out.fw_ver, &a.fw_ver);
+    out.node_guid = a.node_guid.to_be();
+    out.sys_image_guid = a.sys_image_guid.to_be();
+    out.max_mr_size = a.max_mr_size;
+    out.page_size_cap = a.page_size_cap;
+    out.vendor_id = a.vendor_id;
+    out.vendor_part_id = a.vendor_part_id;
+    out.hw_ver = a.hw_ver;
+    out.max_qp = i(a.max_qp);
+    out.max_qp_wr = i(a.max_qp_wr);
+    out.device_cap_flags = u32::try_from(a.device_cap_flags & 0xffff_ffff).unwrap_or(0);
+    out.max_sge = i(a.max_sge);
+    out.max_sge_rd = i(a.max_sge_rd);
+    out.max_cq = i(a.max_cq);
+    out.max_cqe = i(a.max_cqe);
+    out.max_mr = i(a.max_mr);
+    out.max_pd = i(a.max_pd);
+    out.max_qp_rd_atom = i(a.max_qp_rd_atom);
+    out.max_ee_rd_atom = i(a.max_ee_rd_atom);
+    out.max_res_rd_atom = i(a.max_res_rd_atom);
+    out.max_qp_init_rd_atom = i(a.max_qp_init_rd_atom);
+    out.max_ee_init_rd_atom = i(a.max_ee_init_rd_atom);
+    out.atomic_cap = a.atomic_cap;
+    out.max_ee = i(a.max_ee);
+    out.max_rdd = i(a.max_rdd);
+    out.max_mw = i(a.max_mw);
+    out.max_raw_ipv6_qp = i(a.max_raw_ipv6_qp);
+    out.max_raw_ethy_qp = i(a.max_raw_ethy_qp);
+    out.max_mcast_grp = i(a.max_mcast_grp);
+    out.max_mcast_qp_attach = i(a.max_mcast_qp_attach);
+    out.max_total_mcast_qp_attach = i(a.max_total_mcast_qp_attach);
+    out.max_ah = i(a.max_ah);
+    out.max_fmr = i(a.max_fmr);
+    out.max_map_per_fmr = i(a.max_map_per_fmr);
+    out.max_srq = i(a.max_srq);
+    out.max_srq_wr = i(a.max_srq_wr);
+    out.max_srq_sge = i(a.max_srq_sge);
+    out.max_pkeys = a.max_pkeys;
+    out.local_ca_ack_delay = a.local_ca_ack_delay;
+    out.phys_port_cnt = a.phys_port_cnt;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_query_device(
+    context: *mut ibv_context,
+    attr: *mut ibv_device_attr,
+) -> c_int {
+    guard::int("ibv_query_device", || {
+        let ctx = Ctx::from_ptr(context)?;
+        // SAFETY: the caller passes a writable ibv_device_attr.
+        fill_device_attr(ctx, unsafe { &mut *nonnull(attr)? });
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn query_device_ex(
+    context: *mut ibv_context,
+    _input: *const ibv_query_device_ex_input,
+    attr: *mut ibv_device_attr_ex,
+    attr_size: size_t,
+) -> c_int {
+    guard::int("ibv_query_device_ex", || {
+        let ctx = Ctx::from_ptr(context)?;
+        nonnull(attr)?;
+        if attr_size < std::mem::size_of::<ibv_device_attr>() {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: plain data.
+        let mut full: ibv_device_attr_ex = unsafe { std::mem::zeroed() };
+        fill_device_attr(ctx, &mut full.orig_attr);
+        full.phys_port_cnt_ex = 1;
+        full.device_cap_flags_ex = ctx.dev.attr().device_cap_flags;
+        let n = attr_size.min(std::mem::size_of::<ibv_device_attr_ex>());
+        // SAFETY: the caller's buffer holds attr_size bytes; we write n <= that.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (&full as *const ibv_device_attr_ex).cast::<u8>(),
+                attr.cast::<u8>(),
+                n,
+            )
+        };
+        Ok(())
+    })
+}
+
+fn port_attr(ctx: &Ctx, port: u8) -> Res<ibv_port_attr> {
+    let p = ctx.dev.port_attr(port).map_err(guard::soft)?;
+    Ok(ibv_port_attr {
+        state: match p.state {
+            PortState::Down => IBV_PORT_DOWN,
+            PortState::Init => IBV_PORT_INIT,
+            PortState::Armed => IBV_PORT_ARMED,
+            PortState::Active => IBV_PORT_ACTIVE,
+        },
+        max_mtu: p.max_mtu as u32,
+        active_mtu: p.active_mtu as u32,
+        gid_tbl_len: c_int::try_from(p.gid_tbl_len).unwrap_or(0),
+        port_cap_flags: p.port_cap_flags,
+        max_msg_sz: p.max_msg_sz,
+        bad_pkey_cntr: p.bad_pkey_cntr,
+        qkey_viol_cntr: p.qkey_viol_cntr,
+        pkey_tbl_len: p.pkey_tbl_len,
+        lid: p.lid,
+        sm_lid: p.sm_lid,
+        lmc: p.lmc,
+        max_vl_num: p.max_vl_num,
+        sm_sl: p.sm_sl,
+        subnet_timeout: p.subnet_timeout,
+        init_type_reply: p.init_type_reply,
+        active_width: p.active_width,
+        active_speed: p.active_speed,
+        phys_state: p.phys_state,
+        link_layer: match p.link_layer {
+            rdmakit_soft::attr::LinkLayer::InfiniBand => IBV_LINK_LAYER_INFINIBAND,
+            rdmakit_soft::attr::LinkLayer::Ethernet => IBV_LINK_LAYER_ETHERNET,
+        },
+        flags: 0,
+        port_cap_flags2: 0,
+    })
+}
+
+/// `ibv_query_port@IBVERBS_1.1`: the 48-byte compat layout.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_query_port(
+    context: *mut ibv_context,
+    port_num: u8,
+    attr: *mut ibv_port_attr,
+) -> c_int {
+    guard::int("ibv_query_port", || {
+        let ctx = Ctx::from_ptr(context)?;
+        nonnull(attr)?;
+        let full = port_attr(ctx, port_num)?;
+        // SAFETY: the caller's buffer holds at least the compat size.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (&full as *const ibv_port_attr).cast::<u8>(),
+                attr.cast::<u8>(),
+                COMPAT_PORT_ATTR_SIZE,
+            )
+        };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn query_port_ex(
+    context: *mut ibv_context,
+    port_num: u8,
+    attr: *mut ibv_port_attr,
+    len: size_t,
+) -> c_int {
+    guard::int("ibv_query_port", || {
+        let ctx = Ctx::from_ptr(context)?;
+        nonnull(attr)?;
+        let full = port_attr(ctx, port_num)?;
+        let n = len.min(std::mem::size_of::<ibv_port_attr>());
+        // SAFETY: the caller's buffer holds len bytes; we write n <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (&full as *const ibv_port_attr).cast::<u8>(),
+                attr.cast::<u8>(),
+                n,
+            )
+        };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_query_gid(
+    context: *mut ibv_context,
+    port_num: u8,
+    index: c_int,
+    gid: *mut ibv_gid,
+) -> c_int {
+    guard::minus1("ibv_query_gid", || {
+        let ctx = Ctx::from_ptr(context)?;
+        nonnull(gid)?;
+        let index = u32::try_from(index).map_err(|_| libc::EINVAL)?;
+        let g = ctx.dev.gid(port_num, index).map_err(guard::soft)?;
+        // SAFETY: the caller passes a writable GID.
+        unsafe { (*gid).raw = g.0 };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn _ibv_query_gid_ex(
+    context: *mut ibv_context,
+    port_num: u32,
+    gid_index: u32,
+    entry: *mut ibv_gid_entry,
+    flags: u32,
+    entry_size: size_t,
+) -> c_int {
+    guard::int("ibv_query_gid_ex", || {
+        let ctx = Ctx::from_ptr(context)?;
+        nonnull(entry)?;
+        if flags != 0 || entry_size < std::mem::size_of::<ibv_gid_entry>() {
+            return Err(libc::EINVAL);
+        }
+        let port = u8::try_from(port_num).map_err(|_| libc::EINVAL)?;
+        let g = ctx.dev.gid(port, gid_index).map_err(guard::soft)?;
+        if g.is_zero() {
+            return Err(libc::ENODATA);
+        }
+        // SAFETY: checked non-NULL and large enough.
+        unsafe {
+            *entry = ibv_gid_entry {
+                gid: ibv_gid { raw: g.0 },
+                gid_index,
+                port_num,
+                gid_type: IBV_GID_TYPE_ROCE_V2,
+                ndev_ifindex: 1,
+            }
+        };
+        Ok(())
+    })
+}
+
+/// `ibv_query_gid_type@IBVERBS_PRIVATE_34`: 1 = "RoCE v2" in the sysfs
+/// numbering (`enum ibv_gid_type_sysfs`); empty entries report 0.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_query_gid_type(
+    context: *mut ibv_context,
+    port_num: u8,
+    index: u32,
+    gid_type: *mut u32,
+) -> c_int {
+    guard::minus1("ibv_query_gid_type", || {
+        let ctx = Ctx::from_ptr(context)?;
+        nonnull(gid_type)?;
+        let g = ctx.dev.gid(port_num, index).map_err(guard::soft)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *gid_type = u32::from(!g.is_zero()) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_query_pkey(
+    context: *mut ibv_context,
+    port_num: u8,
+    index: c_int,
+    pkey: *mut u16,
+) -> c_int {
+    guard::minus1("ibv_query_pkey", || {
+        let ctx = Ctx::from_ptr(context)?;
+        nonnull(pkey)?;
+        let index = u16::try_from(index).map_err(|_| libc::EINVAL)?;
+        let p = ctx.dev.pkey(port_num, index).map_err(guard::soft)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *pkey = p.to_be() };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_get_pkey_index(
+    context: *mut ibv_context,
+    port_num: u8,
+    pkey: u16,
+) -> c_int {
+    let Ok(ctx) = Ctx::from_ptr(context) else {
+        return -1;
+    };
+    let want = u16::from_be(pkey);
+    (0..16u16)
+        .find(|&i| ctx.dev.pkey(port_num, i).is_ok_and(|p| p == want))
+        .map_or(-1, c_int::from)
+}
+
+// ---- async events --------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_get_async_event(
+    context: *mut ibv_context,
+    event: *mut ibv_async_event,
+) -> c_int {
+    guard::minus1("ibv_get_async_event", || {
+        let ctx = Ctx::from_ptr(context)?;
+        nonnull(event)?;
+        let ev = loop {
+            if let Some(ev) = ctx.dev.get_async_event(Duration::from_millis(200)) {
+                break ev;
+            }
+        };
+        let o = ctx.objs();
+        let (element, ty) = match ev {
+            AsyncEvent::CqErr { cq } => (
+                ibv_async_event_element {
+                    cq: o.cqs.get(&cq).copied().unwrap_or(0) as *mut ibv_cq,
+                },
+                IBV_EVENT_CQ_ERR,
+            ),
+            AsyncEvent::QpFatal { qpn } => (qp_elem(&o, qpn), IBV_EVENT_QP_FATAL),
+            AsyncEvent::QpReqErr { qpn } => (qp_elem(&o, qpn), IBV_EVENT_QP_REQ_ERR),
+            AsyncEvent::QpAccessErr { qpn } => (qp_elem(&o, qpn), IBV_EVENT_QP_ACCESS_ERR),
+            AsyncEvent::SrqLimitReached { srq } => (
+                ibv_async_event_element {
+                    srq: o.srqs.get(&srq).copied().unwrap_or(0) as *mut ibv_srq,
+                },
+                IBV_EVENT_SRQ_LIMIT_REACHED,
+            ),
+        };
+        // SAFETY: checked non-NULL.
+        unsafe {
+            *event = ibv_async_event {
+                element,
+                event_type: ty,
+            }
+        };
+        Ok(())
+    })
+}
+
+fn qp_elem(o: &Objects, qpn: u32) -> ibv_async_event_element {
+    ibv_async_event_element {
+        qp: o.qps.get(&qpn).copied().unwrap_or(0) as *mut ibv_qp,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_ack_async_event(_event: *mut ibv_async_event) {}
+
+// ---- misc library calls --------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_fork_init() -> c_int {
+    0
+}
+
+/// `IBV_FORK_UNNEEDED`: the soft NIC pins nothing.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_is_fork_initialized() -> c_int {
+    2
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_get_sysfs_path() -> *const c_char {
+    c"/sys".as_ptr()
+}
+
+/// Reads `dir/file` into `buf` without its trailing newline; returns the
+/// length or -1 (real sysfs files only: the soft device has none).
+#[no_mangle]
+pub unsafe extern "C" fn ibv_read_sysfs_file(
+    dir: *const c_char,
+    file: *const c_char,
+    buf: *mut c_char,
+    size: size_t,
+) -> c_int {
+    if dir.is_null() || file.is_null() || buf.is_null() || size == 0 {
+        guard::set_errno(libc::EINVAL);
+        return -1;
+    }
+    // SAFETY: NUL-terminated strings from the caller.
+    let (d, f) = unsafe {
+        (
+            std::ffi::CStr::from_ptr(dir).to_string_lossy().into_owned(),
+            std::ffi::CStr::from_ptr(file)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    };
+    let Ok(mut bytes) = std::fs::read(format!("{d}/{f}")) else {
+        guard::set_errno(libc::ENOENT);
+        return -1;
+    };
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    }
+    if bytes.len() >= size {
+        return -1;
+    }
+    // SAFETY: buf holds `size` bytes; we write len + 1 <= size.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len());
+        *buf.add(bytes.len()) = 0;
+    }
+    c_int::try_from(bytes.len()).unwrap_or(-1)
+}
+
+/// `ibv_query_rt_values_ex` and friends are not provided: the inline
+/// helpers see a NULL op and return EOPNOTSUPP.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_node_type_str(t: c_int) -> *const c_char {
+    match t {
+        IBV_NODE_CA => c"InfiniBand channel adapter",
+        IBV_NODE_SWITCH => c"InfiniBand switch",
+        IBV_NODE_ROUTER => c"InfiniBand router",
+        IBV_NODE_RNIC => c"iWARP NIC",
+        IBV_NODE_USNIC => c"usNIC",
+        IBV_NODE_USNIC_UDP => c"usNIC UDP",
+        IBV_NODE_UNSPECIFIED => c"unspecified",
+        _ => c"unknown",
+    }
+    .as_ptr()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_port_state_str(s: u32) -> *const c_char {
+    match s {
+        IBV_PORT_NOP => c"PORT_NOP",
+        IBV_PORT_DOWN => c"PORT_DOWN",
+        IBV_PORT_INIT => c"PORT_INIT",
+        IBV_PORT_ARMED => c"PORT_ARMED",
+        IBV_PORT_ACTIVE => c"PORT_ACTIVE",
+        IBV_PORT_ACTIVE_DEFER => c"PORT_ACTIVE_DEFER",
+        _ => c"invalid state",
+    }
+    .as_ptr()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_event_type_str(e: u32) -> *const c_char {
+    const NAMES: [&std::ffi::CStr; 20] = [
+        c"CQ error",
+        c"local work queue catastrophic error",
+        c"invalid request local work queue error",
+        c"local access violation work queue error",
+        c"communication established",
+        c"send queue drained",
+        c"path migrated",
+        c"path migration request error",
+        c"local catastrophic error",
+        c"port active",
+        c"port error",
+        c"LID change",
+        c"P_Key change",
+        c"SM change",
+        c"SRQ catastrophic error",
+        c"SRQ limit reached",
+        c"last WQE reached",
+        c"client reregistration",
+        c"GID table change",
+        c"WQ fatal",
+    ];
+    NAMES
+        .get(e as usize)
+        .map_or(c"unknown".as_ptr(), |s| s.as_ptr())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_wc_status_str(status: u32) -> *const c_char {
+    const NAMES: [&std::ffi::CStr; 24] = [
+        c"success",
+        c"local length error",
+        c"local QP operation error",
+        c"local EE context operation error",
+        c"local protection error",
+        c"Work Request Flushed Error",
+        c"memory management operation error",
+        c"bad response error",
+        c"local access error",
+        c"remote invalid request error",
+        c"remote access error",
+        c"remote operation error",
+        c"transport retry counter exceeded",
+        c"RNR retry counter exceeded",
+        c"local RDD violation error",
+        c"remote invalid RD request",
+        c"aborted error",
+        c"invalid EE context number",
+        c"invalid EE context state",
+        c"fatal error",
+        c"response timeout error",
+        c"general error",
+        c"TM error",
+        c"TM software rendezvous",
+    ];
+    NAMES
+        .get(status as usize)
+        .map_or(c"unknown".as_ptr(), |s| s.as_ptr())
+}
+
+/// `ibv_rate_to_mult` and the other rate helpers.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_rate_to_mult(rate: u32) -> c_int {
+    match rate {
+        2 => 1,
+        5 => 2,
+        3 => 4,
+        6 => 8,
+        4 => 12,
+        7 => 16,
+        8 => 24,
+        9 => 32,
+        10 => 48,
+        _ => -1,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_rate_to_mbps(rate: u32) -> c_int {
+    const MBPS: [(u32, c_int); 24] = [
+        (2, 2500),
+        (5, 5000),
+        (3, 10000),
+        (6, 20000),
+        (4, 30000),
+        (7, 40000),
+        (8, 60000),
+        (9, 80000),
+        (10, 120000),
+        (11, 14062),
+        (12, 56250),
+        (13, 112500),
+        (14, 168750),
+        (15, 25781),
+        (16, 103125),
+        (17, 206250),
+        (18, 309375),
+        (19, 28125),
+        (20, 53125),
+        (21, 425000),
+        (22, 637500),
+        (23, 850000),
+        (24, 1275000),
+        (0, -1),
+    ];
+    MBPS.iter()
+        .find(|(r, _)| *r == rate)
+        .map_or(-1, |(_, m)| *m)
+}

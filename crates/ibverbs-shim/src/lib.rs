@@ -1,0 +1,42 @@
+//! A drop-in `libibverbs.so.1` over rdmakit's software RoCEv2 NIC.
+//!
+//! Unmodified programs built against rdma-core (ibv_devinfo, ibv_rc_pingpong,
+//! perftest, users' own code) load this library instead of rdma-core's when
+//! it comes first on `LD_LIBRARY_PATH`, and run on a [`rdmakit_soft::Device`]:
+//! a userspace NIC speaking RoCEv2 over UDP port 4791, with no kernel RDMA.
+//!
+//! The library is a thin adapter: every verb translates the C structs of
+//! rdma-core 44 ([`rdmakit_ibverbs_abi`]) into a call on the soft device and
+//! back. What C programs reach without calling a function — the data-path
+//! ops table in `ibv_context`, the extended ops of `verbs_context`, the
+//! `ibv_wr_*` table of `ibv_qp_ex`, the polling table of `ibv_cq_ex` — is
+//! filled in when the object is created.
+//!
+//! Exported symbols carry the version nodes rdma-core uses (`IBVERBS_1.0`
+//! … `IBVERBS_1.14`, `IBVERBS_PRIVATE_34`; build.rs writes the node list,
+//! [`exports`] binds each symbol with `.symver`). The same library also
+//! exports the `mlx5dv_*` / `efadv_*` entry points perftest links, so
+//! `libmlx5.so.1` and `libefa.so.1` can be links to it (`rdmakit shim
+//! install`); they answer "not supported".
+//!
+//! Conventions kept from libibverbs: functions returning a pointer set
+//! `errno` and return NULL on failure; functions returning `int` return 0 or
+//! a positive errno (the data-path ops too). No panic crosses the C
+//! boundary: every export runs inside [`guard`], which turns one into `EIO`.
+//! Objects are never freed while the program may still hold their pointer
+//! in another thread: a destroyed object is marked dead (every later call
+//! on it fails with `EINVAL`, as a double `ibv_dereg_mr` should) and its
+//! memory is released with its context.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![allow(clippy::missing_safety_doc)]
+
+mod cq;
+mod device;
+mod exports;
+mod guard;
+mod mem;
+mod post;
+mod qp;
+mod stubs;
+mod wr;

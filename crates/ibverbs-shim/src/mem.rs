@@ -1,0 +1,329 @@
+//! Protection domains, memory regions, address handles, completion channels.
+
+use libc::{c_int, c_void, size_t};
+use rdmakit_ibverbs_abi::{consts::*, *};
+use rdmakit_soft::proto::Access;
+use rdmakit_soft::Gid;
+
+use crate::device::{Ctx, Obj};
+use crate::guard::{self, nonnull, Res};
+
+#[repr(C)]
+pub(crate) struct Pd {
+    pub pd: ibv_pd,
+}
+
+#[repr(C)]
+pub(crate) struct Mr {
+    pub mr: ibv_mr,
+}
+
+#[repr(C)]
+pub(crate) struct Ah {
+    pub ah: ibv_ah,
+}
+
+#[repr(C)]
+pub(crate) struct Channel {
+    pub ch: ibv_comp_channel,
+    pub handle: u32,
+}
+
+/// The context and soft PD handle of a live PD.
+pub(crate) fn pd_of<'a>(pd: *mut ibv_pd) -> Res<(&'a Ctx, u32)> {
+    nonnull(pd)?;
+    // SAFETY: non-NULL; the context pointer is validated by from_ptr.
+    let ctx = Ctx::from_ptr(unsafe { (*pd).context })?;
+    if !ctx.is_live(pd) {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: live object of this context.
+    Ok((ctx, unsafe { (*pd).handle }))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
+    guard::ptr("ibv_alloc_pd", || {
+        let ctx = Ctx::from_ptr(context)?;
+        let h = ctx.dev.alloc_pd().map_err(guard::soft)?;
+        let b = Box::new(Pd {
+            pd: ibv_pd {
+                context: ctx.ibv(),
+                handle: h,
+            },
+        });
+        Ok(ctx.insert(Obj::Pd(b)) as *mut ibv_pd)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
+    guard::int("ibv_dealloc_pd", || {
+        let (ctx, h) = pd_of(pd)?;
+        ctx.retire(pd, || ctx.dev.dealloc_pd(h).map_err(guard::soft))
+    })
+}
+
+unsafe fn reg(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: size_t,
+    iova: u64,
+    access: c_int,
+) -> Res<*mut ibv_mr> {
+    let (ctx, h) = pd_of(pd)?;
+    let access = access as u32;
+    if access & IBV_ACCESS_ON_DEMAND != 0 {
+        return Err(guard::unsupported(
+            "on-demand paging (IBV_ACCESS_ON_DEMAND)",
+        ));
+    }
+    if access & IBV_ACCESS_ZERO_BASED != 0 {
+        return Err(guard::unsupported(
+            "zero-based memory regions (IBV_ACCESS_ZERO_BASED)",
+        ));
+    }
+    if access & IBV_ACCESS_MW_BIND != 0 {
+        return Err(guard::unsupported("memory windows (IBV_ACCESS_MW_BIND)"));
+    }
+    if iova != addr as u64 {
+        return Err(guard::unsupported(
+            "an MR whose IOVA differs from its address",
+        ));
+    }
+    // Optional bits (relaxed ordering, ...) may be ignored, as the spec allows.
+    let rights = Access(access & 0xf);
+    // SAFETY: as with real libibverbs, the application keeps the range
+    // valid until ibv_dereg_mr; the soft NIC validates every access.
+    let key = unsafe { ctx.dev.reg_mr(h, addr.cast(), length, rights) }.map_err(guard::soft)?;
+    let b = Box::new(Mr {
+        mr: ibv_mr {
+            context: ctx.ibv(),
+            pd,
+            addr,
+            length,
+            handle: key,
+            lkey: key,
+            rkey: key,
+        },
+    });
+    Ok(ctx.insert(Obj::Mr(b)) as *mut ibv_mr)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: size_t,
+    access: c_int,
+) -> *mut ibv_mr {
+    // SAFETY: forwarded contract (see reg).
+    guard::ptr("ibv_reg_mr", || unsafe {
+        reg(pd, addr, length, addr as u64, access)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_mr_iova2(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: size_t,
+    iova: u64,
+    access: u32,
+) -> *mut ibv_mr {
+    // SAFETY: forwarded contract (see reg).
+    guard::ptr("ibv_reg_mr", || unsafe {
+        reg(pd, addr, length, iova, access as c_int)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_mr_iova(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: size_t,
+    iova: u64,
+    access: c_int,
+) -> *mut ibv_mr {
+    // SAFETY: forwarded contract (see reg).
+    guard::ptr("ibv_reg_mr", || unsafe {
+        reg(pd, addr, length, iova, access)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
+    guard::int("ibv_dereg_mr", || {
+        nonnull(mr)?;
+        // SAFETY: non-NULL; the context is validated before use.
+        let ctx = Ctx::from_ptr(unsafe { (*mr).context })?;
+        ctx.retire(mr, || {
+            // SAFETY: live (retire checked it under the table lock).
+            let key = unsafe { (*mr).lkey };
+            ctx.dev.dereg_mr(key).map_err(guard::soft)
+        })
+    })
+}
+
+// ---- address handles -------------------------------------------------------
+
+fn create_ah_gid(pd: *mut ibv_pd, dgid: Gid) -> Res<*mut ibv_ah> {
+    let (ctx, h) = pd_of(pd)?;
+    let ah = ctx.dev.create_ah(h, dgid).map_err(guard::soft)?;
+    let b = Box::new(Ah {
+        ah: ibv_ah {
+            context: ctx.ibv(),
+            pd,
+            handle: ah,
+        },
+    });
+    Ok(ctx.insert(Obj::Ah(b)) as *mut ibv_ah)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
+    guard::ptr("ibv_create_ah", || {
+        nonnull(attr)?;
+        // SAFETY: non-NULL attr from the caller.
+        let a = unsafe { &*attr };
+        // RoCE needs a GRH: rxe refuses an AH without one the same way.
+        if a.is_global == 0 {
+            return Err(libc::EINVAL);
+        }
+        create_ah_gid(pd, Gid(a.grh.dgid.raw))
+    })
+}
+
+/// The sender's GID from a UD receive: 20 zero bytes then the IPv4 header
+/// (RoCEv2 over IPv4, as rxe and the soft NIC write it), or a real GRH.
+fn sender_gid(grh: &[u8; 40]) -> Gid {
+    if grh[..20].iter().all(|&b| b == 0) && grh[20] >> 4 == 4 {
+        let src = std::net::Ipv4Addr::new(grh[32], grh[33], grh[34], grh[35]);
+        Gid::from_ipv4(src)
+    } else {
+        let mut g = [0u8; 16];
+        g.copy_from_slice(&grh[8..24]);
+        Gid(g)
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_init_ah_from_wc(
+    context: *mut ibv_context,
+    port_num: u8,
+    wc: *mut ibv_wc,
+    grh: *mut ibv_grh,
+    ah_attr: *mut ibv_ah_attr,
+) -> c_int {
+    guard::int("ibv_init_ah_from_wc", || {
+        Ctx::from_ptr(context)?;
+        nonnull(wc)?;
+        nonnull(grh)?;
+        nonnull(ah_attr)?;
+        // SAFETY: all three checked non-NULL; a GRH area is 40 bytes.
+        let (wc, raw) = unsafe { (&*wc, &*grh.cast::<[u8; 40]>()) };
+        if wc.wc_flags & IBV_WC_GRH == 0 {
+            return Err(libc::EINVAL);
+        }
+        let g = sender_gid(raw);
+        // SAFETY: checked non-NULL.
+        unsafe {
+            *ah_attr = ibv_ah_attr {
+                grh: ibv_global_route {
+                    dgid: ibv_gid { raw: g.0 },
+                    flow_label: 0,
+                    sgid_index: 0,
+                    hop_limit: 0xff,
+                    traffic_class: 0,
+                },
+                dlid: wc.slid,
+                sl: wc.sl,
+                src_path_bits: 0,
+                static_rate: 0,
+                is_global: 1,
+                port_num,
+            }
+        };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_create_ah_from_wc(
+    pd: *mut ibv_pd,
+    wc: *mut ibv_wc,
+    grh: *mut ibv_grh,
+    port_num: u8,
+) -> *mut ibv_ah {
+    guard::ptr("ibv_create_ah_from_wc", || {
+        nonnull(pd)?;
+        let mut attr = ibv_ah_attr::default();
+        // SAFETY: pd non-NULL; the rest is checked by ibv_init_ah_from_wc.
+        match unsafe { ibv_init_ah_from_wc((*pd).context, port_num, wc, grh, &mut attr) } {
+            0 => create_ah_gid(pd, Gid(attr.grh.dgid.raw)),
+            e => Err(e),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_destroy_ah(ah: *mut ibv_ah) -> c_int {
+    guard::int("ibv_destroy_ah", || {
+        nonnull(ah)?;
+        // SAFETY: non-NULL; the context is validated before use.
+        let ctx = Ctx::from_ptr(unsafe { (*ah).context })?;
+        ctx.retire(ah, || {
+            // SAFETY: live.
+            let h = unsafe { (*ah).handle };
+            ctx.dev.destroy_ah(h).map_err(guard::soft)
+        })
+    })
+}
+
+/// The soft AH handle of a live AH, for UD sends.
+pub(crate) fn ah_handle(ctx: &Ctx, ah: *mut ibv_ah) -> Res<u32> {
+    if ah.is_null() || !ctx.is_live(ah) {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: live object of this context.
+    Ok(unsafe { (*ah).handle })
+}
+
+// ---- completion channels ---------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_create_comp_channel(
+    context: *mut ibv_context,
+) -> *mut ibv_comp_channel {
+    guard::ptr("ibv_create_comp_channel", || {
+        let ctx = Ctx::from_ptr(context)?;
+        let h = ctx.dev.create_comp_channel().map_err(guard::soft)?;
+        let fd = ctx.dev.comp_channel_fd(h).ok_or(libc::EINVAL)?;
+        let b = Box::new(Channel {
+            ch: ibv_comp_channel {
+                context: ctx.ibv(),
+                fd,
+                refcnt: 0,
+            },
+            handle: h,
+        });
+        Ok(ctx.insert(Obj::Channel(b)) as *mut ibv_comp_channel)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ibv_destroy_comp_channel(channel: *mut ibv_comp_channel) -> c_int {
+    guard::minus1("ibv_destroy_comp_channel", || {
+        nonnull(channel)?;
+        // SAFETY: non-NULL; the context is validated before use.
+        let ctx = Ctx::from_ptr(unsafe { (*channel).context })?;
+        ctx.retire(channel, || {
+            // SAFETY: live; Channel starts with the ibv_comp_channel.
+            let ch = unsafe { &*channel.cast::<Channel>() };
+            if ch.ch.refcnt > 0 {
+                return Err(libc::EBUSY);
+            }
+            ctx.dev.destroy_comp_channel(ch.handle).map_err(guard::soft)
+        })
+    })
+}

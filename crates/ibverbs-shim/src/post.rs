@@ -1,0 +1,224 @@
+//! The data-path ops of `ibv_context`: `ibv_post_send`, `ibv_post_recv`,
+//! `ibv_post_srq_recv` (inline functions in verbs.h that call these).
+
+use libc::c_int;
+use rdmakit_ibverbs_abi::{consts::*, *};
+use rdmakit_soft::proto::{AddressHandle, RecvWr, SendOp, SendWr, Sge, UdDest};
+use rdmakit_soft::SendRequest;
+
+use crate::device::Ctx;
+use crate::guard::{self, Res};
+use crate::mem::ah_handle;
+use crate::qp::{qp_of, srq_of, Qp};
+
+/// Reads `num_sge` SGEs from a C list.
+pub(crate) fn sges(list: *const ibv_sge, num: c_int) -> Res<Vec<Sge>> {
+    let n = usize::try_from(num).map_err(|_| libc::EINVAL)?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if list.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: the caller's array holds num_sge entries.
+    let s = unsafe { std::slice::from_raw_parts(list, n) };
+    Ok(s.iter()
+        .map(|g| Sge {
+            addr: g.addr,
+            length: g.length,
+            lkey: g.lkey,
+        })
+        .collect())
+}
+
+/// The operation of a C send WR (`wr.*` read according to the opcode).
+pub(crate) fn op(w: &ibv_send_wr) -> Res<SendOp> {
+    // SAFETY: the union member read is the one the opcode selects; all are
+    // plain integers (and a pointer for UD, not read here).
+    let (rdma, atomic) = unsafe { (w.wr.rdma, w.wr.atomic) };
+    Ok(match w.opcode {
+        IBV_WR_SEND => SendOp::Send,
+        IBV_WR_SEND_WITH_IMM => SendOp::SendWithImm {
+            imm: u32::from_be(w.imm_data),
+        },
+        IBV_WR_SEND_WITH_INV => SendOp::SendWithInv { rkey: w.imm_data },
+        IBV_WR_RDMA_WRITE => SendOp::Write {
+            remote_addr: rdma.remote_addr,
+            rkey: rdma.rkey,
+        },
+        IBV_WR_RDMA_WRITE_WITH_IMM => SendOp::WriteWithImm {
+            remote_addr: rdma.remote_addr,
+            rkey: rdma.rkey,
+            imm: u32::from_be(w.imm_data),
+        },
+        IBV_WR_RDMA_READ => SendOp::Read {
+            remote_addr: rdma.remote_addr,
+            rkey: rdma.rkey,
+        },
+        IBV_WR_ATOMIC_CMP_AND_SWP => SendOp::CompareSwap {
+            remote_addr: atomic.remote_addr,
+            rkey: atomic.rkey,
+            compare: atomic.compare_add,
+            swap: atomic.swap,
+        },
+        IBV_WR_ATOMIC_FETCH_AND_ADD => SendOp::FetchAdd {
+            remote_addr: atomic.remote_addr,
+            rkey: atomic.rkey,
+            add: atomic.compare_add,
+        },
+        IBV_WR_LOCAL_INV | IBV_WR_BIND_MW => {
+            return Err(guard::unsupported("memory windows and local invalidate"))
+        }
+        IBV_WR_TSO => return Err(guard::unsupported("TSO")),
+        IBV_WR_ATOMIC_WRITE => return Err(guard::unsupported("atomic write")),
+        _ => return Err(libc::EINVAL),
+    })
+}
+
+/// Builds the device's request from flags and parts.
+pub(crate) fn request(
+    wr_id: u64,
+    op: SendOp,
+    sg_list: Vec<Sge>,
+    flags: u32,
+    ud: Option<UdDest>,
+) -> SendRequest {
+    SendRequest {
+        wr: SendWr {
+            wr_id,
+            op,
+            sg_list,
+            signaled: flags & IBV_SEND_SIGNALED != 0,
+            fence: flags & IBV_SEND_FENCE != 0,
+            solicited: flags & IBV_SEND_SOLICITED != 0,
+            ud,
+        },
+        inline: flags & IBV_SEND_INLINE != 0,
+    }
+}
+
+/// Posts `reqs`; on failure returns the index of the first request not
+/// posted and its errno.
+pub(crate) fn post(ctx: &Ctx, q: &Qp, reqs: &[SendRequest]) -> Result<(), (usize, c_int)> {
+    // SAFETY: inline SGEs point at memory the program guarantees readable
+    // for the duration of the post (the ibv_post_send contract), or at the
+    // batch's own copies for ibv_wr_set_inline_data.
+    unsafe { ctx.dev.post_send(q.qpn, reqs) }.map_err(|f| (f.index, guard::soft(f.error)))
+}
+
+pub(crate) unsafe extern "C" fn post_send(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_send_wr,
+    bad_wr: *mut *mut ibv_send_wr,
+) -> c_int {
+    let mut failed = wr;
+    let r = guard::int("ibv_post_send", || {
+        let (ctx, q) = qp_of(qp)?;
+        let mut reqs = Vec::new();
+        let mut ptrs = Vec::new();
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: a linked list of WRs from the caller.
+            let w = unsafe { &*cur };
+            failed = cur;
+            let ud = if q.qp_type == rdmakit_soft::proto::QpType::Ud {
+                // SAFETY: UD WRs carry the `ud` member.
+                let u = unsafe { w.wr.ud };
+                Some(UdDest {
+                    ah: AddressHandle(ah_handle(ctx, u.ah)?),
+                    remote_qpn: u.remote_qpn,
+                    remote_qkey: u.remote_qkey,
+                })
+            } else {
+                None
+            };
+            reqs.push(request(
+                w.wr_id,
+                op(w)?,
+                sges(w.sg_list, w.num_sge)?,
+                w.send_flags,
+                ud,
+            ));
+            ptrs.push(cur);
+            cur = w.next;
+        }
+        post(ctx, q, &reqs).map_err(|(i, e)| {
+            failed = ptrs[i];
+            e
+        })?;
+        failed = std::ptr::null_mut();
+        Ok(())
+    });
+    if r != 0 && !bad_wr.is_null() {
+        // SAFETY: the caller passes a writable pointer slot.
+        unsafe { *bad_wr = failed };
+    }
+    r
+}
+
+fn recv_list(
+    wr: *mut ibv_recv_wr,
+    failed: &mut *mut ibv_recv_wr,
+) -> Res<(Vec<RecvWr>, Vec<*mut ibv_recv_wr>)> {
+    let mut wrs = Vec::new();
+    let mut ptrs = Vec::new();
+    let mut cur = wr;
+    while !cur.is_null() {
+        *failed = cur;
+        // SAFETY: a linked list of WRs from the caller.
+        let w = unsafe { &*cur };
+        wrs.push(RecvWr {
+            wr_id: w.wr_id,
+            sg_list: sges(w.sg_list, w.num_sge)?,
+        });
+        ptrs.push(cur);
+        cur = w.next;
+    }
+    Ok((wrs, ptrs))
+}
+
+pub(crate) unsafe extern "C" fn post_recv(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
+    let mut failed = wr;
+    let r = guard::int("ibv_post_recv", || {
+        let (ctx, q) = qp_of(qp)?;
+        let (wrs, ptrs) = recv_list(wr, &mut failed)?;
+        ctx.dev.post_recv(q.qpn, &wrs).map_err(|f| {
+            failed = ptrs[f.index];
+            guard::soft(f.error)
+        })?;
+        failed = std::ptr::null_mut();
+        Ok(())
+    });
+    if r != 0 && !bad_wr.is_null() {
+        // SAFETY: the caller passes a writable pointer slot.
+        unsafe { *bad_wr = failed };
+    }
+    r
+}
+
+pub(crate) unsafe extern "C" fn post_srq_recv(
+    srq: *mut ibv_srq,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
+    let mut failed = wr;
+    let r = guard::int("ibv_post_srq_recv", || {
+        let (ctx, s) = srq_of(srq)?;
+        let (wrs, ptrs) = recv_list(wr, &mut failed)?;
+        ctx.dev.post_srq_recv(s.srq.handle, &wrs).map_err(|f| {
+            failed = ptrs[f.index];
+            guard::soft(f.error)
+        })?;
+        failed = std::ptr::null_mut();
+        Ok(())
+    });
+    if r != 0 && !bad_wr.is_null() {
+        // SAFETY: the caller passes a writable pointer slot.
+        unsafe { *bad_wr = failed };
+    }
+    r
+}
