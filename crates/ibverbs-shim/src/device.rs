@@ -300,8 +300,8 @@ fn fill_device_attr(ctx: &Ctx, out: &mut ibv_device_attr) {
     out.sys_image_guid = a.sys_image_guid.to_be();
     out.max_mr_size = a.max_mr_size;
     out.page_size_cap = a.page_size_cap;
-    out.vendor_id = a.vendor_id;
-    out.vendor_part_id = a.vendor_part_id;
+    (out.vendor_id, out.vendor_part_id) =
+        vendor_override().unwrap_or((a.vendor_id, a.vendor_part_id));
     out.hw_ver = a.hw_ver;
     out.max_qp = i(a.max_qp);
     out.max_qp_wr = i(a.max_qp_wr);
@@ -335,6 +335,27 @@ fn fill_device_attr(ctx: &Ctx, out: &mut ibv_device_attr) {
     out.max_pkeys = a.max_pkeys;
     out.local_ca_ack_delay = a.local_ca_ack_delay;
     out.phys_port_cnt = a.phys_port_cnt;
+}
+
+/// `RDMAKIT_SHIM_VENDOR=VENDOR_ID:PART_ID` (e.g. `0x02c9:4119`, a
+/// ConnectX-5) makes the device report another identity. Programs that pick
+/// code paths by device — perftest uses the `ibv_wr_*` API only on devices it
+/// knows — can then be driven down those paths on the soft NIC.
+fn vendor_override() -> Option<(u32, u32)> {
+    static V: OnceLock<Option<(u32, u32)>> = OnceLock::new();
+    *V.get_or_init(|| {
+        let v = std::env::var("RDMAKIT_SHIM_VENDOR").ok()?;
+        let (a, b) = v.split_once(':')?;
+        let num = |s: &str| {
+            let s = s.trim();
+            match s.strip_prefix("0x") {
+                Some(h) => u32::from_str_radix(h, 16).ok(),
+                None => s.parse().ok(),
+            }
+        };
+        let r = (num(a)?, num(b)?);
+        Some(r)
+    })
 }
 
 #[no_mangle]

@@ -299,6 +299,13 @@ pub unsafe extern "C" fn ibv_create_comp_channel(
         let ctx = Ctx::from_ptr(context)?;
         let h = ctx.dev.create_comp_channel().map_err(guard::soft)?;
         let fd = ctx.dev.comp_channel_fd(h).ok_or(libc::EINVAL)?;
+        // A channel fd is blocking until the program sets O_NONBLOCK
+        // (ibv_get_cq_event then returns EAGAIN instead of waiting).
+        // SAFETY: fcntl on the channel's own descriptor.
+        unsafe {
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
         let b = Box::new(Channel {
             ch: ibv_comp_channel {
                 context: ctx.ibv(),
