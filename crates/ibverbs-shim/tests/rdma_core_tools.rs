@@ -1,0 +1,142 @@
+//! Debian's unmodified ibverbs-utils on the shim: ibv_devices, ibv_devinfo,
+//! and the pingpong examples between two processes on this machine.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+#[test]
+fn ibv_devices_lists_the_soft_nic() {
+    if !have("ibv_devices") {
+        return;
+    }
+    let o = run("ibv_devices", &[], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.lines().any(|l| l.trim_start().starts_with("soft0")),
+        "{t}"
+    );
+}
+
+#[test]
+fn ibv_devinfo_shows_an_active_roce_port() {
+    if !have("ibv_devinfo") {
+        return;
+    }
+    let o = run("ibv_devinfo", &[], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    for want in [
+        "hca_id:\tsoft0",
+        "transport:\t\t\tInfiniBand (0)",
+        "state:\t\t\tPORT_ACTIVE (4)",
+        "link_layer:\t\tEthernet",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+    }
+}
+
+#[test]
+fn ibv_devinfo_verbose_shows_limits_and_the_rocev2_gid_at_index_0() {
+    if !have("ibv_devinfo") {
+        return;
+    }
+    let o = run("ibv_devinfo", &["-v"], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    for want in [
+        "max_qp:\t\t\t\t16384",
+        "max_cqe:\t\t\t32767",
+        "phys_state:\t\tLINK_UP (5)",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+    }
+    let gid = t
+        .lines()
+        .find(|l| l.contains("GID[  0]:"))
+        .unwrap_or_else(|| panic!("no GID[0] in\n{t}"));
+    assert!(
+        gid.contains("::ffff:127.") && gid.ends_with("RoCE v2"),
+        "{gid}"
+    );
+}
+
+fn pingpong(tool: &str, n: u16, extra: &[&str]) -> String {
+    let _g = serial();
+    let p = port(n);
+    let mut args = vec!["-g", "0", "-p", &p];
+    args.extend_from_slice(extra);
+    let out = pair(tool, &args, &[], LIMIT);
+    let c = both_ok(&format!("{tool} {extra:?}"), &out);
+    // "<bytes> bytes in <s> seconds = <rate> Mbit/sec" and "<n> iters in ...".
+    let iters = c
+        .lines()
+        .find(|l| l.contains(" iters in "))
+        .unwrap_or_else(|| panic!("no result line:\n{c}"));
+    let n: u64 = iters.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(n > 0, "{iters}");
+    c
+}
+
+#[test]
+fn rc_pingpong_default() {
+    if have("ibv_rc_pingpong") {
+        pingpong("ibv_rc_pingpong", 1, &[]);
+    }
+}
+
+#[test]
+fn rc_pingpong_validates_buffer_contents() {
+    if have("ibv_rc_pingpong") {
+        pingpong("ibv_rc_pingpong", 2, &["-c"]);
+    }
+}
+
+#[test]
+fn rc_pingpong_with_completion_events() {
+    if have("ibv_rc_pingpong") {
+        pingpong("ibv_rc_pingpong", 3, &["-e"]);
+    }
+}
+
+#[test]
+fn rc_pingpong_with_the_new_post_send_api() {
+    if have("ibv_rc_pingpong") {
+        pingpong("ibv_rc_pingpong", 4, &["-N"]);
+    }
+}
+
+#[test]
+fn rc_pingpong_messages_above_the_mtu_validated() {
+    if have("ibv_rc_pingpong") {
+        // 4096-byte MTU: 20000 bytes is five packets, 65536 sixteen.
+        pingpong("ibv_rc_pingpong", 5, &["-s", "20000", "-n", "200", "-c"]);
+        pingpong(
+            "ibv_rc_pingpong",
+            6,
+            &["-s", "65536", "-n", "100", "-c", "-e"],
+        );
+    }
+}
+
+#[test]
+fn ud_pingpong() {
+    if have("ibv_ud_pingpong") {
+        pingpong("ibv_ud_pingpong", 7, &[]);
+    }
+}
+
+#[test]
+fn uc_and_srq_pingpong() {
+    if have("ibv_uc_pingpong") {
+        pingpong("ibv_uc_pingpong", 8, &[]);
+    }
+    if have("ibv_srq_pingpong") {
+        pingpong("ibv_srq_pingpong", 9, &[]);
+    }
+}
