@@ -49,6 +49,8 @@ enum Command {
     Perf(cmd::perf::Args),
     /// The soft NIC's shared resource registry: objects per owner (status), free dead owners' (reclaim).
     Soft(cmd::soft::Args),
+    /// Install the drop-in libibverbs.so.1: unmodified ibverbs programs and perftest on the soft NIC.
+    Shim(cmd::shim::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Metrics(a) => cmd::metrics::run(a),
         Command::Perf(a) => cmd::perf::run(a),
         Command::Soft(a) => cmd::soft::run(a),
+        Command::Shim(a) => cmd::shim::run(a),
     };
     match r {
         Ok(code) => code,

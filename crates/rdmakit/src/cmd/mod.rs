@@ -11,6 +11,7 @@ pub mod monitor;
 pub mod pcap;
 pub mod perf;
 pub mod res;
+pub mod shim;
 pub mod soft;
 pub mod stat;
 
