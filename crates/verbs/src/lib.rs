@@ -55,10 +55,13 @@
 
 mod buf;
 mod error;
+pub mod ibverbs;
 mod objects;
 mod provider;
 
 pub use error::{Errno, Error, Layer, Result};
+pub use ibverbs::select::{default_provider, Choice as ProviderChoice};
+pub use ibverbs::IbverbsProvider;
 pub use objects::{
     devices, open_device, Ah, CompChannel, ConnectOpts, Context, Cq, Endpoint, InitQp, Mr, MrBuf,
     Pd, Qp, QpBuilder, RemoteBuf, RtrQp, Srq,

@@ -19,32 +19,24 @@ use crate::buf::OwnedMem;
 use crate::error::{Error, Layer, Result};
 use crate::provider::{DeviceOps, Provider, SoftProvider};
 
-/// Names of the devices of the default provider (the soft NIC).
+/// Names of the devices of the default provider (`RDMAKIT_PROVIDER`: real
+/// devices through libibverbs when it has any, else the soft NIC; see
+/// [`crate::ibverbs::select`]).
 ///
 /// # Errors
 /// Provider errors.
 pub fn devices() -> Result<Vec<String>> {
-    SoftProvider::default().device_names()
+    crate::ibverbs::select::devices()
 }
 
-/// Opens device `name` of the default provider (the soft NIC, with its
-/// address from `RDMAKIT_SOFT_ADDR` or auto-picked).
+/// Opens device `name` of the default provider (a soft NIC gets its address
+/// from `RDMAKIT_SOFT_ADDR` or auto-picked).
 ///
 /// # Errors
-/// `ENODEV` (library layer) when the provider has no such device; the
+/// `ENODEV` (library layer) when no provider has such a device; the
 /// provider's open error.
 pub fn open_device(name: &str) -> Result<Arc<Context>> {
-    let p = SoftProvider::default();
-    if !p.device_names()?.iter().any(|n| n == name) {
-        return Err(Error {
-            verb: "ibv_open_device",
-            errno: Errno::ENODEV,
-            layer: Layer::Library,
-            detail: format!("no device named {name:?}"),
-            bad_wr: None,
-        });
-    }
-    Context::open(&p, name)
+    crate::ibverbs::select::open_device(name)
 }
 
 /// An open device (`struct ibv_context`).

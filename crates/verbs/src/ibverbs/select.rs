@@ -1,0 +1,141 @@
+//! Which provider the tools use: `RDMAKIT_PROVIDER` = `auto` (default),
+//! `soft` or `ibverbs` (the CLI's `--provider` sets it).
+//!
+//! * `soft`: the built-in software NIC only.
+//! * `ibverbs`: rdma-core's libibverbs only (`RDMAKIT_IBVERBS_LIB` names
+//!   another library, e.g. the rdmakit shim); its errors are reported, never
+//!   hidden by a fallback.
+//! * `auto`: real devices when libibverbs loads and lists at least one,
+//!   the soft NIC otherwise; a soft NIC name (`soft0`) still opens the soft
+//!   NIC when real devices exist.
+
+use std::sync::Arc;
+
+use super::IbverbsProvider;
+use crate::error::{Errno, Error, Layer, Result};
+use crate::objects::Context;
+use crate::provider::{Provider, SoftProvider};
+
+/// The environment variable choosing the provider.
+pub const PROVIDER_ENV: &str = "RDMAKIT_PROVIDER";
+
+/// A provider choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Real devices if libibverbs has any, else the soft NIC.
+    Auto,
+    /// The soft NIC.
+    Soft,
+    /// libibverbs.
+    Ibverbs,
+}
+
+impl Choice {
+    /// Parses `auto`, `soft` or `ibverbs` (also `rdma-core`).
+    ///
+    /// # Errors
+    /// `EINVAL` (application layer) for anything else.
+    pub fn parse(s: &str) -> Result<Choice> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(Choice::Auto),
+            "soft" => Ok(Choice::Soft),
+            "ibverbs" | "rdma-core" | "libibverbs" => Ok(Choice::Ibverbs),
+            other => Err(Error::application(
+                "provider selection",
+                Errno::EINVAL,
+                format!("{PROVIDER_ENV}={other:?}: expected auto, soft or ibverbs"),
+            )),
+        }
+    }
+
+    /// The choice in `RDMAKIT_PROVIDER` (unset: auto).
+    ///
+    /// # Errors
+    /// As [`Choice::parse`].
+    pub fn from_env() -> Result<Choice> {
+        Choice::parse(&std::env::var(PROVIDER_ENV).unwrap_or_default())
+    }
+}
+
+/// The real-device provider and its device names, when libibverbs loads
+/// and lists at least one device.
+fn real() -> Option<(IbverbsProvider, Vec<String>)> {
+    let p = IbverbsProvider::load().ok()?;
+    let names = p.device_names().ok()?;
+    (!names.is_empty()).then_some((p, names))
+}
+
+/// The provider whose devices the tools list by default.
+///
+/// # Errors
+/// A bad `RDMAKIT_PROVIDER`; with `ibverbs`, the library failing to load.
+pub fn default_provider() -> Result<Arc<dyn Provider>> {
+    Ok(match Choice::from_env()? {
+        Choice::Soft => Arc::new(SoftProvider::default()),
+        Choice::Ibverbs => Arc::new(IbverbsProvider::load()?),
+        Choice::Auto => match real() {
+            Some((p, _)) => Arc::new(p),
+            None => Arc::new(SoftProvider::default()),
+        },
+    })
+}
+
+/// Device names of the default provider.
+///
+/// # Errors
+/// As [`default_provider`], and its listing errors.
+pub fn devices() -> Result<Vec<String>> {
+    default_provider()?.device_names()
+}
+
+/// Opens `name`: through the chosen provider, or in `auto` mode through
+/// libibverbs when it lists `name` and the soft NIC when that is its name.
+///
+/// # Errors
+/// `ENODEV` (library layer) when no provider has `name`; open errors.
+pub fn open_device(name: &str) -> Result<Arc<Context>> {
+    let choice = Choice::from_env()?;
+    let soft = SoftProvider::default();
+    let mut tried = Vec::new();
+    if choice != Choice::Soft {
+        match IbverbsProvider::load() {
+            Ok(p) => match p.device_names() {
+                Ok(names) if names.iter().any(|n| n == name) => return Context::open(&p, name),
+                Ok(names) => tried.push(format!("libibverbs devices {names:?}")),
+                Err(e) if choice == Choice::Ibverbs => return Err(e),
+                Err(e) => tried.push(format!("libibverbs: {e}")),
+            },
+            Err(e) if choice == Choice::Ibverbs => return Err(e),
+            Err(e) => tried.push(format!("libibverbs: {e}")),
+        }
+    }
+    if choice != Choice::Ibverbs {
+        let names = soft.device_names()?;
+        if names.iter().any(|n| n == name) {
+            return Context::open(&soft, name);
+        }
+        tried.push(format!("soft NIC {names:?}"));
+    }
+    Err(Error {
+        verb: "ibv_open_device",
+        errno: Errno::ENODEV,
+        layer: Layer::Library,
+        detail: format!("no device named {name:?} ({})", tried.join("; ")),
+        bad_wr: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_parse_and_bad_values_are_application_errors() {
+        assert_eq!(Choice::parse("").unwrap(), Choice::Auto);
+        assert_eq!(Choice::parse("Soft").unwrap(), Choice::Soft);
+        assert_eq!(Choice::parse("rdma-core").unwrap(), Choice::Ibverbs);
+        let e = Choice::parse("mlx5").unwrap_err();
+        assert_eq!((e.errno, e.layer), (Errno::EINVAL, Layer::Application));
+        assert!(e.detail.contains("mlx5"), "{e}");
+    }
+}
