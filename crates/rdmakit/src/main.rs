@@ -17,6 +17,10 @@ struct Cli {
     /// When to color output: auto (terminal and NO_COLOR unset), always, never.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: cmd::ColorWhen,
+    /// Verbs provider: auto (real devices through libibverbs if it lists any, else the soft
+    /// NIC), soft, or ibverbs (sets RDMAKIT_PROVIDER).
+    #[arg(long, global = true, value_name = "NAME")]
+    provider: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -51,11 +55,21 @@ enum Command {
     Soft(cmd::soft::Args),
     /// Install the drop-in libibverbs.so.1: unmodified ibverbs programs and perftest on the soft NIC.
     Shim(cmd::shim::Args),
+    /// Run the verbs conformance suite (loopback RC/UC/UD/SRQ/events) on one device.
+    VerbsTest(cmd::verbstest::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli.color.apply();
+    if let Some(p) = &cli.provider {
+        if let Err(e) = rdmakit_verbs::ProviderChoice::parse(p) {
+            eprintln!("rdmakit: error: --provider: {}", e.detail);
+            return ExitCode::from(2);
+        }
+        // Still single-threaded: nothing reads the environment concurrently.
+        std::env::set_var(rdmakit_verbs::ibverbs::select::PROVIDER_ENV, p);
+    }
     let r = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Explain(a) => cmd::explain::run(a),
@@ -71,6 +85,7 @@ fn main() -> ExitCode {
         Command::Perf(a) => cmd::perf::run(a),
         Command::Soft(a) => cmd::soft::run(a),
         Command::Shim(a) => cmd::shim::run(a),
+        Command::VerbsTest(a) => cmd::verbstest::run(a),
     };
     match r {
         Ok(code) => code,

@@ -28,9 +28,11 @@
 //! ```
 
 mod leaks;
+mod library;
 mod traffic;
 
 pub use leaks::{soft_leak_findings, with_soft_leaks, SoftLeak};
+pub use library::{library_load_finding, with_library_load_error};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -43,7 +43,8 @@ pub struct Args {
     #[arg(long, value_name = "CODE=LEVEL")]
     severity: Vec<String>,
     /// Run active probes (MR registration, QP bring-up, loopback traffic). Default: on the
-    /// soft NIC when the host has no RDMA device; on host devices only when asked.
+    /// soft NIC when the host has no RDMA device; on host devices (through rdma-core's
+    /// libibverbs) only when asked.
     #[arg(long, conflicts_with = "no_probe")]
     probe: bool,
     /// Never run active probes.
@@ -70,8 +71,37 @@ fn probe_config(facts: &rdmakit_host::model::HostFacts) -> ProbeConfig {
 
 /// Opens soft NIC `name` and runs the probes on it.
 fn probe_soft(name: &str, cfg: &ProbeConfig) -> anyhow::Result<ProbeReport> {
-    let ctx = rdmakit_verbs::open_device(name).with_context(|| format!("opening {name}"))?;
+    let p = rdmakit_verbs::SoftProvider::default();
+    let ctx = rdmakit_verbs::Context::open(&p, name).with_context(|| format!("opening {name}"))?;
     Ok(probes::run(&ctx, cfg))
+}
+
+/// The active probes on the host's own devices, through rdma-core's
+/// libibverbs (the rdma-core provider): one probe report per device that
+/// opens; a library that does not load is RDK-L001, a device that does not
+/// open a note (the device and provider rules say why).
+fn probe_host(mut report: Report, names: &[String], cfg: &ProbeConfig, dcfg: &Config) -> Report {
+    use rdmakit_verbs::ibverbs::{IbverbsProvider, DEFAULT_LIBRARY, LIBRARY_ENV};
+    let p = match IbverbsProvider::load() {
+        Ok(p) => p,
+        Err(e) => {
+            let looked_for = std::env::var(LIBRARY_ENV)
+                .ok()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| DEFAULT_LIBRARY.to_string());
+            return probes::with_library_load_error(report, &looked_for, &e.to_string(), dcfg);
+        }
+    };
+    for name in names {
+        match rdmakit_verbs::Context::open(&p, name) {
+            Ok(ctx) => report = report.with_probes(probes::run(&ctx, cfg), dcfg),
+            Err(e) => report.notes.push(format!(
+                "--probe: {name} could not be opened through {}: {e}",
+                p.library().path()
+            )),
+        }
+    }
+    report
 }
 
 /// The soft NIC's leaked objects: records of `name`'s shared resource
@@ -190,7 +220,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
-    let soft_names = rdmakit_verbs::devices().unwrap_or_default();
+    // The soft NIC's own names, whatever provider the tools default to.
+    let soft_names = rdmakit_verbs::Provider::device_names(&rdmakit_verbs::SoftProvider::default())
+        .unwrap_or_default();
     let report = if let Some(dev) = &a.device {
         if !soft_names.contains(dev) {
             let host: Vec<&str> = facts.devices.iter().map(|d| d.name.as_str()).collect();
@@ -212,16 +244,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let live = a.source.from.is_none() && a.source.root.is_none();
         let no_host_device = facts.devices.is_empty();
         let want = !a.no_probe && (a.probe || (live && no_host_device));
-        if want && !no_host_device {
-            report.notes.push(
-                "--probe: active probes on host devices need rdma-core's libibverbs provider, \
-                 which rdmakit does not have yet; they did not run"
-                    .into(),
-            );
-        } else if want && !live {
+        if want && !live {
             report
                 .notes
                 .push("--probe: active probes need the live host; not run on a replay".into());
+        } else if want && !no_host_device {
+            let names: Vec<String> = facts.devices.iter().map(|d| d.name.clone()).collect();
+            report = probe_host(report, &names, &probe_config(&facts), &s.cfg);
         } else if want {
             match soft_names.first() {
                 Some(name) => match probe_soft(name, &probe_config(&facts)) {

@@ -14,6 +14,7 @@ pub mod res;
 pub mod shim;
 pub mod soft;
 pub mod stat;
+pub mod verbstest;
 
 use anyhow::Context as _;
 use rdmakit_host::bundle::Bundle;
