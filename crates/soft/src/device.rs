@@ -29,7 +29,9 @@ pub struct DeviceConfig {
     /// Local IPv4 address; default `RDMAKIT_SOFT_ADDR`, else a free
     /// 127.x.y.z picked automatically.
     pub addr: Option<Ipv4Addr>,
-    /// UDP port (RoCEv2: 4791).
+    /// UDP port; default `RDMAKIT_SOFT_UDP_PORT`, else 4791 (RoCEv2). Both
+    /// ends must use the same port. A host whose kernel runs RoCE (rdma_rxe,
+    /// a RoCE NIC) already listens on 0.0.0.0:4791.
     pub udp_port: u16,
     /// Resource limits.
     pub limits: Limits,
@@ -77,7 +79,11 @@ impl Default for DeviceConfig {
         DeviceConfig {
             name: None,
             addr: None,
-            udp_port: net::ROCE_PORT,
+            udp_port: std::env::var("RDMAKIT_SOFT_UDP_PORT")
+                .ok()
+                .and_then(|p| p.trim().parse().ok())
+                .filter(|&p| p != 0)
+                .unwrap_or(net::ROCE_PORT),
             limits: Limits::default(),
             netdev_mtu: 4096 + 96,
             fault_seed: 0,

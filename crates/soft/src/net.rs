@@ -97,7 +97,11 @@ impl Net {
         Err(bind_err(
             "ibv_open_device",
             &e,
-            format!("no free 127.x.y.z:{port} found"),
+            format!(
+                "no free 127.x.y.z:{port} found (a kernel RoCE stack — rdma_rxe, a RoCE NIC's \
+                 driver — listens on 0.0.0.0:{port}; give the soft NIC another port with \
+                 RDMAKIT_SOFT_UDP_PORT)"
+            ),
         ))
     }
 
