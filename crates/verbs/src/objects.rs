@@ -212,6 +212,7 @@ impl Pd {
         Ok(Mr {
             pd: Arc::clone(self),
             key,
+            rkey: self.ctx.ops.mr_rkey(key).unwrap_or(key),
             addr: ptr as u64,
             len,
         })
@@ -285,6 +286,7 @@ impl Pd {
 pub struct Mr {
     pd: Arc<Pd>,
     key: u32,
+    rkey: u32,
     addr: u64,
     len: usize,
 }
@@ -311,7 +313,7 @@ impl Mr {
     }
     /// Remote key.
     pub fn rkey(&self) -> u32 {
-        self.key
+        self.rkey
     }
     /// Virtual address of byte 0.
     pub fn addr(&self) -> u64 {
@@ -351,7 +353,7 @@ impl Mr {
     pub fn remote(&self, offset: usize) -> RemoteBuf {
         RemoteBuf {
             addr: self.addr + offset as u64,
-            rkey: self.key,
+            rkey: self.rkey,
         }
     }
 }

@@ -46,6 +46,12 @@ pub trait DeviceOps: Send + Sync {
     /// reference to bytes the NIC may write exists meanwhile.
     unsafe fn reg_mr(&self, pd: u32, ptr: *mut u8, len: usize, access: Access) -> Result<u32>;
     fn dereg_mr(&self, key: u32) -> Result<()>;
+    /// The remote key of MR `key` (the handle `reg_mr` returned, its lkey)
+    /// when the device gives it another value; `None`: the same.
+    fn mr_rkey(&self, key: u32) -> Option<u32> {
+        let _ = key;
+        None
+    }
     fn create_comp_channel(&self) -> Result<u32>;
     fn destroy_comp_channel(&self, ch: u32) -> Result<()>;
     fn comp_channel_fd(&self, ch: u32) -> Option<RawFd>;

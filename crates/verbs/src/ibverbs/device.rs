@@ -540,6 +540,12 @@ impl DeviceOps for IbvDevice {
         Ok(())
     }
 
+    fn mr_rkey(&self, key: u32) -> Option<u32> {
+        let t = self.read();
+        // SAFETY: a live MR (under the read lock).
+        t.mrs.get(&key).map(|&m| unsafe { (*m).rkey })
+    }
+
     fn create_comp_channel(&self) -> Result<u32> {
         let p = create!(
             self,

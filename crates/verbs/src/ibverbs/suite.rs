@@ -1,7 +1,7 @@
 //! A provider-independent verbs suite: the loopback cases the soft NIC's
 //! tests cover (RC SEND/WRITE/READ/atomics/immediates, UC, UD through an
-//! AH, SRQ, completion channel with a pollable fd, inline sends, error
-//! completions), run on any two contexts — two soft NICs, two opens of one
+//! AH, SRQ, completion channel with a pollable fd, inline sends, CQ overrun
+//! async event, error completions), run on any two contexts — two soft NICs, two opens of one
 //! real device, or the rdmakit shim behind libibverbs. Every case checks
 //! the data that arrived, not only the completion status.
 //!
@@ -403,6 +403,58 @@ fn inline(a: &Side, b: &Side, t: Duration) -> R {
     Ok("48-byte inline SEND (no lkey) intact".into())
 }
 
+fn cq_overrun(a: &Side, b: &Side, t: Duration) -> R {
+    let small = a.ctx.create_cq(2, None)?;
+    let opts = ConnectOpts::default();
+    let qa =
+        a.pd.qp_builder(QpType::Rc, &small)
+            .build()?
+            .into_init(opts)?;
+    let qb =
+        b.pd.qp_builder(QpType::Rc, &b.cq)
+            .build()?
+            .into_init(opts)?;
+    let (ea, eb) = (qa.endpoint()?, qb.endpoint()?);
+    let qa = qa.connect(&eb)?.ready_to_send()?;
+    let _qb = qb.connect(&ea)?.ready_to_send()?;
+    let ba = a.pd.alloc_buf(64, Access::all())?;
+    let bb = b.pd.alloc_buf(64, Access::all())?;
+    // Far more signaled completions than the CQ holds (providers round its
+    // size up to a power of two), without polling.
+    let mut posted = 0;
+    for i in 0..32 {
+        if qa.write(i, &ba, 0..8, bb.remote(0)).is_err() {
+            break;
+        }
+        posted += 1;
+    }
+    let deadline = Instant::now() + t;
+    let mut other = Vec::new();
+    while Instant::now() < deadline {
+        match a
+            .ctx
+            .get_async_event(deadline.saturating_duration_since(Instant::now()))
+        {
+            Some(rdmakit_soft::AsyncEvent::CqErr { cq }) if cq == small.handle() => {
+                return Ok(format!(
+                    "{posted} WRITEs on a 2-entry CQ: CQ_ERR async event for CQ {cq:#x}{}",
+                    if other.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (also {other:?})")
+                    }
+                ));
+            }
+            Some(e) => other.push(e),
+            None => break,
+        }
+    }
+    Err(Fail(format!(
+        "no CQ_ERR for CQ {:#x} after {posted} WRITEs (other events: {other:?})",
+        small.handle()
+    )))
+}
+
 fn errors(a: &Side, b: &Side, t: Duration) -> R {
     let (qa, qb) = pair(a, b, QpType::Rc, ConnectOpts::default())?;
     let ba = a.pd.alloc_buf(4096, Access::all())?;
@@ -451,6 +503,7 @@ pub const CASES: &[&str] = &[
     "srq.shared_receives",
     "channel.fd_and_events",
     "rc.inline_send",
+    "async.cq_overrun",
     "errors.bad_lkey_and_bad_transition",
 ];
 
@@ -463,7 +516,7 @@ pub fn run(
     filter: Option<&str>,
 ) -> Vec<CaseResult> {
     type Case = fn(&Side, &Side, Duration) -> R;
-    let cases: [Case; 8] = [query, rc, ud, uc, srq, channel, inline, errors];
+    let cases: [Case; 9] = [query, rc, ud, uc, srq, channel, inline, cq_overrun, errors];
     let mut out = Vec::new();
     for (&name, case) in CASES.iter().zip(cases) {
         if filter.is_some_and(|f| !name.contains(f)) {
