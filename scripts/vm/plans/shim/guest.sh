@@ -1,0 +1,67 @@
+# Plan "shim": the drop-in libibverbs.so.1 (crates/ibverbs-shim) inside the
+# real-kernel guest, next to rdma-core's own library and rxe.
+#   shim_devinfo   Debian's ibv_devinfo on the shim sees soft0 (and not rxe0),
+#                  on rdma-core it sees rxe0 — the same binary, two libraries.
+#   p4_*           P4: ibv_rc_pingpong's own throughput on the soft NIC through
+#                  the shim versus on rxe, same VM, same tool, same sizes, two
+#                  processes each; /results/shim/p4.tsv holds
+#                  size, iterations, rxe Mbit/s, soft Mbit/s (host.sh prints ratios).
+S=$R/shim
+mkdir -p $S
+SHIM=/usr/local/lib/rdmakit
+# rxe listens on 0.0.0.0:4791 in this guest: the soft NIC takes another port.
+export RDMAKIT_SOFT_UDP_PORT=14791
+
+shim_devinfo() {
+  LD_LIBRARY_PATH=$SHIM ibv_devinfo > $S/devinfo_shim.txt 2>&1 || { cat $S/devinfo_shim.txt; return 1; }
+  ibv_devinfo > $S/devinfo_rdma_core.txt 2>&1 || { cat $S/devinfo_rdma_core.txt; return 1; }
+  cat $S/devinfo_shim.txt
+  grep -q "hca_id:	soft0" $S/devinfo_shim.txt || { echo "FAIL: the shim does not list soft0"; return 1; }
+  grep -q "rxe0" $S/devinfo_shim.txt && { echo "FAIL: the shim lists rxe0"; return 1; }
+  grep -q "hca_id:	rxe0" $S/devinfo_rdma_core.txt || { echo "FAIL: rdma-core does not list rxe0"; return 1; }
+  return 0
+}
+
+# The index of rxe0's RoCE v2 IPv4-mapped GID (10.0.2.15).
+rxe_v4_gid_index() {
+  for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+    i=${g##*/}
+    case "$(cat $g)" in
+      0000:0000:0000:0000:0000:ffff:*)
+        case "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i 2>/dev/null)" in
+          *v2*) echo $i; return 0 ;;
+        esac ;;
+    esac
+  done
+  return 1
+}
+
+# pingpong_rate LABEL ENV_LIBPATH GIDX SIZE ITERS [DEV]: Mbit/s of the client.
+pingpong_rate() {
+  _l=$1 _lp=$2 _g=$3 _s=$4 _n=$5 _d=$6
+  _dev=""; [ -n "$_d" ] && _dev="-d $_d"
+  env ${_lp:+LD_LIBRARY_PATH=$_lp} timeout 120 ibv_rc_pingpong $_dev -g $_g -s $_s -n $_n -p 18700 > $S/p4_${_l}_${_s}_srv.txt 2>&1 &
+  _sp=$!
+  sleep 1
+  env ${_lp:+LD_LIBRARY_PATH=$_lp} timeout 120 ibv_rc_pingpong $_dev -g $_g -s $_s -n $_n -p 18700 127.0.0.1 > $S/p4_${_l}_${_s}_cli.txt 2>&1
+  _rc=$?
+  wait $_sp; _src=$?
+  cat $S/p4_${_l}_${_s}_cli.txt >&2
+  [ $_rc -eq 0 ] && [ $_src -eq 0 ] || { echo "FAIL: $_l size $_s: client $_rc server $_src" >&2; return 1; }
+  sed -n 's/.* seconds = \([0-9.]*\) Mbit\/sec/\1/p' $S/p4_${_l}_${_s}_cli.txt | head -1
+}
+
+p4() {
+  gi=$(rxe_v4_gid_index) || { echo "no RoCE v2 IPv4 GID on rxe0"; return 1; }
+  printf 'size\titers\trxe_mbit_s\tsoft_mbit_s\n' > $S/p4.tsv
+  for sz in 1024 4096 65536; do
+    n=500; [ $sz -ge 65536 ] && n=200
+    rxe=$(pingpong_rate rxe "" "$gi" $sz $n rxe0) || return 1
+    soft=$(pingpong_rate soft "$SHIM" 0 $sz $n) || return 1
+    printf '%s\t%s\t%s\t%s\n' $sz $n "$rxe" "$soft" >> $S/p4.tsv
+  done
+  cat $S/p4.tsv
+}
+
+step shim_devinfo shim_devinfo
+step p4_rc_pingpong p4
