@@ -79,7 +79,7 @@ fn verbs_test_passes_on_the_soft_provider_and_filters() {
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("through the soft provider"), "{out}");
-    assert!(out.contains("9 passed, 0 failed"), "{out}");
+    assert!(out.contains("10 passed, 0 failed"), "{out}");
     let o = rdmakit(
         &["verbs-test", "--filter", "ud", "--json"],
         &[("RDMAKIT_PROVIDER", "soft")],
@@ -103,7 +103,7 @@ fn verbs_test_and_devinfo_through_the_rdma_core_provider_on_the_shim() {
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
     assert!(out.contains("through the ibverbs provider"), "{out}");
-    assert!(out.contains("9 passed, 0 failed"), "{out}");
+    assert!(out.contains("10 passed, 0 failed"), "{out}");
 
     // devinfo -v through libibverbs versus Debian's ibv_devinfo -v, same
     // library, same soft NIC address: identical, line by line.

@@ -210,6 +210,48 @@ fn rc(a: &Side, b: &Side, t: Duration) -> R {
     Ok("SEND 40000 B, WRITE, READ 3000 B, FETCH_ADD, CMP_SWAP hit/miss, SEND/WRITE with immediate: data intact".into())
 }
 
+fn rc_ipv4_gid(a: &Side, b: &Side, t: Duration) -> R {
+    // Connect through the port's IPv4-mapped RoCE v2 GID (rxe: index 1;
+    // the soft NIC: index 0) whatever index the typed endpoint hands out.
+    let v4 = |s: &Side| -> Result<crate::Gid, Fail> {
+        let p = s.ctx.query_port(1)?;
+        p.gids
+            .iter()
+            .map(|g| g.gid)
+            .find(|g| g.to_ipv4().is_some())
+            .ok_or_else(|| Fail(format!("{}: no IPv4-mapped GID", s.ctx.name())))
+    };
+    let opts = ConnectOpts::default();
+    let qa =
+        a.pd.qp_builder(QpType::Rc, &a.cq)
+            .build()?
+            .into_init(opts)?;
+    let qb =
+        b.pd.qp_builder(QpType::Rc, &b.cq)
+            .build()?
+            .into_init(opts)?;
+    let ea = crate::Endpoint {
+        gid: v4(a)?,
+        ..qa.endpoint()?
+    };
+    let eb = crate::Endpoint {
+        gid: v4(b)?,
+        ..qb.endpoint()?
+    };
+    let qa = qa.connect(&eb)?.ready_to_send()?;
+    let qb = qb.connect(&ea)?.ready_to_send()?;
+    let ba = a.pd.alloc_buf(8192, Access::all())?;
+    let bb = b.pd.alloc_buf(8192, Access::all())?;
+    let data = pattern(5000, 17);
+    ba.write(0, &data)?;
+    qb.recv(1, &bb, 0..8192)?;
+    qa.send(2, &ba, 0..5000)?;
+    ok_wcs(&a.cq, 1, t, "SEND")?;
+    ok_wcs(&b.cq, 1, t, "RECV")?;
+    same(&bb, 0, &data, "SEND over the IPv4 GID")?;
+    Ok(format!("RC SEND 5000 B via {}", eb.gid.to_ipv6()))
+}
+
 fn ud(a: &Side, b: &Side, t: Duration) -> R {
     let opts = ConnectOpts::default();
     let qa =
@@ -498,6 +540,7 @@ fn errors(a: &Side, b: &Side, t: Duration) -> R {
 pub const CASES: &[&str] = &[
     "query",
     "rc.send_write_read_atomics_imm",
+    "rc.ipv4_gid",
     "ud.send_via_ah",
     "uc.write_send",
     "srq.shared_receives",
@@ -516,7 +559,18 @@ pub fn run(
     filter: Option<&str>,
 ) -> Vec<CaseResult> {
     type Case = fn(&Side, &Side, Duration) -> R;
-    let cases: [Case; 9] = [query, rc, ud, uc, srq, channel, inline, cq_overrun, errors];
+    let cases: [Case; 10] = [
+        query,
+        rc,
+        rc_ipv4_gid,
+        ud,
+        uc,
+        srq,
+        channel,
+        inline,
+        cq_overrun,
+        errors,
+    ];
     let mut out = Vec::new();
     for (&name, case) in CASES.iter().zip(cases) {
         if filter.is_some_and(|f| !name.contains(f)) {
