@@ -22,7 +22,10 @@ pub fn shim_dir() -> &'static Path {
         let profile = exe.parent().unwrap().parent().unwrap();
         let lib = profile.join("libibverbs.so");
         assert!(lib.exists(), "{} was not built", lib.display());
-        let dir = std::env::temp_dir().join(format!("rdmakit-shim-test-{}", std::process::id()));
+        // Inside the target dir (not /tmp), one per test binary, replaced
+        // on every run: nothing is left behind elsewhere.
+        let name = exe.file_stem().unwrap().to_string_lossy().into_owned();
+        let dir = profile.join("shim-test-lib").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::copy(&lib, dir.join("libibverbs.so.1")).unwrap();
         for link in ["libmlx5.so.1", "libefa.so.1"] {
