@@ -36,6 +36,8 @@ pub struct DeviceConfig {
     /// Resource limits.
     pub limits: Limits,
     /// MTU of the (virtual) netdev; the active path MTU follows from it.
+    /// Default `RDMAKIT_SOFT_NETDEV_MTU`, else 4192 (active MTU 4096); on a
+    /// real 1500-byte link use 1500 (active MTU 1024), as rxe derives it.
     pub netdev_mtu: u32,
     /// Seed of the descriptor-mapping fault injector (off until enabled).
     pub fault_seed: u64,
@@ -85,7 +87,11 @@ impl Default for DeviceConfig {
                 .filter(|&p| p != 0)
                 .unwrap_or(net::ROCE_PORT),
             limits: Limits::default(),
-            netdev_mtu: 4096 + 96,
+            netdev_mtu: std::env::var("RDMAKIT_SOFT_NETDEV_MTU")
+                .ok()
+                .and_then(|m| m.trim().parse().ok())
+                .filter(|&m: &u32| m >= 256 + 96)
+                .unwrap_or(4096 + 96),
             fault_seed: 0,
             busy_poll: true,
             exhaustion: None,

@@ -44,6 +44,16 @@ pub(crate) struct Net {
     sock: UdpSocket,
     flows: Mutex<HashMap<u16, Option<Arc<UdpSocket>>>>,
     timeout_ns: AtomicU64,
+    /// Per datagram length, the solver of the IPv4 identification/DF bits
+    /// an ICRC implies (see [`IdentSolver`]).
+    solvers: Mutex<HashMap<usize, Arc<IdentSolver>>>,
+    /// A raw IPv4 socket (`IPPROTO_RAW`, send-only) when the process may
+    /// open one (CAP_NET_RAW): datagrams to other hosts then carry an IPv4
+    /// header we wrote, so the identification the ICRC covers is known.
+    /// Through a UDP socket the kernel picks it (Linux 6.x numbers DF
+    /// datagrams too), and a strict receiver such as rxe drops the packet.
+    raw: Option<std::os::fd::OwnedFd>,
+    ident: std::sync::atomic::AtomicU16,
 }
 
 fn bind_err(verb: &'static str, e: &std::io::Error, what: String) -> SoftError {
@@ -76,6 +86,9 @@ impl Net {
             sock,
             flows: Mutex::new(HashMap::new()),
             timeout_ns: AtomicU64::new(0),
+            solvers: Mutex::new(HashMap::new()),
+            raw: raw_socket(),
+            ident: std::sync::atomic::AtomicU16::new(1),
         })
     }
 
@@ -121,25 +134,7 @@ impl Net {
     }
 
     fn icrc(&self, src: SocketAddrV4, dst: SocketAddrV4, transport: &[u8]) -> u32 {
-        let udp_len = transport.len() + ICRC_LEN;
-        let ip = IpRepr::Ipv4(ipv4::Repr {
-            src_addr: *src.ip(),
-            dst_addr: *dst.ip(),
-            next_header: 17,
-            payload_len: udp::HEADER_LEN + udp_len,
-            hop_limit: 64,
-            dscp_ecn: 0,
-            ident: 0,
-            dont_frag: true,
-        });
-        let u = udp::Repr {
-            src_port: src.port(),
-            dst_port: dst.port(),
-            payload_len: udp_len,
-        };
-        // A transport packet from the engine always holds a BTH; on the
-        // impossible error 0 makes the receiver drop the datagram.
-        rdmakit_wire::icrc::compute_reprs(&ip, &u, transport).unwrap_or(0)
+        icrc_with(src, dst, transport, 0, true)
     }
 
     /// Appends the ICRC to `buf[..len]` and sends it to `dst` from the flow's
@@ -163,9 +158,56 @@ impl Net {
             tx_err.fetch_add(1, Ordering::Relaxed);
             return;
         };
+        if let Some(raw) = self.raw.as_ref().filter(|_| !dst.is_loopback()) {
+            return self.send_raw(raw, SocketAddrV4::new(self.addr, sport), to, pkt, len, tx, tx_err);
+        }
         let crc = self.icrc(SocketAddrV4::new(self.addr, sport), to, &pkt[..len]);
         pkt[len..].copy_from_slice(&crc.to_le_bytes());
         match sock.send_to(pkt, to) {
+            Ok(_) => tx.fetch_add(1, Ordering::Relaxed),
+            Err(_) => tx_err.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Sends through the raw socket with an IPv4 header of our own
+    /// (identification from a counter, never 0, which the kernel would
+    /// replace; DF; TTL 64) and UDP checksum 0, and the ICRC over exactly that.
+    #[allow(clippy::too_many_arguments)]
+    fn send_raw(
+        &self,
+        raw: &std::os::fd::OwnedFd,
+        src: SocketAddrV4,
+        to: SocketAddrV4,
+        pkt: &mut [u8],
+        len: usize,
+        tx: &AtomicU64,
+        tx_err: &AtomicU64,
+    ) {
+        let mut ident = self.ident.fetch_add(1, Ordering::Relaxed);
+        if ident == 0 {
+            ident = self.ident.fetch_add(1, Ordering::Relaxed);
+        }
+        let crc = icrc_with(src, to, &pkt[..len], ident, true);
+        pkt[len..].copy_from_slice(&crc.to_le_bytes());
+        let udp_len = 8 + pkt.len();
+        let (Ok(total), Ok(ulen)) = (u16::try_from(20 + udp_len), u16::try_from(udp_len)) else {
+            tx_err.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let mut d = Vec::with_capacity(28 + pkt.len());
+        d.extend_from_slice(&[0x45, 0]);
+        d.extend_from_slice(&total.to_be_bytes());
+        d.extend_from_slice(&ident.to_be_bytes());
+        d.extend_from_slice(&[0x40, 0, 64, 17, 0, 0]);
+        d.extend_from_slice(&src.ip().octets());
+        d.extend_from_slice(&to.ip().octets());
+        d.extend_from_slice(&src.port().to_be_bytes());
+        d.extend_from_slice(&to.port().to_be_bytes());
+        d.extend_from_slice(&ulen.to_be_bytes());
+        d.extend_from_slice(&[0, 0]);
+        d.extend_from_slice(pkt);
+        let dst = SocketAddrV4::new(*to.ip(), 0);
+        match rustix::net::sendto_v4(raw, &d, rustix::net::SendFlags::empty(), &dst) {
             Ok(_) => tx.fetch_add(1, Ordering::Relaxed),
             Err(_) => tx_err.fetch_add(1, Ordering::Relaxed),
         };
@@ -210,12 +252,31 @@ impl Net {
             return None;
         }
         let (pkt, trailer) = dgram.split_at(dgram.len() - ICRC_LEN);
-        let want = self.icrc(src, SocketAddrV4::new(self.addr, self.port), pkt);
-        if trailer != want.to_le_bytes() {
-            bad.fetch_add(1, Ordering::Relaxed);
-            return None;
+        let dst = SocketAddrV4::new(self.addr, self.port);
+        let want = self.icrc(src, dst, pkt);
+        let got = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+        if got == want {
+            return Some(pkt);
         }
-        Some(pkt)
+        // The socket hides the IPv4 header, whose identification and DF bit
+        // the ICRC covers. A sender whose kernel picks a non-zero
+        // identification (Linux rxe: __ip_select_ident) is accepted when some
+        // (identification, DF) explains the difference exactly.
+        let solver = {
+            let mut m = self.solvers.lock().unwrap_or_else(|p| p.into_inner());
+            if m.len() > 4096 {
+                m.clear();
+            }
+            Arc::clone(
+                m.entry(pkt.len())
+                    .or_insert_with(|| Arc::new(IdentSolver::new(src, dst, pkt.len()))),
+            )
+        };
+        if solver.solve(got ^ want).is_some() {
+            return Some(pkt);
+        }
+        bad.fetch_add(1, Ordering::Relaxed);
+        None
     }
 }
 
@@ -250,5 +311,140 @@ mod tests {
             }
         }
         assert_ne!(flow_port(17, 18), flow_port(17, 19));
+    }
+}
+
+/// The send-only raw IPv4 socket, unless the process lacks CAP_NET_RAW or
+/// `RDMAKIT_SOFT_RAW_TX=0`.
+fn raw_socket() -> Option<std::os::fd::OwnedFd> {
+    if std::env::var("RDMAKIT_SOFT_RAW_TX").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    rustix::net::socket_with(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::RAW,
+        rustix::net::SocketFlags::CLOEXEC,
+        Some(rustix::net::ipproto::RAW),
+    )
+    .ok()
+}
+
+/// The ICRC of a transport packet between `src` and `dst` as sent in an
+/// IPv4 header with identification `ident` and the given DF bit (TTL, TOS
+/// and checksum are masked by the ICRC itself).
+fn icrc_with(src: SocketAddrV4, dst: SocketAddrV4, transport: &[u8], ident: u16, df: bool) -> u32 {
+    let udp_len = transport.len() + ICRC_LEN;
+    let ip = IpRepr::Ipv4(ipv4::Repr {
+        src_addr: *src.ip(),
+        dst_addr: *dst.ip(),
+        next_header: 17,
+        payload_len: udp::HEADER_LEN + udp_len,
+        hop_limit: 64,
+        dscp_ecn: 0,
+        ident,
+        dont_frag: df,
+    });
+    let u = udp::Repr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+        payload_len: udp_len,
+    };
+    // A transport packet from the engine always holds a BTH; on the
+    // impossible error 0 makes the receiver drop the datagram.
+    rdmakit_wire::icrc::compute_reprs(&ip, &u, transport).unwrap_or(0)
+}
+
+/// Finds the IPv4 identification and DF bit a received ICRC implies.
+///
+/// CRC-32 is affine: flipping header bit *j* changes the ICRC by a fixed
+/// vector that depends only on how many bytes follow it, not on their
+/// content. So `received ^ computed(ident 0, DF)` must be a XOR of the
+/// 17 vectors of the identification's 16 bits and DF; Gaussian elimination
+/// over GF(2) (32 equations, 17 unknowns) says whether it is, and which.
+/// Accepting any of the 2^17 headers leaves 15 of the ICRC's 32 bits to
+/// catch corruption (UDP's own checksum covers the datagram as well).
+#[derive(Debug)]
+pub(crate) struct IdentSolver {
+    /// `pivot[b]`: a basis vector whose highest set bit is `b`, and the
+    /// unknowns (bit 0..16 = identification bits, 16 = DF) it combines.
+    pivot: [Option<(u32, u32)>; 32],
+}
+
+impl IdentSolver {
+    /// The solver for transport packets of `len` bytes (without ICRC).
+    pub(crate) fn new(src: SocketAddrV4, dst: SocketAddrV4, len: usize) -> IdentSolver {
+        let zero = vec![0u8; len.max(12)];
+        let base = icrc_with(src, dst, &zero, 0, true);
+        let mut s = IdentSolver { pivot: [None; 32] };
+        for j in 0..17u32 {
+            let v = if j < 16 {
+                icrc_with(src, dst, &zero, 1 << j, true)
+            } else {
+                icrc_with(src, dst, &zero, 0, false)
+            } ^ base;
+            s.insert(v, 1 << j);
+        }
+        s
+    }
+
+    fn insert(&mut self, mut v: u32, mut m: u32) {
+        for b in (0..32).rev() {
+            if v & (1 << b) == 0 {
+                continue;
+            }
+            match self.pivot[b] {
+                Some((pv, pm)) => {
+                    v ^= pv;
+                    m ^= pm;
+                }
+                None => {
+                    self.pivot[b] = Some((v, m));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `(identification, df)` such that the ICRC difference `diff` is
+    /// explained by them, if any.
+    pub(crate) fn solve(&self, mut diff: u32) -> Option<(u16, bool)> {
+        let mut m = 0u32;
+        for b in (0..32).rev() {
+            if diff & (1 << b) == 0 {
+                continue;
+            }
+            let (pv, pm) = self.pivot[b]?;
+            diff ^= pv;
+            m ^= pm;
+        }
+        // DF set is the baseline: the DF unknown flips it off.
+        Some(((m & 0xffff) as u16, m & (1 << 16) == 0))
+    }
+}
+
+#[cfg(test)]
+mod ident_tests {
+    use super::*;
+
+    fn a(s: &str) -> SocketAddrV4 {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_identification_a_sender_chose_is_recovered_from_the_icrc() {
+        let (src, dst) = (a("10.0.3.2:49152"), a("10.0.3.1:4791"));
+        let pkt: Vec<u8> = (0..1052u32).map(|i| (i * 7 + 3) as u8).collect();
+        let solver = IdentSolver::new(src, dst, pkt.len());
+        let base = icrc_with(src, dst, &pkt, 0, true);
+        for (ident, df) in [(0x1234, true), (0xffff, true), (1, false), (0xbeef, false)] {
+            let got = icrc_with(src, dst, &pkt, ident, df);
+            assert_eq!(solver.solve(got ^ base), Some((ident, df)));
+        }
+        // A corrupted ICRC is refused unless it happens to fall in the span.
+        let corrupt = icrc_with(src, dst, &pkt, 0x1234, true) ^ 0x8000_0001;
+        let refused = (0..32)
+            .filter(|b| solver.solve((corrupt ^ (1 << b)) ^ base).is_none())
+            .count();
+        assert!(refused >= 15, "{refused}");
     }
 }
