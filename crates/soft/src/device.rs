@@ -1933,7 +1933,10 @@ fn drain_eventfd(fd: BorrowedFd<'_>) {
     // The application may have made the fd blocking (libibverbs' channel fd
     // is blocking by default, and the drop-in libibverbs clears O_NONBLOCK):
     // read only when a poll says the counter is non-zero.
-    let mut p = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+    let mut p = [rustix::event::PollFd::new(
+        &fd,
+        rustix::event::PollFlags::IN,
+    )];
     if matches!(rustix::event::poll(&mut p, 0), Ok(n) if n > 0) {
         let mut b = [0u8; 8];
         let _ = rustix::io::read(fd, &mut b);

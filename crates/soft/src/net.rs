@@ -159,7 +159,15 @@ impl Net {
             return;
         };
         if let Some(raw) = self.raw.as_ref().filter(|_| !dst.is_loopback()) {
-            return self.send_raw(raw, SocketAddrV4::new(self.addr, sport), to, pkt, len, tx, tx_err);
+            return self.send_raw(
+                raw,
+                SocketAddrV4::new(self.addr, sport),
+                to,
+                pkt,
+                len,
+                tx,
+                tx_err,
+            );
         }
         let crc = self.icrc(SocketAddrV4::new(self.addr, sport), to, &pkt[..len]);
         pkt[len..].copy_from_slice(&crc.to_le_bytes());
