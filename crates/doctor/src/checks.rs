@@ -28,6 +28,10 @@ pub struct Config {
     pub skew_years: f64,
     /// Per-code severity overrides (`--severity CODE=LEVEL`).
     pub overrides: BTreeMap<Code, Severity>,
+    /// Usage of a device limit (percent) that raises a warning (`--usage-warn`).
+    pub usage_warn_pct: f64,
+    /// Usage of a device limit (percent) that raises an error (`--usage-error`).
+    pub usage_error_pct: f64,
 }
 
 impl Default for Config {
@@ -40,6 +44,8 @@ impl Default for Config {
             flap_threshold: 3,
             skew_years: 3.0,
             overrides: BTreeMap::new(),
+            usage_warn_pct: 80.0,
+            usage_error_pct: 95.0,
         }
     }
 }
@@ -251,6 +257,13 @@ pub const CHECKS: &[Check] = &[
         layer: Layer::Application,
         codes: &[Code::R001],
         run: rules::resources::dead_owners,
+    },
+    Check {
+        id: "resources.headroom",
+        title: "RDMA object usage below the device limits",
+        layer: Layer::Application,
+        codes: &[Code::R002],
+        run: rules::resources::headroom,
     },
     Check {
         id: "log.readable",

@@ -174,6 +174,8 @@ codes! {
         "/dev/infiniband lacks the device nodes the kernel created", None;
     R001 = "RDK-R001", "resources-held-by-dead-process", Application, Error,
         "RDMA resources are held by a dead or zombie process", None;
+    R002 = "RDK-R002", "resource-usage-near-limit", Application, Warning,
+        "RDMA object usage is near a device limit (max_qp, max_cq, max_mr, max_pd)", None;
     P001 = "RDK-P001", "probe-mr-registration-failed", Application, Error,
         "Active probe: memory registration failed", None;
     P002 = "RDK-P002", "probe-qp-bringup-failed", Application, Error,

@@ -104,9 +104,12 @@ fn vm_bundles_replay_completely() {
     for name in ["healthy", "ib_umad_missing", "port_down"] {
         let b = vm_bundle(name);
         let _ = report(&b);
+        // These bundles predate the device-limits probe (ibv_query_device through
+        // libibverbs, asked once per device: rxe0); a replay reports that check
+        // as "not checked" and nothing else may be missing.
         assert_eq!(
             b.misses(),
-            0,
+            1,
             "{name}: replay asked something the bundle lacks"
         );
     }

@@ -115,6 +115,10 @@ pub enum Probe {
     /// every reply datagram concatenated, up to and including NLMSG_DONE or
     /// NLMSG_ERROR (the layout of the fixtures' netlink/*.bin files).
     Netlink(Vec<u8>),
+    /// A device's limits from `ibv_query_device` through rdma-core's libibverbs
+    /// (the CLI supplies them; the host crate does not load libibverbs): lines
+    /// "max_qp N", "max_cq N", "max_mr N", "max_pd N".
+    DeviceLimits(String),
 }
 
 impl Probe {
@@ -127,6 +131,7 @@ impl Probe {
             Probe::AccessRw(p) => format!("access_rw:{p}"),
             Probe::Kmsg => "kmsg".into(),
             Probe::Netlink(req) => netlink_key(req),
+            Probe::DeviceLimits(dev) => format!("device_limits:{dev}"),
         }
     }
 }
@@ -165,14 +170,36 @@ pub trait Source {
 /// a captured tree otherwise, like libibverbs' SYSFS_PATH). Probes always describe the
 /// running process and kernel, except [`Probe::Kmsg`] and [`Probe::AccessRw`], which
 /// look under the root too.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LiveSource {
     root: PathBuf,
+    limits: Option<LimitsFn>,
+}
+
+/// Answers [`Probe::DeviceLimits`] for a device name (None: not known).
+pub type LimitsFn = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+impl std::fmt::Debug for LiveSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveSource")
+            .field("root", &self.root)
+            .field("limits", &self.limits.is_some())
+            .finish()
+    }
 }
 
 impl LiveSource {
     pub fn new(root: impl Into<PathBuf>) -> LiveSource {
-        LiveSource { root: root.into() }
+        LiveSource {
+            root: root.into(),
+            limits: None,
+        }
+    }
+
+    /// Answers [`Probe::DeviceLimits`] with `f` (the CLI's libibverbs query).
+    pub fn with_device_limits(mut self, f: LimitsFn) -> LiveSource {
+        self.limits = Some(f);
+        self
     }
 
     /// The running host (root `/`).
@@ -303,6 +330,10 @@ impl Source for LiveSource {
                 .map_err(|e| Errno(e.raw_os_error()))
             }
             Probe::Kmsg => read_kmsg(&self.host_path("/dev/kmsg")),
+            Probe::DeviceLimits(dev) => match &self.limits {
+                Some(f) => f(dev).map(String::into_bytes).ok_or(Errno(19)),
+                None => Err(Errno(38)),
+            },
             Probe::Netlink(req) => {
                 if !self.is_host_root() {
                     return Err(Errno::ENOENT);

@@ -143,6 +143,14 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             ],
             &["rdmakit res qp", "fuser -v /dev/infiniband/uverbs*", "ps -eo pid,ppid,stat,comm"],
         ),
+        R002 => (
+            &[
+                "An application leaking QPs/CQs/MRs (count grows with its uptime)",
+                "Objects left by dead or zombie processes (RDK-R001)",
+                "A workload sized for a device with larger limits",
+            ],
+            &["rdmakit res qp --json", "rdma resource", "rdmakit devinfo -v | grep -E 'max_(qp|cq|mr|pd):'"],
+        ),
         P001 => (
             &["RLIMIT_MEMLOCK below the buffer size (ENOMEM)", "Device out of MRs or the size above max_mr_size (EINVAL)", "Bad access flags (REMOTE_WRITE without LOCAL_WRITE)"],
             &["ulimit -l", "rdmakit devinfo -v | grep -E 'max_mr|max_mr_size'", "rdmakit explain ibv_reg_mr:ENOMEM"],

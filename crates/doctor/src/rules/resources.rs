@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::checks::{Ctx, Outcome};
 use crate::codes::Code;
+use crate::codes::Severity;
 use crate::finding::{Evidence, Finding};
 use rdmakit_host::netlink::{Holder, Liveness, ResKind, Resource};
 
@@ -168,6 +169,135 @@ fn finding(pid: u32, state: Liveness, comm: Option<&str>, objs: &[&Resource]) ->
         .next("fuser -v /dev/infiniband/uverbs*")
 }
 
+/// RDK-R002: per device and object kind (QP, CQ, MR, PD), usage from the kernel's
+/// resource tracker against the limit `ibv_query_device` reports; a warning at
+/// `usage_warn_pct`, an error at `usage_error_pct`.
+pub fn headroom(cx: &Ctx) -> Outcome {
+    let nl = &cx.facts.netlink;
+    if let Err(e) = &nl.devs {
+        return Outcome::NotChecked(format!("RDMA netlink gave no device list: {e}"));
+    }
+    if nl.devices.is_empty() {
+        return Outcome::NotApplicable("no RDMA device".into());
+    }
+    let (warn, err) = (cx.cfg.usage_warn_pct, cx.cfg.usage_error_pct);
+    let mut out = Vec::new();
+    let mut unknown = Vec::new();
+    for d in &nl.devices {
+        let lim = match &d.limits {
+            Ok(l) => l,
+            Err(why) => {
+                unknown.push(format!("{}: {why}", d.name));
+                continue;
+            }
+        };
+        for kind in [ResKind::Qp, ResKind::Cq, ResKind::Mr, ResKind::Pd] {
+            let (Some(max), Some(Ok(list))) = (lim.of(kind), d.resources.get(&kind)) else {
+                continue;
+            };
+            if max == 0 {
+                continue;
+            }
+            let used = list.len() as u64;
+            let pct = used as f64 * 100.0 / max as f64;
+            if pct < warn {
+                continue;
+            }
+            out.push(near_limit(
+                &d.name,
+                kind,
+                used,
+                max,
+                pct,
+                pct >= err,
+                list,
+                nl,
+            ));
+        }
+    }
+    if out.is_empty() && !unknown.is_empty() {
+        return Outcome::NotChecked(format!("device limits unknown: {}", unknown.join("; ")));
+    }
+    Outcome::Findings(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn near_limit(
+    dev: &str,
+    kind: ResKind,
+    used: u64,
+    max: u64,
+    pct: f64,
+    error: bool,
+    list: &[Resource],
+    nl: &rdmakit_host::netlink::NetlinkFacts,
+) -> Finding {
+    let name = kind.name().to_ascii_uppercase();
+    let field = format!("max_{}", kind.name());
+    // Who holds the most: the processes to look at first.
+    let mut per: BTreeMap<Option<u32>, u64> = BTreeMap::new();
+    for r in list {
+        let k = match r.holder {
+            Holder::Pid(p) => Some(p),
+            _ => None,
+        };
+        *per.entry(k).or_default() += 1;
+    }
+    let mut top: Vec<(Option<u32>, u64)> = per.into_iter().collect();
+    top.sort_by_key(|t| std::cmp::Reverse(t.1));
+    let holders: Vec<String> = top
+        .iter()
+        .take(3)
+        .map(|(p, n)| match p {
+            Some(p) => {
+                let comm = nl.owners.get(p).and_then(|o| o.comm.clone());
+                format!(
+                    "pid {p}{} holds {n}",
+                    comm.map_or(String::new(), |c| format!(" ({c})"))
+                )
+            }
+            None => format!("the kernel holds {n}"),
+        })
+        .collect();
+    let mut f = Finding::new(
+        Code::R002,
+        format!("{dev} {}", kind.name()),
+        format!(
+            "{dev} has {used} of {max} {name}s in use ({pct:.0}%, headroom {}); at the limit \
+             ibv_create_{} fails with ENOMEM or ENOSPC (EINVAL on rxe). {}",
+            max - used.min(max),
+            kind.name(),
+            holders.join(", ")
+        ),
+    )
+    .severity(if error {
+        Severity::Error
+    } else {
+        Severity::Warning
+    })
+    .evidence(Evidence::new(
+        format!("netlink RES_{name}_GET {dev}"),
+        format!("{used} objects"),
+    ))
+    .evidence(Evidence::new(
+        format!("ibv_query_device({dev}).{field}"),
+        max.to_string(),
+    ));
+    if let Some((Some(p), n)) = top.first() {
+        f = f.evidence(Evidence::new(
+            format!("netlink RES_{name}_GET {dev} pid {p}"),
+            n.to_string(),
+        ));
+    }
+    f.remedy(format!(
+        "Stop or fix the process holding the most {name}s (above); a leak usually grows \
+         with its uptime. Objects of dead or zombie owners are RDK-R001. Restarting the \
+         owning service frees its objects; reloading the driver frees everything but tears \
+         down every RDMA user of {dev} (NFS/RDMA, iSER, NVMe-oF, IPoIB): maintenance window only."
+    ))
+    .next(format!("rdmakit res {} --json", kind.name()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +355,103 @@ mod tests {
             "{}",
             v[1].message
         );
+    }
+
+    fn with_limits(b: &mut rdmakit_host::bundle::Bundle, dev: &str, qp: u64, cq: u64) {
+        b.set(
+            Op::Probe,
+            &rdmakit_host::source::Probe::DeviceLimits(dev.into()).key(),
+            Answer::Data(
+                format!("max_qp {qp}\nmax_cq {cq}\nmax_mr 1000000\nmax_pd 1000000\n").into_bytes(),
+            ),
+        );
+    }
+
+    fn headroom_findings(b: &rdmakit_host::bundle::Bundle, cfg: &Config) -> Outcome {
+        let facts = collect(b, &Default::default());
+        headroom(&Ctx { facts: &facts, cfg })
+    }
+
+    /// healthy-busy (rxe0 with QPs held by a live pingpong) with limits recorded
+    /// as libibverbs would report them: exactly at the limit is an error, 90 % a
+    /// warning, far below nothing.
+    #[test]
+    fn usage_against_recorded_limits() {
+        let mut b = import_capture(&fixture("healthy-busy")).unwrap();
+        let facts = collect(&b, &Default::default());
+        let d = facts
+            .netlink
+            .devices
+            .iter()
+            .find(|d| d.name == "rxe0")
+            .unwrap();
+        let qps = d.resources[&ResKind::Qp].as_ref().unwrap().len() as u64;
+        let cqs = d.resources[&ResKind::Cq].as_ref().unwrap().len() as u64;
+        assert!(qps >= 1 && cqs >= 1, "{qps} {cqs}");
+        let cfg = Config::default();
+
+        with_limits(&mut b, "rxe0", qps, 1_000_000);
+        let Outcome::Findings(v) = headroom_findings(&b, &cfg) else {
+            panic!("checked")
+        };
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!(v[0].code, Code::R002);
+        assert_eq!(v[0].subject, "rxe0 qp");
+        assert_eq!(v[0].severity, Severity::Error);
+        assert!(
+            v[0].message
+                .contains(&format!("{qps} of {qps} QPs in use (100%, headroom 0)")),
+            "{}",
+            v[0].message
+        );
+        assert!(v[0]
+            .evidence
+            .iter()
+            .any(|e| e.path == "ibv_query_device(rxe0).max_qp" && e.value == qps.to_string()));
+
+        // CQs at 90 %: a warning; QPs far below: nothing.
+        let max_cq = (cqs * 10).div_ceil(9);
+        with_limits(&mut b, "rxe0", 1_000_000, max_cq);
+        let Outcome::Findings(v) = headroom_findings(&b, &cfg) else {
+            panic!("checked")
+        };
+        let pct = cqs as f64 * 100.0 / max_cq as f64;
+        if pct >= 80.0 {
+            assert_eq!(v.len(), 1, "{v:#?}");
+            assert_eq!(
+                (v[0].subject.as_str(), v[0].severity),
+                ("rxe0 cq", Severity::Warning)
+            );
+        }
+        // Thresholds are the user's: 100 % warns only at 100 %.
+        let strict = Config {
+            usage_warn_pct: 100.0,
+            usage_error_pct: 100.0,
+            ..Config::default()
+        };
+        assert!(matches!(headroom_findings(&b, &strict), Outcome::Findings(v) if v.is_empty()));
+    }
+
+    /// No limits recorded (no libibverbs query): not checked, never a guess.
+    #[test]
+    fn usage_without_limits_is_not_checked() {
+        let b = import_capture(&fixture("healthy-busy")).unwrap();
+        let cfg = Config::default();
+        let Outcome::NotChecked(why) = headroom_findings(&b, &cfg) else {
+            panic!("must not check")
+        };
+        assert!(why.contains("device limits unknown"), "{why}");
+        // A garbage answer is reported, not parsed into a number.
+        let mut b = b;
+        b.set(
+            Op::Probe,
+            &rdmakit_host::source::Probe::DeviceLimits("rxe0".into()).key(),
+            Answer::Data(b"max_qp lots\n".to_vec()),
+        );
+        let Outcome::NotChecked(why) = headroom_findings(&b, &cfg) else {
+            panic!("must not check")
+        };
+        assert!(why.contains("\"lots\" is not a number"), "{why}");
     }
 
     /// The capture as is has no /proc/<pid>: not checked, never "dead".

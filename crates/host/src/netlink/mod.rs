@@ -271,6 +271,75 @@ pub struct DevFacts {
     pub port_stats: Vec<(u32, Result<PortStat, NlError>)>,
     pub qp_counters: Result<Vec<QpCounter>, NlError>,
     pub chardev: Result<Chardev, NlError>,
+    /// The device's limits from `ibv_query_device` ([`crate::source::Probe::DeviceLimits`]),
+    /// or why they are unknown.
+    pub limits: Result<DevLimits, String>,
+}
+
+/// The limits usage is compared against (`ibv_query_device`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DevLimits {
+    pub max_qp: u64,
+    pub max_cq: u64,
+    pub max_mr: u64,
+    pub max_pd: u64,
+}
+
+impl DevLimits {
+    /// The limit for objects of `kind`, when there is one.
+    pub fn of(&self, kind: ResKind) -> Option<u64> {
+        match kind {
+            ResKind::Qp => Some(self.max_qp),
+            ResKind::Cq => Some(self.max_cq),
+            ResKind::Mr => Some(self.max_mr),
+            ResKind::Pd => Some(self.max_pd),
+            _ => None,
+        }
+    }
+
+    /// Parses the probe's answer: "max_qp N" lines; all four must be there.
+    pub fn parse(text: &str) -> Result<DevLimits, String> {
+        let mut v = [None::<u64>; 4];
+        for line in text.lines() {
+            let mut w = line.split_whitespace();
+            let (Some(k), Some(n)) = (w.next(), w.next()) else {
+                continue;
+            };
+            let i = match k {
+                "max_qp" => 0,
+                "max_cq" => 1,
+                "max_mr" => 2,
+                "max_pd" => 3,
+                _ => continue,
+            };
+            v[i] = Some(
+                n.parse()
+                    .map_err(|_| format!("{k}: {n:?} is not a number"))?,
+            );
+        }
+        match v {
+            [Some(max_qp), Some(max_cq), Some(max_mr), Some(max_pd)] => Ok(DevLimits {
+                max_qp,
+                max_cq,
+                max_mr,
+                max_pd,
+            }),
+            _ => Err(format!("incomplete limits: {text:?}")),
+        }
+    }
+}
+
+fn limits(src: &dyn Source, dev: &str) -> Result<DevLimits, String> {
+    match src.probe(&crate::source::Probe::DeviceLimits(dev.to_string())) {
+        Ok(b) => DevLimits::parse(&String::from_utf8_lossy(&b)),
+        Err(e) if e.0 == 38 => Err("no libibverbs query was made (a bundle or tree without \
+             device limits, or the rdma-core provider is unavailable)"
+            .to_string()),
+        Err(e) if e.0 == 19 => Err(format!(
+            "rdma-core's libibverbs could not be loaded or does not list {dev}"
+        )),
+        Err(e) => Err(format!("not recorded ({e:?})")),
+    }
 }
 
 /// What NETLINK_RDMA said about the host.
@@ -418,6 +487,7 @@ fn device(src: &dyn Source, d: &Dev) -> DevFacts {
         port_stats,
         qp_counters,
         chardev,
+        limits: limits(src, &d.name),
     }
 }
 

@@ -39,6 +39,12 @@ pub struct Args {
     /// Warn when RLIMIT_MEMLOCK is below this many bytes (suffixes K, M, G).
     #[arg(long, value_name = "BYTES", default_value = "64M")]
     memlock_min: String,
+    /// Warn when QPs/CQs/MRs/PDs in use reach this percent of the device limit (RDK-R002).
+    #[arg(long, value_name = "PCT", default_value_t = 80.0)]
+    usage_warn: f64,
+    /// Error when they reach this percent (RDK-R002).
+    #[arg(long, value_name = "PCT", default_value_t = 95.0)]
+    usage_error: f64,
     /// Override a code's severity, e.g. --severity RDK-H008=warning (repeatable).
     #[arg(long, value_name = "CODE=LEVEL")]
     severity: Vec<String>,
@@ -168,8 +174,17 @@ fn settings(a: &Args) -> anyhow::Result<Settings> {
         expect_rate_gbps: a.expect_rate,
         netdev: a.netdev.clone(),
         memlock_warn: parse_size(&a.memlock_min).context("--memlock-min")?,
+        usage_warn_pct: a.usage_warn,
+        usage_error_pct: a.usage_error,
         ..Config::default()
     };
+    if !(a.usage_warn > 0.0 && a.usage_warn <= a.usage_error && a.usage_error <= 100.0) {
+        bail!(
+            "--usage-warn {} / --usage-error {}: need 0 < warn <= error <= 100",
+            a.usage_warn,
+            a.usage_error
+        );
+    }
     if let Some(r) = a.expect_rate {
         if !(r.is_finite() && r > 0.0) {
             bail!("--expect-rate {r}: must be a positive number of Gb/s");

@@ -124,8 +124,43 @@ impl SourceArgs {
             ));
         }
         Ok((
-            Opened::Live(LiveSource::host(), "live host".into()),
+            Opened::Live(
+                LiveSource::host().with_device_limits(device_limits()),
+                "live host".into(),
+            ),
             self.options(),
         ))
     }
+}
+
+/// Device limits (`ibv_query_device`) through rdma-core's libibverbs, asked
+/// once per run when the doctor first needs them (RDK-R002) and recorded in
+/// bundles like every other answer.
+fn device_limits() -> rdmakit_host::source::LimitsFn {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    let cache: OnceLock<Option<HashMap<String, String>>> = OnceLock::new();
+    std::sync::Arc::new(move |dev: &str| {
+        cache
+            .get_or_init(|| {
+                let p = rdmakit_verbs::ibverbs::IbverbsProvider::load().ok()?;
+                let (found, _) = p.device_limits().ok()?;
+                Some(
+                    found
+                        .into_iter()
+                        .map(|d| {
+                            let a = &d.attr;
+                            let text = format!(
+                                "max_qp {}\nmax_cq {}\nmax_mr {}\nmax_pd {}\n",
+                                a.max_qp, a.max_cq, a.max_mr, a.max_pd
+                            );
+                            (d.name, text)
+                        })
+                        .collect(),
+                )
+            })
+            .as_ref()?
+            .get(dev)
+            .cloned()
+    })
 }
