@@ -223,6 +223,23 @@ fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
     );
     assert_eq!(f["evidence"][0]["path"], format!("/proc/{dead}/stat"));
     assert_eq!(f["evidence"][0]["value"], "<absent>");
+    // RDK-R002: the device is at its limit, 5 of the 8 QPs are the dead pid's.
+    let r002: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "RDK-R002" && f["subject"] == format!("{name} qp"))
+        .collect();
+    assert_eq!(r002.len(), 1, "{v:#}");
+    let m = r002[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains("8 of 8 QPs in use across processes (100%, headroom 0); 5 of them"),
+        "{m}"
+    );
+    assert!(r002[0]["remedy"]
+        .as_str()
+        .unwrap()
+        .contains("rdmakit soft reclaim"));
 
     // dry run frees nothing.
     let o = rdmakit(&name, &["soft", "reclaim", "--device", &name, "--dry-run"]);

@@ -119,8 +119,88 @@ pub fn soft_leak_findings(leaks: &[SoftLeak], cfg: &Config) -> Vec<Finding> {
 
 /// `report` with the RDK-R001 findings of `leaks` added (sorted and counted
 /// like every other finding). Pure.
-pub fn with_soft_leaks(mut report: Report, leaks: &[SoftLeak], cfg: &Config) -> Report {
-    let new = soft_leak_findings(leaks, cfg);
+pub fn with_soft_leaks(report: Report, leaks: &[SoftLeak], cfg: &Config) -> Report {
+    with_findings(report, soft_leak_findings(leaks, cfg))
+}
+
+/// Objects of one kind in a soft device's shared registry, and its limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SoftUsage {
+    /// Soft device name (`soft0`).
+    pub device: String,
+    /// `qp`, `cq`, `mr` or `pd`.
+    pub kind: String,
+    /// Records in the registry (every process's objects).
+    pub used: u64,
+    /// The limit the records' creators had (`max_qp`, ...).
+    pub limit: u64,
+    /// How many of them belong to dead or zombie owners.
+    pub dead: u64,
+}
+
+/// RDK-R002 on soft NICs (warnings: the soft NIC never fails the host's verdict).
+pub fn soft_headroom_findings(usage: &[SoftUsage], cfg: &Config) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for u in usage {
+        if u.limit == 0 {
+            continue;
+        }
+        let pct = u.used as f64 * 100.0 / u.limit as f64;
+        if pct < cfg.usage_warn_pct {
+            continue;
+        }
+        let name = u.kind.to_ascii_uppercase();
+        let mut f = Finding::new(
+            Code::R002,
+            format!("{} {}", u.device, u.kind),
+            format!(
+                "{} (rdmakit soft NIC) has {} of {} {name}s in use across processes ({pct:.0}%, \
+                 headroom {}); {} of them belong to dead or zombie processes. At the limit \
+                 ibv_create_{} fails with EINVAL (ENOSPC with RDMAKIT_SOFT_EXHAUSTION=enospc)",
+                u.device,
+                u.used,
+                u.limit,
+                u.limit.saturating_sub(u.used),
+                u.dead,
+                u.kind
+            ),
+        )
+        .severity(crate::codes::Severity::Warning)
+        .evidence(Evidence::new(
+            format!("soft registry {}: {} records", u.device, u.kind),
+            u.used.to_string(),
+        ))
+        .evidence(Evidence::new(
+            format!("soft {} max_{}", u.device, u.kind),
+            u.limit.to_string(),
+        ));
+        f = if u.dead > 0 {
+            f.remedy(format!(
+                "Free the {} objects of dead owners: rdmakit soft reclaim --device {} (what \
+                 restarting openibd does for a real NIC, without touching live processes)",
+                u.dead, u.device
+            ))
+            .next(format!(
+                "rdmakit soft reclaim --device {} --dry-run",
+                u.device
+            ))
+        } else {
+            f.remedy(
+                "Every object belongs to a live process: stop or fix the one holding the most.",
+            )
+            .next(format!("rdmakit soft status --device {}", u.device))
+        };
+        out.push(f);
+    }
+    out
+}
+
+/// Adds RDK-R002 findings for soft NICs to a report.
+pub fn with_soft_headroom(report: Report, usage: &[SoftUsage], cfg: &Config) -> Report {
+    with_findings(report, soft_headroom_findings(usage, cfg))
+}
+
+fn with_findings(mut report: Report, new: Vec<Finding>) -> Report {
     if new.is_empty() {
         return report;
     }
@@ -144,6 +224,40 @@ pub fn with_soft_leaks(mut report: Report, leaks: &[SoftLeak], cfg: &Config) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn soft_headroom_warns_and_offers_reclaim_when_dead_owners_hold_objects() {
+        let u = |used, dead| SoftUsage {
+            device: "softT".into(),
+            kind: "qp".into(),
+            used,
+            limit: 16,
+            dead,
+        };
+        let cfg = Config::default();
+        assert!(soft_headroom_findings(&[u(12, 0)], &cfg).is_empty()); // 75 %
+        let f = soft_headroom_findings(&[u(13, 5)], &cfg); // 81 %
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].code, Code::R002);
+        assert_eq!(f[0].severity, crate::codes::Severity::Warning);
+        assert!(
+            f[0].message
+                .contains("13 of 16 QPs in use across processes (81%, headroom 3)"),
+            "{}",
+            f[0].message
+        );
+        assert!(f[0].remedy.contains("rdmakit soft reclaim --device softT"));
+        let f = soft_headroom_findings(&[u(16, 0)], &cfg);
+        assert!(f[0].remedy.contains("live process"));
+        assert!(soft_headroom_findings(
+            &[SoftUsage {
+                limit: 0,
+                ..u(16, 0)
+            }],
+            &cfg
+        )
+        .is_empty());
+    }
 
     #[test]
     fn one_finding_per_dead_owner_with_reclaim_remedy() {

@@ -31,7 +31,10 @@ mod leaks;
 mod library;
 mod traffic;
 
-pub use leaks::{soft_leak_findings, with_soft_leaks, SoftLeak};
+pub use leaks::{
+    soft_headroom_findings, soft_leak_findings, with_soft_headroom, with_soft_leaks, SoftLeak,
+    SoftUsage,
+};
 pub use library::{library_load_finding, with_library_load_error};
 
 use std::sync::Arc;

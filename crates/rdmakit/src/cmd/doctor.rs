@@ -148,6 +148,32 @@ fn soft_leaks(name: &str) -> Vec<probes::SoftLeak> {
         .collect()
 }
 
+/// Objects per kind in soft device `name`'s shared registry against the limit
+/// their creators had (data for [`probes::with_soft_headroom`]).
+fn soft_usage(name: &str) -> Vec<probes::SoftUsage> {
+    use rdmakit_soft::registry::{Kind, OwnerState, Registry};
+    let Ok(recs) = Registry::open(name).and_then(|r| r.list()) else {
+        return Vec::new();
+    };
+    [Kind::Qp, Kind::Cq, Kind::Mr, Kind::Pd]
+        .into_iter()
+        .filter_map(|k| {
+            let of: Vec<_> = recs.iter().filter(|r| r.kind == k).collect();
+            let limit = of.iter().map(|r| u64::from(r.limit)).max()?;
+            Some(probes::SoftUsage {
+                device: name.to_string(),
+                kind: k.as_str().to_string(),
+                used: of.len() as u64,
+                limit,
+                dead: of
+                    .iter()
+                    .filter(|r| r.owner_state() != OwnerState::Alive)
+                    .count() as u64,
+            })
+        })
+        .collect()
+}
+
 /// Parses "64M", "8388608", "1G", "512K".
 pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     let s = s.trim();
@@ -253,7 +279,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let p = probe_soft(dev, &probe_config(&facts))?;
         let kernel = facts.kernel.release.text().map(str::to_string);
         let r = Report::for_probed_device(p, &s.cfg, &tool, kernel);
-        probes::with_soft_leaks(r, &soft_leaks(dev), &s.cfg)
+        let r = probes::with_soft_leaks(r, &soft_leaks(dev), &s.cfg);
+        probes::with_soft_headroom(r, &soft_usage(dev), &s.cfg)
     } else {
         let mut report = Report::build(&facts, &s.cfg, &tool, opened.label());
         let live = a.source.from.is_none() && a.source.root.is_none();
@@ -272,6 +299,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     Ok(p) => {
                         report = report.with_probes(p, &s.cfg);
                         report = probes::with_soft_leaks(report, &soft_leaks(name), &s.cfg);
+                        report = probes::with_soft_headroom(report, &soft_usage(name), &s.cfg);
                     }
                     Err(e) => report
                         .notes
