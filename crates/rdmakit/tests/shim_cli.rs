@@ -18,7 +18,7 @@ fn ready() -> bool {
     if !ok {
         assert!(
             std::env::var_os("RDMAKIT_REQUIRE_IBVERBS_TOOLS").is_none(),
-            "{} or /usr/bin/ibv_devinfo missing",
+            "{} or /usr/bin/ibv_devinfo missing (cargo build -p rdmakit-ibverbs-shim; apt-get install ibverbs-utils)",
             lib.display()
         );
         eprintln!("SKIP: build the workspace and install ibverbs-utils");

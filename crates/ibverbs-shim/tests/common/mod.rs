@@ -21,7 +21,12 @@ pub fn shim_dir() -> &'static Path {
         let exe = std::env::current_exe().unwrap();
         let profile = exe.parent().unwrap().parent().unwrap();
         let lib = profile.join("libibverbs.so");
-        assert!(lib.exists(), "{} was not built", lib.display());
+        assert!(
+            lib.exists(),
+            "{} was not built: `cargo test` does not build a cdylib nothing links; run \
+             `cargo build -p rdmakit-ibverbs-shim` first (scripts/test does)",
+            lib.display()
+        );
         // Inside the target dir (not /tmp), one per test binary, replaced
         // on every run: nothing is left behind elsewhere.
         let name = exe.file_stem().unwrap().to_string_lossy().into_owned();
