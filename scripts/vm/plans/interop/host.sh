@@ -5,6 +5,7 @@
 # `rdmakit pcap` exits 1 when it flags anomalies: retransmissions and NAKs are
 # expected under TCG, so exit 1 is accepted and only the ICRC verdict counts.
 set -uo pipefail
+[ -s "$RESULTS/interop/retries.txt" ] && { echo "interop: retried after a failure (TCG timing):"; sed 's/^/  /' "$RESULTS/interop/retries.txt"; }
 pcap="$RESULTS/interop/interop.pcap"
 [ -s "$pcap" ] || { echo "interop: no capture at $pcap"; exit 1; }
 "$RDMAKIT" pcap --json "$pcap" > "$RESULTS/interop/pcap.json"
