@@ -2,7 +2,7 @@
 //! progress engine and the completion machinery.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -2196,8 +2196,15 @@ impl Shared {
         let Ok(mut b) = self.poll_buf.try_lock() else {
             return;
         };
+        self.drain_network(&mut b, max);
+    }
+
+    /// Takes and processes up to `max` waiting datagrams. Every datagram is
+    /// taken and processed under `poll_buf`'s lock, by whichever thread
+    /// holds it, so a flow's packets are processed in arrival order.
+    fn drain_network(&self, b: &mut [u8], max: usize) {
         for _ in 0..max {
-            match self.net.try_recv(&mut b) {
+            match self.net.try_recv(b) {
                 Some((n, src)) => self.receive(src, &b[..n]),
                 None => break,
             }
@@ -2236,7 +2243,6 @@ impl Shared {
 }
 
 fn progress_loop(sh: &Shared) {
-    let mut buf = vec![0u8; 65536];
     let mut next_timer: Option<u64> = None;
     while !sh.shutdown.load(Ordering::Acquire) {
         let now = sh.now().as_nanos();
@@ -2261,9 +2267,9 @@ fn progress_loop(sh: &Shared) {
         let planned = now.saturating_add(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX));
         if !wait.is_zero() {
             sh.wake_at.store(planned, Ordering::Release);
-            match sh.net.recv(&mut buf, wait) {
-                Some((n, SocketAddr::V4(src))) => sh.receive(src, &buf[..n]),
-                Some((_, SocketAddr::V6(_))) | None => {}
+            if sh.net.wait_readable(wait) {
+                let mut b = lock(&sh.poll_buf);
+                sh.drain_network(&mut b, 64);
             }
         }
         // Scan the QPs' timers only when the planned wake-up passed or a

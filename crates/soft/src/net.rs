@@ -237,13 +237,17 @@ impl Net {
         }
     }
 
-    /// Receives one datagram, waiting at most `wait`.
-    pub(crate) fn recv(&self, buf: &mut [u8], wait: Duration) -> Option<(usize, SocketAddr)> {
+    /// Waits at most `wait` for a datagram without taking it (a peek), so
+    /// that taking and processing stay under one lock in the caller: two
+    /// threads each taking datagrams would process a flow out of order,
+    /// which UC cannot recover from (it drops the message).
+    pub(crate) fn wait_readable(&self, wait: Duration) -> bool {
         let ns = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX).max(1000);
         if self.timeout_ns.swap(ns, Ordering::Relaxed) != ns {
             let _ = self.sock.set_read_timeout(Some(Duration::from_nanos(ns)));
         }
-        self.sock.recv_from(buf).ok()
+        let mut b = [0u8; 1];
+        rustix::net::recv(&self.sock, &mut b, rustix::net::RecvFlags::PEEK).is_ok()
     }
 
     /// Checks the ICRC of a datagram from `src`; returns the transport packet
