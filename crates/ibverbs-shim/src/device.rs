@@ -234,6 +234,24 @@ fn opened_guid() -> Option<u64> {
 
 // ---- open / close --------------------------------------------------------
 
+/// Registers (once) an exit hook that sends the ACKs the soft NIC held back
+/// for a busy-polling thread: a program that exits right after its last
+/// completion, without destroying its QPs, still lets its peer's last send
+/// complete, as a real NIC's ACK would.
+fn at_exit_flush() {
+    extern "C" fn flush() {
+        rdmakit_soft::flush_held_acks();
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `flush` is a plain extern "C" fn with no arguments; a
+        // failed registration only loses the hook.
+        unsafe {
+            libc::atexit(flush);
+        }
+    });
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context {
     guard::ptr("ibv_open_device", || {
@@ -243,6 +261,7 @@ pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_conte
             ..DeviceConfig::default()
         };
         let soft = Device::open(cfg).map_err(guard::soft)?;
+        at_exit_flush();
         // SAFETY: verbs_context is pointers, Options of fn pointers,
         // integers and a pthread mutex: all valid when zeroed (a zeroed
         // mutex is PTHREAD_MUTEX_INITIALIZER in glibc).

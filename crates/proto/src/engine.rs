@@ -888,6 +888,49 @@ impl Qp {
         Some(t)
     }
 
+    /// Whether the responder holds only plain ACKs for the peer: nothing
+    /// it is blocked on (no READ or atomic response, no NAK).
+    pub fn only_acks_pending(&self) -> bool {
+        !self.out.is_empty()
+            && self.out.iter().all(|o| {
+                matches!(
+                    o,
+                    RespOut::Ack {
+                        syndrome: syndrome::ACK,
+                        fatal: false,
+                        ..
+                    }
+                )
+            })
+    }
+
+    /// Whether the responder has anything to send.
+    pub fn responder_pending(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// [`Qp::poll_transmit`], except that plain ACKs are held back while
+    /// they are all the responder has: the caller sends them later with
+    /// `poll_transmit` (an ACK is off the peer's critical path; its
+    /// requester reaps send completions lazily, and the local ACK timeout
+    /// is milliseconds). Requests still go out.
+    pub fn poll_transmit_deferring_acks<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        if !self.only_acks_pending() {
+            return self.poll_transmit(now, buf, mem);
+        }
+        if buf.len() < self.max_packet_len() || !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            return None;
+        }
+        let t = self.poll_requester(now, buf, mem)?;
+        self.stats.tx_packets += 1;
+        Some(t)
+    }
+
     fn bth(&self, opcode: u8, psn: Psn, dqpn: u32) -> Bth {
         Bth {
             opcode,

@@ -496,6 +496,51 @@ fn acks_coalesce() {
 }
 
 #[test]
+fn plain_acks_can_be_held_back_behind_requests_but_naks_cannot() {
+    let mut f = qp_rts(QpType::Rc);
+    let mut buf = vec![0u8; 8192];
+    f.post_recv(1, 0, 64);
+    let mut p = mk(0x04, 100);
+    p.bth.ack_req = true;
+    f.send(&p);
+    assert!(f.qp.only_acks_pending());
+    // Nothing but the ACK to send: held.
+    assert!(f
+        .qp
+        .poll_transmit_deferring_acks(f.now, &mut buf, &mut f.mem)
+        .is_none());
+    assert!(f.qp.responder_pending());
+    // A reply SEND goes out ahead of it; the ACK follows on a plain poll.
+    let sge = Sge {
+        addr: BASE,
+        length: 8,
+        lkey: f.lkey,
+    };
+    f.qp.post_send(SendWr::new(7, SendOp::Send, vec![sge]))
+        .unwrap();
+    let t =
+        f.qp.poll_transmit_deferring_acks(f.now, &mut buf, &mut f.mem)
+            .expect("the request is not held");
+    assert_eq!(Packet::parse(&buf[..t.len]).unwrap().bth.opcode, 0x04);
+    assert!(f
+        .qp
+        .poll_transmit_deferring_acks(f.now, &mut buf, &mut f.mem)
+        .is_none());
+    let out = f.recv();
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].psn, out[0].syndrome), (100, Some(syndrome::ACK)));
+    assert!(!f.qp.responder_pending());
+    // A NAK is never held.
+    f.send(&mk(0x04, 150));
+    assert!(!f.qp.only_acks_pending());
+    let t =
+        f.qp.poll_transmit_deferring_acks(f.now, &mut buf, &mut f.mem)
+            .expect("NAKs go at once");
+    let nak = Packet::parse(&buf[..t.len]).unwrap();
+    assert_eq!(nak.aeth.unwrap().syndrome, syndrome::NAK_PSN_SEQ);
+}
+
+#[test]
 fn segmented_send_first_middle_last() {
     let mut f = qp_rts(QpType::Rc);
     f.post_recv(1, 0, 1024);

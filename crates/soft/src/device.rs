@@ -264,6 +264,10 @@ pub(crate) struct Shared {
     /// When an application thread last busy-polled (ns since epoch, 0 = never).
     last_busy_poll: AtomicU64,
     poll_buf: Mutex<Vec<u8>>,
+    /// QPs whose plain ACKs an application thread held back (see
+    /// [`Shared::drive_with`]); `acks_held` says the list may be non-empty.
+    held_acks: Mutex<Vec<u32>>,
+    acks_held: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -343,6 +347,8 @@ struct Engine {
     sport: u16,
     last_state: QpState,
     last_error: Option<WcStatus>,
+    /// Plain ACKs held back, the QP listed in `Shared::held_acks`.
+    ack_held: bool,
 }
 
 /// lkey of the engine-internal inline store (never a registered MR's key:
@@ -526,6 +532,8 @@ impl Device {
             last_busy_poll: AtomicU64::new(0),
             busy_poll: cfg.busy_poll,
             poll_buf: Mutex::new(vec![0; 65536]),
+            held_acks: Mutex::new(Vec::new()),
+            acks_held: AtomicBool::new(false),
         });
         let t = Arc::clone(&sh);
         let thread = std::thread::Builder::new()
@@ -539,6 +547,10 @@ impl Device {
                     format!("cannot start the progress thread: {e}"),
                 )
             })?;
+        let mut live = lock(live_devices());
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&sh));
+        drop(live);
         Ok(Device {
             sh,
             thread: Some(thread),
@@ -1076,7 +1088,8 @@ impl Device {
             self.sh
                 .last_busy_poll
                 .store(self.sh.now().as_nanos().max(1), Ordering::Release);
-            self.sh.poll_network(16);
+            self.sh.flush_held_acks();
+            self.sh.poll_network(16, true);
             q = lock(&c.queue);
         }
         let n = max.min(q.len());
@@ -1394,6 +1407,7 @@ impl Device {
                 sport: net::flow_port(qpn, 0),
                 last_state: QpState::Reset,
                 last_error: None,
+                ack_held: false,
             }),
             state: AtomicU8::new(QpState::Reset as u8),
             deadline: AtomicU64::new(u64::MAX),
@@ -1407,6 +1421,8 @@ impl Device {
     /// # Errors
     /// `EINVAL` for an unknown QP.
     pub fn destroy_qp(&self, qpn: u32) -> Result<()> {
+        // A completed receive's ACK still goes out, as from a real NIC.
+        self.sh.flush_held_acks();
         let q = write(&self.sh.qps).remove(&qpn).ok_or_else(|| {
             err(
                 "ibv_destroy_qp",
@@ -1818,8 +1834,29 @@ impl Device {
     }
 }
 
+/// The devices open in this process (for [`flush_held_acks`]).
+fn live_devices() -> &'static Mutex<Vec<std::sync::Weak<Shared>>> {
+    static LIVE: Mutex<Vec<std::sync::Weak<Shared>>> = Mutex::new(Vec::new());
+    &LIVE
+}
+
+/// Sends every plain ACK a busy-polling application thread held back, on
+/// every device open in this process. For a process about to exit without
+/// destroying its QPs (an `atexit` hook): the peer's last send then still
+/// completes, as it would with a real NIC's ACK.
+pub fn flush_held_acks() {
+    let devs: Vec<Arc<Shared>> = lock(live_devices())
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    for d in devs {
+        d.flush_held_acks();
+    }
+}
+
 impl Drop for Device {
     fn drop(&mut self) {
+        self.sh.flush_held_acks();
         self.sh.shutdown.store(true, Ordering::Release);
         self.sh.net.kick();
         if let Some(t) = self.thread.take() {
@@ -2006,6 +2043,19 @@ impl Shared {
     /// fetches posted descriptors (the doorbell), transmits, delivers
     /// completions, frees the descriptors of completed WRs, re-arms the timer.
     fn drive(&self, q: &QpShared, eng: &mut Engine, now: Instant) {
+        self.drive_with(q, eng, now, false);
+    }
+
+    /// Moves posted WRs into the engine, transmits, and completes.
+    ///
+    /// Requests always go before plain ACKs. With `hold_acks` (a datagram
+    /// taken by a busy-polling application thread), plain ACKs stay queued:
+    /// the thread then returns the completion to the application first,
+    /// whose reply (if any) goes out before the ACK — the ACK is never on
+    /// the peer's critical path, which reaps send completions lazily and
+    /// times out in milliseconds. The next poll of an empty CQ, the QP's
+    /// next post, or the progress thread (within ~200 µs) sends them.
+    fn drive_with(&self, q: &QpShared, eng: &mut Engine, now: Instant, hold_acks: bool) {
         let inline_max = q.init.max_inline_data as usize;
         // Doorbell: fetch posted send descriptors.
         {
@@ -2056,28 +2106,42 @@ impl Shared {
             pd: Pd(q.pd),
             inline: &eng.inline_store,
         };
-        while let Some(t) = eng.qp.poll_transmit(now, &mut eng.txbuf, &mut m) {
-            let Some(dst) = self.path(t.ah) else { continue };
-            let sport = eng.sport;
-            self.net.send(
-                dst,
-                sport,
-                &mut eng.txbuf,
-                t.len,
-                &self.counters.tx_packets,
-                &self.counters.tx_errors,
-            );
+        for pass in [true, false] {
+            if !pass && hold_acks {
+                break;
+            }
+            loop {
+                let t = if pass {
+                    eng.qp
+                        .poll_transmit_deferring_acks(now, &mut eng.txbuf, &mut m)
+                } else {
+                    eng.qp.poll_transmit(now, &mut eng.txbuf, &mut m)
+                };
+                let Some(t) = t else { break };
+                let Some(dst) = self.path(t.ah) else { continue };
+                let sport = eng.sport;
+                self.net.send(
+                    dst,
+                    sport,
+                    &mut eng.txbuf,
+                    t.len,
+                    &self.counters.tx_packets,
+                    &self.counters.tx_errors,
+                );
+            }
         }
         drop(mem);
-        // Completions.
-        while let Some(wc) = eng.qp.poll_completion() {
-            if wc.status != WcStatus::Success && wc.status != WcStatus::WrFlushErr {
-                eng.last_error = Some(wc.status);
-            }
-            let cq = if wc.is_recv() { &q.recv_cq } else { &q.send_cq };
-            self.push_wc(cq, wc);
+        if !hold_acks {
+            eng.ack_held = false;
+        } else if !eng.ack_held && eng.qp.responder_pending() {
+            eng.ack_held = true;
+            lock(&self.held_acks).push(q.qpn);
+            self.acks_held.store(true, Ordering::Release);
         }
-        // Free descriptors of completed WRs (the engine completes in order).
+        // Free the descriptors of completed WRs (the engine completes in
+        // order) before their completions become visible: an application
+        // that sees a completion may post into the slot at once (perftest
+        // keeps exactly TX depth outstanding) and must not get ENOMEM.
         let done = eng.fifo.len().saturating_sub(eng.qp.sq_outstanding());
         let mut with_desc = 0;
         for _ in 0..done {
@@ -2101,6 +2165,14 @@ impl Shared {
                 eng.rq_in_engine -= k;
                 lock(&q.rq).complete(k);
             }
+        }
+        // Completions.
+        while let Some(wc) = eng.qp.poll_completion() {
+            if wc.status != WcStatus::Success && wc.status != WcStatus::WrFlushErr {
+                eng.last_error = Some(wc.status);
+            }
+            let cq = if wc.is_recv() { &q.recv_cq } else { &q.send_cq };
+            self.push_wc(cq, wc);
         }
         // State changes the engine made on its own raise async events.
         let st = eng.qp.state();
@@ -2132,7 +2204,7 @@ impl Shared {
     }
 
     /// Feeds one received datagram (UDP payload: BTH .. ICRC) from `src`.
-    fn receive(&self, src: SocketAddrV4, dgram: &[u8]) {
+    fn receive(&self, src: SocketAddrV4, dgram: &[u8], hold_acks: bool) {
         if dgram.is_empty() {
             return; // a wake-up from `Net::kick`
         }
@@ -2186,26 +2258,43 @@ impl Shared {
             qp.handle_packet(now, pkt, &mut m);
         }
         drop(mem);
-        self.drive(&q, &mut eng, now);
+        self.drive_with(&q, &mut eng, now, hold_acks);
+    }
+
+    /// Sends the plain ACKs application threads held back.
+    fn flush_held_acks(&self) {
+        if !self.acks_held.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let qpns = std::mem::take(&mut *lock(&self.held_acks));
+        for qpn in qpns {
+            if let Some(q) = self.qp(qpn) {
+                let mut eng = lock(&q.engine);
+                if eng.ack_held {
+                    let now = self.now();
+                    self.drive(&q, &mut eng, now);
+                }
+            }
+        }
     }
 
     /// Processes up to `max` datagrams already waiting, without blocking,
     /// in the caller's thread (busy-poll mode). Skips when another thread
     /// is doing the same.
-    fn poll_network(&self, max: usize) {
+    fn poll_network(&self, max: usize, hold_acks: bool) {
         let Ok(mut b) = self.poll_buf.try_lock() else {
             return;
         };
-        self.drain_network(&mut b, max);
+        self.drain_network(&mut b, max, hold_acks);
     }
 
     /// Takes and processes up to `max` waiting datagrams. Every datagram is
     /// taken and processed under `poll_buf`'s lock, by whichever thread
     /// holds it, so a flow's packets are processed in arrival order.
-    fn drain_network(&self, b: &mut [u8], max: usize) {
+    fn drain_network(&self, b: &mut [u8], max: usize, hold_acks: bool) {
         for _ in 0..max {
             match self.net.try_recv(b) {
-                Some((n, src)) => self.receive(src, &b[..n]),
+                Some((n, src)) => self.receive(src, &b[..n], hold_acks),
                 None => break,
             }
         }
@@ -2259,7 +2348,8 @@ fn progress_loop(sh: &Shared) {
         let polled = sh.last_busy_poll.load(Ordering::Acquire);
         let wait = if polled != 0 && now.saturating_sub(polled) < 1_000_000 {
             std::thread::sleep(wait.min(Duration::from_micros(200)));
-            sh.poll_network(64);
+            sh.flush_held_acks();
+            sh.poll_network(64, false);
             Duration::ZERO
         } else {
             wait
@@ -2269,8 +2359,9 @@ fn progress_loop(sh: &Shared) {
             sh.wake_at.store(planned, Ordering::Release);
             if sh.net.wait_readable(wait) {
                 let mut b = lock(&sh.poll_buf);
-                sh.drain_network(&mut b, 64);
+                sh.drain_network(&mut b, 64, false);
             }
+            sh.flush_held_acks();
         }
         // Scan the QPs' timers only when the planned wake-up passed or a
         // drive set an earlier deadline (not on every datagram).

@@ -38,8 +38,8 @@ pub mod ring;
 
 pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
 pub use device::{
-    AsyncEvent, Counters, Device, DeviceConfig, Exhaustion, PostFailure, QpInit, ResourceCounts,
-    SendRequest,
+    flush_held_acks, AsyncEvent, Counters, Device, DeviceConfig, Exhaustion, PostFailure, QpInit,
+    ResourceCounts, SendRequest,
 };
 pub use errno::{Errno, Origin, SoftError};
 pub use rdmakit_proto as proto;

@@ -509,3 +509,61 @@ fn uc_multi_packet_messages_survive_busy_poll_and_progress_thread_handoffs() {
         "UC messages lost on a lossless loopback flow (receiver drops: {lost:?})"
     );
 }
+
+/// A send queue slot is free by the time its completion is visible: an
+/// application that keeps exactly `max_send_wr` WRITEs outstanding (perftest
+/// does, at TX depth) reposts as soon as it polls a completion and never
+/// gets ENOMEM. The progress thread completes them (no busy poll) while the
+/// application polls, the race where the slot used to be freed after the
+/// completion was published.
+#[test]
+fn a_polled_send_completion_has_already_freed_its_slot() {
+    const DEPTH: u32 = 128;
+    const TOTAL: u64 = 20_000;
+    let mk = || {
+        let ctx = Context::open_soft(DeviceConfig {
+            busy_poll: false,
+            ..DeviceConfig::default()
+        })
+        .unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(256, None).unwrap();
+        Side { ctx, pd, cq }
+    };
+    let (a, b) = (mk(), mk());
+    let o = ConnectOpts::default();
+    let qa =
+        a.pd.qp_builder(QpType::Rc, &a.cq)
+            .max_send_wr(DEPTH)
+            .build()
+            .unwrap()
+            .into_init(o)
+            .unwrap();
+    let qb =
+        b.pd.qp_builder(QpType::Rc, &b.cq)
+            .build()
+            .unwrap()
+            .into_init(o)
+            .unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
+    let _qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let ba = a.pd.alloc_buf(64, Access::all()).unwrap();
+    let bb = b.pd.alloc_buf(64, Access::all()).unwrap();
+    let (mut posted, mut done) = (0u64, 0u64);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while done < TOTAL && std::time::Instant::now() < deadline {
+        while posted < TOTAL && posted - done < u64::from(DEPTH) {
+            qa.write(posted, &ba, 0..8, bb.remote(0))
+                .unwrap_or_else(|e| {
+                    panic!("post {posted} with {} outstanding: {e}", posted - done)
+                });
+            posted += 1;
+        }
+        for w in a.cq.poll(16).unwrap() {
+            assert_eq!(w.status, WcStatus::Success);
+            done += 1;
+        }
+    }
+    assert_eq!(done, TOTAL);
+}
