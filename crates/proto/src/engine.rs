@@ -1384,9 +1384,9 @@ impl Qp {
                 self.enter_error();
                 return;
             }
-            if self.retry_left != 7 {
-                self.retry_left -= 1;
-            }
+            // Unlike rnr_retry, 7 is not "infinite" for retry_cnt (IBA
+            // 9.7.5.2.8; rxe counts it down too).
+            self.retry_left -= 1;
         }
         let mtu = self.mtu();
         let una = self.una;

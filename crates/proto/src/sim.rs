@@ -55,7 +55,8 @@ pub struct LinkConfig {
     pub link_mtu: Option<usize>,
     /// Local ACK timeout exponent for those QPs.
     pub timeout: u8,
-    /// retry_cnt for those QPs (7 = infinite).
+    /// retry_cnt for those QPs (7 is seven retries: only rnr_retry 7 is
+    /// infinite).
     pub retry_cnt: u8,
     /// rnr_retry for those QPs (7 = infinite).
     pub rnr_retry: u8,

@@ -980,6 +980,32 @@ fn retry_exhaustion_then_flush() {
 }
 
 #[test]
+fn retry_cnt_7_is_seven_retries_not_infinite() {
+    // Only rnr_retry 7 means "retry forever"; retry_cnt 7 counts down like
+    // any other value (rxe does the same), so a vanished peer still ends in
+    // RETRY_EXC_ERR.
+    let a = QpAttr {
+        retry_cnt: 7,
+        ..attrs()
+    };
+    let mut f = qp_in(QpType::Rc, QpState::Rts, &a);
+    post_sends(&mut f, 1);
+    assert_eq!(f.recv().len(), 1);
+    let mut retries = 0;
+    while let Some(t) = f.qp.poll_timeout() {
+        f.now = t;
+        f.qp.handle_timeout(f.now);
+        if f.recv().is_empty() {
+            break;
+        }
+        retries += 1;
+        assert!(retries <= 7, "more than 7 retries");
+    }
+    assert_eq!(retries, 7);
+    assert_eq!(f.wcs()[0].status, WcStatus::RetryExcErr);
+}
+
+#[test]
 fn rnr_nak_waits_min_rnr_timer_then_exhausts() {
     let mut f = qp_rts(QpType::Rc); // rnr_retry 1
     post_sends(&mut f, 1);
