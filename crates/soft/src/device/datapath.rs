@@ -1,0 +1,396 @@
+//! The soft device's data path: driving a QP's engine (transmit, descriptor
+//! release, completions, async events), taking datagrams off the socket,
+//! held ACKs, timers, and the per-device progress thread.
+
+use super::*;
+
+impl Shared {
+    pub(super) fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        read(&self.qps).get(&qpn).cloned()
+    }
+
+    pub(super) fn cq(&self, cq: u32) -> Option<Arc<CqShared>> {
+        read(&self.cqs).get(&cq).cloned()
+    }
+
+    pub(super) fn intern_path(&self, ip: Ipv4Addr) -> u32 {
+        let mut p = lock(&self.paths);
+        if let Some(i) = p.iter().position(|&a| a == ip) {
+            return i as u32;
+        }
+        p.push(ip);
+        (p.len() - 1) as u32
+    }
+
+    pub(super) fn path(&self, ah: AddressHandle) -> Option<Ipv4Addr> {
+        lock(&self.paths).get(ah.0 as usize).copied()
+    }
+
+    pub(super) fn raise(&self, e: AsyncEvent) {
+        lock(&self.events).push_back(e);
+        self.events_cv.notify_all();
+    }
+
+    pub(super) fn notify(&self, c: &CqShared) {
+        if !c.armed.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(ch) = &c.channel {
+            let mut q = lock(&ch.queue);
+            q.push_back(c.id);
+            let _ = rustix::io::write(ch.efd.as_fd(), &1u64.to_ne_bytes());
+            drop(q);
+            ch.cv.notify_all();
+        }
+    }
+
+    pub(super) fn push_wc(&self, c: &CqShared, wc: Wc) {
+        let mut q = lock(&c.queue);
+        if q.len() >= c.cap {
+            drop(q);
+            self.counters.cq_overruns.fetch_add(1, Ordering::Relaxed);
+            if !c.overrun.swap(true, Ordering::AcqRel) {
+                self.raise(AsyncEvent::CqErr { cq: c.id });
+            }
+            return;
+        }
+        q.push_back(wc);
+        drop(q);
+        self.notify(c);
+    }
+
+    /// Runs the engine of `q` until it has nothing more to do right now:
+    /// fetches posted descriptors (the doorbell), transmits, delivers
+    /// completions, frees the descriptors of completed WRs, re-arms the timer.
+    pub(super) fn drive(&self, q: &QpShared, eng: &mut Engine, now: Instant) {
+        self.drive_with(q, eng, now, false);
+    }
+
+    /// Moves posted WRs into the engine, transmits, and completes.
+    ///
+    /// Requests always go before plain ACKs. With `hold_acks` (a datagram
+    /// taken by a busy-polling application thread), plain ACKs stay queued:
+    /// the thread then returns the completion to the application first,
+    /// whose reply (if any) goes out before the ACK — the ACK is never on
+    /// the peer's critical path, which reaps send completions lazily and
+    /// times out in milliseconds. The next poll of an empty CQ, the QP's
+    /// next post, or the progress thread (within ~200 µs) sends them.
+    pub(super) fn drive_with(&self, q: &QpShared, eng: &mut Engine, now: Instant, hold_acks: bool) {
+        let inline_max = q.init.max_inline_data as usize;
+        // Doorbell: fetch posted send descriptors.
+        {
+            let mut sq = lock(&q.sq);
+            if eng.qp.state() == QpState::Reset {
+                sq.discard_posted();
+            }
+            while let Some(mut d) = sq.fetch() {
+                if let Some(bytes) = d.inline.take() {
+                    let slot = eng.inline_slot % q.init.max_send_wr.max(1) as usize;
+                    eng.inline_slot = eng.inline_slot.wrapping_add(1);
+                    let off = slot * inline_max;
+                    if let Some(dst) = eng.inline_store.get_mut(off..off + bytes.len()) {
+                        dst.copy_from_slice(&bytes);
+                    }
+                    d.wr.sg_list = vec![rdmakit_proto::Sge {
+                        addr: off as u64,
+                        length: bytes.len() as u32,
+                        lkey: INLINE_LKEY,
+                    }];
+                }
+                match eng.qp.post_send(d.wr) {
+                    Ok(()) => eng.fifo.push_back(true),
+                    Err(_) => sq.complete(1),
+                }
+            }
+        }
+        if q.srq.is_none() {
+            let mut rq = lock(&q.rq);
+            if eng.qp.state() == QpState::Reset {
+                rq.discard_posted();
+            }
+            while let Some(wr) = rq.fetch() {
+                match eng.qp.post_recv(wr) {
+                    Ok(()) => eng.rq_in_engine += 1,
+                    Err(_) => rq.complete(1),
+                }
+            }
+        }
+        // Transmit (the path MTU may have grown since creation).
+        let need = eng.qp.max_packet_len() + net::ICRC_LEN;
+        if eng.txbuf.len() < need {
+            eng.txbuf.resize(need, 0);
+        }
+        let mem = read(&self.mem);
+        let mut m = EngineMem {
+            view: mem.view(),
+            pd: Pd(q.pd),
+            inline: &eng.inline_store,
+        };
+        for pass in [true, false] {
+            if !pass && hold_acks {
+                break;
+            }
+            loop {
+                let t = if pass {
+                    eng.qp
+                        .poll_transmit_deferring_acks(now, &mut eng.txbuf, &mut m)
+                } else {
+                    eng.qp.poll_transmit(now, &mut eng.txbuf, &mut m)
+                };
+                let Some(t) = t else { break };
+                let Some(dst) = self.path(t.ah) else { continue };
+                let sport = eng.sport;
+                self.net.send(
+                    dst,
+                    sport,
+                    &mut eng.txbuf,
+                    t.len,
+                    &self.counters.tx_packets,
+                    &self.counters.tx_errors,
+                );
+            }
+        }
+        drop(mem);
+        if !hold_acks {
+            eng.ack_held = false;
+        } else if !eng.ack_held && eng.qp.responder_pending() {
+            eng.ack_held = true;
+            lock(&self.held_acks).push(q.qpn);
+            self.acks_held.store(true, Ordering::Release);
+        }
+        // Free the descriptors of completed WRs (the engine completes in
+        // order) before their completions become visible: an application
+        // that sees a completion may post into the slot at once (perftest
+        // keeps exactly TX depth outstanding) and must not get ENOMEM.
+        let done = eng.fifo.len().saturating_sub(eng.qp.sq_outstanding());
+        let mut with_desc = 0;
+        for _ in 0..done {
+            if eng.fifo.pop_front() == Some(true) {
+                with_desc += 1;
+            }
+        }
+        if with_desc > 0 {
+            lock(&q.sq).complete(with_desc);
+        }
+        let rq_out = eng.qp.rq_outstanding();
+        if let Some(s) = &q.srq {
+            let k = eng.srq_fed.saturating_sub(rq_out);
+            if k > 0 {
+                eng.srq_fed -= k;
+                lock(&s.ring).complete(k);
+            }
+        } else {
+            let k = eng.rq_in_engine.saturating_sub(rq_out);
+            if k > 0 {
+                eng.rq_in_engine -= k;
+                lock(&q.rq).complete(k);
+            }
+        }
+        // Completions.
+        while let Some(wc) = eng.qp.poll_completion() {
+            if wc.status != WcStatus::Success && wc.status != WcStatus::WrFlushErr {
+                eng.last_error = Some(wc.status);
+            }
+            let cq = if wc.is_recv() { &q.recv_cq } else { &q.send_cq };
+            self.push_wc(cq, wc);
+        }
+        // State changes the engine made on its own raise async events.
+        let st = eng.qp.state();
+        if st != eng.last_state {
+            if st == QpState::Err {
+                let ev = match eng.last_error {
+                    Some(
+                        WcStatus::LocProtErr | WcStatus::LocAccessErr | WcStatus::RemAccessErr,
+                    ) => AsyncEvent::QpAccessErr { qpn: q.qpn },
+                    Some(WcStatus::RemInvReqErr | WcStatus::LocQpOpErr | WcStatus::LocLenErr) => {
+                        AsyncEvent::QpReqErr { qpn: q.qpn }
+                    }
+                    _ => AsyncEvent::QpFatal { qpn: q.qpn },
+                };
+                self.raise(ev);
+            }
+            eng.last_state = st;
+        }
+        q.state.store(st as u8, Ordering::Release);
+        let d = eng.qp.poll_timeout().map_or(u64::MAX, Instant::as_nanos);
+        q.deadline.store(d, Ordering::Release);
+        // The progress thread sleeps in recv until `wake_at`; an earlier
+        // timer wakes it with an empty datagram to our own socket.
+        if d < self.wake_at.load(Ordering::Acquire) {
+            self.wake_at.store(0, Ordering::Release);
+            self.rescan.store(true, Ordering::Release);
+            self.net.kick();
+        }
+    }
+
+    /// Feeds one received datagram (UDP payload: BTH .. ICRC) from `src`.
+    pub(super) fn receive(&self, src: SocketAddrV4, dgram: &[u8], hold_acks: bool) {
+        if dgram.is_empty() {
+            return; // a wake-up from `Net::kick`
+        }
+        let Some(pkt) = self.net.check_icrc(
+            src,
+            dgram,
+            &self.counters.rx_malformed,
+            &self.counters.rx_icrc_errors,
+        ) else {
+            return;
+        };
+        let dqpn = u32::from_be_bytes([0, pkt[5], pkt[6], pkt[7]]);
+        let Some(q) = self.qp(dqpn) else {
+            self.counters.rx_unknown_qp.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        self.counters.rx_packets.fetch_add(1, Ordering::Relaxed);
+        let now = self.now();
+        let mut eng = lock(&q.engine);
+        if let Some(s) = &q.srq {
+            if eng.qp.rq_outstanding() == 0 && eng.qp.state() != QpState::Reset {
+                let mut ring = lock(&s.ring);
+                if let Some(wr) = ring.fetch() {
+                    match eng.qp.post_recv(wr) {
+                        Ok(()) => eng.srq_fed += 1,
+                        Err(_) => ring.complete(1),
+                    }
+                }
+                let limit = s.limit.load(Ordering::Acquire);
+                if limit > 0 && (ring.posted() as u64) < limit {
+                    s.limit.store(0, Ordering::Release);
+                    drop(ring);
+                    self.raise(AsyncEvent::SrqLimitReached { srq: s.id });
+                }
+            }
+        }
+        let mem = read(&self.mem);
+        // Split borrows: the inline store is only read through `m`.
+        let Engine {
+            qp, inline_store, ..
+        } = &mut *eng;
+        let mut m = EngineMem {
+            view: mem.view(),
+            pd: Pd(q.pd),
+            inline: inline_store,
+        };
+        if q.qp_type == QpType::Ud {
+            let grh = net::grh_for(src, self.net.addr(), pkt.len() + 8 + net::ICRC_LEN);
+            qp.handle_packet_with_grh(now, pkt, &grh, &mut m);
+        } else {
+            qp.handle_packet(now, pkt, &mut m);
+        }
+        drop(mem);
+        self.drive_with(&q, &mut eng, now, hold_acks);
+    }
+
+    /// Sends the plain ACKs application threads held back.
+    pub(super) fn flush_held_acks(&self) {
+        if !self.acks_held.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let qpns = std::mem::take(&mut *lock(&self.held_acks));
+        for qpn in qpns {
+            if let Some(q) = self.qp(qpn) {
+                let mut eng = lock(&q.engine);
+                if eng.ack_held {
+                    let now = self.now();
+                    self.drive(&q, &mut eng, now);
+                }
+            }
+        }
+    }
+
+    /// Processes up to `max` datagrams already waiting, without blocking,
+    /// in the caller's thread (busy-poll mode). Skips when another thread
+    /// is doing the same.
+    pub(super) fn poll_network(&self, max: usize, hold_acks: bool) {
+        let Ok(mut b) = self.poll_buf.try_lock() else {
+            return;
+        };
+        self.drain_network(&mut b, max, hold_acks);
+    }
+
+    /// Takes and processes up to `max` waiting datagrams. Every datagram is
+    /// taken and processed under `poll_buf`'s lock, by whichever thread
+    /// holds it, so a flow's packets are processed in arrival order.
+    pub(super) fn drain_network(&self, b: &mut [u8], max: usize, hold_acks: bool) {
+        for _ in 0..max {
+            match self.net.try_recv(b) {
+                Some((n, src)) => self.receive(src, &b[..n], hold_acks),
+                None => break,
+            }
+        }
+    }
+
+    pub(super) fn fire_timers(&self) -> Option<u64> {
+        let now = self.now();
+        let mut next = None::<u64>;
+        let due: Vec<Arc<QpShared>> = read(&self.qps)
+            .values()
+            .filter(|q| {
+                let d = q.deadline.load(Ordering::Acquire);
+                if d <= now.as_nanos() {
+                    true
+                } else {
+                    if d != u64::MAX {
+                        next = Some(next.map_or(d, |n| n.min(d)));
+                    }
+                    false
+                }
+            })
+            .cloned()
+            .collect();
+        for q in due {
+            let mut eng = lock(&q.engine);
+            eng.qp.handle_timeout(now);
+            self.drive(&q, &mut eng, now);
+            let d = q.deadline.load(Ordering::Acquire);
+            if d != u64::MAX {
+                next = Some(next.map_or(d, |n| n.min(d)));
+            }
+        }
+        next
+    }
+}
+
+pub(super) fn progress_loop(sh: &Shared) {
+    let mut next_timer: Option<u64> = None;
+    while !sh.shutdown.load(Ordering::Acquire) {
+        let now = sh.now().as_nanos();
+        let wait = match next_timer {
+            Some(t) if t > now => Duration::from_nanos(t - now),
+            Some(_) => Duration::from_micros(20),
+            None => Duration::from_millis(20),
+        }
+        .clamp(Duration::from_micros(20), Duration::from_millis(20));
+        // While an application thread busy-polls (within the last
+        // millisecond) it receives for us: stay off the socket's wait queue
+        // so the kernel does not wake this thread for every datagram, and
+        // only look after the timers (and stray datagrams) now and then.
+        let polled = sh.last_busy_poll.load(Ordering::Acquire);
+        let wait = if polled != 0 && now.saturating_sub(polled) < 1_000_000 {
+            std::thread::sleep(wait.min(Duration::from_micros(200)));
+            sh.flush_held_acks();
+            sh.poll_network(64, false);
+            Duration::ZERO
+        } else {
+            wait
+        };
+        let planned = now.saturating_add(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX));
+        if !wait.is_zero() {
+            sh.wake_at.store(planned, Ordering::Release);
+            if sh.net.wait_readable(wait) {
+                let mut b = lock(&sh.poll_buf);
+                sh.drain_network(&mut b, 64, false);
+            }
+            sh.flush_held_acks();
+        }
+        // Scan the QPs' timers only when the planned wake-up passed or a
+        // drive set an earlier deadline (not on every datagram).
+        if sh.now().as_nanos() >= planned || sh.rescan.swap(false, Ordering::AcqRel) {
+            next_timer = sh.fire_timers();
+        }
+    }
+}
