@@ -40,14 +40,15 @@ fn run(a: &[String]) -> Result<(), String> {
             while got < total {
                 match s.recv_from(&mut buf) {
                     Ok((n, _)) => {
-                        first.get_or_insert_with(Instant::now);
+                        if first.is_none() {
+                            first = Some(Instant::now());
+                            // Once: not a syscall per datagram.
+                            let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
+                        }
                         got += n as u64;
                         last = Instant::now();
                     }
                     Err(_) => break, // idle: the sender is done (losses counted)
-                }
-                if first.is_some() {
-                    let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
                 }
             }
             let secs = first.map(|f| (last - f).as_secs_f64()).unwrap_or(0.0);
@@ -62,7 +63,7 @@ fn run(a: &[String]) -> Result<(), String> {
             Ok(())
         }
         Some("send") => {
-            let to: String = arg(a, 1, "HOST:PORT")?;
+            let to: std::net::SocketAddr = arg(a, 1, "HOST:PORT")?;
             let msgs: u64 = arg(a, 2, "messages")?;
             let size: usize = arg(a, 3, "message size")?;
             let dgram: usize = arg(a, 4, "datagram size")?;
@@ -72,7 +73,7 @@ fn run(a: &[String]) -> Result<(), String> {
                 let mut left = size;
                 while left > 0 {
                     let n = left.min(dgram);
-                    s.send_to(&d[..n], to.as_str()).map_err(|e| e.to_string())?;
+                    s.send_to(&d[..n], to).map_err(|e| e.to_string())?;
                     left -= n;
                 }
             }
@@ -91,7 +92,7 @@ fn run(a: &[String]) -> Result<(), String> {
             Ok(())
         }
         Some("ping") => {
-            let to: String = arg(a, 1, "HOST:PORT")?;
+            let to: std::net::SocketAddr = arg(a, 1, "HOST:PORT")?;
             let iters: usize = arg(a, 2, "iterations")?;
             let size: usize = arg(a, 3, "size")?;
             let s = bind(0)?;
@@ -102,7 +103,7 @@ fn run(a: &[String]) -> Result<(), String> {
             let mut rtts = Vec::with_capacity(iters);
             for _ in 0..iters {
                 let t = Instant::now();
-                s.send_to(&d, to.as_str()).map_err(|e| e.to_string())?;
+                s.send_to(&d, to).map_err(|e| e.to_string())?;
                 s.recv_from(&mut buf).map_err(|e| e.to_string())?;
                 rtts.push(t.elapsed().as_secs_f64() * 1e6);
             }
