@@ -98,6 +98,42 @@ fn vm_port_down() {
     assert!(codes_at(&r, Severity::Error).contains(&Code::H002));
 }
 
+/// The seed's leaked-QP case on a real kernel (plan `doctor`, scenario
+/// `orphaned_by_fork`): python3 (pid 269) created 4 RC QPs on rxe0 through
+/// libibverbs, forked (pid 275 inherits the uverbs descriptor) and was killed with
+/// SIGKILL. The kernel keeps the objects and stops naming an owner; doctor names the
+/// process that keeps them alive, its descriptor, and the device's QP headroom.
+#[test]
+fn vm_objects_orphaned_by_a_killed_process_that_forked() {
+    let healthy = report(&vm_bundle("healthy"));
+    let b = vm_bundle("orphaned_by_fork");
+    let r = report(&b);
+    assert_adds(&healthy, &r, &[Code::R001]);
+    let f = r.findings.iter().find(|f| f.code == Code::R001).unwrap();
+    assert_eq!(f.subject, "rxe0");
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.message
+            .starts_with("4 QPs, 1 CQ, 1 PD, 1 CTX on rxe0 have no owner")
+            && f.message
+                .contains("pid 275 (python3) still holds /dev/infiniband/uverbs0")
+            && f.message.contains("5 of max_qp 1048560"),
+        "{}",
+        f.message
+    );
+    assert_eq!(
+        evidence(&r, Code::R001, "/proc/275/fd/3"),
+        "-> /dev/infiniband/uverbs0"
+    );
+    assert_eq!(
+        evidence(&r, Code::R001, "RES_QP_GET rxe0"),
+        "lqpn 19 without RES_PID or RES_KERN_NAME"
+    );
+    assert!(f.remedy.contains("Stop pid 275"), "{}", f.remedy);
+    // Recorded with the device-limits probe: the replay misses nothing.
+    assert_eq!(b.misses(), 0);
+}
+
 /// The bundles carry every answer the doctor asks for: nothing is missing on replay.
 #[test]
 fn vm_bundles_replay_completely() {

@@ -11,9 +11,11 @@ use crate::checks::{Ctx, Outcome};
 use crate::codes::Code;
 use crate::codes::Severity;
 use crate::finding::{Evidence, Finding};
-use rdmakit_host::netlink::{Holder, Liveness, ResKind, Resource};
+use rdmakit_host::netlink::{orphaned, FileHolder, Holder, Liveness, ResKind, Resource};
 
-/// RDK-R001: one finding per dead or zombie PID that still owns RDMA objects.
+/// RDK-R001: one finding per dead or zombie PID that still owns RDMA objects,
+/// and one per device whose objects the kernel names no owner for (their
+/// creator exited; another process keeps the device file open).
 pub fn dead_owners(cx: &Ctx) -> Outcome {
     let nl = &cx.facts.netlink;
     if let Err(e) = &nl.devs {
@@ -21,6 +23,7 @@ pub fn dead_owners(cx: &Ctx) -> Outcome {
     }
     // pid -> every object it owns, over all devices and kinds.
     let mut by_pid: BTreeMap<u32, Vec<&Resource>> = BTreeMap::new();
+    let mut orphans: BTreeMap<&str, Vec<&Resource>> = BTreeMap::new();
     let mut unasked = Vec::new();
     for d in &nl.devices {
         for (kind, r) in &d.resources {
@@ -29,6 +32,8 @@ pub fn dead_owners(cx: &Ctx) -> Outcome {
                     for res in list {
                         if let Holder::Pid(p) = res.holder {
                             by_pid.entry(p).or_default().push(res);
+                        } else if orphaned(res) {
+                            orphans.entry(d.name.as_str()).or_default().push(res);
                         }
                     }
                 }
@@ -38,8 +43,42 @@ pub fn dead_owners(cx: &Ctx) -> Outcome {
             }
         }
     }
+    let mut out = Vec::new();
+    for (dev, objs) in &orphans {
+        let facts = nl.devices.iter().find(|d| d.name == *dev);
+        let chardev = facts
+            .and_then(|d| d.chardev.as_ref().ok())
+            .and_then(|c| c.name.clone());
+        // The device's QP headroom, when the limits were read.
+        let qp_room = facts.and_then(|d| {
+            let max = d.limits.as_ref().ok()?.of(ResKind::Qp)?;
+            let used = d.resources.get(&ResKind::Qp)?.as_ref().ok()?.len() as u64;
+            Some((used, max))
+        });
+        let holders: Vec<&FileHolder> = nl
+            .file_holders
+            .iter()
+            .filter(|h| {
+                chardev
+                    .as_deref()
+                    .is_none_or(|c| h.file == format!("/dev/infiniband/{c}"))
+            })
+            .collect();
+        out.push(orphan_finding(
+            dev,
+            chardev.as_deref(),
+            objs,
+            &holders,
+            nl.proc_listed,
+            qp_room,
+        ));
+    }
     if by_pid.is_empty() {
-        return Outcome::pass();
+        return if out.is_empty() {
+            Outcome::pass()
+        } else {
+            Outcome::Findings(out)
+        };
     }
     if !nl.proc_listed {
         return Outcome::NotChecked(format!(
@@ -48,7 +87,6 @@ pub fn dead_owners(cx: &Ctx) -> Outcome {
             by_pid.len()
         ));
     }
-    let mut out = Vec::new();
     for (pid, objs) in &by_pid {
         let owner = nl.owners.get(pid);
         let state = owner.map_or(Liveness::Unknown, |o| o.state);
@@ -63,6 +101,115 @@ pub fn dead_owners(cx: &Ctx) -> Outcome {
         ));
     }
     Outcome::Findings(out)
+}
+
+fn orphan_finding(
+    dev: &str,
+    chardev: Option<&str>,
+    objs: &[&Resource],
+    holders: &[&FileHolder],
+    proc_listed: bool,
+    qp_room: Option<(u64, u64)>,
+) -> Finding {
+    let file = chardev.map_or("/dev/infiniband/uverbs*".to_string(), |c| {
+        format!("/dev/infiniband/{c}")
+    });
+    let who = match holders {
+        [] if proc_listed => {
+            format!("no process has {file} open any more, so the driver is stuck tearing them down")
+        }
+        [] => format!("the source has no process table to tell which process holds {file} open"),
+        hs => {
+            let names: Vec<String> = hs
+                .iter()
+                .map(|h| match &h.comm {
+                    Some(c) => format!("pid {} ({c})", h.pid),
+                    None => format!("pid {}", h.pid),
+                })
+                .collect();
+            format!(
+                "they stay alive because {} still {} {file} open (a descriptor inherited \
+                 across fork, or passed to it)",
+                names.join(", "),
+                if hs.len() == 1 { "holds" } else { "hold" }
+            )
+        }
+    };
+    let mut f = Finding::new(
+        Code::R001,
+        dev.to_string(),
+        format!(
+            "{} {} no owner: the process that created them has exited (the kernel \
+             stopped naming its PID); {who}. They count against the device's limits{}, \
+             and new ibv_create_qp calls fail with ENOSPC or ENOMEM once one is reached",
+            count_line(objs),
+            if objs.len() == 1 { "has" } else { "have" },
+            qp_room.map_or(String::new(), |(used, max)| format!(
+                " ({dev}: {used} of max_qp {max} QPs in use, headroom {})",
+                max.saturating_sub(used)
+            ))
+        ),
+    );
+    if let Some((_, max)) = qp_room {
+        f = f.evidence(Evidence::new(
+            format!("ibv_query_device({dev}).max_qp"),
+            max.to_string(),
+        ));
+    }
+    for r in objs.iter().take(8) {
+        f = f.evidence(Evidence::new(
+            format!(
+                "netlink RES_{}_GET {}",
+                r.kind.name().to_ascii_uppercase(),
+                r.dev_name
+            ),
+            format!(
+                "{} {} without RES_PID or RES_KERN_NAME",
+                id_name(r.kind),
+                r.id().map_or("?".to_string(), |n| n.to_string())
+            ),
+        ));
+    }
+    for h in holders.iter().take(8) {
+        f = f.evidence(Evidence::new(
+            format!("/proc/{}/fd/{}", h.pid, h.fd),
+            format!("-> {}", h.file),
+        ));
+    }
+    let (remedy, next) = match holders.first() {
+        Some(h) => (
+            format!(
+                "Stop pid {} (or make it close the descriptor: open the device with \
+                 O_CLOEXEC and exec, or close it in the child after fork); the kernel \
+                 frees the objects when the last descriptor closes.",
+                h.pid
+            ),
+            format!("ps -o pid,ppid,etime,cmd -p {}", h.pid),
+        ),
+        None => (
+            "Find who holds the device open with 'fuser -v /dev/infiniband/uverbs*' and stop \
+             it. If nothing does, reloading the RDMA driver frees everything but tears down \
+             every RDMA user of the device (NFS over RDMA, iSER, SRP included): do it only in \
+             a maintenance window."
+                .to_string(),
+            "fuser -v /dev/infiniband/uverbs*".to_string(),
+        ),
+    };
+    f.remedy(remedy)
+        .next(next)
+        .next(format!("rdmakit res qp {dev} --json"))
+}
+
+fn id_name(kind: ResKind) -> &'static str {
+    match kind {
+        ResKind::Qp => "lqpn",
+        ResKind::Cq => "cqn",
+        ResKind::Mr => "mrn",
+        ResKind::Pd => "pdn",
+        ResKind::Ctx => "ctxn",
+        ResKind::Srq => "srqn",
+        ResKind::CmId => "cm-idn",
+    }
 }
 
 fn count_line(objs: &[&Resource]) -> String {
@@ -135,15 +282,7 @@ fn finding(pid: u32, state: Liveness, comm: Option<&str>, objs: &[&Resource]) ->
             ),
             format!(
                 "{} {} pid {pid}",
-                match r.kind {
-                    ResKind::Qp => "lqpn",
-                    ResKind::Cq => "cqn",
-                    ResKind::Mr => "mrn",
-                    ResKind::Pd => "pdn",
-                    ResKind::Ctx => "ctxn",
-                    ResKind::Srq => "srqn",
-                    ResKind::CmId => "cm-idn",
-                },
+                id_name(r.kind),
                 r.id().map_or("?".to_string(), |n| n.to_string())
             ),
         ));

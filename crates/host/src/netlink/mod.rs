@@ -230,6 +230,9 @@ pub enum Liveness {
     Dead,
     /// Held by a kernel module (RES_KERN_NAME).
     Kernel,
+    /// The kernel named no owner: the creating process exited and was reaped,
+    /// and another process keeps the device file open (see [`orphaned`]).
+    Orphaned,
     /// The source has no process table (a capture of /sys only), or the kernel
     /// named no owner.
     Unknown,
@@ -242,6 +245,7 @@ impl Liveness {
             Liveness::Zombie => "zombie",
             Liveness::Dead => "dead",
             Liveness::Kernel => "kernel",
+            Liveness::Orphaned => "orphaned",
             Liveness::Unknown => "unknown",
         }
     }
@@ -356,6 +360,32 @@ pub struct NetlinkFacts {
     /// True when the source holds the process table (/proc lists PID directories);
     /// otherwise a missing `/proc/<pid>` proves nothing and owners are "unknown".
     pub proc_listed: bool,
+    /// Processes holding a `/dev/infiniband/uverbs*` file open. Read only when
+    /// some user object has no owner PID (see [`orphaned`]): that is the file
+    /// that keeps those objects alive.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub file_holders: Vec<FileHolder>,
+}
+
+/// A process with a uverbs device file open (`/proc/<pid>/fd/<fd>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileHolder {
+    pub pid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
+    pub fd: String,
+    /// The link's target, e.g. `/dev/infiniband/uverbs0`.
+    pub file: String,
+}
+
+/// Whether the kernel names no owner for a resource. Since restrack (4.17)
+/// every user object carries RES_PID and every kernel object RES_KERN_NAME;
+/// nldev leaves the PID out once the creating task has exited and been
+/// reaped. Such objects live on because another process still has the
+/// device file open: a child that inherited the descriptor across fork, or
+/// one it was passed to.
+pub fn orphaned(r: &Resource) -> bool {
+    r.holder == Holder::Unknown
 }
 
 impl NetlinkFacts {
@@ -368,6 +398,7 @@ impl NetlinkFacts {
             devices: Vec::new(),
             owners: BTreeMap::new(),
             proc_listed: false,
+            file_holders: Vec::new(),
         }
     }
 
@@ -376,7 +407,7 @@ impl NetlinkFacts {
     pub fn owner_of(&self, holder: &Holder) -> (Liveness, Option<String>) {
         match holder {
             Holder::Kernel(n) => (Liveness::Kernel, Some(n.clone())),
-            Holder::Unknown => (Liveness::Unknown, None),
+            Holder::Unknown => (Liveness::Orphaned, None),
             Holder::Pid(p) => match self.owners.get(p) {
                 Some(o) => (o.state, o.comm.clone()),
                 None => (Liveness::Unknown, None),
@@ -432,6 +463,14 @@ pub fn rdma_netlink(src: &dyn Source) -> NetlinkFacts {
         .into_iter()
         .map(|p| (p, owner(src, p, proc_listed)))
         .collect();
+    let any_orphan = devices
+        .iter()
+        .any(|d| d.resources.values().flatten().flatten().any(orphaned));
+    let file_holders = if any_orphan && proc_listed {
+        uverbs_holders(src)
+    } else {
+        Vec::new()
+    };
     NetlinkFacts {
         devs,
         summary,
@@ -439,7 +478,42 @@ pub fn rdma_netlink(src: &dyn Source) -> NetlinkFacts {
         devices,
         owners,
         proc_listed,
+        file_holders,
     }
+}
+
+/// Every `/proc/<pid>/fd/<n>` that links to a `/dev/infiniband/uverbs*` file.
+pub fn uverbs_holders(src: &dyn Source) -> Vec<FileHolder> {
+    let mut out = Vec::new();
+    let Ok(procs) = src.read_dir("/proc") else {
+        return out;
+    };
+    for p in procs {
+        let Ok(pid) = p.name.parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = src.read_dir(&format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds {
+            let Ok(target) = src.read_link(&format!("/proc/{pid}/fd/{}", fd.name)) else {
+                continue;
+            };
+            if target.starts_with("/dev/infiniband/uverbs") {
+                let comm = src
+                    .read(&format!("/proc/{pid}/comm"))
+                    .ok()
+                    .map(|b| crate::collect::strip_value(&b));
+                out.push(FileHolder {
+                    pid,
+                    comm,
+                    fd: fd.name.clone(),
+                    file: target,
+                });
+            }
+        }
+    }
+    out
 }
 
 fn device(src: &dyn Source, d: &Dev) -> DevFacts {

@@ -5,7 +5,7 @@
 #   NAME.dmesg     the kernel log               NAME.state  what the plan observed
 # The host replays each bundle and compares with NAME.json (plans/doctor/host.sh).
 # Scenarios: healthy, ib_umad_missing, port_down, provider_missing, memlock_user,
-# sigkill_holder, restored (see scripts/vm/README.md).
+# sigkill_holder, orphaned_by_fork, restored (see scripts/vm/README.md).
 D=$R/doctor
 mkdir -p $D
 chmod 777 $D
@@ -130,6 +130,41 @@ sc_sigkill_holder() {
   return $_rc
 }
 
+# The seed's leaked-QP case as it happens on a real kernel: a process creates 4 RC
+# QPs and forks a child that inherits its uverbs descriptor (fork_holder.py, ctypes
+# over libibverbs); the process is killed with SIGKILL. The kernel keeps the
+# objects (the file is still open in the child) and stops naming an owner PID.
+# doctor must report them (RDK-R001) naming the child and the descriptor; once the
+# child exits, the kernel frees everything.
+sc_orphaned_by_fork() {
+  _h=$D/orphaned_by_fork.holder
+  python3 /rdk/plans/doctor/fork_holder.py rxe0 4 > $_h 2>&1 &
+  _i=0
+  while [ $_i -lt 100 ] && ! grep -q '^PARENT' $_h; do sleep 0.2; _i=$((_i + 1)); done
+  read _w _parent _w _child < $_h
+  case "$_parent$_child" in *[!0-9]*|'') echo "fork_holder did not start:"; cat $_h; return 1 ;; esac
+  { echo "parent=$_parent child=$_child"; rdma resource show qp; } > $D/orphaned_by_fork.state 2>&1
+  kill -9 $_parent
+  wait $_parent 2>/dev/null
+  sleep 1
+  { echo "after SIGKILL of $_parent:"; rdma resource show qp; rdma resource
+    ls -l /proc/$_child/fd; } >> $D/orphaned_by_fork.state 2>&1
+  cat $D/orphaned_by_fork.state
+  doctor_run orphaned_by_fork
+  _rc=0
+  $CHECK $D/orphaned_by_fork.json --exit "$(cat $D/orphaned_by_fork.exit)" \
+    --quiet-at warning --expect RDK-R001 \
+    --evidence "RDK-R001:/proc/$_child/fd/=/dev/infiniband/uverbs0" || _rc=1
+  kill -9 $_child
+  sleep 1
+  if rdma resource show qp | grep -q 'type RC'; then
+    echo "FAIL: RC QPs remain after the last holder of the device file exited"
+    rdma resource show qp
+    _rc=1
+  fi
+  return $_rc
+}
+
 sc_restored() {
   # every fault above was undone: the host is healthy again
   wait_port_active rxe0 1 30 && wait_gids rxe0 1 3 20
@@ -143,4 +178,5 @@ step doctor/port_down sc_port_down
 step doctor/provider_missing sc_provider_missing
 step doctor/memlock_user sc_memlock_user
 step doctor/sigkill_holder sc_sigkill_holder
+step doctor/orphaned_by_fork sc_orphaned_by_fork
 step doctor/restored sc_restored
