@@ -135,4 +135,6 @@ pub mod attr {
     pub const DEV_TYPE: u16 = 99;
     pub const PARENT_NAME: u16 = 100;
     pub const EVENT_TYPE: u16 = 102;
+    /// In the SYS_GET reply of kernels that send monitor events (1).
+    pub const SYS_ATTR_MONITOR_MODE: u16 = 103;
 }

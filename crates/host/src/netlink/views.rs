@@ -277,6 +277,10 @@ pub struct Sys {
     pub netns_mode: Option<u8>,
     pub copy_on_fork: Option<u8>,
     pub privileged_qkey_mode: Option<u8>,
+    /// Sent (as 1) only by kernels that announce device events to the
+    /// monitor group; absent on older ones (Debian 12's 6.1 among them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor_mode: Option<u8>,
     pub unknown: Vec<RawAttr>,
 }
 
@@ -728,6 +732,7 @@ pub fn sys(attrs: &[RawAttr]) -> Result<Sys, Malformed> {
             a::SYS_ATTR_NETNS_MODE => s.netns_mode = Some(at.u8()?),
             a::SYS_ATTR_COPY_ON_FORK => s.copy_on_fork = Some(at.u8()?),
             a::SYS_ATTR_PRIVILEGED_QKEY_MODE => s.privileged_qkey_mode = Some(at.u8()?),
+            a::SYS_ATTR_MONITOR_MODE => s.monitor_mode = Some(at.u8()?),
             _ => s.unknown.push(at.clone()),
         }
     }
@@ -799,6 +804,21 @@ mod tests {
     fn attrs_of(r: Request) -> Vec<RawAttr> {
         let b = r.build();
         crate::netlink::msg::parse_attrs(&b[16..]).unwrap()
+    }
+
+    #[test]
+    fn sys_reports_whether_the_kernel_announces_events() {
+        let old_kernel = Request::new(0, 0, 0)
+            .attr(a::SYS_ATTR_NETNS_MODE, &[1])
+            .attr(a::SYS_ATTR_COPY_ON_FORK, &[1]);
+        let s = sys(&attrs_of(old_kernel)).unwrap();
+        assert_eq!((s.netns_mode, s.monitor_mode), (Some(1), None));
+        let new_kernel = Request::new(0, 0, 0)
+            .attr(a::SYS_ATTR_NETNS_MODE, &[1])
+            .attr(a::SYS_ATTR_MONITOR_MODE, &[1]);
+        let s = sys(&attrs_of(new_kernel)).unwrap();
+        assert_eq!(s.monitor_mode, Some(1));
+        assert!(s.unknown.is_empty());
     }
 
     fn nest(kind: u16, inner: Request) -> Vec<u8> {

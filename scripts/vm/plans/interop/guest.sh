@@ -66,10 +66,18 @@ both() {
     if ! one_way $_d $_tool $_name "$_g" "$_h"; then
       for f in $I/$_name-$_d.*.txt; do mv "$f" "${f%.txt}.try1.txt"; done
       echo "RETRY $_name-$_d" | tee -a $I/retries.txt
-      one_way $_d $_tool $_name "$_g" "$_h" || { _rc=1; tail -n 20 $I/$_name-$_d.*.txt; }
+      one_way $_d $_tool $_name "$_g" "$_h" || { _rc=1; failed_tail $_name-$_d; }
     fi
   done
   return $_rc
+}
+# The end of each side's output, both tries, the guest's first: what CI shows of
+# a failure is the last lines of the run, so keep them to what tells the story.
+failed_tail() {
+  for f in $I/$1.guest.try1.txt $I/$1.host.try1.txt $I/$1.guest.txt $I/$1.host.txt; do
+    echo "---- ${f##*/}"
+    grep -v -e '^ *-\{10,\}$' -e '^ *$' "$f" | tail -n 7
+  done
 }
 
 pp_rc() {

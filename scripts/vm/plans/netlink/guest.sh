@@ -26,6 +26,19 @@ cmp_pair() { # NAME KEYS RDMA_ARGS -- RDMAKIT_ARGS
   $CMP $N/$_n.rdma.json $N/$_n.rdmakit.json $_k
 }
 
+# Debian 12's 6.1 kernel does not announce device events to the monitor group:
+# `rdmakit monitor` must say so (its SYS reply lacks MONITOR_MODE) and keep
+# waiting, not exit or crash.
+monitor_notice() {
+  rdma sys > $N/sys.txt 2>&1
+  timeout 3 rdmakit monitor > $N/monitor.out 2> $N/monitor.err
+  _rc=$?
+  cat $N/sys.txt $N/monitor.err
+  [ $_rc = 124 ] || { echo "FAIL: rdmakit monitor exited $_rc before the timeout"; return 1; }
+  grep -q "does not announce RDMA device events" $N/monitor.err \
+    || { echo "FAIL: no notice that this kernel sends no events"; return 1; }
+}
+
 step holder_up holder_up
 step dev_json cmp_pair dev ifindex dev -- dev
 step link_json cmp_pair link ifindex,port link -- link
@@ -34,4 +47,5 @@ step res_qp_json cmp_pair res_qp ifname,lqpn res show qp -- res qp
 step res_cq_json cmp_pair res_cq ifname,cqn res show cq -- res cq
 step res_pd_json cmp_pair res_pd ifname,pdn res show pd -- res pd
 step res_mr_json cmp_pair res_mr ifname,mrn res show mr -- res mr
+step monitor_notice monitor_notice
 kill $(cat $N/holder.pid) 2>/dev/null
