@@ -91,9 +91,14 @@ pp_ud() {
     both ibv_ud_pingpong ud_s$s -d rxe1 -g $GI -s $s -n 50 -- -g 0 -s $s -n 50 || return 1
   done
 }
+# -F in the guest: perftest calibrates its cycle clock against gettimeofday when it
+# reports, and under TCG on a loaded host the fit can fall below its r^2 0.9
+# threshold ("Correlation coefficient r^2: 0.88 < 0.9 / Can't produce a report");
+# without -F it then exits 1 before its closing handshake, and the peer fails that
+# handshake too. The figures are not what this plan checks; the exit codes are.
 pt() { # NAME TOOL ARGS...: perftest, both directions
   _n=$1 _t=$2; shift 2
-  both $_t $_n -d rxe1 -x $GI "$@" -- -x 0 "$@"
+  both $_t $_n -d rxe1 -x $GI -F "$@" -- -x 0 "$@"
 }
 perf_write() { pt write_1 ib_write_bw -s 1 -n 200 && pt write_64k ib_write_bw -s 65536 -n 100; }
 # READs of 16 KiB with 2 outstanding: the soft NIC answers a READ with every

@@ -44,7 +44,9 @@ rate() {
 cmp_one() { # TEST SIZE ITERS PERFTEST_TOOL RDMAKIT_TEST
   _t=$1 _s=$2; ITERS=$3
   gi=$(gid_v4) || { echo "no IPv4 RoCE v2 GID on rxe0"; return 1; }
-  pt=$(rate pt_$_t 18801 $4 -d rxe0 -x $gi -s $_s -n $ITERS) || return 1
+  # -F: without it perftest exits 1 when its clock calibration fails under TCG
+  # (r^2 < 0.9); its own figures are not used here.
+  pt=$(rate pt_$_t 18801 $4 -d rxe0 -x $gi -s $_s -n $ITERS -F) || return 1
   rk=$(rate rk_$_t 18802 rdmakit --provider ibverbs perf $5 -d rxe0 -x $gi -s $_s -n $ITERS -m 1024) || return 1
   printf '%s\t%s\t%s\t%s\t%s\n' $_t $_s $ITERS $pt $rk >> $P/rates.tsv
   echo "$_t ${_s}B x $ITERS: perftest $pt msg/s, rdmakit perf $rk msg/s"
