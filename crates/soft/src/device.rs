@@ -1093,7 +1093,11 @@ impl Device {
                 .last_busy_poll
                 .store(self.sh.now().as_nanos().max(1), Ordering::Release);
             self.sh.flush_held_acks();
-            self.sh.poll_network(16, true);
+            // Stop at the first datagram that completes here: the
+            // application gets its completion without another `recvfrom`
+            // (or the peer's ACK) in between.
+            self.sh
+                .poll_network_until(16, true, || !lock(&c.queue).is_empty());
             q = lock(&c.queue);
         }
         let n = max.min(q.len());

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use rdmakit_soft::proto::{
-    Access, AttrMask, Mtu, QpAttr, QpState, QpType, SendOp, SendWr, Sge, Wc, WcStatus,
+    Access, AttrMask, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Wc, WcStatus,
 };
 use rdmakit_soft::{Device, DeviceConfig, Errno, Limits, QpInit, SendRequest};
 
@@ -275,4 +275,86 @@ fn many_threads_post_to_one_qp_with_fault_injection_and_no_descriptor_leaks() {
     assert!(posted + enomem.load(std::sync::atomic::Ordering::Relaxed) == threads * per);
     drop(d);
     assert!(dst[..threads * 64].iter().all(|&b| b == 7));
+}
+
+/// A busy poller holds the ACK of a message it took until its reply is out.
+/// Reposting the receive in between (perftest's latency tests and rdmakit
+/// perf's server do) must keep holding it: otherwise every reply waits
+/// behind an ACK `sendto`.
+#[test]
+fn reposting_a_receive_does_not_send_the_ack_a_busy_poller_held() {
+    let d = Device::open(DeviceConfig {
+        shared_registry: false,
+        ..DeviceConfig::default()
+    })
+    .unwrap();
+    let pd = d.alloc_pd().unwrap();
+    let cq = d.create_cq(64, None).unwrap();
+    let (a, b) = rc_pair(&d, pd, cq);
+    let msg = 8u32;
+    let mut bufs = vec![0u8; 4 * msg as usize];
+    // SAFETY: `bufs` outlives the device (dropped first below) and is not
+    // accessed while the device runs.
+    let key = unsafe {
+        d.reg_mr(pd, bufs.as_mut_ptr(), bufs.len(), Access::all())
+            .unwrap()
+    };
+    let base = bufs.as_ptr() as u64;
+    let sge = |slot: u64| Sge {
+        addr: base + slot * u64::from(msg),
+        length: msg,
+        lkey: key,
+    };
+    let recv = |qp: u32, slot: u64| {
+        d.post_recv(
+            qp,
+            &[RecvWr {
+                wr_id: slot,
+                sg_list: vec![sge(slot)],
+            }],
+        )
+        .unwrap()
+    };
+    let send = |qp: u32, slot: u64| {
+        let wr = SendWr::new(slot, SendOp::Send, vec![sge(slot)]);
+        // SAFETY: the SGE names the registered `bufs`.
+        unsafe { d.post_send(qp, &[SendRequest { wr, inline: false }]) }.unwrap()
+    };
+    let wait_recv = |qp: u32| -> Wc {
+        let t = Instant::now();
+        let mut v = Vec::new();
+        loop {
+            v.clear();
+            d.poll_cq(cq, &mut v, 1).unwrap();
+            if let Some(w) = v.pop().filter(|w| w.is_recv() && w.qp_num == qp) {
+                assert_eq!(w.status, WcStatus::Success);
+                return w;
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "no receive on {qp}");
+        }
+    };
+    recv(a, 0);
+    recv(b, 1);
+    let rounds = 200;
+    let mut acks_at_repost = 0;
+    for _ in 0..rounds {
+        send(a, 2);
+        wait_recv(b);
+        let before = d.counters().tx_packets;
+        recv(b, 1);
+        if d.counters().tx_packets != before {
+            acks_at_repost += 1;
+        }
+        send(b, 3);
+        wait_recv(a);
+        recv(a, 0);
+    }
+    drop(d);
+    drop(bufs);
+    // The progress thread flushes held ACKs every few hundred µs, so one
+    // can slip in between now and then; before the fix every round did.
+    assert!(
+        acks_at_repost < rounds / 4,
+        "{acks_at_repost} of {rounds} receive reposts sent a held ACK"
+    );
 }

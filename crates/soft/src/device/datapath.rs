@@ -306,10 +306,24 @@ impl Shared {
     /// in the caller's thread (busy-poll mode). Skips when another thread
     /// is doing the same.
     pub(super) fn poll_network(&self, max: usize, hold_acks: bool) {
+        self.poll_network_until(max, hold_acks, || false);
+    }
+
+    /// [`Shared::poll_network`], stopping early once `done` holds after a
+    /// datagram.
+    pub(super) fn poll_network_until(&self, max: usize, hold_acks: bool, done: impl Fn() -> bool) {
         let Ok(mut b) = self.poll_buf.try_lock() else {
             return;
         };
-        self.drain_network(&mut b, max, hold_acks);
+        for _ in 0..max {
+            match self.net.try_recv(&mut b) {
+                Some((n, src)) => self.receive(src, &b[..n], hold_acks),
+                None => break,
+            }
+            if done() {
+                break;
+            }
+        }
     }
 
     /// Takes and processes up to `max` waiting datagrams. Every datagram is

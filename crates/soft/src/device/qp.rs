@@ -532,7 +532,11 @@ impl Device {
         }
         let now = self.sh.now();
         let mut eng = lock(&q.engine);
-        self.sh.drive(&q, &mut eng, now);
+        // ACKs a busy poller held stay held: applications repost a receive
+        // between taking a message and posting their reply (perftest's
+        // latency tests, rdmakit perf's server), and the reply must go first.
+        let hold = eng.ack_held;
+        self.sh.drive_with(&q, &mut eng, now, hold);
         result
     }
 }
