@@ -327,7 +327,6 @@ pub struct Qp {
     rd_atomic_inflight: u32,
     pkts_since_ackreq: u32,
     goback_guard: Option<Psn>,
-    scratch: Vec<u8>,
     // responder
     rq: VecDeque<RecvWqe>,
     epsn: Psn,
@@ -481,7 +480,6 @@ impl Qp {
             rd_atomic_inflight: 0,
             pkts_since_ackreq: 0,
             goback_guard: None,
-            scratch: Vec::new(),
             rq: VecDeque::new(),
             epsn: Psn::new(0),
             msn: 0,
@@ -1016,9 +1014,15 @@ impl Qp {
                 let last = n == remaining;
                 let pos = pos_of(first, last);
                 let opcode = opcode_for(Transport::Rc, Kind::ReadResp, pos, false, false)?;
-                let mut data = std::mem::take(&mut self.scratch);
-                data.clear();
-                data.resize(n as usize, 0);
+                let mut p = self.empty_packet(opcode, psn, dqpn)?;
+                if p.info.aeth {
+                    p.aeth = Some(crate::packet::Aeth {
+                        syndrome: syndrome::ACK,
+                        msn,
+                    });
+                }
+                // Headers first, then the data read straight into place.
+                let (at, len) = p.emit_header(buf, n as usize)?;
                 let r = if n == 0 {
                     Ok(())
                 } else {
@@ -1026,21 +1030,12 @@ impl Qp {
                         self.cfg.pd,
                         Key::Remote(rkey),
                         va,
-                        &mut data,
+                        &mut buf[at..at + n as usize],
                         Access::REMOTE_READ,
                     )
                 };
                 let res = match r {
                     Ok(()) => {
-                        let mut p = self.empty_packet(opcode, psn, dqpn)?;
-                        if p.info.aeth {
-                            p.aeth = Some(crate::packet::Aeth {
-                                syndrome: syndrome::ACK,
-                                msn,
-                            });
-                        }
-                        p.payload = &data;
-                        let len = p.emit(buf);
                         if !last {
                             self.out.push_front(RespOut::Read {
                                 psn: psn.add(1),
@@ -1050,7 +1045,7 @@ impl Qp {
                                 first: false,
                             });
                         }
-                        len.map(|len| Transmit { len, ah })
+                        Some(Transmit { len, ah })
                     }
                     Err(_) => {
                         // The region went away between request and response.
@@ -1063,7 +1058,6 @@ impl Qp {
                         None
                     }
                 };
-                self.scratch = data;
                 match res {
                     Some(t) => Some(t),
                     None => self.poll_responder(buf, mem),
@@ -1208,8 +1202,8 @@ impl Qp {
             _ => (self.attr.dest_qp_num, self.attr.ah),
         };
         let off = self.send_off;
-        let mut data = std::mem::take(&mut self.scratch);
-        data.clear();
+        // (offset into the WR's data, length) of this packet's payload.
+        let mut payload: Option<(u32, u32)> = None;
         let mut p = self
             .empty_packet(0x11, psn, dqpn)
             .ok_or(WcStatus::LocQpOpErr)?;
@@ -1300,11 +1294,7 @@ impl Qp {
                         src_qp: qpn,
                     });
                 }
-                data.resize(n as usize, 0);
-                if let Err(_e) = gather(mem, pd, &w.wr.sg_list, u64::from(off), &mut data) {
-                    self.scratch = data;
-                    return Err(WcStatus::LocProtErr);
-                }
+                payload = Some((off, n));
                 p.bth.se = last && w.wr.solicited;
                 ends = last;
                 sent = n;
@@ -1320,13 +1310,16 @@ impl Qp {
                 self.pkts_since_ackreq = 0;
             }
         }
-        let len = {
-            let mut q = p;
-            q.payload = &data;
-            q.emit(buf)
-        };
-        self.scratch = data;
-        let len = len.ok_or(WcStatus::LocLenErr)?;
+        // Headers first, then the payload gathered straight into place (the
+        // transmit buffer is the only copy before the socket's).
+        let plen = payload.map_or(0, |(_, n)| n as usize);
+        let (at, len) = p.emit_header(buf, plen).ok_or(WcStatus::LocLenErr)?;
+        if let Some((off, n)) = payload {
+            let dst = &mut buf[at..at + n as usize];
+            if gather(mem, pd, &w.wr.sg_list, u64::from(off), dst).is_err() {
+                return Err(WcStatus::LocProtErr);
+            }
+        }
 
         if psn.before(self.high_psn) {
             self.stats.retransmitted += 1;
