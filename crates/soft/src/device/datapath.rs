@@ -382,12 +382,19 @@ pub(super) fn progress_loop(sh: &Shared) {
         // While an application thread busy-polls (within the last
         // millisecond) it receives for us: stay off the socket's wait queue
         // so the kernel does not wake this thread for every datagram, and
-        // only look after the timers (and stray datagrams) now and then.
+        // only look after the timers and held ACKs now and then. Datagrams
+        // are taken here only when the poller has not taken any for 200 µs:
+        // taking them under its feet (and transmitting what their ACKs
+        // open) contends for the engine lock and a core, which cost a
+        // sending application 3-11% of its bandwidth.
         let polled = sh.last_busy_poll.load(Ordering::Acquire);
         let wait = if polled != 0 && now.saturating_sub(polled) < 1_000_000 {
             std::thread::sleep(wait.min(Duration::from_micros(200)));
             sh.flush_held_acks();
-            sh.poll_network(64, false);
+            let polled = sh.last_busy_poll.load(Ordering::Acquire);
+            if sh.now().as_nanos().saturating_sub(polled) >= 200_000 {
+                sh.poll_network(64, false);
+            }
             Duration::ZERO
         } else {
             wait
