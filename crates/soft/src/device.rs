@@ -1097,7 +1097,7 @@ impl Device {
             // application gets its completion without another `recvfrom`
             // (or the peer's ACK) in between.
             self.sh
-                .poll_network_until(16, true, || !lock(&c.queue).is_empty());
+                .poll_network_until(64, true, || !lock(&c.queue).is_empty());
             q = lock(&c.queue);
         }
         let n = max.min(q.len());
