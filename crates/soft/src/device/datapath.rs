@@ -315,25 +315,27 @@ impl Shared {
         let Ok(mut b) = self.poll_buf.try_lock() else {
             return;
         };
+        self.drain_network(&mut b, max, hold_acks, done);
+    }
+
+    /// Takes and processes up to `max` waiting datagrams, stopping early once
+    /// `done` holds after one. Every datagram is taken and processed under
+    /// `poll_buf`'s lock (`b`), by whichever thread holds it, so a flow's
+    /// packets are processed in arrival order.
+    pub(super) fn drain_network(
+        &self,
+        b: &mut [u8],
+        max: usize,
+        hold_acks: bool,
+        done: impl Fn() -> bool,
+    ) {
         for _ in 0..max {
-            match self.net.try_recv(&mut b) {
+            match self.net.try_recv(b) {
                 Some((n, src)) => self.receive(src, &b[..n], hold_acks),
                 None => break,
             }
             if done() {
                 break;
-            }
-        }
-    }
-
-    /// Takes and processes up to `max` waiting datagrams. Every datagram is
-    /// taken and processed under `poll_buf`'s lock, by whichever thread
-    /// holds it, so a flow's packets are processed in arrival order.
-    pub(super) fn drain_network(&self, b: &mut [u8], max: usize, hold_acks: bool) {
-        for _ in 0..max {
-            match self.net.try_recv(b) {
-                Some((n, src)) => self.receive(src, &b[..n], hold_acks),
-                None => break,
             }
         }
     }
@@ -404,7 +406,7 @@ pub(super) fn progress_loop(sh: &Shared) {
             sh.wake_at.store(planned, Ordering::Release);
             if sh.net.wait_readable(wait) {
                 let mut b = lock(&sh.poll_buf);
-                sh.drain_network(&mut b, 64, false);
+                sh.drain_network(&mut b, 64, false, || false);
             }
             sh.flush_held_acks();
         }
