@@ -756,17 +756,7 @@ impl Qp {
             QpState::Reset | QpState::Init | QpState::Rtr => return Err(PostError::InvalidState),
             _ => {}
         }
-        let ok = match self.cfg.qp_type {
-            QpType::Rc => true,
-            QpType::Uc => matches!(
-                wr.op,
-                SendOp::Send
-                    | SendOp::SendWithImm { .. }
-                    | SendOp::Write { .. }
-                    | SendOp::WriteWithImm { .. }
-            ),
-            QpType::Ud => matches!(wr.op, SendOp::Send | SendOp::SendWithImm { .. }),
-        };
+        let ok = wr.op.allowed_on(self.cfg.qp_type);
         if !ok {
             return Err(PostError::InvalidOpcode);
         }

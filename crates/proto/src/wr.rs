@@ -1,6 +1,6 @@
 //! Work requests and work completions.
 
-use crate::qp::AddressHandle;
+use crate::qp::{AddressHandle, QpType};
 
 /// One scatter/gather element (`struct ibv_sge`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,6 +75,22 @@ pub enum SendOp {
 }
 
 impl SendOp {
+    /// Whether a QP of type `t` can carry this operation (RC: all; UC: SEND
+    /// and WRITE, with immediate; UD: SEND, with immediate).
+    pub const fn allowed_on(&self, t: QpType) -> bool {
+        match t {
+            QpType::Rc => true,
+            QpType::Uc => matches!(
+                self,
+                SendOp::Send
+                    | SendOp::SendWithImm { .. }
+                    | SendOp::Write { .. }
+                    | SendOp::WriteWithImm { .. }
+            ),
+            QpType::Ud => matches!(self, SendOp::Send | SendOp::SendWithImm { .. }),
+        }
+    }
+
     /// READ or atomic: needs a responder resource and a response.
     pub const fn is_rd_atomic(&self) -> bool {
         matches!(

@@ -18,10 +18,23 @@ struct Side {
 }
 
 fn side() -> Side {
-    let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+    side_with(DeviceConfig::default(), 256)
+}
+
+/// A soft device with its PD and one CQ of `cqe` entries.
+fn side_with(cfg: DeviceConfig, cqe: u32) -> Side {
+    let ctx = Context::open_soft(cfg).unwrap();
     let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(256, None).unwrap();
+    let cq = ctx.create_cq(cqe, None).unwrap();
     Side { ctx, pd, cq }
+}
+
+/// Event mode: only the progress thread receives.
+fn no_busy_poll() -> DeviceConfig {
+    DeviceConfig {
+        busy_poll: false,
+        ..DeviceConfig::default()
+    }
 }
 
 fn connect(a: &Side, b: &Side, t: QpType, opts: ConnectOpts) -> (Qp, Qp) {
@@ -397,17 +410,7 @@ fn event_mode_without_busy_poll_and_device_list() {
     assert_eq!(names.len(), 1);
     let e = rdmakit_verbs::open_device("no_such_dev").unwrap_err();
     assert_eq!((e.errno.name(), e.layer), ("ENODEV", Layer::Library));
-    let mk = || {
-        let ctx = Context::open_soft(DeviceConfig {
-            busy_poll: false,
-            ..DeviceConfig::default()
-        })
-        .unwrap();
-        let pd = ctx.alloc_pd().unwrap();
-        let cq = ctx.create_cq(16, None).unwrap();
-        Side { ctx, pd, cq }
-    };
-    let (a, b) = (mk(), mk());
+    let (a, b) = (side_with(no_busy_poll(), 16), side_with(no_busy_poll(), 16));
     let (qa, qb) = connect(&a, &b, QpType::Rc, ConnectOpts::default());
     let bb = b.pd.alloc_buf(64, Access::all()).unwrap();
     qb.recv(1, &bb, 0..64).unwrap();
@@ -520,17 +523,10 @@ fn uc_multi_packet_messages_survive_busy_poll_and_progress_thread_handoffs() {
 fn a_polled_send_completion_has_already_freed_its_slot() {
     const DEPTH: u32 = 128;
     const TOTAL: u64 = 20_000;
-    let mk = || {
-        let ctx = Context::open_soft(DeviceConfig {
-            busy_poll: false,
-            ..DeviceConfig::default()
-        })
-        .unwrap();
-        let pd = ctx.alloc_pd().unwrap();
-        let cq = ctx.create_cq(256, None).unwrap();
-        Side { ctx, pd, cq }
-    };
-    let (a, b) = (mk(), mk());
+    let (a, b) = (
+        side_with(no_busy_poll(), 256),
+        side_with(no_busy_poll(), 256),
+    );
     let o = ConnectOpts::default();
     let qa =
         a.pd.qp_builder(QpType::Rc, &a.cq)

@@ -157,18 +157,7 @@ fn orphan_finding(
         ));
     }
     for r in objs.iter().take(8) {
-        f = f.evidence(Evidence::new(
-            format!(
-                "netlink RES_{}_GET {}",
-                r.kind.name().to_ascii_uppercase(),
-                r.dev_name
-            ),
-            format!(
-                "{} {} without RES_PID or RES_KERN_NAME",
-                id_name(r.kind),
-                r.id().map_or("?".to_string(), |n| n.to_string())
-            ),
-        ));
+        f = f.evidence(object_evidence(r, "without RES_PID or RES_KERN_NAME"));
     }
     for h in holders.iter().take(8) {
         f = f.evidence(Evidence::new(
@@ -210,6 +199,22 @@ fn id_name(kind: ResKind) -> &'static str {
         ResKind::Srq => "srqn",
         ResKind::CmId => "cm-idn",
     }
+}
+
+/// One object as netlink showed it: where it was read, its id, and `what`.
+fn object_evidence(r: &Resource, what: &str) -> Evidence {
+    Evidence::new(
+        format!(
+            "netlink RES_{}_GET {}",
+            r.kind.name().to_ascii_uppercase(),
+            r.dev_name
+        ),
+        format!(
+            "{} {} {what}",
+            id_name(r.kind),
+            r.id().map_or("?".to_string(), |n| n.to_string())
+        ),
+    )
 }
 
 fn count_line(objs: &[&Resource]) -> String {
@@ -274,18 +279,7 @@ fn finding(pid: u32, state: Liveness, comm: Option<&str>, objs: &[&Resource]) ->
         },
     ));
     for r in objs.iter().take(8) {
-        f = f.evidence(Evidence::new(
-            format!(
-                "netlink RES_{}_GET {}",
-                r.kind.name().to_ascii_uppercase(),
-                r.dev_name
-            ),
-            format!(
-                "{} {} pid {pid}",
-                id_name(r.kind),
-                r.id().map_or("?".to_string(), |n| n.to_string())
-            ),
-        ));
+        f = f.evidence(object_evidence(r, &format!("pid {pid}")));
     }
     let remedy = match state {
         Liveness::Zombie => format!(

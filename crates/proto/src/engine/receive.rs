@@ -328,16 +328,7 @@ impl Qp {
                     let Some(reth) = p.reth else {
                         return Err(inv_req);
                     };
-                    if reth.len > 0 {
-                        mem.check(
-                            pd,
-                            Key::Remote(reth.rkey),
-                            reth.va,
-                            u64::from(reth.len),
-                            Access::REMOTE_WRITE,
-                        )
-                        .map_err(|_| RespErr::Nak(syndrome::NAK_REM_ACCESS, None))?;
-                    }
+                    check_reth(mem, pd, reth, Access::REMOTE_WRITE)?;
                     if (info.pos == Pos::Only && n != reth.len as usize)
                         || (n as u64) > u64::from(reth.len)
                     {
@@ -367,11 +358,9 @@ impl Qp {
                     return Err(inv_req);
                 }
                 if n > 0 {
-                    let va =
-                        c.va.checked_add(u64::from(c.off))
-                            .ok_or(RespErr::Nak(syndrome::NAK_REM_ACCESS, None))?;
+                    let va = c.va.checked_add(u64::from(c.off)).ok_or_else(rem_access)?;
                     mem.write(pd, Key::Remote(c.rkey), va, p.payload, Access::REMOTE_WRITE)
-                        .map_err(|_| RespErr::Nak(syndrome::NAK_REM_ACCESS, None))?;
+                        .map_err(|_| rem_access())?;
                 }
                 c.off += n as u32;
                 if info.pos.ends() {
@@ -400,16 +389,7 @@ impl Qp {
                 if reth.len > 1 << 31 {
                     return Err(inv_req);
                 }
-                if reth.len > 0 {
-                    mem.check(
-                        pd,
-                        Key::Remote(reth.rkey),
-                        reth.va,
-                        u64::from(reth.len),
-                        Access::REMOTE_READ,
-                    )
-                    .map_err(|_| RespErr::Nak(syndrome::NAK_REM_ACCESS, None))?;
-                }
+                check_reth(mem, pd, reth, Access::REMOTE_READ)?;
                 let npk = pkts_for(reth.len, mtu as u32);
                 self.add_resource(Resource {
                     first: psn,
@@ -452,7 +432,7 @@ impl Qp {
                 let orig = match mem.atomic(pd, a.rkey, a.va, op) {
                     Ok(v) => v,
                     Err(MemError::Misaligned) => return Err(inv_req),
-                    Err(_) => return Err(RespErr::Nak(syndrome::NAK_REM_ACCESS, None)),
+                    Err(_) => return Err(rem_access()),
                 };
                 self.add_resource(Resource {
                     first: psn,
@@ -577,4 +557,30 @@ impl Qp {
 /// P_Key match: same 15-bit key, at least one side a full member.
 pub(super) fn pkey_match(a: u16, b: u16) -> bool {
     (a & 0x7fff) == (b & 0x7fff) && (a | b) & 0x8000 != 0 && (a & 0x7fff) != 0
+}
+
+/// The NAK that answers a remote access the memory refused.
+fn rem_access() -> RespErr {
+    RespErr::Nak(syndrome::NAK_REM_ACCESS, None)
+}
+
+/// Checks the range a RETH names for `need` before any byte moves; a
+/// zero-length access names no memory and is not checked.
+fn check_reth<M: Memory + ?Sized>(
+    mem: &M,
+    pd: Pd,
+    reth: crate::packet::Reth,
+    need: Access,
+) -> Result<(), RespErr> {
+    if reth.len == 0 {
+        return Ok(());
+    }
+    mem.check(
+        pd,
+        Key::Remote(reth.rkey),
+        reth.va,
+        u64::from(reth.len),
+        need,
+    )
+    .map_err(|_| rem_access())
 }

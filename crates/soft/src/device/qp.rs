@@ -381,17 +381,7 @@ impl Device {
             ));
         }
         let wr = &req.wr;
-        let ok = match q.qp_type {
-            QpType::Rc => true,
-            QpType::Uc => matches!(
-                wr.op,
-                SendOp::Send
-                    | SendOp::SendWithImm { .. }
-                    | SendOp::Write { .. }
-                    | SendOp::WriteWithImm { .. }
-            ),
-            QpType::Ud => matches!(wr.op, SendOp::Send | SendOp::SendWithImm { .. }),
-        };
+        let ok = wr.op.allowed_on(q.qp_type);
         if !ok {
             return Err(err(
                 V,
