@@ -124,9 +124,24 @@ impl Local {
         w
     }
 
+    /// [`Local::wr`] for the `n`th echo (from 1), signaled every `every`th:
+    /// nothing waits for an echo's completion.
+    fn signaled_every(&self, n: u64, op: SendOp, sge: Sge, every: u64) -> SendWr {
+        let mut w = self.wr(n, op, sge);
+        w.signaled = n % every == 0;
+        w
+    }
+
     fn buf(&self) -> &MrBuf {
         // Present until teardown(), which consumes self.
         self.buf.as_ref().expect("buffer present until teardown")
+    }
+
+    /// The soft NIC's counters of this side's QP (None on other providers).
+    fn qp_counters(&self) -> Option<crate::QpCounters> {
+        let qp = self.qp.as_ref()?;
+        let s = self._ctx.soft()?.qp_stats(qp.qpn())?;
+        Some(crate::QpCounters::from(&s))
     }
 
     /// Destroys the QP and the MR, timing both.
@@ -242,6 +257,7 @@ fn header(role: &str, l: &Local, remote: &QpInfo, p: &Params, gid_index: u32) ->
         inline: p.inline,
         tx_depth: p.tx_depth,
         rx_depth: p.rx_depth,
+        cq_mod: p.signal_every(),
         iterations: if p.duration.is_some() { 0 } else { p.iters },
         duration: p.duration,
         validate: p.validate,
@@ -332,11 +348,13 @@ pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report,
     }
     c.send("END")?;
     let _ = c.recv();
+    let qp_counters = l.qp_counters();
     Ok(Report {
         header: h,
         results: rows,
         control: l.teardown(),
         validated,
+        qp_counters,
     })
 }
 
@@ -446,11 +464,15 @@ fn client_bw(
         l.buf().sge(0..size)?
     };
     let depth = u64::from(p.tx_depth.max(1));
+    let every = p.signal_every();
     let qp = l.qp();
     let mut wcs = Vec::with_capacity(64);
     let start = Instant::now();
     let end = p.duration.map(|d| start + Duration::from_secs_f64(d));
+    // `done`: sends known complete — completions come in order, so a
+    // signaled send's completion completes every send before it.
     let (mut posted, mut done) = (0u64, 0u64);
+    let mut tail_signaled = true;
     let (mut last, mut tick) = (start, Tick(start));
     // Peak: best rate over windows of `win` completions.
     let win = depth.max(16);
@@ -469,20 +491,30 @@ fn client_bw(
             }
             reqs.clear();
             for i in 0..n {
-                reqs.push(SendRequest {
-                    wr: l.wr(posted + i, op, sge),
-                    inline,
-                });
+                let id = posted + i;
+                let mut wr = l.wr(id, op, sge);
+                wr.signaled = (id + 1) % every == 0 || (end.is_none() && id + 1 == p.iters);
+                tail_signaled = wr.signaled;
+                reqs.push(SendRequest { wr, inline });
             }
             // SAFETY: inline SGEs cover `data`, alive for this call; the
             // others name the registered buffer, which outlives the QP's use
             // (completions are reaped before it is freed).
             unsafe { qp.post_send(&reqs)? };
             posted += n;
+        } else if stop && !tail_signaled {
+            // Duration mode ended after an unsignaled send: one more,
+            // signaled, so the last sends are known complete.
+            let mut wr = l.wr(posted, op, sge);
+            wr.signaled = true;
+            // SAFETY: as above.
+            unsafe { qp.post_send(&[SendRequest { wr, inline }])? };
+            posted += 1;
+            tail_signaled = true;
         }
         let got = poll(&l.cq, &mut wcs)? as u64;
         if got > 0 {
-            done += got;
+            done = wcs.iter().map(|w| w.wr_id + 1).fold(done, u64::max);
             last = Instant::now();
             if done - w_done >= win {
                 let dt = last.duration_since(w_start).as_secs_f64();
@@ -551,8 +583,13 @@ fn client_lat(
     if p.test == Test::WriteLat {
         buf.write(max + size - 1, &[0])?;
     }
-    let sq_cap = p.tx_depth.max(16);
-    let (mut outstanding, mut early_recv) = (0u32, 0u32);
+    let sq_cap = u64::from(p.tx_depth.max(16));
+    let every = p.signal_every();
+    // Sends posted, sends known complete (in order: a signaled send's
+    // completion completes the unsignaled ones before it), and the count
+    // the last signaled send completes.
+    let (mut posted, mut sends_done, mut want) = (0u64, 0u64, 0u64);
+    let mut early_recv = 0u32;
     let mut i = 0u64;
     loop {
         match end {
@@ -588,25 +625,25 @@ fn client_lat(
             buf.sge(0..size)?
         };
         // Keep the send queue from overflowing: reap send completions.
-        while outstanding >= sq_cap {
+        while posted - sends_done >= sq_cap {
             for w in poll_wcs(&l.cq, &mut wcs)? {
                 if w.is_recv() {
                     early_recv += 1;
                 } else {
-                    outstanding -= 1;
+                    sends_done = sends_done.max(w.wr_id + 1);
                 }
             }
+        }
+        let mut wr = l.wr(i, op, sge);
+        wr.signaled = (i + 1) % every == 0 || (end.is_none() && i + 1 == p.iters);
+        if wr.signaled {
+            want = i + 1;
         }
         let t0 = Instant::now();
         // SAFETY: an inline SGE covers `data`, alive for this call; others
         // name the registered buffer.
-        unsafe {
-            qp.post_send(&[SendRequest {
-                wr: l.wr(i, op, sge),
-                inline,
-            }])?
-        };
-        outstanding += 1;
+        unsafe { qp.post_send(&[SendRequest { wr, inline }])? };
+        posted += 1;
         let mut arrived = false;
         let mut spins = 0u32;
         let mut b = [0u8; 1];
@@ -621,7 +658,7 @@ fn client_lat(
                         )));
                     }
                 } else {
-                    outstanding -= 1;
+                    sends_done = sends_done.max(w.wr_id + 1);
                     if p.test == Test::ReadLat {
                         arrived = true;
                     }
@@ -667,12 +704,14 @@ fn client_lat(
             });
         }
     }
-    // Reap what is still in flight so the next size starts clean.
+    // Reap the last signaled send so the next size starts clean. (An
+    // unsignaled tail of a duration run needs no wait: each send's echo
+    // came back, and the next size's first ACK covers it.)
     let t = Instant::now();
-    while outstanding > 0 && t.elapsed() < STALL {
+    while sends_done < want && t.elapsed() < STALL {
         for w in poll_wcs(&l.cq, &mut wcs)? {
             if !w.is_recv() {
-                outstanding -= 1;
+                sends_done = sends_done.max(w.wr_id + 1);
             }
         }
     }
@@ -743,11 +782,13 @@ pub fn run_server(opts: &ServerOpts, hooks: &mut Progress<'_>) -> Result<Report,
             c.send("OK")?;
         }
     }
+    let qp_counters = l.qp_counters();
     Ok(Report {
         header: h,
         results: Vec::new(),
         control: l.teardown(),
         validated,
+        qp_counters,
     })
 }
 
@@ -822,6 +863,7 @@ fn serve_size(
                 rkey: remote.rkey,
             };
             let inline = p.inline as usize >= size;
+            let every = p.signal_every();
             loop {
                 if poll(&l.cq, &mut wcs)? > 0 {
                     last = Instant::now();
@@ -862,7 +904,7 @@ fn serve_size(
                             // SAFETY: an inline SGE covers `data`, alive for the call.
                             unsafe {
                                 qp.post_send(&[SendRequest {
-                                    wr: l.wr(got, SendOp::Send, sge),
+                                    wr: l.signaled_every(got, SendOp::Send, sge, every),
                                     inline,
                                 }])?
                             };
@@ -900,7 +942,7 @@ fn serve_size(
                         // SAFETY: an inline SGE covers `data`, alive for the call.
                         unsafe {
                             qp.post_send(&[SendRequest {
-                                wr: l.wr(got, echo_op, sge),
+                                wr: l.signaled_every(got, echo_op, sge, every),
                                 inline,
                             }])?
                         };

@@ -168,6 +168,44 @@ pub struct ControlTimings {
     pub mr_bytes: usize,
 }
 
+/// The transport counters of this side's QP on the soft NIC (a real NIC's
+/// are in its hw_counters: `rdmakit stat`). Retransmissions or drops here
+/// explain a bandwidth or latency figure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QpCounters {
+    /// Packets sent (requests, responses, ACKs).
+    pub tx_packets: u64,
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Request packets sent again (timeouts, sequence NAKs).
+    pub retransmitted: u64,
+    /// ACK timeouts.
+    pub timeouts: u64,
+    /// ACK and NAK packets sent.
+    pub acks_sent: u64,
+    /// NAKs received.
+    pub naks_received: u64,
+    /// Duplicate requests received.
+    pub duplicates: u64,
+    /// Packets dropped (sequence, malformed, resources).
+    pub dropped: u64,
+}
+
+impl From<&rdmakit_verbs::Stats> for QpCounters {
+    fn from(s: &rdmakit_verbs::Stats) -> QpCounters {
+        QpCounters {
+            tx_packets: s.tx_packets,
+            rx_packets: s.rx_packets,
+            retransmitted: s.retransmitted,
+            timeouts: s.timeouts,
+            acks_sent: s.acks_sent + s.naks_sent.iter().sum::<u64>() + s.rnr_naks_sent,
+            naks_received: s.naks_received + s.rnr_naks_received,
+            duplicates: s.duplicates,
+            dropped: s.dropped,
+        }
+    }
+}
+
 /// What perftest prints in its header block.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Header {
@@ -195,6 +233,8 @@ pub struct Header {
     pub tx_depth: u32,
     /// RX depth (SEND tests).
     pub rx_depth: u32,
+    /// Sends per signaled send (CQ moderation as applied).
+    pub cq_mod: u64,
     /// Iterations per size (0 in duration mode).
     pub iterations: u64,
     /// Duration per size in seconds (duration mode).
@@ -228,6 +268,9 @@ pub struct Report {
     pub control: ControlTimings,
     /// Data validation outcome (None when validation is off).
     pub validated: Option<bool>,
+    /// This side's QP counters, on the soft NIC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qp_counters: Option<QpCounters>,
 }
 
 /// Why a run failed.

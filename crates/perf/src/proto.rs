@@ -109,6 +109,9 @@ pub struct Params {
     pub mtu: u32,
     /// UD instead of RC (SEND tests; messages up to the MTU).
     pub ud: bool,
+    /// Ask for a send completion every this many sends (perftest's
+    /// `--cq-mod`); see [`Params::signal_every`].
+    pub cq_mod: u32,
 }
 
 impl Params {
@@ -116,7 +119,7 @@ impl Params {
     pub fn to_line(&self) -> String {
         let sizes: Vec<String> = self.sizes.iter().map(usize::to_string).collect();
         format!(
-            "{MAGIC} test={} sizes={} iters={} dur={} inline={} txd={} rxd={} validate={} mtu={} conn={}",
+            "{MAGIC} test={} sizes={} iters={} dur={} inline={} txd={} rxd={} validate={} mtu={} conn={} cqmod={}",
             self.test,
             sizes.join(","),
             self.iters,
@@ -126,7 +129,8 @@ impl Params {
             self.rx_depth,
             u8::from(self.validate),
             self.mtu,
-            if self.ud { "UD" } else { "RC" }
+            if self.ud { "UD" } else { "RC" },
+            self.cq_mod
         )
     }
 
@@ -151,6 +155,8 @@ impl Params {
             validate: false,
             mtu: 1024,
             ud: false,
+            // A client that does not say signals every send.
+            cq_mod: 1,
         };
         for kv in it {
             let (k, v) = kv.split_once('=').ok_or_else(|| bad("bad field"))?;
@@ -174,6 +180,7 @@ impl Params {
                 "validate" => p.validate = num()? != 0,
                 "mtu" => p.mtu = num()? as u32,
                 "conn" => p.ud = v == "UD",
+                "cqmod" => p.cq_mod = num()?.clamp(1, u64::from(u32::MAX)) as u32,
                 _ => {} // fields of a newer client are ignored
             }
         }
@@ -181,6 +188,23 @@ impl Params {
             return Err(bad("no sizes"));
         }
         Ok(p)
+    }
+
+    /// Every how many sends one is signaled. `cq_mod`, capped at half the
+    /// send window (the TX depth of bandwidth tests; 16 for the latency
+    /// tests, which reap lazily) so that a signaled send is always in flight
+    /// and the queue never drains waiting for one; 1 for read-lat, whose
+    /// client waits for each READ's completion.
+    pub fn signal_every(&self) -> u64 {
+        let window = if self.test.is_bw() {
+            self.tx_depth
+        } else {
+            self.tx_depth.max(16)
+        };
+        if self.test == Test::ReadLat {
+            return 1;
+        }
+        u64::from(self.cq_mod.clamp(1, (window / 2).max(1)))
     }
 
     /// Largest message.
@@ -294,8 +318,30 @@ mod tests {
             validate: true,
             mtu: 4096,
             ud: true,
+            cq_mod: 100,
         };
         assert_eq!(Params::from_line(&p.to_line()).unwrap(), p);
+        // Capped at half the send window; read-lat signals every READ.
+        assert_eq!(p.signal_every(), 8);
+        let bw = Params {
+            test: Test::WriteBw,
+            tx_depth: 128,
+            ..p.clone()
+        };
+        assert_eq!(bw.signal_every(), 64);
+        let bw1 = Params {
+            tx_depth: 1,
+            ..bw.clone()
+        };
+        assert_eq!(bw1.signal_every(), 1);
+        let rl = Params {
+            test: Test::ReadLat,
+            ..p.clone()
+        };
+        assert_eq!(rl.signal_every(), 1);
+        // A client that predates the field signals every send.
+        let old = p.to_line().replace(" cqmod=100", "");
+        assert_eq!(Params::from_line(&old).unwrap().cq_mod, 1);
         assert!(Params::from_line("GET / HTTP/1.1").is_err());
     }
 }

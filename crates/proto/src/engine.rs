@@ -1293,7 +1293,23 @@ impl Qp {
         if t == Transport::Rc {
             self.pkts_since_ackreq += 1;
             let rd = p.info.kind == Kind::ReadReq || p.info.atomic_eth;
-            if !rd && (ends || self.pkts_since_ackreq >= self.cfg.ack_req_every) {
+            // AckReq where an ACK is awaited: the end of a signaled WR (the
+            // application waits for its completion), of any WR when the send
+            // queue is half full (it needs the slots back) or on a
+            // retransmission, and every `ack_req_every` packets (the window).
+            // An unsignaled WR's end goes without: ACKs are cumulative, so
+            // the next requested one covers it (AckReq is the requester's to
+            // set; rxe's responder, like this engine's, ACKs the packets that
+            // carry it and duplicates). A ping-pong of unsignaled SENDs thus
+            // costs no ACK datagram per message in either direction. An
+            // application that posts unsignaled WRs and then nothing gets its
+            // slots back when the ACK timeout retransmits (with AckReq) — the
+            // verbs contract already asks it to signal periodically.
+            let wants_ack = w.wr.signaled
+                || self.cfg.sq_sig_all
+                || self.sq.len() * 2 >= self.cfg.max_send_wr
+                || psn.before(self.high_psn);
+            if !rd && ((ends && wants_ack) || self.pkts_since_ackreq >= self.cfg.ack_req_every) {
                 p.bth.ack_req = true;
             }
             if p.bth.ack_req || rd {

@@ -892,6 +892,74 @@ fn requester_segments_by_mtu_and_sets_ackreq_on_last() {
     assert_eq!(f.qp.poll_timeout(), None);
 }
 
+/// AckReq goes where an ACK is awaited: a signaled WR's end, any end once
+/// the send queue is half full, a retransmission, and every
+/// `ack_req_every` packets; an unsignaled WR's end goes without, and the
+/// next requested ACK (cumulative) completes it too.
+#[test]
+fn ackreq_is_set_for_signaled_ends_pressure_and_retransmissions_only() {
+    let mut cfg = QpConfig::new(QPN, QpType::Rc, Pd(1));
+    cfg.max_send_wr = 8;
+    let mut f = qp_rts(QpType::Rc);
+    f.qp = {
+        let mut qp = Qp::new(cfg);
+        let m = rc_masks(QpType::Rc);
+        for (st, mask) in [
+            (QpState::Init, m[0]),
+            (QpState::Rtr, m[1]),
+            (QpState::Rts, m[2]),
+        ] {
+            let a = QpAttr {
+                qp_state: st,
+                ..attrs()
+            };
+            qp.modify(&a, mask).unwrap();
+        }
+        qp
+    };
+    let sge = Sge {
+        addr: BASE,
+        length: 8,
+        lkey: f.lkey,
+    };
+    let send = |id: u64, signaled: bool| SendWr {
+        signaled,
+        ..SendWr::new(id, SendOp::Send, vec![sge])
+    };
+    let ack_reqs = |f: &mut Fix| f.recv().iter().map(|o| o.ack_req).collect::<Vec<_>>();
+    // Unsignaled ends go without (one at a time: the queue stays below half).
+    for id in 0..2 {
+        f.qp.post_send(send(id, false)).unwrap();
+        assert_eq!(ack_reqs(&mut f), vec![false], "wr {id}");
+    }
+    // A signaled end asks; its ACK completes all three, one completion.
+    f.qp.post_send(send(2, true)).unwrap();
+    assert_eq!(ack_reqs(&mut f), vec![true]);
+    f.send(&ack(502, syndrome::ACK));
+    let wc = f.wcs();
+    assert_eq!(wc.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(f.qp.sq_outstanding(), 0);
+    // Half the queue (4 of 8) posted unsignaled: every end asks from then on.
+    for id in 3..7 {
+        f.qp.post_send(send(id, false)).unwrap();
+    }
+    assert_eq!(ack_reqs(&mut f), vec![true, true, true, true]);
+    f.send(&ack(506, syndrome::ACK));
+    assert_eq!(f.qp.sq_outstanding(), 0);
+    // A retransmission asks even for an unsignaled WR.
+    f.qp.post_send(send(7, false)).unwrap();
+    assert_eq!(ack_reqs(&mut f), vec![false]);
+    let t =
+        f.qp.poll_timeout()
+            .expect("the ACK timer runs for unacked sends");
+    f.now = t;
+    f.qp.handle_timeout(f.now);
+    assert_eq!(ack_reqs(&mut f), vec![true]);
+    f.send(&ack(507, syndrome::ACK));
+    assert_eq!(f.qp.sq_outstanding(), 0);
+    assert!(f.wcs().is_empty());
+}
+
 fn post_sends(f: &mut Fix, n: u64) {
     for i in 0..n {
         let sge = Sge {

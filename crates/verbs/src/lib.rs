@@ -68,7 +68,7 @@ pub use objects::{
 };
 pub use provider::{DeviceOps, Provider, SoftOps, SoftProvider};
 pub use rdmakit_proto::{
-    Access, AttrMask, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, UdDest, Wc,
+    Access, AttrMask, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Stats, UdDest, Wc,
     WcOpcode, WcStatus,
 };
 pub use rdmakit_soft::attr::{GidEntry, GidType, LinkLayer, PortState};

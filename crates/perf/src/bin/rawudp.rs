@@ -6,9 +6,13 @@
 //! ```text
 //! rdmakit-rawudp recv PORT TOTAL_BYTES            # prints one JSON line
 //! rdmakit-rawudp send HOST:PORT MSGS MSG_SIZE DGRAM
-//! rdmakit-rawudp pong PORT ITERS
-//! rdmakit-rawudp ping HOST:PORT ITERS SIZE        # prints one JSON line
+//! rdmakit-rawudp pong PORT ITERS [spin]
+//! rdmakit-rawudp ping HOST:PORT ITERS SIZE [spin] # prints one JSON line
 //! ```
+//!
+//! `spin`: the ping-pong side polls a non-blocking socket instead of
+//! sleeping in `recvfrom` (as `rdmakit perf`'s busy poll does): no wake-up
+//! on the critical path.
 
 use std::net::UdpSocket;
 use std::process::ExitCode;
@@ -26,6 +30,21 @@ fn bind(port: u16) -> Result<UdpSocket, String> {
     // As the soft NIC: a 4 MiB receive buffer (best effort).
     let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&s, 4 << 20);
     Ok(s)
+}
+
+/// One datagram: blocks, or spins on a non-blocking socket (10 s limit).
+fn recv(s: &UdpSocket, buf: &mut [u8]) -> Result<(usize, std::net::SocketAddr), String> {
+    let t = Instant::now();
+    loop {
+        match s.recv_from(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if t.elapsed() > Duration::from_secs(10) {
+                    return Err("no datagram for 10 s".into());
+                }
+            }
+            r => return r.map_err(|e| e.to_string()),
+        }
+    }
 }
 
 fn run(a: &[String]) -> Result<(), String> {
@@ -85,8 +104,10 @@ fn run(a: &[String]) -> Result<(), String> {
             let mut buf = vec![0u8; 65536];
             s.set_read_timeout(Some(Duration::from_secs(10)))
                 .map_err(|e| e.to_string())?;
+            let spin = a.get(3).is_some_and(|m| m == "spin");
+            s.set_nonblocking(spin).map_err(|e| e.to_string())?;
             for _ in 0..iters {
-                let (n, from) = s.recv_from(&mut buf).map_err(|e| e.to_string())?;
+                let (n, from) = recv(&s, &mut buf)?;
                 s.send_to(&buf[..n], from).map_err(|e| e.to_string())?;
             }
             Ok(())
@@ -101,10 +122,12 @@ fn run(a: &[String]) -> Result<(), String> {
             let d = vec![7u8; size];
             let mut buf = vec![0u8; 65536];
             let mut rtts = Vec::with_capacity(iters);
+            s.set_nonblocking(a.get(4).is_some_and(|m| m == "spin"))
+                .map_err(|e| e.to_string())?;
             for _ in 0..iters {
                 let t = Instant::now();
                 s.send_to(&d, to).map_err(|e| e.to_string())?;
-                s.recv_from(&mut buf).map_err(|e| e.to_string())?;
+                recv(&s, &mut buf)?;
                 rtts.push(t.elapsed().as_secs_f64() * 1e6);
             }
             rtts.sort_by(f64::total_cmp);

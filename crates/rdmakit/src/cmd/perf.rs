@@ -96,6 +96,12 @@ pub struct Args {
     #[arg(short = 't', long = "tx-depth", value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=8192))]
     tx_depth: Option<u32>,
+    /// Ask for a send completion every N sends (perftest's CQ moderation),
+    /// capped at half the send window. Unsignaled sends also go without an
+    /// ACK request: fewer ACK datagrams in both directions.
+    #[arg(short = 'Q', long = "cq-mod", value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    cq_mod: u32,
     /// Receives kept posted by the SEND tests.
     #[arg(short = 'r', long = "rx-depth", value_name = "N", default_value_t = 512,
           value_parser = clap::value_parser!(u32).range(1..=8192))]
@@ -175,6 +181,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         validate: a.validate,
         mtu: a.mtu,
         ud,
+        cq_mod: a.cq_mod,
     };
     let json = a.json;
     let gbits = a.report_gbits;
@@ -314,7 +321,7 @@ fn print_header(h: &Header) {
     if matches!(h.test.as_str(), "send-bw" | "send-lat") {
         println!(" RX depth        : {}", h.rx_depth);
     }
-    println!(" CQ Moderation   : 1");
+    println!(" CQ Moderation   : {}", h.cq_mod);
     println!(" Mtu             : {}[B]", h.mtu);
     println!(" Link type       : {}", h.link_type);
     println!(" GID index       : {}", h.gid_index);
@@ -388,6 +395,12 @@ fn print_results(r: &Report, gbits: bool) {
         None => {}
     }
     print_control(&r.control);
+    if let Some(c) = &r.qp_counters {
+        println!(
+            " QP counters (soft NIC, this side): tx {} rx {} retransmitted {} timeouts {} ACKs/NAKs sent {} NAKs received {} duplicates {} dropped {}",
+            c.tx_packets, c.rx_packets, c.retransmitted, c.timeouts, c.acks_sent, c.naks_received, c.duplicates, c.dropped
+        );
+    }
     println!("{LINE}");
 }
 
