@@ -2,6 +2,8 @@
 //! progress engine and the completion machinery.
 
 use std::collections::{HashMap, VecDeque};
+
+use rustc_hash::FxHashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -251,8 +253,10 @@ pub(crate) struct Shared {
     pub(crate) net: Net,
     mem: RwLock<MrTable>,
     objs: Mutex<Objects>,
-    qps: RwLock<HashMap<u32, Arc<QpShared>>>,
-    cqs: RwLock<HashMap<u32, Arc<CqShared>>>,
+    // Looked up per datagram and per post: FxHash, not SipHash (the keys
+    // are the device's own numbers, nothing to defend against).
+    qps: RwLock<FxHashMap<u32, Arc<QpShared>>>,
+    cqs: RwLock<FxHashMap<u32, Arc<CqShared>>>,
     srqs: RwLock<HashMap<u32, Arc<SrqShared>>>,
     channels: Mutex<HashMap<u32, Arc<Channel>>>,
     paths: Mutex<Vec<Ipv4Addr>>,
@@ -349,6 +353,8 @@ struct Engine {
     inline_slot: usize,
     txbuf: Vec<u8>,
     sport: u16,
+    /// The flow socket of `sport`, looked up once per port, not per packet.
+    flow: net::FlowCache,
     last_state: QpState,
     last_error: Option<WcStatus>,
     /// Plain ACKs held back, the QP listed in `Shared::held_acks`.
@@ -521,8 +527,8 @@ impl Device {
                 next_channel: 1,
                 ..Objects::default()
             }),
-            qps: RwLock::new(HashMap::new()),
-            cqs: RwLock::new(HashMap::new()),
+            qps: RwLock::new(FxHashMap::default()),
+            cqs: RwLock::new(FxHashMap::default()),
             srqs: RwLock::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
             paths: Mutex::new(Vec::new()),

@@ -19,7 +19,6 @@
 //! starts afterwards.
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -41,7 +40,7 @@ struct Region {
 /// The device's memory-region table: keys → raw buffers.
 #[derive(Debug, Default)]
 pub struct MrTable {
-    regions: HashMap<u32, Region>,
+    regions: rustc_hash::FxHashMap<u32, Region>,
     next_index: u32,
 }
 
@@ -70,7 +69,7 @@ impl MrTable {
     /// An empty table whose key indices start at a random point.
     pub fn new() -> MrTable {
         MrTable {
-            regions: HashMap::new(),
+            regions: rustc_hash::FxHashMap::default(),
             next_index: random_u32() & 0x00ff_ffff,
         }
     }

@@ -207,6 +207,10 @@ fn peer_that_disappears_gives_retry_exc_err_not_a_hang() {
         let bb = pb.alloc_buf(64, Access::all()).unwrap();
         bb.remote(0)
     };
+    // Receives posted and never needed: they wait in the ring (no datagram
+    // fetched them) and must still be flushed when the QP fails.
+    qa.recv(10, &buf, 0..64).unwrap();
+    qa.recv(11, &buf, 0..64).unwrap();
     // The peer process "dies": every object and the device itself go away.
     drop(qb);
     drop((pb, cb, ctx_b));
@@ -216,4 +220,14 @@ fn peer_that_disappears_gives_retry_exc_err_not_a_hang() {
     assert_eq!(w[0].status, WcStatus::RetryExcErr);
     assert!(start.elapsed() < Duration::from_secs(5));
     assert_eq!(qa.state().unwrap(), QpState::Err);
+    let flushed: Vec<(u64, WcStatus)> = ca
+        .wait(2, T)
+        .unwrap()
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(
+        flushed,
+        [(10, WcStatus::WrFlushErr), (11, WcStatus::WrFlushErr)]
+    );
 }

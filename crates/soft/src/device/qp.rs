@@ -108,6 +108,7 @@ impl Device {
                 inline_slot: 0,
                 txbuf: vec![0; txlen],
                 sport: net::flow_port(qpn, 0),
+                flow: None,
                 last_state: QpState::Reset,
                 last_error: None,
                 ack_held: false,
@@ -322,20 +323,21 @@ impl Device {
                 Access::empty()
             };
             let mut ring = lock(&q.sq);
+            // The WR moves into the descriptor; a refused mapping hands it
+            // back for its LOC_PROT_ERR completion.
             let r = ring.take_and_map(&self.sh.faults, || {
                 if inline.is_none() {
-                    map_sges(&mem, Pd(q.pd), &wr.sg_list, need)?;
+                    if let Err(e) = map_sges(&mem, Pd(q.pd), &wr.sg_list, need) {
+                        return Err((e, wr));
+                    }
                 }
-                Ok(SendDesc {
-                    wr: wr.clone(),
-                    inline: inline.clone(),
-                })
+                Ok(SendDesc { wr, inline })
             });
             drop(ring);
             drop(mem);
             match r {
                 Ok(()) => {}
-                Err(MapFailure::Refused(_)) => {
+                Err(MapFailure::Refused((_, wr))) => {
                     // Completes with LOC_PROT_ERR in order: hand the earlier
                     // descriptors and then this request to the engine.
                     let now = self.sh.now();
@@ -357,6 +359,11 @@ impl Device {
                     }
                 }
                 Err(e) => {
+                    let e = match e {
+                        MapFailure::Full => MapFailure::Full,
+                        MapFailure::Injected => MapFailure::Injected,
+                        MapFailure::Refused((m, _)) => MapFailure::Refused(m),
+                    };
                     result = Err(fail(self.sh.map_failure(V, e)));
                     break;
                 }
@@ -520,13 +527,17 @@ impl Device {
                 break;
             }
         }
-        let now = self.sh.now();
-        let mut eng = lock(&q.engine);
-        // ACKs a busy poller held stay held: applications repost a receive
-        // between taking a message and posting their reply (perftest's
-        // latency tests, rdmakit perf's server), and the reply must go first.
-        let hold = eng.ack_held;
-        self.sh.drive_with(&q, &mut eng, now, hold);
+        // No engine work here: the next datagram fetches posted receives
+        // (`Shared::receive`), so reposting between taking a message and
+        // replying (perftest's latency tests, rdmakit perf's server) costs
+        // no engine pass and leaves a held ACK held — the reply goes first.
+        // In ERR the receives complete at once, flushed.
+        if state_from_u8(q.state.load(Ordering::Acquire)) == QpState::Err {
+            let now = self.sh.now();
+            let mut eng = lock(&q.engine);
+            let hold = eng.ack_held;
+            self.sh.drive_with(&q, &mut eng, now, hold);
+        }
         result
     }
 }
