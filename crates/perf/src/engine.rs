@@ -406,12 +406,6 @@ fn poll(cq: &Cq, wcs: &mut Vec<Wc>) -> Result<usize, PerfError> {
     Ok(n)
 }
 
-/// Polls like [`poll`] and hands back a copy of what arrived.
-fn poll_wcs(cq: &Cq, wcs: &mut Vec<Wc>) -> Result<Vec<Wc>, PerfError> {
-    poll(cq, wcs)?;
-    Ok(wcs.clone())
-}
-
 /// A throttle for progress callbacks.
 struct Tick(Instant);
 
@@ -591,6 +585,32 @@ fn client_lat(
     let (mut posted, mut sends_done, mut want) = (0u64, 0u64, 0u64);
     let mut early_recv = 0u32;
     let mut i = 0u64;
+    // The work requests are built once, like perftest's; the loop sets ids.
+    let op = match p.test {
+        Test::WriteLat => SendOp::Write {
+            remote_addr: remote.vaddr,
+            rkey: remote.rkey,
+        },
+        Test::ReadLat => SendOp::Read {
+            remote_addr: remote.vaddr,
+            rkey: remote.rkey,
+        },
+        _ => SendOp::Send,
+    };
+    let sge = if inline {
+        Sge {
+            addr: data.as_ptr() as u64,
+            length: size as u32,
+            lkey: 0,
+        }
+    } else {
+        buf.sge(0..size)?
+    };
+    let mut req = SendRequest {
+        wr: l.wr(0, op, sge),
+        inline,
+    };
+    let mut rwr = recv_wr(0)?;
     loop {
         match end {
             Some(e) if Instant::now() >= e => break,
@@ -598,35 +618,16 @@ fn client_lat(
             _ => {}
         }
         let marker = (i % 255) as u8 + 1;
-        let op = match p.test {
-            Test::WriteLat => SendOp::Write {
-                remote_addr: remote.vaddr,
-                rkey: remote.rkey,
-            },
-            Test::ReadLat => SendOp::Read {
-                remote_addr: remote.vaddr,
-                rkey: remote.rkey,
-            },
-            _ => SendOp::Send,
-        };
         if p.test == Test::WriteLat {
             data[size - 1] = marker;
             if !inline {
                 buf.write(size - 1, &[marker])?;
             }
         }
-        let sge = if inline {
-            Sge {
-                addr: data.as_ptr() as u64,
-                length: size as u32,
-                lkey: 0,
-            }
-        } else {
-            buf.sge(0..size)?
-        };
         // Keep the send queue from overflowing: reap send completions.
         while posted - sends_done >= sq_cap {
-            for w in poll_wcs(&l.cq, &mut wcs)? {
+            poll(&l.cq, &mut wcs)?;
+            for w in &wcs {
                 if w.is_recv() {
                     early_recv += 1;
                 } else {
@@ -634,21 +635,23 @@ fn client_lat(
                 }
             }
         }
-        let mut wr = l.wr(i, op, sge);
-        wr.signaled = (i + 1) % every == 0 || (end.is_none() && i + 1 == p.iters);
-        if wr.signaled {
+        req.wr.wr_id = i;
+        req.wr.signaled = (i + 1) % every == 0 || (end.is_none() && i + 1 == p.iters);
+        if req.wr.signaled {
             want = i + 1;
         }
         let t0 = Instant::now();
-        // SAFETY: an inline SGE covers `data`, alive for this call; others
-        // name the registered buffer.
-        unsafe { qp.post_send(&[SendRequest { wr, inline }])? };
+        // SAFETY: an inline SGE covers `data` (never reallocated: only its
+        // last byte changes), alive for this call; others name the
+        // registered buffer.
+        unsafe { qp.post_send(std::slice::from_ref(&req))? };
         posted += 1;
         let mut arrived = false;
         let mut spins = 0u32;
         let mut b = [0u8; 1];
         while !arrived {
-            for w in poll_wcs(&l.cq, &mut wcs)? {
+            poll(&l.cq, &mut wcs)?;
+            for w in &wcs {
                 if w.is_recv() {
                     early_recv += 1;
                     if p.validate && w.byte_len as usize != size + grh {
@@ -694,7 +697,8 @@ fn client_lat(
             }
         }
         if p.test == Test::SendLat {
-            qp.post_recv(&[recv_wr(i)?])?;
+            rwr.wr_id = i;
+            qp.post_recv(std::slice::from_ref(&rwr))?;
         }
         i += 1;
         if tick.due() {
@@ -709,7 +713,8 @@ fn client_lat(
     // came back, and the next size's first ACK covers it.)
     let t = Instant::now();
     while sends_done < want && t.elapsed() < STALL {
-        for w in poll_wcs(&l.cq, &mut wcs)? {
+        poll(&l.cq, &mut wcs)?;
+        for w in &wcs {
             if !w.is_recv() {
                 sends_done = sends_done.max(w.wr_id + 1);
             }
@@ -864,10 +869,33 @@ fn serve_size(
             };
             let inline = p.inline as usize >= size;
             let every = p.signal_every();
+            // Built once, like perftest's: the loop only sets the ids (no
+            // allocation on the echo's critical path).
+            let mut echo = vec![0u8; size];
+            let mut rwr = RecvWr {
+                wr_id: 0,
+                sg_list: vec![buf.sge(0..max + grh)?],
+            };
+            let mut pong = SendRequest {
+                wr: l.wr(
+                    0,
+                    SendOp::Send,
+                    if inline {
+                        Sge {
+                            addr: echo.as_ptr() as u64,
+                            length: size as u32,
+                            lkey: 0,
+                        }
+                    } else {
+                        echo_sge(size)?
+                    },
+                ),
+                inline,
+            };
             loop {
                 if poll(&l.cq, &mut wcs)? > 0 {
                     last = Instant::now();
-                    for w in wcs.clone() {
+                    for w in &wcs {
                         if !w.is_recv() {
                             continue;
                         }
@@ -884,35 +912,22 @@ fn serve_size(
                                 bad = Some(format!("message {got}: bytes differ from the pattern"));
                             }
                         }
+                        rwr.wr_id = got;
                         if p.test == Test::SendLat {
-                            let data = buf.to_vec(grh..grh + size)?;
-                            let sge = if inline {
-                                Sge {
-                                    addr: data.as_ptr() as u64,
-                                    length: size as u32,
-                                    lkey: 0,
-                                }
-                            } else {
-                                echo_sge(size)?
-                            };
+                            if inline {
+                                // The pong's inline bytes: the ping's.
+                                buf.read(grh, &mut echo)?;
+                            }
                             // Repost first: the next ping may follow our pong at once.
-                            qp.post_recv(&[RecvWr {
-                                wr_id: got,
-                                sg_list: vec![buf.sge(0..max + grh)?],
-                            }])?;
+                            qp.post_recv(std::slice::from_ref(&rwr))?;
                             *posted_recvs += 1;
-                            // SAFETY: an inline SGE covers `data`, alive for the call.
-                            unsafe {
-                                qp.post_send(&[SendRequest {
-                                    wr: l.signaled_every(got, SendOp::Send, sge, every),
-                                    inline,
-                                }])?
-                            };
+                            pong.wr.wr_id = got;
+                            pong.wr.signaled = got % every == 0;
+                            // SAFETY: an inline SGE covers `echo`, alive (and
+                            // not reallocated) for the whole loop.
+                            unsafe { qp.post_send(std::slice::from_ref(&pong))? };
                         } else {
-                            qp.post_recv(&[RecvWr {
-                                wr_id: got,
-                                sg_list: vec![buf.sge(0..max + grh)?],
-                            }])?;
+                            qp.post_recv(std::slice::from_ref(&rwr))?;
                             *posted_recvs += 1;
                         }
                     }
