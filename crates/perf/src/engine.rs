@@ -420,6 +420,31 @@ impl Tick {
     }
 }
 
+/// An SGE naming `bytes` for an inline send (no lkey: the bytes are copied
+/// at post time).
+fn inline_sge(bytes: &[u8]) -> Sge {
+    Sge {
+        addr: bytes.as_ptr() as u64,
+        length: bytes.len() as u32,
+        lkey: 0,
+    }
+}
+
+/// The client's operation in `test` against the peer's buffer.
+fn op_of(test: Test, remote: &QpInfo) -> SendOp {
+    let (remote_addr, rkey) = (remote.vaddr, remote.rkey);
+    match test {
+        Test::WriteBw | Test::WriteLat => SendOp::Write { remote_addr, rkey },
+        Test::ReadBw | Test::ReadLat => SendOp::Read { remote_addr, rkey },
+        Test::SendBw | Test::SendLat => SendOp::Send,
+        Test::AtomicBw => SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add: 1,
+        },
+    }
+}
+
 fn client_bw(
     l: &Local,
     remote: &QpInfo,
@@ -427,33 +452,14 @@ fn client_bw(
     size: usize,
     prog: &mut dyn FnMut(f64),
 ) -> Result<(crate::BwResult, u64), PerfError> {
-    let op = match p.test {
-        Test::WriteBw => SendOp::Write {
-            remote_addr: remote.vaddr,
-            rkey: remote.rkey,
-        },
-        Test::ReadBw => SendOp::Read {
-            remote_addr: remote.vaddr,
-            rkey: remote.rkey,
-        },
-        Test::SendBw => SendOp::Send,
-        _ => SendOp::FetchAdd {
-            remote_addr: remote.vaddr,
-            rkey: remote.rkey,
-            add: 1,
-        },
-    };
+    let op = op_of(p.test, remote);
     let data = pattern(size);
     if p.test != Test::ReadBw {
         l.buf().write(0, &data)?;
     }
     let inline = p.inline as usize >= size && matches!(p.test, Test::WriteBw | Test::SendBw);
     let sge = if inline {
-        Sge {
-            addr: data.as_ptr() as u64,
-            length: size as u32,
-            lkey: 0,
-        }
+        inline_sge(&data[..size])
     } else {
         l.buf().sge(0..size)?
     };
@@ -586,23 +592,9 @@ fn client_lat(
     let mut early_recv = 0u32;
     let mut i = 0u64;
     // The work requests are built once, like perftest's; the loop sets ids.
-    let op = match p.test {
-        Test::WriteLat => SendOp::Write {
-            remote_addr: remote.vaddr,
-            rkey: remote.rkey,
-        },
-        Test::ReadLat => SendOp::Read {
-            remote_addr: remote.vaddr,
-            rkey: remote.rkey,
-        },
-        _ => SendOp::Send,
-    };
+    let op = op_of(p.test, remote);
     let sge = if inline {
-        Sge {
-            addr: data.as_ptr() as u64,
-            length: size as u32,
-            lkey: 0,
-        }
+        inline_sge(&data[..size])
     } else {
         buf.sge(0..size)?
     };
@@ -881,11 +873,7 @@ fn serve_size(
                     0,
                     SendOp::Send,
                     if inline {
-                        Sge {
-                            addr: echo.as_ptr() as u64,
-                            length: size as u32,
-                            lkey: 0,
-                        }
+                        inline_sge(&echo[..size])
                     } else {
                         echo_sge(size)?
                     },
@@ -946,11 +934,7 @@ fn serve_size(
                         }
                         let data = buf.to_vec(0..size)?;
                         let sge = if inline {
-                            Sge {
-                                addr: data.as_ptr() as u64,
-                                length: size as u32,
-                                lkey: 0,
-                            }
+                            inline_sge(&data[..size])
                         } else {
                             echo_sge(size)?
                         };

@@ -85,7 +85,12 @@ fn attrs() -> QpAttr {
 }
 
 fn qp_in(t: QpType, upto: QpState, a: &QpAttr) -> Fix {
-    let mut qp = Qp::new(QpConfig::new(QPN, t, Pd(1)));
+    qp_with(QpConfig::new(QPN, t, Pd(1)), upto, a)
+}
+
+fn qp_with(cfg: QpConfig, upto: QpState, a: &QpAttr) -> Fix {
+    let t = cfg.qp_type;
+    let mut qp = Qp::new(cfg);
     let m = rc_masks(t);
     for (st, mask) in [
         (QpState::Init, m[0]),
@@ -900,23 +905,7 @@ fn requester_segments_by_mtu_and_sets_ackreq_on_last() {
 fn ackreq_is_set_for_signaled_ends_pressure_and_retransmissions_only() {
     let mut cfg = QpConfig::new(QPN, QpType::Rc, Pd(1));
     cfg.max_send_wr = 8;
-    let mut f = qp_rts(QpType::Rc);
-    f.qp = {
-        let mut qp = Qp::new(cfg);
-        let m = rc_masks(QpType::Rc);
-        for (st, mask) in [
-            (QpState::Init, m[0]),
-            (QpState::Rtr, m[1]),
-            (QpState::Rts, m[2]),
-        ] {
-            let a = QpAttr {
-                qp_state: st,
-                ..attrs()
-            };
-            qp.modify(&a, mask).unwrap();
-        }
-        qp
-    };
+    let mut f = qp_with(cfg, QpState::Rts, &attrs());
     let sge = Sge {
         addr: BASE,
         length: 8,
