@@ -179,8 +179,10 @@ pub struct QpCounters {
     pub rx_packets: u64,
     /// Request packets sent again (timeouts, sequence NAKs).
     pub retransmitted: u64,
-    /// ACK timeouts.
+    /// ACK timeouts (retries).
     pub timeouts: u64,
+    /// ACK probes: timeouts after an unsignaled tail, answered (no retry).
+    pub ack_probes: u64,
     /// ACK and NAK packets sent.
     pub acks_sent: u64,
     /// NAKs received.
@@ -198,6 +200,7 @@ impl From<&rdmakit_verbs::Stats> for QpCounters {
             rx_packets: s.rx_packets,
             retransmitted: s.retransmitted,
             timeouts: s.timeouts,
+            ack_probes: s.ack_probes,
             acks_sent: s.acks_sent + s.naks_sent.iter().sum::<u64>() + s.rnr_naks_sent,
             naks_received: s.naks_received + s.rnr_naks_received,
             duplicates: s.duplicates,

@@ -144,6 +144,10 @@ pub struct Stats {
     pub retransmitted: u64,
     /// Local ACK timeouts that led to a retry.
     pub timeouts: u64,
+    /// ACK timeouts with no ACK requested: the unsignaled WRs' tail was
+    /// sent without AckReq and nothing followed, so the last packet went
+    /// again with it (no retry consumed; not a loss).
+    pub ack_probes: u64,
     /// Go-back-N restarts.
     pub go_backs: u64,
     /// ACKs sent (coalesced ones count once).
@@ -326,6 +330,8 @@ pub struct Qp {
     rnr_wait: Option<Instant>,
     rd_atomic_inflight: u32,
     pkts_since_ackreq: u32,
+    /// The newest request that asks for an answer (AckReq, READ, atomic).
+    asked_psn: Option<Psn>,
     goback_guard: Option<Psn>,
     // responder
     rq: VecDeque<RecvWqe>,
@@ -478,6 +484,7 @@ impl Qp {
             rto: None,
             rnr_wait: None,
             rd_atomic_inflight: 0,
+            asked_psn: None,
             pkts_since_ackreq: 0,
             goback_guard: None,
             rq: VecDeque::new(),
@@ -841,8 +848,19 @@ impl Qp {
                 return;
             }
             if self.una != self.next_psn {
-                self.stats.timeouts += 1;
-                self.go_back(now, true);
+                let asked = self.asked_psn.is_some_and(|p| !p.before(self.una));
+                if !asked && self.next_psn == self.high_psn {
+                    // Nothing unacknowledged asked for an ACK (an unsignaled
+                    // tail): not a loss. Send the last packet again, with
+                    // AckReq; its ACK covers all. If it goes unanswered too,
+                    // the next timeout is a real one.
+                    self.stats.ack_probes += 1;
+                    let last = self.high_psn.sub(1);
+                    self.rewind(now, last);
+                } else {
+                    self.stats.timeouts += 1;
+                    self.go_back(now, true);
+                }
             }
         }
     }
@@ -1303,8 +1321,8 @@ impl Qp {
             // carry it and duplicates). A ping-pong of unsignaled SENDs thus
             // costs no ACK datagram per message in either direction. An
             // application that posts unsignaled WRs and then nothing gets its
-            // slots back when the ACK timeout retransmits (with AckReq) — the
-            // verbs contract already asks it to signal periodically.
+            // slots back at the ACK timeout, which then sends the last packet
+            // again with AckReq: an ACK probe, not a retry (handle_timeout).
             let wants_ack = w.wr.signaled
                 || self.cfg.sq_sig_all
                 || self.sq.len() * 2 >= self.cfg.max_send_wr
@@ -1314,6 +1332,7 @@ impl Qp {
             }
             if p.bth.ack_req || rd {
                 self.pkts_since_ackreq = 0;
+                self.asked_psn = Some(psn);
             }
         }
         // Headers first, then the payload gathered straight into place (the

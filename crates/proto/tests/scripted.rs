@@ -935,7 +935,8 @@ fn ackreq_is_set_for_signaled_ends_pressure_and_retransmissions_only() {
     assert_eq!(ack_reqs(&mut f), vec![true, true, true, true]);
     f.send(&ack(506, syndrome::ACK));
     assert_eq!(f.qp.sq_outstanding(), 0);
-    // A retransmission asks even for an unsignaled WR.
+    // An unsignaled tail and then nothing: the ACK timeout is no loss but
+    // an ACK probe — the last packet again, with AckReq, no retry consumed.
     f.qp.post_send(send(7, false)).unwrap();
     assert_eq!(ack_reqs(&mut f), vec![false]);
     let t =
@@ -947,6 +948,58 @@ fn ackreq_is_set_for_signaled_ends_pressure_and_retransmissions_only() {
     f.send(&ack(507, syndrome::ACK));
     assert_eq!(f.qp.sq_outstanding(), 0);
     assert!(f.wcs().is_empty());
+    let st = f.qp.stats();
+    assert_eq!((st.ack_probes, st.timeouts, st.retransmitted), (1, 0, 1));
+}
+
+/// retry_cnt 0 allows no retransmission, yet an unsignaled tail's ACK
+/// probe is not one: the QP survives it. A probe nobody answers makes the
+/// next timeout a real one.
+#[test]
+fn ack_probe_consumes_no_retry_and_a_dead_peer_still_fails() {
+    let a = QpAttr {
+        retry_cnt: 0,
+        ..attrs()
+    };
+    let mut f = qp_with(QpConfig::new(QPN, QpType::Rc, Pd(1)), QpState::Rts, &a);
+    let sge = Sge {
+        addr: BASE,
+        length: 8,
+        lkey: f.lkey,
+    };
+    let send = |id: u64, signaled: bool| SendWr {
+        signaled,
+        ..SendWr::new(id, SendOp::Send, vec![sge])
+    };
+    f.qp.post_send(send(1, false)).unwrap();
+    f.qp.post_send(send(2, false)).unwrap();
+    assert_eq!(f.recv().len(), 2);
+    // Alive peer: the probe (PSN 501, AckReq) is answered.
+    f.now = f.qp.poll_timeout().unwrap();
+    f.qp.handle_timeout(f.now);
+    let probe = f.recv();
+    assert_eq!(
+        probe.iter().map(|o| (o.psn, o.ack_req)).collect::<Vec<_>>(),
+        vec![(501, true)]
+    );
+    f.send(&ack(501, syndrome::ACK));
+    assert_eq!(f.qp.state(), QpState::Rts);
+    assert_eq!(f.qp.sq_outstanding(), 0);
+    // Dead peer: the probe goes unanswered, the next timeout fails the WR.
+    f.qp.post_send(send(3, false)).unwrap();
+    assert_eq!(f.recv().len(), 1);
+    f.now = f.qp.poll_timeout().unwrap();
+    f.qp.handle_timeout(f.now);
+    assert_eq!(f.recv().len(), 1);
+    f.now = f.qp.poll_timeout().unwrap();
+    f.qp.handle_timeout(f.now);
+    let wc = f.wcs();
+    assert_eq!(
+        wc.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        vec![(3, WcStatus::RetryExcErr)]
+    );
+    assert_eq!(f.qp.state(), QpState::Err);
+    assert_eq!((f.qp.stats().ack_probes, f.qp.stats().timeouts), (2, 1));
 }
 
 fn post_sends(f: &mut Fix, n: u64) {

@@ -24,27 +24,34 @@ impl Qp {
             // 9.7.5.2.8; rxe counts it down too).
             self.retry_left -= 1;
         }
+        if self.rewind(now, self.una) {
+            self.stats.go_backs += 1;
+        }
+    }
+
+    /// Sends again from `psn` (a PSN of a started WR): the send pointer,
+    /// `next_psn` and the ACK timer restart there. False if no WR holds it.
+    pub(super) fn rewind(&mut self, now: Instant, psn: Psn) -> bool {
         let mtu = self.mtu();
-        let una = self.una;
         let mut found = None;
         for (i, w) in self.sq.iter().enumerate() {
             if !w.started {
                 break;
             }
-            if una.within(w.first_psn, w.last_psn()) {
-                let k = una.diff(w.first_psn) as u32;
+            if psn.within(w.first_psn, w.last_psn()) {
+                let k = psn.diff(w.first_psn) as u32;
                 let off = if w.wr.op.is_atomic() { 0 } else { k * mtu };
                 found = Some((i, off.min(w.len)));
                 break;
             }
         }
-        let Some((i, off)) = found else { return };
-        self.stats.go_backs += 1;
+        let Some((i, off)) = found else { return false };
         self.send_idx = i;
         self.send_off = off;
-        self.next_psn = una;
+        self.next_psn = psn;
         self.pkts_since_ackreq = 0;
         self.rto = local_ack_timeout(self.attr.timeout).map(|d| now + d);
+        true
     }
 
     /// A go-back triggered by the peer (NAK, implied NAK, response gap):

@@ -397,8 +397,8 @@ fn print_results(r: &Report, gbits: bool) {
     print_control(&r.control);
     if let Some(c) = &r.qp_counters {
         println!(
-            " QP counters (soft NIC, this side): tx {} rx {} retransmitted {} timeouts {} ACKs/NAKs sent {} NAKs received {} duplicates {} dropped {}",
-            c.tx_packets, c.rx_packets, c.retransmitted, c.timeouts, c.acks_sent, c.naks_received, c.duplicates, c.dropped
+            " QP counters (soft NIC, this side): tx {} rx {} retransmitted {} timeouts {} ACK probes {} ACKs/NAKs sent {} NAKs received {} duplicates {} dropped {}",
+            c.tx_packets, c.rx_packets, c.retransmitted, c.timeouts, c.ack_probes, c.acks_sent, c.naks_received, c.duplicates, c.dropped
         );
     }
     println!("{LINE}");
