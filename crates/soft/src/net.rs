@@ -15,9 +15,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rdmakit_wire::frame::IpRepr;
-use rdmakit_wire::{ipv4, udp};
-
 use crate::errno::{Errno, Origin, Result, SoftError};
 
 /// The RoCEv2 UDP destination port.
@@ -357,25 +354,17 @@ fn raw_socket() -> Option<std::os::fd::OwnedFd> {
 /// IPv4 header with identification `ident` and the given DF bit (TTL, TOS
 /// and checksum are masked by the ICRC itself).
 fn icrc_with(src: SocketAddrV4, dst: SocketAddrV4, transport: &[u8], ident: u16, df: bool) -> u32 {
-    let udp_len = transport.len() + ICRC_LEN;
-    let ip = IpRepr::Ipv4(ipv4::Repr {
-        src_addr: *src.ip(),
-        dst_addr: *dst.ip(),
-        next_header: 17,
-        payload_len: udp::HEADER_LEN + udp_len,
-        hop_limit: 64,
-        dscp_ecn: 0,
+    let flow = rdmakit_wire::icrc::Ipv4Flow {
+        src: *src.ip(),
+        dst: *dst.ip(),
+        sport: src.port(),
+        dport: dst.port(),
         ident,
         dont_frag: df,
-    });
-    let u = udp::Repr {
-        src_port: src.port(),
-        dst_port: dst.port(),
-        payload_len: udp_len,
     };
-    // A transport packet from the engine always holds a BTH; on the
-    // impossible error 0 makes the receiver drop the datagram.
-    rdmakit_wire::icrc::compute_reprs(&ip, &u, transport).unwrap_or(0)
+    // A transport packet from the engine always holds a BTH and fits a
+    // datagram; on the impossible error 0 makes the receiver drop it.
+    rdmakit_wire::icrc::compute_ipv4(&flow, transport).unwrap_or(0)
 }
 
 /// Finds the IPv4 identification and DF bit a received ICRC implies.

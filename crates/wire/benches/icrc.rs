@@ -2,6 +2,9 @@
 //! `crc32fast::hash` over the same bytes (the ICRC adds the masked header copies
 //! and a few extra `update` calls).
 //!
+//! Also the 8-byte SEND of the soft NIC's ping-pong through the generic
+//! `compute_reprs` and the IPv4 fast path `compute_ipv4`.
+//!
 //! `cargo bench -p rdmakit-wire --bench icrc`
 
 use std::hint::black_box;
@@ -57,6 +60,46 @@ fn bench(c: &mut Criterion) {
     g.bench_function("icrc::verify", |b| b.iter(|| icrc::verify(black_box(&pkt))));
     g.bench_function("crc32fast::hash (baseline)", |b| {
         b.iter(|| crc32fast::hash(black_box(&pkt)))
+    });
+    g.finish();
+
+    // The per-packet path of the soft NIC's 8-byte ping-pong: a SEND_ONLY
+    // with 8 payload bytes, its ICRC from the addressing (the UDP socket
+    // hides the headers), through the generic Reprs and the IPv4 fast path.
+    let mut small = [0u8; 20];
+    small[0] = 0x04; // RC SEND_ONLY
+    small[2..4].copy_from_slice(&[0xff, 0xff]);
+    small[7] = 0x11;
+    let flow = icrc::Ipv4Flow {
+        src: Ipv4Addr::new(127, 1, 2, 3),
+        dst: Ipv4Addr::new(127, 4, 5, 6),
+        sport: 0xc123,
+        dport: 4791,
+        ident: 0,
+        dont_frag: true,
+    };
+    let udp_len = small.len() + roce::ICRC_LEN;
+    let ip = IpRepr::Ipv4(ipv4::Repr {
+        src_addr: flow.src,
+        dst_addr: flow.dst,
+        next_header: 17,
+        payload_len: udp::HEADER_LEN + udp_len,
+        hop_limit: 64,
+        dscp_ecn: 0,
+        ident: 0,
+        dont_frag: true,
+    });
+    let u = udp::Repr {
+        src_port: flow.sport,
+        dst_port: flow.dport,
+        payload_len: udp_len,
+    };
+    let mut g = c.benchmark_group("icrc_send_8B");
+    g.bench_function("icrc::compute_reprs (baseline)", |b| {
+        b.iter(|| icrc::compute_reprs(black_box(&ip), black_box(&u), black_box(&small)))
+    });
+    g.bench_function("icrc::compute_ipv4", |b| {
+        b.iter(|| icrc::compute_ipv4(black_box(&flow), black_box(&small)))
     });
     g.finish();
 }
