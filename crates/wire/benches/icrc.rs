@@ -78,22 +78,7 @@ fn bench(c: &mut Criterion) {
         ident: 0,
         dont_frag: true,
     };
-    let udp_len = small.len() + roce::ICRC_LEN;
-    let ip = IpRepr::Ipv4(ipv4::Repr {
-        src_addr: flow.src,
-        dst_addr: flow.dst,
-        next_header: 17,
-        payload_len: udp::HEADER_LEN + udp_len,
-        hop_limit: 64,
-        dscp_ecn: 0,
-        ident: 0,
-        dont_frag: true,
-    });
-    let u = udp::Repr {
-        src_port: flow.sport,
-        dst_port: flow.dport,
-        payload_len: udp_len,
-    };
+    let (ip, u) = flow.reprs(small.len());
     let mut g = c.benchmark_group("icrc_send_8B");
     g.bench_function("icrc::compute_reprs (baseline)", |b| {
         b.iter(|| icrc::compute_reprs(black_box(&ip), black_box(&u), black_box(&small)))

@@ -138,6 +138,32 @@ pub struct Ipv4Flow {
     pub dont_frag: bool,
 }
 
+impl Ipv4Flow {
+    /// The IPv4 and UDP Reprs of a datagram of this flow carrying a RoCE
+    /// packet of `transport_len` bytes without its ICRC (TTL 64, TOS 0: both
+    /// masked): what [`compute_reprs`] takes for the same ICRC as
+    /// [`compute_ipv4`].
+    pub fn reprs(&self, transport_len: usize) -> (IpRepr, udp::Repr) {
+        let udp_len = transport_len + ICRC_LEN;
+        let ip = IpRepr::Ipv4(ipv4::Repr {
+            src_addr: self.src,
+            dst_addr: self.dst,
+            next_header: 17,
+            payload_len: udp::HEADER_LEN + udp_len,
+            hop_limit: 64,
+            dscp_ecn: 0,
+            ident: self.ident,
+            dont_frag: self.dont_frag,
+        });
+        let udp = udp::Repr {
+            src_port: self.sport,
+            dst_port: self.dport,
+            payload_len: udp_len,
+        };
+        (ip, udp)
+    }
+}
+
 /// [`compute_reprs`] for an option-less IPv4 header, without emitting the
 /// headers: the masked image (LRH stand-in, IPv4, UDP, BTH) is written
 /// straight into one buffer. This is the per-packet path of a UDP-socket
@@ -262,18 +288,7 @@ mod tests {
             let flow = Ipv4Flow {
                 src: src.into(), dst: dst.into(), sport, dport, ident, dont_frag,
             };
-            let udp_len = transport.len() + ICRC_LEN;
-            let ip = IpRepr::Ipv4(ipv4::Repr {
-                src_addr: flow.src,
-                dst_addr: flow.dst,
-                next_header: 17,
-                payload_len: udp::HEADER_LEN + udp_len,
-                hop_limit: 64,
-                dscp_ecn: 0,
-                ident,
-                dont_frag,
-            });
-            let u = udp::Repr { src_port: sport, dst_port: dport, payload_len: udp_len };
+            let (ip, u) = flow.reprs(transport.len());
             proptest::prop_assert_eq!(
                 compute_ipv4(&flow, &transport),
                 compute_reprs(&ip, &u, &transport)
