@@ -8,8 +8,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rdmakit_proto::{
-    Access, AddressHandle, AttrMask, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig, QpState,
-    QpType, RecvWr, SendOp, SendWr, Sge,
+    required_mask, Access, AddressHandle, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig,
+    QpState, QpType, RecvWr, SendOp, SendWr, Sge,
 };
 
 const MSG: u32 = 64 * 1024;
@@ -35,39 +35,16 @@ fn side(qpn: u32, peer: u32) -> Side {
         max_dest_rd_atomic: 16,
         ..QpAttr::default()
     };
-    let s = AttrMask::STATE;
-    qp.modify(
-        &a,
-        s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-    )
-    .expect("init");
-    let a = QpAttr {
-        qp_state: QpState::Rtr,
-        ..a
-    };
-    qp.modify(
-        &a,
-        s | AttrMask::AV
-            | AttrMask::PATH_MTU
-            | AttrMask::DEST_QPN
-            | AttrMask::RQ_PSN
-            | AttrMask::MAX_DEST_RD_ATOMIC
-            | AttrMask::MIN_RNR_TIMER,
-    )
-    .expect("rtr");
-    let a = QpAttr {
-        qp_state: QpState::Rts,
-        ..a
-    };
-    qp.modify(
-        &a,
-        s | AttrMask::TIMEOUT
-            | AttrMask::RETRY_CNT
-            | AttrMask::RNR_RETRY
-            | AttrMask::SQ_PSN
-            | AttrMask::MAX_QP_RD_ATOMIC,
-    )
-    .expect("rts");
+    let mut a = a;
+    for (cur, next) in [
+        (QpState::Reset, QpState::Init),
+        (QpState::Init, QpState::Rtr),
+        (QpState::Rtr, QpState::Rts),
+    ] {
+        a.qp_state = next;
+        let mask = required_mask(cur, next, QpType::Rc).expect("a bring-up transition");
+        qp.modify(&a, mask).expect("bring-up");
+    }
     let mut mem = MemTable::new();
     let (lkey, rkey) = mem.register(
         Pd(1),

@@ -50,6 +50,8 @@ pub use engine::{
 };
 pub use mem::{AtomicOp, Key, MemError, MemTable, Memory, Pd};
 pub use psn::Psn;
-pub use qp::{modify_is_ok, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};
+pub use qp::{
+    modify_is_ok, required_mask, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType,
+};
 pub use time::{local_ack_timeout, rnr_timer, Instant};
 pub use wr::{RecvWr, SendOp, SendWr, Sge, UdDest, Wc, WcOpcode, WcStatus};

@@ -366,9 +366,41 @@ pub fn modify_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: AttrMask
     m & req == req && m & !(req | opt) == 0
 }
 
+/// The mask a bring-up passes for `cur → next` on a QP of `qp_type`: STATE
+/// and every attribute the table requires (RESET→INIT, INIT→RTR, RTR→RTS);
+/// `None` when the transition is invalid for the type.
+pub fn required_mask(cur: QpState, next: QpState, qp_type: QpType) -> Option<AttrMask> {
+    let req = rule(cur, next)?.req[idx(qp_type)];
+    (req != u32::MAX).then_some(AttrMask(req | AttrMask::STATE.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn required_masks_pass_and_every_bit_is_needed() {
+        use QpState::*;
+        for t in [QpType::Rc, QpType::Uc, QpType::Ud] {
+            for (cur, next) in [(Reset, Init), (Init, Rtr), (Rtr, Rts)] {
+                let m = required_mask(cur, next, t).unwrap();
+                assert!(modify_is_ok(cur, next, t, m), "{t:?} {cur:?}->{next:?}");
+                for bit in 1..32 {
+                    let b = AttrMask(1 << bit);
+                    if m.contains(b) {
+                        let without = AttrMask(m.0 & !b.0);
+                        assert!(!modify_is_ok(cur, next, t, without), "{t:?} {b:?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            required_mask(Rtr, Rts, QpType::Uc),
+            Some(AttrMask::STATE | AttrMask::SQ_PSN)
+        );
+        assert_eq!(required_mask(Sqe, Rts, QpType::Rc), None);
+        assert_eq!(required_mask(Reset, Rts, QpType::Rc), None);
+    }
 
     #[test]
     fn mtu_bytes() {

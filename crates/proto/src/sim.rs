@@ -24,7 +24,7 @@ use std::time::Duration;
 use crate::engine::{Qp, QpConfig};
 use crate::mem::{MemTable, Pd};
 use crate::packet::Packet;
-use crate::qp::{Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};
+use crate::qp::{required_mask, Access, AddressHandle, Mtu, QpAttr, QpState, QpType};
 use crate::time::Instant;
 use crate::wr::Wc;
 
@@ -342,39 +342,18 @@ impl Network {
             rq_psn,
             ..QpAttr::default()
         };
-        let s = AttrMask::STATE;
-        let (init, rtr, rts) = match t {
-            QpType::Rc => (
-                s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-                s | AttrMask::AV
-                    | AttrMask::PATH_MTU
-                    | AttrMask::DEST_QPN
-                    | AttrMask::RQ_PSN
-                    | AttrMask::MAX_DEST_RD_ATOMIC
-                    | AttrMask::MIN_RNR_TIMER,
-                s | AttrMask::TIMEOUT
-                    | AttrMask::RETRY_CNT
-                    | AttrMask::RNR_RETRY
-                    | AttrMask::SQ_PSN
-                    | AttrMask::MAX_QP_RD_ATOMIC,
-            ),
-            QpType::Uc => (
-                s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-                s | AttrMask::AV | AttrMask::PATH_MTU | AttrMask::DEST_QPN | AttrMask::RQ_PSN,
-                s | AttrMask::SQ_PSN,
-            ),
-            QpType::Ud => (
-                s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::QKEY,
-                s,
-                s | AttrMask::SQ_PSN,
-            ),
-        };
         let mut a = attr.clone();
-        qp.modify(&a, init).expect("RESET->INIT");
-        a.qp_state = QpState::Rtr;
-        qp.modify(&a, rtr).expect("INIT->RTR");
-        a.qp_state = QpState::Rts;
-        qp.modify(&a, rts).expect("RTR->RTS");
+        for (cur, next) in [
+            (QpState::Reset, QpState::Init),
+            (QpState::Init, QpState::Rtr),
+            (QpState::Rtr, QpState::Rts),
+        ] {
+            a.qp_state = next;
+            let mask = required_mask(cur, next, t).expect("a bring-up transition");
+            if let Err(e) = qp.modify(&a, mask) {
+                panic!("{cur:?}->{next:?}: {e:?}");
+            }
+        }
     }
 
     /// A node.

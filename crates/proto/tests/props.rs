@@ -173,7 +173,7 @@ fn hostile_target() -> (Qp, MemTable, u32, u32, u32) {
     let (_, ro) = mem.register(Pd(1), 0x2000, 256, Access::REMOTE_READ);
     let (_, other) = mem.register(Pd(2), 0x3000, 256, Access::all());
     let (rlk, _) = mem.register(Pd(1), 0x4000, 256, Access::LOCAL_WRITE);
-    // Bring up by hand with the RC masks.
+    // Bring up with the RC masks the table requires.
     let a = QpAttr {
         qp_state: QpState::Init,
         dest_qp_num: 0x22,
@@ -183,33 +183,14 @@ fn hostile_target() -> (Qp, MemTable, u32, u32, u32) {
         max_dest_rd_atomic: 4,
         ..QpAttr::default()
     };
-    use rdmakit_proto::AttrMask as K;
-    qp.modify(&a, K::STATE | K::PKEY_INDEX | K::PORT | K::ACCESS_FLAGS)
-        .unwrap();
-    let a = QpAttr {
-        qp_state: QpState::Rtr,
-        ..a
-    };
-    qp.modify(
-        &a,
-        K::STATE
-            | K::AV
-            | K::PATH_MTU
-            | K::DEST_QPN
-            | K::RQ_PSN
-            | K::MAX_DEST_RD_ATOMIC
-            | K::MIN_RNR_TIMER,
-    )
-    .unwrap();
-    let a = QpAttr {
-        qp_state: QpState::Rts,
-        ..a
-    };
-    qp.modify(
-        &a,
-        K::STATE | K::TIMEOUT | K::RETRY_CNT | K::RNR_RETRY | K::SQ_PSN | K::MAX_QP_RD_ATOMIC,
-    )
-    .unwrap();
+    let mut cur = QpState::Reset;
+    let mut a = a;
+    for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        a.qp_state = next;
+        let mask = rdmakit_proto::required_mask(cur, next, QpType::Rc).unwrap();
+        qp.modify(&a, mask).unwrap();
+        cur = next;
+    }
     for i in 0..4 {
         qp.post_recv(RecvWr {
             wr_id: i,

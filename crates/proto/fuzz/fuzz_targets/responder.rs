@@ -12,7 +12,7 @@
 use libfuzzer_sys::fuzz_target;
 use rdmakit_proto::packet::{opinfo, Packet};
 use rdmakit_proto::{
-    Access, AddressHandle, AttrMask, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig, QpState,
+    required_mask, Access, AddressHandle, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig, QpState,
     QpType, RecvWr, SendOp, SendWr, Sge, UdDest,
 };
 
@@ -37,28 +37,11 @@ fn setup(t: QpType) -> (Qp, MemTable, u32, u32, u32) {
         max_dest_rd_atomic: 4,
         ..QpAttr::default()
     };
-    let s = AttrMask::STATE;
-    let m = match t {
-        QpType::Rc => [
-            s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-            s | AttrMask::AV | AttrMask::PATH_MTU | AttrMask::DEST_QPN | AttrMask::RQ_PSN
-                | AttrMask::MAX_DEST_RD_ATOMIC | AttrMask::MIN_RNR_TIMER,
-            s | AttrMask::TIMEOUT | AttrMask::RETRY_CNT | AttrMask::RNR_RETRY | AttrMask::SQ_PSN
-                | AttrMask::MAX_QP_RD_ATOMIC,
-        ],
-        QpType::Uc => [
-            s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-            s | AttrMask::AV | AttrMask::PATH_MTU | AttrMask::DEST_QPN | AttrMask::RQ_PSN,
-            s | AttrMask::SQ_PSN,
-        ],
-        QpType::Ud => [
-            s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::QKEY,
-            s,
-            s | AttrMask::SQ_PSN,
-        ],
-    };
-    for (st, mask) in [(QpState::Init, m[0]), (QpState::Rtr, m[1]), (QpState::Rts, m[2])] {
+    let mut cur = QpState::Reset;
+    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        let mask = required_mask(cur, st, t).expect("a bring-up transition");
         qp.modify(&QpAttr { qp_state: st, ..a.clone() }, mask).expect("bring-up");
+        cur = st;
     }
     let mut mem = MemTable::new();
     let (lk, rw) = mem.register(Pd(1), 0x1000, 1024, Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC);

@@ -10,8 +10,8 @@ pub use std::time::Duration;
 pub use rdmakit_proto::packet::{opinfo, syndrome, Aeth, AtomicEth, Bth, Deth, Packet, Reth};
 pub use rdmakit_proto::sim::{LinkConfig, Network};
 pub use rdmakit_proto::{
-    Access, AddressHandle, AttrMask, Instant, MemTable, Memory, Mtu, Pd, Psn, Qp, QpAttr, QpConfig,
-    QpState, QpType, RecvWr, SendOp, SendWr, Sge, UdDest, WcOpcode, WcStatus,
+    required_mask, Access, AddressHandle, AttrMask, Instant, MemTable, Memory, Mtu, Pd, Psn, Qp,
+    QpAttr, QpConfig, QpState, QpType, RecvWr, SendOp, SendWr, Sge, UdDest, WcOpcode, WcStatus,
 };
 
 pub const QPN: u32 = 0x11;
@@ -36,36 +36,6 @@ pub struct Out {
     pub reth: Option<Reth>,
     pub atomic_ack: Option<u64>,
     pub payload: Vec<u8>,
-}
-
-pub fn rc_masks(t: QpType) -> [AttrMask; 3] {
-    let s = AttrMask::STATE;
-    match t {
-        QpType::Rc => [
-            s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-            s | AttrMask::AV
-                | AttrMask::PATH_MTU
-                | AttrMask::DEST_QPN
-                | AttrMask::RQ_PSN
-                | AttrMask::MAX_DEST_RD_ATOMIC
-                | AttrMask::MIN_RNR_TIMER,
-            s | AttrMask::TIMEOUT
-                | AttrMask::RETRY_CNT
-                | AttrMask::RNR_RETRY
-                | AttrMask::SQ_PSN
-                | AttrMask::MAX_QP_RD_ATOMIC,
-        ],
-        QpType::Uc => [
-            s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-            s | AttrMask::AV | AttrMask::PATH_MTU | AttrMask::DEST_QPN | AttrMask::RQ_PSN,
-            s | AttrMask::SQ_PSN,
-        ],
-        QpType::Ud => [
-            s | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::QKEY,
-            s,
-            s | AttrMask::SQ_PSN,
-        ],
-    }
 }
 
 pub fn attrs() -> QpAttr {
@@ -94,20 +64,17 @@ pub fn qp_in(t: QpType, upto: QpState, a: &QpAttr) -> Fix {
 pub fn qp_with(cfg: QpConfig, upto: QpState, a: &QpAttr) -> Fix {
     let t = cfg.qp_type;
     let mut qp = Qp::new(cfg);
-    let m = rc_masks(t);
-    for (st, mask) in [
-        (QpState::Init, m[0]),
-        (QpState::Rtr, m[1]),
-        (QpState::Rts, m[2]),
-    ] {
+    let mut cur = QpState::Reset;
+    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
         let a = QpAttr {
             qp_state: st,
             ..a.clone()
         };
-        qp.modify(&a, mask).unwrap();
+        qp.modify(&a, required_mask(cur, st, t).unwrap()).unwrap();
         if st == upto {
             break;
         }
+        cur = st;
     }
     let mut mem = MemTable::new();
     let (lkey, rkey) = mem.register(Pd(1), BASE, 4096, Access::all());
