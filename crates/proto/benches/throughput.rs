@@ -8,8 +8,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rdmakit_proto::{
-    required_mask, Access, AddressHandle, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig,
-    QpState, QpType, RecvWr, SendOp, SendWr, Sge,
+    Access, AddressHandle, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig, QpState, QpType,
+    RecvWr, SendOp, SendWr, Sge,
 };
 
 const MSG: u32 = 64 * 1024;
@@ -35,16 +35,7 @@ fn side(qpn: u32, peer: u32) -> Side {
         max_dest_rd_atomic: 16,
         ..QpAttr::default()
     };
-    let mut a = a;
-    for (cur, next) in [
-        (QpState::Reset, QpState::Init),
-        (QpState::Init, QpState::Rtr),
-        (QpState::Rtr, QpState::Rts),
-    ] {
-        a.qp_state = next;
-        let mask = required_mask(cur, next, QpType::Rc).expect("a bring-up transition");
-        qp.modify(&a, mask).expect("bring-up");
-    }
+    qp.bring_up(&a, QpState::Rts).expect("bring-up");
     let mut mem = MemTable::new();
     let (lkey, rkey) = mem.register(
         Pd(1),

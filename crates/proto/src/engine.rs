@@ -578,6 +578,31 @@ impl Qp {
     // Control path
     // ------------------------------------------------------------------
 
+    /// Brings a fresh QP from RESET up to `upto` (INIT, RTR or RTS) in
+    /// table order, each step with the attributes of `attr` and the mask
+    /// [`required_mask`](crate::qp::required_mask) gives: the bring-up every
+    /// consumer of the bare engine (simulator, tests, benches, fuzzers) needs.
+    ///
+    /// # Errors
+    /// The first step's [`ModifyError`]; `InvalidTransition` when `upto` is
+    /// not INIT, RTR or RTS or the QP is not in RESET.
+    pub fn bring_up(&mut self, attr: &QpAttr, upto: QpState) -> Result<(), ModifyError> {
+        if !matches!(upto, QpState::Init | QpState::Rtr | QpState::Rts) {
+            return Err(ModifyError::InvalidTransition);
+        }
+        let mut a = attr.clone();
+        for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            let mask = crate::qp::required_mask(self.state, next, self.cfg.qp_type)
+                .ok_or(ModifyError::InvalidTransition)?;
+            a.qp_state = next;
+            self.modify(&a, mask)?;
+            if next == upto {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// `ibv_modify_qp`: validates `mask` against the modify-QP table for the
     /// current state and QP type, checks value ranges, then applies the
     /// attributes. Going to ERR flushes every outstanding WR with

@@ -24,7 +24,7 @@ use std::time::Duration;
 use crate::engine::{Qp, QpConfig};
 use crate::mem::{MemTable, Pd};
 use crate::packet::Packet;
-use crate::qp::{required_mask, Access, AddressHandle, Mtu, QpAttr, QpState, QpType};
+use crate::qp::{Access, AddressHandle, Mtu, QpAttr, QpState, QpType};
 use crate::time::Instant;
 use crate::wr::Wc;
 
@@ -324,9 +324,7 @@ impl Network {
         let rqpn = self.qp(remote).qpn();
         let c = self.cfg;
         let qp = self.qp_mut(local);
-        let t = qp.qp_type();
         let attr = QpAttr {
-            qp_state: QpState::Init,
             path_mtu: c.mtu,
             qkey: 0x1111_1111,
             dest_qp_num: rqpn,
@@ -342,18 +340,8 @@ impl Network {
             rq_psn,
             ..QpAttr::default()
         };
-        let mut a = attr.clone();
-        for (cur, next) in [
-            (QpState::Reset, QpState::Init),
-            (QpState::Init, QpState::Rtr),
-            (QpState::Rtr, QpState::Rts),
-        ] {
-            a.qp_state = next;
-            let mask = required_mask(cur, next, t).expect("a bring-up transition");
-            if let Err(e) = qp.modify(&a, mask) {
-                panic!("{cur:?}->{next:?}: {e:?}");
-            }
-        }
+        qp.bring_up(&attr, QpState::Rts)
+            .expect("RESET->RTS bring-up");
     }
 
     /// A node.

@@ -173,7 +173,6 @@ fn hostile_target() -> (Qp, MemTable, u32, u32, u32) {
     let (_, ro) = mem.register(Pd(1), 0x2000, 256, Access::REMOTE_READ);
     let (_, other) = mem.register(Pd(2), 0x3000, 256, Access::all());
     let (rlk, _) = mem.register(Pd(1), 0x4000, 256, Access::LOCAL_WRITE);
-    // Bring up with the RC masks the table requires.
     let a = QpAttr {
         qp_state: QpState::Init,
         dest_qp_num: 0x22,
@@ -183,14 +182,7 @@ fn hostile_target() -> (Qp, MemTable, u32, u32, u32) {
         max_dest_rd_atomic: 4,
         ..QpAttr::default()
     };
-    let mut cur = QpState::Reset;
-    let mut a = a;
-    for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        a.qp_state = next;
-        let mask = rdmakit_proto::required_mask(cur, next, QpType::Rc).unwrap();
-        qp.modify(&a, mask).unwrap();
-        cur = next;
-    }
+    qp.bring_up(&a, QpState::Rts).unwrap();
     for i in 0..4 {
         qp.post_recv(RecvWr {
             wr_id: i,

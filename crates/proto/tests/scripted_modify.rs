@@ -226,3 +226,22 @@ fn error_flushes_every_outstanding_wr_in_order() {
     f.qp.modify(&a, AttrMask::STATE).unwrap();
     assert!(f.wcs().is_empty());
 }
+
+#[test]
+fn bring_up_stops_where_asked_and_only_starts_from_reset() {
+    for t in [QpType::Rc, QpType::Uc, QpType::Ud] {
+        for upto in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            let mut qp = Qp::new(QpConfig::new(QPN, t, Pd(1)));
+            qp.bring_up(&attrs(), upto).unwrap();
+            assert_eq!(qp.state(), upto, "{t:?}");
+        }
+        let mut qp = Qp::new(QpConfig::new(QPN, t, Pd(1)));
+        for bad in [QpState::Reset, QpState::Sqd, QpState::Err] {
+            assert!(qp.bring_up(&attrs(), bad).is_err());
+            assert_eq!(qp.state(), QpState::Reset);
+        }
+        qp.bring_up(&attrs(), QpState::Rts).unwrap();
+        assert!(qp.bring_up(&attrs(), QpState::Rts).is_err());
+        assert_eq!(qp.state(), QpState::Rts);
+    }
+}

@@ -12,7 +12,7 @@
 use libfuzzer_sys::fuzz_target;
 use rdmakit_proto::packet::{opinfo, Packet};
 use rdmakit_proto::{
-    required_mask, Access, AddressHandle, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig, QpState,
+    Access, AddressHandle, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig, QpState,
     QpType, RecvWr, SendOp, SendWr, Sge, UdDest,
 };
 
@@ -37,12 +37,7 @@ fn setup(t: QpType) -> (Qp, MemTable, u32, u32, u32) {
         max_dest_rd_atomic: 4,
         ..QpAttr::default()
     };
-    let mut cur = QpState::Reset;
-    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        let mask = required_mask(cur, st, t).expect("a bring-up transition");
-        qp.modify(&QpAttr { qp_state: st, ..a.clone() }, mask).expect("bring-up");
-        cur = st;
-    }
+    qp.bring_up(&a, QpState::Rts).expect("bring-up");
     let mut mem = MemTable::new();
     let (lk, rw) = mem.register(Pd(1), 0x1000, 1024, Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC);
     let (_, ro) = mem.register(Pd(1), 0x2000, 1024, Access::REMOTE_READ);

@@ -10,8 +10,8 @@ pub use std::time::Duration;
 pub use rdmakit_proto::packet::{opinfo, syndrome, Aeth, AtomicEth, Bth, Deth, Packet, Reth};
 pub use rdmakit_proto::sim::{LinkConfig, Network};
 pub use rdmakit_proto::{
-    required_mask, Access, AddressHandle, AttrMask, Instant, MemTable, Memory, Mtu, Pd, Psn, Qp,
-    QpAttr, QpConfig, QpState, QpType, RecvWr, SendOp, SendWr, Sge, UdDest, WcOpcode, WcStatus,
+    Access, AddressHandle, AttrMask, Instant, MemTable, Memory, Mtu, Pd, Psn, Qp, QpAttr, QpConfig,
+    QpState, QpType, RecvWr, SendOp, SendWr, Sge, UdDest, WcOpcode, WcStatus,
 };
 
 pub const QPN: u32 = 0x11;
@@ -62,20 +62,8 @@ pub fn qp_in(t: QpType, upto: QpState, a: &QpAttr) -> Fix {
 }
 
 pub fn qp_with(cfg: QpConfig, upto: QpState, a: &QpAttr) -> Fix {
-    let t = cfg.qp_type;
     let mut qp = Qp::new(cfg);
-    let mut cur = QpState::Reset;
-    for st in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        let a = QpAttr {
-            qp_state: st,
-            ..a.clone()
-        };
-        qp.modify(&a, required_mask(cur, st, t).unwrap()).unwrap();
-        if st == upto {
-            break;
-        }
-        cur = st;
-    }
+    qp.bring_up(a, upto).unwrap();
     let mut mem = MemTable::new();
     let (lkey, rkey) = mem.register(Pd(1), BASE, 4096, Access::all());
     Fix {
