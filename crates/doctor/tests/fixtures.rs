@@ -1,4 +1,4 @@
-//! Replays every real capture in ../shared/fixtures and snapshots the findings.
+//! Replays every real capture in fixtures/ and snapshots the findings.
 
 mod common;
 

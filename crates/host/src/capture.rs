@@ -1,4 +1,4 @@
-//! Imports a capture directory (the layout of `rdmacap.py` in shared/fixtures, or any
+//! Imports a capture directory (the layout of `rdmacap.py` in fixtures/, or any
 //! plain copy of a host tree under `root/`) into a [`Bundle`].
 //!
 //! What a capture directory holds and how it maps to bundle answers:

@@ -1,5 +1,5 @@
 //! Replays the real NETLINK_RDMA replies captured from a 6.1 kernel with rxe
-//! (shared/fixtures/healthy and healthy-busy, netlink/*.bin) through the native
+//! (fixtures/healthy and healthy-busy, netlink/*.bin) through the native
 //! NLDEV client, and pins the error paths (kernel errors, failed dumps, truncated
 //! and malformed replies, no RDMA in the kernel, owner liveness).
 
@@ -13,11 +13,7 @@ mod netlink {
     use rdmakit_host::source::{Answer, Entry, Errno, Kind, Op, Probe, Source};
 
     fn fixtures() -> PathBuf {
-        std::env::var("RDMAKIT_FIXTURES")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| {
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-            })
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
     }
 
     fn scenario(name: &str) -> Bundle {

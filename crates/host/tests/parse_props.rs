@@ -205,7 +205,7 @@ proptest! {
 fn real_fixture_files_parse_without_panicking() {
     // Every regular file of the shared fixtures, fed to every parser: the trees are
     // real kernel output, so this is the regression corpus the fuzzer starts from.
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures");
     let mut stack = vec![std::path::PathBuf::from(root)];
     let mut files = 0;
     while let Some(dir) = stack.pop() {

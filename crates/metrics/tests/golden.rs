@@ -12,11 +12,7 @@ use rdmakit_host::model::HostFacts;
 use rdmakit_metrics::{render, Options};
 
 fn fixtures() -> PathBuf {
-    std::env::var("RDMAKIT_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        })
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
 }
 
 fn facts(name: &str) -> HostFacts {

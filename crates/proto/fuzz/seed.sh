@@ -1,11 +1,11 @@
 #!/bin/sh
-# Seed the responder and packet corpora from the real rxe captures in shared/fixtures/pcap:
+# Seed the responder and packet corpora from the real rxe captures in fixtures/pcap:
 # one input per captured RoCE packet, framed as the target expects
 # (QP type RC, record with flags = our QPN | default P_Key | PSN = expected).
 # Usage: crates/proto/fuzz/seed.sh [FIXTURES_PCAP_DIR]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-src=${1:-$here/../../../../shared/fixtures/pcap}
+src=${1:-$here/../../../fixtures/pcap}
 mkdir -p "$here/corpus/responder" "$here/corpus/packet"
 python3 - "$src" "$here/corpus" <<'PY'
 import struct, sys, glob, os

@@ -13,11 +13,7 @@ fn rdmakit(args: &[&str]) -> Output {
 }
 
 fn fixtures() -> PathBuf {
-    std::env::var("RDMAKIT_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        })
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
 }
 
 fn stdout(o: &Output) -> String {

@@ -1,5 +1,5 @@
 //! `rdmakit devinfo` against a real `ibv_devinfo` from kernel rxe
-//! (../shared/fixtures/healthy/cmd/ibv_devinfo*.out): same keys in the same
+//! (fixtures/healthy/cmd/ibv_devinfo*.out): same keys in the same
 //! order with the same tabs; every value that differs is listed in
 //! `DIFFERENCES` with the reason.
 
@@ -16,22 +16,13 @@ fn rdmakit(args: &[&str]) -> std::process::Output {
 }
 
 fn fixtures() -> PathBuf {
-    std::env::var_os("RDMAKIT_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        })
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
 }
 
-fn fixture(name: &str) -> Option<String> {
+fn fixture(name: &str) -> String {
     let p = fixtures().join("healthy/cmd").join(name);
-    match std::fs::read_to_string(&p) {
-        Ok(s) => Some(s),
-        Err(_) => {
-            eprintln!("skipping: {} not found", p.display());
-            None
-        }
-    }
+    std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("{}: {e} (fixtures/ is part of the repository)", p.display()))
 }
 
 /// Where the soft NIC's `-v` values differ from kernel rxe's, and why.
@@ -109,9 +100,7 @@ fn bare(k: &str) -> &str {
 
 #[test]
 fn verbose_matches_ibv_devinfo_structure_and_documents_differences() {
-    let Some(want) = fixture("ibv_devinfo-v.out") else {
-        return;
-    };
+    let want = fixture("ibv_devinfo-v.out");
     let out = rdmakit(&["devinfo", "-v"]);
     assert!(
         out.status.success(),
@@ -154,9 +143,7 @@ fn verbose_matches_ibv_devinfo_structure_and_documents_differences() {
 
 #[test]
 fn brief_matches_ibv_devinfo_structure() {
-    let Some(want) = fixture("ibv_devinfo.out") else {
-        return;
-    };
+    let want = fixture("ibv_devinfo.out");
     let out = rdmakit(&["devinfo"]);
     assert!(out.status.success());
     let got = String::from_utf8(out.stdout).unwrap();

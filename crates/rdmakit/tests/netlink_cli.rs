@@ -1,5 +1,5 @@
 //! `rdmakit dev / link / res / stat / monitor` against the real netlink replies of
-//! shared/fixtures (healthy, healthy-busy: 6.1 kernel, rxe), compared field for field
+//! fixtures/ (healthy, healthy-busy: 6.1 kernel, rxe), compared field for field
 //! with what iproute2's `rdma -j` printed for the same state (cmd/rdma-j-*.out).
 //!
 //! Justified differences, checked here rather than hidden:
@@ -25,11 +25,7 @@ fn rdmakit(args: &[&str]) -> Output {
 }
 
 fn fixtures() -> PathBuf {
-    std::env::var("RDMAKIT_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        })
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
 }
 
 /// A cmd/*.out file without its final "exit=N" line.
@@ -294,16 +290,12 @@ fn netlink_bad_arguments() {
 
 /// A bundle recorded by `rdmakit collect` inside the VM tier (real 6.1 kernel, rxe,
 /// live NETLINK_RDMA, including the ctx / srq / cm_id and QP-counter dumps the
-/// fixtures lack): every command replays it with exit 0. Skipped when the VM tier's
-/// bundles are not in the tree.
+/// fixtures lack): every command replays it with exit 0.
 #[test]
 fn netlink_vm_bundle_replays_every_command() {
     let b =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../doctor/tests/data/vm/healthy.json.gz");
-    if !b.is_file() {
-        eprintln!("skipped: {} not present", b.display());
-        return;
-    }
+    assert!(b.is_file(), "{} is part of the repository", b.display());
     let b = b.to_str().unwrap();
     for args in [
         &["dev"][..],

@@ -1,10 +1,10 @@
 #!/bin/sh
-# Seed the fuzz corpora from the real rxe captures in shared/fixtures/pcap:
+# Seed the fuzz corpora from the real rxe captures in fixtures/pcap:
 # whole files for `capture`, each frame for `frame`, each UDP payload for `roce`.
 # Usage: crates/wire/fuzz/seed.sh [FIXTURES_PCAP_DIR]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-src=${1:-$here/../../../../shared/fixtures/pcap}
+src=${1:-$here/../../../fixtures/pcap}
 mkdir -p "$here/corpus/capture" "$here/corpus/frame" "$here/corpus/roce"
 cp "$src"/*.pcap "$here/corpus/capture/"
 python3 - "$src" "$here/corpus" <<'PY'

@@ -14,7 +14,7 @@ use rdmakit_wire::{ipv4, reth, roce, udp};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/pcap")
+        .join("../../fixtures/pcap")
         .join(name);
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(

@@ -1,6 +1,6 @@
-//! Every packet of the real Linux rxe captures (shared/fixtures/pcap): parses,
+//! Every packet of the real Linux rxe captures (fixtures/pcap): parses,
 //! has a valid ICRC, re-emits byte-exact; and the capture report counts match the
-//! table in shared/fixtures/README.md.
+//! table in fixtures/README.md.
 
 use std::path::PathBuf;
 
@@ -15,7 +15,7 @@ const CAPTURES: [&str; 4] = [
 ];
 
 fn pcap_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pcap");
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/pcap"));
     assert!(
         dir.is_dir(),
         "fixture directory {} is missing: these tests need the shared/ checkout beside \

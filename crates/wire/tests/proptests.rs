@@ -438,7 +438,7 @@ proptest! {
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/pcap")
+        .join("../../fixtures/pcap")
         .join(name);
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(

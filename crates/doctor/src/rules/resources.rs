@@ -440,13 +440,7 @@ mod tests {
     use rdmakit_host::source::{Answer, Entry, Kind, Op, Source};
 
     fn fixture(name: &str) -> std::path::PathBuf {
-        std::env::var("RDMAKIT_FIXTURES")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|_| {
-                std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                    .join("../../../shared/fixtures")
-            })
-            .join(name)
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures")).join(name)
     }
 
     /// healthy-busy with a process table: 342 a zombie, 343 gone, 345 alive.

@@ -1,4 +1,4 @@
-//! Test support: real captures from ../shared/fixtures as bundles, edits that derive
+//! Test support: real captures from fixtures/ as bundles, edits that derive
 //! fault variants from them, and a synthetic PCI device built on the real mlx5_0 tree.
 #![allow(dead_code)]
 
@@ -13,16 +13,12 @@ use rdmakit_host::capture::import_capture;
 use rdmakit_host::collect::collect;
 use rdmakit_host::source::{Answer, Entry, Kind, Meta, Op};
 
-/// The shared fixtures: $RDMAKIT_FIXTURES, else ../shared/fixtures beside the repo.
+/// The repository's real captures (fixtures/ at the top of the repository).
 pub fn fixtures_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("RDMAKIT_FIXTURES") {
-        return PathBuf::from(d);
-    }
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let d = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"));
     assert!(
         d.join("healthy/root").is_dir(),
-        "the real captures are expected at {} (the workplace's shared/fixtures beside the \
-         repository); set RDMAKIT_FIXTURES to their directory",
+        "the real captures are missing from {} (part of the repository)",
         d.display()
     );
     d

@@ -309,7 +309,7 @@ impl Request {
 mod tests {
     use super::*;
 
-    /// shared/fixtures/healthy/netlink/op17-stat-get.req.bin: STAT_GET of rxe0 port 1.
+    /// fixtures/healthy/netlink/op17-stat-get.req.bin: STAT_GET of rxe0 port 1.
     static STAT_REQ: [u8; 32] = [
         0x20, 0, 0, 0, 0x11, 0x14, 0x05, 0, 0xf9, 0x03, 0, 0, 0, 0, 0, 0, 8, 0, 1, 0, 0, 0, 0, 0,
         8, 0, 3, 0, 1, 0, 0, 0,

@@ -11,11 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 pub fn fixtures() -> PathBuf {
-    std::env::var("RDMAKIT_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        })
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
 }
 
 pub fn fixture(name: &str) -> String {
