@@ -10,6 +10,8 @@ use std::ptr::NonNull;
 pub(crate) struct OwnedMem {
     ptr: NonNull<u8>,
     layout: Layout,
+    /// Never freed: a device may still address it (see [`OwnedMem::leak`]).
+    leaked: bool,
 }
 
 // SAFETY: OwnedMem is a uniquely owned allocation; all access is by raw
@@ -27,7 +29,24 @@ impl OwnedMem {
         }
         // SAFETY: the layout has a non-zero size (checked above).
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        NonNull::new(p).map(|ptr| OwnedMem { ptr, layout })
+        NonNull::new(p).map(|ptr| OwnedMem {
+            ptr,
+            layout,
+            leaked: false,
+        })
+    }
+
+    /// Keeps the allocation forever: called when deregistration failed, so
+    /// the device may still DMA into these bytes and freeing them would
+    /// hand memory it writes to the next allocation.
+    pub(crate) fn leak(&mut self) {
+        self.leaked = true;
+    }
+
+    /// Whether [`OwnedMem::leak`] was called.
+    #[cfg(test)]
+    pub(crate) fn is_leaked(&self) -> bool {
+        self.leaked
     }
 
     pub(crate) fn ptr(&self) -> *mut u8 {
@@ -61,6 +80,9 @@ impl OwnedMem {
 
 impl Drop for OwnedMem {
     fn drop(&mut self) {
+        if self.leaked {
+            return;
+        }
         // SAFETY: allocated in `new` with exactly this layout, freed once.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
     }

@@ -215,6 +215,7 @@ impl Pd {
             rkey: self.ctx.ops.mr_rkey(key).unwrap_or(key),
             addr: ptr as u64,
             len,
+            registered: true,
         })
     }
 
@@ -231,9 +232,9 @@ impl Pd {
                 format!("cannot allocate {len} bytes"),
             )
         })?;
-        // SAFETY: `mem` is owned by the returned MrBuf, declared after `mr`,
-        // so it is freed only after the MR is deregistered; OwnedMem never
-        // creates references to its bytes (raw copies only).
+        // SAFETY: `mem` is owned by the returned MrBuf, which frees it only
+        // after the MR was deregistered (and never when that failed);
+        // OwnedMem never creates references to its bytes (raw copies only).
         let mr = unsafe { self.reg_mr(mem.ptr(), mem.len(), access) }?;
         Ok(MrBuf { mr, mem })
     }
@@ -289,11 +290,33 @@ pub struct Mr {
     rkey: u32,
     addr: u64,
     len: usize,
+    /// False once `ibv_dereg_mr` was called (whatever it answered).
+    registered: bool,
+}
+
+impl Mr {
+    /// `ibv_dereg_mr`, reporting its error (dropping an `Mr` deregisters it
+    /// too, but cannot say whether that worked).
+    ///
+    /// # Errors
+    /// The provider's error: the registration may then still be live, and
+    /// the memory behind it must stay valid (the caller still owns it).
+    pub fn close(mut self) -> Result<()> {
+        self.dereg()
+    }
+
+    /// Deregisters once; later calls do nothing.
+    fn dereg(&mut self) -> Result<()> {
+        if !std::mem::replace(&mut self.registered, false) {
+            return Ok(());
+        }
+        self.pd.ctx.ops.dereg_mr(self.key)
+    }
 }
 
 impl Drop for Mr {
     fn drop(&mut self) {
-        let _ = self.pd.ctx.ops.dereg_mr(self.key);
+        let _ = self.dereg();
     }
 }
 
@@ -361,14 +384,50 @@ impl Mr {
 /// An owned, registered buffer. Its bytes are reached by copies only
 /// ([`MrBuf::read`], [`MrBuf::write`]), never by references, so the NIC may
 /// write them at any time without undefined behaviour in safe code.
+///
+/// Its memory is freed only after the MR is deregistered. When
+/// deregistration fails the device may still address the buffer, so the
+/// memory is leaked rather than freed; [`MrBuf::close`] reports that error.
 #[derive(Debug)]
 pub struct MrBuf {
-    // Field order matters: `mr` is dropped (deregistered) before `mem` is freed.
     mr: Mr,
     mem: OwnedMem,
 }
 
+impl Drop for MrBuf {
+    fn drop(&mut self) {
+        let _ = self.release();
+    }
+}
+
 impl MrBuf {
+    /// Deregisters the buffer and frees its memory, reporting the error of
+    /// `ibv_dereg_mr` (dropping an `MrBuf` does the same silently).
+    ///
+    /// # Errors
+    /// The provider's error; the buffer's memory is then leaked, never
+    /// freed, because the device may still DMA into it.
+    pub fn close(mut self) -> Result<()> {
+        self.release()
+    }
+
+    /// Deregisters once; on failure marks the memory leaked, so dropping
+    /// `mem` afterwards keeps it.
+    fn release(&mut self) -> Result<()> {
+        self.mr
+            .dereg()
+            .inspect_err(|_| self.mem.leak())
+            .map_err(|mut e| {
+                e.detail = format!(
+                    "{}; the {} bytes of the buffer stay allocated (leaked), since the device may \
+                 still address them",
+                    e.detail,
+                    self.mem.len()
+                );
+                e
+            })
+    }
+
     /// The memory region.
     pub fn mr(&self) -> &Mr {
         &self.mr
@@ -1299,5 +1358,37 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// A buffer whose deregistration fails must not be freed: the device
+    /// may still DMA into it (issue 17). The MR is deregistered behind the
+    /// buffer's back, so its own `ibv_dereg_mr` fails with EINVAL.
+    #[test]
+    fn mrbuf_close_reports_a_failed_dereg_and_leaks_the_memory() {
+        let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let mut buf = pd.alloc_buf(8192, Access::LOCAL_WRITE).unwrap();
+        ctx.ops.dereg_mr(buf.mr().lkey()).unwrap();
+        let err = buf.release().unwrap_err();
+        assert_eq!((err.verb, err.errno), ("ibv_dereg_mr", Errno::EINVAL));
+        assert!(err.detail.contains("8192 bytes"), "{}", err.detail);
+        assert!(buf.mem.is_leaked(), "the memory must be kept, not freed");
+        // Dropping afterwards neither deregisters again nor frees.
+        drop(buf);
+
+        let ok = pd.alloc_buf(4096, Access::LOCAL_WRITE).unwrap();
+        ok.close().unwrap();
+    }
+
+    #[test]
+    fn mr_close_reports_the_error_of_ibv_dereg_mr() {
+        let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let mut mem = vec![0u8; 4096];
+        // SAFETY: `mem` outlives the MR and no reference to it is used
+        // while it is registered.
+        let mr = unsafe { pd.reg_mr(mem.as_mut_ptr(), mem.len(), Access::LOCAL_WRITE) }.unwrap();
+        ctx.ops.dereg_mr(mr.lkey()).unwrap();
+        assert_eq!(mr.close().unwrap_err().errno, Errno::EINVAL);
     }
 }

@@ -299,7 +299,7 @@ fn mr_probes(ctx: &Arc<Context>, cfg: &ProbeConfig, out: &mut Vec<ProbeResult>) 
             if buf.to_vec(0..4)? != b"head" || buf.to_vec(size - 4..size)? != b"tail" {
                 return Err(Fail::Check("registered buffer does not read back".into()));
             }
-            drop(buf); // ibv_dereg_mr, then the memory is freed
+            buf.close()?; // ibv_dereg_mr, then the memory is freed
             Ok(format!(
                 "registered and deregistered {} (lkey {lkey:#x}, rkey {rkey:#x})",
                 size_text(size as u64)
