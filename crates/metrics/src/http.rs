@@ -1,282 +1,224 @@
-//! A small HTTP/1.1 exporter on `std::net`: one request per connection
-//! (`Connection: close`), a thread per connection with a bound on how many run at
-//! once.
+//! The exporter's HTTP/1.x endpoint, served by hyper on a single-threaded tokio
+//! runtime: one request per connection (`Connection: close`), each connection a task,
+//! so an idle or slow client costs a task, never a thread or a scrape's turn.
 //!
 //! - `GET /metrics`, `HEAD /metrics` (query string ignored): 200 with a fresh
-//!   exposition from the render function, or 500 when it panicked.
+//!   exposition from the render function (run on tokio's blocking pool), or 500 when
+//!   it panicked.
 //! - `GET /`: 200, a short page pointing at /metrics.
 //! - another path: 404; another method: 405 with `Allow: GET, HEAD`; a request line or
-//!   header that is not HTTP/1.x: 400; headers over 8 KiB: 431; too many connections
-//!   at once: 503. None of them stops the server.
+//!   header that is not HTTP/1.x, or a target that is not a path: 400; a head over
+//!   [`MAX_HEAD`]: 431 (hyper's parser); a head not complete within
+//!   [`HEAD_TIMEOUT`]: the connection is closed; more than [`MAX_CONNECTIONS`] at
+//!   once: 503. None of them stops the server.
+//!
+//! Why hyper and not a smaller server: docs/metrics.md (tiny_http, measured, accepts
+//! unbounded heads and lets a few slow clients hold up a scrape).
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::convert::Infallible;
+use std::io;
+use std::net::TcpListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
 
-use crate::text::CONTENT_TYPE;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, ALLOW, CONNECTION, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::AsyncWriteExt as _;
 
-/// Largest request head (request line + headers) accepted.
+use crate::text::CONTENT_TYPE as EXPOSITION;
+
+/// Largest request head (request line + headers) accepted; hyper's floor is 8 KiB.
 pub const MAX_HEAD: usize = 8 * 1024;
 /// Connections served at once; more get 503.
 pub const MAX_CONNECTIONS: usize = 64;
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send its request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+const BUSY_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What renders one exposition (called once per scrape, possibly from several threads).
 pub type RenderFn = dyn Fn() -> String + Send + Sync;
 
-/// A parsed request line.
+/// The answer to one request, before it is put on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestLine {
-    pub method: String,
-    pub path: String,
+pub struct Reply {
+    pub status: StatusCode,
+    pub content_type: &'static str,
+    /// Send `Allow: GET, HEAD` (405).
+    pub allow: bool,
+    pub body: String,
 }
 
-/// Why a request head was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BadRequest {
-    /// Not `METHOD SP TARGET SP HTTP/1.x`, or a header line without a colon.
-    Malformed,
-    /// Over [`MAX_HEAD`] bytes.
-    TooLarge,
-}
-
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-/// Parses a request head (everything before the blank line).
-///
-/// # Errors
-/// [`BadRequest::Malformed`] for anything that is not an HTTP/1.x request head.
-pub fn parse_head(head: &[u8]) -> Result<RequestLine, BadRequest> {
-    let text = std::str::from_utf8(head).map_err(|_| BadRequest::Malformed)?;
-    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
-    let first = lines.next().ok_or(BadRequest::Malformed)?;
-    let mut parts = first.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(BadRequest::Malformed);
-    };
-    if !is_token(method)
-        || !target.starts_with('/')
-        || target.bytes().any(|b| b.is_ascii_control() || b == b' ')
-        || !matches!(version, "HTTP/1.0" | "HTTP/1.1")
-    {
-        return Err(BadRequest::Malformed);
-    }
-    for l in lines {
-        if l.is_empty() {
-            continue;
-        }
-        match l.split_once(':') {
-            Some((name, _)) if is_token(name) => {}
-            _ => return Err(BadRequest::Malformed),
-        }
-    }
-    let path = target.split(['?', '#']).next().unwrap_or(target);
-    Ok(RequestLine {
-        method: method.to_string(),
-        path: path.to_string(),
-    })
-}
-
-/// Reads until the blank line that ends the head. `Ok(None)`: the peer closed
-/// without sending anything.
-fn read_head(s: &mut TcpStream) -> Result<Option<Vec<u8>>, BadRequest> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        if let Some(end) = find_end(&buf) {
-            buf.truncate(end);
-            return Ok(Some(buf));
-        }
-        if buf.len() > MAX_HEAD {
-            return Err(BadRequest::TooLarge);
-        }
-        match s.read(&mut chunk) {
-            Ok(0) if buf.is_empty() => return Ok(None),
-            Ok(0) => return Err(BadRequest::Malformed),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) if buf.is_empty() => return Ok(None),
-            Err(_) => return Err(BadRequest::Malformed),
-        }
-    }
-}
-
-fn find_end(buf: &[u8]) -> Option<usize> {
-    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n");
-    let lf = buf.windows(2).position(|w| w == b"\n\n");
-    match (crlf, lf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-struct Response {
-    status: &'static str,
-    content_type: &'static str,
-    extra: &'static str,
-    body: String,
-}
-
-fn plain(status: &'static str, body: &str) -> Response {
-    Response {
+fn plain(status: StatusCode, body: &str) -> Reply {
+    Reply {
         status,
         content_type: "text/plain; charset=utf-8",
-        extra: "",
+        allow: false,
         body: format!("{body}\n"),
     }
 }
 
-fn respond(req: Result<RequestLine, BadRequest>, render: &RenderFn) -> (Response, bool) {
-    let req = match req {
-        Ok(r) => r,
-        Err(BadRequest::TooLarge) => {
-            return (
-                plain(
-                    "431 Request Header Fields Too Large",
-                    "request head too large",
-                ),
-                false,
-            )
-        }
-        Err(BadRequest::Malformed) => return (plain("400 Bad Request", "bad request"), false),
-    };
-    let head = req.method == "HEAD";
-    if req.method != "GET" && !head {
-        let mut r = plain("405 Method Not Allowed", "only GET and HEAD");
-        r.extra = "Allow: GET, HEAD\r\n";
-        return (r, false);
+/// Routes one request: pure but for calling `render` on `/metrics`.
+pub fn route(method: &Method, uri: &Uri, render: &RenderFn) -> Reply {
+    // Only origin-form targets ("/metrics?x"): not "metrics", not "http://h/metrics".
+    if uri.scheme().is_some() || uri.authority().is_some() || !uri.path().starts_with('/') {
+        return plain(StatusCode::BAD_REQUEST, "bad request");
     }
-    let r = match req.path.as_str() {
+    if method != Method::GET && method != Method::HEAD {
+        return Reply {
+            allow: true,
+            ..plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD")
+        };
+    }
+    match uri.path() {
         "/metrics" => match catch_unwind(AssertUnwindSafe(render)) {
-            Ok(body) => Response {
-                status: "200 OK",
-                content_type: CONTENT_TYPE,
-                extra: "",
+            Ok(body) => Reply {
+                status: StatusCode::OK,
+                content_type: EXPOSITION,
+                allow: false,
                 body,
             },
-            Err(_) => plain("500 Internal Server Error", "collecting the metrics failed"),
+            Err(_) => plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "collecting the metrics failed",
+            ),
         },
-        "/" => Response {
-            status: "200 OK",
+        "/" => Reply {
+            status: StatusCode::OK,
             content_type: "text/html; charset=utf-8",
-            extra: "",
+            allow: false,
             body: "<html><head><title>rdmakit exporter</title></head><body>\
                    <h1>rdmakit exporter</h1><p><a href=\"/metrics\">Metrics</a></p>\
                    </body></html>\n"
                 .to_string(),
         },
-        _ => plain("404 Not Found", "not found; the metrics are at /metrics"),
-    };
-    (r, head)
-}
-
-fn write_response(s: &mut TcpStream, r: &Response, head_only: bool) -> io::Result<()> {
-    let mut out = format!(
-        "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
-        r.status,
-        r.content_type,
-        r.body.len(),
-        r.extra
-    )
-    .into_bytes();
-    if !head_only {
-        out.extend_from_slice(r.body.as_bytes());
-    }
-    s.write_all(&out)?;
-    s.flush()
-}
-
-/// Ends a connection without a reset: stop writing, then read what the peer still
-/// sends (a body we did not want) for a moment before closing.
-fn close(mut s: TcpStream) {
-    let _ = s.shutdown(Shutdown::Write);
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    let mut sink = [0u8; 4096];
-    let mut total = 0usize;
-    while let Ok(n) = s.read(&mut sink) {
-        total += n;
-        if n == 0 || total > 1 << 20 {
-            break;
-        }
+        _ => plain(
+            StatusCode::NOT_FOUND,
+            "not found; the metrics are at /metrics",
+        ),
     }
 }
 
-/// Serves one connection.
-pub fn handle(mut s: TcpStream, render: &RenderFn) {
-    let _ = s.set_read_timeout(Some(READ_TIMEOUT));
-    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
-    let req = match read_head(&mut s) {
-        Ok(None) => return,
-        Ok(Some(head)) => parse_head(&head),
-        Err(e) => Err(e),
-    };
-    let (resp, head_only) = respond(req, render);
-    if write_response(&mut s, &resp, head_only).is_ok() {
-        close(s);
+fn response(r: Reply) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::from(r.body)));
+    *resp.status_mut() = r.status;
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
+    h.insert(CONNECTION, HeaderValue::from_static("close"));
+    if r.allow {
+        h.insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
     }
+    resp
 }
 
-/// Accepts connections forever (until accepting itself fails persistently), each
-/// served on its own thread, at most [`MAX_CONNECTIONS`] at once.
+/// Serves one request; rendering runs on the blocking pool, so a slow collection
+/// never stalls the runtime that reads other clients' requests.
+async fn handle(
+    req: Request<hyper::body::Incoming>,
+    render: Arc<RenderFn>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (method, uri) = (req.method().clone(), req.uri().clone());
+    let reply = tokio::task::spawn_blocking(move || route(&method, &uri, render.as_ref()))
+        .await
+        .unwrap_or_else(|_| {
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "collecting the metrics failed",
+            )
+        });
+    Ok(response(reply))
+}
+
+/// Accepts connections until accepting itself fails persistently, each served as
+/// its own task, at most [`MAX_CONNECTIONS`] at once.
 ///
 /// # Errors
-/// Only when the listener keeps failing to accept.
+/// When the runtime cannot start, or the listener keeps failing to accept.
 pub fn serve(listener: TcpListener, render: Arc<RenderFn>) -> io::Result<()> {
-    let active = Arc::new(AtomicUsize::new(0));
-    let mut failures = 0u32;
-    for conn in listener.incoming() {
-        let mut s = match conn {
-            Ok(s) => {
-                failures = 0;
-                s
-            }
-            Err(e) => {
-                // EMFILE and friends pass; a listener that never accepts again does not.
-                failures += 1;
-                if failures > 1000 {
-                    return Err(e);
+    listener.set_nonblocking(true)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let active = Arc::new(AtomicUsize::new(0));
+        let mut failures = 0u32;
+        loop {
+            let mut stream = match listener.accept().await {
+                Ok((s, _)) => {
+                    failures = 0;
+                    s
                 }
-                thread::sleep(Duration::from_millis(10));
+                Err(e) => {
+                    // EMFILE and friends pass; a listener that never accepts again does not.
+                    failures += 1;
+                    if failures > 1000 {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                active.fetch_sub(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let busy = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; \
+                                charset=utf-8\r\nContent-Length: 21\r\nConnection: close\r\n\r\n\
+                                too many connections\n";
+                    let _ =
+                        tokio::time::timeout(BUSY_WRITE_TIMEOUT, stream.write_all(busy.as_bytes()))
+                            .await;
+                });
                 continue;
             }
-        };
-        if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            active.fetch_sub(1, Ordering::SeqCst);
-            let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-            let _ = write_response(
-                &mut s,
-                &plain("503 Service Unavailable", "too many connections"),
-                false,
-            );
-            continue;
-        }
-        let render = Arc::clone(&render);
-        let guard = Active(Arc::clone(&active));
-        let spawned = thread::Builder::new()
-            .name("rdmakit-http".into())
-            .spawn(move || {
+            let guard = Active(Arc::clone(&active));
+            let render = Arc::clone(&render);
+            tokio::spawn(async move {
                 let _guard = guard;
-                handle(s, render.as_ref());
+                // A second handle on the socket, to answer a head cut short by the
+                // client's EOF, which hyper drops without a word.
+                let Ok((stream, spare)) = with_spare(stream) else {
+                    return;
+                };
+                let service =
+                    hyper::service::service_fn(move |req| handle(req, Arc::clone(&render)));
+                let served = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEAD_TIMEOUT)
+                    .max_buf_size(MAX_HEAD)
+                    .keep_alive(false)
+                    .half_close(true)
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+                // Other errors are the client's too (a reset, a timeout, a malformed
+                // head hyper already answered with 400 or 431).
+                if served.is_err_and(|e| e.is_incomplete_message()) {
+                    let _ = std::io::Write::write_all(&mut &spare, CUT_SHORT.as_bytes());
+                }
             });
-        if let Err(e) = spawned {
-            eprintln!("rdmakit: metrics: cannot start a thread for a connection: {e}");
         }
-    }
-    Ok(())
+    })
 }
 
-/// Decrements the active-connection count when the connection's thread ends.
+/// The answer to a request head the client ended (EOF) before its blank line.
+const CUT_SHORT: &str = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
+                         Content-Length: 12\r\nConnection: close\r\n\r\nbad request\n";
+
+/// The stream, and a blocking-API clone of the same socket (non-blocking: a short
+/// write goes straight into the empty send buffer).
+fn with_spare(
+    stream: tokio::net::TcpStream,
+) -> io::Result<(tokio::net::TcpStream, std::net::TcpStream)> {
+    let std_stream = stream.into_std()?;
+    let spare = std_stream.try_clone()?;
+    Ok((tokio::net::TcpStream::from_std(std_stream)?, spare))
+}
+
+/// Decrements the active-connection count when the connection's task ends.
 struct Active(Arc<AtomicUsize>);
 
 impl Drop for Active {
@@ -289,67 +231,39 @@ impl Drop for Active {
 mod tests {
     use super::*;
 
-    #[test]
-    fn request_lines() {
-        assert_eq!(
-            parse_head(b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: */*"),
-            Ok(RequestLine {
-                method: "GET".into(),
-                path: "/metrics".into()
-            })
-        );
-        assert_eq!(
-            parse_head(b"POST / HTTP/1.0").map(|r| r.method),
-            Ok("POST".into())
-        );
-        for bad in [
-            &b""[..],
-            b"GET",
-            b"GET /metrics",
-            b"GET /metrics HTTP/2.0",
-            b"GET metrics HTTP/1.1",
-            b"GET /a b HTTP/1.1",
-            b"G(T / HTTP/1.1",
-            b"GET / HTTP/1.1\r\nno colon here",
-            b"\xff\xfe / HTTP/1.1",
-        ] {
-            assert_eq!(parse_head(bad), Err(BadRequest::Malformed), "{bad:?}");
-        }
+    fn uri(s: &str) -> Uri {
+        s.parse().unwrap()
     }
 
     #[test]
-    fn head_end() {
-        assert_eq!(find_end(b"GET / HTTP/1.1\r\n\r\nbody"), Some(14));
-        assert_eq!(find_end(b"GET / HTTP/1.1\n\n"), Some(14));
-        assert_eq!(find_end(b"GET / HTTP/1.1\r\n"), None);
-    }
-
-    #[test]
-    fn responses() {
+    fn routes() {
         let render: &RenderFn = &|| "x 1\n".to_string();
-        let get = |m: &str, p: &str| {
-            respond(
-                Ok(RequestLine {
-                    method: m.into(),
-                    path: p.into(),
-                }),
-                render,
-            )
-            .0
-            .status
-        };
-        assert_eq!(get("GET", "/metrics"), "200 OK");
-        assert_eq!(get("HEAD", "/metrics"), "200 OK");
-        assert_eq!(get("GET", "/nope"), "404 Not Found");
-        assert_eq!(get("DELETE", "/metrics"), "405 Method Not Allowed");
-        let boom: &RenderFn = &|| panic!("boom");
-        let r = respond(
-            Ok(RequestLine {
-                method: "GET".into(),
-                path: "/metrics".into(),
-            }),
-            boom,
+        let status = |m: Method, p: &str| route(&m, &uri(p), render).status;
+        assert_eq!(status(Method::GET, "/metrics"), StatusCode::OK);
+        assert_eq!(status(Method::GET, "/metrics?name[]=x"), StatusCode::OK);
+        assert_eq!(status(Method::HEAD, "/metrics"), StatusCode::OK);
+        assert_eq!(status(Method::GET, "/"), StatusCode::OK);
+        assert_eq!(status(Method::GET, "/nope"), StatusCode::NOT_FOUND);
+        assert_eq!(
+            status(Method::DELETE, "/metrics"),
+            StatusCode::METHOD_NOT_ALLOWED
         );
-        assert_eq!(r.0.status, "500 Internal Server Error");
+        assert!(route(&Method::POST, &uri("/"), render).allow);
+        assert_eq!(status(Method::GET, "metrics"), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            status(Method::GET, "http://h/metrics"),
+            StatusCode::BAD_REQUEST
+        );
+        let ok = route(&Method::GET, &uri("/metrics"), render);
+        assert_eq!((ok.content_type, ok.body.as_str()), (EXPOSITION, "x 1\n"));
+    }
+
+    #[test]
+    fn a_panicking_render_is_a_500() {
+        let boom: &RenderFn = &|| panic!("boom");
+        assert_eq!(
+            route(&Method::GET, &uri("/metrics"), boom).status,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
     }
 }
