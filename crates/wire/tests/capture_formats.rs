@@ -18,7 +18,7 @@ fn fixture(name: &str) -> Vec<u8> {
         .join(name);
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e} (these tests need the shared/ fixtures beside the repository)",
+            "{}: {e} (fixtures/ is part of the repository)",
             path.display()
         )
     })

@@ -18,8 +18,7 @@ fn pcap_dir() -> PathBuf {
     let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/pcap"));
     assert!(
         dir.is_dir(),
-        "fixture directory {} is missing: these tests need the shared/ checkout beside \
-         the repository (CI provides it)",
+        "fixture directory {} is missing (fixtures/ is part of the repository)",
         dir.display()
     );
     dir
