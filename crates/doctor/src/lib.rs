@@ -23,6 +23,7 @@ pub mod checks;
 pub mod codes;
 pub mod explain;
 pub mod finding;
+pub mod inventory;
 pub mod probes;
 pub mod render;
 pub mod report;

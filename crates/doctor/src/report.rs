@@ -59,6 +59,9 @@ pub struct Report {
     /// Remarks about what ran (e.g. probes requested on a device without a provider).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Host identity and inventory (absent for a soft NIC checked alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inventory: Option<crate::inventory::Inventory>,
 }
 
 impl Report {
@@ -121,6 +124,7 @@ impl Report {
             counts,
             probes: Vec::new(),
             notes: Vec::new(),
+            inventory: Some(crate::inventory::Inventory::build(facts)),
         }
     }
 
@@ -390,6 +394,7 @@ impl Report {
             findings,
             probes: vec![p],
             notes: Vec::new(),
+            inventory: None,
         }
     }
 }

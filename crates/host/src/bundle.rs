@@ -226,6 +226,67 @@ impl Bundle {
         self.records.remove(&(op, path.to_string()))
     }
 
+    /// Writes a file into the bundle as if the host had held it: the read answer
+    /// (at the path with recorded symlinks resolved) and an entry in every directory
+    /// listing up to `/`. Used to derive fault variants from real captures (a port
+    /// down, other firmware, a host name).
+    pub fn write_file(&mut self, path: &str, content: &[u8]) {
+        let key = self.canonical(path);
+        self.set(Op::Read, &key, Answer::Data(content.to_vec()));
+        self.add_listing_entry(&key, Kind::File);
+    }
+
+    /// Removes a path and everything below it (its parent's links resolved, the path
+    /// itself not: removing a symlink removes the link), and its directory entry.
+    /// Returns how many answers were removed.
+    pub fn remove_tree(&mut self, path: &str) -> usize {
+        let Some((parent, name)) = path.rsplit_once('/') else {
+            return 0;
+        };
+        let parent = if parent.is_empty() {
+            "/".to_string()
+        } else {
+            self.canonical(parent)
+        };
+        let key = format!("{}/{name}", parent.trim_end_matches('/'));
+        let below = format!("{key}/");
+        let before = self.records.len();
+        self.records
+            .retain(|(_, p), _| p != &key && !p.starts_with(&below));
+        let removed = before - self.records.len();
+        if let Some(Answer::Entries(v)) = self.records.get_mut(&(Op::Dir, parent)) {
+            v.retain(|e| e.name != name);
+        }
+        removed
+    }
+
+    /// Adds `key`'s last component to its parent's listing, creating parents as needed.
+    fn add_listing_entry(&mut self, key: &str, kind: Kind) {
+        let Some((dir, name)) = key.rsplit_once('/') else {
+            return;
+        };
+        let dir = if dir.is_empty() { "/" } else { dir };
+        let entry = Entry {
+            name: name.to_string(),
+            kind,
+        };
+        match self.records.get_mut(&(Op::Dir, dir.to_string())) {
+            Some(Answer::Entries(v)) => {
+                if !v.iter().any(|e| e.name == name) {
+                    v.push(entry);
+                    v.sort();
+                }
+            }
+            _ => {
+                self.records
+                    .insert((Op::Dir, dir.to_string()), Answer::Entries(vec![entry]));
+                if dir != "/" {
+                    self.add_listing_entry(dir, Kind::Dir);
+                }
+            }
+        }
+    }
+
     /// The recorded answer to a question, without counting a miss.
     pub fn get(&self, op: Op, path: &str) -> Option<&Answer> {
         self.records.get(&(op, path.to_string()))

@@ -107,6 +107,8 @@ pub struct HostFacts {
     pub irq_affinity: BTreeMap<u32, Attr<CpuSet>>,
     pub memlock: Memlock,
     pub identity: Option<Identity>,
+    /// The host's name, for telling nodes apart in a fleet.
+    pub hostname: Hostname,
     pub rdma_core: RdmaCore,
     pub kernel_log: KernelLog,
     /// What NETLINK_RDMA answered (devices, ports, resources, counters, owners).
@@ -386,6 +388,26 @@ impl Memlock {
         self.self_limits
             .get()
             .map(|(s, _)| (*s, self.self_limits.path.clone()))
+    }
+}
+
+/// Where a host's name is read: the kernel's UTS name first (what `hostname`
+/// prints), then the configured name.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hostname {
+    /// /proc/sys/kernel/hostname.
+    pub kernel: Attr<String>,
+    /// /etc/hostname.
+    pub etc: Attr<String>,
+}
+
+impl Hostname {
+    /// The name and the path it was read from: the kernel's, else /etc/hostname's;
+    /// `None` when neither was readable and sensible (a capture of /sys alone).
+    pub fn best(&self) -> Option<(&str, &str)> {
+        [&self.kernel, &self.etc]
+            .into_iter()
+            .find_map(|a| a.get().map(|v| (v.as_str(), a.path.as_str())))
     }
 }
 

@@ -48,6 +48,7 @@ fn all_str_parsers(s: &str) {
     let _ = proc::kernel_release(s);
     let _ = proc::cmdline(s);
     let _ = proc::identity(s);
+    let _ = proc::hostname(s);
     let _ = pkg::rdma_core_major(s);
     let _ = pkg::libibverbs_soname_version(s);
     let _ = pkg::provider_lib_name(s);

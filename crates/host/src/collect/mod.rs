@@ -48,6 +48,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
     let irq_affinity = system::irq_affinity(&cx, &devices, interrupts.get());
     let memlock = system::memlock(&cx, opts.pid);
     let identity = system::identity(&cx);
+    let hostname = system::hostname(&cx);
     let rdma_core = system::rdma_core(&cx);
     let kernel_log = system::kernel_log(&cx, opts.kernel_log.as_deref());
     HostFacts {
@@ -64,6 +65,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
         irq_affinity,
         memlock,
         identity,
+        hostname,
         rdma_core,
         kernel_log,
         netlink: crate::netlink::rdma_netlink(src),

@@ -6,8 +6,8 @@ use std::io::Read;
 
 use super::Cx;
 use crate::model::{
-    Attr, DevNode, DevNodes, Device, Kernel, KernelConfig, KernelLog, LibFile, MadClass, Memlock,
-    Modules, Netdev, RdmaCore, UverbsClass, UverbsDev,
+    Attr, DevNode, DevNodes, Device, Hostname, Kernel, KernelConfig, KernelLog, LibFile, MadClass,
+    Memlock, Modules, Netdev, RdmaCore, UverbsClass, UverbsDev,
 };
 use crate::parse::proc::{Identity, Interrupts, KernelRelease, Limit};
 use crate::parse::{kmsg, pkg, proc, sysfs, ParseError};
@@ -274,6 +274,13 @@ pub(super) fn memlock(cx: &Cx, pid: Option<u32>) -> Memlock {
 pub(super) fn identity(cx: &Cx) -> Option<Identity> {
     let b = probe_answer(cx, &Probe::Identity)?.ok()?;
     proc::identity(&String::from_utf8_lossy(&b)).ok()
+}
+
+pub(super) fn hostname(cx: &Cx) -> Hostname {
+    Hostname {
+        kernel: cx.attr("/proc/sys/kernel/hostname", proc::hostname),
+        etc: cx.attr("/etc/hostname", proc::hostname),
+    }
 }
 
 pub(super) fn rdma_core(cx: &Cx) -> RdmaCore {

@@ -392,6 +392,29 @@ pub fn kernel_release(s: &str) -> Result<KernelRelease> {
     })
 }
 
+/// Parses a host name file (`/proc/sys/kernel/hostname`, `/etc/hostname`): the first
+/// line that is neither empty nor a `#` comment, trimmed. Host names are at most 253
+/// characters of letters, digits, `-`, `_` and `.` (RFC 1123 plus the underscores
+/// real clusters use).
+///
+/// # Errors
+/// When no such line exists or it holds other characters.
+pub fn hostname(s: &str) -> Result<String> {
+    let line = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .ok_or_else(|| ParseError::new("host name", s))?;
+    let ok = line.len() <= 253
+        && line
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !ok {
+        return Err(ParseError::new("host name", line));
+    }
+    Ok(line.to_string())
+}
+
 /// Parses a kernel config (`/proc/config.gz` after decompression, or
 /// `/boot/config-*`): `CONFIG_X=value` (value as written, quotes kept) and
 /// `# CONFIG_X is not set` → `"n"`. Other lines are ignored.
@@ -682,6 +705,19 @@ mod tests {
     const HEALTHY_INTERRUPTS: &str = include_str!("testdata/healthy-proc-interrupts.txt");
     const HEALTHY_MODULES: &str = include_str!("testdata/healthy-proc-modules.txt");
     const HEALTHY_LIMITS: &str = include_str!("testdata/healthy-proc-self-limits.txt");
+
+    #[test]
+    fn hostname_files() {
+        assert_eq!(hostname("gpu-node17\n").unwrap(), "gpu-node17");
+        assert_eq!(
+            hostname("# set by cloud-init\n\n  node01.cluster.local \n").unwrap(),
+            "node01.cluster.local"
+        );
+        assert!(hostname("").is_err());
+        assert!(hostname("# only a comment\n").is_err());
+        assert!(hostname("bad name with spaces").is_err());
+        assert!(hostname(&"a".repeat(254)).is_err());
+    }
 
     // --- healthy/ (Soft-RoCE VM, Debian 12 kernel 6.1) --------------------------
 

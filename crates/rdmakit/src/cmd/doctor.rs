@@ -283,6 +283,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         probes::with_soft_headroom(r, &soft_usage(dev), &s.cfg)
     } else {
         let mut report = Report::build(&facts, &s.cfg, &tool, opened.label());
+        if let (Some(input), Some(inv)) = (
+            a.source.from.as_ref().or(a.source.root.as_ref()),
+            report.inventory.as_mut(),
+        ) {
+            inv.name_from_input(input);
+        }
         let live = a.source.from.is_none() && a.source.root.is_none();
         let no_host_device = facts.devices.is_empty();
         let want = !a.no_probe && (a.probe || (live && no_host_device));
