@@ -55,6 +55,8 @@ enum Command {
     Soft(cmd::soft::Args),
     /// Install the drop-in libibverbs.so.1: unmodified ibverbs programs and perftest on the soft NIC.
     Shim(cmd::shim::Args),
+    /// The doctor across a cluster: aggregate node reports (report), expected inventory (baseline).
+    Fleet(cmd::fleet::Args),
     /// Run the verbs conformance suite (loopback RC/UC/UD/SRQ/events) on one device.
     VerbsTest(cmd::verbstest::Args),
 }
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
         Command::Soft(a) => cmd::soft::run(a),
         Command::Shim(a) => cmd::shim::run(a),
         Command::VerbsTest(a) => cmd::verbstest::run(a),
+        Command::Fleet(a) => cmd::fleet::run(a),
     };
     match r {
         Ok(code) => code,

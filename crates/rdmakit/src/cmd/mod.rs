@@ -5,6 +5,7 @@ pub mod dev;
 pub mod devinfo;
 pub mod doctor;
 pub mod explain;
+pub mod fleet;
 pub mod link;
 pub mod metrics;
 pub mod monitor;

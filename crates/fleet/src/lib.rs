@@ -1,0 +1,41 @@
+//! The doctor across a cluster: aggregates many nodes' reports and says which nodes
+//! are not like the others.
+//!
+//! Inputs ([`input::load`]) are any mix of per-node `rdmakit collect` bundles (or
+//! directories of them), capture directories, `rdmakit doctor --json` files and JSON
+//! lines (one doctor report per line, as a sweep prints them); a caller that already
+//! holds the lines (a Slurm sweep reading srun's output) builds
+//! [`node::NodeReport`]s directly ([`node::NodeReport::from_doctor_json`],
+//! [`node::NodeReport::missing`]). [`report::analyze`] turns node reports into a
+//! [`report::FleetReport`]: each node's status (`ok`, `warning`, `error`,
+//! `missing`) and reasons, its own findings grouped by code across nodes, cohorts of
+//! comparable hardware ([`cohort`]), categorical drift within a cohort ([`drift`]),
+//! robust numeric outliers ([`outlier`]), and the changes since a previous sweep or
+//! against an expected inventory ([`baseline`]). [`render`] prints it for people or
+//! as JSON (schema `rdmakit.fleet/v1`, docs/fleet.md).
+//!
+//! Promises: no I/O outside [`input`] (which only reads the files it is given and
+//! replays bundles through the doctor; it never touches the host); bad input is an
+//! error entry naming it, never a panic, and never drops the rest; the same inputs
+//! give the same report whatever their order of arrival (nodes are sorted by name,
+//! cohorts by size).
+//!
+//! ```
+//! use rdmakit_fleet::node::NodeReport;
+//! use rdmakit_fleet::report::{analyze, Options, Status};
+//! let line = r#"{"schema":"rdmakit.doctor/v1","findings":[],"inventory":{"hostname":"n1"}}"#;
+//! let node = NodeReport::from_doctor_json(line, "sweep.jsonl:1").unwrap();
+//! let gone = NodeReport::missing("n2", "sweep", "no output from srun");
+//! let r = analyze(vec![node, gone], vec![], vec![], &Options::default());
+//! assert_eq!(r.nodes[1].status, Status::Missing);
+//! assert_eq!(r.summary.exit_code, 1);
+//! ```
+
+pub mod baseline;
+pub mod cohort;
+pub mod drift;
+pub mod input;
+pub mod node;
+pub mod outlier;
+pub mod render;
+pub mod report;

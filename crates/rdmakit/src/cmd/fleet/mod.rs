@@ -1,0 +1,94 @@
+//! `rdmakit fleet`: the doctor across a cluster. One subcommand per module; each
+//! parses its arguments into settings, calls crates/fleet and renders through it.
+
+pub mod baseline;
+pub mod report;
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use rdmakit_fleet::baseline::{Expected, Previous};
+use rdmakit_fleet::input::{self, LoadOptions, Loaded};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Aggregate node reports: nodes needing attention, findings by code, cohorts, drift,
+    /// outliers, changes since a previous sweep.
+    Report(report::Args),
+    /// Write the fleet's majority inventory per cohort, for a later `report --expect`.
+    Baseline(baseline::Args),
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    match a.command {
+        Command::Report(a) => report::run(a),
+        Command::Baseline(a) => baseline::run(a),
+    }
+}
+
+fn tool() -> String {
+    format!("rdmakit {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Reads inputs, with a progress bar on a terminal once it has taken a second.
+fn load(paths: &[String]) -> Loaded {
+    let start = Instant::now();
+    let bar: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
+    let terminal = std::io::stderr().is_terminal();
+    let progress = |done: usize, total: usize| {
+        if !terminal || start.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        let mut b = bar.lock().unwrap_or_else(|p| p.into_inner());
+        let pb = b.get_or_insert_with(|| indicatif::ProgressBar::new(total as u64));
+        pb.set_position(done as u64);
+    };
+    let opts = LoadOptions {
+        tool: tool(),
+        progress: Some(&progress),
+        ..LoadOptions::default()
+    };
+    let loaded = input::load(paths, &opts);
+    if let Some(pb) = bar.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        pb.finish_and_clear();
+    }
+    loaded
+}
+
+/// `--baseline PREVIOUS`: a previous fleet report, or inputs of the kinds `report`
+/// reads. Unreadable is an error (exit 2): the comparison would be meaningless.
+fn previous(path: &str) -> anyhow::Result<Previous> {
+    let l = load(&[path.to_string()]);
+    if !l.errors.is_empty() {
+        let why: Vec<String> = l
+            .errors
+            .iter()
+            .map(|e| format!("{}: {}", e.input, e.message))
+            .collect();
+        anyhow::bail!("--baseline {path}: {}", why.join("; "));
+    }
+    match (l.fleets.len(), l.nodes.is_empty()) {
+        (0, false) => Ok(Previous::from_nodes(path, &l.nodes)),
+        (1, true) => {
+            let (src, v) = l.fleets.into_iter().next().context("one fleet report")?;
+            Ok(Previous::from_fleet_json(&src, v)?)
+        }
+        (0, true) => anyhow::bail!("--baseline {path}: holds no node report"),
+        _ => anyhow::bail!("--baseline {path}: give one previous fleet report, or node reports"),
+    }
+}
+
+/// `--expect FILE`.
+fn expected(path: &str) -> anyhow::Result<Expected> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("--expect {path}"))?;
+    Ok(Expected::parse(path, &text)?)
+}
