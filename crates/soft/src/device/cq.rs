@@ -1,0 +1,292 @@
+//! Completion channels, completion queues and asynchronous events of the
+//! soft device.
+
+use super::*;
+
+impl Device {
+    // ------------------------------------------------------------------ completion channel
+
+    /// `ibv_create_comp_channel`: returns its handle.
+    ///
+    /// # Errors
+    /// `EMFILE`-like failures of eventfd as `ENOMEM`.
+    pub fn create_comp_channel(&self) -> Result<u32> {
+        let efd = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )
+        .map_err(|e| {
+            err(
+                "ibv_create_comp_channel",
+                Errno(e.raw_os_error()),
+                Origin::Kernel,
+                "eventfd failed",
+            )
+        })?;
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let id = o.next_channel;
+        o.next_channel += 1;
+        lock(&self.sh.channels).insert(
+            id,
+            Arc::new(Channel {
+                id,
+                queue: Mutex::new(VecDeque::new()),
+                cv: Condvar::new(),
+                efd,
+            }),
+        );
+        Ok(id)
+    }
+
+    /// `ibv_destroy_comp_channel`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown channel, `EBUSY` while a CQ uses it.
+    pub fn destroy_comp_channel(&self, ch: u32) -> Result<()> {
+        let used = read(&self.sh.cqs)
+            .values()
+            .any(|c| c.channel.as_ref().is_some_and(|x| x.id == ch));
+        if used {
+            return Err(err(
+                "ibv_destroy_comp_channel",
+                Errno::EBUSY,
+                Origin::Kernel,
+                "a CQ uses the channel",
+            ));
+        }
+        lock(&self.sh.channels)
+            .remove(&ch)
+            .map(|_| ())
+            .ok_or_else(|| {
+                err(
+                    "ibv_destroy_comp_channel",
+                    Errno::EINVAL,
+                    Origin::Kernel,
+                    "no such channel",
+                )
+            })
+    }
+
+    /// The channel's file descriptor: readable while an event is pending
+    /// (for poll/epoll loops). Valid until the channel is destroyed.
+    pub fn comp_channel_fd(&self, ch: u32) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        lock(&self.sh.channels).get(&ch).map(|c| c.efd.as_raw_fd())
+    }
+
+    /// `ibv_get_cq_event`: waits up to `timeout` (None = forever) for a CQ
+    /// notification on channel `ch`; returns the CQ handle.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown channel; `ETIMEDOUT` (Origin::Library) when
+    /// nothing arrived in time.
+    pub fn get_cq_event(&self, ch: u32, timeout: Option<Duration>) -> Result<u32> {
+        let c = lock(&self.sh.channels).get(&ch).cloned().ok_or_else(|| {
+            err(
+                "ibv_get_cq_event",
+                Errno::EINVAL,
+                Origin::Library,
+                "no such channel",
+            )
+        })?;
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let mut q = lock(&c.queue);
+        loop {
+            if let Some(cq) = q.pop_front() {
+                if q.is_empty() {
+                    drain_eventfd(c.efd.as_fd());
+                }
+                return Ok(cq);
+            }
+            match deadline {
+                None => q = c.cv.wait(q).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = std::time::Instant::now();
+                    if now >= d {
+                        return Err(err(
+                            "ibv_get_cq_event",
+                            Errno::ETIMEDOUT,
+                            Origin::Library,
+                            "no completion event",
+                        ));
+                    }
+                    q =
+                        c.cv.wait_timeout(q, d - now)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ CQ
+
+    /// `ibv_create_cq` with room for `cqe` completions.
+    ///
+    /// # Errors
+    /// `EINVAL` for `cqe` 0 or above `max_cqe`, an unknown channel, or when
+    /// `max_cq` CQs exist.
+    pub fn create_cq(&self, cqe: u32, channel: Option<u32>) -> Result<u32> {
+        const V: &str = "ibv_create_cq";
+        if cqe == 0 || cqe > self.sh.limits.max_cqe {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("cqe {cqe} not in 1..={}", self.sh.limits.max_cqe),
+            ));
+        }
+        let ch = match channel {
+            None => None,
+            Some(c) => Some(lock(&self.sh.channels).get(&c).cloned().ok_or_else(|| {
+                err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Kernel,
+                    "no such completion channel",
+                )
+            })?),
+        };
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let mut cqs = write(&self.sh.cqs);
+        if cqs.len() >= self.sh.limits.max_cq as usize {
+            return Err(self.sh.exhausted(V, "max_cq", self.sh.limits.max_cq));
+        }
+        let id = o.next_cq;
+        o.next_cq = o.next_cq.wrapping_add(1).max(1);
+        self.sh
+            .register(V, Kind::Cq, id, "max_cq", self.sh.limits.max_cq)?;
+        cqs.insert(
+            id,
+            Arc::new(CqShared {
+                id,
+                cap: cqe as usize,
+                queue: Mutex::new(VecDeque::new()),
+                overrun: AtomicBool::new(false),
+                armed: AtomicBool::new(false),
+                channel: ch,
+                users: AtomicUsize::new(0),
+            }),
+        );
+        Ok(id)
+    }
+
+    /// `ibv_destroy_cq`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown CQ, `EBUSY` while a QP uses it.
+    pub fn destroy_cq(&self, cq: u32) -> Result<()> {
+        let mut cqs = write(&self.sh.cqs);
+        match cqs.get(&cq) {
+            None => Err(err(
+                "ibv_destroy_cq",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such CQ",
+            )),
+            Some(c) if c.users.load(Ordering::Acquire) > 0 => Err(err(
+                "ibv_destroy_cq",
+                Errno::EBUSY,
+                Origin::Kernel,
+                "QPs still use the CQ",
+            )),
+            Some(_) => {
+                cqs.remove(&cq);
+                self.sh.unregister(Kind::Cq, cq);
+                Ok(())
+            }
+        }
+    }
+
+    /// `ibv_poll_cq`: moves up to `out.len()` completions into `out`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown CQ.
+    pub fn poll_cq(&self, cq: u32, out: &mut Vec<Wc>, max: usize) -> Result<usize> {
+        let c = self
+            .sh
+            .cq(cq)
+            .ok_or_else(|| err("ibv_poll_cq", Errno::EINVAL, Origin::Library, "no such CQ"))?;
+        let mut q = lock(&c.queue);
+        if q.is_empty() && self.sh.busy_poll {
+            drop(q);
+            self.sh
+                .last_busy_poll
+                .store(self.sh.now().as_nanos().max(1), Ordering::Release);
+            self.sh.flush_held_acks();
+            // Stop at the first datagram that completes here: the
+            // application gets its completion without another `recvfrom`
+            // (or the peer's ACK) in between.
+            self.sh
+                .poll_network_until(64, true, || !lock(&c.queue).is_empty());
+            q = lock(&c.queue);
+        }
+        let n = max.min(q.len());
+        out.extend(q.drain(..n));
+        Ok(n)
+    }
+
+    /// `ibv_req_notify_cq`: the next completion added to the CQ signals its
+    /// channel once. (`solicited_only` is treated as "any completion": the
+    /// engine does not report the solicited bit per completion.)
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown CQ or a CQ without channel.
+    pub fn req_notify_cq(&self, cq: u32, _solicited_only: bool) -> Result<()> {
+        let c = self.sh.cq(cq).ok_or_else(|| {
+            err(
+                "ibv_req_notify_cq",
+                Errno::EINVAL,
+                Origin::Library,
+                "no such CQ",
+            )
+        })?;
+        if c.channel.is_none() {
+            return Err(err(
+                "ibv_req_notify_cq",
+                Errno::EINVAL,
+                Origin::Library,
+                "CQ has no completion channel",
+            ));
+        }
+        c.armed.store(true, Ordering::Release);
+        // Completions already queued count as "next" (N_NOTIFY_CQ semantics
+        // are per arm; signalling now avoids a lost wake-up).
+        if !lock(&c.queue).is_empty() {
+            self.sh.notify(&c);
+        }
+        Ok(())
+    }
+
+    /// Whether the CQ overran (a completion was lost).
+    pub fn cq_overrun(&self, cq: u32) -> bool {
+        self.sh
+            .cq(cq)
+            .is_some_and(|c| c.overrun.load(Ordering::Acquire))
+    }
+
+    // ------------------------------------------------------------------ async events
+
+    /// `ibv_get_async_event`: waits up to `timeout` for the next event.
+    pub fn get_async_event(&self, timeout: Duration) -> Option<AsyncEvent> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut q = lock(&self.sh.events);
+        loop {
+            if let Some(e) = q.pop_front() {
+                return Some(e);
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            q = self
+                .sh
+                .events_cv
+                .wait_timeout(q, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}

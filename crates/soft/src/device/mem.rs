@@ -1,0 +1,223 @@
+//! Protection domains, memory regions and address handles of the soft
+//! device.
+
+use super::*;
+
+impl Device {
+    // ------------------------------------------------------------------ PD
+
+    /// `ibv_alloc_pd`.
+    ///
+    /// # Errors
+    /// `EINVAL` when `max_pd` PDs exist (rxe's pool limit).
+    pub fn alloc_pd(&self) -> Result<u32> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        if o.pds.len() >= self.sh.limits.max_pd as usize {
+            return Err(self
+                .sh
+                .exhausted("ibv_alloc_pd", "max_pd", self.sh.limits.max_pd));
+        }
+        let id = o.next_pd;
+        o.next_pd = o.next_pd.wrapping_add(1).max(1);
+        self.sh.register(
+            "ibv_alloc_pd",
+            Kind::Pd,
+            id,
+            "max_pd",
+            self.sh.limits.max_pd,
+        )?;
+        o.pds.insert(id, 0);
+        Ok(id)
+    }
+
+    /// `ibv_dealloc_pd`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown PD, `EBUSY` while MRs, QPs, SRQs or AHs use it.
+    pub fn dealloc_pd(&self, pd: u32) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        match o.pds.get(&pd) {
+            None => Err(err(
+                "ibv_dealloc_pd",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such PD",
+            )),
+            Some(&n) if n > 0 => Err(err(
+                "ibv_dealloc_pd",
+                Errno::EBUSY,
+                Origin::Kernel,
+                format!("{n} objects still use the PD"),
+            )),
+            Some(_) => {
+                o.pds.remove(&pd);
+                self.sh.unregister(Kind::Pd, pd);
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) fn pd_ref(&self, verb: &'static str, pd: u32, delta: isize) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let n = o
+            .pds
+            .get_mut(&pd)
+            .ok_or_else(|| err(verb, Errno::EINVAL, Origin::Kernel, "no such PD"))?;
+        *n = n.saturating_add_signed(delta);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ MR
+
+    /// `ibv_reg_mr`: registers `[ptr, ptr + len)`; returns the key (lkey ==
+    /// rkey). The MR's virtual address is `ptr`.
+    ///
+    /// # Safety
+    /// The registration contract of [`crate::dma`]: the buffer stays valid
+    /// for reads and writes until [`Device::dereg_mr`] returned, and the
+    /// application holds no Rust reference to bytes the NIC may write.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown PD, a zero or oversized length, remote write
+    /// or atomic rights without local write (as ib_core checks), or when
+    /// `max_mr` MRs exist.
+    pub unsafe fn reg_mr(&self, pd: u32, ptr: *mut u8, len: usize, access: Access) -> Result<u32> {
+        const V: &str = "ibv_reg_mr";
+        let len64 = len as u64;
+        if len == 0 || len64 > self.sh.limits.max_mr_size || ptr.is_null() {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "zero, oversized or null buffer",
+            ));
+        }
+        if (access.contains(Access::REMOTE_WRITE) || access.contains(Access::REMOTE_ATOMIC))
+            && !access.contains(Access::LOCAL_WRITE)
+        {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "REMOTE_WRITE/REMOTE_ATOMIC require LOCAL_WRITE",
+            ));
+        }
+        if access.0 & !Access::all().0 != 0 {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "unknown access flags",
+            ));
+        }
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(n) = o.pds.get_mut(&pd) else {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        };
+        if o.mrs.len() >= self.sh.limits.max_mr as usize {
+            return Err(self.sh.exhausted(V, "max_mr", self.sh.limits.max_mr));
+        }
+        *n += 1;
+        // SAFETY: forwarded from this function's own contract.
+        let key = unsafe { write(&self.sh.mem).register(Pd(pd), ptr, len64, access) };
+        if let Err(e) = self
+            .sh
+            .register(V, Kind::Mr, key, "max_mr", self.sh.limits.max_mr)
+        {
+            write(&self.sh.mem).deregister(key);
+            if let Some(n) = o.pds.get_mut(&pd) {
+                *n = n.saturating_sub(1);
+            }
+            return Err(e);
+        }
+        o.mrs.insert(key, pd);
+        Ok(key)
+    }
+
+    /// `ibv_dereg_mr`. After it returns the NIC never touches the buffer.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown key.
+    pub fn dereg_mr(&self, key: u32) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(pd) = o.mrs.remove(&key) else {
+            return Err(err(
+                "ibv_dereg_mr",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such MR",
+            ));
+        };
+        write(&self.sh.mem).deregister(key);
+        if let Some(n) = o.pds.get_mut(&pd) {
+            *n = n.saturating_sub(1);
+        }
+        self.sh.unregister(Kind::Mr, key);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ AH
+
+    /// `ibv_create_ah` for a RoCEv2 destination GID (IPv4-mapped).
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown PD, a GID that is not IPv4-mapped, or when
+    /// `max_ah` AHs exist.
+    pub fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32> {
+        const V: &str = "ibv_create_ah";
+        let ip = dgid.to_ipv4().ok_or_else(|| {
+            err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "destination GID is not an IPv4-mapped RoCEv2 GID",
+            )
+        })?;
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        if !o.pds.contains_key(&pd) {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        }
+        if o.ahs.len() >= self.sh.limits.max_ah as usize {
+            return Err(self.sh.exhausted(V, "max_ah", self.sh.limits.max_ah));
+        }
+        let id = o.next_ah;
+        self.sh
+            .register(V, Kind::Ah, id, "max_ah", self.sh.limits.max_ah)?;
+        let Some(n) = o.pds.get_mut(&pd) else {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        };
+        *n += 1;
+        let path = self.sh.intern_path(ip);
+        o.next_ah = o.next_ah.wrapping_add(1).max(1);
+        o.ahs.insert(id, (pd, path));
+        Ok(id)
+    }
+
+    /// `ibv_destroy_ah`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown AH.
+    pub fn destroy_ah(&self, ah: u32) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some((pd, _)) = o.ahs.remove(&ah) else {
+            return Err(err(
+                "ibv_destroy_ah",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such AH",
+            ));
+        };
+        if let Some(n) = o.pds.get_mut(&pd) {
+            *n = n.saturating_sub(1);
+        }
+        self.sh.unregister(Kind::Ah, ah);
+        Ok(())
+    }
+}
