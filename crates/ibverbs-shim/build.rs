@@ -17,16 +17,22 @@ fn chain(out: &mut String, nodes: &[String]) {
 
 fn main() {
     let mut map = String::new();
-    let ib: Vec<String> = (0..=14).map(|m| format!("IBVERBS_1.{m}")).collect();
+    // rdma-core 44's public nodes (there never were 1.2 .. 1.4).
+    let ib: Vec<String> = [0, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+        .iter()
+        .map(|m| format!("IBVERBS_1.{m}"))
+        .collect();
     chain(&mut map, &ib);
-    // The private node differs between rdma-core releases; a binary asking
-    // for one that does not exist fails to load, so declare the range in use.
+    // The private node differs between rdma-core releases (44 has
+    // IBVERBS_PRIVATE_34, where `ibv_query_gid_type` lives); a binary built
+    // against another release that asks for its node fails to load when the
+    // node does not exist, so declare the range in use.
     for p in 17..=60 {
         writeln!(map, "IBVERBS_PRIVATE_{p} {{ }};").unwrap();
     }
     let mlx5: Vec<String> = (0..=24).map(|m| format!("MLX5_1.{m}")).collect();
     chain(&mut map, &mlx5);
-    let efa: Vec<String> = (0..=3).map(|m| format!("EFA_1.{m}")).collect();
+    let efa: Vec<String> = (0..=2).map(|m| format!("EFA_1.{m}")).collect();
     chain(&mut map, &efa);
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let path = out.join("libibverbs.map");

@@ -282,3 +282,8 @@ pub const IBV_RATE_MAX: u32 = 0;
 // IBV_SYSFS_*
 pub const IBV_SYSFS_NAME_MAX: usize = 64;
 pub const IBV_SYSFS_PATH_MAX: usize = 256;
+
+// enum ibv_rereg_mr_flags
+pub const IBV_REREG_MR_CHANGE_TRANSLATION: u32 = 1;
+pub const IBV_REREG_MR_CHANGE_PD: u32 = 1 << 1;
+pub const IBV_REREG_MR_CHANGE_ACCESS: u32 = 1 << 2;

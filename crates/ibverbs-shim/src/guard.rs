@@ -95,7 +95,7 @@ pub(crate) fn unsupported(what: &str) -> c_int {
     libc::EOPNOTSUPP
 }
 
-fn debug_on() -> bool {
+pub(crate) fn debug_on() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("RDMAKIT_SHIM_DEBUG").is_some_and(|v| v != "0"))
 }

@@ -12,12 +12,12 @@
 //! `ibv_wr_*` table of `ibv_qp_ex`, the polling table of `ibv_cq_ex` — is
 //! filled in when the object is created.
 //!
-//! Exported symbols carry the version nodes rdma-core uses (`IBVERBS_1.0`
-//! … `IBVERBS_1.14`, `IBVERBS_PRIVATE_34`; build.rs writes the node list,
-//! [`exports`] binds each symbol with `.symver`). The same library also
-//! exports the `mlx5dv_*` / `efadv_*` entry points perftest links, so
-//! `libmlx5.so.1` and `libefa.so.1` can be links to it (`rdmakit shim
-//! install`); they answer "not supported".
+//! Exported symbols carry the version nodes rdma-core 44 uses (build.rs
+//! writes the node list; [`exports`], [`compat`] and [`providers`] bind each
+//! symbol with `.symver`), and the set equals the public exports of Debian's
+//! libibverbs.so.1, libmlx5.so.1 and libefa.so.1 (tests/symbols.rs), so
+//! `libmlx5.so.1` and `libefa.so.1` can be links to this library (`rdmakit
+//! shim install`); their direct verbs answer "not this vendor's device".
 //!
 //! Conventions kept from libibverbs: functions returning a pointer set
 //! `errno` and return NULL on failure; functions returning `int` return 0 or
@@ -31,12 +31,15 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![allow(clippy::missing_safety_doc)]
 
+mod compat;
 mod cq;
 mod device;
 mod exports;
+mod gid;
 mod guard;
 mod mem;
 mod post;
+mod providers;
 mod qp;
 mod stubs;
 mod wr;

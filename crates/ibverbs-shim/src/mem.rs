@@ -64,6 +64,22 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
     })
 }
 
+/// The soft NIC's rights from C access flags, and whether the MR is
+/// zero-based. On-demand paging and memory-window binding are refused;
+/// optional bits (relaxed ordering, huge pages) may be ignored, as the
+/// verbs spec allows.
+fn access_of(access: u32) -> Res<(Access, bool)> {
+    if access & IBV_ACCESS_ON_DEMAND != 0 {
+        return Err(guard::unsupported(
+            "on-demand paging (IBV_ACCESS_ON_DEMAND)",
+        ));
+    }
+    if access & IBV_ACCESS_MW_BIND != 0 {
+        return Err(guard::unsupported("memory windows (IBV_ACCESS_MW_BIND)"));
+    }
+    Ok((Access(access & 0xf), access & IBV_ACCESS_ZERO_BASED != 0))
+}
+
 unsafe fn reg(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -72,30 +88,12 @@ unsafe fn reg(
     access: c_int,
 ) -> Res<*mut ibv_mr> {
     let (ctx, h) = pd_of(pd)?;
-    let access = access as u32;
-    if access & IBV_ACCESS_ON_DEMAND != 0 {
-        return Err(guard::unsupported(
-            "on-demand paging (IBV_ACCESS_ON_DEMAND)",
-        ));
-    }
-    if access & IBV_ACCESS_ZERO_BASED != 0 {
-        return Err(guard::unsupported(
-            "zero-based memory regions (IBV_ACCESS_ZERO_BASED)",
-        ));
-    }
-    if access & IBV_ACCESS_MW_BIND != 0 {
-        return Err(guard::unsupported("memory windows (IBV_ACCESS_MW_BIND)"));
-    }
-    if iova != addr as u64 {
-        return Err(guard::unsupported(
-            "an MR whose IOVA differs from its address",
-        ));
-    }
-    // Optional bits (relaxed ordering, ...) may be ignored, as the spec allows.
-    let rights = Access(access & 0xf);
+    let (rights, zero_based) = access_of(access as u32)?;
+    let iova = if zero_based { 0 } else { iova };
     // SAFETY: as with real libibverbs, the application keeps the range
     // valid until ibv_dereg_mr; the soft NIC validates every access.
-    let key = unsafe { ctx.dev.reg_mr(h, addr.cast(), length, rights) }.map_err(guard::soft)?;
+    let key = unsafe { ctx.dev.reg_mr_iova(h, addr.cast(), length, iova, rights) }
+        .map_err(guard::soft)?;
     let b = Box::new(Mr {
         mr: ibv_mr {
             context: ctx.ibv(),
@@ -163,6 +161,102 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
             ctx.dev.dereg_mr(key).map_err(guard::soft)
         })
     })
+}
+
+/// `ibv_rereg_mr@IBVERBS_1.1`: PD, access and translation changes, keys
+/// kept. Returns 0 or one of `enum ibv_rereg_mr_err_code` with errno set,
+/// as rdma-core does.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_rereg_mr(
+    mr: *mut ibv_mr,
+    flags: c_int,
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: size_t,
+    access: c_int,
+) -> c_int {
+    const ERR_INPUT: c_int = -1;
+    const ERR_CMD: c_int = -4;
+    let input = guard::int("ibv_rereg_mr", || {
+        nonnull(mr)?;
+        // SAFETY: non-NULL; the context is validated before use.
+        let ctx = Ctx::from_ptr(unsafe { (*mr).context })?;
+        let flags = flags as u32;
+        if !ctx.is_live(mr) || flags & !0x7 != 0 {
+            return Err(libc::EINVAL);
+        }
+        if flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0 && (length == 0 || addr.is_null()) {
+            return Err(libc::EINVAL);
+        }
+        if access != 0 && flags & IBV_REREG_MR_CHANGE_ACCESS == 0 {
+            return Err(libc::EINVAL);
+        }
+        Ok(())
+    });
+    if input != 0 {
+        guard::set_errno(input);
+        return ERR_INPUT;
+    }
+    let r = guard::int("ibv_rereg_mr", || {
+        // SAFETY: checked live above.
+        let (ctx, key) = unsafe { (Ctx::from_ptr((*mr).context)?, (*mr).lkey) };
+        let flags = flags as u32;
+        let new_pd = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
+            let (pctx, h) = pd_of(pd)?;
+            if !std::ptr::eq(pctx, ctx) {
+                return Err(libc::EINVAL);
+            }
+            Some(h)
+        } else {
+            None
+        };
+        let rights = if flags & IBV_REREG_MR_CHANGE_ACCESS != 0 {
+            Some(access_of(access as u32)?.0)
+        } else {
+            None
+        };
+        let translation = (flags & IBV_REREG_MR_CHANGE_TRANSLATION != 0).then_some((
+            addr.cast::<u8>(),
+            length,
+            addr as u64,
+        ));
+        // SAFETY: the program keeps the new range valid until ibv_dereg_mr,
+        // as for ibv_reg_mr.
+        unsafe { ctx.dev.rereg_mr(key, new_pd, rights, translation) }.map_err(guard::soft)?;
+        // SAFETY: a live MR of this context (checked above).
+        unsafe {
+            if new_pd.is_some() {
+                (*mr).pd = pd;
+            }
+            if translation.is_some() {
+                (*mr).addr = addr;
+                (*mr).length = length;
+            }
+        }
+        Ok(())
+    });
+    if r != 0 {
+        guard::set_errno(r);
+        return ERR_CMD;
+    }
+    0
+}
+
+/// `ibv_reg_dmabuf_mr@IBVERBS_1.12`: dma-buf memory belongs to a GPU or
+/// another device driver; a userspace NIC cannot map it.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_dmabuf_mr(
+    _pd: *mut ibv_pd,
+    _offset: u64,
+    _length: size_t,
+    _iova: u64,
+    _fd: c_int,
+    _access: c_int,
+) -> *mut ibv_mr {
+    guard::set_errno(guard::unsupported(
+        "dma-buf memory regions (ibv_reg_dmabuf_mr)",
+    ));
+    std::ptr::null_mut()
 }
 
 // ---- address handles -------------------------------------------------------

@@ -433,3 +433,20 @@ pub unsafe extern "C" fn ibv_destroy_srq(srq: *mut ibv_srq) -> c_int {
         Ok(())
     })
 }
+
+/// `ibv_query_qp_data_in_order@IBVERBS_1.14`: 0, "not guaranteed" — what
+/// rdma-core answers for a provider without the op (rxe among them).
+#[no_mangle]
+pub unsafe extern "C" fn ibv_query_qp_data_in_order(
+    qp: *mut ibv_qp,
+    _op: u32,
+    _flags: u32,
+) -> c_int {
+    match qp_of(qp) {
+        Ok(_) => 0,
+        Err(e) => {
+            guard::set_errno(e);
+            0
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! Entry points that exist so programs load, and answer "not supported":
-//! multicast, ECE, kernel-struct copies for librdmacm, and the `mlx5dv_*` /
-//! `efadv_*` functions perftest links (for DC/SRD tests only).
+//! multicast, ECE, kernel-struct copies for librdmacm. (The `mlx5dv_*` /
+//! `efadv_*` entry points are in `providers`.)
 
 use libc::{c_int, c_void};
 use rdmakit_ibverbs_abi::*;
@@ -60,77 +60,40 @@ pub unsafe extern "C" fn ibv_dofork_range(_base: *mut c_void, _size: usize) -> c
     0
 }
 
-fn null_with(what: &str) -> *mut c_void {
-    guard::set_errno(guard::unsupported(what));
+/// Importing objects from another process's context needs the kernel's
+/// uverbs file (shared by file-descriptor passing); the soft NIC has none.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_import_device(_cmd_fd: c_int) -> *mut c_void {
+    guard::set_errno(guard::unsupported(
+        "importing a context (ibv_import_device)",
+    ));
     std::ptr::null_mut()
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn mlx5dv_open_device(_dev: *mut c_void, _attr: *mut c_void) -> *mut c_void {
-    null_with("mlx5 direct verbs (mlx5dv_open_device)")
+pub unsafe extern "C" fn ibv_import_pd(_ctx: *mut c_void, _handle: u32) -> *mut c_void {
+    guard::set_errno(guard::unsupported("importing a PD (ibv_import_pd)"));
+    std::ptr::null_mut()
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn mlx5dv_create_qp(
-    _c: *mut c_void,
-    _a: *mut c_void,
-    _m: *mut c_void,
-) -> *mut c_void {
-    null_with("mlx5 DC QPs (mlx5dv_create_qp)")
+pub unsafe extern "C" fn ibv_import_mr(_pd: *mut c_void, _handle: u32) -> *mut c_void {
+    guard::set_errno(guard::unsupported("importing an MR (ibv_import_mr)"));
+    std::ptr::null_mut()
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn mlx5dv_qp_ex_from_ibv_qp_ex(_qp: *mut c_void) -> *mut c_void {
-    null_with("mlx5 direct verbs (mlx5dv_qp_ex_from_ibv_qp_ex)")
+pub unsafe extern "C" fn ibv_import_dm(_ctx: *mut c_void, _handle: u32) -> *mut c_void {
+    guard::set_errno(guard::unsupported("device memory (ibv_import_dm)"));
+    std::ptr::null_mut()
 }
 
+/// Nothing can have been imported, so there is nothing to release.
 #[no_mangle]
-pub unsafe extern "C" fn mlx5dv_devx_general_cmd(
-    _c: *mut c_void,
-    _i: *const c_void,
-    _il: usize,
-    _o: *mut c_void,
-    _ol: usize,
-) -> c_int {
-    guard::unsupported("mlx5 DevX (mlx5dv_devx_general_cmd)")
-}
+pub unsafe extern "C" fn ibv_unimport_pd(_pd: *mut c_void) {}
 
 #[no_mangle]
-pub unsafe extern "C" fn mlx5dv_create_mkey(_attr: *mut c_void) -> *mut c_void {
-    null_with("mlx5 mkeys (mlx5dv_create_mkey)")
-}
+pub unsafe extern "C" fn ibv_unimport_mr(_mr: *mut c_void) {}
 
 #[no_mangle]
-pub unsafe extern "C" fn mlx5dv_destroy_mkey(_mkey: *mut c_void) -> c_int {
-    guard::unsupported("mlx5 mkeys (mlx5dv_destroy_mkey)")
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn mlx5dv_dek_create(_c: *mut c_void, _a: *mut c_void) -> *mut c_void {
-    null_with("mlx5 crypto (mlx5dv_dek_create)")
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn mlx5dv_dek_destroy(_dek: *mut c_void) -> c_int {
-    guard::unsupported("mlx5 crypto (mlx5dv_dek_destroy)")
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn mlx5dv_crypto_login(_c: *mut c_void, _a: *mut c_void) -> c_int {
-    guard::unsupported("mlx5 crypto (mlx5dv_crypto_login)")
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn efadv_query_device(_c: *mut c_void, _a: *mut c_void, _l: u32) -> c_int {
-    guard::unsupported("EFA direct verbs (efadv_query_device)")
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn efadv_create_qp_ex(
-    _c: *mut c_void,
-    _a: *mut c_void,
-    _e: *mut c_void,
-    _l: u32,
-) -> *mut c_void {
-    null_with("EFA SRD QPs (efadv_create_qp_ex)")
-}
+pub unsafe extern "C" fn ibv_unimport_dm(_dm: *mut c_void) {}

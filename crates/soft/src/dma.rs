@@ -93,6 +93,23 @@ impl MrTable {
     /// returned, and the application holds no Rust reference to bytes the NIC
     /// may write meanwhile.
     pub unsafe fn register(&mut self, pd: Pd, ptr: *mut u8, len: u64, access: Access) -> u32 {
+        // SAFETY: forwarded contract.
+        unsafe { self.register_at(pd, ptr, len, ptr as u64, access) }
+    }
+
+    /// [`MrTable::register`] with virtual address `iova` for byte 0 (work
+    /// requests and remote peers name `iova + offset`).
+    ///
+    /// # Safety
+    /// As [`MrTable::register`].
+    pub unsafe fn register_at(
+        &mut self,
+        pd: Pd,
+        ptr: *mut u8,
+        len: u64,
+        iova: u64,
+        access: Access,
+    ) -> u32 {
         let mut index = self.next_index & 0x00ff_ffff;
         while self.regions.contains_key(&index) {
             index = (index + 1) & 0x00ff_ffff;
@@ -103,7 +120,7 @@ impl MrTable {
             index,
             Region {
                 pd,
-                addr: ptr as u64,
+                addr: iova,
                 len,
                 ptr,
                 access,
@@ -125,6 +142,37 @@ impl MrTable {
             }
             _ => false,
         }
+    }
+
+    /// Changes a region's PD, rights and/or buffer (new pointer, length,
+    /// IOVA), keeping its key. False when no region has `key`.
+    ///
+    /// # Safety
+    /// A new buffer is under [`MrTable::register`]'s contract from now on;
+    /// the old one is no longer touched once this returns (the caller holds
+    /// the table's write lock, so no access is in progress).
+    pub unsafe fn rereg(
+        &mut self,
+        key: u32,
+        pd: Option<Pd>,
+        access: Option<Access>,
+        translation: Option<(*mut u8, u64, u64)>,
+    ) -> bool {
+        let Some(r) = self.regions.get_mut(&(key >> 8)).filter(|r| r.key == key) else {
+            return false;
+        };
+        if let Some(p) = pd {
+            r.pd = p;
+        }
+        if let Some(a) = access {
+            r.access = a;
+        }
+        if let Some((ptr, len, iova)) = translation {
+            r.ptr = ptr;
+            r.len = len;
+            r.addr = iova;
+        }
+        true
     }
 
     /// (pd, addr, len, access) of the region with `key`.

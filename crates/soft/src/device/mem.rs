@@ -85,34 +85,31 @@ impl Device {
     /// or atomic rights without local write (as ib_core checks), or when
     /// `max_mr` MRs exist.
     pub unsafe fn reg_mr(&self, pd: u32, ptr: *mut u8, len: usize, access: Access) -> Result<u32> {
+        // SAFETY: forwarded contract.
+        unsafe { self.reg_mr_iova(pd, ptr, len, ptr as u64, access) }
+    }
+
+    /// `ibv_reg_mr_iova`: like [`Device::reg_mr`], but the MR's virtual
+    /// address (what work requests and remote peers name) is `iova`, not
+    /// `ptr` (0 for a zero-based MR).
+    ///
+    /// # Safety
+    /// As [`Device::reg_mr`].
+    ///
+    /// # Errors
+    /// As [`Device::reg_mr`], and `EINVAL` when `iova + len` overflows.
+    pub unsafe fn reg_mr_iova(
+        &self,
+        pd: u32,
+        ptr: *mut u8,
+        len: usize,
+        iova: u64,
+        access: Access,
+    ) -> Result<u32> {
         const V: &str = "ibv_reg_mr";
         let len64 = len as u64;
-        if len == 0 || len64 > self.sh.limits.max_mr_size || ptr.is_null() {
-            return Err(err(
-                V,
-                Errno::EINVAL,
-                Origin::Kernel,
-                "zero, oversized or null buffer",
-            ));
-        }
-        if (access.contains(Access::REMOTE_WRITE) || access.contains(Access::REMOTE_ATOMIC))
-            && !access.contains(Access::LOCAL_WRITE)
-        {
-            return Err(err(
-                V,
-                Errno::EINVAL,
-                Origin::Kernel,
-                "REMOTE_WRITE/REMOTE_ATOMIC require LOCAL_WRITE",
-            ));
-        }
-        if access.0 & !Access::all().0 != 0 {
-            return Err(err(
-                V,
-                Errno::EINVAL,
-                Origin::Kernel,
-                "unknown access flags",
-            ));
-        }
+        check_region(V, ptr, len, iova, self.sh.limits.max_mr_size)?;
+        check_access(V, access)?;
         let mut og = lock(&self.sh.objs);
         let o = &mut *og;
         let Some(n) = o.pds.get_mut(&pd) else {
@@ -123,7 +120,7 @@ impl Device {
         }
         *n += 1;
         // SAFETY: forwarded from this function's own contract.
-        let key = unsafe { write(&self.sh.mem).register(Pd(pd), ptr, len64, access) };
+        let key = unsafe { write(&self.sh.mem).register_at(Pd(pd), ptr, len64, iova, access) };
         if let Err(e) = self
             .sh
             .register(V, Kind::Mr, key, "max_mr", self.sh.limits.max_mr)
@@ -158,6 +155,66 @@ impl Device {
             *n = n.saturating_sub(1);
         }
         self.sh.unregister(Kind::Mr, key);
+        Ok(())
+    }
+
+    /// `ibv_rereg_mr`: changes an MR's PD, access rights and/or the memory
+    /// it covers (`translation`: new pointer, length and IOVA), keeping its
+    /// keys. Work requests that named the old settings complete against the
+    /// new ones, as after a real re-registration.
+    ///
+    /// # Safety
+    /// With `translation`, the new buffer is under [`Device::reg_mr`]'s
+    /// contract from now on; the old one is released when this returns.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown MR or PD, invalid access flags or an invalid
+    /// new range.
+    pub unsafe fn rereg_mr(
+        &self,
+        key: u32,
+        pd: Option<u32>,
+        access: Option<Access>,
+        translation: Option<(*mut u8, usize, u64)>,
+    ) -> Result<()> {
+        const V: &str = "ibv_rereg_mr";
+        if let Some(a) = access {
+            check_access(V, a)?;
+        }
+        if let Some((ptr, len, iova)) = translation {
+            check_region(V, ptr, len, iova, self.sh.limits.max_mr_size)?;
+        }
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(&old_pd) = o.mrs.get(&key) else {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such MR"));
+        };
+        if let Some(p) = pd {
+            if !o.pds.contains_key(&p) {
+                return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+            }
+        }
+        // SAFETY: forwarded from this function's contract.
+        let done = unsafe {
+            write(&self.sh.mem).rereg(
+                key,
+                pd.map(Pd),
+                access,
+                translation.map(|(p, l, i)| (p, l as u64, i)),
+            )
+        };
+        if !done {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such MR"));
+        }
+        if let Some(p) = pd.filter(|&p| p != old_pd) {
+            if let Some(n) = o.pds.get_mut(&old_pd) {
+                *n = n.saturating_sub(1);
+            }
+            if let Some(n) = o.pds.get_mut(&p) {
+                *n += 1;
+            }
+            o.mrs.insert(key, p);
+        }
         Ok(())
     }
 
@@ -220,4 +277,40 @@ impl Device {
         self.sh.unregister(Kind::Ah, ah);
         Ok(())
     }
+}
+
+fn check_region(verb: &'static str, ptr: *mut u8, len: usize, iova: u64, max: u64) -> Result<()> {
+    let len64 = len as u64;
+    if len == 0 || len64 > max || ptr.is_null() || iova.checked_add(len64).is_none() {
+        return Err(err(
+            verb,
+            Errno::EINVAL,
+            Origin::Kernel,
+            "zero, oversized or null buffer, or an IOVA range that wraps",
+        ));
+    }
+    Ok(())
+}
+
+/// The access checks ib_core makes (`ib_check_mr_access`).
+fn check_access(verb: &'static str, access: Access) -> Result<()> {
+    if (access.contains(Access::REMOTE_WRITE) || access.contains(Access::REMOTE_ATOMIC))
+        && !access.contains(Access::LOCAL_WRITE)
+    {
+        return Err(err(
+            verb,
+            Errno::EINVAL,
+            Origin::Kernel,
+            "REMOTE_WRITE/REMOTE_ATOMIC require LOCAL_WRITE",
+        ));
+    }
+    if access.0 & !Access::all().0 != 0 {
+        return Err(err(
+            verb,
+            Errno::EINVAL,
+            Origin::Kernel,
+            "unknown access flags",
+        ));
+    }
+    Ok(())
 }
