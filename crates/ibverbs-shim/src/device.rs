@@ -201,12 +201,19 @@ pub unsafe extern "C" fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_c
     }
 }
 
+/// The device's node GUID, known before any open (rxe derives it from the
+/// netdev's MAC; the soft NIC from its address, as `ibv_query_device`).
 #[no_mangle]
 pub unsafe extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
-    // The GUID follows the device's address, which exists only once a
-    // context is open; rxe derives it from the netdev MAC the same way.
-    match shim_device(dev) {
-        Ok(_) => opened_guid().unwrap_or(0).to_be(),
+    let guid = shim_device(dev).and_then(|d| {
+        let cfg = DeviceConfig {
+            name: Some(d.name.clone()),
+            ..DeviceConfig::default()
+        };
+        cfg.device_addr().map_err(guard::soft)
+    });
+    match guid {
+        Ok(a) => rdmakit_soft::attr::guid_for(a).to_be(),
         Err(e) => {
             guard::set_errno(e);
             0
@@ -220,16 +227,6 @@ pub unsafe extern "C" fn ibv_get_device_index(dev: *mut ibv_device) -> c_int {
         Ok(_) => 0,
         Err(_) => -1,
     }
-}
-
-/// The node GUID of some open context (ibv_devices lists GUIDs before
-/// opening; it then opens nothing, so a device GUID is computed from the
-/// address an open would bind).
-fn opened_guid() -> Option<u64> {
-    let ctxs = live_contexts();
-    let c = *ctxs.iter().next()?;
-    // SAFETY: addresses in the set are live contexts (we hold its lock).
-    Some(unsafe { &*(c as *const Ctx) }.dev.attr().node_guid)
 }
 
 // ---- open / close --------------------------------------------------------

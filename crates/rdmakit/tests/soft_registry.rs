@@ -106,6 +106,21 @@ fn spawn_holder(name: &str, n: u32, max_qp: u32) -> Child {
     panic!("child exited before it was ready");
 }
 
+/// The QPNs `pid` holds on device `name`, as `rdmakit soft` lists them.
+fn qpns_of(name: &str, pid: u32) -> String {
+    let mut q: Vec<u32> = Registry::open(name)
+        .unwrap()
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.pid == pid && r.kind.as_str() == "qp")
+        .map(|r| r.handle)
+        .collect();
+    q.sort_unstable();
+    let q: Vec<String> = q.iter().map(u32::to_string).collect();
+    q.join(" ")
+}
+
 /// SIGKILL, then reap (a dead owner, not a zombie).
 fn kill9(mut c: Child) -> u32 {
     let pid = c.id();
@@ -181,6 +196,7 @@ fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
 
     // An application creates 5 QPs and is killed with SIGKILL.
     let dead = kill9(spawn_holder(&name, 5, 8));
+    let dead_qpns = qpns_of(&name, dead);
 
     // The next one, on a device with max_qp 8, runs out after 3: ENOSPC.
     let dev = open(&name, 8, Exhaustion::Enospc);
@@ -194,7 +210,7 @@ fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
     let s = text(&o.stdout);
     assert!(o.status.success(), "{s}{}", text(&o.stderr));
     assert!(
-        s.contains(&format!("pid {dead:<8} dead    qp 5 (17 18 19 20 21)")),
+        s.contains(&format!("pid {dead:<8} dead    qp 5 ({})", dead_qpns)),
         "{s}"
     );
     let me = std::process::id();
@@ -252,7 +268,7 @@ fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(
         out.contains(&format!(
-            "freed qp 5 (17 18 19 20 21), cq 1 (1), pd 1 (1) of dead pid {dead}"
+            "freed qp 5 ({dead_qpns}), cq 1 (1), pd 1 (1) of dead pid {dead}"
         )),
         "{out}"
     );

@@ -35,8 +35,9 @@ use datapath::progress_loop;
 pub struct DeviceConfig {
     /// Device name; default `RDMAKIT_SOFT_NAME` or `"soft0"`.
     pub name: Option<String>,
-    /// Local IPv4 address; default `RDMAKIT_SOFT_ADDR`, else a free
-    /// 127.x.y.z picked automatically.
+    /// The device's IPv4 address (its GID); default `RDMAKIT_SOFT_ADDR`,
+    /// else the loopback device 127.0.0.1, shared by every context on the
+    /// host (see [`crate::net`]).
     pub addr: Option<Ipv4Addr>,
     /// UDP port; default `RDMAKIT_SOFT_UDP_PORT`, else 4791 (RoCEv2). Both
     /// ends must use the same port. A host whose kernel runs RoCE (rdma_rxe,
@@ -82,6 +83,40 @@ impl Exhaustion {
             Exhaustion::Einval => Errno::EINVAL,
             Exhaustion::Enospc => Errno::ENOSPC,
         }
+    }
+}
+
+impl DeviceConfig {
+    /// The configured device address: `addr`, else `RDMAKIT_SOFT_ADDR`;
+    /// None for the loopback device.
+    ///
+    /// # Errors
+    /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR`.
+    pub fn configured_addr(&self) -> Result<Option<Ipv4Addr>> {
+        if let Some(a) = self.addr {
+            return Ok(Some(a));
+        }
+        match std::env::var("RDMAKIT_SOFT_ADDR") {
+            Ok(s) if !s.is_empty() => s.trim().parse::<Ipv4Addr>().map(Some).map_err(|_| {
+                err(
+                    "ibv_open_device",
+                    Errno::EINVAL,
+                    Origin::Library,
+                    format!("RDMAKIT_SOFT_ADDR={s:?} is not an IPv4 address"),
+                )
+            }),
+            _ => Ok(None),
+        }
+    }
+
+    /// The address the device will have (its GID's): the configured one,
+    /// else the loopback device's 127.0.0.1. Known before any open, like a
+    /// netdev's address.
+    ///
+    /// # Errors
+    /// As [`DeviceConfig::configured_addr`].
+    pub fn device_addr(&self) -> Result<Ipv4Addr> {
+        Ok(self.configured_addr()?.unwrap_or(net::LOOPBACK_DEVICE_ADDR))
     }
 }
 
@@ -480,20 +515,7 @@ impl Device {
             .clone()
             .or_else(|| std::env::var("RDMAKIT_SOFT_NAME").ok())
             .unwrap_or_else(|| "soft0".to_string());
-        let addr = match cfg.addr {
-            Some(a) => Some(a),
-            None => match std::env::var("RDMAKIT_SOFT_ADDR") {
-                Ok(s) if !s.is_empty() => Some(s.trim().parse::<Ipv4Addr>().map_err(|_| {
-                    err(
-                        "ibv_open_device",
-                        Errno::EINVAL,
-                        Origin::Library,
-                        format!("RDMAKIT_SOFT_ADDR={s:?} is not an IPv4 address"),
-                    )
-                })?),
-                _ => None,
-            },
-        };
+        let addr = cfg.configured_addr()?;
         let exhaustion = match cfg.exhaustion {
             Some(e) => e,
             None => match std::env::var("RDMAKIT_SOFT_EXHAUSTION").as_deref() {
@@ -511,6 +533,7 @@ impl Device {
         };
         let net = Net::bind(addr, cfg.udp_port)?;
         let addr = net.addr();
+        let local = *net.endpoint().ip();
         let sh = Arc::new(Shared {
             name,
             registry,
@@ -550,7 +573,7 @@ impl Device {
         });
         let t = Arc::clone(&sh);
         let thread = std::thread::Builder::new()
-            .name(format!("rdmakit-soft-{}", addr))
+            .name(format!("rdmakit-soft-{local}"))
             .spawn(move || progress_loop(&t))
             .map_err(|e| {
                 err(
@@ -575,9 +598,16 @@ impl Device {
         &self.sh.name
     }
 
-    /// The bound IPv4 address.
+    /// The device's IPv4 address: its GID is `::ffff:` that. The same for
+    /// every context of the device ([`crate::net`]).
     pub fn addr(&self) -> Ipv4Addr {
         self.sh.net.addr()
+    }
+
+    /// Where this context's socket is bound: the device address's port
+    /// 4791, or (loopback device) this context's private endpoint.
+    pub fn endpoint(&self) -> SocketAddrV4 {
+        self.sh.net.endpoint()
     }
 
     /// Device attributes (`ibv_query_device`).

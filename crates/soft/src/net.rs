@@ -1,13 +1,28 @@
 //! The UDP driver: RoCEv2 datagrams on UDP port 4791.
 //!
-//! One device instance binds one IPv4 address. With no address configured it
-//! picks a free `127.x.y.z` (the whole 127.0.0.0/8 is loopback on Linux and
-//! needs no setup), so several processes on one host get distinct devices
-//! that can talk to each other. The UDP payload is the RoCEv2 packet from the
-//! BTH through the 4-byte ICRC; the ICRC is computed over the IPv4/UDP
-//! headers the kernel will emit (identification 0, DF), which the socket
-//! layer never shows us. Source ports carry flow entropy in 0xC000..=0xFFFF:
-//! each flow sends from its own socket bound to `(addr, flow_port)`.
+//! A device has one address, its GID (`::ffff:a.b.c.d` at index 0), the
+//! same for every context of it in every process — as a netdev-backed
+//! device has one GID table. Two ways to get one:
+//!
+//! - **Configured** (`DeviceConfig::addr`, `RDMAKIT_SOFT_ADDR`): the device
+//!   *is* that address and binds `addr:4791` itself, so kernel rxe or
+//!   another host reaches it. One context at a time per address (as one
+//!   netdev per address); a second bind fails with `EADDRINUSE`.
+//! - **Loopback** (the default): the device's address is 127.0.0.1, shared
+//!   by every context on the host. Each context binds a private endpoint,
+//!   `127.77.s.t:4791` for a free *slot* `s·256+t` in 1..=1023 (the kernel's
+//!   exclusive bind hands out slots, so no registry is needed), and its QPNs
+//!   are `slot << 14 | index`. A packet for `(127.0.0.1, QPN)` goes to the
+//!   endpoint of the QPN's slot — the kernel's demultiplexing by QPN, done
+//!   by the sender. Packets from another context's endpoint carry the device
+//!   address in their GRH. So any number of processes, and any number of
+//!   contexts in one process, address each other by the one GID plus QPN.
+//!
+//! The UDP payload is the RoCEv2 packet from the BTH through the 4-byte
+//! ICRC; the ICRC is computed over the IPv4/UDP headers the kernel will emit
+//! (identification 0, DF), which the socket layer never shows us. Source
+//! ports carry flow entropy in 0xC000..=0xFFFF: each flow sends from its own
+//! socket bound to `(endpoint address, flow_port)`.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -23,6 +38,24 @@ pub const ROCE_PORT: u16 = 4791;
 pub const RECV_BUFFER: usize = 4 << 20;
 /// Bytes of ICRC after the transport packet.
 pub const ICRC_LEN: usize = 4;
+/// The address of a loopback device (its GID is `::ffff:127.0.0.1`).
+pub const LOOPBACK_DEVICE_ADDR: Ipv4Addr = Ipv4Addr::LOCALHOST;
+/// Bits of a loopback device's QPN below its context's slot number.
+pub const SLOT_SHIFT: u32 = 14;
+/// The highest slot (QPNs are 24 bits: 10 bits of slot, 14 of index).
+pub const MAX_SLOT: u32 = (1 << (24 - SLOT_SHIFT)) - 1;
+
+/// The private endpoint address of loopback slot `slot` (1..=MAX_SLOT).
+pub fn slot_addr(slot: u32) -> Ipv4Addr {
+    Ipv4Addr::new(127, 77, (slot >> 8) as u8, (slot & 0xff) as u8)
+}
+
+/// The slot of a private endpoint address, if it is one.
+pub fn addr_slot(a: Ipv4Addr) -> Option<u32> {
+    let o = a.octets();
+    let s = (u32::from(o[2]) << 8) | u32::from(o[3]);
+    (o[0] == 127 && o[1] == 77 && (1..=MAX_SLOT).contains(&s)).then_some(s)
+}
 
 /// The UDP source port of the flow between local QP `lqpn` and remote QP
 /// `rqpn` (the kernel's `rdma_flow_label_to_udp_sport` of
@@ -40,7 +73,13 @@ pub(crate) type FlowCache = Option<(u16, Option<Arc<UdpSocket>>)>;
 
 #[derive(Debug)]
 pub(crate) struct Net {
+    /// The device's address (its GID).
     addr: Ipv4Addr,
+    /// The address this context's socket is bound to: `addr` itself, or a
+    /// loopback slot's private endpoint.
+    local: Ipv4Addr,
+    /// The loopback slot (None for a configured address).
+    slot: Option<u32>,
     port: u16,
     sock: UdpSocket,
     flows: Mutex<HashMap<u16, Option<Arc<UdpSocket>>>>,
@@ -67,22 +106,33 @@ fn bind_err(verb: &'static str, e: &std::io::Error, what: String) -> SoftError {
 }
 
 impl Net {
-    /// Binds `addr:port`, or a free 127.x.y.z:port when `addr` is None.
+    /// Binds `addr:port` (a configured device address), or a free loopback
+    /// slot's endpoint when `addr` is None.
     pub(crate) fn bind(addr: Option<Ipv4Addr>, port: u16) -> Result<Net> {
-        let sock = match addr {
-            Some(a) => UdpSocket::bind(SocketAddrV4::new(a, port))
-                .map_err(|e| bind_err("ibv_open_device", &e, format!("cannot bind {a}:{port}")))?,
-            None => Self::auto(port)?,
+        let (sock, dev_addr, slot) = match addr {
+            Some(a) => (
+                UdpSocket::bind(SocketAddrV4::new(a, port)).map_err(|e| {
+                    bind_err("ibv_open_device", &e, format!("cannot bind {a}:{port}"))
+                })?,
+                a,
+                None,
+            ),
+            None => {
+                let (s, slot) = Self::bind_slot(port)?;
+                (s, LOOPBACK_DEVICE_ADDR, Some(slot))
+            }
         };
         // Best effort: a deep receive buffer absorbs a full RC window
         // (128 PSNs × 4 KiB) per QP burst; the kernel caps it at rmem_max.
         let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&sock, RECV_BUFFER);
-        let addr = match sock.local_addr() {
+        let local = match sock.local_addr() {
             Ok(SocketAddr::V4(a)) => *a.ip(),
-            _ => Ipv4Addr::LOCALHOST,
+            _ => dev_addr,
         };
         Ok(Net {
-            addr,
+            addr: dev_addr,
+            local,
+            slot,
             port,
             sock,
             flows: Mutex::new(HashMap::new()),
@@ -93,41 +143,72 @@ impl Net {
         })
     }
 
-    fn auto(port: u16) -> Result<UdpSocket> {
-        let mut r = crate::dma::random_u32() ^ std::process::id().rotate_left(16);
+    /// Binds the endpoint of a free loopback slot, trying from a random one.
+    fn bind_slot(port: u16) -> Result<(UdpSocket, u32)> {
+        let start = crate::dma::random_u32() ^ std::process::id().rotate_left(7);
         let mut last = None;
-        for _ in 0..512 {
-            let b = ((r >> 16) & 0xff) as u8;
-            let c = ((r >> 8) & 0xff) as u8;
-            let d = ((r & 0xff) as u8).clamp(1, 254);
-            let a = Ipv4Addr::new(127, b.max(1), c, d);
-            match UdpSocket::bind(SocketAddrV4::new(a, port)) {
-                Ok(s) => return Ok(s),
+        for i in 0..MAX_SLOT {
+            let slot = (start.wrapping_add(i) % MAX_SLOT) + 1;
+            match UdpSocket::bind(SocketAddrV4::new(slot_addr(slot), port)) {
+                Ok(s) => return Ok((s, slot)),
                 Err(e) => last = Some(e),
             }
-            r = r.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         }
         let e = last.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::AddrInUse));
         Err(bind_err(
             "ibv_open_device",
             &e,
             format!(
-                "no free 127.x.y.z:{port} found (a kernel RoCE stack — rdma_rxe, a RoCE NIC's \
-                 driver — listens on 0.0.0.0:{port}; give the soft NIC another port with \
-                 RDMAKIT_SOFT_UDP_PORT)"
+                "no free loopback endpoint 127.77.x.y:{port} ({MAX_SLOT} contexts open on this \
+                 host, or a kernel RoCE stack — rdma_rxe, a RoCE NIC's driver — listens on \
+                 0.0.0.0:{port}; give the soft NIC another port with RDMAKIT_SOFT_UDP_PORT)"
             ),
         ))
     }
 
+    /// The device's address (its GID's IPv4 address).
     pub(crate) fn addr(&self) -> Ipv4Addr {
         self.addr
+    }
+
+    /// Where this context's socket is bound.
+    pub(crate) fn endpoint(&self) -> SocketAddrV4 {
+        SocketAddrV4::new(self.local, self.port)
+    }
+
+    /// The first QPN of this context (loopback devices: its slot's range).
+    pub(crate) fn qpn_base(&self) -> Option<u32> {
+        self.slot.map(|s| s << SLOT_SHIFT)
+    }
+
+    /// Where a packet for QP `dqpn` at address `dst` goes: on a loopback
+    /// device, the device's own address means the endpoint of the QPN's
+    /// slot; anything else is sent as addressed.
+    pub(crate) fn route(&self, dst: Ipv4Addr, dqpn: u32) -> SocketAddrV4 {
+        if self.slot.is_some() && dst == self.addr {
+            let slot = dqpn >> SLOT_SHIFT;
+            if (1..=MAX_SLOT).contains(&slot) {
+                return SocketAddrV4::new(slot_addr(slot), self.port);
+            }
+        }
+        SocketAddrV4::new(dst, self.port)
+    }
+
+    /// The address a packet from `src` came from, as the GRH reports it:
+    /// another context's private endpoint is the device's own address.
+    pub(crate) fn source_addr(&self, src: Ipv4Addr) -> Ipv4Addr {
+        if self.slot.is_some() && addr_slot(src).is_some() {
+            self.addr
+        } else {
+            src
+        }
     }
 
     fn flow_socket(&self, sport: u16) -> Option<Arc<UdpSocket>> {
         let mut f = self.flows.lock().unwrap_or_else(|e| e.into_inner());
         f.entry(sport)
             .or_insert_with(|| {
-                UdpSocket::bind(SocketAddrV4::new(self.addr, sport))
+                UdpSocket::bind(SocketAddrV4::new(self.local, sport))
                     .ok()
                     .map(Arc::new)
             })
@@ -138,7 +219,8 @@ impl Net {
         icrc_with(src, dst, transport, 0, true)
     }
 
-    /// Appends the ICRC to `buf[..len]` and sends it to `dst` from the flow's
+    /// Appends the ICRC to `buf[..len]` and sends it to `dst` (routed by
+    /// the packet's destination QP, see [`Net::route`]) from the flow's
     /// source port.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
@@ -159,15 +241,19 @@ impl Net {
             Some(s) => (s, sport),
             None => (&self.sock, self.port),
         };
-        let to = SocketAddrV4::new(dst, self.port);
         let Some(pkt) = buf.get_mut(..len + ICRC_LEN) else {
             tx_err.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        if let Some(raw) = self.raw.as_ref().filter(|_| !dst.is_loopback()) {
+        let dqpn = match pkt.get(5..8) {
+            Some(q) => u32::from_be_bytes([0, q[0], q[1], q[2]]),
+            None => 0,
+        };
+        let to = self.route(dst, dqpn);
+        if let Some(raw) = self.raw.as_ref().filter(|_| !to.ip().is_loopback()) {
             return self.send_raw(
                 raw,
-                SocketAddrV4::new(self.addr, sport),
+                SocketAddrV4::new(self.local, sport),
                 to,
                 pkt,
                 len,
@@ -175,7 +261,7 @@ impl Net {
                 tx_err,
             );
         }
-        let crc = self.icrc(SocketAddrV4::new(self.addr, sport), to, &pkt[..len]);
+        let crc = self.icrc(SocketAddrV4::new(self.local, sport), to, &pkt[..len]);
         pkt[len..].copy_from_slice(&crc.to_le_bytes());
         // rustix's direct syscall: std's goes through libc's sendto, a
         // thread-cancellation point that toggles async-cancel state around
@@ -233,9 +319,7 @@ impl Net {
     /// Wakes the progress thread blocked in [`Net::recv`] (an empty datagram
     /// to our own socket; the receive path ignores it).
     pub(crate) fn kick(&self) {
-        let _ = self
-            .sock
-            .send_to(&[], SocketAddrV4::new(self.addr, self.port));
+        let _ = self.sock.send_to(&[], self.endpoint());
     }
 
     /// Receives one datagram if one is waiting (never blocks).
@@ -273,7 +357,7 @@ impl Net {
             return None;
         }
         let (pkt, trailer) = dgram.split_at(dgram.len() - ICRC_LEN);
-        let dst = SocketAddrV4::new(self.addr, self.port);
+        let dst = self.endpoint();
         let want = self.icrc(src, dst, pkt);
         let got = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
         if got == want {
@@ -332,6 +416,30 @@ mod tests {
             }
         }
         assert_ne!(flow_port(17, 18), flow_port(17, 19));
+    }
+
+    #[test]
+    fn loopback_qpns_route_to_their_slots_endpoint() {
+        for slot in [1, 255, 256, 777, MAX_SLOT] {
+            assert_eq!(addr_slot(slot_addr(slot)), Some(slot));
+        }
+        assert_eq!(addr_slot(Ipv4Addr::new(127, 77, 0, 0)), None);
+        assert_eq!(addr_slot(Ipv4Addr::new(127, 0, 0, 1)), None);
+        let a = Net::bind(None, 0).unwrap();
+        let b = Net::bind(None, 0).unwrap();
+        assert_eq!(a.addr(), LOOPBACK_DEVICE_ADDR);
+        assert_eq!(a.addr(), b.addr(), "one device address for every context");
+        let (ba, bb) = (a.qpn_base().unwrap(), b.qpn_base().unwrap());
+        assert_ne!(ba, bb);
+        // A QPN of b, addressed to the device address, goes to b's socket.
+        assert_eq!(a.route(a.addr(), bb | 42).ip(), b.endpoint().ip());
+        assert_eq!(b.route(b.addr(), ba | 7).ip(), a.endpoint().ip());
+        // Other addresses are sent as addressed.
+        let far = Ipv4Addr::new(10, 0, 3, 2);
+        assert_eq!(*a.route(far, bb).ip(), far);
+        // The GRH names the device, not a context's private endpoint.
+        assert_eq!(a.source_addr(*b.endpoint().ip()), LOOPBACK_DEVICE_ADDR);
+        assert_eq!(a.source_addr(far), far);
     }
 }
 

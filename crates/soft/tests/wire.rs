@@ -112,7 +112,7 @@ fn rc_send_only_on_the_wire_has_entropy_port_bth_pad_and_a_valid_icrc() {
         unreachable!()
     };
     let pkt = &buf[..n];
-    assert_eq!(*src.ip(), d.addr());
+    assert_eq!(src.ip(), d.endpoint().ip());
     assert!((0xc000..=0xffff).contains(&src.port()));
     assert_eq!(src.port(), flow_port(qpn, 0x123));
     // BTH (12) + "hello" (5) + pad (3) + ICRC (4).
@@ -124,7 +124,7 @@ fn rc_send_only_on_the_wire_has_entropy_port_bth_pad_and_a_valid_icrc() {
     assert_eq!(&pkt[9..12], &[0x00, 0x01, 0x00], "PSN");
     assert_eq!(&pkt[12..17], b"hello");
     let ip = IpRepr::Ipv4(ipv4::Repr {
-        src_addr: d.addr(),
+        src_addr: *d.endpoint().ip(),
         dst_addr: peer_ip,
         next_header: 17,
         payload_len: 8 + n,
@@ -212,7 +212,7 @@ fn hostile_datagrams_are_counted_and_dropped_and_the_device_keeps_working() {
     let SocketAddr::V4(from) = evil.local_addr().unwrap() else {
         unreachable!()
     };
-    let to = SocketAddrV4::new(d.addr(), ROCE_PORT);
+    let to = d.endpoint();
     evil.send_to(&[1, 2, 3], to).unwrap();
     evil.send_to(&[0u8; 40], to).unwrap();
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
@@ -228,7 +228,7 @@ fn hostile_datagrams_are_counted_and_dropped_and_the_device_keeps_working() {
         p[5..8].copy_from_slice(&qb.to_be_bytes()[1..]);
         let ip = IpRepr::Ipv4(ipv4::Repr {
             src_addr: *from.ip(),
-            dst_addr: d.addr(),
+            dst_addr: *d.endpoint().ip(),
             next_header: 17,
             payload_len: 8 + len + 4,
             hop_limit: 64,

@@ -18,8 +18,8 @@
 //! * Every error is one [`Error`] carrying the verb, the errno and the stack
 //!   [`Layer`] (application / library / kernel / hardware).
 //!
-//! Loopback RC between two soft devices in one process (each binds its own
-//! 127.x.y.z address):
+//! Loopback RC between two contexts of the soft device in one process (one
+//! device address, 127.0.0.1; QPNs tell the contexts apart):
 //!
 //! ```
 //! use std::time::Duration;

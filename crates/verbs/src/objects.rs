@@ -29,8 +29,8 @@ pub fn devices() -> Result<Vec<String>> {
     crate::ibverbs::select::devices()
 }
 
-/// Opens device `name` of the default provider (a soft NIC gets its address
-/// from `RDMAKIT_SOFT_ADDR` or auto-picked).
+/// Opens device `name` of the default provider (a soft NIC's address is
+/// `RDMAKIT_SOFT_ADDR`, else the shared loopback device address 127.0.0.1).
 ///
 /// # Errors
 /// `ENODEV` (library layer) when no provider has such a device; the

@@ -83,8 +83,9 @@ pub trait DeviceOps: Send + Sync {
 }
 
 /// The built-in software NIC as a provider. Lists one device (its
-/// configured name, default `soft0`); each `open` creates a device instance
-/// bound to its own address.
+/// configured name, default `soft0`); each `open` creates a context of it
+/// (all contexts of the loopback device share its one address, 127.0.0.1,
+/// and are told apart by QPN).
 #[derive(Clone, Debug, Default)]
 pub struct SoftProvider {
     /// Configuration of devices it opens.

@@ -305,7 +305,9 @@ impl Shared {
             inline: inline_store,
         };
         if q.qp_type == QpType::Ud {
-            let grh = net::grh_for(src, self.net.addr(), pkt.len() + 8 + net::ICRC_LEN);
+            // Another context's private endpoint is the device's address.
+            let from = SocketAddrV4::new(self.net.source_addr(*src.ip()), src.port());
+            let grh = net::grh_for(from, self.net.addr(), pkt.len() + 8 + net::ICRC_LEN);
             qp.handle_packet_with_grh(now, pkt, &grh, &mut m);
         } else {
             qp.handle_packet(now, pkt, &mut m);

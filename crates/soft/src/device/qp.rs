@@ -61,13 +61,33 @@ impl Device {
         if qps.len() >= l.max_qp as usize {
             return Err(self.sh.exhausted(V, "max_qp", l.max_qp));
         }
-        let mut qpn = o.next_qpn;
-        while qps.contains_key(&qpn) || qpn < 17 {
-            qpn = (qpn + 1) & 0x00ff_ffff;
-        }
+        // A loopback device's QPNs carry this context's slot (the sender
+        // routes by them); a configured address's start at 17.
+        let qpn = match self.sh.net.qpn_base() {
+            Some(base) => {
+                let span = 1u32 << net::SLOT_SHIFT;
+                let free = (0..span)
+                    .map(|i| base | ((o.next_qpn.wrapping_add(i)) % span))
+                    .find(|q| !qps.contains_key(q));
+                match free {
+                    Some(q) => q,
+                    None => return Err(self.sh.exhausted(V, "QPs per context", span)),
+                }
+            }
+            None => {
+                let mut qpn = o.next_qpn;
+                while qps.contains_key(&qpn) || qpn < 17 {
+                    qpn = (qpn + 1) & 0x00ff_ffff;
+                }
+                qpn
+            }
+        };
         self.sh.register(V, Kind::Qp, qpn, "max_qp", l.max_qp)?;
         *pdrefs += 1;
-        o.next_qpn = (qpn + 1) & 0x00ff_ffff;
+        o.next_qpn = match self.sh.net.qpn_base() {
+            Some(_) => (qpn + 1) & ((1 << net::SLOT_SHIFT) - 1),
+            None => (qpn + 1) & 0x00ff_ffff,
+        };
         let mut cfg = QpConfig::new(qpn, init.qp_type, Pd(init.pd));
         cfg.max_send_wr = init.max_send_wr as usize;
         cfg.max_recv_wr = if srq.is_some() {
