@@ -173,9 +173,12 @@ pub fn cohort_drift(
         }
         let mut minority: Vec<ValueNodes> = groups
             .into_iter()
-            .map(|(value, nodes)| ValueNodes {
-                value: value.to_string(),
-                nodes,
+            .map(|(value, mut nodes)| {
+                nodes.sort_by(|a, b| crate::report::natural_cmp(a, b));
+                ValueNodes {
+                    value: value.to_string(),
+                    nodes,
+                }
             })
             .collect();
         minority.sort_by(|a, b| {

@@ -372,6 +372,12 @@ pub fn analyze(
         let id = &cohorts[ci].id;
         outliers.extend(cohort_outliers(id, members, &nodes, &opts.thresholds));
     }
+    outliers.sort_by(|a, b| {
+        natural_cmp(&a.cohort, &b.cohort)
+            .then_with(|| a.metric.cmp(&b.metric))
+            .then_with(|| a.subject.cmp(&b.subject))
+            .then_with(|| natural_cmp(&a.node, &b.node))
+    });
     let rate_outlier: BTreeSet<(String, String)> = outliers
         .iter()
         .filter(|o| o.rule == Rule::BelowMedianRate)
@@ -483,6 +489,12 @@ pub fn analyze(
             }
         }
     }
+
+    changes.sort_by(|a, b| {
+        natural_cmp(&a.node, &b.node)
+            .then_with(|| a.subject.cmp(&b.subject))
+            .then_with(|| a.message.cmp(&b.message))
+    });
 
     // Statuses.
     let mut fleet_nodes: Vec<FleetNode> = nodes

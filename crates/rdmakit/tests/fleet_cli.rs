@@ -1,0 +1,184 @@
+//! `rdmakit fleet report` and `rdmakit fleet baseline` end to end on inputs the
+//! other subcommands produce from the real captures in fixtures/: `rdmakit collect`
+//! bundles, `rdmakit doctor --json` files, capture directories. Exit codes, bad
+//! input named, duplicates, --baseline and --expect.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rdmakit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("rdmakit runs")
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn out(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn p(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+/// Two bundles (from `rdmakit collect`) and a doctor JSON (from `rdmakit doctor --json`).
+fn small_fleet(dir: &Path) {
+    std::fs::create_dir_all(dir.join("bundles")).unwrap();
+    for (cap, name) in [("healthy", "n1"), ("healthy-busy", "n2")] {
+        let o = rdmakit(&[
+            "collect",
+            "--from",
+            &fixture(cap),
+            "-o",
+            &p(dir, &format!("bundles/{name}.json.gz")),
+        ]);
+        assert!(o.status.success(), "{}", out(&o));
+    }
+    let o = rdmakit(&["doctor", "--from", &fixture("healthy"), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    std::fs::write(dir.join("n3.json"), &o.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The capture has no host name: the doctor names it after its input.
+    assert_eq!(v["inventory"]["hostname"], "healthy");
+    assert_eq!(v["inventory"]["hostname_source"], "input name");
+}
+
+#[test]
+fn report_exit_codes_and_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    small_fleet(d);
+    let o = rdmakit(&["fleet", "report", &p(d, "bundles"), &p(d, "n3.json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        out(&o).contains("rdmakit fleet: 3 nodes (3 ok"),
+        "{}",
+        out(&o)
+    );
+
+    let o = rdmakit(&[
+        "fleet",
+        "report",
+        "--json",
+        &p(d, "bundles"),
+        &p(d, "n3.json"),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "rdmakit.fleet/v1");
+    let names: Vec<&str> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["healthy", "n1", "n2"]);
+
+    // A garbage JSON line and a missing file: named, exit 2, the rest reported.
+    std::fs::write(d.join("bad.jsonl"), "garbage\n").unwrap();
+    let o = rdmakit(&[
+        "fleet",
+        "report",
+        &p(d, "bundles"),
+        &p(d, "bad.jsonl"),
+        &p(d, "nope.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let text = out(&o);
+    assert!(text.contains("bad.jsonl:1: not JSON"), "{text}");
+    assert!(text.contains("nope.json: cannot read"), "{text}");
+    assert!(text.contains("2 nodes (2 ok"), "{text}");
+
+    // The same capture twice: both kept, renamed, exit 2.
+    let o = rdmakit(&["fleet", "report", &fixture("healthy"), &p(d, "n3.json")]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        out(&o).contains("duplicate node name healthy from"),
+        "{}",
+        out(&o)
+    );
+
+    // A node that needs attention: exit 1.
+    let o = rdmakit(&["fleet", "report", &fixture("real-nics-procfs")]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains("RDK-H003"), "{}", out(&o));
+
+    let o = rdmakit(&["fleet", "report"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+}
+
+#[test]
+fn baseline_and_expect() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    small_fleet(d);
+    let o = rdmakit(&[
+        "fleet",
+        "baseline",
+        &p(d, "bundles"),
+        "-o",
+        &p(d, "expected.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let exp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("expected.json")).unwrap()).unwrap();
+    assert_eq!(exp["schema"], "rdmakit.fleet-expect/v1");
+    assert_eq!(exp["cohorts"][0]["values"]["kernel"], "6.1.0-57-amd64");
+    let o = rdmakit(&[
+        "fleet",
+        "report",
+        "--expect",
+        &p(d, "expected.json"),
+        &p(d, "n3.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+
+    // The first sweep's report is the second's baseline: a node gone is missing.
+    let o = rdmakit(&[
+        "fleet",
+        "report",
+        "--json",
+        &p(d, "bundles"),
+        &p(d, "n3.json"),
+    ]);
+    std::fs::write(d.join("sweep0.json"), &o.stdout).unwrap();
+    std::fs::remove_file(d.join("bundles/n2.json.gz")).unwrap();
+    let o = rdmakit(&[
+        "fleet",
+        "report",
+        "--baseline",
+        &p(d, "sweep0.json"),
+        &p(d, "bundles"),
+        &p(d, "n3.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let text = out(&o);
+    assert!(text.contains("MISSING n2"), "{text}");
+    assert!(text.contains("absent from this report"), "{text}");
+
+    // A fleet report is not a node report.
+    let o = rdmakit(&["fleet", "report", &p(d, "sweep0.json"), &p(d, "n3.json")]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("pass it with --baseline"), "{}", out(&o));
+    // An unreadable --baseline stops before anything is read.
+    let o = rdmakit(&[
+        "fleet",
+        "report",
+        "--baseline",
+        &p(d, "none.json"),
+        &p(d, "n3.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("--baseline"), "{}", out(&o));
+}
