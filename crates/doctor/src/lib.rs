@@ -24,6 +24,7 @@ pub mod codes;
 pub mod explain;
 pub mod finding;
 pub mod inventory;
+pub mod npd;
 pub mod probes;
 pub mod render;
 pub mod report;

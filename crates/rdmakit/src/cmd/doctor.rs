@@ -59,6 +59,21 @@ pub struct Args {
     /// Check only this device: the soft NIC's name (soft0) runs the checklist on it alone.
     #[arg(long, value_name = "DEV", conflicts_with_all = ["from", "root"])]
     device: Option<String>,
+    /// node-problem-detector custom plugin: one line, exit 0 ok / 1 problem / 2 unknown
+    /// (no probes; docs/npd.md).
+    #[arg(long, conflicts_with_all = ["json", "device", "list_checks"])]
+    npd: bool,
+    /// --npd: where the last completed check is kept between runs.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "/var/lib/rdmakit/npd-state.json"
+    )]
+    npd_state: String,
+    /// --npd: seconds the check may take before the answer is "unknown" (keep it below
+    /// the plugin's timeout in NPD's config).
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    npd_deadline: f64,
 }
 
 /// The probe configuration for this host: its RLIMIT_MEMLOCK (none for root,
@@ -243,6 +258,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let s = settings(&a)?;
+    if a.npd {
+        return super::npd::run(&a.source, &s.cfg, s.fail_on, &a.npd_state, a.npd_deadline);
+    }
     let (opened, opts) = a.source.open()?;
     let facts = collect(opened.source(), &opts);
     let from_dir = a

@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod link;
 pub mod metrics;
 pub mod monitor;
+pub mod npd;
 pub mod pcap;
 pub mod perf;
 pub mod res;
