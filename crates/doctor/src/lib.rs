@@ -29,3 +29,4 @@ pub mod probes;
 pub mod render;
 pub mod report;
 pub mod rules;
+pub mod views;

@@ -26,7 +26,7 @@ pub use engine::{run_client, run_server, ClientOpts, HeaderHook, Progress, Serve
 pub use proto::{Params, QpInfo};
 pub use stats::{bw_row, lat_row, BwResult, LatResult};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// perftest's default TCP port for the QP information exchange.
 pub const DEFAULT_PORT: u16 = 18515;
@@ -146,7 +146,7 @@ impl std::fmt::Display for Test {
 }
 
 /// Times of the control-path verbs on this side, in usec.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ControlTimings {
     /// `ibv_reg_mr` of the data buffer (allocation included).
     pub reg_mr: f64,
@@ -171,7 +171,7 @@ pub struct ControlTimings {
 /// The transport counters of this side's QP on the soft NIC (a real NIC's
 /// are in its hw_counters: `rdmakit stat`). Retransmissions or drops here
 /// explain a bandwidth or latency figure.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QpCounters {
     /// Packets sent (requests, responses, ACKs).
     pub tx_packets: u64,
@@ -210,7 +210,7 @@ impl From<&rdmakit_verbs::Stats> for QpCounters {
 }
 
 /// What perftest prints in its header block.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Header {
     /// `client` or `server`.
     pub role: String,
@@ -251,7 +251,7 @@ pub struct Header {
 }
 
 /// One row of the result table.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Row {
     /// A bandwidth row.
@@ -261,7 +261,7 @@ pub enum Row {
 }
 
 /// A finished run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// The header block.
     pub header: Header,

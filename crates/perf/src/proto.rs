@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 
 use rdmakit_verbs::Gid;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{PerfError, Test};
 
@@ -12,7 +12,7 @@ use crate::{PerfError, Test};
 const MAGIC: &str = "RDMAKIT-PERF/1";
 
 /// A QP's information as exchanged (perftest's `LID:QPN:PSN:RKey:VAddr:GID`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QpInfo {
     /// LID (0 on RoCE).
     pub lid: u16,
@@ -25,12 +25,33 @@ pub struct QpInfo {
     /// Address of the data buffer.
     pub vaddr: u64,
     /// GID (16 bytes).
-    #[serde(serialize_with = "ser_gid")]
+    #[serde(serialize_with = "ser_gid", deserialize_with = "de_gid")]
     pub gid: [u8; 16],
 }
 
 fn ser_gid<S: serde::Serializer>(g: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&gid_text(g))
+}
+
+fn de_gid<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {
+    let s = String::deserialize(d)?;
+    let mut g = [0u8; 16];
+    let mut n = 0;
+    for (i, part) in s.split(':').enumerate() {
+        let b = g
+            .get_mut(i)
+            .ok_or_else(|| serde::de::Error::custom(format!("GID {s:?}: more than 16 bytes")))?;
+        *b = u8::from_str_radix(part, 16).map_err(|_| {
+            serde::de::Error::custom(format!("GID {s:?}: {part:?} is not a hex byte"))
+        })?;
+        n = i + 1;
+    }
+    if n != 16 {
+        return Err(serde::de::Error::custom(format!(
+            "GID {s:?}: {n} bytes, not 16"
+        )));
+    }
+    Ok(g)
 }
 
 /// perftest's GID format: `00:00:...:7f:00:00:01`.

@@ -1,13 +1,13 @@
 //! Result rows: bandwidth and latency statistics.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// perftest's MB: 2^20 bytes.
 const MB: f64 = 1_048_576.0;
 
 /// A bandwidth row (`#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]`;
 /// JSON names as perftest's --out_json).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BwResult {
     /// Message size.
     #[serde(rename = "MsgSize")]
@@ -29,7 +29,7 @@ pub struct BwResult {
 }
 
 /// A latency row, usec.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LatResult {
     /// Message size.
     #[serde(rename = "MsgSize")]

@@ -7,7 +7,7 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 /// Verifies and troubleshoots an RDMA host layer by layer (hardware, kernel, library,
 /// application) and names the layer at fault.
@@ -59,6 +59,12 @@ enum Command {
     Fleet(cmd::fleet::Args),
     /// Run the verbs conformance suite (loopback RC/UC/UD/SRQ/events) on one device.
     VerbsTest(cmd::verbstest::Args),
+    /// Interrupt vectors per RDMA device: the CPUs they land on, the NUMA node, the verdict.
+    Irq(cmd::irq::Args),
+    /// Print a shell completion script (bash, zsh, fish) generated from this CLI.
+    Completions(cmd::surface::CompletionsArgs),
+    /// Print the man page, or write one per subcommand with --dir (generated from this CLI).
+    Man(cmd::surface::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +95,9 @@ fn main() -> ExitCode {
         Command::Shim(a) => cmd::shim::run(a),
         Command::VerbsTest(a) => cmd::verbstest::run(a),
         Command::Fleet(a) => cmd::fleet::run(a),
+        Command::Irq(a) => cmd::irq::run(a),
+        Command::Completions(a) => cmd::surface::completions(a, Cli::command()),
+        Command::Man(a) => cmd::surface::man(a, Cli::command()),
     };
     match r {
         Ok(code) => code,

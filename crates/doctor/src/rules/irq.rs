@@ -56,7 +56,7 @@ fn is_intx(l: &IrqLine) -> bool {
 
 /// Completion vectors: lines whose handler names say "comp" (mlx5_comp3, bnxt_re
 /// "-comp", irdma "CEQ"), else every MSI vector but one (the async/command one).
-fn completion_vectors<'a>(lines: &[&'a IrqLine]) -> Vec<&'a IrqLine> {
+pub(crate) fn completion_vectors<'a>(lines: &[&'a IrqLine]) -> Vec<&'a IrqLine> {
     let named: Vec<&IrqLine> = lines
         .iter()
         .copied()

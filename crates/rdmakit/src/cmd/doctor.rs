@@ -74,6 +74,10 @@ pub struct Args {
     /// the plugin's timeout in NPD's config).
     #[arg(long, value_name = "SECS", default_value_t = 15.0)]
     npd_deadline: f64,
+    /// Also write the report as one self-contained HTML file (checklist, findings, IRQs per
+    /// CPU, device topology; the data embedded as JSON).
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
 }
 
 /// The probe configuration for this host: its RLIMIT_MEMLOCK (none for root,
@@ -262,6 +266,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         return super::npd::run(&a.source, &s.cfg, s.fail_on, &a.npd_state, a.npd_deadline);
     }
     let (opened, opts) = a.source.open()?;
+    let spinner = super::progress::Spinner::start("collecting host facts");
     let facts = collect(opened.source(), &opts);
     let from_dir = a
         .source
@@ -294,6 +299,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if a.no_probe {
             bail!("--device {dev}: the soft NIC's checklist is its active probes; drop --no-probe");
         }
+        spinner.set_message(&format!("active probes on {dev}"));
         let p = probe_soft(dev, &probe_config(&facts))?;
         let kernel = facts.kernel.release.text().map(str::to_string);
         let r = Report::for_probed_device(p, &s.cfg, &tool, kernel);
@@ -316,8 +322,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .push("--probe: active probes need the live host; not run on a replay".into());
         } else if want && !no_host_device {
             let names: Vec<String> = facts.devices.iter().map(|d| d.name.clone()).collect();
+            spinner.set_message(&format!("active probes on {}", names.join(", ")));
             report = probe_host(report, &names, &probe_config(&facts), &s.cfg);
         } else if want {
+            if let Some(name) = soft_names.first() {
+                spinner.set_message(&format!("active probes on {name}"));
+            }
             match soft_names.first() {
                 Some(name) => match probe_soft(name, &probe_config(&facts)) {
                     Ok(p) => {
@@ -334,6 +344,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
         report
     };
+    drop(spinner);
+    if let Some(path) = &a.html {
+        let taken = match &opened {
+            Opened::Bundle(b, _) => Some(b.header.created_unix).filter(|t| *t > 0),
+            Opened::Live(..) => None,
+        };
+        super::html::doctor(path, &facts, &report, taken)?;
+    }
     let mut out = anstream::stdout();
     if a.json {
         writeln!(out, "{}", render::json(&report))?;

@@ -121,6 +121,10 @@ pub struct Args {
     /// Print one JSON object (header, results, control-path timings) — always valid JSON.
     #[arg(long)]
     json: bool,
+    /// Also write the results as one self-contained HTML file (bandwidth, message rate and
+    /// latency percentiles against message size; the data embedded as JSON).
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
     /// Client: keep retrying the TCP connect this long while the server starts.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, hide = true)]
     connect_timeout: f64,
@@ -234,6 +238,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 println!("{}", report_json(&r, gbits));
             } else {
                 print_results(&r, gbits);
+            }
+            if let Some(path) = &a.html {
+                let meta = super::html::meta(None);
+                let page = rdmakit_report::perf::render(std::slice::from_ref(&r), &meta)?;
+                super::html::write(path, &page)?;
             }
             Ok(ExitCode::SUCCESS)
         }

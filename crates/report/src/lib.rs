@@ -1,0 +1,61 @@
+//! `rdmakit-report`: the HTML report people look at.
+//!
+//! One self-contained file per report: inline CSS and inline SVG plots (drawn
+//! with plotters' SVG backend, no fonts loaded), readable without running any
+//! script, loading nothing from anywhere (for air-gapped clusters: the output
+//! holds no `http://`, `https://` or protocol-relative `//` reference at all, and
+//! a Content-Security-Policy of `default-src 'none'`), with the source data
+//! embedded as JSON (`<script type="application/json" id="rdmakit-data">`) so
+//! tools can read it back ([`embedded_json`]).
+//!
+//! The report renders data that the other crates produce and computes nothing of
+//! its own: [`doctor::render`] draws the doctor's report with the IRQ and topology
+//! views of `rdmakit_doctor::views`, [`perf::render`] the rows of `rdmakit perf`.
+//!
+//! Promises: the same input gives the same bytes (no clock is read; a time is
+//! shown only when the caller passes one in [`Meta`]; floats are printed with a
+//! fixed number of digits); no panic on any input.
+//!
+//! ```
+//! let html = rdmakit_report::perf::render(&[], &rdmakit_report::Meta::default()).unwrap();
+//! assert!(html.starts_with("<!DOCTYPE html>"));
+//! let data = rdmakit_report::embedded_json(&html).unwrap();
+//! assert_eq!(data["kind"], "perf");
+//! ```
+
+pub mod doctor;
+mod html;
+pub mod perf;
+mod plot;
+
+pub use html::{embedded_json, utc_timestamp, DATA_ID, SCHEMA};
+
+/// What the page says about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// The tool that made the data (`rdmakit 0.1.0`).
+    pub tool: Option<String>,
+    /// When the data was taken, as the caller wants it shown (none: no time shown).
+    pub generated: Option<String>,
+    /// The command that made the report, shown in the footer.
+    pub command: Option<String>,
+}
+
+/// Why a report could not be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The data could not be serialized or the embedded JSON parsed.
+    #[error("report data (JSON): {0}")]
+    Json(#[from] serde_json::Error),
+    /// A plot could not be drawn.
+    #[error("drawing plot {plot:?}: {detail}")]
+    Plot {
+        /// Which plot.
+        plot: String,
+        /// What plotters said.
+        detail: String,
+    },
+    /// The file holds no `rdmakit-data` block.
+    #[error("no <script type=\"application/json\" id=\"{DATA_ID}\"> block in the file")]
+    NoData,
+}
