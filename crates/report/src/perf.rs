@@ -94,6 +94,7 @@ fn run(i: usize, r: &Report) -> Result<String, ReportError> {
             id: &format!("perf-{i}-bandwidth"),
             title: "Bandwidth",
             y_desc: "Gb/s",
+            y_log: false,
             series: vec![
                 Series {
                     name: "BW average".into(),
@@ -117,6 +118,7 @@ fn run(i: usize, r: &Report) -> Result<String, ReportError> {
             id: &format!("perf-{i}-msgrate"),
             title: "Message rate",
             y_desc: "Mpps",
+            y_log: false,
             series: vec![Series {
                 name: "MsgRate".into(),
                 color: GREEN,
@@ -162,6 +164,7 @@ fn run(i: usize, r: &Report) -> Result<String, ReportError> {
             id: &format!("perf-{i}-latency"),
             title: "Latency percentiles",
             y_desc: "usec",
+            y_log: true,
             series: vec![
                 Series {
                     name: "min".into(),

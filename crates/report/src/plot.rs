@@ -59,6 +59,8 @@ pub(crate) struct SizeChart<'a> {
     pub id: &'a str,
     pub title: &'a str,
     pub y_desc: &'a str,
+    /// A log y axis (latency: the tail is orders of magnitude above the median).
+    pub y_log: bool,
     pub series: Vec<Series>,
 }
 
@@ -109,56 +111,84 @@ pub(crate) fn size_chart(c: &SizeChart) -> Result<String, ReportError> {
     if xmin == xmax {
         (xmin, xmax) = (xmin / 2.0, xmax * 2.0);
     }
+    let mut ymin = f64::MAX;
+    for (_, y) in c.series.iter().flat_map(|s| s.points.iter()) {
+        if y.is_finite() && *y > 0.0 {
+            ymin = ymin.min(*y);
+        }
+    }
     let ymax = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (620, 360)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (600, 360)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(c.id, e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(c.title, (FONT, 17))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(64)
-            .build_cartesian_2d((xmin..xmax).log_scale().base(2.0), 0f64..ymax)
-            .map_err(|e| err(c.id, e))?;
-        chart
-            .configure_mesh()
-            .x_desc("message size [bytes] (log scale)")
-            .y_desc(c.y_desc)
-            .x_label_formatter(&|x| size_label(*x))
-            .y_label_formatter(&|y| y_label(*y))
-            .light_line_style(LIGHT)
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()
-            .map_err(|e| err(c.id, e))?;
-        for s in &c.series {
-            let color = s.color;
-            let pts: Vec<(f64, f64)> = s
-                .points
-                .iter()
-                .copied()
-                .filter(|(x, y)| x.is_finite() && *x > 0.0 && y.is_finite())
-                .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|e| err(c.id, e))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
-                .map_err(|e| err(c.id, e))?;
+        let builder = |root| {
+            let mut b = ChartBuilder::on(root);
+            b.caption(c.title, (FONT, 20))
+                .margin(12)
+                .x_label_area_size(44)
+                .y_label_area_size(64);
+            b
+        };
+        let x = (xmin..xmax).log_scale().base(2.0);
+        // The body is the same for both y axes; their coordinate types differ.
+        macro_rules! draw {
+            ($chart:ident, $y_desc:expr) => {{
+                $chart
+                    .configure_mesh()
+                    .x_desc("message size [bytes] (log scale)")
+                    .y_desc($y_desc)
+                    .x_label_formatter(&|x| size_label(*x))
+                    .y_label_formatter(&|y| y_label(*y))
+                    .light_line_style(LIGHT)
+                    .label_style((FONT, 14))
+                    .axis_desc_style((FONT, 15))
+                    .draw()
+                    .map_err(|e| err(c.id, e))?;
+                for s in &c.series {
+                    let color = s.color;
+                    let pts: Vec<(f64, f64)> = s
+                        .points
+                        .iter()
+                        .copied()
+                        .filter(|(x, y)| {
+                            x.is_finite() && *x > 0.0 && y.is_finite() && (!c.y_log || *y > 0.0)
+                        })
+                        .collect();
+                    $chart
+                        .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                        .map_err(|e| err(c.id, e))?
+                        .label(s.name.as_str())
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                        });
+                    $chart
+                        .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                        .map_err(|e| err(c.id, e))?;
+                }
+                $chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(GREY)
+                    .label_font((FONT, 14))
+                    .draw()
+                    .map_err(|e| err(c.id, e))?;
+            }};
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY)
-            .label_font((FONT, 12))
-            .draw()
-            .map_err(|e| err(c.id, e))?;
+        if c.y_log && ymin < f64::MAX {
+            let lo = ymin / 1.5;
+            let hi = (ymax * 2.0).max(lo * 10.0);
+            let mut chart = builder(&root)
+                .build_cartesian_2d(x, (lo..hi).log_scale())
+                .map_err(|e| err(c.id, e))?;
+            draw!(chart, format!("{} (log scale)", c.y_desc));
+        } else {
+            let mut chart = builder(&root)
+                .build_cartesian_2d(x, 0f64..ymax)
+                .map_err(|e| err(c.id, e))?;
+            draw!(chart, c.y_desc.to_string());
+        }
         root.present().map_err(|e| err(c.id, e))?;
     }
     Ok(inline(buf, c.id, c.title))
@@ -188,15 +218,19 @@ pub(crate) fn bar_chart(c: &BarChart) -> Result<String, ReportError> {
         .map(|b| b.value)
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    let ymax = if ymax > 0.0 { ymax * 1.2 } else { 1.0 };
-    let width = (160 + 34 * n as u32).clamp(420, 1200);
+    let ymax = if ymax > 0.0 {
+        (ymax * 1.25).ceil()
+    } else {
+        1.0
+    };
+    let width = (160 + 40 * n as u32).clamp(560, 1200);
     let labels: Vec<String> = c.bars.iter().map(|b| b.label.clone()).collect();
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (width, 300)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(c.id, e))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(c.title, (FONT, 16))
+            .caption(c.title, (FONT, 19))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(56)
@@ -210,16 +244,26 @@ pub(crate) fn bar_chart(c: &BarChart) -> Result<String, ReportError> {
                 String::new()
             }
         };
+        // Counts: one label per whole number (at most ten).
+        let whole = |y: &f64| {
+            if (y - y.round()).abs() < 1e-9 {
+                format!("{y:.0}")
+            } else {
+                String::new()
+            }
+        };
+        let y_ticks = (ymax.floor() as usize + 1).clamp(2, 11);
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n * 2 + 1)
             .x_label_formatter(&fmt)
             .y_desc(c.y_desc)
-            .y_label_formatter(&|y| y_label(*y))
+            .y_labels(y_ticks)
+            .y_label_formatter(&whole)
             .light_line_style(LIGHT)
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
             .draw()
             .map_err(|e| err(c.id, e))?;
         chart
@@ -244,7 +288,7 @@ pub(crate) fn bar_chart(c: &BarChart) -> Result<String, ReportError> {
                 .position(SeriesLabelPosition::UpperRight)
                 .background_style(WHITE.mix(0.85))
                 .border_style(GREY)
-                .label_font((FONT, 12))
+                .label_font((FONT, 14))
                 .draw()
                 .map_err(|e| err(c.id, e))?;
         }
@@ -284,9 +328,9 @@ pub(crate) struct Diagram<'a> {
     pub edges: Vec<Edge>,
 }
 
-const BOX_W: i32 = 170;
+const BOX_W: i32 = 190;
 const GAP_W: i32 = 96;
-const LINE_H: i32 = 16;
+const LINE_H: i32 = 18;
 
 fn box_h(n: &Node) -> i32 {
     12 + LINE_H * n.lines.len().max(1) as i32
@@ -318,7 +362,7 @@ pub(crate) fn diagram(d: &Diagram) -> Result<String, ReportError> {
         root.draw(&Text::new(
             d.title,
             (24, 12),
-            (FONT, 15).into_font().color(&INK),
+            (FONT, 18).into_font().color(&INK),
         ))
         .map_err(|e| err(d.id, e))?;
         for e in &d.edges {
@@ -352,11 +396,11 @@ pub(crate) fn diagram(d: &Diagram) -> Result<String, ReportError> {
             let mid = ((p0.0 + p1.0) / 2, (p0.1 + p1.1) / 2);
             let n = e.label.len() as i32;
             for (i, l) in e.label.iter().enumerate() {
-                let y = mid.1 - 6 - (n - i as i32) * 13 + 13;
+                let y = mid.1 - 6 - (n - i as i32) * 15 + 15;
                 root.draw(&Text::new(
                     l.as_str(),
                     (mid.0, y),
-                    (FONT, 11).into_font().color(&e.color).pos(
+                    (FONT, 13).into_font().color(&e.color).pos(
                         plotters::style::text_anchor::Pos::new(
                             plotters::style::text_anchor::HPos::Center,
                             plotters::style::text_anchor::VPos::Bottom,
@@ -381,9 +425,9 @@ pub(crate) fn diagram(d: &Diagram) -> Result<String, ReportError> {
                 .map_err(|e| err(d.id, e))?;
                 for (li, l) in n.lines.iter().enumerate() {
                     let font = if li == 0 {
-                        (FONT, 13).into_font().style(FontStyle::Bold)
+                        (FONT, 15).into_font().style(FontStyle::Bold)
                     } else {
-                        (FONT, 11).into_font()
+                        (FONT, 13).into_font()
                     };
                     root.draw(&Text::new(
                         l.as_str(),

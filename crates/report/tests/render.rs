@@ -111,3 +111,43 @@ fn hostile_text_references_nothing() {
         serde_json::to_value(&d.report).unwrap()
     );
 }
+
+#[test]
+fn perf_write_bw_sweep() {
+    let run = perf_run("perf-write-bw-a.json");
+    assert_eq!(run.results.len(), 23, "2 B .. 8 MiB");
+    let html = rdmakit_report::perf::render(std::slice::from_ref(&run), &meta()).unwrap();
+    assert_self_contained(&html);
+    assert!(html.contains("data-plot=\"perf-0-bandwidth\""));
+    assert!(html.contains("data-plot=\"perf-0-msgrate\""));
+    assert!(!html.contains("data-plot=\"perf-0-latency\""));
+    insta::assert_snapshot!(for_snapshot(&html));
+}
+
+#[test]
+fn perf_send_lat_sweep() {
+    let run = perf_run("perf-send-lat-a.json");
+    let html = rdmakit_report::perf::render(std::slice::from_ref(&run), &meta()).unwrap();
+    assert_self_contained(&html);
+    assert!(html.contains("data-plot=\"perf-0-latency\""));
+    for series in ["min", "typical (median)", "99 %", "99.9 %"] {
+        assert!(html.contains(series), "{series}");
+    }
+    insta::assert_snapshot!(for_snapshot(&html));
+}
+
+#[test]
+fn perf_data_reads_back() {
+    let runs = vec![
+        perf_run("perf-write-bw-a.json"),
+        perf_run("perf-send-lat-a.json"),
+    ];
+    let html = rdmakit_report::perf::render(&runs, &meta()).unwrap();
+    assert_self_contained(&html);
+    let v = embedded_json(&html).unwrap();
+    assert_eq!(v["kind"], "perf");
+    assert_eq!(v["data"], serde_json::to_value(&runs).unwrap());
+    // And the embedded runs are perf reports again.
+    let back: Vec<rdmakit_perf::Report> = serde_json::from_value(v["data"].clone()).unwrap();
+    assert_eq!(back, runs);
+}
