@@ -40,8 +40,19 @@ fn chromium_or_skip() -> Option<PathBuf> {
     }
 }
 
+/// A soft NIC registry of the test's own, so the live doctor sees no other test's
+/// (or helper's) leaked objects.
+fn registry() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 fn run(args: &[&str]) {
-    let out = Command::new(BIN).args(args).output().unwrap();
+    let out = Command::new(BIN)
+        .args(args)
+        .env("RDMAKIT_SOFT_REGISTRY_DIR", registry())
+        .output()
+        .unwrap();
     // doctor exits 1 when it finds an error (this host has no RDMA kernel): still a report.
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
@@ -64,6 +75,7 @@ fn perf(test: &str, args: &[&str], html: &Path) {
     let port = free_port().to_string();
     let mut server = Command::new(BIN)
         .args(["perf", test, "-p", &port])
+        .env("RDMAKIT_SOFT_REGISTRY_DIR", registry())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -72,7 +84,11 @@ fn perf(test: &str, args: &[&str], html: &Path) {
     let h = html.to_str().unwrap();
     a.push(h);
     a.extend_from_slice(args);
-    let out = Command::new(BIN).args(&a).output().unwrap();
+    let out = Command::new(BIN)
+        .args(&a)
+        .env("RDMAKIT_SOFT_REGISTRY_DIR", registry())
+        .output()
+        .unwrap();
     let t = Instant::now();
     while server.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
@@ -92,6 +108,8 @@ struct Case {
     file: PathBuf,
     kind: &'static str,
     plots: &'static [&'static str],
+    /// Screenshots: (file name suffix, the element they start at).
+    shots: &'static [(&'static str, &'static str)],
 }
 
 /// Console errors, exceptions, error log entries and requests other than `url`
@@ -134,15 +152,16 @@ fn open(b: &mut Browser, file: &Path) -> (Vec<Value>, String) {
     (b.events[from..].to_vec(), url)
 }
 
-fn screenshot(b: &mut Browser) -> Vec<u8> {
-    // From the first plot's section down: what people look at.
+/// A 1280x1000 region from the top of the element `selector` (0.6 scale).
+fn screenshot(b: &mut Browser, selector: &str) -> Vec<u8> {
     let top = b
-        .eval(
-            "(() => { const f = document.querySelector('figure'); const s = f ? f.closest('section') : null; \
-             return s ? Math.max(0, s.getBoundingClientRect().top + window.scrollY - 8) : 0; })()",
-        )
+        .eval(&format!(
+            "(() => {{ const s = document.querySelector('{selector}'); \
+             return s ? Math.max(0, s.getBoundingClientRect().top + window.scrollY - 8) : -1; }})()"
+        ))
         .as_f64()
-        .unwrap_or(0.0);
+        .unwrap_or(-1.0);
+    assert!(top >= 0.0, "no {selector} in the page");
     let r = b.call(
         "Page.captureScreenshot",
         json!({
@@ -184,24 +203,32 @@ fn reports_render_in_chromium() {
             file: doctor,
             kind: "doctor",
             plots: &["irq-0", "topology-0", "topology-1"],
+            shots: &[
+                ("", "#checklist"),
+                ("-irqs", "#irqs"),
+                ("-topology", "#topology"),
+            ],
         },
         Case {
             name: "doctor-live",
             file: live,
             kind: "doctor",
             plots: &[],
+            shots: &[("", "#summary")],
         },
         Case {
             name: "perf-write-bw",
             file: bw,
             kind: "perf",
             plots: &["perf-0-bandwidth", "perf-0-msgrate"],
+            shots: &[("", "#run-0")],
         },
         Case {
             name: "perf-send-lat",
             file: lat,
             kind: "perf",
             plots: &["perf-0-latency"],
+            shots: &[("", "#run-0")],
         },
     ];
 
@@ -265,17 +292,25 @@ fn reports_render_in_chromium() {
                 "{info}"
             );
         }
-        let png = screenshot(&mut b);
-        let (w, h, mean, sd, ink) = png_stats(&png);
-        assert!(w >= 700 && h >= 500, "{}: screenshot {w}x{h}", c.name);
-        assert!(
-            sd > 12.0 && ink > 0.03 && mean < 253.0,
-            "{}: the screenshot looks blank (mean {mean:.1}, sd {sd:.1}, ink {ink:.3})",
-            c.name
-        );
-        std::fs::write(shots.join(format!("report-{}.png", c.name)), &png).unwrap();
-        if update {
-            std::fs::write(repo().join(format!("docs/img/report-{}.png", c.name)), &png).unwrap();
+        let mut sizes = Vec::new();
+        for (suffix, selector) in c.shots {
+            let png = screenshot(&mut b, selector);
+            let (w, h, mean, sd, ink) = png_stats(&png);
+            assert!(w >= 700 && h >= 500, "{}: screenshot {w}x{h}", c.name);
+            assert!(
+                sd > 12.0 && ink > 0.03 && mean < 253.0,
+                "{}{suffix}: the screenshot looks blank (mean {mean:.1}, sd {sd:.1}, ink {ink:.3})",
+                c.name
+            );
+            let file = format!("report-{}{suffix}.png", c.name);
+            std::fs::write(shots.join(&file), &png).unwrap();
+            if update {
+                std::fs::write(repo().join("docs/img").join(&file), &png).unwrap();
+            }
+            sizes.push(format!(
+                "{file} {w}x{h} (luminance mean {mean:.1}, sd {sd:.1}, ink {:.1} %)",
+                ink * 100.0
+            ));
         }
         // Every event of this page, now that the screenshot has flushed them.
         let from = b
@@ -286,11 +321,11 @@ fn reports_render_in_chromium() {
         let found = problems(&b.events[from..], &url);
         assert!(found.is_empty(), "{}: {found:?}", c.name);
         eprintln!(
-            "{}: {} plots, {} sections, screenshot {w}x{h} (luminance mean {mean:.1}, sd {sd:.1}, ink {:.1} %)",
+            "{}: {} plots, {} sections; {}",
             c.name,
             plots.len(),
             info["sections"],
-            ink * 100.0
+            sizes.join("; ")
         );
     }
 }

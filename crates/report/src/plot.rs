@@ -120,7 +120,7 @@ pub(crate) fn size_chart(c: &SizeChart) -> Result<String, ReportError> {
     let ymax = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (600, 360)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (580, 350)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(c.id, e))?;
         let builder = |root| {
             let mut b = ChartBuilder::on(root);
