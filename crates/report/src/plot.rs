@@ -88,8 +88,12 @@ fn y_label(y: f64) -> String {
         format!("{y:.1}")
     } else if a >= 0.1 {
         format!("{y:.2}")
-    } else {
+    } else if a >= 0.01 {
         format!("{y:.3}")
+    } else if a >= 0.001 {
+        format!("{y:.4}")
+    } else {
+        format!("{y:.1e}")
     }
 }
 
