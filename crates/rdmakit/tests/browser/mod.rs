@@ -39,26 +39,36 @@ impl Browser {
     /// the DevTools protocol on a free loopback port, and attaches to its page.
     pub fn start(bin: &Path) -> Browser {
         let profile = tempfile::tempdir().unwrap();
-        let mut child = Command::new(bin)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-extensions",
-                "--remote-debugging-address=127.0.0.1",
-                "--remote-debugging-port=0",
-                "--window-size=1280,900",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("about:blank")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        let mut cmd = Command::new(bin);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=0",
+            "--window-size=1280,900",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        // Chromium dies with the test even when the test process is killed (a
+        // timeout, ^C) and Drop never runs: no browser left spinning on the machine.
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
         // Chromium writes the port it bound to into the profile.
