@@ -142,6 +142,10 @@ codes! {
         "The active RDMA MTU is below 4096 because of the netdev MTU", None;
     H009 = "RDK-H009", "unrecognized-value", Hardware, Info,
         "A sysfs attribute holds a value rdmakit does not recognize", None;
+    H010 = "RDK-H010", "port-error-counters", Hardware, Warning,
+        "A port's error counters show link or receive errors (or are saturated)", None;
+    H011 = "RDK-H011", "transport-retries", Hardware, Info,
+        "A port's transport counters show retransmissions, timeouts or failed QPs", None;
     I001 = "RDK-I001", "no-msix-vectors", Kernel, Error,
         "An RDMA device has no MSI-X interrupt vectors",
         Some("/proc/interrupts not checked: with no vectors, completions are never signalled and DMA appears to hang");

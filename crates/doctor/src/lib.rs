@@ -21,6 +21,7 @@
 
 pub mod checks;
 pub mod codes;
+pub mod counters;
 pub mod explain;
 pub mod finding;
 pub mod inventory;

@@ -83,6 +83,14 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["Value newer than this rdmakit (new link speed or width)", "Placeholder from the driver (N/A (no PMA), fw_ver)", "Truncated or vendor-specific value"],
             &["cat <path from the finding>", "ibv_devinfo -v"],
         ),
+        H010 => (
+            &["Marginal or failing cable, transceiver or connector (symbol errors, link recoveries, link downed)", "A bad switch port on the other end of the link", "Congestion or credit trouble (discards, buffer overruns), subnet manager trouble (VL15 dropped)", "Partition (P_Key) configuration (constraint errors)"],
+            &["perfquery -x <lid> <port>", "ibqueryerrors", "iblinkinfo", "ethtool -m <if>", "rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz"],
+        ),
+        H011 => (
+            &["Packet loss on RoCE without end-to-end PFC/ECN", "Link errors on the path (RDK-H010)", "A receiver that does not post receives in time (RNR)", "A peer that went away (timeouts until retries are exhausted)"],
+            &["rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz", "ethtool -S <if> | grep -iE 'pause|pfc|discard|out_of_buffer'", "rdmakit explain wc:RETRY_EXC_ERR"],
+        ),
         I001 => (
             &["MSI/MSI-X disabled (pci=nomsi)", "Driver probe incomplete or failed", "Hypervisor does not expose MSI-X for the device"],
             &["grep <BDF> /proc/interrupts", "ls /sys/bus/pci/devices/<BDF>/msi_irqs/", "lspci -s <BDF> -vvv | grep MSI-X", "cat /proc/cmdline"],

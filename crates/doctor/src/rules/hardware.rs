@@ -7,7 +7,7 @@ use crate::finding::{Evidence, Finding};
 use rdmakit_host::model::{Device, DeviceKind, Gid, PcieLink, Port};
 use rdmakit_host::parse::sysfs::{self, GidType, LinkLayer};
 
-fn no_devices(cx: &Ctx) -> Option<Outcome> {
+pub(crate) fn no_devices(cx: &Ctx) -> Option<Outcome> {
     if kernel_lacks_rdma(cx.facts) {
         return Some(Outcome::NotApplicable(
             "the kernel has no RDMA support (RDK-K001)".into(),
@@ -416,7 +416,13 @@ pub fn roce_gids(cx: &Ctx) -> Outcome {
         Err(o) => return o,
     };
     let mut out = Vec::new();
+    let mut read = 0;
     for (d, p) in ports {
+        // A source without the port's gids/ (a partial capture) says nothing about it.
+        if p.gid_slots == 0 {
+            continue;
+        }
+        read += 1;
         let subject = port_subject(d, p);
         let table = Evidence::new(
             format!("{}/gids + gid_attrs", p.path),
@@ -504,6 +510,9 @@ pub fn roce_gids(cx: &Ctx) -> Outcome {
                 )),
             );
         }
+    }
+    if read == 0 {
+        return Outcome::NotChecked("no RoCE port's GID table (gids/) is in the source".into());
     }
     Outcome::Findings(out)
 }
