@@ -151,6 +151,13 @@ pub const CHECKS: &[Check] = &[
         run: rules::kernel::uverbs,
     },
     Check {
+        id: "kernel.consistency",
+        title: "Modules, sysfs, RDMA netlink, /dev and the kernel config agree",
+        layer: Layer::Kernel,
+        codes: &[Code::K011],
+        run: rules::consistency::consistency,
+    },
+    Check {
         id: "device.present",
         title: "At least one RDMA device registered",
         layer: Layer::Hardware,

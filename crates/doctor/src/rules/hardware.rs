@@ -30,6 +30,21 @@ pub fn present(cx: &Ctx) -> Outcome {
         Err(_) if !f.covers("sys") => {
             return Outcome::NotChecked("the source holds no /sys".into())
         }
+        // Absent although ib_core is loaded: the sources disagree (RDK-K011 says
+        // which), so neither answer can be trusted.
+        Err(_)
+            if matches!(
+                f.modules.state("ib_core"),
+                rdmakit_host::model::ModuleState::Loaded
+                    | rdmakit_host::model::ModuleState::BuiltIn
+            ) =>
+        {
+            return Outcome::NotChecked(
+                "/sys/class/infiniband is absent although ib_core is loaded: the sources \
+                 disagree (RDK-K011)"
+                    .into(),
+            )
+        }
         // ib_core not loaded: RDK-K002 says so.
         Err(_) => {
             return Outcome::NotApplicable(
