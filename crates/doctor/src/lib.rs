@@ -24,6 +24,7 @@ pub mod codes;
 pub mod counters;
 pub mod explain;
 pub mod finding;
+pub mod group;
 pub mod inventory;
 pub mod npd;
 pub mod probes;
