@@ -32,6 +32,9 @@ pub struct Config {
     pub usage_warn_pct: f64,
     /// Usage of a device limit (percent) that raises an error (`--usage-error`).
     pub usage_error_pct: f64,
+    /// Port counters of an earlier collection (`--baseline`): counters are then judged
+    /// by their growth since it.
+    pub baseline: Option<crate::counters::Baseline>,
 }
 
 impl Default for Config {
@@ -46,6 +49,7 @@ impl Default for Config {
             overrides: BTreeMap::new(),
             usage_warn_pct: 80.0,
             usage_error_pct: 95.0,
+            baseline: None,
         }
     }
 }
@@ -147,6 +151,13 @@ pub const CHECKS: &[Check] = &[
         run: rules::kernel::uverbs,
     },
     Check {
+        id: "kernel.consistency",
+        title: "Modules, sysfs, RDMA netlink, /dev and the kernel config agree",
+        layer: Layer::Kernel,
+        codes: &[Code::K011],
+        run: rules::consistency::consistency,
+    },
+    Check {
         id: "device.present",
         title: "At least one RDMA device registered",
         layer: Layer::Hardware,
@@ -166,6 +177,20 @@ pub const CHECKS: &[Check] = &[
         layer: Layer::Hardware,
         codes: &[Code::H003],
         run: rules::hardware::port_rate,
+    },
+    Check {
+        id: "port.errors",
+        title: "Port error counters below ibqueryerrors' thresholds, none saturated",
+        layer: Layer::Hardware,
+        codes: &[Code::H010],
+        run: rules::counters::errors,
+    },
+    Check {
+        id: "port.transport",
+        title: "No growing transport retries, timeouts or failed QPs (hw_counters)",
+        layer: Layer::Hardware,
+        codes: &[Code::H011],
+        run: rules::counters::transport,
     },
     Check {
         id: "pcie.link",

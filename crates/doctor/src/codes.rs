@@ -123,6 +123,8 @@ codes! {
         "The kernel log shows the link going down and up repeatedly", None;
     K010 = "RDK-K010", "kernel-log-unread", Kernel, Info,
         "The kernel log could not be read, so its checks did not run", None;
+    K011 = "RDK-K011", "evidence-disagrees", Kernel, Warning,
+        "Two sources of host facts disagree (modules, sysfs, netlink, /dev)", None;
     H001 = "RDK-H001", "no-rdma-device", Hardware, Error,
         "No RDMA device is registered with the kernel", None;
     H002 = "RDK-H002", "port-not-active", Hardware, Error,
@@ -142,6 +144,10 @@ codes! {
         "The active RDMA MTU is below 4096 because of the netdev MTU", None;
     H009 = "RDK-H009", "unrecognized-value", Hardware, Info,
         "A sysfs attribute holds a value rdmakit does not recognize", None;
+    H010 = "RDK-H010", "port-error-counters", Hardware, Warning,
+        "A port's error counters show link or receive errors (or are saturated)", None;
+    H011 = "RDK-H011", "transport-retries", Hardware, Info,
+        "A port's transport counters show retransmissions, timeouts or failed QPs", None;
     I001 = "RDK-I001", "no-msix-vectors", Kernel, Error,
         "An RDMA device has no MSI-X interrupt vectors",
         Some("/proc/interrupts not checked: with no vectors, completions are never signalled and DMA appears to hang");

@@ -21,8 +21,10 @@
 
 pub mod checks;
 pub mod codes;
+pub mod counters;
 pub mod explain;
 pub mod finding;
+pub mod group;
 pub mod inventory;
 pub mod npd;
 pub mod probes;

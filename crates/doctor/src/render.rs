@@ -1,6 +1,7 @@
 //! Rendering a [`Report`]: a human report (ANSI-styled; the caller's writer strips
 //! styles for NO_COLOR and non-terminals) and JSON.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
@@ -9,6 +10,7 @@ use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
 use crate::checks::{Status, CHECKS};
 use crate::codes::Severity;
 use crate::finding::Finding;
+use crate::group::FindingGroup;
 use crate::report::Report;
 
 const BOLD: Style = Style::new().bold();
@@ -90,6 +92,145 @@ fn finding(out: &mut String, f: &Finding, verbose: bool) {
     }
     for n in f.next.iter().take(if verbose { usize::MAX } else { 2 }) {
         let _ = writeln!(out, "      {DIM}next{DIM:#}     {n}");
+    }
+}
+
+/// An info finding in one line (without --verbose).
+fn info_line(out: &mut String, f: &Finding) {
+    let s = sev_style(f.severity);
+    let _ = writeln!(
+        out,
+        "{s}{}{s:#} {BOLD}{}{BOLD:#} [{}] {}: {}",
+        sev_label(f.severity),
+        f.code.as_str(),
+        f.layer.as_str(),
+        f.subject,
+        f.message
+    );
+}
+
+/// "a, b, c" for up to three subjects, else "a, b and 6 more".
+fn subjects_inline(subjects: &[String]) -> String {
+    if subjects.len() <= 3 {
+        subjects.join(", ")
+    } else {
+        format!(
+            "{}, {} and {} more",
+            subjects[0],
+            subjects[1],
+            subjects.len() - 2
+        )
+    }
+}
+
+/// A group of findings with one cause: printed once, with every subject, the
+/// members' evidence and the fix.
+fn group(out: &mut String, g: &FindingGroup, all: &[Finding], verbose: bool) {
+    let members: Vec<&Finding> = g.findings.iter().map(|i| &all[*i]).collect();
+    let s = sev_style(g.severity);
+    let _ = writeln!(
+        out,
+        "{s}{}{s:#} {BOLD}{}{BOLD:#} [{}] {} ({} alike): {}",
+        sev_label(g.severity),
+        g.code.as_str(),
+        g.layer.as_str(),
+        subjects_inline(&g.subjects),
+        g.subjects.len(),
+        g.message
+    );
+    if g.severity == Severity::Info && !verbose {
+        return;
+    }
+    if g.subjects.len() > 3 {
+        let _ = writeln!(out, "      {DIM}subjects{DIM:#} {}", g.subjects.join(", "));
+    }
+    let mut evidence = Vec::new();
+    for f in &members {
+        for e in &f.evidence {
+            if !evidence.contains(&e) {
+                evidence.push(e);
+            }
+        }
+    }
+    let shown = if verbose {
+        evidence.len()
+    } else {
+        evidence.len().min(3)
+    };
+    for e in &evidence[..shown] {
+        let _ = writeln!(out, "      {DIM}evidence{DIM:#} {} = {}", e.path, e.value);
+    }
+    if shown < evidence.len() {
+        let _ = writeln!(
+            out,
+            "      {DIM}evidence{DIM:#} ... {} more (--verbose)",
+            evidence.len() - shown
+        );
+    }
+    if let Some(o) = members[0].omission {
+        let _ = writeln!(out, "      {DIM}omission{DIM:#} {o}");
+    }
+    let mut remedies: Vec<&Finding> = Vec::new();
+    for f in &members {
+        if !f.remedy.is_empty() && !remedies.iter().any(|r| r.remedy == f.remedy) {
+            remedies.push(f);
+        }
+    }
+    for (i, f) in remedies.iter().enumerate() {
+        if i > 0 && !verbose {
+            break;
+        }
+        let whose = if remedies.len() > 1 {
+            format!(" (for {})", f.subject)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "      {DIM}fix{DIM:#}      {}{whose}", f.remedy);
+    }
+    let mut next: Vec<&String> = Vec::new();
+    for f in &members {
+        for n in &f.next {
+            if !next.contains(&n) {
+                next.push(n);
+            }
+        }
+    }
+    let take = if verbose { next.len() } else { 2 };
+    for n in next.iter().take(take) {
+        let _ = writeln!(out, "      {DIM}next{DIM:#}     {n}");
+    }
+}
+
+/// The findings section: groups once, info findings one line each unless verbose.
+fn findings(out: &mut String, r: &Report, verbose: bool) {
+    let groups = crate::group::groups(&r.findings);
+    let mut first_of: BTreeMap<usize, &FindingGroup> = BTreeMap::new();
+    let mut member = vec![false; r.findings.len()];
+    for g in &groups {
+        first_of.insert(g.findings[0], g);
+        for i in &g.findings {
+            member[*i] = true;
+        }
+    }
+    let mut shortened = false;
+    for (i, f) in r.findings.iter().enumerate() {
+        if let Some(g) = first_of.get(&i) {
+            group(out, g, &r.findings, verbose);
+            shortened |= g.severity == Severity::Info && !verbose;
+        } else if member[i] {
+            continue;
+        } else if f.severity == Severity::Info && !verbose {
+            info_line(out, f);
+            shortened = true;
+        } else {
+            finding(out, f, verbose);
+        }
+    }
+    if shortened {
+        let _ = writeln!(
+            out,
+            "      {DIM}(info: one line each; --verbose or rdmakit explain CODE for evidence and fixes){DIM:#}"
+        );
     }
 }
 
@@ -232,9 +373,7 @@ pub fn human(r: &Report, opts: HumanOptions) -> String {
         let _ = writeln!(out, "{BOLD}Findings{BOLD:#}: none");
     } else {
         let _ = writeln!(out, "{BOLD}Findings{BOLD:#}");
-        for f in &r.findings {
-            finding(&mut out, f, opts.verbose);
-        }
+        findings(&mut out, r, opts.verbose);
     }
     out.push('\n');
 
@@ -294,10 +433,18 @@ pub fn human(r: &Report, opts: HumanOptions) -> String {
     out
 }
 
-/// The JSON report (schema [`crate::report::SCHEMA`], documented in docs/json-schema.md).
+/// The JSON report (schema [`crate::report::SCHEMA`], documented in docs/json-schema.md):
+/// the report's fields, and `groups[]` ([`crate::group::groups`]) beside `findings[]`.
 pub fn json(r: &Report) -> String {
     // Plain data with string keys: serialization cannot fail.
-    serde_json::to_string_pretty(r).unwrap_or_default()
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "groups".into(),
+            serde_json::to_value(crate::group::groups(&r.findings)).unwrap_or_default(),
+        );
+    }
+    serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
 /// `rdmakit doctor --list-checks`.

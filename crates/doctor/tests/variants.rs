@@ -22,7 +22,15 @@ fn port_down_netdev_down() {
     set(&mut b, &format!("{PORT}/phys_state"), "3: Disabled\n");
     set(&mut b, "/sys/class/net/eth0/operstate", "down\n");
     let r = report(&b);
-    assert_adds(&base, &r, &[Code::H002]);
+    // An edit of sysfs alone: the capture's netlink still says ACTIVE, a host that
+    // cannot exist (the real port_down bundle in vm_bundles.rs has no K011).
+    assert_adds(&base, &r, &[Code::H002, Code::K011]);
+    let k = r.findings.iter().find(|f| f.code == Code::K011).unwrap();
+    assert!(
+        k.message.contains("DOWN in sysfs") && k.message.contains("ACTIVE) in RDMA netlink"),
+        "{}",
+        k.message
+    );
     let f = r.findings.iter().find(|f| f.code == Code::H002).unwrap();
     assert!(
         f.message.contains("DOWN") && f.message.contains("Disabled"),
@@ -49,6 +57,8 @@ fn ib_port_init_means_no_subnet_manager() {
     let codes = all_codes(&r);
     assert!(codes.contains(&Code::H002), "{}", summary(&r));
     assert!(!codes.contains(&Code::H007) && !codes.contains(&Code::H008));
+    // sysfs says INIT, the capture's netlink ACTIVE: not one host.
+    assert!(codes.contains(&Code::K011), "{}", summary(&r));
     let f = r.findings.iter().find(|f| f.code == Code::H002).unwrap();
     assert!(f.remedy.contains("subnet manager"), "{}", f.remedy);
     let _ = base;
@@ -67,7 +77,17 @@ fn ib_umad_missing() {
     remove(&mut b, "/sys/module/ib_umad");
     remove(&mut b, "/sys/class/infiniband_mad");
     let r = report(&b);
-    assert_adds(&base, &r, &[Code::K003]);
+    // /dev/infiniband/umad0 and issm0 stay in the edit: nodes of a module that is not
+    // loaded (the real ib_umad_missing bundle has neither the nodes nor K011).
+    assert_adds(&base, &r, &[Code::K003, Code::K011]);
+    let mut k: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::K011)
+        .map(|f| f.subject.as_str())
+        .collect();
+    k.sort();
+    assert_eq!(k, ["/dev/infiniband/issm0", "/dev/infiniband/umad0"]);
     let f = r.findings.iter().find(|f| f.code == Code::K003).unwrap();
     assert!(f.omission.is_some_and(|o| o.contains("ib_umad")));
     assert_eq!(r.checklist[0].result, "fail");
@@ -85,7 +105,8 @@ fn core_modules_missing() {
     });
     remove(&mut b, "/sys/module/rdma_ucm");
     let r = report(&b);
-    assert_adds(&base, &r, &[Code::K002]);
+    // /dev/infiniband/rdma_cm without rdma_ucm: the edit is not a real host (K011).
+    assert_adds(&base, &r, &[Code::K002, Code::K011]);
     assert_eq!(
         r.findings
             .iter()
@@ -136,7 +157,15 @@ fn uverbs_device_missing() {
     let mut b = healthy();
     remove(&mut b, "/sys/class/infiniband_verbs/uverbs0");
     let r = report(&b);
-    assert_adds(&base, &r, &[Code::K006]);
+    // The node /dev/infiniband/uverbs0 and netlink's chardev answer (uverbs0) stay:
+    // two sources contradict the edited sysfs.
+    assert_adds(&base, &r, &[Code::K006, Code::K011]);
+    assert_eq!(
+        r.findings.iter().filter(|f| f.code == Code::K011).count(),
+        2,
+        "{}",
+        summary(&r)
+    );
 }
 
 #[test]
@@ -292,7 +321,20 @@ fn no_rdma_device_registered() {
     let r = report(&b);
     let codes = all_codes(&r);
     assert!(codes.contains(&Code::H001), "{}", summary(&r));
-    assert!(codes.iter().all(|c| *c == Code::H001), "{}", summary(&r));
+    // netlink still lists rxe0 and /dev/infiniband/uverbs0 is still there: the edit
+    // cannot be a real host, and the report says so instead of trusting one side.
+    assert!(
+        codes.iter().all(|c| [Code::H001, Code::K011].contains(c)),
+        "{}",
+        summary(&r)
+    );
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.code == Code::K011 && f.subject == "rxe0" && f.message.contains("netlink")),
+        "{}",
+        summary(&r)
+    );
     let _ = base;
 }
 
@@ -412,10 +454,23 @@ fn kernel_without_rdma_like_this_build_machine() {
     );
     let r = report(&b);
     let codes = codes_at(&r, Severity::Warning);
+    // The edit keeps the capture's netlink answers (rxe0) and /dev/infiniband: a kernel
+    // that refuses NETLINK_RDMA cannot have answered them (K011).
     assert_eq!(
         codes.into_iter().collect::<Vec<_>>(),
-        vec![Code::K001],
+        vec![Code::K001, Code::K011],
         "{}",
+        summary(&r)
+    );
+    drop_netlink(&mut b);
+    remove(&mut b, "/dev/infiniband");
+    let r = report(&b);
+    assert_eq!(
+        codes_at(&r, Severity::Warning)
+            .into_iter()
+            .collect::<Vec<_>>(),
+        vec![Code::K001],
+        "a consistent kernel-without-RDMA host: K001 alone\n{}",
         summary(&r)
     );
     assert_eq!(r.checklist[3].result, "n/a");

@@ -47,6 +47,10 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["kernel.dmesg_restrict = 1 and rdmakit not run as root / without CAP_SYSLOG", "Container without the host's kernel log"],
             &["sysctl kernel.dmesg_restrict", "journalctl -k -b > kern.log && rdmakit doctor --kernel-log kern.log", "sudo rdmakit doctor"],
         ),
+        K011 => (
+            &["A container whose /sys or /dev is the host's while netlink answers for its own network namespace", "A bundle or captured tree assembled from two hosts or two moments (device added/removed, port changed state in between)", "A kernel config of another release, or a stale static /dev/infiniband node"],
+            &["rdmakit doctor --verbose", "rdma dev; rdma link; ls /sys/class/infiniband /sys/class/infiniband_verbs", "ls -l /dev/infiniband; lsmod | grep -E '^(ib_|rdma_)'", "readlink /proc/self/ns/net /proc/1/ns/net"],
+        ),
         H001 => (
             &["Vendor RDMA driver not loaded", "No RDMA-capable NIC, or RDMA disabled in its firmware", "Soft-RoCE/SoftiWARP link never created (rdma link add)", "Device in another network namespace"],
             &["lspci -nn | grep -iE 'infiniband|ethernet'", "lspci -k -s <BDF>", "rdma link show", "rdma link add rxe0 type rxe netdev <if>"],
@@ -82,6 +86,14 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
         H009 => (
             &["Value newer than this rdmakit (new link speed or width)", "Placeholder from the driver (N/A (no PMA), fw_ver)", "Truncated or vendor-specific value"],
             &["cat <path from the finding>", "ibv_devinfo -v"],
+        ),
+        H010 => (
+            &["Marginal or failing cable, transceiver or connector (symbol errors, link recoveries, link downed)", "A bad switch port on the other end of the link", "Congestion or credit trouble (discards, buffer overruns), subnet manager trouble (VL15 dropped)", "Partition (P_Key) configuration (constraint errors)"],
+            &["perfquery -x <lid> <port>", "ibqueryerrors", "iblinkinfo", "ethtool -m <if>", "rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz"],
+        ),
+        H011 => (
+            &["Packet loss on RoCE without end-to-end PFC/ECN", "Link errors on the path (RDK-H010)", "A receiver that does not post receives in time (RNR)", "A peer that went away (timeouts until retries are exhausted)"],
+            &["rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz", "ethtool -S <if> | grep -iE 'pause|pfc|discard|out_of_buffer'", "rdmakit explain wc:RETRY_EXC_ERR"],
         ),
         I001 => (
             &["MSI/MSI-X disabled (pci=nomsi)", "Driver probe incomplete or failed", "Hypervisor does not expose MSI-X for the device"],

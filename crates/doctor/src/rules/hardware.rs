@@ -7,7 +7,7 @@ use crate::finding::{Evidence, Finding};
 use rdmakit_host::model::{Device, DeviceKind, Gid, PcieLink, Port};
 use rdmakit_host::parse::sysfs::{self, GidType, LinkLayer};
 
-fn no_devices(cx: &Ctx) -> Option<Outcome> {
+pub(crate) fn no_devices(cx: &Ctx) -> Option<Outcome> {
     if kernel_lacks_rdma(cx.facts) {
         return Some(Outcome::NotApplicable(
             "the kernel has no RDMA support (RDK-K001)".into(),
@@ -29,6 +29,21 @@ pub fn present(cx: &Ctx) -> Outcome {
         Ok(_) => return Outcome::pass(),
         Err(_) if !f.covers("sys") => {
             return Outcome::NotChecked("the source holds no /sys".into())
+        }
+        // Absent although ib_core is loaded: the sources disagree (RDK-K011 says
+        // which), so neither answer can be trusted.
+        Err(_)
+            if matches!(
+                f.modules.state("ib_core"),
+                rdmakit_host::model::ModuleState::Loaded
+                    | rdmakit_host::model::ModuleState::BuiltIn
+            ) =>
+        {
+            return Outcome::NotChecked(
+                "/sys/class/infiniband is absent although ib_core is loaded: the sources \
+                 disagree (RDK-K011)"
+                    .into(),
+            )
         }
         // ib_core not loaded: RDK-K002 says so.
         Err(_) => {
@@ -416,7 +431,13 @@ pub fn roce_gids(cx: &Ctx) -> Outcome {
         Err(o) => return o,
     };
     let mut out = Vec::new();
+    let mut read = 0;
     for (d, p) in ports {
+        // A source without the port's gids/ (a partial capture) says nothing about it.
+        if p.gid_slots == 0 {
+            continue;
+        }
+        read += 1;
         let subject = port_subject(d, p);
         let table = Evidence::new(
             format!("{}/gids + gid_attrs", p.path),
@@ -504,6 +525,9 @@ pub fn roce_gids(cx: &Ctx) -> Outcome {
                 )),
             );
         }
+    }
+    if read == 0 {
+        return Outcome::NotChecked("no RoCE port's GID table (gids/) is in the source".into());
     }
     Outcome::Findings(out)
 }

@@ -257,6 +257,13 @@ pub fn uverbs(cx: &Ctx) -> Outcome {
         return Outcome::NotApplicable("no RDMA device".into());
     }
     if f.modules.state("ib_uverbs") == ModuleState::Absent {
+        if !f.uverbs.devs.is_empty() {
+            return Outcome::NotChecked(
+                "ib_uverbs is not loaded, yet /sys/class/infiniband_verbs has devices: the \
+                 sources disagree (RDK-K011)"
+                    .into(),
+            );
+        }
         return Outcome::NotApplicable("ib_uverbs is not loaded (RDK-K002)".into());
     }
     if f.uverbs.listing.is_err() && f.modules.state("ib_uverbs") == ModuleState::Unknown {

@@ -1,6 +1,8 @@
 //! The rules, one module per layer. Each is a pure function of the facts.
 
 pub mod application;
+pub mod consistency;
+pub mod counters;
 pub mod hardware;
 pub mod irq;
 pub mod kernel;

@@ -211,11 +211,26 @@ impl Default for PciSpec {
 pub const BDF: &str = "0000:3b:00.0";
 pub const BRIDGE: &str = "/sys/devices/pci0000:00/0000:00:02.0";
 
+/// Removes every recorded RDMA netlink answer: the bundle then says what a capture of
+/// files alone says ("not recorded"), instead of a netlink view that no longer
+/// matches its edited sysfs.
+pub fn drop_netlink(b: &mut Bundle) {
+    for (op, key) in b.keys() {
+        if op == Op::Probe && key.starts_with("netlink:") {
+            b.remove(op, &key);
+        }
+    }
+}
+
 /// The healthy rxe capture plus mlx5_0 (the real procfs tree) as a PCI function at
 /// 0000:3b:00.0 behind bridge 0000:00:02.0, with mlx5 modules, a uverbs node, MSI-X
 /// vectors in /proc/interrupts and their affinity as `spec` says.
+///
+/// The capture's netlink answers are dropped: they list only rxe0, and a host whose
+/// sysfs has mlx5_0 while its netlink does not cannot exist (RDK-K011).
 pub fn pci_host(spec: &PciSpec) -> Bundle {
     let mut b = import("healthy");
+    drop_netlink(&mut b);
     let nics = import("real-nics-procfs");
     let pci = format!("{BRIDGE}/{BDF}");
     let real = format!("{pci}/infiniband/mlx5_0");

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::codes::{Code, Severity};
+use rdmakit_doctor::counters::Baseline;
 use rdmakit_doctor::probes::{self, ProbeConfig, ProbeReport, SOFT_LABEL};
 use rdmakit_doctor::render::{self, HumanOptions};
 use rdmakit_doctor::report::Report;
@@ -78,6 +79,10 @@ pub struct Args {
     /// CPU, device topology; the data embedded as JSON).
     #[arg(long, value_name = "FILE")]
     html: Option<String>,
+    /// Judge port counters by their growth since this earlier `rdmakit collect` bundle
+    /// (or capture directory) of the same host, instead of by their totals.
+    #[arg(long, value_name = "BUNDLE", conflicts_with_all = ["device", "npd"])]
+    baseline: Option<String>,
 }
 
 /// The probe configuration for this host: its RLIMIT_MEMLOCK (none for root,
@@ -193,6 +198,35 @@ fn soft_usage(name: &str) -> Vec<probes::SoftUsage> {
         .collect()
 }
 
+/// The port counters of the `--baseline` bundle, with its age relative to the
+/// collection being judged when both times are known.
+fn load_baseline(path: &str, current: &Opened, live: bool) -> anyhow::Result<Baseline> {
+    let args = SourceArgs {
+        root: None,
+        from: Some(path.to_string()),
+        pid: None,
+        kernel_log: None,
+    };
+    let (opened, opts) = args.open().with_context(|| format!("--baseline {path}"))?;
+    let facts = collect(opened.source(), &opts);
+    if facts.devices.iter().all(|d| d.ports.is_empty()) {
+        bail!("--baseline {path}: holds no RDMA port, so there are no counters to compare with");
+    }
+    let then = match &opened {
+        Opened::Bundle(b, _) => b.header.created_unix,
+        Opened::Live(..) => 0,
+    };
+    let now = match current {
+        Opened::Bundle(b, _) => b.header.created_unix,
+        Opened::Live(..) if live => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        Opened::Live(..) => 0,
+    };
+    let age = (then > 0 && now >= then).then(|| now - then);
+    Ok(Baseline::from_facts(&facts, opened.label(), age))
+}
+
 /// Parses "64M", "8388608", "1G", "512K".
 pub fn parse_size(s: &str) -> anyhow::Result<u64> {
     let s = s.trim();
@@ -261,13 +295,17 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         anstream::stdout().write_all(render::list_checks().as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let s = settings(&a)?;
+    let mut s = settings(&a)?;
     if a.npd {
         return super::npd::run(&a.source, &s.cfg, s.fail_on, &a.npd_state, a.npd_deadline);
     }
     let (opened, opts) = a.source.open()?;
     let spinner = super::progress::Spinner::start("collecting host facts");
     let facts = collect(opened.source(), &opts);
+    let live = a.source.from.is_none() && a.source.root.is_none();
+    if let Some(path) = &a.baseline {
+        s.cfg.baseline = Some(load_baseline(path, &opened, live)?);
+    }
     let from_dir = a
         .source
         .from
@@ -313,7 +351,27 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         ) {
             inv.name_from_input(input);
         }
-        let live = a.source.from.is_none() && a.source.root.is_none();
+        if let Some(b) = &s.cfg.baseline {
+            let shared = facts
+                .devices
+                .iter()
+                .flat_map(|d| d.ports.iter().map(move |p| format!("{}/{}", d.name, p.num)))
+                .filter(|k| b.ports.contains_key(k))
+                .count();
+            report.notes.push(if shared == 0 {
+                format!(
+                    "--baseline {}: no port of this host is in it; counters were judged by \
+                     their totals",
+                    b.describe()
+                )
+            } else {
+                format!(
+                    "port counters judged by their growth since the baseline {} ({shared} \
+                     port(s) in both)",
+                    b.describe()
+                )
+            });
+        }
         let no_host_device = facts.devices.is_empty();
         let want = !a.no_probe && (a.probe || (live && no_host_device));
         if want && !live {

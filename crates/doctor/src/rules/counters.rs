@@ -1,0 +1,304 @@
+//! Hardware layer: port error counters (RDK-H010) and transport counters (RDK-H011),
+//! absolute or, with a [`Baseline`], as growth since it.
+
+use super::hardware::no_devices;
+use super::port_subject;
+use crate::checks::{Ctx, Outcome};
+use crate::codes::{Code, Severity};
+use crate::counters::{judge, Baseline, BaselinePort, Reading, ERROR_COUNTERS, TRANSPORT_COUNTERS};
+use crate::finding::{Evidence, Finding};
+use rdmakit_host::model::{Attr, Device, DeviceKind, Port};
+use rdmakit_host::parse::sysfs::Counter;
+
+/// The baseline's record of a port, or why there is none to compare with.
+enum Base<'a> {
+    /// No `--baseline` was given.
+    None,
+    Port(&'a Baseline, &'a BaselinePort),
+    /// A baseline was given but cannot be used for this port (said in the message).
+    Unusable(String),
+}
+
+fn base<'a>(b: Option<&'a Baseline>, d: &Device, p: &Port) -> Base<'a> {
+    let Some(b) = b else { return Base::None };
+    let Some(bp) = b.ports.get(&format!("{}/{}", d.name, p.num)) else {
+        return Base::Unusable(format!(
+            "{} port {} is not in the baseline: absolute values",
+            d.name, p.num
+        ));
+    };
+    match (bp.node_guid, d.node_guid.get()) {
+        (Some(then), Some(now)) if then != *now => Base::Unusable(format!(
+            "the baseline's {} has node GUID {then:016x}, this one {now:016x}: another \
+             device, absolute values",
+            d.name
+        )),
+        _ => Base::Port(b, bp),
+    }
+}
+
+/// A counter's value, or `None` when it is absent, "N/A" or garbage (garbage is
+/// RDK-H009's). `na` is set when the driver printed "N/A".
+fn value(a: Option<&Attr<Counter>>, na: &mut bool) -> Option<u64> {
+    match a?.get()? {
+        Counter::Value(v) => Some(*v),
+        Counter::Unavailable(_) => {
+            *na = true;
+            None
+        }
+    }
+}
+
+/// Why a counter check found nothing to read.
+fn nothing_read(cx: &Ctx, na: bool, dir: &str) -> Outcome {
+    if na {
+        return Outcome::NotApplicable(format!(
+            "every port's {dir} reads \"N/A\" (no performance-management agent)"
+        ));
+    }
+    if cx
+        .facts
+        .devices
+        .iter()
+        .all(|d| d.kind == DeviceKind::Software)
+    {
+        return Outcome::NotApplicable(format!("software devices only: no {dir} of this kind"));
+    }
+    Outcome::NotChecked(format!("no port has {dir} in the source"))
+}
+
+pub fn errors(cx: &Ctx) -> Outcome {
+    if let Some(o) = no_devices(cx) {
+        return o;
+    }
+    let mut out = Vec::new();
+    let (mut read, mut na) = (false, false);
+    for d in &cx.facts.devices {
+        for p in &d.ports {
+            let b = base(cx.cfg.baseline.as_ref(), d, p);
+            let mut parts = Vec::new();
+            let mut evidence = Vec::new();
+            let (mut sev, mut link, mut saturated) = (Severity::Warning, false, false);
+            for c in ERROR_COUNTERS {
+                let a = p.counters.get(c.name);
+                let Some(now) = value(a, &mut na) else {
+                    continue;
+                };
+                read = true;
+                let (was, was_path) = match &b {
+                    Base::Port(_, bp) => (
+                        bp.counters.get(c.name).copied(),
+                        bp.paths.get(c.name).cloned(),
+                    ),
+                    _ => (None, None),
+                };
+                let part = match judge(c, now, was) {
+                    Reading::Quiet => continue,
+                    Reading::Saturated { was: Some(w) } if w == c.max() => format!(
+                        "{} {now} (saturated at the baseline and now: growth unknown until it \
+                         is cleared)",
+                        c.name
+                    ),
+                    Reading::Saturated { was } => {
+                        saturated = true;
+                        if c.bits >= 8 {
+                            sev = Severity::Error;
+                        }
+                        match was {
+                            Some(w) => format!(
+                                "{} {now} (saturated since the baseline's {w}: the {}-bit counter \
+                                 stopped at its maximum, at least +{})",
+                                c.name,
+                                c.bits,
+                                now - w
+                            ),
+                            None => format!(
+                                "{} {now} (saturated: the {}-bit counter stopped at its maximum)",
+                                c.name, c.bits
+                            ),
+                        }
+                    }
+                    Reading::Over {
+                        count,
+                        since_baseline: false,
+                        ..
+                    } => format!("{} {count} (> {})", c.name, c.threshold),
+                    Reading::Over {
+                        count, reset: true, ..
+                    } => format!(
+                        "{} {count} since it was cleared after the baseline (> {})",
+                        c.name, c.threshold
+                    ),
+                    Reading::Over { count, .. } => {
+                        format!("{} +{count} (> {})", c.name, c.threshold)
+                    }
+                };
+                link |= c.link;
+                parts.push(part);
+                if let Some(a) = a {
+                    evidence.push(Evidence::of(a));
+                }
+                if let (Some(w), Some(path)) = (was, was_path) {
+                    evidence.push(Evidence::new(format!("baseline {path}"), w.to_string()));
+                }
+            }
+            if parts.is_empty() {
+                continue;
+            }
+            let since = match &b {
+                Base::Port(bl, _) => format!("since the baseline ({})", bl.describe()),
+                Base::Unusable(why) => format!("since they were last cleared ({why})"),
+                Base::None => "since they were last cleared".to_string(),
+            };
+            let mut remedy = if link {
+                "A physical-link fault: reseat, clean or replace the cable and transceiver on \
+                 both ends, check the peer switch port's counters, and move the cable to \
+                 another port to tell cable from port."
+                    .to_string()
+            } else {
+                "Congestion, credit or configuration trouble: check the switch, the subnet \
+                 manager's log and the partition configuration."
+                    .to_string()
+            };
+            if saturated {
+                remedy.push_str(
+                    " A saturated counter no longer counts: clear the counters after the fix \
+                     (perfquery -x -R) so new errors show.",
+                );
+            }
+            if matches!(b, Base::None) {
+                remedy.push_str(
+                    " Record a baseline (rdmakit collect) and compare later runs with \
+                     rdmakit doctor --baseline to see whether the errors still grow.",
+                );
+            }
+            let mut fd = Finding::new(
+                Code::H010,
+                port_subject(d, p),
+                format!("error counters {since}: {}", parts.join(", ")),
+            )
+            .severity(sev)
+            .remedy(remedy)
+            .next(format!("perfquery -x -C {} -P {}", d.name, p.num))
+            .next("ibqueryerrors; iblinkinfo");
+            fd.evidence = evidence;
+            out.push(fd);
+        }
+    }
+    if !read {
+        return nothing_read(cx, na, "PMA error counters (counters/)");
+    }
+    Outcome::Findings(out)
+}
+
+pub fn transport(cx: &Ctx) -> Outcome {
+    if let Some(o) = no_devices(cx) {
+        return o;
+    }
+    let mut out = Vec::new();
+    let (mut read, mut na) = (false, false);
+    for d in &cx.facts.devices {
+        for p in &d.ports {
+            let b = base(cx.cfg.baseline.as_ref(), d, p);
+            let mut parts = Vec::new();
+            let mut evidence = Vec::new();
+            let mut fatal = false;
+            for c in TRANSPORT_COUNTERS {
+                let a = p.hw_counters.get(c.name);
+                let Some(now) = value(a, &mut na) else {
+                    continue;
+                };
+                read = true;
+                let mut then = None;
+                let part = match &b {
+                    Base::Port(_, bp) => {
+                        let Some(was) = bp.counters.get(c.name).copied() else {
+                            continue;
+                        };
+                        let (growth, reset) = if now >= was {
+                            (now - was, false)
+                        } else {
+                            (now, true)
+                        };
+                        if growth <= c.threshold {
+                            continue;
+                        }
+                        then = bp
+                            .paths
+                            .get(c.name)
+                            .map(|path| Evidence::new(format!("baseline {path}"), was.to_string()));
+                        if reset {
+                            format!(
+                                "{} {growth} since the driver reset it after the baseline (> {})",
+                                c.name, c.threshold
+                            )
+                        } else {
+                            format!("{} +{growth} (> {})", c.name, c.threshold)
+                        }
+                    }
+                    _ if now == 0 => continue,
+                    _ => format!("{} {now}", c.name),
+                };
+                fatal |= c.fatal;
+                parts.push(part);
+                if let Some(a) = a {
+                    evidence.push(Evidence::of(a));
+                }
+                evidence.extend(then);
+            }
+            if parts.is_empty() {
+                continue;
+            }
+            let subject = port_subject(d, p);
+            let mut fd = match &b {
+                Base::Port(bl, _) => Finding::new(
+                    Code::H011,
+                    subject,
+                    format!(
+                        "transport counters since the baseline ({}): {}",
+                        bl.describe(),
+                        parts.join(", ")
+                    ),
+                )
+                .severity(Severity::Warning),
+                Base::Unusable(why) => Finding::new(
+                    Code::H011,
+                    subject,
+                    format!(
+                        "transport counters since the driver loaded ({why}): {}",
+                        parts.join(", ")
+                    ),
+                ),
+                Base::None => Finding::new(
+                    Code::H011,
+                    subject,
+                    format!(
+                        "transport counters since the driver loaded: {}; whether they still \
+                         grow needs a baseline (--baseline)",
+                        parts.join(", ")
+                    ),
+                ),
+            };
+            let mut remedy = String::from(
+                "Retransmissions hide packet loss: on RoCE check PFC/ECN on the NICs and every \
+                 switch in the path; on any fabric fix link errors first (RDK-H010).",
+            );
+            if fatal {
+                remedy.push_str(
+                    " Exhausted retries failed QPs (the application saw RETRY_EXC_ERR or \
+                     RNR_RETRY_EXC_ERR): for RNR, the receiver posts receives too slowly.",
+                );
+            }
+            fd = fd
+                .remedy(remedy)
+                .next("rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz")
+                .next("rdmakit explain wc:RETRY_EXC_ERR");
+            fd.evidence = evidence;
+            out.push(fd);
+        }
+    }
+    if !read {
+        return nothing_read(cx, na, "transport counters (hw_counters/)");
+    }
+    Outcome::Findings(out)
+}

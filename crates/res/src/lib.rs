@@ -1,0 +1,30 @@
+//! One `rdmakit res` for every device: the kernel's tracked RDMA objects (RDMA netlink,
+//! read through [`rdmakit_host::netlink`]) and the soft NIC's objects (its
+//! cross-process registry, [`rdmakit_soft::registry`]), as the lines
+//! `rdma resource show` prints and the objects `rdma -j` prints, each with its owner's
+//! state so objects a dead process left behind stand out.
+//!
+//! - [`row`]: a [`Row`] is one object; `human()` and [`json`] render it.
+//! - [`kernel`]: rows from [`rdmakit_host::netlink::NetlinkFacts`] (pure).
+//! - [`soft`]: [`soft::read`] reads the registries and `/proc`; the row builders
+//!   are pure.
+//!
+//! ```
+//! use rdmakit_res::soft::{rows, SoftDevice, SoftObject};
+//! use rdmakit_host::netlink::ResKind;
+//! use rdmakit_soft::registry::{Kind, OwnerState};
+//! let d = SoftDevice {
+//!     name: "soft0".into(),
+//!     dir: "/dev/shm/rdmakit-soft/soft0".into(),
+//!     objects: Ok(vec![SoftObject {
+//!         kind: Kind::Qp, handle: 17, pid: 4242, owner: OwnerState::Dead, comm: None,
+//!     }]),
+//! };
+//! assert_eq!(rows(ResKind::Qp, &d)[0].human(), "link soft0/1 lqpn 17 pid 4242 owner-state dead");
+//! ```
+
+pub mod kernel;
+pub mod row;
+pub mod soft;
+
+pub use row::{json, Field, Row};

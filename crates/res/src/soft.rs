@@ -1,0 +1,281 @@
+//! The soft NIC's objects, from its cross-process registry
+//! ([`rdmakit_soft::registry`]), as rows shaped like the kernel's: a QP is
+//! `link soft0/1 lqpn 17 pid 4242 comm app owner-state dead`, with the `rdma -j` keys
+//! (`ifname`, `port`, `lqpn`, `pid`, `comm`, `owner-state`; `cqn`, `pdn`, `lkey`,
+//! `srqn` for the other kinds). The registry records the kind, handle and owner of
+//! each object, so QP type, state and PSNs are not there.
+//!
+//! [`read`] does the I/O (the registry directories and `/proc/<pid>`); the row
+//! builders are pure.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use rdmakit_host::netlink::ResKind;
+use rdmakit_soft::registry::{self, Kind, OwnerState, Registry};
+use serde_json::Value;
+
+use crate::row::Row;
+
+/// One registered object and what `/proc` says about its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SoftObject {
+    pub kind: Kind,
+    /// QPN for QPs, lkey for MRs, the id otherwise.
+    pub handle: u32,
+    pub pid: u32,
+    pub owner: OwnerState,
+    /// `/proc/<pid>/comm` when the owner is alive or a zombie.
+    pub comm: Option<String>,
+}
+
+/// One soft device and its objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SoftDevice {
+    pub name: String,
+    /// The registry directory (it may not exist yet: no object was ever created).
+    pub dir: PathBuf,
+    /// The objects, or why the registry could not be read.
+    pub objects: Result<Vec<SoftObject>, String>,
+}
+
+impl SoftDevice {
+    /// Objects of one registry kind.
+    pub fn of(&self, kind: Kind) -> impl Iterator<Item = &SoftObject> {
+        self.objects
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .filter(move |o| o.kind == kind)
+    }
+}
+
+/// The soft devices to show: `configured` (the names the soft provider opens, e.g.
+/// soft0), whether or not their registry exists, plus every other device under the
+/// registry root that holds objects (a process may have used another name).
+pub fn read(configured: &[String]) -> Vec<SoftDevice> {
+    read_in(&registry::root(), configured)
+}
+
+/// [`read`] under an explicit registry root.
+pub fn read_in(root: &Path, configured: &[String]) -> Vec<SoftDevice> {
+    let mut names: BTreeSet<String> = configured.iter().cloned().collect();
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            if e.path().is_dir() {
+                if let Ok(n) = e.file_name().into_string() {
+                    names.insert(n);
+                }
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let d = device(root, &name);
+            let keep = configured.contains(&name)
+                || matches!(&d.objects, Ok(v) if !v.is_empty())
+                || d.objects.is_err();
+            keep.then_some(d)
+        })
+        .collect()
+}
+
+fn device(root: &Path, name: &str) -> SoftDevice {
+    let dir = root.join(name);
+    // Listing must not create a registry: only a device that was opened has one.
+    let objects = if !dir.is_dir() {
+        Ok(Vec::new())
+    } else {
+        Registry::open_in(root, name)
+            .and_then(|r| r.list())
+            .map(|recs| {
+                recs.into_iter()
+                    .map(|r| {
+                        let owner = r.owner_state();
+                        let comm = match owner {
+                            OwnerState::Dead => None,
+                            _ => std::fs::read_to_string(format!("/proc/{}/comm", r.pid))
+                                .ok()
+                                .map(|s| s.trim_end().to_string()),
+                        };
+                        SoftObject {
+                            kind: r.kind,
+                            handle: r.handle,
+                            pid: r.pid,
+                            owner,
+                            comm,
+                        }
+                    })
+                    .collect()
+            })
+            .map_err(|e| format!("reading the registry {}: {e}", dir.display()))
+    };
+    SoftDevice {
+        name: name.to_string(),
+        dir,
+        objects,
+    }
+}
+
+/// The registry kind behind a resource kind (the soft NIC tracks no contexts or CM IDs).
+pub fn registry_kind(kind: ResKind) -> Option<Kind> {
+    match kind {
+        ResKind::Qp => Some(Kind::Qp),
+        ResKind::Cq => Some(Kind::Cq),
+        ResKind::Mr => Some(Kind::Mr),
+        ResKind::Pd => Some(Kind::Pd),
+        ResKind::Srq => Some(Kind::Srq),
+        ResKind::Ctx | ResKind::CmId => None,
+    }
+}
+
+/// The summary row (`rdma resource`): object counts per kind. A soft device has no
+/// kernel index, so the JSON has `ifname` and no `ifindex`.
+pub fn summary_row(d: &SoftDevice) -> Row {
+    let mut row = Row::new(format!("-: {}: (rdmakit soft NIC)", d.name));
+    row.json_only("ifname", Value::from(d.name.as_str()));
+    for k in [Kind::Pd, Kind::Cq, Kind::Qp, Kind::Mr, Kind::Srq, Kind::Ah] {
+        row.num(k.as_str(), d.of(k).count() as u64);
+    }
+    let leaked = d
+        .objects
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .filter(|o| o.owner != OwnerState::Alive)
+        .count();
+    if leaked > 0 {
+        row.push(
+            "leaked",
+            Value::from(leaked as u64),
+            Some(format!(
+                "{leaked} (owners dead or zombie: rdmakit soft reclaim)"
+            )),
+        );
+    }
+    row
+}
+
+/// The rows of one kind (`rdma resource show qp`), in owner then handle order.
+pub fn rows(kind: ResKind, d: &SoftDevice) -> Vec<Row> {
+    let Some(k) = registry_kind(kind) else {
+        return Vec::new();
+    };
+    d.of(k).map(|o| object_row(kind, &d.name, o)).collect()
+}
+
+fn object_row(kind: ResKind, dev: &str, o: &SoftObject) -> Row {
+    let mut row = Row::new(if kind == ResKind::Qp {
+        format!("link {dev}/1")
+    } else {
+        format!("dev {dev}")
+    });
+    row.json_only("ifname", Value::from(dev));
+    match kind {
+        ResKind::Qp => {
+            row.json_only("port", Value::from(1u32));
+            row.num("lqpn", o.handle);
+        }
+        ResKind::Cq => row.num("cqn", o.handle),
+        ResKind::Mr => row.key("lkey", Some(o.handle)),
+        ResKind::Pd => row.num("pdn", o.handle),
+        ResKind::Srq => row.num("srqn", o.handle),
+        ResKind::Ctx | ResKind::CmId => {}
+    }
+    row.num("pid", o.pid);
+    if let Some(c) = &o.comm {
+        row.text("comm", c);
+    }
+    row.text("owner-state", o.owner.as_str());
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(objects: Vec<SoftObject>) -> SoftDevice {
+        SoftDevice {
+            name: "soft0".into(),
+            dir: PathBuf::from("/dev/shm/rdmakit-soft/soft0"),
+            objects: Ok(objects),
+        }
+    }
+
+    fn obj(kind: Kind, handle: u32, pid: u32, owner: OwnerState) -> SoftObject {
+        SoftObject {
+            kind,
+            handle,
+            pid,
+            owner,
+            comm: (owner == OwnerState::Alive).then(|| "app".to_string()),
+        }
+    }
+
+    #[test]
+    fn qp_rows_have_the_kernel_rows_keys_and_the_owner_state() {
+        let d = dev(vec![
+            obj(Kind::Qp, 17, 4242, OwnerState::Dead),
+            obj(Kind::Qp, 18, 4243, OwnerState::Alive),
+            obj(Kind::Cq, 1, 4242, OwnerState::Dead),
+        ]);
+        let r = rows(ResKind::Qp, &d);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r[0].human(),
+            "link soft0/1 lqpn 17 pid 4242 owner-state dead"
+        );
+        assert_eq!(
+            r[1].human(),
+            "link soft0/1 lqpn 18 pid 4243 comm app owner-state alive"
+        );
+        let v: Value = serde_json::from_str(&crate::row::json(&r)).unwrap();
+        assert_eq!(v[0]["ifname"], "soft0");
+        assert_eq!(v[0]["port"], 1);
+        assert_eq!(v[0]["lqpn"], 17);
+        assert_eq!(v[0]["owner-state"], "dead");
+        assert_eq!(
+            rows(ResKind::Cq, &d)[0].human(),
+            "dev soft0 cqn 1 pid 4242 owner-state dead"
+        );
+        assert!(rows(ResKind::Ctx, &d).is_empty());
+    }
+
+    #[test]
+    fn summary_counts_and_marks_leaks() {
+        let d = dev(vec![
+            obj(Kind::Qp, 17, 4242, OwnerState::Dead),
+            obj(Kind::Qp, 18, 4242, OwnerState::Zombie),
+            obj(Kind::Pd, 1, 4243, OwnerState::Alive),
+        ]);
+        let s = summary_row(&d);
+        assert_eq!(
+            s.human(),
+            "-: soft0: (rdmakit soft NIC) pd 1 cq 0 qp 2 mr 0 srq 0 ah 0 leaked 2 (owners dead \
+             or zombie: rdmakit soft reclaim)"
+        );
+        assert_eq!(s.get("qp"), Some(&Value::from(2u64)));
+        assert_eq!(s.get("ifindex"), None);
+    }
+
+    /// Listing reads registries but never creates one; empty registries of other
+    /// names are left out, the configured device is always shown.
+    #[test]
+    fn read_in_lists_without_creating() {
+        let root = tempfile::tempdir().unwrap();
+        let reg = Registry::open_in(root.path(), "other0").unwrap();
+        std::fs::create_dir_all(root.path().join("empty0")).unwrap();
+        assert!(reg.add(Kind::Qp, 17, 8).unwrap());
+        let devs = read_in(root.path(), &["soft0".to_string()]);
+        let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["other0", "soft0"]);
+        assert!(!root.path().join("soft0").exists());
+        let other = &devs[0];
+        let qps: Vec<&SoftObject> = other.of(Kind::Qp).collect();
+        assert_eq!(qps.len(), 1);
+        assert_eq!(qps[0].pid, std::process::id());
+        assert_eq!(qps[0].owner, OwnerState::Alive);
+        assert!(qps[0].comm.is_some());
+    }
+}
