@@ -595,7 +595,9 @@ fn resources_held_by_dead_and_zombie_processes() {
 fn memlock_of_another_process_honours_its_privilege() {
     let limits = "Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         65536                65536                bytes     \n";
     let status = |uid: u32, capeff: &str| {
-        format!("Name:\tapp\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nCapEff:\t{capeff}\n")
+        format!(
+            "Name:\tapp\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nGid:\t{uid}\t{uid}\t{uid}\t{uid}\nCapEff:\t{capeff}\n"
+        )
     };
     let with = |st: String| {
         let mut b = healthy();
