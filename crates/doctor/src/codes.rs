@@ -123,6 +123,8 @@ codes! {
         "The kernel log shows the link going down and up repeatedly", None;
     K010 = "RDK-K010", "kernel-log-unread", Kernel, Info,
         "The kernel log could not be read, so its checks did not run", None;
+    K012 = "RDK-K012", "rdma-device-in-other-netns", Kernel, Error,
+        "RDMA devices are hidden by exclusive RDMA network namespace mode", None;
     H001 = "RDK-H001", "no-rdma-device", Hardware, Error,
         "No RDMA device is registered with the kernel", None;
     H002 = "RDK-H002", "port-not-active", Hardware, Error,

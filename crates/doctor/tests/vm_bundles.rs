@@ -148,3 +148,92 @@ fn vm_bundles_replay_completely() {
     }
     assert!(n >= 20, "only {n} bundles in {}", dir.display());
 }
+
+fn facts_of(name: &str) -> rdmakit_host::model::HostFacts {
+    let b = vm_bundle(name);
+    rdmakit_host::collect::collect(&b, &b.header.options.clone())
+}
+
+fn build(f: &rdmakit_host::model::HostFacts) -> Report {
+    Report::build(f, &Default::default(), "rdmakit test", "vm bundle")
+}
+
+/// RDK-K012 rests on the netns mode RDMA netlink reports: the real exclusive-mode
+/// bundle (plan faults, rdmakit inside netns blue) with the mode read as shared gives
+/// no K012 (every namespace would see rxe0, so this would be another disagreement),
+/// and without the mode the check is "not checked", never a guess.
+#[test]
+fn vm_netns_finding_needs_the_exclusive_mode() {
+    let mut f = facts_of("netns_exclusive_inside");
+    let r = build(&f);
+    assert!(all_codes(&r).contains(&Code::K012));
+    // The seed's "Device visible" row fails with it (it is not "n/a": the device
+    // exists and this namespace cannot see it).
+    assert_eq!(
+        (r.checklist[1].result, r.checklist[1].codes.clone()),
+        ("fail", vec![Code::K012]),
+        "{}",
+        summary(&r)
+    );
+    let mut sys = f
+        .netlink
+        .sys
+        .clone()
+        .expect("SYS_GET answered in the bundle");
+    sys.netns_mode = Some(1);
+    f.netlink.sys = Ok(sys);
+    let r = build(&f);
+    assert!(!all_codes(&r).contains(&Code::K012), "{}", summary(&r));
+    assert!(all_codes(&r).contains(&Code::H001), "{}", summary(&r));
+    f.netlink.sys = Err(rdmakit_host::netlink::NlError::NotRecorded);
+    let r = build(&f);
+    assert!(
+        matches!(status(&r, "kernel.netns"), Status::NotChecked(_)),
+        "{:?}",
+        status(&r, "kernel.netns")
+    );
+}
+
+/// RDK-R002 on the real cgroup of plan faults (rdma.max rxe0 hca_object=12): usage
+/// below 80 % says nothing, 80 % warns, 95 % and more is an error, and "max" (no
+/// limit) never fires.
+#[test]
+fn vm_cgroup_limit_thresholds() {
+    let base = facts_of("qp_leak_cgroup");
+    let cgroup_findings = |used: Option<u64>, limit: Option<u64>| {
+        let mut f = base.clone();
+        let cg = f
+            .rdma_cgroups
+            .iter_mut()
+            .find(|c| c.name == "/leak")
+            .expect("the /leak cgroup was recorded");
+        if let Some(v) = cg.current.value.as_mut() {
+            v[0].hca_object = used;
+        }
+        if let Some(v) = cg.max.value.as_mut() {
+            v[0].hca_object = limit;
+        }
+        build(&f)
+            .findings
+            .into_iter()
+            .filter(|x| x.code == Code::R002)
+            .map(|x| (x.subject, x.severity))
+            .collect::<Vec<_>>()
+    };
+    let subject = "cgroup /leak rxe0".to_string();
+    assert_eq!(cgroup_findings(Some(9), Some(12)), []);
+    assert_eq!(
+        cgroup_findings(Some(10), Some(12)),
+        [(subject.clone(), Severity::Warning)]
+    );
+    assert_eq!(
+        cgroup_findings(Some(12), Some(12)),
+        [(subject.clone(), Severity::Error)]
+    );
+    assert_eq!(cgroup_findings(Some(12), None), []);
+    // A limit of 0 allows nothing: at the limit whatever is charged.
+    assert_eq!(
+        cgroup_findings(Some(0), Some(0)),
+        [(subject, Severity::Error)]
+    );
+}

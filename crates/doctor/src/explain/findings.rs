@@ -47,6 +47,10 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["kernel.dmesg_restrict = 1 and rdmakit not run as root / without CAP_SYSLOG", "Container without the host's kernel log"],
             &["sysctl kernel.dmesg_restrict", "journalctl -k -b > kern.log && rdmakit doctor --kernel-log kern.log", "sudo rdmakit doctor"],
         ),
+        K012 => (
+            &["Kernel in exclusive RDMA netns mode and the process in a namespace (container) without a device", "Device moved to another namespace with rdma dev set <dev> netns <name>", "Software device (rxe, siw): it cannot move, so only the initial namespace sees it"],
+            &["rdma system show", "readlink /proc/self/ns/net /proc/1/ns/net", "cat /sys/class/infiniband_verbs/*/ibdev", "ip netns list"],
+        ),
         H001 => (
             &["Vendor RDMA driver not loaded", "No RDMA-capable NIC, or RDMA disabled in its firmware", "Soft-RoCE/SoftiWARP link never created (rdma link add)", "Device in another network namespace"],
             &["lspci -nn | grep -iE 'infiniband|ethernet'", "lspci -k -s <BDF>", "rdma link show", "rdma link add rxe0 type rxe netdev <if>"],
