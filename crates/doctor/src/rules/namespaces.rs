@@ -107,8 +107,8 @@ pub fn netns(cx: &Ctx) -> Outcome {
                          device never moved, the host's: host networking for a container), \
                          or give this namespace a device: {MOVE}; or switch the host to \
                          shared mode, where every namespace sees every device: rdma system \
-                         set netns shared (the kernel refuses the switch while other network \
-                         namespaces exist)."
+                         set netns shared (refused with EBUSY while other network namespaces \
+                         exist)."
                     )
                 } else {
                     format!(
@@ -149,8 +149,8 @@ pub fn netns(cx: &Ctx) -> Outcome {
                 .remedy(format!(
                     "Start pid {} in the namespace of the device ({} here: host networking \
                      for a container), or give its namespace a device: {MOVE}; or switch \
-                     the host to shared mode: rdma system set netns shared (refused while \
-                     other network namespaces exist).",
+                     the host to shared mode: rdma system set netns shared (refused with \
+                     EBUSY while other network namespaces exist).",
                     s.pid,
                     own.map_or("?", String::as_str)
                 ))
