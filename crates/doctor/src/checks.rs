@@ -158,6 +158,13 @@ pub const CHECKS: &[Check] = &[
         run: rules::consistency::consistency,
     },
     Check {
+        id: "kernel.netns",
+        title: "RDMA devices visible in this network namespace (and the --pid process's)",
+        layer: Layer::Kernel,
+        codes: &[Code::K012],
+        run: rules::namespaces::netns,
+    },
+    Check {
         id: "device.present",
         title: "At least one RDMA device registered",
         layer: Layer::Hardware,

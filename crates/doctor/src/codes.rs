@@ -125,6 +125,8 @@ codes! {
         "The kernel log could not be read, so its checks did not run", None;
     K011 = "RDK-K011", "evidence-disagrees", Kernel, Warning,
         "Two sources of host facts disagree (modules, sysfs, netlink, /dev)", None;
+    K012 = "RDK-K012", "rdma-device-in-other-netns", Kernel, Error,
+        "RDMA devices are hidden by exclusive RDMA network namespace mode", None;
     H001 = "RDK-H001", "no-rdma-device", Hardware, Error,
         "No RDMA device is registered with the kernel", None;
     H002 = "RDK-H002", "port-not-active", Hardware, Error,

@@ -449,7 +449,12 @@ fn checklist(checks: &[CheckResult]) -> Vec<ChecklistRow> {
             "Device visible",
             "ibv_devinfo shows the device with its port PORT_ACTIVE",
             "only ibstat checked, not that the port is ACTIVE",
-            &["port.state", "kernel.rdma-support", "device.present"],
+            &[
+                "port.state",
+                "kernel.rdma-support",
+                "device.present",
+                "kernel.netns",
+            ],
             false,
         ),
         row(

@@ -9,6 +9,7 @@ use std::net::Ipv6Addr;
 
 use serde::Serialize;
 
+use crate::parse::cgroup::RdmaValues;
 use crate::parse::kmsg::KmsgRecord;
 use crate::parse::pkg::Package;
 use crate::parse::proc::{Identity, Interrupts, KernelRelease, Limit, Module};
@@ -109,6 +110,12 @@ pub struct HostFacts {
     pub identity: Option<Identity>,
     /// The host's name, for telling nodes apart in a fleet.
     pub hostname: Hostname,
+    /// The network namespaces of the collecting process and of init.
+    pub namespaces: Namespaces,
+    /// The process asked about with `--pid`, as it sees the host.
+    pub subject: Option<Subject>,
+    /// The RDMA cgroups of the processes that hold RDMA objects (and of `--pid`).
+    pub rdma_cgroups: Vec<RdmaCgroup>,
     pub rdma_core: RdmaCore,
     pub kernel_log: KernelLog,
     /// What NETLINK_RDMA answered (devices, ports, resources, counters, owners).
@@ -155,6 +162,9 @@ pub struct Modules {
     pub sys_module: BTreeMap<String, bool>,
     /// Modules listed in /lib/modules/<release>/modules.builtin.
     pub builtin: Vec<String>,
+    /// The listing of /lib/modules/<release>/kernel/drivers/infiniband/core (the
+    /// distribution's ib_core, ib_uverbs, ib_umad, rdma_ucm ... files).
+    pub core_files: Result<Vec<Entry>, Errno>,
 }
 
 /// Where a module was seen, if anywhere.
@@ -169,6 +179,18 @@ pub enum ModuleState {
 }
 
 impl Modules {
+    /// True when the kernel's own module file for `name` is installed (so modprobe
+    /// can load it); false says nothing: vendor stacks install elsewhere.
+    pub fn installed(&self, name: &str) -> bool {
+        self.core_files.as_ref().is_ok_and(|v| {
+            v.iter().any(|e| {
+                e.name
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(".ko"))
+            })
+        })
+    }
+
     /// Whether a module is loaded, built in, or absent.
     pub fn state(&self, name: &str) -> ModuleState {
         if let Some(list) = self.proc_modules.get() {
@@ -211,6 +233,51 @@ pub struct UverbsDev {
     pub dev: Attr<String>,
 }
 
+/// The network namespaces that decide which RDMA devices a process sees (in
+/// exclusive `rdma system` netns mode).
+#[derive(Debug, Clone, Serialize)]
+pub struct Namespaces {
+    /// readlink /proc/self/ns/net: the collecting process's, e.g. "net:[4026531840]".
+    pub own_net: Attr<String>,
+    /// readlink /proc/1/ns/net: the initial namespace (EACCES for non-root).
+    pub init_net: Attr<String>,
+}
+
+/// The process asked about with `--pid`: its credentials, its network namespace and
+/// `/dev/infiniband` as it sees it (through `/proc/<pid>/root`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Subject {
+    pub pid: u32,
+    /// "/proc/<pid>/root".
+    pub root: String,
+    /// From /proc/<pid>/status (Uid, Gid, Groups).
+    pub identity: Attr<Identity>,
+    /// readlink /proc/<pid>/ns/net.
+    pub net_ns: Attr<String>,
+    /// /proc/<pid>/root/dev/infiniband (access(2) not asked: it would answer for the
+    /// collector); `None` when /proc/<pid>/root/dev itself could not be listed (the
+    /// process is gone, or a source that did not record it).
+    pub dev_nodes: Option<DevNodes>,
+}
+
+/// One cgroup with the RDMA controller enabled, holding (or above) a process that
+/// owns RDMA objects.
+#[derive(Debug, Clone, Serialize)]
+pub struct RdmaCgroup {
+    /// The cgroup as /proc/<pid>/cgroup names it, e.g. "/leak".
+    pub name: String,
+    /// Its directory, e.g. "/sys/fs/cgroup/leak".
+    pub dir: String,
+    /// The processes looked at that are in it or below it.
+    pub pids: Vec<u32>,
+    /// rdma.max: per device, the limits (None = "max").
+    pub max: Attr<Vec<RdmaValues>>,
+    /// rdma.current: per device, what is charged now.
+    pub current: Attr<Vec<RdmaValues>>,
+    /// cgroup.procs: the processes directly in it.
+    pub procs: Attr<Vec<u32>>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct MadClass {
     pub listing: Result<Vec<Entry>, Errno>,
@@ -219,7 +286,9 @@ pub struct MadClass {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DevNodes {
-    /// The listing of /dev/infiniband.
+    /// "/dev/infiniband" (or "/proc/<pid>/root/dev/infiniband").
+    pub path: String,
+    /// The listing of the directory.
     pub listing: Result<Vec<Entry>, Errno>,
     pub nodes: Vec<DevNode>,
 }

@@ -4,7 +4,7 @@
 //! coverage guidance.
 
 use proptest::prelude::*;
-use rdmakit_host::parse::{kmsg, pkg, proc, sysfs, ParseError, ERROR_VALUE_MAX_CHARS};
+use rdmakit_host::parse::{cgroup, kmsg, pkg, proc, sysfs, ParseError, ERROR_VALUE_MAX_CHARS};
 
 /// Every string parser, applied to `s`; results are thrown away, only panics count.
 fn all_str_parsers(s: &str) {
@@ -49,6 +49,7 @@ fn all_str_parsers(s: &str) {
     let _ = proc::cmdline(s);
     let _ = proc::identity(s);
     let _ = proc::hostname(s);
+    let _ = cgroup::rdma_values(s);
     let _ = pkg::rdma_core_major(s);
     let _ = pkg::libibverbs_soname_version(s);
     let _ = pkg::provider_lib_name(s);
@@ -74,6 +75,9 @@ fn all_byte_parsers(b: &[u8]) {
         let _ = irqs.cpu_numbers();
     }
     let _ = proc::limits(b);
+    let _ = cgroup::proc_cgroup(b);
+    let _ = cgroup::cgroup_mounts(b);
+    let _ = cgroup::status_identity(b);
     let _ = proc::kernel_config(b);
     for p in pkg::dpkg_status(b) {
         let _ = p.installed();

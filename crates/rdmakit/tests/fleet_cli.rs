@@ -109,10 +109,10 @@ fn report_exit_codes_and_bad_input() {
         out(&o)
     );
 
-    // A node that needs attention: exit 1.
-    let o = rdmakit(&["fleet", "report", &fixture("real-nics-procfs")]);
+    // A node that needs attention: exit 1 (the H100 host's saturated counters).
+    let o = rdmakit(&["fleet", "report", &fixture("gpud-h100")]);
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    assert!(out(&o).contains("RDK-H003"), "{}", out(&o));
+    assert!(out(&o).contains("RDK-H010"), "{}", out(&o));
 
     let o = rdmakit(&["fleet", "report"]);
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));

@@ -176,8 +176,11 @@ fn rules_fire_on_the_real_expositions() {
         "{} (part of the repository)",
         vm_down.display()
     );
+    // The real kernel without ib_umad: a warning (RDK-K003), nothing else.
+    let vm_noumad = vm_down.with_file_name("ib_umad_missing.json.gz");
     let mut input = String::new();
     input.push_str(&series("vm-down", vm_down.to_str().unwrap()));
+    input.push_str(&series("vm-noumad", vm_noumad.to_str().unwrap()));
     input.push_str(&series("vm-healthy", &fixture("healthy")));
     input.push_str(&series("vm-busy", &fixture("healthy-busy")));
     input.push_str(&series("realnics", &fixture("real-nics-procfs")));
@@ -216,12 +219,12 @@ tests:
         exp_alerts:
           - exp_labels:
               severity: warning
-              instance: realnics
-              code: RDK-H003
-              layer: hardware
+              instance: vm-noumad
+              code: RDK-K003
+              layer: kernel
             exp_annotations:
-              summary: "rdmakit doctor: RDK-H003 (hardware layer) on realnics"
-              description: "1 warning finding(s) with code RDK-H003. rdmakit explain RDK-H003."
+              summary: "rdmakit doctor: RDK-K003 (kernel layer) on vm-noumad"
+              description: "1 warning finding(s) with code RDK-K003. rdmakit explain RDK-K003."
       - eval_time: 35m
         alertname: RdmaLinkBelowFleetMedian
         exp_alerts: []

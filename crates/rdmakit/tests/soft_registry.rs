@@ -319,8 +319,16 @@ fn res_lists_a_killed_process_qps_with_a_dead_owner() {
         .iter()
         .filter(|r| r["ifname"] == name.as_str())
         .collect();
+    // The soft NIC's QPNs are `slot << 14 | index` (one slot per context): the
+    // holder's three QPs are indices 17, 18, 19 of one slot.
     let qpns: Vec<u64> = mine.iter().map(|r| r["lqpn"].as_u64().unwrap()).collect();
-    assert_eq!(qpns, [17, 18, 19], "{out}");
+    let idx: Vec<u64> = qpns.iter().map(|q| q & 0x3fff).collect();
+    assert_eq!(idx, [17, 18, 19], "{out}");
+    assert!(
+        qpns.iter()
+            .all(|q| q >> 14 == qpns[0] >> 14 && q >> 14 != 0),
+        "{out}"
+    );
     for r in &mine {
         assert_eq!(r["pid"], dead, "{r}");
         assert_eq!(r["owner-state"], "dead", "{r}");
@@ -332,7 +340,8 @@ fn res_lists_a_killed_process_qps_with_a_dead_owner() {
     assert_eq!(o.status.code(), Some(0));
     assert!(
         text(&o.stdout).contains(&format!(
-            "link {name}/1 lqpn 17 pid {dead} owner-state dead"
+            "link {name}/1 lqpn {} pid {dead} owner-state dead",
+            qpns[0]
         )),
         "{}",
         text(&o.stdout)

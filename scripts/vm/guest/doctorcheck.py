@@ -4,6 +4,7 @@
 doctorcheck.py REPORT.json --exit N [--expect CODE]... [--allow CODE]...
                [--quiet-at warning] [--status CHECK=STATUS]...
                [--evidence CODE:PATH_SUBSTRING=VALUE_SUBSTRING]...
+               [--catalogue FILE --fault NAME [--vars FILE]]
 
 --exit N         rdmakit's exit status that was observed (checked against --fail-on error:
                  1 iff an error finding, else 0)
@@ -12,11 +13,19 @@ doctorcheck.py REPORT.json --exit N [--expect CODE]... [--allow CODE]...
 --status C=S     check C has status S (pass / fail / not_applicable / not_checked)
 --evidence       a finding CODE whose evidence has a path containing PATH_SUBSTRING and
                  a value containing VALUE_SUBSTRING (the value as read)
+--catalogue F    also assert fault NAME of the fault catalogue F (scripts/vm/catalogue.json:
+--fault NAME     exit status, findings with severity, layer, subject, evidence, message
+                 and remedy; see catalogue.py), with {VAR} taken from --vars (KEY=VALUE
+                 lines the scenario wrote)
 Prints the findings; exits 1 with every failed assertion listed.
 """
 import argparse
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import catalogue  # noqa: E402
 
 SEV = {"info": 0, "warning": 1, "error": 2}
 
@@ -28,7 +37,12 @@ ap.add_argument("--allow", action="append", default=[])
 ap.add_argument("--quiet-at")
 ap.add_argument("--status", action="append", default=[])
 ap.add_argument("--evidence", action="append", default=[])
+ap.add_argument("--catalogue")
+ap.add_argument("--fault")
+ap.add_argument("--vars")
 a = ap.parse_args()
+if bool(a.catalogue) != bool(a.fault):
+    ap.error("--catalogue and --fault go together")
 
 errors = []
 try:
@@ -77,6 +91,11 @@ for e in a.evidence:
     )
     if not ok:
         errors.append(f"no {code} evidence with path ~ {path!r} and value ~ {val!r}")
+if a.catalogue:
+    spec = catalogue.load(a.catalogue)
+    fault = catalogue.fault(spec, a.fault)
+    variables = catalogue.read_vars(a.vars) if a.vars else {}
+    errors += catalogue.check(fault, r, a.exit, variables)
 for e in errors:
     print("ASSERTION FAILED:", e)
 sys.exit(1 if errors else 0)

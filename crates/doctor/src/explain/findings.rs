@@ -51,6 +51,10 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["A container whose /sys or /dev is the host's while netlink answers for its own network namespace", "A bundle or captured tree assembled from two hosts or two moments (device added/removed, port changed state in between)", "A kernel config of another release, or a stale static /dev/infiniband node"],
             &["rdmakit doctor --verbose", "rdma dev; rdma link; ls /sys/class/infiniband /sys/class/infiniband_verbs", "ls -l /dev/infiniband; lsmod | grep -E '^(ib_|rdma_)'", "readlink /proc/self/ns/net /proc/1/ns/net"],
         ),
+        K012 => (
+            &["Kernel in exclusive RDMA netns mode and the process in a namespace (container) without a device", "Device moved to another namespace with rdma dev set <dev> netns <name>", "Software device (rxe, siw): it cannot move, so only the initial namespace sees it"],
+            &["rdma system show", "readlink /proc/self/ns/net /proc/1/ns/net", "cat /sys/class/infiniband_verbs/*/ibdev", "ip netns list"],
+        ),
         H001 => (
             &["Vendor RDMA driver not loaded", "No RDMA-capable NIC, or RDMA disabled in its firmware", "Soft-RoCE/SoftiWARP link never created (rdma link add)", "Device in another network namespace"],
             &["lspci -nn | grep -iE 'infiniband|ethernet'", "lspci -k -s <BDF>", "rdma link show", "rdma link add rxe0 type rxe netdev <if>"],

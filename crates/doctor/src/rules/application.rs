@@ -113,10 +113,11 @@ fn mode_allows_rw(meta: &Meta, id: Option<&Identity>) -> Option<bool> {
     Some(bits & 0o6 == 0o6)
 }
 
-/// Whether the collecting user can read and write a node: access(2) when recorded,
-/// else the permission bits; `None` when neither can tell.
-fn node_rw(n: &DevNode, id: Option<&Identity>) -> Option<Result<(), Errno>> {
-    if let Some(r) = n.access_rw {
+/// Whether `id` can read and write a node: access(2) when recorded and it answers
+/// for `id` (`use_access`: the collecting process is the subject), else the
+/// permission bits; `None` when neither can tell.
+fn node_rw(n: &DevNode, id: Option<&Identity>, use_access: bool) -> Option<Result<(), Errno>> {
+    if let (true, Some(r)) = (use_access, n.access_rw) {
         return Some(r);
     }
     let meta = n.meta.as_ref().ok()?;
@@ -131,8 +132,22 @@ pub fn device_access(cx: &Ctx) -> Outcome {
     if !f.covers("dev") {
         return Outcome::NotChecked("the source holds no /dev".into());
     }
+    // With --pid: /dev/infiniband as that process sees it (its mount namespace,
+    // through /proc/<pid>/root) and its credentials; access(2) was not asked, it
+    // would answer for rdmakit.
+    let (nodes, identity, who) = match &f.subject {
+        Some(s) => (
+            s.dev_nodes.as_ref().unwrap_or(&f.dev_nodes),
+            s.identity.get(),
+            match s.identity.get() {
+                Some(i) => format!("pid {} (uid {})", s.pid, i.euid),
+                None => format!("pid {}", s.pid),
+            },
+        ),
+        None => (&f.dev_nodes, f.identity.as_ref(), "this user".to_string()),
+    };
     let expected: Vec<&str> = f.uverbs.devs.iter().map(|u| u.name.as_str()).collect();
-    let present: Vec<&str> = match &f.dev_nodes.listing {
+    let present: Vec<&str> = match &nodes.listing {
         Ok(v) => v.iter().map(|e| e.name.as_str()).collect(),
         Err(_) => Vec::new(),
     };
@@ -143,61 +158,116 @@ pub fn device_access(cx: &Ctx) -> Outcome {
         .filter(|e| !present.contains(e))
         .collect();
     if !missing.is_empty() {
-        out.push(
-            Finding::new(
-                Code::A004,
-                "host",
+        let (subject, whom, remedy) = match &f.subject {
+            Some(s) => (
+                format!("pid {}", s.pid),
+                format!("pid {}", s.pid),
                 format!(
-                    "/dev/infiniband lacks {} although the kernel created {}: user space \
-                     cannot open the device",
-                    missing.join(", "),
-                    if missing.len() == 1 { "it" } else { "them" }
+                    "pid {} runs with its own /dev (a container or a private mount \
+                     namespace) that lacks the nodes: pass them in (docker \
+                     --device=/dev/infiniband/uverbsN --device=/dev/infiniband/rdma_cm, \
+                     the RDMA device plugin on Kubernetes, or bind-mount /dev/infiniband \
+                     into its mount namespace).",
+                    s.pid
                 ),
-            )
-            .evidence(Evidence::new(
-                "/dev/infiniband",
-                match &f.dev_nodes.listing {
-                    Ok(v) if v.is_empty() => "empty".to_string(),
-                    Ok(_) => present.join(" "),
-                    Err(e) if *e == Errno::ENOENT => "<absent>".to_string(),
-                    Err(e) => format!("<read failed: {e}>"),
-                },
-            ))
-            .evidence(Evidence::new(
-                "/sys/class/infiniband_verbs",
-                expected.join(" "),
-            ))
-            .remedy(
+            ),
+            None => (
+                "host".to_string(),
+                "user space".to_string(),
                 "In a container, pass the devices in (docker --device=/dev/infiniband/uverbsN \
                  and rdma_cm, or the RDMA device plugin on Kubernetes); on a host, devtmpfs \
-                 or udev creates them: check that /dev is devtmpfs and udev ran.",
-            )
-            .next("ls -l /dev/infiniband; mount | grep ' /dev '"),
+                 creates them (udev may rename or remove them): check that /dev is devtmpfs \
+                 and the udev rules; to recreate one by hand: mknod /dev/infiniband/uverbsN c \
+                 <major> <minor> from /sys/class/infiniband_verbs/uverbsN/dev, mode 0666."
+                    .to_string(),
+            ),
+        };
+        let mut fd = Finding::new(
+            Code::A004,
+            subject,
+            format!(
+                "{} lacks {} although the kernel created {}: {whom} cannot open the device",
+                nodes.path,
+                missing.join(", "),
+                if missing.len() == 1 { "it" } else { "them" }
+            ),
+        )
+        .evidence(Evidence::new(
+            nodes.path.clone(),
+            match &nodes.listing {
+                Ok(v) if v.is_empty() => "empty".to_string(),
+                Ok(_) => present.join(" "),
+                Err(e) if *e == Errno::ENOENT => "<absent>".to_string(),
+                Err(e) => format!("<read failed: {e}>"),
+            },
+        ))
+        .evidence(Evidence::new(
+            "/sys/class/infiniband_verbs",
+            expected.join(" "),
+        ));
+        for u in f
+            .uverbs
+            .devs
+            .iter()
+            .filter(|u| missing.contains(&u.name.as_str()))
+        {
+            fd = fd.attr(&u.dev);
+        }
+        out.push(
+            fd.remedy(remedy)
+                .next(format!("ls -l {}; mount | grep ' /dev '", nodes.path)),
         );
     }
-    for n in &f.dev_nodes.nodes {
+    for n in &nodes.nodes {
         let name = n.path.rsplit('/').next().unwrap_or_default();
         if !(name.starts_with("uverbs") || name == "rdma_cm") {
             continue;
         }
-        let Some(Err(e)) = node_rw(n, f.identity.as_ref()) else {
+        let Some(Err(e)) = node_rw(n, identity, f.subject.is_none()) else {
             continue;
         };
         let mode = n
             .meta
             .as_ref()
             .map_or_else(|e| format!("<stat failed: {e}>"), mode_string);
+        let mut fd = Finding::new(
+            Code::A002,
+            n.path.clone(),
+            format!(
+                "{} is not readable and writable by {who} ({e}): ibv_open_device fails with \
+                 EACCES",
+                n.path
+            ),
+        )
+        .evidence(Evidence::new(n.path.clone(), mode));
+        if let Some(s) = &f.subject {
+            fd = fd.evidence(Evidence::new(
+                s.identity.path.clone(),
+                match s.identity.get() {
+                    Some(i) => format!(
+                        "euid {} egid {} groups {}",
+                        i.euid,
+                        i.egid,
+                        if i.groups.is_empty() {
+                            "none".to_string()
+                        } else {
+                            i.groups
+                                .iter()
+                                .map(u32::to_string)
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        }
+                    ),
+                    None => s.identity.shown(),
+                },
+            ));
+        }
         out.push(
-            Finding::new(
-                Code::A002,
-                n.path.clone(),
-                format!("{} is not readable and writable by this user ({e}): ibv_open_device fails with EACCES", n.path),
-            )
-            .evidence(Evidence::new(n.path.clone(), mode))
-            .remedy(
+            fd.remedy(
                 "ib_uverbs creates uverbs nodes 0666; a site udev rule may restrict them to \
-                 a group (add the user to it: usermod -aG rdma <user>). In containers, check \
-                 that the device cgroup allows the node.",
+                 a group (add the user to it: usermod -aG rdma <user>, then start the \
+                 process again), or give the node back its default mode: chmod 0666 \
+                 <node>. In containers, check that the device cgroup allows the node.",
             )
             .next(format!("ls -l {}; id", n.path)),
         );

@@ -4,7 +4,7 @@ use super::{kernel_lacks_rdma, netdev, port_netdev, port_subject};
 use crate::checks::{Ctx, Outcome};
 use crate::codes::{Code, Severity};
 use crate::finding::{Evidence, Finding};
-use rdmakit_host::model::{Device, DeviceKind, Gid, PcieLink, Port};
+use rdmakit_host::model::{Device, DeviceKind, Gid, ModuleState, PcieLink, Port};
 use rdmakit_host::parse::sysfs::{self, GidType, LinkLayer};
 
 pub(crate) fn no_devices(cx: &Ctx) -> Option<Outcome> {
@@ -52,6 +52,11 @@ pub fn present(cx: &Ctx) -> Outcome {
             )
         }
     }
+    if super::all_devices_hidden(f) {
+        return Outcome::NotApplicable(
+            "devices are registered, in another network namespace (RDK-K012)".into(),
+        );
+    }
     let nics: Vec<String> = f
         .netdevs
         .iter()
@@ -73,12 +78,40 @@ pub fn present(cx: &Ctx) -> Outcome {
     if !nics.is_empty() {
         fd = fd.evidence(Evidence::new("/sys/class/net", nics.join(", ")));
     }
+    // A software RDMA driver loaded without a device: its link was never created
+    // (or was deleted); that, not a hardware driver, is the fix.
+    let soft = [("rdma_rxe", "rxe"), ("siw", "siw")]
+        .into_iter()
+        .find(|(m, _)| f.modules.state(m) == ModuleState::Loaded);
+    let netdev = f
+        .netdevs
+        .iter()
+        .find(|n| n.name != "lo" && n.operstate.get().is_some_and(|s| s == "up"))
+        .map_or("<if>", |n| n.name.as_str());
+    if let Some((m, kind)) = soft {
+        fd = fd.evidence(Evidence::new(
+            f.modules.proc_modules.path.clone(),
+            format!("{m}: loaded"),
+        ));
+        return Outcome::Findings(vec![fd
+            .remedy(format!(
+                "{m} is loaded but no {kind} device exists: a software RDMA device exists only \
+                 after 'rdma link add' (and 'rdma link delete' or a reboot removes it). Create \
+                 it on the Ethernet netdev that carries the RDMA traffic: rdma link add \
+                 {kind}0 type {kind} netdev {netdev}; make it persistent with a systemd unit \
+                 or a network-up hook."
+            ))
+            .next(format!(
+                "rdma link add {kind}0 type {kind} netdev {netdev} && rdma link show"
+            ))
+            .next("ip -br link; ip -4 -br addr")]);
+    }
     Outcome::Findings(vec![fd
-        .remedy(
+        .remedy(format!(
             "Load the RDMA driver of the NIC (mlx5_ib, bnxt_re, irdma, efa, ...) and check \
              dmesg for its probe errors. With no RDMA NIC, create a Soft-RoCE device on an \
-             Ethernet netdev: rdma link add rxe0 type rxe netdev <if>.",
-        )
+             Ethernet netdev: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev {netdev}."
+        ))
         .next("rdma link show; lspci -nn | grep -iE 'infiniband|ethernet'")
         .next("dmesg | grep -iE 'mlx5|bnxt|irdma|efa|rxe'")])
 }
@@ -481,6 +514,10 @@ pub fn roce_gids(cx: &Ctx) -> Outcome {
             .collect();
         if v4.is_empty() {
             let on = wanted.map_or(String::new(), |w| format!(" on {w}"));
+            let nd = wanted
+                .map(str::to_string)
+                .or_else(|| port_netdev(d, p))
+                .unwrap_or_else(|| "<if>".into());
             out.push(
                 Finding::new(
                     Code::H006,
@@ -489,10 +526,11 @@ pub fn roce_gids(cx: &Ctx) -> Outcome {
                 )
                 .evidence(table.clone())
                 .remedy(format!(
-                    "Assign an IPv4 address to the netdev{on} (ip addr add <ip>/<len> dev <if>); \
-                         most RoCE deployments (and NCCL/perftest defaults) address peers by IPv4."
+                    "Assign an IPv4 address to the netdev{on} (ip addr add <ip>/<len> dev {nd}); \
+                     the kernel adds the IPv4-mapped GIDs (::ffff:<ip>) at once. Most RoCE \
+                     deployments (and NCCL/perftest defaults) address peers by IPv4."
                 ))
-                .next("ip -4 addr show"),
+                .next(format!("ip -4 addr show dev {nd}")),
             );
         }
         let pick = v4.first().copied().or_else(|| {
@@ -571,8 +609,9 @@ pub fn roce_mtu(cx: &Ctx) -> Outcome {
         .attr(&n.mtu)
         .remedy(format!(
             "For 4096-byte RDMA MTU, set the netdev MTU to at least 4200 (9000 is usual) on {} \
-             and on every switch port in the path: ip link set dev {} mtu 9000. Both peers \
-             negotiate the smaller path MTU.",
+             and on every switch port in the path: ip link set dev {} mtu 9000. rdmakit sees \
+             only this host: a connection runs at the smaller active MTU of its two ends, so \
+             check the peer's netdev MTU too (ibv_devinfo there shows its active_mtu).",
             n.name, n.name
         ))
         .next(format!(

@@ -248,6 +248,65 @@ pub fn vendor_driver(cx: &Ctx) -> Outcome {
     Outcome::Findings(out)
 }
 
+/// rdma-core 26 and later find devices through RDMA netlink (GET_CHARDEV gives each
+/// uverbs device and its driver ABI) and set the global ABI to 6 without reading
+/// /sys/class/infiniband_verbs/abi_version (libibverbs/ibdev_nl.c); only when the
+/// netlink query fails do they fall back to sysfs and read it.
+const RDMA_CORE_NETLINK_DISCOVERY: u32 = 26;
+
+/// The K005 finding when the global ABI file is out of range but the installed
+/// rdma-core does not read it (it discovers devices through netlink, and the kernel
+/// answered the chardev query): an odd file, not a broken stack. Found in the VM tier
+/// (plan faults, abi_file_bind_mount): with "7" bind-mounted over the file,
+/// Debian's rdma-core 44 still lists and opens rxe0.
+fn abi_file_unused(f: &HostFacts, v: u32) -> Option<Finding> {
+    let (ver, from) = f.rdma_core.version()?;
+    if ver < RDMA_CORE_NETLINK_DISCOVERY {
+        return None;
+    }
+    let answered: Vec<(&str, u64)> = f
+        .netlink
+        .devices
+        .iter()
+        .filter_map(|d| Some((d.name.as_str(), d.chardev.as_ref().ok()?.abi?)))
+        .collect();
+    if answered.is_empty() {
+        return None;
+    }
+    let mut fd = Finding::new(
+        Code::K005,
+        "host",
+        format!(
+            "/sys/class/infiniband_verbs/abi_version says {v}, outside {UVERBS_ABI_MIN}..{UVERBS_ABI_MAX}, \
+             but rdma-core {ver} does not read it: it finds devices through RDMA netlink \
+             (GET_CHARDEV, since rdma-core {RDMA_CORE_NETLINK_DISCOVERY}), which answered for {}; \
+             only an older rdma-core, or a tool reading the file, would refuse the devices",
+            answered
+                .iter()
+                .map(|(d, _)| *d)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+    .severity(Severity::Info)
+    .attr(&f.uverbs.abi_version)
+    .evidence(Evidence::new(from, ver.to_string()));
+    for (d, abi) in &answered {
+        fd = fd.evidence(Evidence::new(
+            format!("netlink RDMA_NLDEV_CMD_GET_CHARDEV {d} uverbs abi"),
+            abi.to_string(),
+        ));
+    }
+    Some(
+        fd.remedy(
+            "Every kernel since 2.6.x reports 6 here: find what changed the file (a bind \
+             mount over sysfs, a container runtime's fake /sys, an out-of-tree ib_uverbs) \
+             before an older rdma-core or a container image with one meets it.",
+        )
+        .next("findmnt /sys/class/infiniband_verbs/abi_version; cat /sys/class/infiniband_verbs/abi_version"),
+    )
+}
+
 pub fn uverbs(cx: &Ctx) -> Outcome {
     let f = cx.facts;
     if kernel_lacks_rdma(f) {
@@ -272,7 +331,10 @@ pub fn uverbs(cx: &Ctx) -> Outcome {
     let mut out = Vec::new();
     if let Some(v) = f.uverbs.abi_version.get() {
         if !(UVERBS_ABI_MIN..=UVERBS_ABI_MAX).contains(v) {
-            out.push(
+            if let Some(fd) = abi_file_unused(f, *v) {
+                out.push(fd);
+            } else {
+                out.push(
                 Finding::new(
                     Code::K005,
                     "host",
@@ -289,6 +351,7 @@ pub fn uverbs(cx: &Ctx) -> Outcome {
                 )
                 .next("cat /sys/class/infiniband_verbs/abi_version; dpkg -l rdma-core libibverbs1"),
             );
+            }
         }
     }
     for d in &f.devices {

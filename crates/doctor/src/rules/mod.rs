@@ -8,6 +8,7 @@ pub mod irq;
 pub mod kernel;
 pub mod kernel_log;
 pub mod library;
+pub mod namespaces;
 pub mod resources;
 
 use rdmakit_host::model::{Device, HostFacts, ModuleState, Netdev, Port};
@@ -31,6 +32,32 @@ pub fn kernel_lacks_rdma(f: &HostFacts) -> bool {
                 )
         }
     }
+}
+
+/// uverbs devices (name, ib device) whose ib device is not in /sys/class/infiniband:
+/// the uverbs class is not namespaced, so in exclusive RDMA netns mode a device of
+/// another namespace leaves them behind. Empty when /sys/class/infiniband could not
+/// be listed.
+pub fn hidden_devices(f: &HostFacts) -> Vec<(&str, &str)> {
+    let Ok(class) = &f.kernel.ib_class else {
+        return Vec::new();
+    };
+    f.uverbs
+        .devs
+        .iter()
+        .filter_map(|u| {
+            let ib = u.ibdev.get()?;
+            (!class.iter().any(|e| &e.name == ib)).then_some((u.name.as_str(), ib.as_str()))
+        })
+        .collect()
+}
+
+/// True when devices are registered but every one belongs to another network
+/// namespace (RDK-K012 explains; "no device" would mislead).
+pub fn all_devices_hidden(f: &HostFacts) -> bool {
+    f.devices.is_empty()
+        && !hidden_devices(f).is_empty()
+        && matches!(&f.netlink.sys, Ok(s) if s.netns_mode == Some(0))
 }
 
 /// CONFIG_INFINIBAND as the kernel config says ("y", "m", "n"), if a config was read.

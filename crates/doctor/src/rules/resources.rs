@@ -11,7 +11,9 @@ use crate::checks::{Ctx, Outcome};
 use crate::codes::Code;
 use crate::codes::Severity;
 use crate::finding::{Evidence, Finding};
+use rdmakit_host::model::RdmaCgroup;
 use rdmakit_host::netlink::{orphaned, FileHolder, Holder, Liveness, ResKind, Resource};
+use rdmakit_host::parse::cgroup::RdmaValues;
 
 /// RDK-R001: one finding per dead or zombie PID that still owns RDMA objects,
 /// and one per device whose objects the kernel names no owner for (their
@@ -348,10 +350,198 @@ pub fn headroom(cx: &Ctx) -> Outcome {
             ));
         }
     }
+    out.extend(cgroup_limits(cx));
     if out.is_empty() && !unknown.is_empty() {
         return Outcome::NotChecked(format!("device limits unknown: {}", unknown.join("; ")));
     }
     Outcome::Findings(out)
+}
+
+fn values_line(v: &RdmaValues) -> String {
+    let n = |x: Option<u64>| x.map_or("max".to_string(), |n| n.to_string());
+    format!(
+        "{} hca_handle={} hca_object={}",
+        v.device,
+        n(v.hca_handle),
+        n(v.hca_object)
+    )
+}
+
+/// RDK-R002 for the RDMA cgroup controller: a cgroup whose `rdma.max` caps a
+/// device's objects (`hca_object`) or contexts (`hca_handle`) and whose
+/// `rdma.current` is near that cap. Found in the VM tier (plan faults, qp_leak_*):
+/// rxe's own max_qp (1,048,560) is out of reach, but a cgroup limit is what stops a
+/// container's next ibv_create_qp, with EAGAIN.
+fn cgroup_limits(cx: &Ctx) -> Vec<Finding> {
+    let f = cx.facts;
+    let nl = &f.netlink;
+    let (warn, err) = (cx.cfg.usage_warn_pct, cx.cfg.usage_error_pct);
+    let mut out = Vec::new();
+    for cg in &f.rdma_cgroups {
+        let Some(max) = cg.max.get() else { continue };
+        let current = cg.current.get();
+        // Its own processes, and those below it that the collector looked at.
+        let mut members: Vec<u32> = cg.procs.get().cloned().unwrap_or_default();
+        members.extend(cg.pids.iter().copied());
+        members.sort_unstable();
+        members.dedup();
+        for m in max {
+            let cur = current.and_then(|c| c.iter().find(|c| c.device == m.device));
+            for (what, lim, used, fails) in [
+                (
+                    "hca_object",
+                    m.hca_object,
+                    cur.and_then(|c| c.hca_object),
+                    "every ibv_create_qp, ibv_create_cq, ibv_reg_mr, ibv_alloc_pd (any \
+                     object) of its processes fails with EAGAIN",
+                ),
+                (
+                    "hca_handle",
+                    m.hca_handle,
+                    cur.and_then(|c| c.hca_handle),
+                    "ibv_open_device in its processes fails with EAGAIN",
+                ),
+            ] {
+                let Some(lim) = lim else { continue };
+                let used = used.unwrap_or(0);
+                let pct = if lim == 0 {
+                    100.0
+                } else {
+                    used as f64 * 100.0 / lim as f64
+                };
+                if pct < warn {
+                    continue;
+                }
+                out.push(cgroup_finding(
+                    cg,
+                    m,
+                    cur,
+                    (what, lim, used, pct, fails),
+                    pct >= err,
+                    &members,
+                    nl,
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn cgroup_finding(
+    cg: &RdmaCgroup,
+    m: &RdmaValues,
+    cur: Option<&RdmaValues>,
+    (what, lim, used, pct, fails): (&str, u64, u64, f64, &str),
+    error: bool,
+    members: &[u32],
+    nl: &rdmakit_host::netlink::NetlinkFacts,
+) -> Finding {
+    let dev = m.device.as_str();
+    // The members' objects on this device, and objects whose creator is gone
+    // (charged to the cgroup until the last holder of the device file closes it).
+    let mut per_pid: BTreeMap<u32, Vec<&Resource>> = BTreeMap::new();
+    let mut orphans: Vec<&Resource> = Vec::new();
+    if let Some(d) = nl.devices.iter().find(|d| d.name == dev) {
+        for r in d.resources.values().flatten().flatten() {
+            match r.holder {
+                Holder::Pid(p) if members.contains(&p) => per_pid.entry(p).or_default().push(r),
+                _ if orphaned(r) => orphans.push(r),
+                _ => {}
+            }
+        }
+    }
+    let mut who: Vec<String> = per_pid
+        .iter()
+        .map(|(p, objs)| {
+            let comm = nl.owners.get(p).and_then(|o| o.comm.clone());
+            format!(
+                "pid {p}{} holds {}",
+                comm.map_or(String::new(), |c| format!(" ({c})")),
+                count_line(objs)
+            )
+        })
+        .collect();
+    let holders: Vec<&FileHolder> = nl
+        .file_holders
+        .iter()
+        .filter(|h| members.contains(&h.pid))
+        .collect();
+    if !orphans.is_empty() {
+        who.push(format!(
+            "{} without an owner (their creator exited{})",
+            count_line(&orphans),
+            match holders.first() {
+                Some(h) => format!("; pid {} of this cgroup holds the device file", h.pid),
+                None => String::new(),
+            }
+        ));
+    }
+    // The device's own limit for comparison, when libibverbs answered.
+    let device_max = nl
+        .devices
+        .iter()
+        .find(|d| d.name == dev)
+        .and_then(|d| d.limits.as_ref().ok())
+        .map_or(String::new(), |l| {
+            format!(", long before {dev}'s own max_qp {}", l.max_qp)
+        });
+    let mut f = Finding::new(
+        Code::R002,
+        format!("cgroup {} {dev}", cg.name),
+        format!(
+            "cgroup {} allows {dev} {what}={lim} and {used} are in use ({pct:.0}%, headroom \
+             {}): at the limit {fails} (the RDMA cgroup controller{device_max}).{}",
+            cg.name,
+            lim.saturating_sub(used),
+            if who.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", who.join("; "))
+            }
+        ),
+    )
+    .severity(if error {
+        Severity::Error
+    } else {
+        Severity::Warning
+    })
+    .evidence(Evidence::new(cg.max.path.clone(), values_line(m)))
+    .evidence(Evidence::new(
+        cg.current.path.clone(),
+        cur.map_or_else(|| cg.current.shown(), values_line),
+    ))
+    .evidence(Evidence::new(
+        cg.procs.path.clone(),
+        match cg.procs.get() {
+            Some(v) if v.is_empty() => "empty".to_string(),
+            Some(v) => v.iter().map(u32::to_string).collect::<Vec<_>>().join(" "),
+            None => cg.procs.shown(),
+        },
+    ));
+    for (p, objs) in &per_pid {
+        f = f.evidence(Evidence::new(
+            format!("netlink RES_*_GET {dev} pid {p}"),
+            count_line(objs),
+        ));
+    }
+    for h in holders.iter().take(4) {
+        f = f.evidence(Evidence::new(
+            format!("/proc/{}/fd/{}", h.pid, h.fd),
+            format!("-> {}", h.file),
+        ));
+    }
+    f.remedy(format!(
+        "Find the leak first (the holders above; objects whose creator died are RDK-R001: \
+         stopping the process that still holds the device file frees them). If the \
+         workload needs more, raise the limit: echo '{dev} {what}=<n>' > {} (container \
+         runtimes and Kubernetes RDMA device plugins set it from the pod's resources).",
+        cg.max.path
+    ))
+    .next(format!(
+        "cat {dir}/rdma.max {dir}/rdma.current {dir}/cgroup.procs",
+        dir = cg.dir
+    ))
+    .next(format!("rdmakit res qp {dev} --json"))
 }
 
 #[allow(clippy::too_many_arguments)]

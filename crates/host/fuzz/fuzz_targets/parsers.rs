@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rdmakit_host::parse::{kmsg, pkg, proc, sysfs};
+use rdmakit_host::parse::{cgroup, kmsg, pkg, proc, sysfs};
 
 fuzz_target!(|data: &[u8]| {
     // Byte parsers (whole files).
@@ -19,6 +19,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = irqs.cpu_numbers();
     }
     let _ = proc::limits(data);
+    let _ = cgroup::proc_cgroup(data);
+    let _ = cgroup::cgroup_mounts(data);
+    let _ = cgroup::status_identity(data);
     let _ = proc::kernel_config(data);
     for p in pkg::dpkg_status(data) {
         let _ = p.installed();
@@ -70,6 +73,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = proc::kernel_release(s);
     let _ = proc::cmdline(s);
     let _ = proc::identity(s);
+    let _ = cgroup::rdma_values(s);
     let _ = pkg::rdma_core_major(s);
     let _ = pkg::libibverbs_soname_version(s);
     let _ = pkg::provider_lib_name(s);

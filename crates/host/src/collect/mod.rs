@@ -5,6 +5,7 @@
 //! and opening (then closing) a NETLINK_RDMA socket.
 
 mod device;
+mod process;
 mod system;
 
 use std::cell::RefCell;
@@ -19,7 +20,9 @@ use crate::source::Source;
 /// questions.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CollectOptions {
-    /// Also read /proc/<pid>/limits (the memlock limit of an application).
+    /// Also check as this process sees the host: its /proc/<pid>/limits (memlock),
+    /// credentials (/proc/<pid>/status), network namespace, /dev/infiniband through
+    /// /proc/<pid>/root, and its RDMA cgroup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// Read the kernel log from this file instead of /dev/kmsg.
@@ -33,8 +36,12 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
         src,
         unrecognized: RefCell::new(Vec::new()),
     };
-    let kernel = system::kernel(&cx);
+    let mut kernel = system::kernel(&cx);
     let modules = system::modules(&cx, kernel.release.get());
+    let ask_netlink = netlink_allowed(&modules);
+    if ask_netlink {
+        kernel.netlink_rdma = system::netlink_probe(&cx);
+    }
     let uverbs = system::uverbs(&cx);
     let mad = system::mad(&cx);
     let dev_nodes = system::dev_nodes(&cx);
@@ -51,6 +58,17 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
     let hostname = system::hostname(&cx);
     let rdma_core = system::rdma_core(&cx);
     let kernel_log = system::kernel_log(&cx, opts.kernel_log.as_deref());
+    let netlink = if ask_netlink {
+        crate::netlink::rdma_netlink(src)
+    } else {
+        crate::netlink::NetlinkFacts::unavailable(crate::netlink::NlError::NotAsked)
+    };
+    let namespaces = process::namespaces(&cx);
+    let subject = opts.pid.map(|p| process::subject(&cx, p));
+    let mut holders: std::collections::BTreeSet<u32> = netlink.owners.keys().copied().collect();
+    holders.extend(netlink.file_holders.iter().map(|h| h.pid));
+    holders.extend(opts.pid);
+    let rdma_cgroups = process::rdma_cgroups(&cx, &holders);
     HostFacts {
         top_dirs: src.read_dir("/"),
         kernel,
@@ -68,7 +86,10 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
         hostname,
         rdma_core,
         kernel_log,
-        netlink: crate::netlink::rdma_netlink(src),
+        netlink,
+        namespaces,
+        subject,
+        rdma_cgroups,
         unrecognized: cx
             .unrecognized
             .into_inner()
@@ -80,6 +101,15 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
             })
             .collect(),
     }
+}
+
+/// Whether RDMA netlink may be asked: not when the modules say ib_core is not loaded
+/// although its module file is installed (opening NETLINK_RDMA would load it). When
+/// the module file is not found either (a kernel without RDMA, or a source without
+/// /lib/modules), asking loads nothing and tells whether the kernel has RDMA at all.
+fn netlink_allowed(m: &crate::model::Modules) -> bool {
+    use crate::model::ModuleState;
+    !(m.state("ib_core") == ModuleState::Absent && m.installed("ib_core"))
 }
 
 /// Collection context: the source, and the parse failures met so far.

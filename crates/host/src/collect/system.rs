@@ -50,16 +50,22 @@ fn probe_answer(cx: &Cx, p: &Probe) -> Option<Result<Vec<u8>, Errno>> {
     }
 }
 
+/// The kernel's facts, without the NETLINK_RDMA probe ([`netlink_probe`] asks it once
+/// the modules are known).
 pub(super) fn kernel(cx: &Cx) -> Kernel {
     let release = cx.attr("/proc/sys/kernel/osrelease", proc::kernel_release);
-    let netlink_rdma = probe_answer(cx, &Probe::NetlinkRdma).map(|r| r.map(|_| ()));
     let ib_class = cx.src.read_dir("/sys/class/infiniband");
     Kernel {
         config: kernel_config(cx, release.get()),
         release,
-        netlink_rdma,
+        netlink_rdma: None,
         ib_class,
     }
+}
+
+/// socket(AF_NETLINK, SOCK_RAW, NETLINK_RDMA): Ok, or the errno.
+pub(super) fn netlink_probe(cx: &Cx) -> Option<Result<(), Errno>> {
+    probe_answer(cx, &Probe::NetlinkRdma).map(|r| r.map(|_| ()))
 }
 
 fn kernel_config(cx: &Cx, release: Option<&KernelRelease>) -> Option<KernelConfig> {
@@ -111,10 +117,18 @@ pub(super) fn modules(cx: &Cx, release: Option<&KernelRelease>) -> Modules {
                 .collect()
         })
         .unwrap_or_default();
+    let core_files = match release {
+        Some(r) => cx.src.read_dir(&format!(
+            "/lib/modules/{}/kernel/drivers/infiniband/core",
+            r.raw
+        )),
+        None => Err(Errno::ENOENT),
+    };
     Modules {
         proc_modules,
         sys_module,
         builtin,
+        core_files,
     }
 }
 
@@ -154,8 +168,14 @@ pub(super) fn mad(cx: &Cx) -> MadClass {
 }
 
 pub(super) fn dev_nodes(cx: &Cx) -> DevNodes {
-    let base = "/dev/infiniband";
-    let listing = cx.src.read_dir(base);
+    dev_nodes_at(cx, "", true)
+}
+
+/// `{root}/dev/infiniband` and its nodes; `access` also asks access(2) for the
+/// collecting process.
+pub(super) fn dev_nodes_at(cx: &Cx, root: &str, access: bool) -> DevNodes {
+    let base = format!("{root}/dev/infiniband");
+    let listing = cx.src.read_dir(&base);
     let nodes = listing
         .as_ref()
         .map(|ents| {
@@ -164,15 +184,22 @@ pub(super) fn dev_nodes(cx: &Cx) -> DevNodes {
                     let path = format!("{base}/{}", e.name);
                     DevNode {
                         meta: cx.src.stat(&path),
-                        access_rw: probe_answer(cx, &Probe::AccessRw(path.clone()))
-                            .map(|r| r.map(|_| ())),
+                        access_rw: if access {
+                            probe_answer(cx, &Probe::AccessRw(path.clone())).map(|r| r.map(|_| ()))
+                        } else {
+                            None
+                        },
                         path,
                     }
                 })
                 .collect()
         })
         .unwrap_or_default();
-    DevNodes { listing, nodes }
+    DevNodes {
+        path: base,
+        listing,
+        nodes,
+    }
 }
 
 pub(super) fn netdevs(cx: &Cx) -> Vec<Netdev> {
@@ -277,8 +304,19 @@ pub(super) fn identity(cx: &Cx) -> Option<Identity> {
 }
 
 pub(super) fn hostname(cx: &Cx) -> Hostname {
+    const KERNEL: &str = "/proc/sys/kernel/hostname";
+    // "(none)" is the kernel's own value before anything set a name (an initramfs, a
+    // fresh VM): the host has no name, which is not an unrecognized value.
+    let kernel = match cx.src.read(KERNEL) {
+        Ok(b) if super::strip_value(&b).trim() == "(none)" => crate::model::Attr {
+            path: KERNEL.to_string(),
+            raw: crate::model::Raw::Text("(none)".to_string()),
+            value: None,
+        },
+        _ => cx.attr(KERNEL, proc::hostname),
+    };
     Hostname {
-        kernel: cx.attr("/proc/sys/kernel/hostname", proc::hostname),
+        kernel,
         etc: cx.attr("/etc/hostname", proc::hostname),
     }
 }

@@ -50,6 +50,10 @@ pub enum NlError {
     /// a bundle from an older rdmakit, a captured tree with no kernel behind it).
     #[error("not recorded in this source")]
     NotRecorded,
+    /// Not asked: ib_core is installed but not loaded, and opening a NETLINK_RDMA
+    /// socket would make the kernel load it.
+    #[error("not asked: ib_core is not loaded, and opening NETLINK_RDMA would load it")]
+    NotAsked,
     /// The NETLINK_RDMA socket could not be used (EPROTONOSUPPORT: no RDMA in the
     /// kernel; EACCES/EPERM: denied).
     #[error("NETLINK_RDMA socket: {}", describe(*.0))]

@@ -28,6 +28,7 @@
 
 use std::borrow::Cow;
 
+pub mod cgroup;
 pub mod kmsg;
 pub mod pkg;
 pub mod proc;

@@ -57,7 +57,9 @@ pub struct SourceArgs {
     /// Replay a bundle recorded by `rdmakit collect` (or a capture directory).
     #[arg(long, value_name = "BUNDLE")]
     pub from: Option<String>,
-    /// Also read the memlock limit of this process (/proc/PID/limits).
+    /// Also check the host as this process sees it: its memlock limit, /dev/infiniband
+    /// through /proc/PID/root against its credentials, its network namespace, its
+    /// RDMA cgroup.
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
     /// Read the kernel log from FILE (journalctl -k, dmesg output) instead of /dev/kmsg.

@@ -10,6 +10,8 @@ D=$R/doctor
 mkdir -p $D
 chmod 777 $D
 CHECK="python3 /rdk/doctorcheck.py"
+# catalogue NAME: the fault catalogue's assertions for scenario NAME (with NAME.vars)
+catalogue() { touch $D/$1.vars; echo "--catalogue /rdk/catalogue.json --fault $1 --vars $D/$1.vars"; }
 
 # doctor_run NAME [WRAPPER...]: doctor (JSON and human) and collect, as WRAPPER runs
 # them, with $DOCTOR_ARGS (e.g. --pid N) added to all three
@@ -43,7 +45,7 @@ wait_port_not_active() {
 
 sc_healthy() {
   doctor_run healthy
-  $CHECK $D/healthy.json --exit "$(cat $D/healthy.exit)" --quiet-at warning \
+  $CHECK $D/healthy.json --exit "$(cat $D/healthy.exit)" --quiet-at warning $(catalogue healthy) \
     --status kernel.modules=pass --status port.state=pass --status device.present=pass \
     --status library.providers=pass --status app.memlock=pass \
     --status irq.vectors=not_applicable --status irq.affinity=not_applicable \
@@ -55,7 +57,7 @@ sc_ib_umad_missing() {
   lsmod > $D/ib_umad_missing.state
   doctor_run ib_umad_missing
   _rc=0
-  $CHECK $D/ib_umad_missing.json --exit "$(cat $D/ib_umad_missing.exit)" \
+  $CHECK $D/ib_umad_missing.json --exit "$(cat $D/ib_umad_missing.exit)" $(catalogue ib_umad_missing) \
     --expect RDK-K003 --quiet-at warning --evidence RDK-K003:/proc/modules=ib_umad || _rc=1
   modprobe ib_umad || _rc=1
   return $_rc
@@ -69,7 +71,7 @@ sc_port_down() {
   cat $D/port_down.state
   doctor_run port_down
   _rc=0
-  $CHECK $D/port_down.json --exit "$(cat $D/port_down.exit)" --expect RDK-H002 \
+  $CHECK $D/port_down.json --exit "$(cat $D/port_down.exit)" --expect RDK-H002 $(catalogue port_down) \
     --evidence "RDK-H002:ports/1/state=$_s" --evidence "RDK-H002:ports/1/phys_state=$_p" || _rc=1
   ip link set eth0 up && wait_port_active rxe0 1 30 && wait_gids rxe0 1 3 20 || _rc=1
   return $_rc
@@ -81,7 +83,7 @@ sc_provider_missing() {
   IBV_SHOW_WARNINGS=1 ibv_devinfo >> $D/provider_missing.state 2>&1
   doctor_run provider_missing
   _rc=0
-  $CHECK $D/provider_missing.json --exit "$(cat $D/provider_missing.exit)" --expect RDK-L002 \
+  $CHECK $D/provider_missing.json --exit "$(cat $D/provider_missing.exit)" --expect RDK-L002 $(catalogue provider_missing) \
     --quiet-at error --evidence RDK-L002:libibverbs.d= || _rc=1
   mv /tmp/rxe.driver /etc/libibverbs.d/rxe.driver || _rc=1
   return $_rc
@@ -91,7 +93,7 @@ sc_memlock_user() {
   as_limited_user sh -c 'id; ulimit -l; grep "locked memory" /proc/self/limits' > $D/memlock_user.state 2>&1
   cat $D/memlock_user.state
   doctor_run memlock_user as_limited_user
-  $CHECK $D/memlock_user.json --exit "$(cat $D/memlock_user.exit)" --expect RDK-A001 \
+  $CHECK $D/memlock_user.json --exit "$(cat $D/memlock_user.exit)" --expect RDK-A001 $(catalogue memlock_user) \
     --evidence RDK-A001:=65536
 }
 
@@ -124,7 +126,7 @@ sc_sigkill_holder() {
   DOCTOR_ARGS="--pid $_surv" doctor_run sigkill_holder
   # The survivor runs as root with CAP_IPC_LOCK: --pid reads its credentials from
   # /proc/<pid>/status, so its 8 MiB memlock limit does not raise RDK-A001.
-  $CHECK $D/sigkill_holder.json --exit "$(cat $D/sigkill_holder.exit)" --quiet-at warning \
+  $CHECK $D/sigkill_holder.json --exit "$(cat $D/sigkill_holder.exit)" --quiet-at warning $(catalogue sigkill_holder) \
     --status resources.owners=pass || _rc=1
   kill -9 $_surv; wait $_surv 2>/dev/null
   return $_rc
@@ -150,9 +152,11 @@ sc_orphaned_by_fork() {
   { echo "after SIGKILL of $_parent:"; rdma resource show qp; rdma resource
     ls -l /proc/$_child/fd; } >> $D/orphaned_by_fork.state 2>&1
   cat $D/orphaned_by_fork.state
+  _fd=$(ls -l /proc/$_child/fd | sed -n 's|.* \([0-9][0-9]*\) -> /dev/infiniband/uverbs0|\1|p' | head -1)
+  printf 'child=%s\nchild_fd=%s\n' "$_child" "$_fd" > $D/orphaned_by_fork.vars
   doctor_run orphaned_by_fork
   _rc=0
-  $CHECK $D/orphaned_by_fork.json --exit "$(cat $D/orphaned_by_fork.exit)" \
+  $CHECK $D/orphaned_by_fork.json --exit "$(cat $D/orphaned_by_fork.exit)" $(catalogue orphaned_by_fork) \
     --quiet-at warning --expect RDK-R001 \
     --evidence "RDK-R001:/proc/$_child/fd/=/dev/infiniband/uverbs0" || _rc=1
   kill -9 $_child
