@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod report;
+pub mod sweep;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -26,12 +27,16 @@ enum Command {
     Report(report::Args),
     /// Write the fleet's majority inventory per cohort, for a later `report --expect`.
     Baseline(baseline::Args),
+    /// Run the doctor on every node of a Slurm partition as one job step (srun's output
+    /// is the transport) and report; silent, garbled or hung nodes are `missing`.
+    Sweep(sweep::Args),
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     match a.command {
         Command::Report(a) => report::run(a),
         Command::Baseline(a) => baseline::run(a),
+        Command::Sweep(a) => sweep::run(a),
     }
 }
 
