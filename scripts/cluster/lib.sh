@@ -60,6 +60,7 @@ cl_up() {
   CL=$(cd "$dir" && pwd)
   local id
   id=$(printf '%04x' $(( ($$ + RANDOM) % 65536 )))
+  CL_ID=$id
   # Names of everything in the kernel's global tables carry the id, so clusters of
   # concurrent runs never meet: bridge rdkc<id>, namespaces rdkc<id>-<node>.
   local br="rdkc$id"
@@ -166,14 +167,20 @@ cl_up() {
   cl_wait_nodes_idle "$nodes" 60
 }
 
+# cl_veth NODE: the bridge-side end of NODE's eth0 (for tc on the bridge side).
+cl_veth() {
+  local tag="${CL_ID:?}-$1"
+  local v="v${tag//-/}"
+  echo "${v:0:15}"
+}
+
 # cl_netns_add NAME BRIDGE ADDR: a network namespace with lo up and eth0 (a veth on the
 # bridge) at ADDR/24.
 cl_netns_add() {
   local ns=$1 br=$2 addr=$3
   # veth names: at most 15 characters, unique per cluster and node.
-  local tag=${ns#rdkc}
-  local v="v${tag//-/}"
-  v=${v:0:15}
+  local v
+  v=$(cl_veth "${ns#rdkc"$CL_ID"-}")
   ip netns add "$ns" || return 1
   echo "netns $ns" >>"$CL/netns"
   ip link add "$v" type veth peer name eth0 netns "$ns" || return 1
