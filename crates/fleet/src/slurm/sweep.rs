@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use super::frame::{self, Kind, Line};
+use crate::node::NodeReport;
 
 /// The schema a report must carry.
 pub const DOCTOR_SCHEMA: &str = "rdmakit.doctor/v1";
@@ -63,6 +64,26 @@ impl NodeResult {
     pub fn is_reported(&self) -> bool {
         matches!(self.outcome, Outcome::Reported { .. })
     }
+}
+
+/// The sweep's results as the fleet report's nodes ([`crate::report::analyze`]),
+/// each named after its Slurm node (a host's own name may differ); a report the
+/// fleet cannot read becomes `missing` with the reason.
+pub fn node_reports(results: &[NodeResult]) -> Vec<NodeReport> {
+    results
+        .iter()
+        .map(|r| {
+            let origin = format!("sweep:{}", r.node);
+            match &r.outcome {
+                Outcome::Reported { line, .. } => match NodeReport::from_doctor_json(line, &origin)
+                {
+                    Ok(n) => n.with_name(&r.node),
+                    Err(e) => NodeReport::missing(&r.node, &origin, &format!("garbage: {e}")),
+                },
+                Outcome::Missing { reason } => NodeReport::missing(&r.node, &origin, reason),
+            }
+        })
+        .collect()
 }
 
 /// A frame being received.
@@ -619,6 +640,48 @@ mod tests {
             "garbage: report frame cut off after 0 lines (the process died or its output was \
              truncated)"
         );
+    }
+
+    #[test]
+    fn results_become_fleet_nodes_named_after_their_slurm_node() {
+        let host_named = r#"{"schema":"rdmakit.doctor/v1","findings":[],"inventory":{"hostname":"gpu7.example"}}"#;
+        let results = vec![
+            NodeResult {
+                node: "n1".into(),
+                outcome: Outcome::Reported {
+                    line: host_named.into(),
+                    bundle: None,
+                    exit: Some(0),
+                },
+                notes: vec![],
+            },
+            NodeResult {
+                node: "n2".into(),
+                outcome: Outcome::Reported {
+                    line: r#"{"schema":"rdmakit.doctor/v1","findings":7}"#.into(),
+                    bundle: None,
+                    exit: Some(0),
+                },
+                notes: vec![],
+            },
+            NodeResult::missing("n3", "hung: no report within 10 s"),
+        ];
+        let nodes = node_reports(&results);
+        assert_eq!(nodes[0].name, "n1");
+        assert!(nodes[0].missing.is_none());
+        assert_eq!(nodes[1].name, "n2");
+        assert!(nodes[1]
+            .missing
+            .as_deref()
+            .unwrap()
+            .starts_with("garbage: malformed"));
+        assert_eq!(
+            nodes[2].missing.as_deref(),
+            Some("hung: no report within 10 s")
+        );
+        let r = crate::report::analyze(nodes, vec![], vec![], &Default::default());
+        assert_eq!(r.summary.missing, 2);
+        assert_eq!(r.summary.exit_code, 1);
     }
 
     #[test]

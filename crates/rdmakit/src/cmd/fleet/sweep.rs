@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use rdmakit_fleet::render::{self, HumanOptions};
+use rdmakit_fleet::report::{analyze, Options};
 use rdmakit_fleet::slurm::run::{self, Commands, Event, SweepSpec};
-use rdmakit_fleet::slurm::sweep::Outcome;
+use rdmakit_fleet::slurm::sweep::{node_reports, End};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -28,9 +30,19 @@ pub struct Args {
     /// Seconds to wait for every report; a node still silent then is missing (hung).
     #[arg(long, value_name = "S", default_value_t = 60)]
     timeout: u64,
-    /// Print the result as JSON (schema rdmakit.sweep/v1).
+    /// Print the fleet report as JSON (schema rdmakit.fleet/v1; the sweep's own account,
+    /// rdmakit.sweep/v1, is DIR/sweep.json).
     #[arg(long)]
     json: bool,
+    /// Every reason of every node, cohort members, every change.
+    #[arg(short, long)]
+    verbose: bool,
+    /// The previous sweep: its `fleet report --json` (DIR/fleet.json), or its node reports.
+    #[arg(long, value_name = "PREVIOUS")]
+    baseline: Option<String>,
+    /// Check every node against an expected inventory (`rdmakit fleet baseline -o FILE`).
+    #[arg(long, value_name = "FILE")]
+    expect: Option<String>,
     /// rdmakit's path on the nodes [default: this binary's path].
     #[arg(long, value_name = "PATH")]
     rdmakit: Option<String>,
@@ -64,6 +76,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         bundles: a.bundles,
         timeout: Duration::from_secs(a.timeout),
     };
+    // Read before the sweep: a bad --baseline or --expect should not cost one.
+    let opts = Options {
+        tool: super::tool(),
+        previous: a.baseline.as_deref().map(super::previous).transpose()?,
+        expected: match &a.expect {
+            Some(p) => Some((p.clone(), super::expected(p)?)),
+            None => None,
+        },
+        ..Options::default()
+    };
     let cmds = Commands::default();
     let plan = run::plan(&cmds, &spec)?;
     let dir = a.output.clone().unwrap_or_else(|| {
@@ -77,7 +99,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let pb = indicatif::ProgressBar::new(plan.run.len() as u64);
         pb.set_style(
             indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} nodes reported {wide_msg}",
+                "{spinner} {pos}/{len} nodes reported {elapsed} {wide_msg}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
@@ -99,72 +121,40 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if let Some(pb) = &bar {
         pb.finish_and_clear();
     }
+
+    // Every node, reported or missing, through the fleet report.
+    let report = analyze(node_reports(&swept.results), vec![], vec![], &opts);
     run::write_dir(&dir, &swept)?;
+    let fleet_json = render::json(&report);
+    let p = dir.join("fleet.json");
+    std::fs::write(&p, format!("{fleet_json}\n"))
+        .with_context(|| format!("writing {}", p.display()))?;
 
     let mut out = anstream::stdout();
-    let mut not_ok = 0;
-    let mut lines = Vec::new();
-    for r in &swept.results {
-        let (status, why) = match &r.outcome {
-            Outcome::Reported { line, .. } => node_status(line),
-            Outcome::Missing { reason } => ("missing", reason.clone()),
-        };
-        if status != "ok" {
-            not_ok += 1;
-        }
-        lines.push((r.node.clone(), status, why));
-    }
     if a.json {
-        writeln!(out, "{}", run::summary_json(&swept))?;
+        writeln!(out, "{fleet_json}")?;
     } else {
+        let o = HumanOptions {
+            verbose: a.verbose,
+            ..HumanOptions::default()
+        };
+        out.write_all(render::human(&report, o).as_bytes())?;
         let total = swept.results.len();
         let reported = swept.results.iter().filter(|r| r.is_reported()).count();
+        let last = swept
+            .last_report
+            .map(|d| format!(", the last {:.1} s after srun started", d.as_secs_f64()))
+            .unwrap_or_default();
+        let end = match swept.end {
+            End::TimedOut(s) => format!("; stopped by the {s:.0} s timeout"),
+            End::Exited(_) => String::new(),
+        };
         writeln!(
             out,
-            "rdmakit fleet sweep: {reported} of {total} nodes reported in {:.1} s; {not_ok} need attention",
-            swept.elapsed.as_secs_f64()
+            "Sweep: {reported} of {total} nodes reported in {:.1} s{last}{end}; evidence in {}",
+            swept.elapsed.as_secs_f64(),
+            dir.display()
         )?;
-        // The nodes that need attention first.
-        lines.sort_by_key(|(_, s, _)| *s == "ok");
-        for (node, status, why) in &lines {
-            if *status == "ok" {
-                continue;
-            }
-            writeln!(out, "  {node:<12} {status:<8} {why}")?;
-        }
-        writeln!(out, "evidence: {}", dir.display())?;
     }
-    Ok(if not_ok > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// A reported node's own status: its worst finding's severity and the first such
-/// finding (the fleet report adds cohorts, drift and outliers on top).
-fn node_status(line: &str) -> (&'static str, String) {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-        return ("error", "report does not parse".into());
-    };
-    let count = |k: &str| v["counts"][k].as_u64().unwrap_or(0);
-    let level = if count("error") > 0 {
-        "error"
-    } else if count("warning") > 0 {
-        "warning"
-    } else {
-        return ("ok", String::new());
-    };
-    let first = v["findings"]
-        .as_array()
-        .and_then(|fs| fs.iter().find(|f| f["severity"] == level))
-        .map(|f| {
-            format!(
-                "{} {}",
-                f["code"].as_str().unwrap_or("?"),
-                f["message"].as_str().unwrap_or("")
-            )
-        })
-        .unwrap_or_default();
-    (level, first)
+    Ok(ExitCode::from(report.summary.exit_code))
 }
