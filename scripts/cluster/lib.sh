@@ -189,7 +189,7 @@ cl_netns_add() {
   ip -n "$ns" link set lo up
   ip -n "$ns" addr add "$addr/24" dev eth0
   ip -n "$ns" link set eth0 up
-  ip -n "$ns" route add default via "${addr%.*}.1" 2>/dev/null || true
+  # No default route: a node reaches its /24 and nothing else.
 }
 
 # cl_spawn NETNS HOSTNAME OUTFILE CMD...: runs CMD in the background inside NETNS

@@ -322,7 +322,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let mut text = frame::encode(frame::Kind::Report, &node, &json);
         if let Some((recs, opts)) = records {
             let tool = format!("rdmakit {} ({})", env!("CARGO_PKG_VERSION"), opened.label());
-            let bundle = rdmakit_host::bundle::Bundle::new(Bundle::header_now(&tool, opts), recs);
+            let bundle = Bundle::new(Bundle::header_now(&tool, opts), recs);
             text.push_str(&frame::encode(
                 frame::Kind::Bundle,
                 &node,
