@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(short = 'w', long, value_name = "LIST")]
     nodelist: Option<String>,
     /// Where to keep the evidence: srun.out/srun.err (the raw lines), reports.jsonl (one
-    /// report per line, for `rdmakit fleet report`), sweep.json, bundles/
+    /// report per line, for `rdmakit fleet report`), sweep.json, fleet.json, bundles/
     /// [default: ./rdmakit-sweep-<unix time>].
     #[arg(short, long, value_name = "DIR")]
     output: Option<PathBuf>,
