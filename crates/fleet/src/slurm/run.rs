@@ -362,6 +362,7 @@ pub fn execute(
         if now >= wait_until {
             if stop.is_none() {
                 on_event(Event::TimedOut);
+                c.stop();
                 signal(&child, rustix::process::Signal::Term);
                 stop = Some(now);
                 continue;

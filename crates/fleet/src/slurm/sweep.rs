@@ -108,6 +108,8 @@ struct Task {
     stray_count: usize,
     stderr: Vec<String>,
     exit: Option<i32>,
+    /// rdmakit's exit line came after the sweep stopped srun: it was killed.
+    exit_after_stop: bool,
     /// What srun said about this task ("Exited with exit code 2", "Killed").
     srun_says: Option<String>,
 }
@@ -121,6 +123,8 @@ pub struct Collector {
     /// Lines on stdout without a task label (srun prints none there: kept as evidence).
     unlabelled: Vec<String>,
     reports: usize,
+    /// The timeout fired: what arrives now comes from the step being killed.
+    stopped: bool,
 }
 
 impl Collector {
@@ -139,7 +143,11 @@ impl Collector {
         let t = self.tasks.entry(task).or_default();
         t.lines += 1;
         let had_report = t.report.as_ref().is_some_and(Result::is_ok);
+        let had_exit = t.exit.is_some();
         take_line(t, text);
+        if !had_exit && t.exit.is_some() && self.stopped {
+            t.exit_after_stop = true;
+        }
         if !had_report && t.report.as_ref().is_some_and(Result::is_ok) {
             self.reports += 1;
         }
@@ -167,6 +175,13 @@ impl Collector {
         if !l.is_empty() && self.srun.len() < 20 {
             self.srun.push(clip(l));
         }
+    }
+
+    /// The sweep's timeout fired and srun is being stopped: a task that ends from now
+    /// on was killed by it (its shell may still print rdmakit's status), so it
+    /// counts as hung.
+    pub fn stop(&mut self) {
+        self.stopped = true;
     }
 
     /// Nodes whose report arrived whole so far (for a progress bar).
@@ -332,7 +347,7 @@ fn judge(node: &str, mut t: Task, end: End) -> NodeResult {
         outcome: Outcome::Missing { reason },
         notes: notes.clone(),
     };
-    let hung = t.exit.is_none() && matches!(end, End::TimedOut(_));
+    let hung = (t.exit.is_none() || t.exit_after_stop) && matches!(end, End::TimedOut(_));
     let secs = match end {
         End::TimedOut(s) => s,
         End::Exited(_) => 0.0,
@@ -386,6 +401,9 @@ fn cut_off(lines: usize) -> String {
 fn exit_text(t: &Task) -> String {
     let mut parts = Vec::new();
     match (t.exit, &t.srun_says) {
+        (Some(s), _) if t.exit_after_stop => {
+            parts.push(format!("killed at the timeout: exit status {s}"))
+        }
         (Some(s), _) if s != 0 => parts.push(format!("exit status {s}")),
         (None, Some(w)) => parts.push(format!("srun: {w}")),
         _ => {}
@@ -589,6 +607,37 @@ mod tests {
             reason(&r[5]),
             "no task started there within 20 s (srun: Force Terminated StepId=4.0)"
         );
+    }
+
+    #[test]
+    fn a_task_killed_at_the_timeout_is_hung_even_if_its_shell_reports_the_kill() {
+        // Seen on the cluster tier: srun kills the hung rdmakit first; the task's shell
+        // prints its status (137) before it is killed too.
+        let mut c = Collector::new();
+        c.stdout_line("7: rdmakit-frame 1 task node=n8");
+        c.stop();
+        c.stderr_line("7: Killed");
+        c.stdout_line("7: ");
+        c.stdout_line("7: rdmakit-frame 1 exit 137");
+        // A task that started and never ended is hung too.
+        c.stdout_line("8: rdmakit-frame 1 task node=n9");
+        let r = c.finish(&nodes(&["n8", "n9"]), End::TimedOut(10.0));
+        assert_eq!(
+            reason(&r[0]),
+            "hung: no report within 10 s (rdmakit started and sent nothing)"
+        );
+        assert_eq!(
+            reason(&r[1]),
+            "hung: no report within 10 s (rdmakit started and sent nothing)"
+        );
+        // A node that ended by itself before the timeout is not hung.
+        let mut c = Collector::new();
+        for l in task_output(8, "n9", "", Some(127)) {
+            c.stdout_line(&l);
+        }
+        c.stop();
+        let r = c.finish(&nodes(&["n9"]), End::TimedOut(10.0));
+        assert_eq!(reason(&r[0]), "sent nothing (exit status 127)");
     }
 
     #[test]
