@@ -135,7 +135,7 @@ LAST_REPORT=$(python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.arg
 # drift only the fleet sees (its own doctor finds nothing wrong).
 cat >"$OUT/want-sweep.txt" <<'EOF'
 n3 error ^finding RDK-H002 rxe0 port 1 is DOWN \(physical state Disabled\)$
-n5 warning ^drift fw_ver\[rxe0\] is 20\.31\.1014
+n5 warning ^drift fw_ver\[rxe0\] is 20\.31\.1014; cohort c1 has \(empty\) on 7 of 8 nodes$
 n6 error ^finding RDK-H001 the kernel supports RDMA but no RDMA device is registered$
 n7 missing ^missing garbage: report frame cut off after [0-9]+ lines? \(the process died or its output was truncated\)$
 n8 missing ^missing hung: no report within 10 s \(rdmakit started and sent nothing\)$
