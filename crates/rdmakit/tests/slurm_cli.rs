@@ -212,3 +212,21 @@ fn health_check_exits_2_when_slurm_cannot_be_asked() {
         "{out}"
     );
 }
+
+#[test]
+fn sweep_without_slurm_exits_2_naming_the_command_and_the_errno() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("sweep");
+    let empty = dir.path().join("bin");
+    std::fs::create_dir(&empty).unwrap();
+    let o = rdmakit(
+        &["fleet", "sweep", "-o", out_dir.to_str().unwrap()],
+        &[("PATH", empty.to_str().unwrap())],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("sinfo"), "{err}");
+    assert!(err.contains("cannot run it"), "{err}");
+    assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
+    assert!(!out_dir.exists(), "no evidence directory without a sweep");
+}

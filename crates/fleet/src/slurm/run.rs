@@ -15,12 +15,11 @@ use super::sweep::{Collector, End, NodeResult, Outcome};
 /// A Slurm command that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SlurmError {
-    #[error("{cmd}: cannot run it: {source} (is Slurm's client installed and on PATH?)")]
-    Spawn {
-        cmd: String,
-        #[source]
-        source: std::io::Error,
-    },
+    // The io error is in the message, not a `#[source]`: callers print this error
+    // alone (the health check's one line) or with its chain, and either way it
+    // should read once.
+    #[error("{cmd}: cannot run it: {err} (is Slurm's client installed and on PATH?)")]
+    Spawn { cmd: String, err: std::io::Error },
     #[error("{cmd}: {status}: {stderr}")]
     Failed {
         cmd: String,
@@ -61,9 +60,9 @@ impl Commands {
             .command(prog)
             .args(args)
             .output()
-            .map_err(|source| SlurmError::Spawn {
+            .map_err(|err| SlurmError::Spawn {
                 cmd: cmd.clone(),
-                source,
+                err,
             })?;
         if !out.status.success() {
             return Err(SlurmError::Failed {
@@ -335,9 +334,9 @@ pub fn execute(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|source| SlurmError::Spawn {
+        .map_err(|err| SlurmError::Spawn {
             cmd: "srun".into(),
-            source,
+            err,
         })?;
     let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
     let readers = [
