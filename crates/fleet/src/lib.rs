@@ -37,5 +37,6 @@ pub mod drift;
 pub mod input;
 pub mod node;
 pub mod outlier;
+pub mod pairwise;
 pub mod render;
 pub mod report;
