@@ -222,7 +222,7 @@ pub fn hex(b: &[u8]) -> String {
 
 /// Parses hex (either case); None on anything else.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || !s.is_ascii() {
+    if s.len() % 2 == 1 || !s.is_ascii() {
         return None;
     }
     (0..s.len())

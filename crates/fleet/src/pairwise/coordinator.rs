@@ -8,10 +8,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::auth::Token;
+use super::confirm;
 use super::localize::{self, Suspect};
 use super::protocol::{self, Conn, Measurement, ProtoError, Reply, Request, TestSpec};
 use super::report::{
-    Cell, Check, Confirmation, Fault, Mode, Node, PairwiseReport, Phase, RoundTiming, Settings,
+    Cell, Confirmation, Fault, Mode, Node, PairwiseReport, Phase, RoundTiming, Settings,
     Thresholds, Unreachable, Verdict, SCHEMA,
 };
 use super::schedule;
@@ -142,8 +143,8 @@ struct Agent {
     conn: Option<Conn>,
 }
 
-struct Run<'a> {
-    cfg: &'a PairwiseConfig,
+pub(super) struct Run<'a> {
+    pub(super) cfg: &'a PairwiseConfig,
     agents: Vec<Mutex<Agent>>,
     next_id: AtomicU64,
 }
@@ -265,7 +266,7 @@ pub fn run(
     if !judged.suspects.is_empty() {
         if cfg.confirm {
             let (conf, more_cells, more_timings) =
-                confirm(&run, &judged, reference, &names, &thresholds, on);
+                confirm::confirm(&run, &judged, reference, &names, &thresholds, on);
             confirmations = conf;
             cells.extend(more_cells);
             timings.extend(more_timings);
@@ -297,11 +298,18 @@ pub fn run(
     }
     // Confirmed faults, and those that could not be re-measured if they
     // stand out of the matrix's noise on their own.
-    let significant: Vec<Fault> = judged
+    let mut significant: Vec<Fault> = judged
         .significant
         .iter()
         .map(|s| fault_of(*s, &names))
         .collect();
+    significant.extend(
+        judged
+            .low_pairs
+            .iter()
+            .filter(|p| p.significant)
+            .map(|p| Fault::link(&names[p.a], &names[p.b])),
+    );
     let mut faults: Vec<Fault> = confirmations
         .iter()
         .filter(|c| match c.verdict {
@@ -411,7 +419,7 @@ fn hello(addr: SocketAddr, cfg: &PairwiseConfig) -> Result<(Agent, protocol::Age
 }
 
 /// The specs a pair measurement runs.
-struct Specs {
+pub(super) struct Specs {
     bw: TestSpec,
     lat: Option<TestSpec>,
 }
@@ -440,8 +448,8 @@ impl Specs {
         }
     }
 
-    /// Confirmation: the judged (largest) size only, longer, no latency.
-    fn confirmation(cfg: &PairwiseConfig) -> Specs {
+    /// Confirmation: the largest size only, longer, no latency.
+    pub(super) fn confirmation(cfg: &PairwiseConfig) -> Specs {
         let largest = cfg.bw_sizes.iter().copied().max().unwrap_or(65536);
         Specs {
             bw: TestSpec {
@@ -459,10 +467,10 @@ impl Specs {
 }
 
 /// A measured directed cell, with the indices of its nodes.
-type Indexed = (usize, usize, Cell);
+pub(super) type Indexed = (usize, usize, Cell);
 
 /// Runs `rounds`, all pairs of a round at once.
-fn run_rounds(
+pub(super) fn run_rounds(
     run: &Run<'_>,
     rounds: &[schedule::Round],
     phase: Phase,
@@ -755,205 +763,9 @@ fn ensure<'a>(run: &Run<'_>, a: &'a mut Agent) -> Result<&'a mut Conn, Failure> 
         .ok_or_else(|| Failure::Said("no connection".into()))
 }
 
-fn fault_of(s: Suspect, names: &[String]) -> Fault {
+pub(super) fn fault_of(s: Suspect, names: &[String]) -> Fault {
     match s {
         Suspect::Node(k) => Fault::node(&names[k]),
         Suspect::Link(a, b) => Fault::link(&names[a], &names[b]),
     }
-}
-
-/// The re-measurements planned for one suspect.
-struct Plan {
-    suspect: Suspect,
-    checks: Vec<(usize, usize)>,
-    controls: Vec<(usize, usize)>,
-}
-
-/// Plans and runs the re-measurements, and judges each suspect.
-fn confirm(
-    run: &Run<'_>,
-    judged: &localize::Judged,
-    reference: Option<usize>,
-    names: &[String],
-    t: &Thresholds,
-    on: &(dyn Fn(&Step) + Sync),
-) -> (Vec<Confirmation>, Vec<Indexed>, Vec<RoundTiming>) {
-    let n = names.len();
-    // Partners: no node suspect; the reference first, then the nodes in
-    // the fewest link suspicions (a node on a suspect link is still a fine
-    // partner for others).
-    let mut involved = vec![0usize; n];
-    let mut node_suspect = vec![false; n];
-    for s in &judged.suspects {
-        match *s {
-            Suspect::Node(k) => node_suspect[k] = true,
-            Suspect::Link(a, b) => {
-                involved[a] += 1;
-                involved[b] += 1;
-            }
-        }
-    }
-    let mut pool: Vec<usize> = reference.into_iter().collect();
-    let mut others: Vec<usize> = (0..n)
-        .filter(|&k| !node_suspect[k] && Some(k) != reference && judged.nodes[k].partners > 0)
-        .collect();
-    others.sort_by_key(|&k| (involved[k], k));
-    pool.extend(others);
-    let mut next = 0usize;
-    let mut pick = |avoid: &[usize]| -> Option<usize> {
-        let cands: Vec<usize> = pool
-            .iter()
-            .copied()
-            .filter(|g| !avoid.contains(g))
-            .collect();
-        if cands.is_empty() {
-            return None;
-        }
-        // The reference always first; the others round-robin, so suspects
-        // spread over the healthy nodes.
-        if let Some(r) = reference.filter(|r| cands.contains(r) && avoid.len() <= 1) {
-            return Some(r);
-        }
-        let g = cands[next % cands.len()];
-        next += 1;
-        Some(g)
-    };
-    let plans: Vec<Plan> = judged
-        .suspects
-        .iter()
-        .map(|&s| match s {
-            Suspect::Node(x) => {
-                let g1 = pick(&[x]);
-                let g2 = g1.and_then(|g1| pick(&[x, g1]));
-                let checks: Vec<_> = [g1, g2].into_iter().flatten().map(|g| (x, g)).collect();
-                let controls = match (g1, g2) {
-                    (Some(g1), Some(g2)) => vec![(g1, g2)],
-                    _ => Vec::new(),
-                };
-                Plan {
-                    suspect: s,
-                    checks,
-                    controls,
-                }
-            }
-            Suspect::Link(a, b) => {
-                let g1 = pick(&[a, b]);
-                let g2 = g1.and_then(|g1| pick(&[a, b, g1])).or(g1);
-                let controls: Vec<_> = [g1.map(|g| (a, g)), g2.map(|g| (b, g))]
-                    .into_iter()
-                    .flatten()
-                    .collect();
-                Plan {
-                    suspect: s,
-                    checks: if controls.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![(a, b)]
-                    },
-                    controls,
-                }
-            }
-        })
-        .collect();
-    let specs = Specs::confirmation(run.cfg);
-    let mut all_cells: Vec<Indexed> = Vec::new();
-    let mut timings = Vec::new();
-    let mut checks: Vec<Vec<Check>> = vec![Vec::new(); plans.len()];
-    let mut active: Vec<usize> = (0..plans.len()).collect();
-    for pass in 1..=t.confirm_passes.max(1) {
-        if active.is_empty() {
-            break;
-        }
-        // Every distinct pair once, in plan order (each suspect's controls
-        // around its checks), packed into rounds of at most
-        // confirm_parallel pairs.
-        let mut order: Vec<(usize, usize)> = Vec::new();
-        for &i in &active {
-            let p = &plans[i];
-            let seq = p
-                .controls
-                .iter()
-                .take(1)
-                .chain(&p.checks)
-                .chain(p.controls.iter().skip(1));
-            for &(a, b) in seq {
-                let k = (a.min(b), a.max(b));
-                if !order.contains(&k) {
-                    order.push(k);
-                }
-            }
-        }
-        let mut rounds: Vec<schedule::Round> = Vec::new();
-        for chunk in order.chunks(run.cfg.confirm_parallel) {
-            rounds.extend(schedule::pack(chunk));
-        }
-        let (cells, tm) = run_rounds(run, &rounds, Phase::Suspect, timings.len(), &specs, on);
-        timings.extend(tm);
-        // A pair's figure: the lower direction.
-        let figure = |a: usize, b: usize| -> Option<f64> {
-            cells
-                .iter()
-                .filter(|c| (c.0 == a && c.1 == b) || (c.0 == b && c.1 == a))
-                .map(|c| c.2.mbs)
-                .min_by(|x, y| x.total_cmp(y))
-        };
-        let mut still = Vec::new();
-        for &i in &active {
-            let p = &plans[i];
-            let control_vals: Vec<f64> = p
-                .controls
-                .iter()
-                .filter_map(|&(a, b)| figure(a, b))
-                .collect();
-            let Some(control) = localize::median(&control_vals) else {
-                continue;
-            };
-            let now: Vec<Check> = p
-                .checks
-                .iter()
-                .filter_map(|&(a, b)| {
-                    figure(a, b).map(|m| Check {
-                        pass,
-                        pair: [names[a].clone(), names[b].clone()],
-                        mbs: m,
-                        control_mbs: control,
-                        ratio: localize::ratio(m, control),
-                    })
-                })
-                .collect();
-            let low = !now.is_empty() && now.iter().all(|c| c.ratio < t.confirm_ratio);
-            checks[i].extend(now);
-            if low {
-                still.push(i);
-            }
-        }
-        all_cells.extend(cells);
-        active = still;
-    }
-    let confirmations = plans
-        .iter()
-        .zip(checks)
-        .map(|(p, checks)| Confirmation {
-            suspect: fault_of(p.suspect, names),
-            verdict: localize::verdict(&checks, t),
-            checks,
-        })
-        .collect();
-    // Mark which re-measured cells were checks and which controls.
-    let check_pairs: Vec<(usize, usize)> = plans.iter().flat_map(|p| p.checks.clone()).collect();
-    let cells = all_cells
-        .into_iter()
-        .map(|(a, b, mut c)| {
-            let is_check = check_pairs
-                .iter()
-                .any(|&(x, y)| (x, y) == (a, b) || (y, x) == (a, b));
-            c.phase = if is_check {
-                Phase::Suspect
-            } else {
-                Phase::Control
-            };
-            (a, b, c)
-        })
-        .collect();
-    (confirmations, cells, timings)
 }

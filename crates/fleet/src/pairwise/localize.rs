@@ -59,9 +59,40 @@ pub struct NodeJudgement {
     pub partners: usize,
     /// Partners whose pair with it is slow.
     pub slow_partners: usize,
+    /// Its slow direction(s): which of its cells a re-measurement checks.
+    pub slow_dir: SlowDir,
     /// A node suspect.
     pub suspect: bool,
     /// ... beyond the noise of the node scores.
+    pub significant: bool,
+}
+
+/// Which way a node is slow: from the screening's directed cells below
+/// the slow cut, by a strict majority of its cells that way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SlowDir {
+    /// What it sends (its row).
+    Out,
+    /// What it receives (its column).
+    In,
+    /// Both.
+    Both,
+    /// Neither way by a majority (its pairs are slow one way or the other):
+    /// check the lower direction.
+    #[default]
+    Either,
+}
+
+/// A low pair, whoever its nodes are.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LowPair {
+    /// The smaller node index.
+    pub a: usize,
+    /// The larger.
+    pub b: usize,
+    /// Its low directed cells (`from`, `to`).
+    pub low: Vec<(usize, usize)>,
+    /// Beyond the noise of the residuals.
     pub significant: bool,
 }
 
@@ -87,7 +118,11 @@ pub struct Judged {
     pub cells: Vec<CellJudgement>,
     /// Per node, by index.
     pub nodes: Vec<NodeJudgement>,
-    /// Node suspects first, then link suspects; sorted.
+    /// Every low pair, also those of node suspects (a node suspect that
+    /// re-measuring clears leaves its low pairs to be checked as links).
+    pub low_pairs: Vec<LowPair>,
+    /// Node suspects first, then link suspects (low pairs of two nodes that
+    /// are not node suspects); sorted.
     pub suspects: Vec<Suspect>,
     /// The significant ones among them.
     pub significant: Vec<Suspect>,
@@ -176,6 +211,24 @@ pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
     let nr = Robust::of(&known, t);
     let slow_cut = port_cut.map_or(t.relative * nr.med, |p| (t.relative * nr.med).min(p));
     // 3. Node suspects.
+    let dir_of = |k: usize| {
+        let (mut out, mut out_slow, mut inn, mut in_slow) = (0, 0, 0, 0);
+        for c in cells.iter().filter(|c| valid(c)) {
+            if c.0 == k {
+                out += 1;
+                out_slow += usize::from(fig(c) < slow_cut);
+            } else if c.1 == k {
+                inn += 1;
+                in_slow += usize::from(fig(c) < slow_cut);
+            }
+        }
+        match (2 * out_slow > out, 2 * in_slow > inn) {
+            (true, true) => SlowDir::Both,
+            (true, false) => SlowDir::Out,
+            (false, true) => SlowDir::In,
+            (false, false) => SlowDir::Either,
+        }
+    };
     let nodes: Vec<NodeJudgement> = (0..n)
         .map(|k| {
             let slow = per_node[k].iter().filter(|x| x.1 < slow_cut).count();
@@ -188,6 +241,7 @@ pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
                 z,
                 partners,
                 slow_partners: slow,
+                slow_dir: dir_of(k),
                 suspect,
                 significant: suspect && z <= -t.z,
             }
@@ -242,9 +296,25 @@ pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
             significant.push(Suspect::Node(k));
         }
     }
+    let mut low_pairs = Vec::new();
     for &(a, b) in pair_res.keys() {
         let (low, sig) = pair_low(a, b);
-        if low && !nodes[a].suspect && !nodes[b].suspect {
+        if !low {
+            continue;
+        }
+        let dirs: Vec<(usize, usize)> = cells
+            .iter()
+            .zip(&judged)
+            .filter(|(c, j)| j.low && (c.0.min(c.1), c.0.max(c.1)) == (a, b))
+            .map(|(c, _)| (c.0, c.1))
+            .collect();
+        low_pairs.push(LowPair {
+            a,
+            b,
+            low: dirs,
+            significant: sig,
+        });
+        if !nodes[a].suspect && !nodes[b].suspect {
             suspects.push(Suspect::Link(a, b));
             if sig {
                 significant.push(Suspect::Link(a, b));
@@ -265,6 +335,7 @@ pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
         },
         cells: judged,
         nodes,
+        low_pairs,
         suspects,
         significant,
     }
@@ -455,7 +526,9 @@ mod tests {
     fn verdicts() {
         let c = |r: f64| Check {
             pass: 1,
-            pair: ["a".into(), "b".into()],
+            from: "a".into(),
+            to: "b".into(),
+            either_way: false,
             mbs: r * 100.0,
             control_mbs: 100.0,
             ratio: r,

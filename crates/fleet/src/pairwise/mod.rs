@@ -21,6 +21,7 @@
 
 pub mod agent;
 pub mod auth;
+pub mod confirm;
 pub mod coordinator;
 pub mod localize;
 pub mod protocol;

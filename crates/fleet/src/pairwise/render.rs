@@ -106,10 +106,7 @@ pub fn human(r: &PairwiseReport) -> String {
         }
     }
     if !r.confirmations.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nSuspects re-measured (each pair alone, both directions):"
-        );
+        let _ = writeln!(o, "\nSuspects re-measured against healthy pairs:");
         for c in &r.confirmations {
             let v = match c.verdict {
                 Verdict::Confirmed => paint(RED, "confirmed"),
@@ -120,8 +117,14 @@ pub fn human(r: &PairwiseReport) -> String {
             for k in &c.checks {
                 let _ = writeln!(
                     o,
-                    "    {} <-> {}: {:.0} MB/s vs {:.0} MB/s on healthy pairs ({:.2})",
-                    k.pair[0], k.pair[1], k.mbs, k.control_mbs, k.ratio
+                    "    pass {}: {} {} {}: {:.0} MB/s vs {:.0} MB/s on healthy pairs ({:.2})",
+                    k.pass,
+                    k.from,
+                    if k.either_way { "<->" } else { "->" },
+                    k.to,
+                    k.mbs,
+                    k.control_mbs,
+                    k.ratio
                 );
             }
         }

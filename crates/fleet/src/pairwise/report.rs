@@ -287,11 +287,16 @@ pub struct Confirmation {
 pub struct Check {
     /// Confirmation pass (from 1).
     pub pass: usize,
-    /// The pair re-measured (both directions; the lower counts).
-    pub pair: [String; 2],
+    /// The requester of the cell checked.
+    pub from: String,
+    /// Its responder.
+    pub to: String,
+    /// The lower of both directions was checked, not `from` → `to` alone
+    /// (a node slow one way with some partners, the other way with others).
+    pub either_way: bool,
     /// Its figure, MB/s.
     pub mbs: f64,
-    /// The controls' median, MB/s.
+    /// The median of the control pairs' cells (both directions), MB/s.
     pub control_mbs: f64,
     /// `mbs / control_mbs`.
     pub ratio: f64,

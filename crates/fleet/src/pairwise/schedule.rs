@@ -52,11 +52,13 @@ pub fn ring(n: usize) -> Vec<Round> {
         (0..n - 1).step_by(2).map(edge).collect::<Round>(),
         (1..n - 1).step_by(2).map(edge).collect::<Round>(),
     ];
-    if n % 2 == 0 {
+    if n % 2 == 1 {
+        // An odd cycle: the wrap edge meets node 0, busy in round one, and
+        // node n-1, busy in round two.
+        rounds.push(vec![edge(n - 1)]);
+    } else {
         // Edge n-1 (the wrap) joins the second round: n-1 is odd.
         rounds[1].push(edge(n - 1));
-    } else {
-        rounds.push(vec![edge(n - 1)]);
     }
     for r in &mut rounds {
         r.sort_unstable();

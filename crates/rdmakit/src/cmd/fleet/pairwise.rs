@@ -78,6 +78,10 @@ pub struct Args {
     /// Seconds of RC SEND latency ping-pongs per direction (0: no latency test).
     #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
     lat_seconds: f64,
+    /// Send queue depth of the bandwidth tests (messages in flight).
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    tx_depth: u32,
     /// Path MTU (256, 512, 1024, 2048, 4096).
     #[arg(short = 'm', long, value_name = "BYTES", default_value_t = 4096)]
     mtu: u32,
@@ -150,6 +154,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     cfg.lat_seconds = a.lat_seconds;
     cfg.lat_size = if a.lat_seconds == 0.0 { 0 } else { 8 };
     cfg.mtu = a.mtu;
+    cfg.tx_depth = a.tx_depth;
     cfg.confirm = !a.no_confirm;
     cfg.confirm_parallel = a.confirm_parallel;
     cfg.confirm_seconds = (2.0 * a.seconds).max(0.3);
