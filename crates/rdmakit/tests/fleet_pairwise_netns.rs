@@ -255,8 +255,11 @@ fn slurm_step_starts_agents_coordinates_and_stops_them() {
 
 /// Repeats clean / slow node / slow pair on 6 namespaces with the default
 /// settings and prints how often each was classified right and the time per
-/// round. `scripts/bench-pairwise` runs it (release build);
-/// RDMAKIT_BENCH_RUNS sets the repeats (default 5).
+/// round, against two baselines measured in the same run: the planned
+/// measuring time of a round (what the tests themselves last) and a round
+/// of one pair alone (a 2-node matrix). `scripts/bench-pairwise` runs it
+/// (release build); RDMAKIT_BENCH_RUNS sets the repeats (default 5),
+/// RDMAKIT_BENCH_SAVE=DIR keeps every report.
 #[test]
 #[ignore = "benchmark: scripts/bench-pairwise"]
 fn bench_pairwise() {
@@ -265,13 +268,34 @@ fn bench_pairwise() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
+    let save = std::env::var_os("RDMAKIT_BENCH_SAVE").map(std::path::PathBuf::from);
     let f = Fabric::new(6);
     let (warm, _) = f.pairwise(&[]);
     let rate = slow_mbit(Fabric::median(&warm));
     eprintln!(
-        "bench-pairwise: 6 namespaces, default settings; clean median {:.0} MB/s, faults shaped to {rate} Mbit/s",
+        "bench-pairwise: clean median {:.0} MB/s; faults shaped to {rate} Mbit/s",
         Fabric::median(&warm)
     );
+    let med = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(|a, b| a.total_cmp(b));
+        s.get(s.len() / 2).copied().unwrap_or(0.0)
+    };
+    let rounds_of = |v: &serde_json::Value, screen: bool| -> Vec<f64> {
+        v["rounds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| (r["phase"] == "screen") == screen)
+            .map(|r| r["seconds"].as_f64().unwrap())
+            .collect()
+    };
+    // Baseline: one pair alone, same settings.
+    let mut alone = Vec::new();
+    for _ in 0..runs {
+        let (v, _) = f.pairwise_on(&[0, 1], &[]);
+        alone.extend(rounds_of(&v, true));
+    }
     type Inject<'a> = Box<dyn Fn(&Fabric) + 'a>;
     let scenarios: Vec<(&str, Inject, Vec<String>)> = vec![
         ("clean", Box::new(|_| {}), vec![]),
@@ -289,9 +313,7 @@ fn bench_pairwise() {
     let mut rows = Vec::new();
     for (name, inject, want) in &scenarios {
         let mut right = 0;
-        let mut totals = Vec::new();
-        let mut rounds = Vec::new();
-        let mut confirm = Vec::new();
+        let (mut totals, mut rounds, mut confirm) = (Vec::new(), Vec::new(), Vec::new());
         for k in 0..runs {
             inject(&f);
             let (v, _) = f.pairwise(&[]);
@@ -301,45 +323,54 @@ fn bench_pairwise() {
                 right += 1;
             } else {
                 eprintln!("  {name} run {}: got {got:?}", k + 1);
-                std::fs::write(
-                    f.dir()
-                        .join(format!("miss-{}-{k}.json", name.replace(' ', "_"))),
-                    v.to_string(),
-                )
-                .unwrap();
+            }
+            if let Some(d) = &save {
+                let file = d.join(format!("{}-{}.json", name.replace(' ', "-"), k + 1));
+                std::fs::write(file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
             }
             totals.push(v["seconds"].as_f64().unwrap());
-            let mut conf = 0.0;
-            for r in v["rounds"].as_array().unwrap() {
-                let s = r["seconds"].as_f64().unwrap();
-                if r["phase"] == "screen" {
-                    rounds.push(s);
-                } else {
-                    conf += s;
-                }
-            }
-            confirm.push(conf);
+            rounds.extend(rounds_of(&v, true));
+            confirm.push(rounds_of(&v, false).iter().fold(0.0, |a, b| a + b));
         }
         rows.push((name.to_string(), right, totals, rounds, confirm));
     }
-    // Planned measuring time of one pair, both directions: the sizes'
-    // durations plus the latency ping-pongs (not counted: set-up).
-    let planned = 2.0 * 3.0 * 0.3;
-    println!("\nbench-pairwise: {runs} runs per scenario, 6 nodes, full matrix (5 rounds of 3 pairs), default settings");
-    println!("scenario          right   matrix s (median, max)   round s (median)   round / planned   confirm s (median)");
+    // What one pair's tests last by plan: write-bw 3 sizes x 0.3 s and
+    // send-lat 0.2 s, each way.
+    let planned = 2.0 * (3.0 * 0.3 + 0.2);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "\nbench-pairwise: 6 namespaced agents, default settings, {runs} runs per scenario \
+         (load average {})",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    println!(
+        "baselines: a pair's planned test time {planned:.1} s; one pair alone (2-node matrix): \
+         round {:.2} s (median of {})",
+        med(&alone),
+        alone.len()
+    );
+    println!(
+        "{:<16} {:>6} {:>20} {:>8} {:>14} {:>12} {:>10}",
+        "scenario",
+        "right",
+        "6-node matrix s",
+        "round s",
+        "round/planned",
+        "round/alone",
+        "confirm s"
+    );
     for (name, right, totals, rounds, confirm) in &rows {
-        let med = |v: &[f64]| {
-            let mut s = v.to_vec();
-            s.sort_by(|a, b| a.total_cmp(b));
-            s[s.len() / 2]
-        };
         let max = totals.iter().copied().fold(0.0, f64::max);
         println!(
-            "{name:<17} {right}/{runs}     {:>6.1}, {:>6.1}           {:>6.2}             {:>5.2}             {:>6.1}",
-            med(totals),
-            max,
+            "{name:<16} {:>6} {:>20} {:>8.2} {:>14.2} {:>12.2} {:>10.1}",
+            format!("{right}/{runs}"),
+            format!("{:.1} (max {:.1})", med(totals), max),
             med(rounds),
             med(rounds) / planned,
+            med(rounds) / med(&alone),
             med(confirm)
         );
     }

@@ -107,7 +107,7 @@ impl Default for Thresholds {
             port_floor: 0.9,
             port_rate_mbs: None,
             confirm_ratio: 0.6,
-            confirm_passes: 2,
+            confirm_passes: 3,
         }
     }
 }

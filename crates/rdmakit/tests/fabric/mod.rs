@@ -133,8 +133,13 @@ impl Fabric {
     }
 
     pub fn agents_arg(&self) -> String {
-        (0..self.n)
-            .map(|i| format!("{}:{AGENT_PORT}", self.ip(i)))
+        self.agents_of(&(0..self.n).collect::<Vec<_>>())
+    }
+
+    fn agents_of(&self, nodes: &[usize]) -> String {
+        nodes
+            .iter()
+            .map(|&i| format!("{}:{AGENT_PORT}", self.ip(i)))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -279,13 +284,18 @@ impl Fabric {
     /// `rdmakit fleet pairwise --json` against the agents: the report and
     /// the exit status.
     pub fn pairwise(&self, extra: &[&str]) -> (serde_json::Value, i32) {
+        self.pairwise_on(&(0..self.n).collect::<Vec<_>>(), extra)
+    }
+
+    /// The same on some of the agents only.
+    pub fn pairwise_on(&self, nodes: &[usize], extra: &[&str]) -> (serde_json::Value, i32) {
         let out = Command::new(bin())
             .args([
                 "fleet",
                 "pairwise",
                 "--json",
                 "--agents",
-                &self.agents_arg(),
+                &self.agents_of(nodes),
             ])
             .args(extra)
             .env("RDMAKIT_FLEET_TOKEN", TOKEN)
