@@ -97,3 +97,23 @@ fn slow_pair_n1_n5_is_a_link_suspect_among_noise() {
     assert_eq!(lp.low.len(), 2, "shaped both ways: {:?}", lp.low);
     assert_eq!(r.faults, vec![Fault::link("n1", "n5")]);
 }
+
+#[test]
+fn a_report_without_a_verdict_renders_no_verdict_and_is_not_clean() {
+    let mut r = load("6ns-clean-1.json");
+    assert!(r.clean());
+    // Older reports have no `inconclusive` field: it parses as none.
+    assert_eq!(r.inconclusive, None);
+    r.inconclusive = Some("30 of 30 bandwidth tests failed".into());
+    assert!(!r.clean());
+    let text = rdmakit_fleet::pairwise::render::human(&r);
+    assert!(
+        text.contains("No verdict: 30 of 30 bandwidth tests failed"),
+        "{text}"
+    );
+    assert!(text.contains("-m 1024 on 1500-byte links"), "{text}");
+    assert!(!text.contains("No fault"), "{text}");
+    let json = serde_json::to_string(&r).unwrap();
+    let back: PairwiseReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.inconclusive, r.inconclusive);
+}

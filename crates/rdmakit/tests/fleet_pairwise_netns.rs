@@ -138,6 +138,50 @@ fn quick_ring_with_a_reference_finds_the_slow_node() {
     );
 }
 
+/// Every screening cell measured, none failed.
+fn no_failed_cell(v: &serde_json::Value) -> bool {
+    v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["phase"] == "screen")
+        .all(|c| c["error"].is_null() && c["mbs"].as_f64().unwrap() > 0.0)
+}
+
+/// On 1500-byte links (Ethernet's default; the Slurm test bed's) a 4096
+/// path MTU loses every full packet. The agents report the path MTU their
+/// link carries and each test uses the smaller: a clean matrix, not one of
+/// RETRY_EXC_ERR (which read as a clean fabric before `inconclusive`).
+#[test]
+fn links_of_1500_bytes_lower_the_path_mtu_instead_of_failing() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let f = Fabric::new(3);
+    for i in 0..3 {
+        f.set_mtu(i, 1500);
+    }
+    let (v, code) = f.pairwise(QUICK);
+    assert!(no_failed_cell(&v), "{v:#}");
+    assert_eq!(Fabric::faults(&v), Vec::<String>::new(), "{v:#}");
+    assert!(v["inconclusive"].is_null(), "{v:#}");
+    assert_eq!(code, 0);
+    assert_eq!(v["settings"]["mtu"], 4096);
+    let mtus: Vec<_> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["mtu"].as_u64())
+        .collect();
+    assert_eq!(mtus, vec![Some(1024); 3]);
+
+    // Mixed: n1 back on a jumbo link (4096); its pairs with the others
+    // still run at their 1024.
+    f.set_mtu(0, 9000);
+    let (v, _) = f.pairwise(QUICK);
+    assert!(no_failed_cell(&v), "{v:#}");
+    assert_eq!(v["nodes"][0]["mtu"], 4096, "{v:#}");
+    assert_eq!(v["nodes"][1]["mtu"], 1024, "{v:#}");
+}
+
 /// A stand-in for srun: starts one task per namespace (in its own UTS
 /// namespace, hostname nI, as a slurmd in the test bed would), with the
 /// environment srun gives tasks; forwards SIGTERM; records its argv and

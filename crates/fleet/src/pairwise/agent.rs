@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use rdmakit_perf::{ClientOpts, Params, Progress, Report, Row, ServerOpts, Test};
 
 use super::auth::{self, hex, Token};
+use super::link;
 use super::protocol::{
     self, AgentInfo, Conn, Measurement, PeerState, ProtoError, Refusal, Reply, Request, TestSpec,
 };
@@ -370,6 +371,9 @@ const SESSION_TICK: Duration = Duration::from_millis(250);
 
 fn session(s: TcpStream, from: SocketAddr, sh: &Arc<Shared>) {
     let cfg = &sh.cfg;
+    // The address the coordinator reached us on: the interface whose MTU
+    // bounds the soft NIC's path MTU when we listen on 0.0.0.0.
+    let local = s.local_addr().ok().map(|a| a.ip());
     let mut conn = match protocol::accept(s, &cfg.token, &cfg.name, cfg.handshake_timeout) {
         Ok(c) => c,
         Err(e) => {
@@ -402,7 +406,9 @@ fn session(s: TcpStream, from: SocketAddr, sh: &Arc<Shared>) {
         };
         sh.touch();
         let r = match req {
-            Request::Info => conn.send(&Reply::Info { info: info(cfg) }),
+            Request::Info => conn.send(&Reply::Info {
+                info: info(cfg, local),
+            }),
             Request::Shutdown => {
                 let _ = conn.send(&Reply::Bye);
                 sh.exit(Exit::Shutdown);
@@ -433,28 +439,48 @@ fn session(s: TcpStream, from: SocketAddr, sh: &Arc<Shared>) {
     }
 }
 
-fn info(cfg: &AgentConfig) -> AgentInfo {
-    let (device, port_rate_mbs) = match &cfg.device {
-        None => ("soft0".to_string(), None),
-        Some(d) => (d.clone(), port_rate(d)),
+fn info(cfg: &AgentConfig, local: Option<IpAddr>) -> AgentInfo {
+    let (device, port_rate_mbs, mtu) = match &cfg.device {
+        None => ("soft0".to_string(), None, soft_mtu(cfg, local)),
+        Some(d) => {
+            let (rate, mtu) = port_rate_mtu(d);
+            (d.clone(), rate, mtu)
+        }
     };
     AgentInfo {
         name: cfg.name.clone(),
         version: cfg.version.clone(),
         device,
         port_rate_mbs,
+        mtu,
         max_size: cfg.max_size,
         max_test_seconds: cfg.max_test_seconds,
     }
 }
 
 /// Port 1's data rate in MB/s (2^20 bytes) from `ibv_query_port`'s active
-/// width and speed, when the device reports them.
-fn port_rate(dev: &str) -> Option<f64> {
-    let ctx = rdmakit_verbs::open_device(dev).ok()?;
-    let p = ctx.query_port(1).ok()?;
-    let gbps = port_gbps(p.active_width, p.active_speed)?;
-    Some(gbps * 1e9 / 8.0 / 1_048_576.0)
+/// width and speed, when the device reports them, and its active MTU.
+fn port_rate_mtu(dev: &str) -> (Option<f64>, Option<u32>) {
+    let Ok(ctx) = rdmakit_verbs::open_device(dev) else {
+        return (None, None);
+    };
+    let Ok(p) = ctx.query_port(1) else {
+        return (None, None);
+    };
+    let rate = port_gbps(p.active_width, p.active_speed).map(|g| g * 1e9 / 8.0 / 1_048_576.0);
+    (rate, Some(p.active_mtu.bytes()))
+}
+
+/// The soft NIC's path MTU: what the interface holding the agent's address
+/// carries (the listen address, else the one the coordinator reached);
+/// unknown (no limit) when that cannot be read.
+fn soft_mtu(cfg: &AgentConfig, local: Option<IpAddr>) -> Option<u32> {
+    let ip = match (cfg.listen.ip(), local) {
+        (IpAddr::V4(a), _) if !a.is_unspecified() => a,
+        (_, Some(IpAddr::V4(a))) => a,
+        _ => return None,
+    };
+    link::interface_mtu(ip).ok().map(link::path_mtu_for_netdev)
 }
 
 /// Data rate in Gb/s of an IB width × speed (the verbs encodings), after

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::auth::Token;
 use super::confirm;
+use super::link;
 use super::localize::{self, Suspect};
 use super::protocol::{self, Conn, Measurement, ProtoError, Reply, Request, TestSpec};
 use super::report::{
@@ -140,6 +141,8 @@ pub enum Step {
 struct Agent {
     addr: SocketAddr,
     name: String,
+    /// The largest path MTU its link carries, when it says.
+    mtu: Option<u32>,
     conn: Option<Conn>,
 }
 
@@ -219,6 +222,7 @@ pub fn run(
             addr: a.addr.to_string(),
             device: i.device.clone(),
             port_rate_mbs: i.port_rate_mbs,
+            mtu: i.mtu,
             version: i.version.clone(),
             median_mbs: None,
             z: 0.0,
@@ -261,9 +265,10 @@ pub fn run(
         node.significant = j.significant;
     }
     let names = run.names();
+    let inconclusive = inconclusive(&cells);
     // Confirmation.
     let mut confirmations = Vec::new();
-    if !judged.suspects.is_empty() {
+    if !judged.suspects.is_empty() && inconclusive.is_none() {
         if cfg.confirm {
             let (conf, more_cells, more_timings) =
                 confirm::confirm(&run, &judged, reference, &names, &thresholds, on);
@@ -321,6 +326,10 @@ pub fn run(
         .collect();
     faults.sort();
     faults.dedup();
+    if inconclusive.is_some() {
+        // No level to judge against: no claim about any node or link.
+        faults.clear();
+    }
     Ok(PairwiseReport {
         schema: SCHEMA.into(),
         mode: cfg.mode,
@@ -343,7 +352,34 @@ pub fn run(
         matrix: judged.stats,
         confirmations,
         faults,
+        inconclusive,
     })
+}
+
+/// Why the screening cannot be judged, when more than half of its
+/// bandwidth tests failed: the medians the thresholds are relative to are
+/// then failures themselves (all zero when every test failed, which would
+/// otherwise read as a clean fabric).
+fn inconclusive(cells: &[Indexed]) -> Option<String> {
+    let failed: Vec<&Cell> = cells
+        .iter()
+        .map(|c| &c.2)
+        .filter(|c| c.error.is_some() && c.mbs <= 0.0)
+        .collect();
+    if cells.is_empty() || 2 * failed.len() <= cells.len() {
+        return None;
+    }
+    let first = failed
+        .first()
+        .and_then(|c| c.error.as_deref())
+        .unwrap_or("");
+    Some(format!(
+        "{} of {} bandwidth tests failed, too many to judge the fabric by; first, {} -> {}: {first}",
+        failed.len(),
+        cells.len(),
+        failed.first().map_or("", |c| c.from.as_str()),
+        failed.first().map_or("", |c| c.to.as_str()),
+    ))
 }
 
 fn check_settings(cfg: &PairwiseConfig) -> Result<(), CoordError> {
@@ -409,6 +445,7 @@ fn hello(addr: SocketAddr, cfg: &PairwiseConfig) -> Result<(Agent, protocol::Age
             Agent {
                 addr,
                 name,
+                mtu: info.mtu,
                 conn: Some(conn),
             },
             info,
@@ -646,6 +683,18 @@ fn test(
     cli: &mut Agent,
     spec: &TestSpec,
 ) -> Result<Measurement, String> {
+    // The path MTU both links carry (perftest lowers -m to the active MTU).
+    let mtu = link::effective(spec.mtu, srv.mtu, cli.mtu);
+    let lowered;
+    let spec = if mtu == spec.mtu {
+        spec
+    } else {
+        lowered = TestSpec {
+            mtu,
+            ..spec.clone()
+        };
+        &lowered
+    };
     let id = run.next_id.fetch_add(1, Ordering::SeqCst);
     let planned =
         Duration::from_secs_f64(spec.seconds.map_or(10.0, |s| s * spec.sizes.len() as f64));
@@ -767,5 +816,43 @@ pub(super) fn fault_of(s: Suspect, names: &[String]) -> Fault {
     match s {
         Suspect::Node(k) => Fault::node(&names[k]),
         Suspect::Link(a, b) => Fault::link(&names[a], &names[b]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(failed: usize, ok: usize) -> Vec<Indexed> {
+        let names: Vec<String> = (1..=4).map(|i| format!("n{i}")).collect();
+        (0..failed + ok)
+            .map(|k| {
+                let (a, b) = (k % 4, (k + 1) % 4);
+                let mut c = failed_cell(&names, a, b, Phase::Screen, 0, "RETRY_EXC_ERR".into());
+                if k >= failed {
+                    c.error = None;
+                    c.mbs = 800.0;
+                }
+                (a, b, c)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_matrix_of_failures_is_no_verdict_not_a_clean_one() {
+        let why = inconclusive(&cells(12, 0)).expect("all failed");
+        assert!(why.starts_with("12 of 12 bandwidth tests failed"), "{why}");
+        assert!(why.contains("n1 -> n2: RETRY_EXC_ERR"), "{why}");
+        assert!(inconclusive(&cells(7, 5)).is_some());
+    }
+
+    #[test]
+    fn a_few_failed_pairs_are_judged_as_slow_cells() {
+        // Half or fewer: zero figures that localization judges (a dead
+        // link or node), with a healthy level to compare against.
+        assert_eq!(inconclusive(&cells(6, 6)), None);
+        assert_eq!(inconclusive(&cells(2, 10)), None);
+        assert_eq!(inconclusive(&cells(0, 12)), None);
+        assert_eq!(inconclusive(&[]), None);
     }
 }

@@ -9,6 +9,7 @@
 //!   a [`report::PairwiseReport`] (`rdmakit.pairwise/v1`), rendered by
 //!   [`render`].
 //! - [`slurm`]: the agents as one Slurm job step.
+//! - [`link`]: the path MTU an agent's link carries.
 //!
 //! ```no_run
 //! use rdmakit_fleet::pairwise::{auth::Token, coordinator};
@@ -23,6 +24,7 @@ pub mod agent;
 pub mod auth;
 pub mod confirm;
 pub mod coordinator;
+pub mod link;
 pub mod localize;
 pub mod protocol;
 pub mod render;

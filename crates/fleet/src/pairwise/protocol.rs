@@ -175,6 +175,10 @@ pub struct AgentInfo {
     pub device: String,
     /// The device port's rate, MB/s, when known (not on the soft NIC).
     pub port_rate_mbs: Option<f64>,
+    /// The largest path MTU its link carries (the port's active MTU; on
+    /// the soft NIC, from its interface's MTU), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
     /// Largest message it accepts.
     pub max_size: usize,
     /// Longest test it runs, seconds.

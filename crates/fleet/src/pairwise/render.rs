@@ -130,6 +130,16 @@ pub fn human(r: &PairwiseReport) -> String {
         }
     }
     let _ = writeln!(o);
+    if let Some(why) = &r.inconclusive {
+        let _ = writeln!(o, "{}", paint(RED, &format!("No verdict: {why}")));
+        let _ = writeln!(
+            o,
+            "\nNext:\n  the tests themselves fail: run one pair by hand (rdmakit perf write-bw \
+             between two nodes), check -m against the links (a path MTU needs the interface \
+             MTU plus 96 bytes: -m 1024 on 1500-byte links), rdmakit doctor on the nodes"
+        );
+        return o;
+    }
     if r.faults.is_empty() {
         if r.unreachable.is_empty() {
             let _ = writeln!(

@@ -38,6 +38,18 @@ pub struct PairwiseReport {
     pub confirmations: Vec<Confirmation>,
     /// The verdict: empty on a clean fabric.
     pub faults: Vec<Fault>,
+    /// Set when the matrix could not be judged — most bandwidth tests
+    /// failed, so there is no level to compare against — and why; a reason
+    /// for exit status 1 even without a fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<String>,
+}
+
+impl PairwiseReport {
+    /// Nothing wrong found and every agent measured: exit status 0.
+    pub fn clean(&self) -> bool {
+        self.faults.is_empty() && self.unreachable.is_empty() && self.inconclusive.is_none()
+    }
 }
 
 /// Full matrix or quick screen.
@@ -123,6 +135,11 @@ pub struct Node {
     pub device: String,
     /// Its device's port rate, MB/s, when it reports one.
     pub port_rate_mbs: Option<f64>,
+    /// The largest path MTU its link carries (port active MTU; on the soft
+    /// NIC, from its interface's MTU), when it reports one: its tests use
+    /// the smallest of this, the partner's and `settings.mtu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
     /// rdmakit version of the agent.
     pub version: String,
     /// Its score: the median over its partners of the pair figure (the

@@ -112,6 +112,13 @@ impl Fabric {
         f
     }
 
+    /// Sets node `i`'s link MTU (its eth0 and its veth's bridge side).
+    pub fn set_mtu(&self, i: usize, mtu: u32) {
+        let m = mtu.to_string();
+        sh(&["ip", "link", "set", &self.veth(i), "mtu", &m]);
+        sh(&["ip", "-n", &self.ns(i), "link", "set", "eth0", "mtu", &m]);
+    }
+
     pub fn name(&self, i: usize) -> String {
         format!("n{}", i + 1)
     }

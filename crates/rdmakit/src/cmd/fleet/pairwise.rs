@@ -183,13 +183,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         anstream::print!("{}", render::human(&report));
     }
-    Ok(
-        if report.faults.is_empty() && report.unreachable.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        },
-    )
+    Ok(if report.clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn validate(a: &Args) -> Result<(), String> {
