@@ -45,6 +45,7 @@ pub mod drift;
 pub mod input;
 pub mod node;
 pub mod outlier;
+pub mod pairwise;
 pub mod render;
 pub mod report;
 pub mod slurm;
