@@ -108,10 +108,15 @@ impl Drift {
             }
             _ => Severity::Warning,
         };
+        let value = shown(value);
         let msg = match &self.majority {
             Some(m) => format!(
-                "{} is {value}; cohort {} has {m} on {} of {} nodes",
-                self.field, self.cohort, self.majority_nodes, self.nodes
+                "{} is {value}; cohort {} has {} on {} of {} nodes",
+                self.field,
+                self.cohort,
+                shown(m),
+                self.majority_nodes,
+                self.nodes
             ),
             None => format!(
                 "{} is {value}; cohort {} is split ({}), no majority: pin it with --expect",
@@ -119,12 +124,21 @@ impl Drift {
                 self.cohort,
                 self.minority
                     .iter()
-                    .map(|v| format!("{} on {}", v.value, v.nodes.len()))
+                    .map(|v| format!("{} on {}", shown(&v.value), v.nodes.len()))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
         };
         (sev, msg)
+    }
+}
+
+/// A value as a message shows it: an empty one (soft-RoCE's fw_ver) as `(empty)`.
+pub fn shown(value: &str) -> &str {
+    if value.is_empty() {
+        "(empty)"
+    } else {
+        value
     }
 }
 
@@ -224,6 +238,22 @@ mod tests {
         let dc = d.iter().find(|d| d.field == "device_count").unwrap();
         assert_eq!(dc.reason_for("1").0, Severity::Error);
         assert_eq!(fw.reason_for("2.30.8000").0, Severity::Warning);
+    }
+
+    #[test]
+    fn an_empty_value_is_named_not_left_blank() {
+        // Soft-RoCE's fw_ver is empty (fixtures/healthy); one node with firmware drifts.
+        let a = f(&[("fw_ver[rxe0]", "")]);
+        let b = f(&[("fw_ver[rxe0]", "20.31.1014")]);
+        let d = cohort_drift("c1", &[("n1", &a), ("n2", &a), ("n3", &b)], &|_| false);
+        assert_eq!(
+            d[0].reason_for("20.31.1014").1,
+            "fw_ver[rxe0] is 20.31.1014; cohort c1 has (empty) on 2 of 3 nodes"
+        );
+        assert!(d[0]
+            .reason_for("")
+            .1
+            .starts_with("fw_ver[rxe0] is (empty);"));
     }
 
     #[test]

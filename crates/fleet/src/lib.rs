@@ -14,8 +14,16 @@
 //! against an expected inventory ([`baseline`]). [`render`] prints it for people or
 //! as JSON (schema `rdmakit.fleet/v1`, docs/fleet.md).
 //!
+//! [`slurm`] runs it on Slurm (docs/slurm.md): the sweep (one doctor per node as one
+//! job step, srun's own output as the transport, every node reported or `missing`
+//! with the reason) and the health check's drain / resume decisions for
+//! `HealthCheckProgram` and `Prolog`, as pure functions of node states, findings and
+//! srun's lines.
+//!
 //! Promises: no I/O outside [`input`] (which only reads the files it is given and
-//! replays bundles through the doctor; it never touches the host); bad input is an
+//! replays bundles through the doctor; it never touches the host) and
+//! [`slurm::run`], [`slurm::env`], [`slurm::watch`] (which run Slurm's commands, read
+//! /proc for the health check's environment, and time the doctor); bad input is an
 //! error entry naming it, never a panic, and never drops the rest; the same inputs
 //! give the same report whatever their order of arrival (nodes are sorted by name,
 //! cohorts by size).
@@ -37,5 +45,7 @@ pub mod drift;
 pub mod input;
 pub mod node;
 pub mod outlier;
+pub mod pairwise;
 pub mod render;
 pub mod report;
+pub mod slurm;

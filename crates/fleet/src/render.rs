@@ -183,13 +183,18 @@ pub fn human(r: &FleetReport, o: HumanOptions) -> String {
         let _ = writeln!(out, "\n{BOLD}Drift{BOLD:#}");
         for d in &r.drift {
             let head = match &d.majority {
-                Some(m) => format!("majority {m} ({} of {})", d.majority_nodes, d.nodes),
+                Some(m) => format!(
+                    "majority {} ({} of {})",
+                    crate::drift::shown(m),
+                    d.majority_nodes,
+                    d.nodes
+                ),
                 None => format!("no majority among {}", d.nodes),
             };
             let others = d
                 .minority
                 .iter()
-                .map(|v| format!("{} on {}", v.value, list(&v.nodes, 6)))
+                .map(|v| format!("{} on {}", crate::drift::shown(&v.value), list(&v.nodes, 6)))
                 .collect::<Vec<_>>()
                 .join("; ");
             let _ = writeln!(out, "  {} {}: {head}; {others}", d.cohort, d.field);

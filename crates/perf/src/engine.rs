@@ -1,6 +1,7 @@
 //! The test engines: bring-up with timings, the per-size runs of both sides.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,29 @@ pub struct Progress<'a> {
     pub on_header: Option<HeaderHook<'a>>,
     /// Fraction of the whole run done, 0..=1, at most every 100 ms.
     pub on_progress: Option<Box<dyn FnMut(f64) + 'a>>,
+    /// Set from another thread to end the run early: the engine's loops
+    /// check it and return [`PerfError::Cancelled`] (a supervisor that
+    /// also shuts the TCP stream down wakes a side blocked on it).
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Progress<'_> {
+    fn stop(&self) -> Stop {
+        Stop(self.cancel.clone())
+    }
+}
+
+/// The cancel flag as the loops check it.
+#[derive(Clone)]
+struct Stop(Option<Arc<AtomicBool>>);
+
+impl Stop {
+    fn check(&self) -> Result<(), PerfError> {
+        match &self.0 {
+            Some(c) if c.load(Ordering::Relaxed) => Err(PerfError::Cancelled),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The client's options.
@@ -38,8 +62,11 @@ pub struct ClientOpts {
     pub host: String,
     /// Server TCP port.
     pub port: u16,
-    /// Device (`None`: the soft NIC with an auto-picked address).
+    /// Device (`None`: the soft NIC).
     pub device: Option<String>,
+    /// The soft NIC's IPv4 address when `device` is `None` (`None`:
+    /// `RDMAKIT_SOFT_ADDR`, else auto-picked on loopback).
+    pub soft_addr: Option<Ipv4Addr>,
     /// GID index (reported; the soft NIC's RoCEv2 GID is used).
     pub gid_index: u32,
     /// What to run.
@@ -53,8 +80,11 @@ pub struct ClientOpts {
 pub struct ServerOpts {
     /// TCP port to listen on.
     pub port: u16,
-    /// Device (`None`: the soft NIC with an auto-picked address).
+    /// Device (`None`: the soft NIC).
     pub device: Option<String>,
+    /// The soft NIC's IPv4 address when `device` is `None` (`None`:
+    /// `RDMAKIT_SOFT_ADDR`, else auto-picked on loopback).
+    pub soft_addr: Option<Ipv4Addr>,
     /// GID index (reported).
     pub gid_index: u32,
     /// The test this server accepts.
@@ -160,12 +190,16 @@ impl Local {
 /// to INIT (every step timed).
 fn bring_up(
     device: &Option<String>,
+    soft_addr: Option<Ipv4Addr>,
     p: &Params,
     buf_len: usize,
 ) -> Result<(Local, InitQp), PerfError> {
     let ctx = match device {
         Some(n) => rdmakit_verbs::open_device(n)?,
-        None => Context::open_soft(DeviceConfig::default())?,
+        None => Context::open_soft(DeviceConfig {
+            addr: soft_addr,
+            ..DeviceConfig::default()
+        })?,
     };
     let mut t = ControlTimings::default();
     let pd = ctx.alloc_pd()?;
@@ -278,9 +312,7 @@ fn buf_len(p: &Params) -> usize {
 /// [`PerfError`]: verbs, completion (e.g. RETRY_EXC_ERR when the server
 /// vanishes), exchange, validation.
 pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
-    let p = &opts.params;
-    check_params(p)?;
-    let (mut l, init) = bring_up(&opts.device, p, buf_len(p))?;
+    check_params(&opts.params)?;
     let start = Instant::now();
     let stream = loop {
         match TcpStream::connect((opts.host.as_str(), opts.port)) {
@@ -297,6 +329,24 @@ pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report,
             }
         }
     };
+    client_on(stream, opts, hooks)
+}
+
+/// Runs the client over `stream`, already connected to a server (the
+/// caller chose how: a supervisor that authenticates its peers, say);
+/// `opts.host`, `port` and `connect_timeout` are not used.
+///
+/// # Errors
+/// As [`run_client`]; [`PerfError::Cancelled`] when `hooks.cancel` is set.
+pub fn client_on(
+    stream: TcpStream,
+    opts: &ClientOpts,
+    hooks: &mut Progress<'_>,
+) -> Result<Report, PerfError> {
+    let p = &opts.params;
+    check_params(p)?;
+    let (mut l, init) = bring_up(&opts.device, opts.soft_addr, p, buf_len(p))?;
+    let stop = hooks.stop();
     let mut c = Lines::new(stream)?;
     c.send(&p.to_line())?;
     c.send(&format!("QP {}", l.info.to_line()))?;
@@ -311,6 +361,7 @@ pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report,
     let mut client_recvs = 0u32;
     let n = p.sizes.len();
     for (k, &size) in p.sizes.iter().enumerate() {
+        stop.check()?;
         c.send(&format!("SIZE {size}"))?;
         c.expect("GO")?;
         let mut prog = |f: f64| {
@@ -319,10 +370,11 @@ pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report,
             }
         };
         let (row, count) = if p.test.is_bw() {
-            let (r, count) = client_bw(&l, &remote, p, size, &mut prog)?;
+            let (r, count) = client_bw(&l, &remote, p, size, &mut prog, &stop)?;
             (Row::Bw(r), count)
         } else {
-            let mut samples = client_lat(&l, &remote, p, size, &mut client_recvs, &mut prog)?;
+            let mut samples =
+                client_lat(&l, &remote, p, size, &mut client_recvs, &mut prog, &stop)?;
             let count = samples.len() as u64;
             let r = lat_row(size, &mut samples).ok_or_else(|| {
                 PerfError::Params("no latency samples (duration too short?)".into())
@@ -451,6 +503,7 @@ fn client_bw(
     p: &Params,
     size: usize,
     prog: &mut dyn FnMut(f64),
+    cancel: &Stop,
 ) -> Result<(crate::BwResult, u64), PerfError> {
     let op = op_of(p.test, remote);
     let data = pattern(size);
@@ -512,6 +565,7 @@ fn client_bw(
             posted += 1;
             tail_signaled = true;
         }
+        cancel.check()?;
         let got = poll(&l.cq, &mut wcs)? as u64;
         if got > 0 {
             done = wcs.iter().map(|w| w.wr_id + 1).fold(done, u64::max);
@@ -554,6 +608,7 @@ fn client_lat(
     size: usize,
     posted_recvs: &mut u32,
     prog: &mut dyn FnMut(f64),
+    stop: &Stop,
 ) -> Result<Vec<f64>, PerfError> {
     let qp = l.qp();
     let buf = l.buf();
@@ -616,8 +671,10 @@ fn client_lat(
                 buf.write(size - 1, &[marker])?;
             }
         }
+        stop.check()?;
         // Keep the send queue from overflowing: reap send completions.
         while posted - sends_done >= sq_cap {
+            stop.check()?;
             poll(&l.cq, &mut wcs)?;
             for w in &wcs {
                 if w.is_recv() {
@@ -671,6 +728,9 @@ fn client_lat(
                 _ => {}
             }
             spins += 1;
+            if spins % 256 == 0 {
+                stop.check()?;
+            }
             if spins % 4096 == 0 && t0.elapsed() > STALL {
                 return Err(PerfError::Stalled(STALL, format!("iteration {i}")));
             }
@@ -705,6 +765,7 @@ fn client_lat(
     // came back, and the next size's first ACK covers it.)
     let t = Instant::now();
     while sends_done < want && t.elapsed() < STALL {
+        stop.check()?;
         poll(&l.cq, &mut wcs)?;
         for w in &wcs {
             if !w.is_recv() {
@@ -726,6 +787,24 @@ pub fn run_server(opts: &ServerOpts, hooks: &mut Progress<'_>) -> Result<Report,
     })?;
     let (stream, _) = listener.accept().map_err(io)?;
     drop(listener);
+    serve_on(stream, opts, &|_| Ok(()), hooks)
+}
+
+/// Serves one client over `stream`, already accepted (the caller chose
+/// how); `opts.port` is not used. `admit` sees the client's parameters
+/// first: its error refuses the run (sent to the client as `ERR why`) —
+/// a supervisor bounds what a run may cost with it.
+///
+/// # Errors
+/// As [`run_server`]; [`PerfError::Params`] when `admit` refuses;
+/// [`PerfError::Cancelled`] when `hooks.cancel` is set.
+pub fn serve_on(
+    stream: TcpStream,
+    opts: &ServerOpts,
+    admit: &dyn Fn(&Params) -> Result<(), String>,
+    hooks: &mut Progress<'_>,
+) -> Result<Report, PerfError> {
+    let stop = hooks.stop();
     let mut c = Lines::new(stream)?;
     let p = Params::from_line(&c.recv()?)?;
     if p.test != opts.test {
@@ -740,8 +819,12 @@ pub fn run_server(opts: &ServerOpts, hooks: &mut Progress<'_>) -> Result<Report,
         let _ = c.send(&format!("ERR {e}"));
         return Err(e);
     }
+    if let Err(why) = admit(&p) {
+        let _ = c.send(&format!("ERR {why}"));
+        return Err(PerfError::Params(why));
+    }
     let remote = QpInfo::from_line(&c.expect("QP")?)?;
-    let (mut l, init) = match bring_up(&opts.device, &p, buf_len(&p)) {
+    let (mut l, init) = match bring_up(&opts.device, opts.soft_addr, &p, buf_len(&p)) {
         Ok(x) => x,
         Err(e) => {
             let _ = c.send(&format!("ERR {e}"));
@@ -757,6 +840,7 @@ pub fn run_server(opts: &ServerOpts, hooks: &mut Progress<'_>) -> Result<Report,
     let mut validated = p.validate.then_some(true);
     let mut posted_recvs = 0u32;
     loop {
+        stop.check()?;
         let line = c.recv()?;
         if line == "END" {
             let _ = c.send("BYE");
@@ -771,7 +855,7 @@ pub fn run_server(opts: &ServerOpts, hooks: &mut Progress<'_>) -> Result<Report,
                 "size {size} outside the run's sizes"
             )));
         }
-        let verdict = serve_size(&l, &remote, &p, size, &mut c, &mut posted_recvs)?;
+        let verdict = serve_size(&l, &remote, &p, size, &mut c, &mut posted_recvs, &stop)?;
         if let Err(why) = &verdict {
             validated = Some(false);
             c.send(&format!("BAD {why}"))?;
@@ -804,6 +888,7 @@ fn serve_size(
     size: usize,
     c: &mut Lines,
     posted_recvs: &mut u32,
+    stop: &Stop,
 ) -> Result<Result<(), String>, PerfError> {
     let buf = l.buf();
     let qp = l.qp();
@@ -955,6 +1040,9 @@ fn serve_size(
                     }
                 }
                 spins += 1;
+                if spins % 1024 == 0 {
+                    stop.check()?;
+                }
                 if spins % 1024 == 0 && done_at.is_none() {
                     if let Some(line) = c.try_recv()? {
                         done_at = Some(parse_done(&line)?);

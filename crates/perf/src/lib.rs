@@ -22,7 +22,9 @@ mod engine;
 mod proto;
 mod stats;
 
-pub use engine::{run_client, run_server, ClientOpts, HeaderHook, Progress, ServerOpts};
+pub use engine::{
+    client_on, run_client, run_server, serve_on, ClientOpts, HeaderHook, Progress, ServerOpts,
+};
 pub use proto::{Params, QpInfo};
 pub use stats::{bw_row, lat_row, BwResult, LatResult};
 
@@ -308,6 +310,9 @@ pub enum PerfError {
     /// Invalid parameters.
     #[error("invalid parameters: {0}")]
     Params(String),
+    /// [`Progress::cancel`] was set.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl PerfError {

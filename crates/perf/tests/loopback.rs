@@ -29,6 +29,7 @@ fn run_with(
             &ServerOpts {
                 port,
                 device: None,
+                soft_addr: None,
                 gid_index: 1,
                 test,
             },
@@ -55,6 +56,7 @@ fn run_with(
             host: "127.0.0.1".into(),
             port,
             device: None,
+            soft_addr: None,
             gid_index: 1,
             params,
             connect_timeout: Duration::from_secs(10),

@@ -55,7 +55,8 @@ enum Command {
     Soft(cmd::soft::Args),
     /// Install the drop-in libibverbs.so.1: unmodified ibverbs programs and perftest on the soft NIC.
     Shim(cmd::shim::Args),
-    /// The doctor across a cluster: aggregate node reports (report), expected inventory (baseline).
+    /// The doctor across a cluster: aggregate node reports (report), expected inventory
+    /// (baseline), every node of a Slurm partition as one job step (sweep).
     Fleet(cmd::fleet::Args),
     /// Run the verbs conformance suite (loopback RC/UC/UD/SRQ/events) on one device.
     VerbsTest(cmd::verbstest::Args),

@@ -10,15 +10,18 @@ use rdmakit_doctor::counters::Baseline;
 use rdmakit_doctor::probes::{self, ProbeConfig, ProbeReport, SOFT_LABEL};
 use rdmakit_doctor::render::{self, HumanOptions};
 use rdmakit_doctor::report::Report;
+use rdmakit_fleet::slurm::frame;
+use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::collect;
 use rdmakit_host::parse::proc::Limit;
+use rdmakit_host::source::Recorder;
 
 use super::{Opened, SourceArgs};
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     #[command(flatten)]
-    source: SourceArgs,
+    pub(super) source: SourceArgs,
     /// Print the report as JSON (schema rdmakit.doctor/v1, see docs/json-schema.md).
     #[arg(long)]
     json: bool,
@@ -83,6 +86,29 @@ pub struct Args {
     /// (or capture directory) of the same host, instead of by their totals.
     #[arg(long, value_name = "BUNDLE", conflicts_with_all = ["device", "npd"])]
     baseline: Option<String>,
+    /// Print the JSON report as a frame for `rdmakit fleet sweep`: gzip + base64 in
+    /// short lines, which srun relays intact (docs/slurm.md).
+    #[arg(long, conflicts_with_all = ["json", "npd", "device", "list_checks"])]
+    frame: bool,
+    /// With --frame: also send a bundle of everything the doctor read (one collection).
+    #[arg(long, requires = "frame")]
+    frame_bundle: bool,
+    /// Slurm HealthCheckProgram / Prolog: fast checks only; drain this node on a finding
+    /// at or above --fail-on, resume a drain rdmakit set when healthy (docs/slurm.md).
+    #[arg(long, conflicts_with_all = ["json", "frame", "npd", "html", "device", "list_checks", "verbose", "baseline"])]
+    pub(super) slurm_health_check: bool,
+    /// With --slurm-health-check: seconds the checks may take before the node counts as hung
+    /// (Slurm kills the program at 60).
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 30,
+        requires = "slurm_health_check"
+    )]
+    pub(super) health_timeout: u64,
+    /// With --slurm-health-check: print the decision, change nothing in Slurm.
+    #[arg(long, requires = "slurm_health_check")]
+    pub(super) dry_run: bool,
 }
 
 /// The probe configuration for this host: its RLIMIT_MEMLOCK (none for root,
@@ -243,12 +269,13 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
 }
 
 /// Validated settings (the second step of argument parsing).
-struct Settings {
-    cfg: Config,
-    fail_on: Option<Severity>,
+#[derive(Clone)]
+pub(super) struct Settings {
+    pub(super) cfg: Config,
+    pub(super) fail_on: Option<Severity>,
 }
 
-fn settings(a: &Args) -> anyhow::Result<Settings> {
+pub(super) fn settings(a: &Args) -> anyhow::Result<Settings> {
     let mut cfg = Config {
         expect_rate_gbps: a.expect_rate,
         netdev: a.netdev.clone(),
@@ -299,20 +326,75 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.npd {
         return super::npd::run(&a.source, &s.cfg, s.fail_on, &a.npd_state, a.npd_deadline);
     }
+    if a.slurm_health_check {
+        return super::health::run(a, s);
+    }
     let (opened, opts) = a.source.open()?;
     let spinner = super::progress::Spinner::start("collecting host facts");
-    let facts = collect(opened.source(), &opts);
-    let live = a.source.from.is_none() && a.source.root.is_none();
+    let (facts, records) = if a.frame_bundle {
+        let rec = Recorder::new(opened.source());
+        let facts = collect(&rec, &opts);
+        (facts, Some((rec.into_records(), opts.clone())))
+    } else {
+        (collect(opened.source(), &opts), None)
+    };
     if let Some(path) = &a.baseline {
+        let live = a.source.from.is_none() && a.source.root.is_none();
         s.cfg.baseline = Some(load_baseline(path, &opened, live)?);
     }
+    note_bundle_misses(&a, &opened);
+    // Active probes: by default only on a live host without RDMA devices (the soft NIC).
+    let report = build_report(&a, &s, &facts, &opened, true, Some(&spinner))?;
+    drop(spinner);
+    if let Some(path) = &a.html {
+        let taken = match &opened {
+            Opened::Bundle(b, _) => Some(b.header.created_unix).filter(|t| *t > 0),
+            Opened::Live(..) => None,
+        };
+        super::html::doctor(path, &facts, &report, taken)?;
+    }
+    let mut out = anstream::stdout();
+    if a.frame {
+        let node = super::health::node_name();
+        // The same JSON as --json (groups included), so a sweep's node is the doctor's.
+        let json = render::json(&report);
+        let mut text = frame::encode(frame::Kind::Report, &node, json.as_bytes());
+        if let Some((recs, opts)) = records {
+            let tool = format!("rdmakit {} ({})", env!("CARGO_PKG_VERSION"), opened.label());
+            let bundle = Bundle::new(Bundle::header_now(&tool, opts), recs);
+            text.push_str(&frame::encode(
+                frame::Kind::Bundle,
+                &node,
+                &bundle.to_json(),
+            ));
+        }
+        out.write_all(text.as_bytes())?;
+    } else if a.json {
+        writeln!(out, "{}", render::json(&report))?;
+    } else {
+        let opts = HumanOptions {
+            verbose: a.verbose,
+            ..HumanOptions::default()
+        };
+        out.write_all(render::human(&report, opts).as_bytes())?;
+    }
+    let failed = s.fail_on.is_some_and(|l| report.fails(l));
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A bundle without answers to some questions says so (a capture directory holds
+/// only what it captured, so it does not).
+pub(super) fn note_bundle_misses(a: &Args, opened: &Opened) {
     let from_dir = a
         .source
         .from
         .as_deref()
         .is_some_and(|p| std::path::Path::new(p).is_dir());
-    if let Opened::Bundle(b, _) = &opened {
-        // A capture directory holds only what it captured; a bundle should hold all.
+    if let Opened::Bundle(b, _) = opened {
         if b.misses() > 0 && !from_dir {
             eprintln!(
                 "rdmakit: note: the bundle had no answer for {} questions (recorded by another \
@@ -321,6 +403,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
+}
+
+/// The report over `facts`: the checks, plus active probes when asked (`--probe`),
+/// or — when `auto_probe` — on a live host without RDMA devices (the soft NIC).
+/// `spinner` (on a terminal) names the probes under way.
+pub(super) fn build_report(
+    a: &Args,
+    s: &Settings,
+    facts: &rdmakit_host::model::HostFacts,
+    opened: &Opened,
+    auto_probe: bool,
+    spinner: Option<&super::progress::Spinner>,
+) -> anyhow::Result<Report> {
+    let phase = |msg: String| {
+        if let Some(sp) = spinner {
+            sp.set_message(&msg);
+        }
+    };
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
     // The soft NIC's own names, whatever provider the tools default to.
     let soft_names = rdmakit_verbs::Provider::device_names(&rdmakit_verbs::SoftProvider::default())
@@ -337,14 +437,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if a.no_probe {
             bail!("--device {dev}: the soft NIC's checklist is its active probes; drop --no-probe");
         }
-        spinner.set_message(&format!("active probes on {dev}"));
-        let p = probe_soft(dev, &probe_config(&facts))?;
+        phase(format!("active probes on {dev}"));
+        let p = probe_soft(dev, &probe_config(facts))?;
         let kernel = facts.kernel.release.text().map(str::to_string);
         let r = Report::for_probed_device(p, &s.cfg, &tool, kernel);
         let r = probes::with_soft_leaks(r, &soft_leaks(dev), &s.cfg);
         probes::with_soft_headroom(r, &soft_usage(dev), &s.cfg)
     } else {
-        let mut report = Report::build(&facts, &s.cfg, &tool, opened.label());
+        let mut report = Report::build(facts, &s.cfg, &tool, opened.label());
         if let (Some(input), Some(inv)) = (
             a.source.from.as_ref().or(a.source.root.as_ref()),
             report.inventory.as_mut(),
@@ -372,22 +472,23 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 )
             });
         }
+        let live = a.source.from.is_none() && a.source.root.is_none();
         let no_host_device = facts.devices.is_empty();
-        let want = !a.no_probe && (a.probe || (live && no_host_device));
+        let want = !a.no_probe && (a.probe || (auto_probe && live && no_host_device));
         if want && !live {
             report
                 .notes
                 .push("--probe: active probes need the live host; not run on a replay".into());
         } else if want && !no_host_device {
             let names: Vec<String> = facts.devices.iter().map(|d| d.name.clone()).collect();
-            spinner.set_message(&format!("active probes on {}", names.join(", ")));
-            report = probe_host(report, &names, &probe_config(&facts), &s.cfg);
+            phase(format!("active probes on {}", names.join(", ")));
+            report = probe_host(report, &names, &probe_config(facts), &s.cfg);
         } else if want {
             if let Some(name) = soft_names.first() {
-                spinner.set_message(&format!("active probes on {name}"));
+                phase(format!("active probes on {name}"));
             }
             match soft_names.first() {
-                Some(name) => match probe_soft(name, &probe_config(&facts)) {
+                Some(name) => match probe_soft(name, &probe_config(facts)) {
                     Ok(p) => {
                         report = report.with_probes(p, &s.cfg);
                         report = probes::with_soft_leaks(report, &soft_leaks(name), &s.cfg);
@@ -402,30 +503,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
         report
     };
-    drop(spinner);
-    if let Some(path) = &a.html {
-        let taken = match &opened {
-            Opened::Bundle(b, _) => Some(b.header.created_unix).filter(|t| *t > 0),
-            Opened::Live(..) => None,
-        };
-        super::html::doctor(path, &facts, &report, taken)?;
-    }
-    let mut out = anstream::stdout();
-    if a.json {
-        writeln!(out, "{}", render::json(&report))?;
-    } else {
-        let opts = HumanOptions {
-            verbose: a.verbose,
-            ..HumanOptions::default()
-        };
-        out.write_all(render::human(&report, opts).as_bytes())?;
-    }
-    let failed = s.fail_on.is_some_and(|l| report.fails(l));
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod devinfo;
 pub mod doctor;
 pub mod explain;
 pub mod fleet;
+pub mod health;
 pub mod html;
 pub mod irq;
 pub mod link;

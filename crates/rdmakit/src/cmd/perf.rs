@@ -199,6 +199,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         })),
         on_progress: Some(Box::new(move |f: f64| bar_ref.set(f))),
+        cancel: None,
     };
     let result = match &a.host {
         Some(host) => run_client(
@@ -206,6 +207,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 host: host.clone(),
                 port: a.port,
                 device: a.device.clone(),
+                soft_addr: None,
                 gid_index: a.gid_index,
                 params,
                 connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.0)),
@@ -223,6 +225,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 &ServerOpts {
                     port: a.port,
                     device: a.device.clone(),
+                    soft_addr: None,
                     gid_index: a.gid_index,
                     test,
                 },
@@ -275,6 +278,7 @@ fn kind(e: &PerfError) -> &'static str {
         PerfError::Validation(_) => "validation",
         PerfError::Stalled(..) => "stalled",
         PerfError::Params(_) => "params",
+        PerfError::Cancelled => "cancelled",
     }
 }
 

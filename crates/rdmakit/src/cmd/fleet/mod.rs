@@ -1,8 +1,11 @@
 //! `rdmakit fleet`: the doctor across a cluster. One subcommand per module; each
 //! parses its arguments into settings, calls crates/fleet and renders through it.
 
+pub mod agent;
 pub mod baseline;
+pub mod pairwise;
 pub mod report;
+pub mod sweep;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -26,12 +29,37 @@ enum Command {
     Report(report::Args),
     /// Write the fleet's majority inventory per cohort, for a later `report --expect`.
     Baseline(baseline::Args),
+    /// Run the doctor on every node of a Slurm partition as one job step (srun's output
+    /// is the transport) and report; silent, garbled or hung nodes are `missing`.
+    Sweep(sweep::Args),
+    /// The pairwise test agent: serves bandwidth/latency tests to a coordinator holding the run's token.
+    Agent(agent::Args),
+    /// Measure every pair of agents (or a ring), localize a slow node or a slow link.
+    Pairwise(pairwise::Args),
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     match a.command {
         Command::Report(a) => report::run(a),
         Command::Baseline(a) => baseline::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::Agent(a) => agent::run(a),
+        Command::Pairwise(a) => pairwise::run(a),
+    }
+}
+
+/// The pairwise run's token: `--token-file`, else `RDMAKIT_FLEET_TOKEN` (read
+/// here, at the edge).
+pub fn token(
+    file: Option<&std::path::Path>,
+) -> Result<rdmakit_fleet::pairwise::auth::Token, rdmakit_fleet::pairwise::auth::TokenError> {
+    use rdmakit_fleet::pairwise::auth::{Token, TokenError};
+    if let Some(f) = file {
+        return Token::from_file(f);
+    }
+    match std::env::var_os(rdmakit_fleet::pairwise::slurm::TOKEN_ENV) {
+        Some(v) if !v.is_empty() => Token::new(v.as_encoded_bytes()),
+        _ => Err(TokenError::Missing),
     }
 }
 

@@ -1,0 +1,775 @@
+//! The control protocol between a coordinator and an agent: JSON lines over
+//! TCP, bounded in length.
+//!
+//! Handshake (plain lines):
+//! 1. agent → `{"hello":"rdmakit.fleet.agent/1","name":N,"nonce":Na}`
+//! 2. coordinator → `{"auth":HMAC(token, coordinator|Na|Nc|N),"nonce":Nc}`
+//! 3. agent → `{"welcome":HMAC(token, agent|Nc|Na|N)}` or `{"refused":why}`
+//!
+//! Both prove the token without sending it; fresh nonces on both sides
+//! make a recorded exchange useless. After it, every line is
+//! `MAC JSON` with MAC = HMAC(session key, direction|sequence|JSON), the
+//! session key being HMAC(token, session|Na|Nc): a message altered,
+//! replayed, reordered or injected into the TCP stream fails its MAC and
+//! ends the connection.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::auth::{self, hex, unhex, Purpose, Token};
+use super::report::{BwPoint, Counters, LatPoint};
+
+/// Protocol tag of the agent's hello.
+pub const PROTO: &str = "rdmakit.fleet.agent/1";
+
+/// Longest handshake line.
+pub const HANDSHAKE_MAX: usize = 1024;
+
+/// Longest message line after the handshake.
+pub const LINE_MAX: usize = 1 << 20;
+
+/// Why the control connection failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtoError {
+    /// A socket call failed.
+    #[error("{verb} {peer}: {source}")]
+    Io {
+        /// The call (`connect`, `read from`, `write to`).
+        verb: &'static str,
+        /// The other side.
+        peer: String,
+        /// The OS error (errno included).
+        source: std::io::Error,
+    },
+    /// Nothing arrived in time.
+    #[error("{peer}: no answer within {secs:.0} s ({what})")]
+    Timeout {
+        /// The other side.
+        peer: String,
+        /// What was awaited.
+        what: &'static str,
+        /// How long.
+        secs: f64,
+    },
+    /// The other side closed the connection.
+    #[error("{peer} closed the connection")]
+    Closed {
+        /// The other side.
+        peer: String,
+    },
+    /// Not a message of this protocol.
+    #[error("{peer}: malformed message: {why}")]
+    Malformed {
+        /// The other side.
+        peer: String,
+        /// What was wrong.
+        why: String,
+    },
+    /// A line over the bound.
+    #[error("{peer}: a line longer than {max} bytes")]
+    TooLong {
+        /// The other side.
+        peer: String,
+        /// The bound.
+        max: usize,
+    },
+    /// A message whose MAC does not verify.
+    #[error("{peer}: message authentication failed (bad MAC)")]
+    BadMac {
+        /// The other side.
+        peer: String,
+    },
+    /// The proof of the token was missing or wrong.
+    #[error("{peer}: authentication failed: {why}")]
+    AuthFailed {
+        /// The other side.
+        peer: String,
+        /// What failed.
+        why: String,
+    },
+}
+
+impl ProtoError {
+    fn io(verb: &'static str, peer: &str, e: std::io::Error, what: &'static str) -> ProtoError {
+        match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ProtoError::Timeout {
+                peer: peer.into(),
+                what,
+                secs: 0.0,
+            },
+            _ => ProtoError::Io {
+                verb,
+                peer: peer.into(),
+                source: e,
+            },
+        }
+    }
+}
+
+/// A test the coordinator asks for, as it travels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    /// `write-bw`, `send-lat`, ... (rdmakit perf's names).
+    pub test: String,
+    /// Message sizes, bytes.
+    pub sizes: Vec<usize>,
+    /// Seconds per size (duration mode), else `iters`.
+    pub seconds: Option<f64>,
+    /// Iterations per size when `seconds` is None.
+    pub iters: u64,
+    /// Send queue depth.
+    pub tx_depth: u32,
+    /// Path MTU, bytes.
+    pub mtu: u32,
+    /// Inline threshold, bytes.
+    pub inline: u32,
+}
+
+/// What the coordinator sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// The agent's identity and limits.
+    Info,
+    /// Be the server of test `id` for `peer`: answer `Listening`, then
+    /// `Served` when the test is over.
+    Serve {
+        /// Test id (the coordinator's).
+        id: u64,
+        /// The test.
+        spec: TestSpec,
+        /// The client agent's address.
+        peer: IpAddr,
+    },
+    /// Be the client of test `id` against `server`, presenting `ticket`:
+    /// answer `Measured`.
+    Run {
+        /// Test id.
+        id: u64,
+        /// The test.
+        spec: TestSpec,
+        /// The server agent's address.
+        peer: IpAddr,
+        /// Where the server agent listens for this test.
+        server: SocketAddr,
+        /// The one-time ticket the server handed out.
+        ticket: String,
+    },
+    /// Exit now (the coordinator is done with this agent).
+    Shutdown,
+}
+
+/// What an agent is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// Its name.
+    pub name: String,
+    /// rdmakit version.
+    pub version: String,
+    /// Device it tests with.
+    pub device: String,
+    /// The device port's rate, MB/s, when known (not on the soft NIC).
+    pub port_rate_mbs: Option<f64>,
+    /// The largest path MTU its link carries (the port's active MTU; on
+    /// the soft NIC, from its interface's MTU), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// Largest message it accepts.
+    pub max_size: usize,
+    /// Longest test it runs, seconds.
+    pub max_test_seconds: f64,
+}
+
+/// Why an agent said no.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// It is running another test.
+    Busy,
+    /// The test is over its bounds.
+    Bounds,
+    /// The request could not be carried out.
+    Failed,
+}
+
+/// A test's figures, as the client side measured them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Bandwidth rows.
+    pub bw: Vec<BwPoint>,
+    /// Latency rows.
+    pub lat: Vec<LatPoint>,
+    /// The client QP's counters (soft NIC).
+    pub counters: Option<Counters>,
+    /// Wall time, seconds.
+    pub seconds: f64,
+}
+
+/// What an agent answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Reply {
+    /// To `Info`.
+    Info {
+        /// The agent.
+        info: AgentInfo,
+    },
+    /// To `Serve`: waiting for the client.
+    Listening {
+        /// Test id.
+        id: u64,
+        /// TCP port of the test's exchange.
+        port: u16,
+        /// The ticket the client must present.
+        ticket: String,
+    },
+    /// The served test ended (error: why it failed).
+    Served {
+        /// Test id.
+        id: u64,
+        /// Why it failed, if it did.
+        error: Option<String>,
+    },
+    /// To `Run`: the figures.
+    Measured {
+        /// Test id.
+        id: u64,
+        /// The figures.
+        result: Measurement,
+    },
+    /// To `Run` when the test failed.
+    RunFailed {
+        /// Test id.
+        id: u64,
+        /// Why.
+        error: String,
+    },
+    /// No.
+    Refused {
+        /// Why, as a kind.
+        kind: Refusal,
+        /// Why, in words.
+        message: String,
+    },
+    /// To `Shutdown`.
+    Bye,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Hello {
+    hello: String,
+    name: String,
+    nonce: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Auth {
+    auth: String,
+    nonce: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Welcome {
+    Welcome { welcome: String },
+    Refused { refused: String },
+}
+
+/// Which end of the connection this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The coordinator.
+    Coordinator,
+    /// The agent.
+    Agent,
+}
+
+impl Side {
+    fn tag(self) -> &'static [u8] {
+        match self {
+            Side::Coordinator => b"c>a",
+            Side::Agent => b"a>c",
+        }
+    }
+
+    fn other(self) -> Side {
+        match self {
+            Side::Coordinator => Side::Agent,
+            Side::Agent => Side::Coordinator,
+        }
+    }
+}
+
+/// An authenticated control connection.
+pub struct Conn {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+    /// A partial line left by a timeout.
+    pending: Vec<u8>,
+    peer: String,
+    side: Side,
+    key: [u8; 32],
+    sent: u64,
+    received: u64,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("peer", &self.peer)
+            .field("side", &self.side)
+            .finish()
+    }
+}
+
+/// Reads one line of at most `max` bytes (without its newline) into
+/// `buf`, which keeps a partial line across a timeout.
+fn read_line(
+    r: &mut BufReader<TcpStream>,
+    buf: &mut Vec<u8>,
+    max: usize,
+    peer: &str,
+    what: &'static str,
+) -> Result<String, ProtoError> {
+    let room = (max + 1).saturating_sub(buf.len()) as u64;
+    std::io::Read::take(&mut *r, room)
+        .read_until(b'\n', buf)
+        .map_err(|e| ProtoError::io("read from", peer, e, what))?;
+    if buf.last() != Some(&b'\n') {
+        // Stopped short of a newline: the bound, or the end of the stream.
+        if buf.len() > max {
+            return Err(ProtoError::TooLong {
+                peer: peer.into(),
+                max,
+            });
+        }
+        return Err(ProtoError::Closed { peer: peer.into() });
+    }
+    let mut line = std::mem::take(buf);
+    line.pop();
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    String::from_utf8(line).map_err(|_| ProtoError::Malformed {
+        peer: peer.into(),
+        why: "not UTF-8".into(),
+    })
+}
+
+fn write_line(w: &mut TcpStream, line: &str, peer: &str) -> Result<(), ProtoError> {
+    let mut b = Vec::with_capacity(line.len() + 1);
+    b.extend_from_slice(line.as_bytes());
+    b.push(b'\n');
+    w.write_all(&b)
+        .map_err(|e| ProtoError::io("write to", peer, e, "a write"))
+}
+
+fn parse<T: DeserializeOwned>(line: &str, peer: &str, what: &str) -> Result<T, ProtoError> {
+    serde_json::from_str(line).map_err(|e| ProtoError::Malformed {
+        peer: peer.into(),
+        why: format!("expected {what}: {e}"),
+    })
+}
+
+fn to_json<T: Serialize>(v: &T) -> String {
+    // Serializing these plain structs and enums cannot fail.
+    serde_json::to_string(v).unwrap_or_else(|e| unreachable!("serializing a message: {e}"))
+}
+
+fn nonce_of(s: &str, peer: &str) -> Result<Vec<u8>, ProtoError> {
+    match unhex(s) {
+        Some(n) if n.len() == auth::NONCE_LEN => Ok(n),
+        _ => Err(ProtoError::Malformed {
+            peer: peer.into(),
+            why: "a nonce must be 32 bytes of hex".into(),
+        }),
+    }
+}
+
+fn split(s: TcpStream, peer: &str) -> Result<(BufReader<TcpStream>, TcpStream), ProtoError> {
+    let w = s
+        .try_clone()
+        .map_err(|e| ProtoError::io("dup socket of", peer, e, "a dup"))?;
+    Ok((BufReader::new(s), w))
+}
+
+/// The agent's side of the handshake on a freshly accepted connection.
+/// On a wrong or missing proof it answers `{"refused":...}` and returns
+/// [`ProtoError::AuthFailed`]; on garbage, [`ProtoError::Malformed`].
+///
+/// # Errors
+/// As above; I/O errors and `timeout` expiring.
+pub fn accept(
+    stream: TcpStream,
+    token: &Token,
+    name: &str,
+    timeout: Duration,
+) -> Result<Conn, ProtoError> {
+    let peer = stream
+        .peer_addr()
+        .map_or_else(|_| "coordinator".to_string(), |a| a.to_string());
+    let _ = stream.set_nodelay(true);
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| ProtoError::io("set timeout on", &peer, e, "setup"))?;
+    let (mut r, mut w) = split(stream, &peer)?;
+    let na = auth::nonce().map_err(|why| ProtoError::AuthFailed {
+        peer: peer.clone(),
+        why,
+    })?;
+    let hello = Hello {
+        hello: PROTO.into(),
+        name: name.into(),
+        nonce: hex(&na),
+    };
+    write_line(&mut w, &to_json(&hello), &peer)?;
+    let line = read_line(
+        &mut r,
+        &mut Vec::new(),
+        HANDSHAKE_MAX,
+        &peer,
+        "the coordinator's proof",
+    )
+    .map_err(|e| with_secs(e, timeout))?;
+    let a: Auth = parse(&line, &peer, "the coordinator's proof")?;
+    let nc = nonce_of(&a.nonce, &peer)?;
+    let tag = unhex(&a.auth).unwrap_or_default();
+    if !auth::check(
+        token,
+        Purpose::Coordinator,
+        &[&na, &nc, name.as_bytes()],
+        &tag,
+    ) {
+        let _ = write_line(
+            &mut w,
+            &to_json(&Welcome::Refused {
+                refused: "authentication failed".into(),
+            }),
+            &peer,
+        );
+        return Err(ProtoError::AuthFailed {
+            peer,
+            why: "wrong token (the proof does not verify)".into(),
+        });
+    }
+    let proof = auth::prove(token, Purpose::Agent, &[&nc, &na, name.as_bytes()]);
+    write_line(
+        &mut w,
+        &to_json(&Welcome::Welcome {
+            welcome: hex(&proof),
+        }),
+        &peer,
+    )?;
+    let key = auth::prove(token, Purpose::Session, &[&na, &nc]);
+    Ok(Conn {
+        r,
+        w,
+        pending: Vec::new(),
+        peer,
+        side: Side::Agent,
+        key,
+        sent: 0,
+        received: 0,
+    })
+}
+
+/// The coordinator's side: connects to `addr` and proves the token; the
+/// agent must prove it too. Returns the connection and the agent's name.
+///
+/// # Errors
+/// [`ProtoError`]: unreachable, refused (wrong token), an agent that cannot
+/// prove the token (an impostor), garbage, timeouts.
+pub fn connect(
+    addr: SocketAddr,
+    token: &Token,
+    timeout: Duration,
+) -> Result<(Conn, String), ProtoError> {
+    let peer = addr.to_string();
+    let stream = TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| ProtoError::io("connect", &peer, e, "connect"))
+        .map_err(|e| with_secs(e, timeout))?;
+    let _ = stream.set_nodelay(true);
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| ProtoError::io("set timeout on", &peer, e, "setup"))?;
+    let (mut r, mut w) = split(stream, &peer)?;
+    let line = read_line(
+        &mut r,
+        &mut Vec::new(),
+        HANDSHAKE_MAX,
+        &peer,
+        "the agent's hello",
+    )
+    .map_err(|e| with_secs(e, timeout))?;
+    let h: Hello = parse(&line, &peer, "an rdmakit fleet agent's hello")?;
+    if h.hello != PROTO {
+        return Err(ProtoError::Malformed {
+            peer,
+            why: format!("protocol {:?}, this coordinator speaks {PROTO}", h.hello),
+        });
+    }
+    let na = nonce_of(&h.nonce, &peer)?;
+    let nc = auth::nonce().map_err(|why| ProtoError::AuthFailed {
+        peer: peer.clone(),
+        why,
+    })?;
+    let proof = auth::prove(token, Purpose::Coordinator, &[&na, &nc, h.name.as_bytes()]);
+    write_line(
+        &mut w,
+        &to_json(&Auth {
+            auth: hex(&proof),
+            nonce: hex(&nc),
+        }),
+        &peer,
+    )?;
+    let line = read_line(
+        &mut r,
+        &mut Vec::new(),
+        HANDSHAKE_MAX,
+        &peer,
+        "the agent's welcome",
+    )
+    .map_err(|e| with_secs(e, timeout))?;
+    match parse::<Welcome>(&line, &peer, "the agent's welcome")? {
+        Welcome::Refused { refused } => Err(ProtoError::AuthFailed {
+            peer,
+            why: format!("the agent refused us ({refused}): is RDMAKIT_FLEET_TOKEN the run's?"),
+        }),
+        Welcome::Welcome { welcome } => {
+            let tag = unhex(&welcome).unwrap_or_default();
+            if !auth::check(token, Purpose::Agent, &[&nc, &na, h.name.as_bytes()], &tag) {
+                return Err(ProtoError::AuthFailed {
+                    peer,
+                    why: "the agent could not prove the token (not our agent)".into(),
+                });
+            }
+            let key = auth::prove(token, Purpose::Session, &[&na, &nc]);
+            Ok((
+                Conn {
+                    r,
+                    w,
+                    pending: Vec::new(),
+                    peer,
+                    side: Side::Coordinator,
+                    key,
+                    sent: 0,
+                    received: 0,
+                },
+                h.name,
+            ))
+        }
+    }
+}
+
+fn with_secs(e: ProtoError, t: Duration) -> ProtoError {
+    match e {
+        ProtoError::Timeout { peer, what, .. } => ProtoError::Timeout {
+            peer,
+            what,
+            secs: t.as_secs_f64(),
+        },
+        e => e,
+    }
+}
+
+impl Conn {
+    /// Sends one message with its MAC.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), ProtoError> {
+        let json = to_json(msg);
+        let seq = self.sent.to_be_bytes();
+        let tag = auth::mac(&self.key, &[self.side.tag(), &seq, json.as_bytes()]);
+        self.sent += 1;
+        write_line(&mut self.w, &format!("{} {json}", hex(&tag)), &self.peer)
+    }
+
+    /// Receives one message, waiting at most `timeout` (None: forever).
+    ///
+    /// # Errors
+    /// Timeouts, a closed connection, a bad MAC, garbage.
+    pub fn recv<T: DeserializeOwned>(
+        &mut self,
+        timeout: Option<Duration>,
+        what: &'static str,
+    ) -> Result<T, ProtoError> {
+        self.w
+            .set_read_timeout(timeout)
+            .map_err(|e| ProtoError::io("set timeout on", &self.peer, e, what))?;
+        let line =
+            read_line(&mut self.r, &mut self.pending, LINE_MAX, &self.peer, what).map_err(|e| {
+                match e {
+                    ProtoError::Timeout { peer, what, .. } => ProtoError::Timeout {
+                        peer,
+                        what,
+                        secs: timeout.map_or(0.0, |t| t.as_secs_f64()),
+                    },
+                    e => e,
+                }
+            })?;
+        let (tag, json) = line.split_once(' ').ok_or_else(|| ProtoError::Malformed {
+            peer: self.peer.clone(),
+            why: "no MAC".into(),
+        })?;
+        let tag = unhex(tag).unwrap_or_default();
+        let seq = self.received.to_be_bytes();
+        if !auth::verify(
+            &self.key,
+            &[self.side.other().tag(), &seq, json.as_bytes()],
+            &tag,
+        ) {
+            return Err(ProtoError::BadMac {
+                peer: self.peer.clone(),
+            });
+        }
+        self.received += 1;
+        parse(json, &self.peer, what)
+    }
+
+    /// The other side, as text.
+    pub fn peer(&self) -> &str {
+        &self.peer
+    }
+
+    /// The socket (for `peek`, shutdown, addresses).
+    pub fn socket(&self) -> &TcpStream {
+        &self.w
+    }
+
+    /// Whether the other side sent something or hung up, waiting at most
+    /// `wait`, without consuming anything.
+    ///
+    /// # Errors
+    /// Socket errors other than a timeout.
+    pub fn poll_peer(&mut self, wait: Duration) -> Result<PeerState, ProtoError> {
+        if !self.r.buffer().is_empty() || !self.pending.is_empty() {
+            return Ok(PeerState::Data);
+        }
+        self.w
+            .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+            .map_err(|e| ProtoError::io("set timeout on", &self.peer, e, "a peek"))?;
+        let mut b = [0u8; 1];
+        match self.w.peek(&mut b) {
+            Ok(0) => Ok(PeerState::Closed),
+            Ok(_) => Ok(PeerState::Data),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(PeerState::Quiet)
+            }
+            Err(_) => Ok(PeerState::Closed),
+        }
+    }
+}
+
+/// What [`Conn::poll_peer`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerState {
+    /// Nothing.
+    Quiet,
+    /// Bytes are waiting.
+    Data,
+    /// The other side hung up (or the connection broke).
+    Closed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn tok(s: &str) -> Token {
+        Token::new(s.as_bytes()).unwrap()
+    }
+
+    fn pair(
+        agent_tok: Token,
+        coord_tok: Token,
+    ) -> (Result<Conn, ProtoError>, Result<(Conn, String), ProtoError>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            accept(s, &agent_tok, "n1", Duration::from_secs(5))
+        });
+        let c = connect(addr, &coord_tok, Duration::from_secs(5));
+        (t.join().unwrap(), c)
+    }
+
+    #[test]
+    fn handshake_then_macs_both_ways() {
+        let (a, c) = pair(tok("0123456789abcdef-run"), tok("0123456789abcdef-run"));
+        let (mut a, (mut c, name)) = (a.unwrap(), c.unwrap());
+        assert_eq!(name, "n1");
+        c.send(&Request::Info).unwrap();
+        let r: Request = a.recv(Some(Duration::from_secs(5)), "a request").unwrap();
+        assert_eq!(r, Request::Info);
+        a.send(&Reply::Bye).unwrap();
+        let r: Reply = c.recv(Some(Duration::from_secs(5)), "a reply").unwrap();
+        assert_eq!(r, Reply::Bye);
+        // A second message has the next sequence number: still verifies.
+        c.send(&Request::Shutdown).unwrap();
+        let r: Request = a.recv(Some(Duration::from_secs(5)), "a request").unwrap();
+        assert_eq!(r, Request::Shutdown);
+    }
+
+    #[test]
+    fn wrong_token_is_refused_on_both_sides() {
+        let (a, c) = pair(tok("0123456789abcdef-run"), tok("0123456789abcdef-bad"));
+        let ea = a.unwrap_err();
+        assert!(matches!(ea, ProtoError::AuthFailed { .. }), "{ea}");
+        let ec = c.unwrap_err();
+        assert!(ec.to_string().contains("refused us"), "{ec}");
+    }
+
+    #[test]
+    fn injected_line_fails_its_mac() {
+        let (a, c) = pair(tok("0123456789abcdef-run"), tok("0123456789abcdef-run"));
+        let (mut a, (c, _)) = (a.unwrap(), c.unwrap());
+        // Someone writes into the stream a message with a made-up MAC.
+        let mut w = c.socket().try_clone().unwrap();
+        let json = to_json(&Request::Shutdown);
+        writeln!(w, "{} {json}", hex(&[0u8; 32])).unwrap();
+        let e = a
+            .recv::<Request>(Some(Duration::from_secs(5)), "a request")
+            .unwrap_err();
+        assert!(matches!(e, ProtoError::BadMac { .. }), "{e}");
+    }
+
+    #[test]
+    fn requests_round_trip_and_unknown_fields_are_refused() {
+        let spec = TestSpec {
+            test: "write-bw".into(),
+            sizes: vec![4096, 65536],
+            seconds: Some(0.5),
+            iters: 0,
+            tx_depth: 16,
+            mtu: 4096,
+            inline: 0,
+        };
+        let r = Request::Run {
+            id: 7,
+            spec: spec.clone(),
+            peer: "10.0.0.2".parse().unwrap(),
+            server: "10.0.0.2:4000".parse().unwrap(),
+            ticket: "ab".into(),
+        };
+        let back: Request = serde_json::from_str(&to_json(&r)).unwrap();
+        assert_eq!(back, r);
+        let mut extra = serde_json::to_value(&r).unwrap();
+        extra["spec"]["evil"] = 1.into();
+        assert!(serde_json::from_value::<Request>(extra).is_err());
+        assert!(serde_json::from_str::<Request>(r#"{"op":"rm -rf"}"#).is_err());
+    }
+}

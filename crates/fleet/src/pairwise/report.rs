@@ -1,0 +1,397 @@
+//! The result of a pairwise run as data (`rdmakit.pairwise/v1`): every
+//! directed cell's figures, the per-node statistics, the confirmations and
+//! the faults. `--json` prints it; a renderer (human table here, HTML in
+//! the report crate) takes it as it is. Serialize and Deserialize, so a
+//! saved run renders again later.
+
+use serde::{Deserialize, Serialize};
+
+/// Schema tag of [`PairwiseReport`].
+pub const SCHEMA: &str = "rdmakit.pairwise/v1";
+
+/// A whole run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairwiseReport {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// `full` (every pair, the circle method) or `quick` (a ring).
+    pub mode: Mode,
+    /// Start, seconds since the Unix epoch.
+    pub started_unix: u64,
+    /// Wall time of the whole run, seconds.
+    pub seconds: f64,
+    /// What was measured and how it was judged.
+    pub settings: Settings,
+    /// The agents that answered, in the order given; cells name them.
+    pub nodes: Vec<Node>,
+    /// Agents that could not be reached or refused us; left out of the
+    /// matrix, and a reason for exit status 1.
+    pub unreachable: Vec<Unreachable>,
+    /// Every measured directed cell (`from` writes to `to`), screening
+    /// rounds first, then confirmations.
+    pub cells: Vec<Cell>,
+    /// Wall time of each round.
+    pub rounds: Vec<RoundTiming>,
+    /// Robust statistics of the screening matrix.
+    pub matrix: MatrixStats,
+    /// What the screening suspected and what re-measuring found.
+    pub confirmations: Vec<Confirmation>,
+    /// The verdict: empty on a clean fabric.
+    pub faults: Vec<Fault>,
+    /// Set when the matrix could not be judged — most bandwidth tests
+    /// failed, so there is no level to compare against — and why; a reason
+    /// for exit status 1 even without a fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<String>,
+}
+
+impl PairwiseReport {
+    /// Nothing wrong found and every agent measured: exit status 0.
+    pub fn clean(&self) -> bool {
+        self.faults.is_empty() && self.unreachable.is_empty() && self.inconclusive.is_none()
+    }
+}
+
+/// Full matrix or quick screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Every pair, N−1 rounds (N odd: N rounds with a bye each).
+    Full,
+    /// A ring: every node against its two neighbours, 2–3 rounds.
+    Quick,
+}
+
+/// The run's parameters, recorded with its result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// RC WRITE bandwidth message sizes, bytes; the best is judged.
+    pub bw_sizes: Vec<usize>,
+    /// Seconds per bandwidth size.
+    pub bw_seconds: f64,
+    /// RC SEND latency message size, bytes.
+    pub lat_size: usize,
+    /// Seconds of latency ping-pongs per direction.
+    pub lat_seconds: f64,
+    /// Path MTU, bytes.
+    pub mtu: u32,
+    /// The known-good node, when given.
+    pub reference: Option<String>,
+    /// Suspects re-measured before they are reported.
+    pub confirm: bool,
+    /// Thresholds of the localization.
+    pub thresholds: Thresholds,
+}
+
+/// When a node or a pair counts as low (see `localize`): relative (and
+/// under the port floor when the port rate is known) makes a suspect; the
+/// robust z makes it significant. A uniform fabric flags nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Thresholds {
+    /// Below this fraction of the reference level (nodes: the median node
+    /// score; pairs: the median residual).
+    pub relative: f64,
+    /// Significant: at least this many robust standard deviations below
+    /// (modified z-score: 0.6745 (x − median) / MAD).
+    pub z: f64,
+    /// The MAD used is at least this fraction of the median: noise below
+    /// it is not noise worth a finding.
+    pub mad_floor: f64,
+    /// ... and below this fraction of the port rate, when known.
+    pub port_floor: f64,
+    /// The port rate, MB/s (2^20 bytes), when known: given, or the
+    /// slowest agent's device rate. None on the soft NIC.
+    pub port_rate_mbs: Option<f64>,
+    /// Confirmation: a suspect re-measured below this fraction of the
+    /// control pairs measured around it is low again.
+    pub confirm_ratio: f64,
+    /// Confirmation passes: a suspect must be low in every one (a second
+    /// pass only for those low in the first).
+    pub confirm_passes: usize,
+}
+
+impl Default for Thresholds {
+    fn default() -> Thresholds {
+        Thresholds {
+            relative: 0.6,
+            z: 3.5,
+            mad_floor: 0.1,
+            port_floor: 0.9,
+            port_rate_mbs: None,
+            confirm_ratio: 0.6,
+            confirm_passes: 3,
+        }
+    }
+}
+
+/// An agent and what the matrix says about it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// The agent's name (its hostname unless given).
+    pub name: String,
+    /// Where the coordinator reached it.
+    pub addr: String,
+    /// Its device (`soft0` for the built-in soft NIC).
+    pub device: String,
+    /// Its device's port rate, MB/s, when it reports one.
+    pub port_rate_mbs: Option<f64>,
+    /// The largest path MTU its link carries (port active MTU; on the soft
+    /// NIC, from its interface's MTU), when it reports one: its tests use
+    /// the smallest of this, the partner's and `settings.mtu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// rdmakit version of the agent.
+    pub version: String,
+    /// Its score: the median over its partners of the pair figure (the
+    /// lower direction), MB/s.
+    pub median_mbs: Option<f64>,
+    /// Modified z-score of the score against the other nodes'.
+    pub z: f64,
+    /// Partners met in the screening.
+    pub partners: usize,
+    /// Partners whose pair with it is slow.
+    pub slow_partners: usize,
+    /// A node suspect beyond the noise of the node scores.
+    pub significant: bool,
+}
+
+/// An agent left out.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unreachable {
+    /// The address given.
+    pub agent: String,
+    /// Why.
+    pub error: String,
+}
+
+/// Why a cell was measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The screening rounds (full matrix or ring).
+    Screen,
+    /// A suspect re-measured.
+    Suspect,
+    /// A control pair measured around a suspect.
+    Control,
+}
+
+/// One directed measurement: `from` is the RC WRITE / SEND requester.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Requester.
+    pub from: String,
+    /// Responder.
+    pub to: String,
+    /// Screening, suspect or control.
+    pub phase: Phase,
+    /// Round index within its phase.
+    pub round: usize,
+    /// RC WRITE bandwidth per size.
+    pub bw: Vec<BwPoint>,
+    /// RC SEND latency (half round trip), when measured.
+    pub lat: Option<LatPoint>,
+    /// The requester's QP transport counters on the soft NIC.
+    pub counters: Option<Counters>,
+    /// Why the test failed (then `bw` may be empty: judged as 0 MB/s).
+    pub error: Option<String>,
+    /// The judged figure: the best average over its sizes, MB/s (0 on
+    /// error) — what the path can do; CPU contention only pulls it down.
+    pub mbs: f64,
+    /// `mbs` over the lower of its two nodes' scores (screening cells).
+    pub residual: Option<f64>,
+    /// Modified z-score of the residual against all cells' (screening).
+    pub z: Option<f64>,
+    /// Low for its two nodes: this cell makes its pair a link suspect.
+    pub low: bool,
+    /// ... beyond the matrix's noise (robust z).
+    pub significant: bool,
+}
+
+/// A bandwidth figure.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BwPoint {
+    /// Message size, bytes.
+    pub size: usize,
+    /// Average, MB/s (2^20 bytes).
+    pub avg_mbs: f64,
+    /// Best window, MB/s.
+    pub peak_mbs: f64,
+    /// Messages per second, millions.
+    pub msg_rate_mpps: f64,
+    /// Messages completed.
+    pub iters: u64,
+}
+
+/// A latency figure, microseconds (half the round trip, as perftest).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatPoint {
+    /// Message size, bytes.
+    pub size: usize,
+    /// Samples.
+    pub iters: u64,
+    /// Smallest.
+    pub t_min_us: f64,
+    /// Median.
+    pub t_typical_us: f64,
+    /// 99th percentile.
+    pub t_p99_us: f64,
+    /// Largest.
+    pub t_max_us: f64,
+}
+
+/// Transport counters that explain a poor figure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Request packets sent again.
+    pub retransmitted: u64,
+    /// ACK timeouts.
+    pub timeouts: u64,
+    /// Packets dropped.
+    pub dropped: u64,
+}
+
+/// Wall time of one round.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundTiming {
+    /// Screening, suspect or control rounds.
+    pub phase: Phase,
+    /// Index within the phase.
+    pub index: usize,
+    /// The pairs, by name.
+    pub pairs: Vec<[String; 2]>,
+    /// Seconds.
+    pub seconds: f64,
+}
+
+/// Robust statistics of the screening matrix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MatrixStats {
+    /// Directed cells judged.
+    pub cells: usize,
+    /// Median of the cells, MB/s.
+    pub median_mbs: f64,
+    /// Median of the node scores (each node's median pair figure), MB/s.
+    pub node_median_mbs: f64,
+    /// Their median absolute deviation, MB/s.
+    pub node_mad_mbs: f64,
+    /// A pair (or a node's score) below this is slow, MB/s.
+    pub slow_below_mbs: f64,
+    /// Median of the residuals (a cell's figure over the lower of its two
+    /// nodes' scores).
+    pub residual_median: f64,
+    /// Their median absolute deviation: the matrix's noise.
+    pub residual_mad: f64,
+    /// A cell whose residual is below this is low.
+    pub link_below_residual: f64,
+}
+
+/// A suspect and what re-measuring it found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// What the screening suspected.
+    pub suspect: Fault,
+    /// Re-measurements: the suspect's figure against its controls'.
+    pub checks: Vec<Check>,
+    /// The outcome.
+    pub verdict: Verdict,
+}
+
+/// One re-measurement of a suspect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Confirmation pass (from 1).
+    pub pass: usize,
+    /// The requester of the cell checked.
+    pub from: String,
+    /// Its responder.
+    pub to: String,
+    /// The lower of both directions was checked, not `from` → `to` alone
+    /// (a node slow one way with some partners, the other way with others).
+    pub either_way: bool,
+    /// Its figure, MB/s.
+    pub mbs: f64,
+    /// The median of the control pairs' cells (both directions), MB/s.
+    pub control_mbs: f64,
+    /// `mbs / control_mbs`.
+    pub ratio: f64,
+}
+
+/// What became of a suspect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Low again against healthy controls: reported.
+    Confirmed,
+    /// Fine when measured again: the screening's noise, not reported.
+    Dismissed,
+    /// Not re-measured (`--no-confirm`, or no healthy partner): reported
+    /// only when it is significant (beyond the matrix's noise).
+    Unconfirmed,
+}
+
+/// A localized fault.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Fault {
+    /// A node slow with (most of) everyone: its NIC, its PCIe slot, its
+    /// port's link, its host.
+    Node {
+        /// The node.
+        node: String,
+    },
+    /// A pair slow together while both are fine with everyone else: the
+    /// path between them (cable, switch port, route).
+    Link {
+        /// The two nodes, sorted.
+        nodes: [String; 2],
+    },
+}
+
+impl Fault {
+    /// A link fault with its nodes in order.
+    pub fn link(a: &str, b: &str) -> Fault {
+        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+        Fault::Link {
+            nodes: [a.to_string(), b.to_string()],
+        }
+    }
+
+    /// A node fault.
+    pub fn node(n: &str) -> Fault {
+        Fault::Node {
+            node: n.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Node { node } => write!(f, "node {node}"),
+            Fault::Link { nodes } => write!(f, "link {} <-> {}", nodes[0], nodes[1]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_serialize_as_the_issue_names_them() {
+        let v = serde_json::to_value([Fault::node("n3"), Fault::link("n5", "n2")]).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!([
+                {"kind": "node", "node": "n3"},
+                {"kind": "link", "nodes": ["n2", "n5"]}
+            ])
+        );
+        let back: Vec<Fault> = serde_json::from_value(v).unwrap();
+        assert_eq!(back[1], Fault::link("n2", "n5"));
+        assert_eq!(back[1].to_string(), "link n2 <-> n5");
+    }
+}

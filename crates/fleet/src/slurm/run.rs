@@ -1,0 +1,636 @@
+//! Runs Slurm's commands — sinfo, scontrol, srun — for the sweep and the health
+//! check. The only module of [`crate::slurm`] that does I/O; what it reads goes to
+//! the pure parsers next to it.
+
+use std::io::{BufRead as _, BufReader, Read, Write as _};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::frame::TASK_SCRIPT;
+use super::node::{parse_show_node, NodeState, ParseError};
+use super::sweep::{Collector, End, NodeResult, Outcome};
+
+/// A Slurm command that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SlurmError {
+    // The io error is in the message, not a `#[source]`: callers print this error
+    // alone (the health check's one line) or with its chain, and either way it
+    // should read once.
+    #[error("{cmd}: cannot run it: {err} (is Slurm's client installed and on PATH?)")]
+    Spawn { cmd: String, err: std::io::Error },
+    #[error("{cmd}: {status}: {stderr}")]
+    Failed {
+        cmd: String,
+        status: String,
+        stderr: String,
+    },
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error("{0}")]
+    Input(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How to run Slurm's commands: the environment they get on top of ours.
+#[derive(Debug, Clone, Default)]
+pub struct Commands {
+    /// Variables set for every command (PATH, SLURM_CONF for the health check).
+    pub env: Vec<(String, String)>,
+}
+
+impl Commands {
+    fn command(&self, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        c.stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `prog args` to completion; its stdout on success.
+    fn output(&self, prog: &str, args: &[&str]) -> Result<String, SlurmError> {
+        let cmd = shown(prog, args);
+        let out = self
+            .command(prog)
+            .args(args)
+            .output()
+            .map_err(|err| SlurmError::Spawn {
+                cmd: cmd.clone(),
+                err,
+            })?;
+        if !out.status.success() {
+            return Err(SlurmError::Failed {
+                cmd,
+                status: out.status.to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `scontrol show node -o NAME`.
+    ///
+    /// # Errors
+    /// scontrol failed (unknown node, controller unreachable) or printed garbage.
+    pub fn show_node(&self, name: &str) -> Result<NodeState, SlurmError> {
+        let text = self.output("scontrol", &["show", "node", "-o", name])?;
+        parse_show_node(&text)?
+            .into_iter()
+            .find(|n| n.name == name)
+            .ok_or_else(|| SlurmError::Input(format!("scontrol show node {name}: not listed")))
+    }
+
+    /// `scontrol show node -o`: every node.
+    ///
+    /// # Errors
+    /// scontrol failed or printed garbage.
+    pub fn show_nodes(&self) -> Result<Vec<NodeState>, SlurmError> {
+        Ok(parse_show_node(
+            &self.output("scontrol", &["show", "node", "-o"])?,
+        )?)
+    }
+
+    /// `scontrol update NodeName=NODE State=DRAIN Reason=REASON`.
+    ///
+    /// # Errors
+    /// scontrol refused (not authorized, unknown node) or could not run.
+    pub fn drain(&self, node: &str, reason: &str) -> Result<(), SlurmError> {
+        self.output(
+            "scontrol",
+            &[
+                "update",
+                &format!("NodeName={node}"),
+                "State=DRAIN",
+                &format!("Reason={reason}"),
+            ],
+        )
+        .map(|_| ())
+    }
+
+    /// `scontrol update NodeName=NODE State=RESUME`.
+    ///
+    /// # Errors
+    /// As [`Commands::drain`].
+    pub fn resume(&self, node: &str) -> Result<(), SlurmError> {
+        self.output(
+            "scontrol",
+            &["update", &format!("NodeName={node}"), "State=RESUME"],
+        )
+        .map(|_| ())
+    }
+
+    /// `scontrol show hostnames LIST`: `n[1-3],gpu7` → n1 n2 n3 gpu7.
+    ///
+    /// # Errors
+    /// scontrol failed (a malformed list).
+    pub fn hostnames(&self, list: &str) -> Result<Vec<String>, SlurmError> {
+        Ok(dedup(
+            self.output("scontrol", &["show", "hostnames", list])?
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string),
+        ))
+    }
+
+    /// The nodes of `partition`, or of the default partition.
+    ///
+    /// # Errors
+    /// sinfo failed, or there is no default partition.
+    pub fn partition_nodes(&self, partition: Option<&str>) -> Result<Vec<String>, SlurmError> {
+        let mut args = vec!["-h", "-N", "-o", "%N %P"];
+        if let Some(p) = partition {
+            args.extend(["-p", p]);
+        }
+        let text = self.output("sinfo", &args)?;
+        let names = text.lines().filter_map(|l| {
+            let (node, part) = l.trim().split_once(' ')?;
+            // sinfo marks the default partition with '*'.
+            (partition.is_some() || part.ends_with('*')).then(|| node.to_string())
+        });
+        let names = dedup(names);
+        if names.is_empty() {
+            return Err(SlurmError::Input(match partition {
+                Some(p) => format!("sinfo: partition {p:?} has no nodes"),
+                None => "sinfo: no default partition (pass --partition or --nodelist)".into(),
+            }));
+        }
+        Ok(names)
+    }
+}
+
+fn dedup(names: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    names.filter(|n| seen.insert(n.clone())).collect()
+}
+
+fn shown(prog: &str, args: &[&str]) -> String {
+    let mut s = prog.to_string();
+    for a in args {
+        s.push(' ');
+        if a.contains(' ') || a.is_empty() {
+            s.push_str(&format!("{a:?}"));
+        } else {
+            s.push_str(a);
+        }
+    }
+    s
+}
+
+/// What a sweep is asked to do.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    pub partition: Option<String>,
+    /// A Slurm hostlist (`n[1-12]`, `gpu1,gpu7`).
+    pub nodelist: Option<String>,
+    /// The rdmakit program on the nodes (same path everywhere, or a name on PATH).
+    pub rdmakit: String,
+    /// Extra doctor arguments (after `doctor --frame`).
+    pub doctor_args: Vec<String>,
+    /// Also bring back each node's bundle.
+    pub bundles: bool,
+    pub timeout: Duration,
+}
+
+/// The nodes a sweep will run on, those it cannot, and the srun command.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub run: Vec<String>,
+    /// Nodes Slurm cannot start a step on (down, drained, ...): missing, with why.
+    pub unusable: Vec<NodeResult>,
+    pub argv: Vec<String>,
+}
+
+/// Picks the nodes and builds the srun command.
+///
+/// # Errors
+/// sinfo / scontrol failed, or no node was selected.
+pub fn plan(cmds: &Commands, spec: &SweepSpec) -> Result<Plan, SlurmError> {
+    let names = match &spec.nodelist {
+        Some(l) => cmds.hostnames(l)?,
+        None => cmds.partition_nodes(spec.partition.as_deref())?,
+    };
+    if names.is_empty() {
+        return Err(SlurmError::Input("no nodes selected".into()));
+    }
+    let states = cmds.show_nodes()?;
+    let mut run = Vec::new();
+    let mut unusable = Vec::new();
+    for n in &names {
+        match states.iter().find(|s| &s.name == n) {
+            None => unusable.push(NodeResult::missing(n, "slurm: no such node")),
+            Some(s) => match s.unusable() {
+                Some(why) => unusable.push(NodeResult::missing(n, why)),
+                None => run.push(n.clone()),
+            },
+        }
+    }
+    let argv = srun_argv(spec, &run);
+    Ok(Plan {
+        run,
+        unusable,
+        argv,
+    })
+}
+
+/// `srun ... sh -c TASK_SCRIPT sh RDMAKIT doctor --frame ...` for these nodes.
+pub fn srun_argv(spec: &SweepSpec, nodes: &[String]) -> Vec<String> {
+    let n = nodes.len();
+    // Slurm's own limit, in minutes, a little past ours: Slurm cleans up if we die.
+    let minutes = spec.timeout.as_secs().div_ceil(60) + 1;
+    let mut v: Vec<String> = vec![
+        "srun".into(),
+        "--job-name=rdmakit-sweep".into(),
+        format!("--nodes={n}"),
+        format!("--ntasks={n}"),
+        "--ntasks-per-node=1".into(),
+        format!("--nodelist={}", nodes.join(",")),
+    ];
+    if let Some(p) = &spec.partition {
+        v.push(format!("--partition={p}"));
+    }
+    v.extend([
+        "--label".into(),
+        "--kill-on-bad-exit=0".into(),
+        "--no-kill".into(),
+        "--chdir=/".into(),
+        format!("--time={minutes}"),
+        "/bin/sh".into(),
+        "-c".into(),
+        TASK_SCRIPT.into(),
+        "rdmakit-sweep".into(),
+        spec.rdmakit.clone(),
+        "doctor".into(),
+        "--frame".into(),
+    ]);
+    if spec.bundles {
+        v.push("--frame-bundle".into());
+    }
+    v.extend(spec.doctor_args.iter().cloned());
+    v
+}
+
+/// What the sweep saw while it ran (for a progress bar).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Reports complete so far, of `total`.
+    Progress { reported: usize, total: usize },
+    /// A message of srun's own ("job 12 queued and waiting for resources").
+    Srun(String),
+    /// The timeout fired; srun is being stopped.
+    TimedOut,
+}
+
+/// A finished sweep: every node's result (the unusable ones first, in plan order
+/// otherwise) and everything srun printed.
+#[derive(Debug)]
+pub struct SweepRun {
+    pub results: Vec<NodeResult>,
+    pub argv: Vec<String>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub end: End,
+    pub elapsed: Duration,
+    /// When the last report arrived, from the start (None: no report).
+    pub last_report: Option<Duration>,
+}
+
+/// How long srun may take to stop its step after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs the plan's srun; reads its output as it comes; stops it (SIGTERM, then
+/// SIGKILL after 10 s) when `timeout` passes.
+///
+/// # Errors
+/// srun could not be started.
+pub fn execute(
+    cmds: &Commands,
+    plan: Plan,
+    timeout: Duration,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<SweepRun, SlurmError> {
+    let t0 = Instant::now();
+    let mut results = plan.unusable;
+    if plan.run.is_empty() {
+        return Ok(SweepRun {
+            results,
+            argv: plan.argv,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            end: End::Exited(None),
+            elapsed: t0.elapsed(),
+            last_report: None,
+        });
+    }
+    let mut child = cmds
+        .command(&plan.argv[0])
+        .args(&plan.argv[1..])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|err| SlurmError::Spawn {
+            cmd: "srun".into(),
+            err,
+        })?;
+    let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
+    let readers = [
+        child.stdout.take().map(|s| reader(s, true, tx.clone())),
+        child.stderr.take().map(|s| reader(s, false, tx.clone())),
+    ];
+    drop(tx);
+    let total = plan.run.len();
+    let mut c = Collector::new();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let deadline = t0 + timeout;
+    let mut stop: Option<Instant> = None;
+    let mut reported = 0;
+    let mut last_report = None;
+    on_event(Event::Progress { reported, total });
+    loop {
+        let now = Instant::now();
+        let wait_until = match stop {
+            None => deadline,
+            Some(at) => at + STOP_GRACE,
+        };
+        if now >= wait_until {
+            if stop.is_none() {
+                on_event(Event::TimedOut);
+                c.stop();
+                signal(&child, rustix::process::Signal::Term);
+                stop = Some(now);
+                continue;
+            }
+            // srun ignored SIGTERM for STOP_GRACE: kill it; the readers end.
+            let _ = child.kill();
+            stop = Some(now + Duration::from_secs(3600));
+            continue;
+        }
+        match rx.recv_timeout(wait_until - now) {
+            Ok((is_out, line)) => {
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']);
+                if is_out {
+                    out.extend_from_slice(&line);
+                    c.stdout_line(text);
+                    if c.reports() != reported {
+                        reported = c.reports();
+                        last_report = Some(t0.elapsed());
+                        on_event(Event::Progress { reported, total });
+                    }
+                } else {
+                    err.extend_from_slice(&line);
+                    let before = c.srun_messages().len();
+                    c.stderr_line(text);
+                    if let Some(m) = c.srun_messages().get(before) {
+                        on_event(Event::Srun(m.clone()));
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    for r in readers.into_iter().flatten() {
+        let _ = r.join();
+    }
+    let status = wait(&mut child);
+    let end = match stop {
+        Some(_) => End::TimedOut(timeout.as_secs_f64()),
+        None => End::Exited(status),
+    };
+    results.extend(c.finish(&plan.run, end));
+    Ok(SweepRun {
+        results,
+        argv: plan.argv,
+        stdout: out,
+        stderr: err,
+        end,
+        elapsed: t0.elapsed(),
+        last_report,
+    })
+}
+
+fn reader(
+    s: impl Read + Send + 'static,
+    is_out: bool,
+    tx: mpsc::Sender<(bool, Vec<u8>)>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(s);
+        loop {
+            let mut line = Vec::new();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx.send((is_out, line)).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn signal(child: &Child, sig: rustix::process::Signal) {
+    if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
+fn wait(child: &mut Child) -> Option<i32> {
+    child.wait().ok().and_then(|s| s.code())
+}
+
+/// Writes a sweep's evidence under `dir`: `srun.out` and `srun.err` (the raw lines),
+/// `reports.jsonl` (one doctor report per line, for `rdmakit fleet report`),
+/// `sweep.json` (every node's outcome, the command, the timing), and
+/// `bundles/NODE.json.gz` with `--bundles`.
+///
+/// # Errors
+/// A file could not be written (named in the error).
+pub fn write_dir(dir: &Path, run: &SweepRun) -> Result<(), SlurmError> {
+    let io = |what: &Path| {
+        let what = what.display().to_string();
+        move |source| SlurmError::Io { what, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let put = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).map_err(io(&p))
+    };
+    put("srun.out", &run.stdout)?;
+    put("srun.err", &run.stderr)?;
+    let mut jsonl = String::new();
+    for r in &run.results {
+        if let Outcome::Reported { line, .. } = &r.outcome {
+            jsonl.push_str(line);
+            jsonl.push('\n');
+        }
+    }
+    put("reports.jsonl", jsonl.as_bytes())?;
+    put("sweep.json", summary_json(run).as_bytes())?;
+    let with_bundles: Vec<_> = run
+        .results
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Reported {
+                bundle: Some(b), ..
+            } => Some((r.node.as_str(), b)),
+            _ => None,
+        })
+        .collect();
+    if !with_bundles.is_empty() {
+        let bdir = dir.join("bundles");
+        std::fs::create_dir_all(&bdir).map_err(io(&bdir))?;
+        for (node, json) in with_bundles {
+            let p = bdir.join(format!("{}.json.gz", file_safe(node)));
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(json).map_err(io(&p))?;
+            let bytes = gz.finish().map_err(io(&p))?;
+            std::fs::write(&p, bytes).map_err(io(&p))?;
+        }
+    }
+    Ok(())
+}
+
+fn file_safe(node: &str) -> String {
+    node.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `sweep.json`: schema `rdmakit.sweep/v1`.
+pub fn summary_json(run: &SweepRun) -> String {
+    use serde_json::json;
+    let nodes: Vec<_> = run
+        .results
+        .iter()
+        .map(|r| match &r.outcome {
+            Outcome::Reported { exit, bundle, .. } => json!({
+                "name": r.node,
+                "status": "reported",
+                "exit": exit,
+                "bundle": bundle.is_some(),
+                "notes": r.notes,
+            }),
+            Outcome::Missing { reason } => json!({
+                "name": r.node,
+                "status": "missing",
+                "reason": reason,
+                "notes": r.notes,
+            }),
+        })
+        .collect();
+    let end = match run.end {
+        End::Exited(code) => json!({"kind": "exited", "status": code}),
+        End::TimedOut(s) => json!({"kind": "timed_out", "after_seconds": s}),
+    };
+    let v = json!({
+        "schema": "rdmakit.sweep/v1",
+        "command": run.argv,
+        "elapsed_seconds": run.elapsed.as_secs_f64(),
+        "last_report_seconds": run.last_report.map(|d| d.as_secs_f64()),
+        "end": end,
+        "nodes": nodes,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> SweepSpec {
+        SweepSpec {
+            partition: Some("gpu".into()),
+            nodelist: None,
+            rdmakit: "/usr/local/bin/rdmakit".into(),
+            doctor_args: vec!["--no-probe".into()],
+            bundles: true,
+            timeout: Duration::from_secs(61),
+        }
+    }
+
+    #[test]
+    fn one_step_one_task_per_node_labelled() {
+        let v = srun_argv(&spec(), &["n1".into(), "n2".into()]);
+        let s = v.join(" ");
+        for want in [
+            "--nodes=2",
+            "--ntasks=2",
+            "--ntasks-per-node=1",
+            "--nodelist=n1,n2",
+            "--partition=gpu",
+            "--label",
+            "--kill-on-bad-exit=0",
+            "--no-kill",
+            "--time=3",
+        ] {
+            assert!(v.iter().any(|a| a == want), "{want} missing from {s}");
+        }
+        let tail: Vec<&str> = v
+            .iter()
+            .map(String::as_str)
+            .skip_while(|a| *a != "/bin/sh")
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                "/bin/sh",
+                "-c",
+                TASK_SCRIPT,
+                "rdmakit-sweep",
+                "/usr/local/bin/rdmakit",
+                "doctor",
+                "--frame",
+                "--frame-bundle",
+                "--no-probe"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_task_script_runs_under_sh() {
+        // What srun runs on each node, run here: names the node, runs the program,
+        // reports its status, and passes arguments through untouched.
+        let out = Command::new("/bin/sh")
+            .args([
+                "-c",
+                TASK_SCRIPT,
+                "rdmakit-sweep",
+                "/bin/sh",
+                "-c",
+                "echo \"$1\"; exit 3",
+                "x",
+                "a b",
+            ])
+            .env("SLURMD_NODENAME", "n9")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "rdmakit-frame 1 task node=n9\na b\n\nrdmakit-frame 1 exit 3\n"
+        );
+    }
+
+    #[test]
+    fn shown_commands_quote_spaces() {
+        assert_eq!(
+            shown("scontrol", &["update", "Reason=a b"]),
+            "scontrol update \"Reason=a b\""
+        );
+        assert_eq!(file_safe("n1/../x"), "n1_.._x");
+    }
+}

@@ -1,0 +1,137 @@
+//! A deadline for the health check: Slurm kills a `HealthCheckProgram` after 60 s
+//! and then nothing drains the node, so the check bounds itself and turns a hang
+//! into a verdict. A read that blocks (a sysfs attribute of a driver stuck in a
+//! firmware command) cannot be cancelled; the work runs on its own thread and the
+//! caller stops waiting, names the read it was blocked in, and exits (which ends
+//! the thread).
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rdmakit_host::source::{Entry, Errno, Meta, Probe, Source};
+
+/// What the watched work is reading now.
+#[derive(Debug, Clone, Default)]
+pub struct Tracker(Arc<Mutex<Option<String>>>);
+
+impl Tracker {
+    fn set(&self, what: Option<String>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = what;
+    }
+
+    /// The read in progress, if any.
+    pub fn current(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// A source that tells its [`Tracker`] which path it is reading.
+pub struct Watched<'a> {
+    inner: &'a dyn Source,
+    tracker: Tracker,
+}
+
+impl<'a> Watched<'a> {
+    pub fn new(inner: &'a dyn Source, tracker: Tracker) -> Watched<'a> {
+        Watched { inner, tracker }
+    }
+
+    fn on<T>(&self, what: String, f: impl FnOnce() -> T) -> T {
+        self.tracker.set(Some(what));
+        let r = f();
+        self.tracker.set(None);
+        r
+    }
+}
+
+impl Source for Watched<'_> {
+    fn read(&self, path: &str) -> Result<Vec<u8>, Errno> {
+        self.on(path.to_string(), || self.inner.read(path))
+    }
+    fn read_dir(&self, path: &str) -> Result<Vec<Entry>, Errno> {
+        self.on(path.to_string(), || self.inner.read_dir(path))
+    }
+    fn read_link(&self, path: &str) -> Result<String, Errno> {
+        self.on(path.to_string(), || self.inner.read_link(path))
+    }
+    fn stat(&self, path: &str) -> Result<Meta, Errno> {
+        self.on(path.to_string(), || self.inner.stat(path))
+    }
+    fn probe(&self, probe: &Probe) -> Result<Vec<u8>, Errno> {
+        self.on(format!("probe {}", probe.key()), || self.inner.probe(probe))
+    }
+}
+
+/// The work did not finish in time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hung {
+    pub limit: Duration,
+    /// The read it was blocked in, when it was in one.
+    pub reading: Option<String>,
+}
+
+/// Runs `work` on its own thread and waits at most `limit` for it.
+///
+/// # Errors
+/// [`Hung`] when `work` has not returned after `limit`; the thread is left behind
+/// (it cannot be cancelled) and ends with the process.
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    work: impl FnOnce(Tracker) -> T + Send + 'static,
+) -> Result<T, Hung> {
+    let tracker = Tracker::default();
+    let t = tracker.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(work(t));
+    });
+    rx.recv_timeout(limit).map_err(|_| Hung {
+        limit,
+        reading: tracker.current(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdmakit_host::source::LiveSource;
+
+    #[test]
+    fn fast_work_returns_its_value() {
+        assert_eq!(within(Duration::from_secs(5), |_| 7), Ok(7));
+    }
+
+    #[test]
+    fn a_blocked_read_is_named() {
+        // A FIFO with no writer: open() blocks, as a sysfs read of a stuck driver does.
+        let dir = std::env::temp_dir().join(format!("rdmakit-watch-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sys")).unwrap();
+        let fifo = dir.join("sys/fw_ver");
+        let _ = std::fs::remove_file(&fifo);
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let root = dir.clone();
+        let r = within(Duration::from_millis(300), move |t| {
+            let src = LiveSource::new(&root);
+            let w = Watched::new(&src, t);
+            let _ = w.read("/sys/fw_ver");
+        });
+        assert_eq!(
+            r,
+            Err(Hung {
+                limit: Duration::from_millis(300),
+                reading: Some("/sys/fw_ver".into())
+            })
+        );
+        // Unblock the thread so it does not outlive the test run needlessly.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .map(|mut f| std::io::Write::write_all(&mut f, b"x\n"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,136 @@
+//! `rdmakit fleet agent`: the long-running test agent of the pairwise
+//! matrix. Serves only a coordinator proving the run's token; logs one line
+//! per event on stderr; `--announce` prints a READY line (JSON) on stdout
+//! once listening, which `fleet pairwise --slurm` reads through srun.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdmakit_fleet::pairwise::agent::{self, Agent, AgentConfig, Event};
+use rdmakit_fleet::pairwise::slurm::Ready;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Control address. A specific IPv4 address is also the soft NIC's; 0.0.0.0 picks per test
+    /// the source address of the route toward the peer.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:18516")]
+    listen: SocketAddr,
+    /// The name it answers to (default: the hostname).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// RDMA device to test with (default: the built-in soft NIC).
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    device: Option<String>,
+    /// The run's shared secret, from a file readable by its owner alone (default:
+    /// RDMAKIT_FLEET_TOKEN). The agent does not start without one.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Exit after this many seconds without a request.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout: u64,
+    /// Longest test it runs, seconds (planned; a watchdog cancels 10 s past it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    max_test_seconds: f64,
+    /// Largest message a test may use, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20,
+          value_parser = clap::value_parser!(u64).range(1..=(8 << 20)))]
+    max_size: u64,
+    /// Exit when the first coordinator disconnects (agents of one job step).
+    #[arg(long)]
+    once: bool,
+    /// Print a READY line (JSON: name, address, Slurm rank) on stdout once listening.
+    #[arg(long)]
+    announce: bool,
+    /// The address to announce (default: the listen address, or with 0.0.0.0 the source of the
+    /// route toward SLURM_LAUNCH_NODE_IPADDR).
+    #[arg(long, value_name = "IP")]
+    advertise: Option<Ipv4Addr>,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let token = match super::token(a.token_file.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("rdmakit fleet agent: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if !(a.max_test_seconds > 0.0 && a.max_test_seconds <= 3600.0) {
+        eprintln!("rdmakit fleet agent: error: --max-test-seconds: 0 to 3600");
+        return Ok(ExitCode::from(2));
+    }
+    let name = a.name.clone().unwrap_or_else(agent::hostname);
+    let mut cfg = AgentConfig::new(a.listen, &name, token);
+    cfg.device = a.device.clone();
+    cfg.idle_timeout = Duration::from_secs(a.idle_timeout);
+    cfg.max_test_seconds = a.max_test_seconds;
+    cfg.max_size = a.max_size as usize;
+    cfg.once = a.once;
+    let agent = match Agent::bind(cfg) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("rdmakit fleet agent: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let local = agent.local_addr();
+    if a.announce {
+        let ip = match advertised(&a, local) {
+            Ok(ip) => ip,
+            Err(e) => {
+                eprintln!("rdmakit fleet agent: error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        let env_u32 = |k: &str| std::env::var(k).ok().and_then(|v| v.parse().ok());
+        let r = Ready {
+            agent: "ready".into(),
+            name: name.clone(),
+            addr: SocketAddr::new(IpAddr::V4(ip), local.port()),
+            rank: env_u32("SLURM_PROCID"),
+            ntasks: env_u32("SLURM_NTASKS"),
+        };
+        println!("{}", r.line());
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+    }
+    let start = Instant::now();
+    let tag = name.clone();
+    let log: agent::Logger = Arc::new(move |e: &Event| {
+        eprintln!(
+            "rdmakit fleet agent {tag} [{:>8.1}s]: {e}",
+            start.elapsed().as_secs_f64()
+        );
+    });
+    match agent.run(log) {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("rdmakit fleet agent: error: {e}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn advertised(a: &Args, local: SocketAddr) -> Result<Ipv4Addr, String> {
+    if let Some(ip) = a.advertise {
+        return Ok(ip);
+    }
+    if let IpAddr::V4(ip) = local.ip() {
+        if !ip.is_unspecified() {
+            return Ok(ip);
+        }
+    }
+    let toward = std::env::var("SLURM_LAUNCH_NODE_IPADDR").map_err(|_| {
+        "--announce with --listen 0.0.0.0 needs --advertise IP (or SLURM_LAUNCH_NODE_IPADDR)"
+            .to_string()
+    })?;
+    let toward: IpAddr = toward
+        .trim()
+        .parse()
+        .map_err(|_| format!("SLURM_LAUNCH_NODE_IPADDR={toward:?} is not an address"))?;
+    agent::route_source(toward)
+}

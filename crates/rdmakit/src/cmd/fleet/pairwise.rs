@@ -1,0 +1,279 @@
+//! `rdmakit fleet pairwise`: the coordinator of the fabric matrix. Parses
+//! the flags into a `PairwiseConfig` (and, with `--slurm`, starts the agents
+//! as one job step), runs it, renders the report. Exit status: 0 no fault,
+//! 1 a fault found or an agent unreachable, 2 the run could not be made.
+
+use std::io::IsTerminal;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use rdmakit_fleet::pairwise::auth::Token;
+use rdmakit_fleet::pairwise::coordinator::{self, PairwiseConfig, Step};
+use rdmakit_fleet::pairwise::render;
+use rdmakit_fleet::pairwise::report::{Mode, Phase};
+use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The agents, HOST:PORT,HOST:PORT,... (each started with `rdmakit fleet agent`).
+    #[arg(
+        long,
+        value_name = "HOST:PORT,...",
+        value_delimiter = ',',
+        required_unless_present = "slurm",
+        conflicts_with = "slurm"
+    )]
+    agents: Vec<String>,
+    /// Start the agents as one Slurm job step (srun --ntasks-per-node=1) with a fresh token,
+    /// coordinate from here, stop them when done.
+    #[arg(long)]
+    slurm: bool,
+    /// With --slurm: how many nodes (default: the allocation's).
+    #[arg(short = 'N', long, value_name = "N", requires = "slurm")]
+    nodes: Option<u32>,
+    /// With --slurm: the partition.
+    #[arg(short = 'p', long, value_name = "NAME", requires = "slurm")]
+    partition: Option<String>,
+    /// With --slurm: the nodes (Slurm's hostlist syntax).
+    #[arg(short = 'w', long, value_name = "LIST", requires = "slurm")]
+    nodelist: Option<String>,
+    /// With --slurm: the agents' TCP port.
+    #[arg(long, value_name = "PORT", default_value_t = 18516)]
+    agent_port: u16,
+    /// With --slurm: the RDMA device the agents test with (default: the soft NIC).
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV", requires = "slurm")]
+    device: Option<String>,
+    /// With --slurm: the srun program.
+    #[arg(long, value_name = "PROGRAM", default_value = "srun")]
+    srun: PathBuf,
+    /// With --slurm: the rdmakit binary on the nodes (default: this one's path).
+    #[arg(long, value_name = "PATH")]
+    agent_program: Option<PathBuf>,
+    /// A ring instead of every pair: each node against its two neighbours (2-3 rounds, any N).
+    #[arg(long)]
+    quick: bool,
+    /// A known-good node (name or address): the first partner of every suspect's re-test.
+    #[arg(long, value_name = "NODE")]
+    reference: Option<String>,
+    /// One JSON object (schema rdmakit.pairwise/v1) on stdout.
+    #[arg(long)]
+    json: bool,
+    /// The run's shared secret (file readable by its owner alone); default RDMAKIT_FLEET_TOKEN.
+    /// With --slurm a fresh one is made when neither is given.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// RC WRITE message sizes, bytes; the best average over them is judged.
+    #[arg(
+        long,
+        value_name = "BYTES,...",
+        value_delimiter = ',',
+        default_value = "4096,65536,262144"
+    )]
+    sizes: Vec<usize>,
+    /// Seconds per bandwidth size and direction.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.3)]
+    seconds: f64,
+    /// Seconds of RC SEND latency ping-pongs per direction (0: no latency test).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
+    lat_seconds: f64,
+    /// Send queue depth of the bandwidth tests (messages in flight).
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    tx_depth: u32,
+    /// Path MTU (256, 512, 1024, 2048, 4096).
+    #[arg(short = 'm', long, value_name = "BYTES", default_value_t = 4096)]
+    mtu: u32,
+    /// Report the screening's suspects without re-measuring them.
+    #[arg(long)]
+    no_confirm: bool,
+    /// Re-measure at most this many suspect pairs at once (1: each alone, as one host
+    /// running every agent needs; raise it on a real cluster).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    confirm_parallel: usize,
+    /// The port rate in Gb/s, when the agents do not know it: nothing above 90 % of it is low.
+    #[arg(long, value_name = "GBPS")]
+    port_rate: Option<f64>,
+    /// A node or cell below this fraction of its reference level is low.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.6)]
+    relative: f64,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if let Err(e) = validate(&a) {
+        eprintln!("rdmakit fleet pairwise: error: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    let token = match super::token(a.token_file.as_deref()) {
+        Ok(t) => t,
+        Err(rdmakit_fleet::pairwise::auth::TokenError::Missing) if a.slurm => Token::generate()?,
+        Err(e) => {
+            eprintln!("rdmakit fleet pairwise: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut step = None;
+    let agents: Vec<SocketAddr> = if a.slurm {
+        let mut sc = SlurmConfig::new(match &a.agent_program {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()?,
+        });
+        sc.srun = a.srun.clone();
+        sc.nodes = a.nodes;
+        sc.partition = a.partition.clone();
+        sc.nodelist = a.nodelist.clone();
+        sc.port = a.agent_port;
+        if let Some(d) = &a.device {
+            sc.agent_args = vec!["-d".into(), d.clone()];
+        }
+        let s = match AgentStep::launch(&sc, &token) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("rdmakit fleet pairwise: error: --slurm: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        let v = s.agents.iter().map(|r| r.addr).collect();
+        step = Some(s);
+        v
+    } else {
+        match resolve(&a.agents) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("rdmakit fleet pairwise: error: --agents: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+    };
+    let mut cfg = PairwiseConfig::new(agents, token);
+    cfg.mode = if a.quick { Mode::Quick } else { Mode::Full };
+    cfg.reference = a.reference.clone();
+    cfg.bw_sizes = a.sizes.clone();
+    cfg.bw_seconds = a.seconds;
+    cfg.lat_seconds = a.lat_seconds;
+    cfg.lat_size = if a.lat_seconds == 0.0 { 0 } else { 8 };
+    cfg.mtu = a.mtu;
+    cfg.tx_depth = a.tx_depth;
+    cfg.confirm = !a.no_confirm;
+    cfg.confirm_parallel = a.confirm_parallel;
+    cfg.confirm_seconds = (2.0 * a.seconds).max(0.3);
+    cfg.thresholds.relative = a.relative;
+    cfg.thresholds.port_rate_mbs = a.port_rate.map(|g| g * 1e9 / 8.0 / 1_048_576.0);
+    cfg.shutdown = a.slurm;
+
+    let bar = Bar::new(!a.json);
+    let result = coordinator::run(&cfg, &|s: &Step| bar.step(s));
+    bar.finish();
+    if let Some(mut s) = step {
+        let status = s.stop(Duration::from_secs(10));
+        if !a.json {
+            eprintln!("rdmakit fleet pairwise: the agents' job step ended ({status})");
+        }
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rdmakit fleet pairwise: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        anstream::print!("{}", render::human(&report));
+    }
+    Ok(if report.clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn validate(a: &Args) -> Result<(), String> {
+    if a.sizes.is_empty() || a.sizes.iter().any(|&s| s == 0 || s > (8 << 20)) {
+        return Err("--sizes: 1 to 8388608 bytes each".into());
+    }
+    if !(a.seconds > 0.0 && a.seconds <= 30.0) {
+        return Err("--seconds: more than 0, at most 30".into());
+    }
+    if ![256, 512, 1024, 2048, 4096].contains(&a.mtu) {
+        return Err(format!(
+            "--mtu {}: one of 256, 512, 1024, 2048, 4096",
+            a.mtu
+        ));
+    }
+    if !(a.relative > 0.0 && a.relative < 1.0) {
+        return Err("--relative: between 0 and 1".into());
+    }
+    if !(a.lat_seconds >= 0.0 && a.lat_seconds <= 30.0) {
+        return Err("--lat-seconds: 0 to 30".into());
+    }
+    if a.confirm_parallel == 0 {
+        return Err("--confirm-parallel: at least 1".into());
+    }
+    if a.port_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err("--port-rate: Gb/s, more than 0".into());
+    }
+    Ok(())
+}
+
+/// `HOST:PORT` → the first IPv4 address.
+fn resolve(list: &[String]) -> Result<Vec<SocketAddr>, String> {
+    list.iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            let s = s.trim();
+            s.to_socket_addrs()
+                .map_err(|e| format!("{s}: {e}"))?
+                .find(SocketAddr::is_ipv4)
+                .ok_or_else(|| format!("{s}: no IPv4 address"))
+        })
+        .collect()
+}
+
+/// Progress on stderr when it is a terminal.
+struct Bar {
+    pb: Option<indicatif::ProgressBar>,
+}
+
+impl Bar {
+    fn new(allowed: bool) -> Bar {
+        let pb = (allowed && std::io::stderr().is_terminal()).then(|| {
+            let pb = indicatif::ProgressBar::new_spinner();
+            pb.enable_steady_tick(Duration::from_millis(120));
+            pb
+        });
+        Bar { pb }
+    }
+
+    fn step(&self, s: &Step) {
+        let Some(pb) = &self.pb else { return };
+        match s {
+            Step::Connected { nodes, unreachable } => pb.set_message(format!(
+                "{} agents connected{}",
+                nodes.len(),
+                if *unreachable > 0 {
+                    format!(", {unreachable} unreachable")
+                } else {
+                    String::new()
+                }
+            )),
+            Step::Round { phase, index, of } => pb.set_message(format!(
+                "{} round {}/{of}",
+                match phase {
+                    Phase::Screen => "screening",
+                    _ => "re-measuring suspects:",
+                },
+                index + 1
+            )),
+            Step::PairDone { done, of } => pb.set_prefix(format!("{done}/{of} pairs")),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(pb) = &self.pb {
+            pb.finish_and_clear();
+        }
+    }
+}

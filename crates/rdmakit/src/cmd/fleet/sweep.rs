@@ -1,0 +1,160 @@
+//! `rdmakit fleet sweep`: one doctor per node as one Slurm job step.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rdmakit_fleet::render::{self, HumanOptions};
+use rdmakit_fleet::report::{analyze, Options};
+use rdmakit_fleet::slurm::run::{self, Commands, Event, SweepSpec};
+use rdmakit_fleet::slurm::sweep::{node_reports, End};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The partition to sweep (default: the default partition's nodes).
+    #[arg(short, long, value_name = "P")]
+    partition: Option<String>,
+    /// The nodes to sweep, a Slurm hostlist: n[1-12],gpu7.
+    #[arg(short = 'w', long, value_name = "LIST")]
+    nodelist: Option<String>,
+    /// Where to keep the evidence: srun.out/srun.err (the raw lines), reports.jsonl (one
+    /// report per line, for `rdmakit fleet report`), sweep.json, fleet.json, bundles/
+    /// [default: ./rdmakit-sweep-<unix time>].
+    #[arg(short, long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Also bring back each node's bundle of everything its doctor read (bundles/NODE.json.gz).
+    #[arg(long)]
+    bundles: bool,
+    /// Seconds to wait for every report; a node still silent then is missing (hung).
+    #[arg(long, value_name = "S", default_value_t = 60)]
+    timeout: u64,
+    /// Print the fleet report as JSON (schema rdmakit.fleet/v1; the sweep's own account,
+    /// rdmakit.sweep/v1, is DIR/sweep.json).
+    #[arg(long)]
+    json: bool,
+    /// Every reason of every node, cohort members, every change.
+    #[arg(short, long)]
+    verbose: bool,
+    /// The previous sweep: its `fleet report --json` (DIR/fleet.json), or its node reports.
+    #[arg(long, value_name = "PREVIOUS")]
+    baseline: Option<String>,
+    /// Check every node against an expected inventory (`rdmakit fleet baseline -o FILE`).
+    #[arg(long, value_name = "FILE")]
+    expect: Option<String>,
+    /// rdmakit's path on the nodes [default: this binary's path].
+    #[arg(long, value_name = "PATH")]
+    rdmakit: Option<String>,
+    /// More doctor arguments for every node, after `--` (e.g. -- --fail-on warning).
+    /// Active probes run only with -- --probe.
+    #[arg(last = true, value_name = "DOCTOR_ARGS")]
+    doctor_args: Vec<String>,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(a.timeout > 0, "--timeout must be at least 1 second");
+    let rdmakit = match a.rdmakit {
+        Some(p) => p,
+        None => std::env::current_exe()
+            .context("finding this binary's path (pass --rdmakit PATH)")?
+            .display()
+            .to_string(),
+    };
+    let mut doctor_args = a.doctor_args.clone();
+    if !doctor_args
+        .iter()
+        .any(|d| d == "--probe" || d == "--no-probe")
+    {
+        doctor_args.insert(0, "--no-probe".into());
+    }
+    let spec = SweepSpec {
+        partition: a.partition.clone(),
+        nodelist: a.nodelist.clone(),
+        rdmakit,
+        doctor_args,
+        bundles: a.bundles,
+        timeout: Duration::from_secs(a.timeout),
+    };
+    // Read before the sweep: a bad --baseline or --expect should not cost one.
+    let opts = Options {
+        tool: super::tool(),
+        previous: a.baseline.as_deref().map(super::previous).transpose()?,
+        expected: match &a.expect {
+            Some(p) => Some((p.clone(), super::expected(p)?)),
+            None => None,
+        },
+        ..Options::default()
+    };
+    let cmds = Commands::default();
+    let plan = run::plan(&cmds, &spec)?;
+    let dir = a.output.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        PathBuf::from(format!("rdmakit-sweep-{t}"))
+    });
+
+    let bar = (std::io::stderr().is_terminal() && !plan.run.is_empty()).then(|| {
+        let pb = indicatif::ProgressBar::new(plan.run.len() as u64);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {pos}/{len} nodes reported {elapsed} {wide_msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        pb.enable_steady_tick(Duration::from_millis(200));
+        pb
+    });
+    let mut on_event = |e: Event| {
+        if let Some(pb) = &bar {
+            match e {
+                Event::Progress { reported, .. } => pb.set_position(reported as u64),
+                Event::Srun(m) => pb.set_message(m),
+                Event::TimedOut => {
+                    pb.set_message(format!("timeout ({} s): stopping srun", a.timeout))
+                }
+            }
+        }
+    };
+    let swept = run::execute(&cmds, plan, spec.timeout, &mut on_event)?;
+    if let Some(pb) = &bar {
+        pb.finish_and_clear();
+    }
+
+    // Every node, reported or missing, through the fleet report.
+    let report = analyze(node_reports(&swept.results), vec![], vec![], &opts);
+    run::write_dir(&dir, &swept)?;
+    let fleet_json = render::json(&report);
+    let p = dir.join("fleet.json");
+    std::fs::write(&p, format!("{fleet_json}\n"))
+        .with_context(|| format!("writing {}", p.display()))?;
+
+    let mut out = anstream::stdout();
+    if a.json {
+        writeln!(out, "{fleet_json}")?;
+    } else {
+        let o = HumanOptions {
+            verbose: a.verbose,
+            ..HumanOptions::default()
+        };
+        out.write_all(render::human(&report, o).as_bytes())?;
+        let total = swept.results.len();
+        let reported = swept.results.iter().filter(|r| r.is_reported()).count();
+        let last = swept
+            .last_report
+            .map(|d| format!(", the last {:.1} s after srun started", d.as_secs_f64()))
+            .unwrap_or_default();
+        let end = match swept.end {
+            End::TimedOut(s) => format!("; stopped by the {s:.0} s timeout"),
+            End::Exited(_) => String::new(),
+        };
+        writeln!(
+            out,
+            "Sweep: {reported} of {total} nodes reported in {:.1} s{last}{end}; evidence in {}",
+            swept.elapsed.as_secs_f64(),
+            dir.display()
+        )?;
+    }
+    Ok(ExitCode::from(report.summary.exit_code))
+}

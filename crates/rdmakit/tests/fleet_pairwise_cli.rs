@@ -1,0 +1,150 @@
+//! `rdmakit fleet agent` / `fleet pairwise` at the command line: no token,
+//! no agent; an unsafe token file is refused; unreachable agents and bad
+//! arguments exit 2; two agents on loopback give a rendered matrix.
+
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "cli-test-token-0123456789abcdef";
+
+fn rdmakit() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rdmakit"));
+    c.env_remove("RDMAKIT_FLEET_TOKEN").env("NO_COLOR", "1");
+    c
+}
+
+#[test]
+fn an_agent_without_a_token_does_not_start() {
+    let out = rdmakit()
+        .args(["fleet", "agent", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no token"), "{err}");
+    assert!(err.contains("RDMAKIT_FLEET_TOKEN"), "{err}");
+}
+
+#[test]
+fn a_token_file_others_can_read_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("token");
+    let mut w = std::fs::File::create(&f).unwrap();
+    writeln!(w, "{TOKEN}").unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let out = rdmakit()
+        .args(["fleet", "agent", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("0640") && err.contains("chmod 600"), "{err}");
+    // A short token is refused too.
+    let out = rdmakit()
+        .args(["fleet", "agent", "--listen", "127.0.0.1:0"])
+        .env("RDMAKIT_FLEET_TOKEN", "short")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16"));
+}
+
+#[test]
+fn pairwise_needs_agents_that_answer() {
+    let out = rdmakit().args(["fleet", "pairwise"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "no --agents nor --slurm");
+    // Nothing listens on these ports.
+    let dead: Vec<String> = (0..2)
+        .map(|_| {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().to_string()
+        })
+        .collect();
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--agents", &dead.join(",")])
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("0 agent(s) answered"), "{err}");
+    assert!(err.contains(&dead[0]), "{err}");
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--agents", "a:1,b:2", "--sizes", "0"])
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+struct Agent(std::process::Child);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An agent on a loopback address of its own; returns it and its address.
+fn agent(k: u8, name: &str) -> (Agent, String) {
+    let p = std::process::id();
+    let ip = format!(
+        "127.{}.{}.{k}",
+        40 + (p % 50) as u8,
+        (p / 50 % 250) as u8 + 1
+    );
+    let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    drop(l);
+    let child = rdmakit()
+        .args(["fleet", "agent", "--listen", &addr, "--name", name])
+        .args(["--idle-timeout", "120"])
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "agent {name} never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (Agent(child), addr)
+}
+
+#[test]
+fn two_agents_on_loopback_render_a_matrix() {
+    let (_a, a) = agent(1, "alpha");
+    let (_b, b) = agent(2, "beta");
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--agents", &format!("{a},{b}")])
+        .args([
+            "--sizes",
+            "65536",
+            "--seconds",
+            "0.2",
+            "--lat-seconds",
+            "0.05",
+        ])
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{err}");
+    assert!(
+        text.contains("2 nodes, full matrix (1 rounds, 1 pairs)"),
+        "{text}"
+    );
+    assert!(text.contains("RC WRITE bandwidth"), "{text}");
+    assert!(text.contains("alpha") && text.contains("beta"), "{text}");
+    assert!(text.contains("No fault"), "{text}");
+    assert!(!text.contains('\u{1b}'), "colors with NO_COLOR: {text:?}");
+}

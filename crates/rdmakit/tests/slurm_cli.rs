@@ -1,0 +1,232 @@
+//! `rdmakit doctor --frame` and `--slurm-health-check` end to end, without a Slurm:
+//! the frame decodes to the `--json` report; the health check runs the scontrol it
+//! finds on PATH (here a script that records its arguments and plays a node's
+//! state), drains and resumes as it should, and exits 0 / 1 / 2.
+//! scripts/cluster/run runs both on a real Slurm.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rdmakit_fleet::slurm::frame::{self, Kind, Line};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
+}
+
+fn rdmakit(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rdmakit"));
+    c.args(args).env("NO_COLOR", "1").env_remove("SLURM_CONF");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("rdmakit runs")
+}
+
+/// Decodes every frame in `text`: (kind, node, payload).
+fn frames(text: &str) -> Vec<(Kind, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut open: Option<(Kind, String, u64, String, usize)> = None;
+    for l in text.lines() {
+        assert!(
+            l.len() < 1024,
+            "a line srun would split ({} bytes)",
+            l.len()
+        );
+        match (frame::classify(l), open.as_mut()) {
+            (Line::Begin { kind, node, bytes }, None) => {
+                open = Some((kind, node.to_string(), bytes, String::new(), 0))
+            }
+            (Line::End { lines, .. }, Some(_)) => {
+                let (k, n, bytes, body, got) = open.take().unwrap();
+                out.push((k, n, frame::decode(&body, got, lines, bytes).unwrap()));
+            }
+            (Line::Other(b), Some(o)) => {
+                o.3.push_str(b);
+                o.4 += 1;
+            }
+            (other, _) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(open.is_none(), "unterminated frame");
+    out
+}
+
+#[test]
+fn frame_carries_the_json_report_and_the_bundle() {
+    let cap = fixtures().join("healthy");
+    let cap = cap.to_str().unwrap();
+    let plain = rdmakit(&["doctor", "--from", cap, "--json"], &[]);
+    let framed = rdmakit(
+        &["doctor", "--from", cap, "--frame", "--frame-bundle"],
+        &[("SLURMD_NODENAME", "n17")],
+    );
+    assert_eq!(framed.status.code(), plain.status.code());
+    let fs = frames(&String::from_utf8_lossy(&framed.stdout));
+    assert_eq!(fs.len(), 2);
+    assert_eq!((fs[0].0, fs[0].1.as_str()), (Kind::Report, "n17"));
+    let want: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    let got: serde_json::Value = serde_json::from_slice(&fs[0].2).unwrap();
+    assert_eq!(got, want);
+    // The bundle replays to the same findings.
+    assert_eq!(fs[1].0, Kind::Bundle);
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("n17.json");
+    std::fs::write(&b, &fs[1].2).unwrap();
+    let replay = rdmakit(&["doctor", "--from", b.to_str().unwrap(), "--json"], &[]);
+    let replay: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+    assert_eq!(replay["findings"], want["findings"]);
+    assert_eq!(replay["devices"], want["devices"]);
+}
+
+/// A fake scontrol: `show node` prints `state` (a `scontrol show node -o` line),
+/// `update` appends its arguments to `calls`.
+fn fake_scontrol(dir: &Path, state: &str) {
+    std::fs::write(dir.join("state"), state).unwrap();
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\n  show) cat '{d}/state' ;;\n  update) echo \"$@\" >> '{d}/calls' ;;\n  *) exit 9 ;;\nesac\necho \"SLURM_CONF=$SLURM_CONF\" >> '{d}/env'\n",
+        d = dir.display()
+    );
+    let p = dir.join("scontrol");
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// fixtures/healthy with rxe0's port 1 down (files copied, symlinks kept flattened).
+fn port_down_capture(into: &Path) -> PathBuf {
+    let dst = into.join("port-down");
+    let st = Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("healthy"))
+        .arg(&dst)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let port = dst.join("root/sys/devices/virtual/infiniband/rxe0/ports/1");
+    std::fs::write(port.join("state"), "1: DOWN\n").unwrap();
+    std::fs::write(port.join("phys_state"), "3: Disabled\n").unwrap();
+    dst
+}
+
+fn health(dir: &Path, from: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let path = format!("{}:/usr/bin:/bin", dir.display());
+    let conf = dir.join("slurm.conf");
+    std::fs::write(&conf, "").unwrap();
+    let mut args = vec![
+        "doctor",
+        "--from",
+        from.to_str().unwrap(),
+        "--slurm-health-check",
+    ];
+    args.extend(extra);
+    let o = rdmakit(
+        &args,
+        &[
+            ("PATH", &path),
+            ("SLURMD_NODENAME", "n3"),
+            ("SLURM_CONF", conf.to_str().unwrap()),
+        ],
+    );
+    let calls = std::fs::read_to_string(dir.join("calls")).unwrap_or_default();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        calls,
+    )
+}
+
+#[test]
+fn health_check_drains_on_an_error_and_resumes_only_its_own_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sick = port_down_capture(d);
+    let healthy = fixtures().join("healthy");
+
+    fake_scontrol(d, "NodeName=n3 Arch=x86_64 State=IDLE Partitions=all\n");
+    let (code, out, calls) = health(d, &sick, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(
+        calls,
+        "update NodeName=n3 State=DRAIN Reason=rdmakit: RDK-H002 rxe0 port 1 is DOWN \
+         (physical state Disabled)\n"
+    );
+    assert!(
+        out.starts_with("rdmakit health check n3: drained: rdmakit: RDK-H002"),
+        "{out}"
+    );
+    let env = std::fs::read_to_string(d.join("env")).unwrap();
+    assert!(env.contains(&format!("SLURM_CONF={}", d.join("slurm.conf").display())));
+
+    // Healthy again, drained by rdmakit, idle: resumed.
+    std::fs::remove_file(d.join("calls")).unwrap();
+    fake_scontrol(
+        d,
+        "NodeName=n3 State=IDLE+DRAIN Reason=rdmakit: RDK-H002 rxe0 port 1 is DOWN \
+         [root@2026-12-04T16:30:36]\n",
+    );
+    let (code, out, calls) = health(d, &healthy, &[]);
+    assert_eq!(
+        (code, calls.as_str()),
+        (Some(0), "update NodeName=n3 State=RESUME\n"),
+        "{out}"
+    );
+
+    // An administrator's drain: left alone, healthy or not; --dry-run changes nothing.
+    std::fs::remove_file(d.join("calls")).unwrap();
+    fake_scontrol(
+        d,
+        "NodeName=n3 State=IDLE+DRAIN Reason=bad PSU [alice@2026-12-04T10:00:00]\n",
+    );
+    let (code, out, calls) = health(d, &healthy, &[]);
+    assert_eq!((code, calls.as_str()), (Some(0), ""), "{out}");
+    assert!(out.contains("not rdmakit's drain, left alone"), "{out}");
+    let (code, out, calls) = health(d, &sick, &[]);
+    assert_eq!((code, calls.as_str()), (Some(1), ""), "{out}");
+    fake_scontrol(d, "NodeName=n3 State=IDLE\n");
+    let (code, out, calls) = health(d, &sick, &["--dry-run"]);
+    assert_eq!((code, calls.as_str()), (Some(1), ""), "{out}");
+    assert!(
+        out.contains("would drain (IDLE): rdmakit: RDK-H002"),
+        "{out}"
+    );
+}
+
+#[test]
+fn health_check_exits_2_when_slurm_cannot_be_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // scontrol that fails like a node whose controller is unreachable.
+    let p = d.join("scontrol");
+    std::fs::write(
+        &p,
+        "#!/bin/sh\necho 'slurm_load_node error: Unable to contact slurm controller' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sick = port_down_capture(d);
+    let (code, out, _) = health(d, &sick, &[]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("Unable to contact slurm controller"), "{out}");
+    assert!(
+        out.contains("unhealthy, not drained: rdmakit: RDK-H002"),
+        "{out}"
+    );
+}
+
+#[test]
+fn sweep_without_slurm_exits_2_naming_the_command_and_the_errno() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("sweep");
+    let empty = dir.path().join("bin");
+    std::fs::create_dir(&empty).unwrap();
+    let o = rdmakit(
+        &["fleet", "sweep", "-o", out_dir.to_str().unwrap()],
+        &[("PATH", empty.to_str().unwrap())],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("sinfo"), "{err}");
+    assert!(err.contains("cannot run it"), "{err}");
+    assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
+    assert!(!out_dir.exists(), "no evidence directory without a sweep");
+}
