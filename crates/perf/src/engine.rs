@@ -224,10 +224,10 @@ fn bring_up(
     t.create_qp = us(s.elapsed());
     let o = ConnectOpts {
         path_mtu: mtu_of(p.mtu)?,
-        // 6, not 7: the transport engine (rdmakit-proto) treats retry_cnt 7
-        // like rnr_retry 7 (retry forever), so a vanished peer would never
-        // surface as RETRY_EXC_ERR. perftest's default is 7 on real NICs.
-        retry_cnt: 6,
+        // perftest's default. 7 is not "retry forever" for retry_cnt (only for
+        // rnr_retry; IBA 9.7.5.2.8): rdmakit-proto counts it down like rxe, so
+        // a vanished peer surfaces as RETRY_EXC_ERR after 8 tries.
+        retry_cnt: 7,
         qkey: UD_QKEY,
         // 4.096 us * 2^16 = 268 ms per try (perftest: 14, 67 ms): a soft
         // NIC's progress thread on a loaded 2-core host can miss 67 ms.
