@@ -275,8 +275,16 @@ pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_conte
         c.ops.post_send = Some(crate::post::post_send);
         c.ops.post_recv = Some(crate::post::post_recv);
         c.ops.post_srq_recv = Some(crate::post::post_srq_recv);
-        c.cmd_fd = -1;
-        c.async_fd = -1;
+        // The context's own close-on-exec descriptor.
+        c.cmd_fd = soft.context_fd();
+        // Blocking, as libibverbs' uverbs fd: ibv_get_async_event waits
+        // unless the program sets O_NONBLOCK (then it returns EAGAIN).
+        c.async_fd = soft.async_fd();
+        // SAFETY: fcntl on the device's own descriptor.
+        unsafe {
+            let fl = libc::fcntl(c.async_fd, libc::F_GETFL);
+            libc::fcntl(c.async_fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
         c.num_comp_vectors = c_int::try_from(soft.attr().num_comp_vectors).unwrap_or(1);
         c.abi_compat = abi::ABI_IS_EXTENDED;
         let ctx = Box::into_raw(Box::new(Ctx {
@@ -509,9 +517,20 @@ pub unsafe extern "C" fn ibv_get_async_event(
     guard::minus1("ibv_get_async_event", || {
         let ctx = Ctx::from_ptr(context)?;
         nonnull(event)?;
+        // SAFETY: fcntl on the context's own descriptor.
+        let nonblock = unsafe { libc::fcntl(ctx.vctx.context.async_fd, libc::F_GETFL) }
+            & libc::O_NONBLOCK
+            != 0;
         let ev = loop {
-            if let Some(ev) = ctx.dev.get_async_event(Duration::from_millis(200)) {
-                break ev;
+            let wait = if nonblock {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(200)
+            };
+            match ctx.dev.get_async_event(wait) {
+                Some(ev) => break ev,
+                None if nonblock => return Err(libc::EAGAIN),
+                None => {}
             }
         };
         let o = ctx.objs();

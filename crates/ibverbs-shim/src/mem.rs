@@ -280,9 +280,15 @@ pub unsafe extern "C" fn ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) 
         nonnull(attr)?;
         // SAFETY: non-NULL attr from the caller.
         let a = unsafe { &*attr };
-        // RoCE needs a GRH: rxe refuses an AH without one the same way.
+        // RoCE needs a GRH: rxe refuses an AH without one the same way
+        // (the loopback device maps its own LID, `lid_destination`).
         if a.is_global == 0 {
-            return Err(libc::EINVAL);
+            let (ctx, _) = pd_of(pd)?;
+            let g = ctx
+                .dev
+                .lid_destination("ibv_create_ah", a.dlid)
+                .map_err(guard::soft)?;
+            return create_ah_gid(pd, g);
         }
         create_ah_gid(pd, Gid(a.grh.dgid.raw))
     })

@@ -65,6 +65,9 @@ pub struct DeviceConfig {
     pub shared_registry: bool,
 }
 
+/// The LID of the loopback device's port (see [`Device::lid_destination`]).
+pub const LOOPBACK_LID: u16 = 1;
+
 /// Which errno a create verb returns when a device limit is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Exhaustion {
@@ -301,6 +304,10 @@ pub(crate) struct Shared {
     faults: FaultInjector,
     events: Mutex<VecDeque<AsyncEvent>>,
     events_cv: Condvar,
+    /// Readable while an async event is pending (`ibv_context.async_fd`).
+    events_efd: OwnedFd,
+    /// The context descriptor (`ibv_context.cmd_fd`).
+    ctx_fd_anon: OwnedFd,
     shutdown: AtomicBool,
     counters: AtomicCounters,
     wake_at: AtomicU64,
@@ -531,6 +538,27 @@ impl Device {
         } else {
             None
         };
+        let ctx_fd_anon =
+            rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).map_err(|e| {
+                err(
+                    "ibv_open_device",
+                    Errno(e.raw_os_error()),
+                    Origin::Kernel,
+                    "eventfd for the context descriptor failed",
+                )
+            })?;
+        let events_efd = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )
+        .map_err(|e| {
+            err(
+                "ibv_open_device",
+                Errno(e.raw_os_error()),
+                Origin::Kernel,
+                "eventfd for async events failed",
+            )
+        })?;
         let net = Net::bind(addr, cfg.udp_port)?;
         let addr = net.addr();
         let local = *net.endpoint().ip();
@@ -539,7 +567,18 @@ impl Device {
             registry,
             exhaustion: exhaustion.errno(),
             attr: DeviceAttr::new(&cfg.limits, addr),
-            port: PortAttr::new(addr, cfg.netdev_mtu),
+            port: {
+                let mut p = PortAttr::new(addr, cfg.netdev_mtu);
+                // The loopback device's port has LID 1: RoCE has no LIDs
+                // (rxe's port_lid is 0, and an AV without a GRH is refused),
+                // but a device that is the whole host can say what an
+                // InfiniBand-style program means by the LID it exchanged —
+                // this port (`lid_destination`).
+                if net.qpn_base().is_some() {
+                    p.lid = LOOPBACK_LID;
+                }
+                p
+            },
             limits: cfg.limits.clone(),
             epoch: std::time::Instant::now(),
             net,
@@ -561,6 +600,8 @@ impl Device {
             faults: FaultInjector::new(cfg.fault_seed),
             events: Mutex::new(VecDeque::new()),
             events_cv: Condvar::new(),
+            events_efd,
+            ctx_fd_anon,
             shutdown: AtomicBool::new(false),
             counters: AtomicCounters::default(),
             wake_at: AtomicU64::new(u64::MAX),
@@ -602,6 +643,13 @@ impl Device {
     /// every context of the device ([`crate::net`]).
     pub fn addr(&self) -> Ipv4Addr {
         self.sh.net.addr()
+    }
+
+    /// The context's descriptor (`ibv_context.cmd_fd` of the drop-in
+    /// libibverbs). Close-on-exec. Valid while the device is open.
+    pub fn context_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.sh.ctx_fd_anon.as_raw_fd()
     }
 
     /// Where this context's socket is bound: the device address's port
@@ -647,6 +695,43 @@ impl Device {
                 "GID index out of range",
             )
         })
+    }
+
+    /// The destination of an address vector without a GRH (LID-addressed,
+    /// as programs written for InfiniBand build it: qperf without `-cm`,
+    /// the pingpong examples without `-g`). RoCE has no LIDs, so rxe and
+    /// hardware refuse such an AV with EINVAL — for LID 0 too (rdma-core's
+    /// `test_create_ah_roce`). The loopback device is one port for the
+    /// whole host with LID [`LOOPBACK_LID`]: an AV for that LID, which a
+    /// program learned from `ibv_query_port` and exchanged, is the device
+    /// itself, so those programs run between processes.
+    ///
+    /// # Errors
+    /// `EINVAL` for a device with a configured address (as rxe) or any
+    /// other LID.
+    pub fn lid_destination(&self, verb: &'static str, dlid: u16) -> Result<Gid> {
+        let lid = self.sh.port.lid;
+        if self.sh.net.qpn_base().is_none() {
+            return Err(err(
+                verb,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "RoCE address vectors need a GRH (is_global = 1 with the peer's GID); \
+                 LIDs do not exist on Ethernet",
+            ));
+        }
+        if dlid != lid {
+            return Err(err(
+                verb,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!(
+                    "no GRH and DLID {dlid}: RoCE needs the peer's GID (is_global = 1); the \
+                     loopback device's port answers only to its own LID {lid}"
+                ),
+            ));
+        }
+        Ok(Gid::from_ipv4(self.sh.net.addr()))
     }
 
     /// `ibv_query_pkey`.

@@ -269,12 +269,23 @@ impl Device {
 
     // ------------------------------------------------------------------ async events
 
+    /// The file descriptor of the async event queue (`ibv_context.async_fd`):
+    /// readable while an event is pending, for poll/epoll loops (UCX waits
+    /// on it). Valid while the device is open.
+    pub fn async_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.sh.events_efd.as_raw_fd()
+    }
+
     /// `ibv_get_async_event`: waits up to `timeout` for the next event.
     pub fn get_async_event(&self, timeout: Duration) -> Option<AsyncEvent> {
         let deadline = std::time::Instant::now() + timeout;
         let mut q = lock(&self.sh.events);
         loop {
             if let Some(e) = q.pop_front() {
+                if q.is_empty() {
+                    drain_eventfd(self.sh.events_efd.as_fd());
+                }
                 return Some(e);
             }
             let now = std::time::Instant::now();

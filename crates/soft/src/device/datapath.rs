@@ -31,7 +31,10 @@ impl Shared {
     }
 
     pub(super) fn raise(&self, e: AsyncEvent) {
-        lock(&self.events).push_back(e);
+        let mut q = lock(&self.events);
+        q.push_back(e);
+        let _ = rustix::io::write(self.events_efd.as_fd(), &1u64.to_ne_bytes());
+        drop(q);
         self.events_cv.notify_all();
     }
 
