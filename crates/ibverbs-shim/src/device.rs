@@ -275,7 +275,9 @@ pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_conte
         c.ops.post_send = Some(crate::post::post_send);
         c.ops.post_recv = Some(crate::post::post_recv);
         c.ops.post_srq_recv = Some(crate::post::post_srq_recv);
-        // The context's own close-on-exec descriptor.
+        // The context's descriptor: close-on-exec, inherited by a forked
+        // child — which then keeps the context's objects, as with a uverbs
+        // descriptor (docs/soft-nic.md, "Resource registry").
         c.cmd_fd = soft.context_fd();
         // Blocking, as libibverbs' uverbs fd: ibv_get_async_event waits
         // unless the program sets O_NONBLOCK (then it returns EAGAIN).

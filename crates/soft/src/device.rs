@@ -63,6 +63,14 @@ pub struct DeviceConfig {
     /// opens a device of this name (see [`crate::registry`]); limits then
     /// count across processes. Default `true`.
     pub shared_registry: bool,
+    /// A leaky driver: objects of a process that exits or dies without
+    /// destroying them stay (counting against the limits) until `rdmakit
+    /// soft reclaim`, instead of going with the last holder of the context
+    /// as the kernel's do — the seed's exhausted-device case, for
+    /// demonstrations and the doctor's tests. Default
+    /// `RDMAKIT_SOFT_LEAKY=1`, else the device's option (`rdmakit soft
+    /// leaky on`), else off.
+    pub leaky: Option<bool>,
 }
 
 /// The LID of the loopback device's port (see [`Device::lid_destination`]).
@@ -143,6 +151,7 @@ impl Default for DeviceConfig {
             busy_poll: true,
             exhaustion: None,
             shared_registry: true,
+            leaky: None,
         }
     }
 }
@@ -306,8 +315,9 @@ pub(crate) struct Shared {
     events_cv: Condvar,
     /// Readable while an async event is pending (`ibv_context.async_fd`).
     events_efd: OwnedFd,
-    /// The context descriptor (`ibv_context.cmd_fd`).
+    /// The context descriptor when no registry holds one.
     ctx_fd_anon: OwnedFd,
+    leaky: bool,
     shutdown: AtomicBool,
     counters: AtomicCounters,
     wake_at: AtomicU64,
@@ -538,6 +548,15 @@ impl Device {
         } else {
             None
         };
+        let leaky = cfg.leaky.unwrap_or_else(|| {
+            std::env::var("RDMAKIT_SOFT_LEAKY")
+                .is_ok_and(|v| matches!(v.trim(), "1" | "on" | "yes"))
+                || registry.as_ref().is_some_and(Registry::device_leaky)
+        });
+        // The context the objects belong to: held (flock) while this device
+        // is open or a forked child keeps the descriptor; without it the
+        // registry cannot tell a dead context, so limits stay per instance.
+        let registry = registry.filter(|r| r.attach(leaky).is_ok());
         let ctx_fd_anon =
             rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).map_err(|e| {
                 err(
@@ -602,6 +621,7 @@ impl Device {
             events_cv: Condvar::new(),
             events_efd,
             ctx_fd_anon,
+            leaky,
             shutdown: AtomicBool::new(false),
             counters: AtomicCounters::default(),
             wake_at: AtomicU64::new(u64::MAX),
@@ -646,10 +666,22 @@ impl Device {
     }
 
     /// The context's descriptor (`ibv_context.cmd_fd` of the drop-in
-    /// libibverbs). Close-on-exec. Valid while the device is open.
+    /// libibverbs): the locked context file of the registry, which a forked
+    /// child inherits and which keeps the context's objects alive while any
+    /// process holds it (as a uverbs descriptor does). Close-on-exec. Valid
+    /// while the device is open.
     pub fn context_fd(&self) -> std::os::fd::RawFd {
         use std::os::fd::AsRawFd;
-        self.sh.ctx_fd_anon.as_raw_fd()
+        self.sh
+            .registry
+            .as_ref()
+            .and_then(Registry::context_fd)
+            .unwrap_or_else(|| self.sh.ctx_fd_anon.as_raw_fd())
+    }
+
+    /// Whether this device keeps a dead process's objects (a leaky driver).
+    pub fn leaky(&self) -> bool {
+        self.sh.leaky
     }
 
     /// Where this context's socket is bound: the device address's port
