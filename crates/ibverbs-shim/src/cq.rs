@@ -181,9 +181,19 @@ pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
     })
 }
 
+/// `ibv_resize_cq@IBVERBS_1.1`: as rxe, the size asked for (`cq->cqe`).
 #[no_mangle]
-pub unsafe extern "C" fn ibv_resize_cq(_cq: *mut ibv_cq, _cqe: c_int) -> c_int {
-    guard::unsupported("ibv_resize_cq")
+pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
+    guard::int("ibv_resize_cq", || {
+        let (ctx, c) = cq_of(cq)?;
+        let n = u32::try_from(cqe)
+            .map_err(|_| guard::refuse(libc::EINVAL, "ibv_resize_cq", "negative cqe"))?;
+        let got = ctx.dev.resize_cq(c.handle, n).map_err(guard::soft)?;
+        // SAFETY: a live CQ; `cqe` is informative for the program, written
+        // as libibverbs writes it after a successful resize.
+        unsafe { (*cq).cqe = c_int::try_from(got).unwrap_or(c_int::MAX) };
+        Ok(())
+    })
 }
 
 /// Fills one `ibv_wc` from a soft completion.
@@ -280,6 +290,7 @@ pub unsafe extern "C" fn ibv_get_cq_event(
         }
         // SAFETY: live channel.
         let ch = unsafe { &*channel.cast::<Channel>() };
+        let _w = crate::device::Waiting::new(ctx);
         // A non-blocking fd means "do not wait", as with a real channel.
         // SAFETY: fcntl on the channel's own descriptor.
         let nonblock = unsafe { libc::fcntl(ch.ch.fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0;

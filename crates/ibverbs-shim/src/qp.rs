@@ -205,11 +205,14 @@ fn check_init_ex(a: &ibv_qp_init_attr_ex) -> Res<()> {
             | IBV_QP_EX_WITH_RDMA_READ
             | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
             | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD
+            | IBV_QP_EX_WITH_LOCAL_INV
+            | IBV_QP_EX_WITH_BIND_MW
             | IBV_QP_EX_WITH_SEND_WITH_INV;
         let uc = IBV_QP_EX_WITH_RDMA_WRITE
             | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
             | IBV_QP_EX_WITH_SEND
             | IBV_QP_EX_WITH_SEND_WITH_IMM
+            | IBV_QP_EX_WITH_BIND_MW
             | IBV_QP_EX_WITH_SEND_WITH_INV;
         let ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
         let ok = match a.qp_type {
@@ -220,8 +223,8 @@ fn check_init_ex(a: &ibv_qp_init_attr_ex) -> Res<()> {
         };
         if a.send_ops_flags & !ok != 0 {
             return Err(guard::unsupported(&format!(
-                "send_ops_flags {:#x} on this QP type (memory-window binding, local \
-                 invalidate, TSO and atomic write are not available; UD has SEND only)",
+                "send_ops_flags {:#x} on this QP type (TSO and atomic write are not \
+                 available; UD has SEND only, UC no READ, atomics or local invalidate)",
                 a.send_ops_flags & !ok
             )));
         }

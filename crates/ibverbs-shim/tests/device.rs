@@ -6,7 +6,8 @@
 //! index), receive-only QPs, AVs without a GRH refused except for the
 //! loopback port's own LID, the AV returned by
 //! `ibv_query_qp`, the kernel's argument checks (completion vector, create
-//! flags) and debug lines that say why a verb failed.
+//! flags), no verb blocked forever by an event that can no longer come, and
+//! debug lines that say why a verb failed.
 //!
 //! Needs `cc` and `<infiniband/verbs.h>` (libibverbs-dev); skips without the
 //! header unless `RDMAKIT_REQUIRE_IBVERBS_DEV=1` (scripts/test sets it).
@@ -22,6 +23,7 @@ const PROGRAM: &str = r#"
 #include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,24 @@ static int wait_one(struct ibv_cq *cq, struct ibv_wc *wc) {
         if (n) return n;
     }
     return 0;
+}
+
+struct waiter { struct ibv_comp_channel *ch; struct ibv_context *ctx; int rc, err, done; };
+
+static void *wait_cq_event(void *p) {
+    struct waiter *w = p;
+    struct ibv_cq *cq; void *cq_ctx;
+    w->rc = ibv_get_cq_event(w->ch, &cq, &cq_ctx);
+    w->err = errno; w->done = 1;
+    return NULL;
+}
+
+static void *wait_async_event(void *p) {
+    struct waiter *w = p;
+    struct ibv_async_event ev;
+    w->rc = ibv_get_async_event(w->ctx, &ev);
+    w->err = errno; w->done = 1;
+    return NULL;
 }
 
 int main(void) {
@@ -213,6 +233,30 @@ int main(void) {
     CHECK("resolve_eth_l2", ibv_resolve_eth_l2_from_gid(c1, &ga, mac, &vid) == 0 && mac[0] == 2
           && mac[2] == 127 && mac[5] == 1 && vid == 0xffff, "mac %02x:..:%02x", mac[0], mac[5]);
 
+    /* No verb blocks forever when its event can no longer come: a channel
+       destroyed, or a context closed, under a waiting thread. */
+    struct waiter w1 = { ibv_create_comp_channel(c1), NULL, 0, 0, 0 };
+    pthread_t t1;
+    pthread_create(&t1, NULL, wait_cq_event, &w1);
+    usleep(100000);
+    CHECK("cq_event_waits", !w1.done, "returned before anything happened");
+    ibv_destroy_comp_channel(w1.ch);
+    for (int i = 0; i < 200 && !w1.done; i++) usleep(10000);
+    CHECK("cq_event_channel_destroyed", w1.done && w1.rc == -1 && w1.err == EIO, "done %d rc %d errno %d",
+          w1.done, w1.rc, w1.err);
+    if (w1.done) pthread_join(t1, NULL);
+    struct ibv_context *c3 = ibv_open_device(list[0]);
+    struct waiter w2 = { NULL, c3, 0, 0, 0 };
+    pthread_t t2;
+    pthread_create(&t2, NULL, wait_async_event, &w2);
+    usleep(100000);
+    CHECK("async_event_waits", !w2.done, "returned before anything happened");
+    ibv_close_device(c3);
+    for (int i = 0; i < 200 && !w2.done; i++) usleep(10000);
+    CHECK("async_event_context_closed", w2.done && w2.rc == -1 && w2.err == EIO, "done %d rc %d errno %d",
+          w2.done, w2.rc, w2.err);
+    if (w2.done) pthread_join(t2, NULL);
+
     printf("done %d\n", fails);
     return fails ? 1 : 0;
 }
@@ -236,6 +280,7 @@ fn a_device_as_ucx_libfabric_and_pyverbs_expect_it() {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
         .arg("-Wall")
+        .arg("-pthread")
         .arg("-o")
         .arg(&bin)
         .arg(&src)

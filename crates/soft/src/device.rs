@@ -319,6 +319,9 @@ pub(crate) struct Shared {
     ctx_fd_anon: OwnedFd,
     leaky: bool,
     shutdown: AtomicBool,
+    /// The device is being closed: blocked `get_cq_event` /
+    /// `get_async_event` callers return.
+    closing: AtomicBool,
     counters: AtomicCounters,
     wake_at: AtomicU64,
     /// A deadline earlier than the progress thread's plan was set.
@@ -338,6 +341,8 @@ struct Objects {
     pds: HashMap<u32, usize>,
     next_pd: u32,
     mrs: HashMap<u32, u32>,
+    /// Memory window key → PD.
+    mws: HashMap<u32, u32>,
     ahs: HashMap<u32, (u32, u32)>,
     next_ah: u32,
     next_cq: u32,
@@ -352,12 +357,16 @@ struct Channel {
     queue: Mutex<VecDeque<u32>>,
     cv: Condvar,
     efd: OwnedFd,
+    /// Destroyed (or its device closed): a waiter returns instead of
+    /// waiting for an event that can no longer come.
+    closed: AtomicBool,
 }
 
 #[derive(Debug)]
 struct CqShared {
     id: u32,
-    cap: usize,
+    /// Entries it holds (`ibv_resize_cq` changes it).
+    cap: AtomicUsize,
     queue: Mutex<VecDeque<Wc>>,
     overrun: AtomicBool,
     armed: AtomicBool,
@@ -518,6 +527,16 @@ impl Memory for EngineMem<'_> {
     fn invalidate(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
         self.view.invalidate(pd, rkey)
     }
+    fn bind_mw(
+        &mut self,
+        pd: Pd,
+        bind: &rdmakit_proto::MwBind,
+    ) -> core::result::Result<(), MemError> {
+        self.view.bind_mw(pd, bind)
+    }
+    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
+        self.view.invalidate_local(pd, rkey)
+    }
 }
 
 impl Device {
@@ -623,6 +642,7 @@ impl Device {
             ctx_fd_anon,
             leaky,
             shutdown: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             counters: AtomicCounters::default(),
             wake_at: AtomicU64::new(u64::MAX),
             rescan: AtomicBool::new(false),
@@ -841,8 +861,28 @@ pub fn flush_held_acks() {
     }
 }
 
+impl Device {
+    /// Wakes every thread blocked in [`Device::get_cq_event`] or
+    /// [`Device::get_async_event`] of this device: they return (an error,
+    /// or no event) instead of waiting for events that can no longer come.
+    /// Called when the device is closing, before the memory goes.
+    pub fn wake_waiters(&self) {
+        self.sh.closing.store(true, Ordering::Release);
+        {
+            let _q = lock(&self.sh.events);
+            self.sh.events_cv.notify_all();
+        }
+        for c in lock(&self.sh.channels).values() {
+            c.closed.store(true, Ordering::Release);
+            let _q = lock(&c.queue);
+            c.cv.notify_all();
+        }
+    }
+}
+
 impl Drop for Device {
     fn drop(&mut self) {
+        self.wake_waiters();
         self.sh.flush_held_acks();
         self.sh.shutdown.store(true, Ordering::Release);
         self.sh.net.kick();

@@ -34,6 +34,7 @@ impl Device {
                 queue: Mutex::new(VecDeque::new()),
                 cv: Condvar::new(),
                 efd,
+                closed: AtomicBool::new(false),
             }),
         );
         Ok(id)
@@ -55,17 +56,21 @@ impl Device {
                 "a CQ uses the channel",
             ));
         }
-        lock(&self.sh.channels)
-            .remove(&ch)
-            .map(|_| ())
-            .ok_or_else(|| {
-                err(
-                    "ibv_destroy_comp_channel",
-                    Errno::EINVAL,
-                    Origin::Kernel,
-                    "no such channel",
-                )
-            })
+        let removed = lock(&self.sh.channels).remove(&ch);
+        if let Some(c) = &removed {
+            // A thread blocked on it returns: no event can come any more.
+            c.closed.store(true, Ordering::Release);
+            let _q = lock(&c.queue);
+            c.cv.notify_all();
+        }
+        removed.map(|_| ()).ok_or_else(|| {
+            err(
+                "ibv_destroy_comp_channel",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such channel",
+            )
+        })
     }
 
     /// The channel's file descriptor: readable while an event is pending
@@ -80,7 +85,8 @@ impl Device {
     ///
     /// # Errors
     /// `EINVAL` for an unknown channel; `ETIMEDOUT` (Origin::Library) when
-    /// nothing arrived in time.
+    /// nothing arrived in time; `EIO` when the channel is destroyed or the
+    /// device closed while waiting (the event can no longer come).
     pub fn get_cq_event(&self, ch: u32, timeout: Option<Duration>) -> Result<u32> {
         let c = lock(&self.sh.channels).get(&ch).cloned().ok_or_else(|| {
             err(
@@ -98,6 +104,15 @@ impl Device {
                     drain_eventfd(c.efd.as_fd());
                 }
                 return Ok(cq);
+            }
+            // No verb blocks forever when its event can no longer come.
+            if c.closed.load(Ordering::Acquire) || self.sh.closing.load(Ordering::Acquire) {
+                return Err(err(
+                    "ibv_get_cq_event",
+                    Errno::EIO,
+                    Origin::Library,
+                    "the completion channel was destroyed or its device closed while waiting",
+                ));
             }
             match deadline {
                 None => q = c.cv.wait(q).unwrap_or_else(|e| e.into_inner()),
@@ -162,7 +177,7 @@ impl Device {
             id,
             Arc::new(CqShared {
                 id,
-                cap: cqe as usize,
+                cap: AtomicUsize::new(cqe as usize),
                 queue: Mutex::new(VecDeque::new()),
                 overrun: AtomicBool::new(false),
                 armed: AtomicBool::new(false),
@@ -198,6 +213,40 @@ impl Device {
                 Ok(())
             }
         }
+    }
+
+    /// `ibv_resize_cq`: the CQ holds `cqe` entries from now on; returns the
+    /// new size (as requested, as rxe).
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown CQ, `cqe` 0 or above `max_cqe`, or fewer
+    /// entries than the completions waiting in it (rxe's
+    /// `rxe_cq_chk_attr`).
+    pub fn resize_cq(&self, cq: u32, cqe: u32) -> Result<u32> {
+        const V: &str = "ibv_resize_cq";
+        let c = self
+            .sh
+            .cq(cq)
+            .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such CQ"))?;
+        if cqe == 0 || cqe > self.sh.limits.max_cqe {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("cqe {cqe} not in 1..={}", self.sh.limits.max_cqe),
+            ));
+        }
+        let q = lock(&c.queue);
+        if (cqe as usize) < q.len() {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("cqe {cqe} < {} completions waiting in the CQ", q.len()),
+            ));
+        }
+        c.cap.store(cqe as usize, Ordering::Relaxed);
+        Ok(cqe)
     }
 
     /// `ibv_poll_cq`: moves up to `out.len()` completions into `out`.
@@ -277,7 +326,8 @@ impl Device {
         self.sh.events_efd.as_raw_fd()
     }
 
-    /// `ibv_get_async_event`: waits up to `timeout` for the next event.
+    /// `ibv_get_async_event`: waits up to `timeout` for the next event;
+    /// None at once when the device is closing ([`Device::wake_waiters`]).
     pub fn get_async_event(&self, timeout: Duration) -> Option<AsyncEvent> {
         let deadline = std::time::Instant::now() + timeout;
         let mut q = lock(&self.sh.events);
@@ -287,6 +337,9 @@ impl Device {
                     drain_eventfd(self.sh.events_efd.as_fd());
                 }
                 return Some(e);
+            }
+            if self.sh.closing.load(Ordering::Acquire) {
+                return None;
             }
             let now = std::time::Instant::now();
             if now >= deadline {

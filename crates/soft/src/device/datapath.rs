@@ -53,7 +53,7 @@ impl Shared {
 
     pub(super) fn push_wc(&self, c: &CqShared, wc: Wc) {
         let mut q = lock(&c.queue);
-        if q.len() >= c.cap {
+        if q.len() >= c.cap.load(Ordering::Relaxed) {
             drop(q);
             self.counters.cq_overruns.fetch_add(1, Ordering::Relaxed);
             if !c.overrun.swap(true, Ordering::AcqRel) {
