@@ -6,7 +6,8 @@
 //! index), receive-only QPs, AVs without a GRH refused except for the
 //! loopback port's own LID, the AV returned by
 //! `ibv_query_qp`, the kernel's argument checks (completion vector, create
-//! flags), no verb blocked forever by an event that can no longer come, and
+//! flags), no verb blocked forever by an event that can no longer come, a
+//! signal interrupting `ibv_get_cq_event` as it interrupts the kernel's read, and
 //! debug lines that say why a verb failed.
 //!
 //! Needs `cc` and `<infiniband/verbs.h>` (libibverbs-dev); skips without the
@@ -24,6 +25,7 @@ const PROGRAM: &str = r#"
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,8 @@ static void *wait_cq_event(void *p) {
     w->err = errno; w->done = 1;
     return NULL;
 }
+
+static void on_signal(int sig) { (void)sig; }
 
 static void *wait_async_event(void *p) {
     struct waiter *w = p;
@@ -245,6 +249,35 @@ int main(void) {
     CHECK("cq_event_channel_destroyed", w1.done && w1.rc == -1 && w1.err == EIO, "done %d rc %d errno %d",
           w1.done, w1.rc, w1.err);
     if (w1.done) pthread_join(t1, NULL);
+    /* A signal interrupts the wait as it interrupts the kernel's read() of
+       the channel: EINTR without SA_RESTART (qperf ends its ping-pong on
+       SIGALRM so), the wait goes on with it. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGUSR1, &sa, NULL);
+    struct waiter w4 = { ibv_create_comp_channel(c1), NULL, 0, 0, 0 };
+    pthread_t t4;
+    pthread_create(&t4, NULL, wait_cq_event, &w4);
+    usleep(100000);
+    pthread_kill(t4, SIGUSR1);
+    for (int i = 0; i < 200 && !w4.done; i++) usleep(10000);
+    CHECK("cq_event_interrupted_by_signal", w4.done && w4.rc == -1 && w4.err == EINTR,
+          "done %d rc %d errno %d", w4.done, w4.rc, w4.err);
+    if (w4.done) pthread_join(t4, NULL);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, NULL);
+    w4.done = 0;
+    pthread_create(&t4, NULL, wait_cq_event, &w4);
+    usleep(100000);
+    pthread_kill(t4, SIGUSR1);
+    usleep(200000);
+    CHECK("cq_event_restarted_after_signal", !w4.done, "returned rc %d errno %d", w4.rc, w4.err);
+    ibv_destroy_comp_channel(w4.ch);
+    for (int i = 0; i < 200 && !w4.done; i++) usleep(10000);
+    CHECK("cq_event_restarted_then_destroyed", w4.done && w4.rc == -1 && w4.err == EIO,
+          "done %d rc %d errno %d", w4.done, w4.rc, w4.err);
+    if (w4.done) pthread_join(t4, NULL);
     struct ibv_context *c3 = ibv_open_device(list[0]);
     struct waiter w2 = { NULL, c3, 0, 0, 0 };
     pthread_t t2;

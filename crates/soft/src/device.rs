@@ -357,6 +357,12 @@ struct Channel {
     queue: Mutex<VecDeque<u32>>,
     cv: Condvar,
     efd: OwnedFd,
+    /// What a blocked `ibv_get_cq_event` sleeps in, as the kernel's
+    /// `read()` of the channel: a blocking semaphore eventfd, one count
+    /// per event (many when the channel goes), so a signal interrupts the
+    /// wait (EINTR) or restarts it (`SA_RESTART`) exactly as it would
+    /// interrupt the kernel's.
+    bell: OwnedFd,
     /// Destroyed (or its device closed): a waiter returns instead of
     /// waiting for an event that can no longer come.
     closed: AtomicBool,
@@ -876,6 +882,7 @@ impl Device {
             c.closed.store(true, Ordering::Release);
             let _q = lock(&c.queue);
             c.cv.notify_all();
+            c.ring_all();
         }
     }
 }

@@ -23,6 +23,18 @@ impl Device {
                 "eventfd failed",
             )
         })?;
+        let bell = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::SEMAPHORE,
+        )
+        .map_err(|e| {
+            err(
+                "ibv_create_comp_channel",
+                Errno(e.raw_os_error()),
+                Origin::Kernel,
+                "eventfd failed",
+            )
+        })?;
         let mut og = lock(&self.sh.objs);
         let o = &mut *og;
         let id = o.next_channel;
@@ -34,6 +46,7 @@ impl Device {
                 queue: Mutex::new(VecDeque::new()),
                 cv: Condvar::new(),
                 efd,
+                bell,
                 closed: AtomicBool::new(false),
             }),
         );
@@ -62,6 +75,7 @@ impl Device {
             c.closed.store(true, Ordering::Release);
             let _q = lock(&c.queue);
             c.cv.notify_all();
+            c.ring_all();
         }
         removed.map(|_| ()).ok_or_else(|| {
             err(
@@ -86,7 +100,10 @@ impl Device {
     /// # Errors
     /// `EINVAL` for an unknown channel; `ETIMEDOUT` (Origin::Library) when
     /// nothing arrived in time; `EIO` when the channel is destroyed or the
-    /// device closed while waiting (the event can no longer come).
+    /// device closed while waiting (the event can no longer come); `EINTR`
+    /// when a signal whose handler lacks `SA_RESTART` arrives while it
+    /// waits forever, as the kernel's `read()` of the channel (qperf ends
+    /// its ping-pong on SIGALRM that way).
     pub fn get_cq_event(&self, ch: u32, timeout: Option<Duration>) -> Result<u32> {
         let c = lock(&self.sh.channels).get(&ch).cloned().ok_or_else(|| {
             err(
@@ -115,7 +132,30 @@ impl Device {
                 ));
             }
             match deadline {
-                None => q = c.cv.wait(q).unwrap_or_else(|e| e.into_inner()),
+                None => {
+                    drop(q);
+                    let mut b = [0u8; 8];
+                    match rustix::io::read(c.bell.as_fd(), &mut b) {
+                        Ok(_) => {}
+                        Err(rustix::io::Errno::INTR) => {
+                            return Err(err(
+                                "ibv_get_cq_event",
+                                Errno::EINTR,
+                                Origin::Kernel,
+                                "interrupted by a signal while waiting",
+                            ))
+                        }
+                        Err(e) => {
+                            return Err(err(
+                                "ibv_get_cq_event",
+                                Errno(e.raw_os_error()),
+                                Origin::Kernel,
+                                "waiting for a completion event failed",
+                            ))
+                        }
+                    }
+                    q = lock(&c.queue);
+                }
                 Some(d) => {
                     let now = std::time::Instant::now();
                     if now >= d {
@@ -352,5 +392,14 @@ impl Device {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
+    }
+}
+
+impl Channel {
+    /// Wakes every thread blocked on the channel for good (it was
+    /// destroyed or its device closed): enough counts that each read
+    /// returns at once.
+    pub(super) fn ring_all(&self) {
+        let _ = rustix::io::write(self.bell.as_fd(), &(1u64 << 32).to_ne_bytes());
     }
 }

@@ -46,6 +46,7 @@ impl Shared {
             let mut q = lock(&ch.queue);
             q.push_back(c.id);
             let _ = rustix::io::write(ch.efd.as_fd(), &1u64.to_ne_bytes());
+            let _ = rustix::io::write(ch.bell.as_fd(), &1u64.to_ne_bytes());
             drop(q);
             ch.cv.notify_all();
         }
