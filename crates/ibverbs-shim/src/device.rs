@@ -41,8 +41,14 @@ fn device() -> *mut ShimDevice {
         dev.node_type = IBV_NODE_CA;
         dev.transport_type = IBV_TRANSPORT_IB;
         put_cstr(&mut dev.name, &name);
-        put_cstr(&mut dev.dev_name, "uverbs0");
-        put_cstr(&mut dev.dev_path, "/sys/class/infiniband_verbs/uverbs0");
+        // The node programs such as UCX stat before they use a device
+        // (`rdmakit shim install` creates it, see rdmakit_soft::devnode).
+        let node = rdmakit_soft::devnode::dev_name(&name);
+        put_cstr(&mut dev.dev_name, &node);
+        put_cstr(
+            &mut dev.dev_path,
+            &format!("/sys/class/infiniband_verbs/{node}"),
+        );
         put_cstr(
             &mut dev.ibdev_path,
             &format!("/sys/class/infiniband/{name}"),

@@ -30,6 +30,7 @@
 
 pub mod attr;
 mod device;
+pub mod devnode;
 pub mod dma;
 pub mod errno;
 pub mod net;
