@@ -441,7 +441,9 @@ mod tests {
         assert_eq!(c.invalidated_rkey, None);
         assert_eq!(wc_status(99), WcStatus::GeneralErr);
         assert_eq!(wc_status(12), WcStatus::RetryExcErr);
-        assert_eq!(wc_opcode(IBV_WC_LOCAL_INV), WcOpcode::Send);
+        assert_eq!(wc_opcode(IBV_WC_LOCAL_INV), WcOpcode::LocalInv);
+        assert_eq!(wc_opcode(IBV_WC_BIND_MW), WcOpcode::BindMw);
+        assert_eq!(wc_opcode(99), WcOpcode::Send);
         assert_eq!(qp_state(7), None);
         assert_eq!(mtu(6), None);
         assert_eq!(port_state(IBV_PORT_ACTIVE_DEFER), PortState::Active);
