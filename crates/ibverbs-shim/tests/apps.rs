@@ -20,8 +20,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -57,6 +57,55 @@ fn ucx_env(tls: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A TCP port nothing uses now, from the kernel's ephemeral range: fixed
+/// ports collide with another run of these tests (another checkout, CI
+/// job) on the same host.
+fn free_port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port().to_string()
+}
+
+/// True when some socket listens on TCP `port` (IPv4 or IPv6, any address).
+fn listening(port: u16) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                // local_address is ADDR:PORT in hex; st 0A is LISTEN.
+                w.len() > 3
+                    && w[3] == "0A"
+                    && w[1]
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| u16::from_str_radix(p, 16).ok())
+                        == Some(port)
+            })
+        })
+    })
+}
+
+/// Waits until `server` listens on `port` for its client: a client that
+/// connects too early fails (ucx_perftest, perftest) — a fixed sleep was
+/// too short on two busy cores. Fails with the server's output if it
+/// exits first or never listens.
+fn await_listen(mut server: Child, port: &str, what: &str) -> Child {
+    let port: u16 = port.parse().unwrap();
+    let end = Instant::now() + LIMIT;
+    while !listening(port) {
+        if server.try_wait().unwrap().is_some() || Instant::now() > end {
+            let _ = server.kill();
+            let o = server.wait_with_output().unwrap();
+            panic!(
+                "{what} server never listened on port {port} ({:?})\n{}",
+                o.status,
+                text(&o)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+}
+
 fn cmd(tool: &str, args: &[&str], envs: &[(&str, String)]) -> Command {
     let mut c = command(tool, args);
     for (k, v) in envs {
@@ -66,15 +115,16 @@ fn cmd(tool: &str, args: &[&str], envs: &[(&str, String)]) -> Command {
 }
 
 /// A server/client pair of `tool` (the client gets 127.0.0.1 and `client`
-/// appended); both must exit 0. Returns (server, client) output.
+/// appended), the client started once the server listens on `port`; both
+/// must exit 0. Returns (server, client) output.
 fn ok_pair(
     tool: &str,
+    port: &str,
     server: &[&str],
     client: &[&str],
     envs: &[(&str, String)],
 ) -> (String, String) {
-    let s = cmd(tool, server, envs).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let s = await_listen(cmd(tool, server, envs).spawn().unwrap(), port, tool);
     let mut cargs: Vec<&str> = vec!["127.0.0.1"];
     cargs.extend_from_slice(client);
     let c = wait(
@@ -136,16 +186,19 @@ fn fi_pingpong_verbs_rdm_with_data_checks() {
     // with -P; -c checks every byte received.
     let args = ["-p", "verbs", "-e", "rdm", "-I", "100", "-c"];
     // 1 byte, and 64 KiB: sixteen 4 KiB UD datagrams rxd reassembles.
-    for (size, port) in [("1", "19860"), ("65536", "19861")] {
-        fi_pingpong_pair(&args, size, port);
+    for size in ["1", "65536"] {
+        fi_pingpong_pair(&args, size, &free_port());
     }
 }
 
 fn fi_pingpong_pair(args: &[&str], size: &str, port: &str) {
     let mut server = args.to_vec();
     server.extend_from_slice(&["-S", size, "-B", port]);
-    let s = command("fi_pingpong", &server).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let s = await_listen(
+        command("fi_pingpong", &server).spawn().unwrap(),
+        port,
+        "fi_pingpong",
+    );
     let mut client = args.to_vec();
     client.extend_from_slice(&["-S", size, "-P", port, "127.0.0.1"]);
     let c = wait(
@@ -205,15 +258,18 @@ fn ucx_perftest_tag_bw_and_tag_lat_over_rc_verbs_and_ud_verbs() {
     need("ucx_perftest", "ucx-utils");
     need_node();
     let _g = serial();
-    for (tls, test, size, iters, port) in [
-        ("rc_verbs,ud_verbs", "tag_lat", "8", "2000", "13401"),
-        ("rc_verbs,ud_verbs", "tag_bw", "65536", "500", "13402"),
-        ("ud_verbs", "tag_lat", "8", "2000", "13403"),
-        ("ud_verbs", "tag_bw", "65536", "200", "13404"),
+    for (tls, test, size, iters) in [
+        ("rc_verbs,ud_verbs", "tag_lat", "8", "2000"),
+        ("rc_verbs,ud_verbs", "tag_bw", "65536", "500"),
+        ("ud_verbs", "tag_lat", "8", "2000"),
+        ("ud_verbs", "tag_bw", "65536", "200"),
     ] {
         let envs = ucx_env(tls);
+        let port = free_port();
+        let port = port.as_str();
         let (_, c) = ok_pair(
             "ucx_perftest",
+            port,
             &["-p", port],
             &["-p", port, "-t", test, "-s", size, "-n", iters],
             &envs,
@@ -232,12 +288,13 @@ fn qperf_rc_bw_rc_lat_ud_lat() {
     let _g = serial();
     // qperf without -cm exchanges LIDs and builds AVs without a GRH; a
     // receive-only QP (max_send_wr 0) serves rc_bw.
+    let port = free_port();
+    let port = port.as_str();
     let (_, c) = ok_pair(
         "qperf",
-        &["-lp", "19766"],
-        &[
-            "-lp", "19766", "-t", "2", "rc_bw", "rc_lat", "ud_lat", "quit",
-        ],
+        port,
+        &["-lp", port],
+        &["-lp", port, "-t", "2", "rc_bw", "rc_lat", "ud_lat", "quit"],
         &[],
     );
     for (test, unit) in [
@@ -333,16 +390,20 @@ fn open_mpi_ping_pong_of_two_ranks_over_pml_ucx() {
 fn processes_killed_mid_transfer_leave_nothing_in_the_registry() {
     need("ib_write_bw", "perftest");
     let _g = serial();
-    let args = ["-x", "0", "-p", "19790", "-D", "60", "-s", "65536"];
-    let mut s = command("ib_write_bw", &args).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let port = free_port();
+    let args = ["-x", "0", "-p", &port, "-D", "60", "-s", "65536"];
+    let mut s = await_listen(
+        command("ib_write_bw", &args).spawn().unwrap(),
+        &port,
+        "ib_write_bw",
+    );
     let mut cargs = args.to_vec();
     cargs.push("127.0.0.1");
     let mut c = command("ib_write_bw", &cargs).spawn().unwrap();
     let pids = [s.id(), c.id()];
     let reg = rdmakit_soft::registry::Registry::open("soft0").unwrap();
     // Wait until both hold QPs (the transfer runs), then SIGKILL both.
-    let end = std::time::Instant::now() + LIMIT;
+    let end = Instant::now() + LIMIT;
     loop {
         let recs = reg.list().unwrap();
         if pids
@@ -352,7 +413,7 @@ fn processes_killed_mid_transfer_leave_nothing_in_the_registry() {
             break;
         }
         assert!(
-            std::time::Instant::now() < end,
+            Instant::now() < end,
             "ib_write_bw never created its QPs: {recs:?}"
         );
         std::thread::sleep(Duration::from_millis(100));
