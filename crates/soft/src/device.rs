@@ -582,28 +582,36 @@ impl Device {
         // is open or a forked child keeps the descriptor; without it the
         // registry cannot tell a dead context, so limits stay per instance.
         let registry = registry.filter(|r| r.attach(leaky).is_ok());
+        // A failed open leaves no context file behind (a second bind of a
+        // configured address left one until the next open swept it).
+        let detach = |e: SoftError| {
+            if let Some(r) = &registry {
+                r.remove_instance();
+            }
+            e
+        };
         let ctx_fd_anon =
             rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).map_err(|e| {
-                err(
+                detach(err(
                     "ibv_open_device",
                     Errno(e.raw_os_error()),
                     Origin::Kernel,
                     "eventfd for the context descriptor failed",
-                )
+                ))
             })?;
         let events_efd = rustix::event::eventfd(
             0,
             rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
         )
         .map_err(|e| {
-            err(
+            detach(err(
                 "ibv_open_device",
                 Errno(e.raw_os_error()),
                 Origin::Kernel,
                 "eventfd for async events failed",
-            )
+            ))
         })?;
-        let net = Net::bind(addr, cfg.udp_port)?;
+        let net = Net::bind(addr, cfg.udp_port).map_err(detach)?;
         let addr = net.addr();
         let local = *net.endpoint().ip();
         let sh = Arc::new(Shared {
@@ -663,6 +671,9 @@ impl Device {
             .name(format!("rdmakit-soft-{local}"))
             .spawn(move || progress_loop(&t))
             .map_err(|e| {
+                if let Some(r) = &sh.registry {
+                    r.remove_instance();
+                }
                 err(
                     "ibv_open_device",
                     Errno::ENOMEM,
