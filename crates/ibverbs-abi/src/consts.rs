@@ -287,3 +287,7 @@ pub const IBV_SYSFS_PATH_MAX: usize = 256;
 pub const IBV_REREG_MR_CHANGE_TRANSLATION: u32 = 1;
 pub const IBV_REREG_MR_CHANGE_PD: u32 = 1 << 1;
 pub const IBV_REREG_MR_CHANGE_ACCESS: u32 = 1 << 2;
+
+// enum ibv_mw_type
+pub const IBV_MW_TYPE_1: u32 = 1;
+pub const IBV_MW_TYPE_2: u32 = 2;

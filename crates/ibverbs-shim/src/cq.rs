@@ -85,7 +85,7 @@ fn create(
     ex.read_src_qp = Some(read_src_qp);
     ex.read_wc_flags = Some(read_wc_flags);
     ex.read_slid = Some(read_zero32);
-    ex.read_sl = Some(read_zero8);
+    ex.read_sl = Some(read_sl);
     ex.read_dlid_path_bits = Some(read_zero8);
     ex.read_completion_ts = Some(read_ts);
     let chp = match ch {
@@ -112,10 +112,11 @@ pub unsafe extern "C" fn ibv_create_cq(
     cqe: c_int,
     cq_context: *mut c_void,
     channel: *mut ibv_comp_channel,
-    _comp_vector: c_int,
+    comp_vector: c_int,
 ) -> *mut ibv_cq {
     guard::ptr("ibv_create_cq", || {
         let ctx = Ctx::from_ptr(context)?;
+        check_comp_vector(ctx, comp_vector as u32, "ibv_create_cq")?;
         Ok(create(ctx, cqe, cq_context, channel, IBV_WC_STANDARD_FLAGS)?.cast())
     })
 }
@@ -129,14 +130,41 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
         nonnull(attr)?;
         // SAFETY: non-NULL attributes from the caller.
         let a = unsafe { &*attr };
+        const V: &str = "ibv_create_cq_ex";
+        if a.comp_mask & !(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) != 0 {
+            return Err(guard::refuse(libc::EINVAL, V, "unknown comp_mask bits"));
+        }
         if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
             return Err(guard::unsupported(
                 "parent domains (IBV_CQ_INIT_ATTR_MASK_PD)",
             ));
         }
-        let cqe = c_int::try_from(a.cqe).map_err(|_| libc::EINVAL)?;
+        if a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && a.flags != 0 {
+            // rxe: "if (attr->flags) return -EOPNOTSUPP".
+            return Err(guard::refuse(
+                libc::EOPNOTSUPP,
+                V,
+                "CQ creation flags (single-threaded, ignore overrun)",
+            ));
+        }
+        check_comp_vector(ctx, a.comp_vector, V)?;
+        let cqe = c_int::try_from(a.cqe)
+            .map_err(|_| guard::refuse(libc::EINVAL, V, "cqe above max_cqe"))?;
         Ok(create(ctx, cqe, a.cq_context, a.channel, a.wc_flags)?.cast())
     })
+}
+
+/// The kernel's check: a completion vector below `num_comp_vectors`.
+fn check_comp_vector(ctx: &Ctx, v: u32, verb: &str) -> Res<()> {
+    let n = ctx.dev.attr().num_comp_vectors;
+    if v >= n {
+        return Err(guard::refuse(
+            libc::EINVAL,
+            verb,
+            &format!("comp_vector {v} not below num_comp_vectors {n}"),
+        ));
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -153,9 +181,19 @@ pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
     })
 }
 
+/// `ibv_resize_cq@IBVERBS_1.1`: as rxe, the size asked for (`cq->cqe`).
 #[no_mangle]
-pub unsafe extern "C" fn ibv_resize_cq(_cq: *mut ibv_cq, _cqe: c_int) -> c_int {
-    guard::unsupported("ibv_resize_cq")
+pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
+    guard::int("ibv_resize_cq", || {
+        let (ctx, c) = cq_of(cq)?;
+        let n = u32::try_from(cqe)
+            .map_err(|_| guard::refuse(libc::EINVAL, "ibv_resize_cq", "negative cqe"))?;
+        let got = ctx.dev.resize_cq(c.handle, n).map_err(guard::soft)?;
+        // SAFETY: a live CQ; `cqe` is informative for the program, written
+        // as libibverbs writes it after a successful resize.
+        unsafe { (*cq).cqe = c_int::try_from(got).unwrap_or(c_int::MAX) };
+        Ok(())
+    })
 }
 
 /// Fills one `ibv_wc` from a soft completion.
@@ -186,8 +224,19 @@ pub(crate) fn to_ibv(w: &Wc) -> ibv_wc {
         wc_flags: flags,
         pkey_index: 0,
         slid: 0,
-        sl: 0,
+        sl: sl(w),
         dlid_path_bits: 0,
+    }
+}
+
+/// On RoCE the `sl` of a UD receive is the packet's network header type
+/// (mlx5's CQE, read so by UCX: 2 = IPv4, 1 = IPv6, 0 = RoCE v1 GRH); the
+/// soft NIC's RoCEv2 packets are IPv4.
+fn sl(w: &Wc) -> u8 {
+    if w.grh {
+        2
+    } else {
+        0
     }
 }
 
@@ -241,6 +290,7 @@ pub unsafe extern "C" fn ibv_get_cq_event(
         }
         // SAFETY: live channel.
         let ch = unsafe { &*channel.cast::<Channel>() };
+        let _w = crate::device::Waiting::new(ctx);
         // A non-blocking fd means "do not wait", as with a real channel.
         // SAFETY: fcntl on the channel's own descriptor.
         let nonblock = unsafe { libc::fcntl(ch.ch.fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0;
@@ -357,6 +407,10 @@ unsafe extern "C" fn read_wc_flags(cq: *mut ibv_cq_ex) -> c_uint {
 
 unsafe extern "C" fn read_zero32(_cq: *mut ibv_cq_ex) -> u32 {
     0
+}
+
+unsafe extern "C" fn read_sl(cq: *mut ibv_cq_ex) -> u8 {
+    cur(cq, sl, 0)
 }
 
 unsafe extern "C" fn read_zero8(_cq: *mut ibv_cq_ex) -> u8 {

@@ -13,6 +13,7 @@ use rdmakit_soft::{AsyncEvent, Device, DeviceConfig};
 use crate::cq::Cq;
 use crate::guard::{self, nonnull, put_cstr, Res};
 use crate::mem::{Ah, Channel, Mr, Pd};
+use crate::mw::Mw;
 use crate::qp::{Qp, Srq};
 
 /// The soft NIC's device as libibverbs lists it. One per process.
@@ -40,8 +41,14 @@ fn device() -> *mut ShimDevice {
         dev.node_type = IBV_NODE_CA;
         dev.transport_type = IBV_TRANSPORT_IB;
         put_cstr(&mut dev.name, &name);
-        put_cstr(&mut dev.dev_name, "uverbs0");
-        put_cstr(&mut dev.dev_path, "/sys/class/infiniband_verbs/uverbs0");
+        // The node programs such as UCX stat before they use a device
+        // (`rdmakit shim install` creates it, see rdmakit_soft::devnode).
+        let node = rdmakit_soft::devnode::dev_name(&name);
+        put_cstr(&mut dev.dev_name, &node);
+        put_cstr(
+            &mut dev.dev_path,
+            &format!("/sys/class/infiniband_verbs/{node}"),
+        );
         put_cstr(
             &mut dev.ibdev_path,
             &format!("/sys/class/infiniband/{name}"),
@@ -60,6 +67,7 @@ pub(crate) enum Obj {
     Cq(Box<Cq>),
     Qp(Box<Qp>),
     Srq(Box<Srq>),
+    Mw(Box<Mw>),
 }
 
 #[derive(Default)]
@@ -86,6 +94,29 @@ pub(crate) struct Ctx {
     pub vctx: verbs_context,
     pub dev: Device,
     pub objs: Mutex<Objects>,
+    /// Threads inside a blocking verb (`ibv_get_cq_event`,
+    /// `ibv_get_async_event`); `ibv_close_device` wakes them and waits for
+    /// them to leave before the memory goes.
+    pub waiters: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a thread inside a blocking verb of `ctx` (see `Ctx::waiters`).
+pub(crate) struct Waiting<'a>(&'a Ctx);
+
+impl<'a> Waiting<'a> {
+    pub(crate) fn new(ctx: &'a Ctx) -> Waiting<'a> {
+        ctx.waiters
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Waiting(ctx)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0
+            .waiters
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 fn live_contexts() -> MutexGuard<'static, HashSet<usize>> {
@@ -128,6 +159,7 @@ impl Ctx {
             Obj::Cq(b) => &**b as *const Cq as usize,
             Obj::Qp(b) => &**b as *const Qp as usize,
             Obj::Srq(b) => &**b as *const Srq as usize,
+            Obj::Mw(b) => &**b as *const Mw as usize,
         };
         self.objs().live.insert(addr, o);
         addr
@@ -275,14 +307,28 @@ pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_conte
         c.ops.post_send = Some(crate::post::post_send);
         c.ops.post_recv = Some(crate::post::post_recv);
         c.ops.post_srq_recv = Some(crate::post::post_srq_recv);
-        c.cmd_fd = -1;
-        c.async_fd = -1;
+        c.ops.alloc_mw = Some(crate::mw::alloc_mw);
+        c.ops.dealloc_mw = Some(crate::mw::dealloc_mw);
+        c.ops.bind_mw = Some(crate::mw::bind_mw);
+        // The context's descriptor: close-on-exec, inherited by a forked
+        // child — which then keeps the context's objects, as with a uverbs
+        // descriptor (docs/soft-nic.md, "Resource registry").
+        c.cmd_fd = soft.context_fd();
+        // Blocking, as libibverbs' uverbs fd: ibv_get_async_event waits
+        // unless the program sets O_NONBLOCK (then it returns EAGAIN).
+        c.async_fd = soft.async_fd();
+        // SAFETY: fcntl on the device's own descriptor.
+        unsafe {
+            let fl = libc::fcntl(c.async_fd, libc::F_GETFL);
+            libc::fcntl(c.async_fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
         c.num_comp_vectors = c_int::try_from(soft.attr().num_comp_vectors).unwrap_or(1);
         c.abi_compat = abi::ABI_IS_EXTENDED;
         let ctx = Box::into_raw(Box::new(Ctx {
             vctx,
             dev: soft,
             objs: Mutex::new(Objects::default()),
+            waiters: std::sync::atomic::AtomicUsize::new(0),
         }));
         live_contexts().insert(ctx as usize);
         // SAFETY: just allocated.
@@ -296,6 +342,16 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
         let ctx = Ctx::from_ptr(context)?;
         let addr = ctx as *const Ctx as usize;
         live_contexts().remove(&addr);
+        // A thread blocked in ibv_get_cq_event / ibv_get_async_event of this
+        // context would wait for an event that can no longer come: wake it
+        // (it returns -1, EIO) and let it leave before the memory goes.
+        ctx.dev.wake_waiters();
+        let end = std::time::Instant::now() + Duration::from_secs(2);
+        while ctx.waiters.load(std::sync::atomic::Ordering::Acquire) > 0
+            && std::time::Instant::now() < end
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         // Like closing the uverbs fd: the device drops every object left.
         // SAFETY: allocated in ibv_open_device, removed from the live set
         // above so no later call reaches it.
@@ -509,9 +565,29 @@ pub unsafe extern "C" fn ibv_get_async_event(
     guard::minus1("ibv_get_async_event", || {
         let ctx = Ctx::from_ptr(context)?;
         nonnull(event)?;
+        let _w = Waiting::new(ctx);
+        // SAFETY: fcntl on the context's own descriptor.
+        let nonblock = unsafe { libc::fcntl(ctx.vctx.context.async_fd, libc::F_GETFL) }
+            & libc::O_NONBLOCK
+            != 0;
         let ev = loop {
-            if let Some(ev) = ctx.dev.get_async_event(Duration::from_millis(200)) {
-                break ev;
+            let wait = if nonblock {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(200)
+            };
+            match ctx.dev.get_async_event(wait) {
+                Some(ev) => break ev,
+                None if nonblock => return Err(libc::EAGAIN),
+                // Closed while waiting: no event can come any more.
+                None if !live_contexts().contains(&(ctx as *const Ctx as usize)) => {
+                    return Err(guard::refuse(
+                        libc::EIO,
+                        "ibv_get_async_event",
+                        "the context was closed while waiting",
+                    ))
+                }
+                None => {}
             }
         };
         let o = ctx.objs();

@@ -100,6 +100,19 @@ pub(crate) fn debug_on() -> bool {
     *ON.get_or_init(|| std::env::var_os("RDMAKIT_SHIM_DEBUG").is_some_and(|v| v != "0"))
 }
 
+/// `errno` for a request the library refuses itself, with the reason
+/// printed when `RDMAKIT_SHIM_DEBUG` is set (errors from the soft NIC carry
+/// theirs through [`soft`]).
+pub(crate) fn refuse(errno: c_int, verb: &str, why: &str) -> c_int {
+    if debug_on() {
+        eprintln!(
+            "rdmakit libibverbs: {verb}: {why} ({})",
+            std::io::Error::from_raw_os_error(errno)
+        );
+    }
+    errno
+}
+
 fn debug(verb: &str, e: c_int) {
     if debug_on() {
         eprintln!(

@@ -38,6 +38,7 @@ mod exports;
 mod gid;
 mod guard;
 mod mem;
+mod mw;
 mod post;
 mod providers;
 mod qp;

@@ -65,7 +65,7 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
 }
 
 /// The soft NIC's rights from C access flags, and whether the MR is
-/// zero-based. On-demand paging and memory-window binding are refused;
+/// zero-based. On-demand paging is refused;
 /// optional bits (relaxed ordering, huge pages) may be ignored, as the
 /// verbs spec allows.
 fn access_of(access: u32) -> Res<(Access, bool)> {
@@ -74,10 +74,10 @@ fn access_of(access: u32) -> Res<(Access, bool)> {
             "on-demand paging (IBV_ACCESS_ON_DEMAND)",
         ));
     }
-    if access & IBV_ACCESS_MW_BIND != 0 {
-        return Err(guard::unsupported("memory windows (IBV_ACCESS_MW_BIND)"));
-    }
-    Ok((Access(access & 0xf), access & IBV_ACCESS_ZERO_BASED != 0))
+    Ok((
+        Access(access & (0xf | IBV_ACCESS_MW_BIND)),
+        access & IBV_ACCESS_ZERO_BASED != 0,
+    ))
 }
 
 unsafe fn reg(
@@ -280,9 +280,15 @@ pub unsafe extern "C" fn ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) 
         nonnull(attr)?;
         // SAFETY: non-NULL attr from the caller.
         let a = unsafe { &*attr };
-        // RoCE needs a GRH: rxe refuses an AH without one the same way.
+        // RoCE needs a GRH: rxe refuses an AH without one the same way
+        // (the loopback device maps its own LID, `lid_destination`).
         if a.is_global == 0 {
-            return Err(libc::EINVAL);
+            let (ctx, _) = pd_of(pd)?;
+            let g = ctx
+                .dev
+                .lid_destination("ibv_create_ah", a.dlid)
+                .map_err(guard::soft)?;
+            return create_ah_gid(pd, g);
         }
         create_ah_gid(pd, Gid(a.grh.dgid.raw))
     })

@@ -32,7 +32,7 @@ pub(crate) fn sges(list: *const ibv_sge, num: c_int) -> Res<Vec<Sge>> {
 }
 
 /// The operation of a C send WR (`wr.*` read according to the opcode).
-pub(crate) fn op(w: &ibv_send_wr) -> Res<SendOp> {
+pub(crate) fn op(ctx: &Ctx, w: &ibv_send_wr) -> Res<SendOp> {
     // SAFETY: the union member read is the one the opcode selects; all are
     // plain integers (and a pointer for UD, not read here).
     let (rdma, atomic) = unsafe { (w.wr.rdma, w.wr.atomic) };
@@ -66,9 +66,10 @@ pub(crate) fn op(w: &ibv_send_wr) -> Res<SendOp> {
             rkey: atomic.rkey,
             add: atomic.compare_add,
         },
-        IBV_WR_LOCAL_INV | IBV_WR_BIND_MW => {
-            return Err(guard::unsupported("memory windows and local invalidate"))
-        }
+        // SAFETY: a bind request carries the `bind_mw` member.
+        IBV_WR_BIND_MW => crate::mw::bind_wr(ctx, unsafe { &w.ext.bind_mw })?,
+        // invalidate_rkey shares the field with imm_data, in host order.
+        IBV_WR_LOCAL_INV => SendOp::LocalInv { rkey: w.imm_data },
         IBV_WR_TSO => return Err(guard::unsupported("TSO")),
         IBV_WR_ATOMIC_WRITE => return Err(guard::unsupported("atomic write")),
         _ => return Err(libc::EINVAL),
@@ -134,7 +135,7 @@ pub(crate) unsafe extern "C" fn post_send(
             };
             reqs.push(request(
                 w.wr_id,
-                op(w)?,
+                op(ctx, w)?,
                 sges(w.sg_list, w.num_sge)?,
                 w.send_flags,
                 ud,

@@ -21,6 +21,9 @@ pub(crate) struct Qp {
     pub qp_type: QpType,
     /// The `ibv_wr_*` batch being built.
     pub batch: Mutex<Batch>,
+    /// The primary path's address vector as last set (`ibv_query_qp`
+    /// returns it, as the kernel does).
+    pub av: Mutex<ibv_ah_attr>,
 }
 
 #[repr(C)]
@@ -114,6 +117,7 @@ fn create(ctx: &Ctx, pd: *mut ibv_pd, a: &mut ibv_qp_init_attr_ex) -> Res<*mut Q
         qpn,
         qp_type: t,
         batch: Mutex::new(Batch::default()),
+        av: Mutex::new(ibv_ah_attr::default()),
     });
     let addr = ctx.insert(Obj::Qp(q));
     ctx.objs().qps.insert(qpn, addr);
@@ -164,30 +168,68 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         nonnull(attr)?;
         // SAFETY: non-NULL attributes from the caller.
         let a = unsafe { &mut *attr };
-        let known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-        if a.comp_mask & !known != 0 {
-            return Err(guard::unsupported(
-                "ibv_create_qp_ex attributes other than PD and SEND_OPS_FLAGS (XRC, RSS, TSO, create flags)",
-            ));
-        }
-        if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 {
-            return Err(libc::EINVAL);
-        }
-        let ops = IBV_QP_EX_WITH_RDMA_WRITE
+        check_init_ex(a)?;
+        Ok(create(ctx, a.pd, a)?.cast())
+    })
+}
+
+/// rxe's `check_qp_init_attr`: PD, create flags and send-ops flags are the
+/// attributes it knows; no create flag is supported (0 is fine); each QP
+/// type has its own set of `ibv_wr_*` operations.
+fn check_init_ex(a: &ibv_qp_init_attr_ex) -> Res<()> {
+    const V: &str = "ibv_create_qp_ex";
+    let known =
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if a.comp_mask & !known != 0 {
+        return Err(guard::unsupported(
+            "ibv_create_qp_ex attributes other than PD, create flags and send-ops flags (XRC, RSS, TSO)",
+        ));
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 {
+        return Err(guard::refuse(
+            libc::EINVAL,
+            V,
+            "no PD (IBV_QP_INIT_ATTR_PD)",
+        ));
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
+        return Err(guard::unsupported(
+            "QP create flags (multicast loopback blocking, scatter FCS, VLAN stripping, source QPN)",
+        ));
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+        let rc = IBV_QP_EX_WITH_RDMA_WRITE
             | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
             | IBV_QP_EX_WITH_SEND
             | IBV_QP_EX_WITH_SEND_WITH_IMM
             | IBV_QP_EX_WITH_RDMA_READ
             | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
             | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD
+            | IBV_QP_EX_WITH_LOCAL_INV
+            | IBV_QP_EX_WITH_BIND_MW
             | IBV_QP_EX_WITH_SEND_WITH_INV;
-        if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !ops != 0 {
-            return Err(guard::unsupported(
-                "these send_ops_flags (memory windows, local invalidate, TSO, atomic write)",
-            ));
+        let uc = IBV_QP_EX_WITH_RDMA_WRITE
+            | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+            | IBV_QP_EX_WITH_SEND
+            | IBV_QP_EX_WITH_SEND_WITH_IMM
+            | IBV_QP_EX_WITH_BIND_MW
+            | IBV_QP_EX_WITH_SEND_WITH_INV;
+        let ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+        let ok = match a.qp_type {
+            IBV_QPT_RC => rc,
+            IBV_QPT_UC => uc,
+            IBV_QPT_UD => ud,
+            _ => 0,
+        };
+        if a.send_ops_flags & !ok != 0 {
+            return Err(guard::unsupported(&format!(
+                "send_ops_flags {:#x} on this QP type (TSO and atomic write are not \
+                 available; UD has SEND only, UC no READ, atomics or local invalidate)",
+                a.send_ops_flags & !ok
+            )));
         }
-        Ok(create(ctx, a.pd, a)?.cast())
-    })
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -257,12 +299,15 @@ pub unsafe extern "C" fn ibv_modify_qp(
         p.en_sqd_async_notify = a.en_sqd_async_notify != 0;
         p.ah = AddressHandle(0);
         let av = if mask.contains(AttrMask::AV) {
-            // RoCE addresses by GID; an AV without a GRH has nowhere to go
-            // (rxe refuses it the same way).
-            if a.ah_attr.is_global == 0 {
-                return Err(libc::EINVAL);
-            }
-            Some(Gid(a.ah_attr.grh.dgid.raw))
+            // RoCE addresses by GID; an AV without a GRH is refused (rxe),
+            // except LID 0 on the loopback device (`lid_destination`).
+            Some(if a.ah_attr.is_global == 0 {
+                ctx.dev
+                    .lid_destination("ibv_modify_qp", a.ah_attr.dlid)
+                    .map_err(guard::soft)?
+            } else {
+                Gid(a.ah_attr.grh.dgid.raw)
+            })
         } else {
             None
         };
@@ -272,6 +317,9 @@ pub unsafe extern "C" fn ibv_modify_qp(
         ctx.dev
             .modify_qp(q.qpn, &p, mask, av)
             .map_err(guard::soft)?;
+        if mask.contains(AttrMask::AV) {
+            *q.av.lock().unwrap_or_else(|p| p.into_inner()) = a.ah_attr;
+        }
         if mask.contains(AttrMask::STATE) {
             let qp_mut = (q as *const Qp).cast_mut();
             // SAFETY: a live QP; `state` is informative for the program,
@@ -306,9 +354,8 @@ pub unsafe extern "C" fn ibv_query_qp(
             qp_access_flags: p.qp_access_flags.0,
             cap: caps(&init),
             ah_attr: ibv_ah_attr {
-                is_global: 1,
                 port_num: p.port_num,
-                ..ibv_ah_attr::default()
+                ..*q.av.lock().unwrap_or_else(|p| p.into_inner())
             },
             alt_ah_attr: ibv_ah_attr::default(),
             pkey_index: p.pkey_index,

@@ -45,6 +45,8 @@ pub(crate) fn fill_table(ex: &mut ibv_qp_ex) {
     ex.wr_set_inline_data = Some(wr_set_inline_data);
     ex.wr_set_inline_data_list = Some(wr_set_inline_data_list);
     ex.wr_set_ud_addr = Some(wr_set_ud_addr);
+    ex.wr_bind_mw = Some(wr_bind_mw);
+    ex.wr_local_inv = Some(wr_local_inv);
 }
 
 fn with_batch(verb: &'static str, qp: *mut ibv_qp_ex, f: impl FnOnce(&Qp, &mut Batch)) {
@@ -257,4 +259,32 @@ unsafe extern "C" fn wr_set_ud_addr(
             (_, None) => b.err = libc::EINVAL,
         }
     });
+}
+
+unsafe extern "C" fn wr_bind_mw(
+    qp: *mut ibv_qp_ex,
+    mw: *mut ibv_mw,
+    rkey: u32,
+    info: *const ibv_mw_bind_info,
+) {
+    let op = match (crate::qp::qp_of(qp.cast()), info.is_null()) {
+        (Ok((ctx, _)), false) => crate::mw::bind_wr(
+            ctx,
+            &ibv_send_wr_bind_mw {
+                mw,
+                rkey,
+                // SAFETY: non-NULL bind info from the caller.
+                bind_info: unsafe { *info },
+            },
+        ),
+        _ => Err(libc::EINVAL),
+    };
+    match op {
+        Ok(op) => push("ibv_wr_bind_mw", qp, op),
+        Err(e) => with_batch("ibv_wr_bind_mw", qp, |_, b| b.err = e),
+    }
+}
+
+unsafe extern "C" fn wr_local_inv(qp: *mut ibv_qp_ex, rkey: u32) {
+    push("ibv_wr_local_inv", qp, SendOp::LocalInv { rkey });
 }

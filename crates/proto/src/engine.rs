@@ -1116,6 +1116,7 @@ impl Qp {
             if w.local_err.is_some() {
                 return None;
             }
+            let local = w.wr.op.is_local();
             if !w.started {
                 if self.state == QpState::Sqd {
                     return None;
@@ -1135,6 +1136,18 @@ impl Qp {
                     self.complete_front(WcStatus::Success);
                     continue;
                 }
+                if local {
+                    // A bind or local invalidate: done here, in send-queue
+                    // order; it completes once every earlier WR has.
+                    if let Err(status) = self.execute_local(idx, mem) {
+                        self.local_error(idx, status);
+                        if self.state == QpState::Rts {
+                            continue;
+                        }
+                        return None;
+                    }
+                    continue;
+                }
                 if let Err(status) = self.validate_wqe(idx, mem) {
                     self.local_error(idx, status);
                     if self.state == QpState::Rts {
@@ -1142,6 +1155,11 @@ impl Qp {
                     }
                     return None;
                 }
+            }
+            if local {
+                // Done already (a go-back walked over it): nothing to send.
+                self.send_idx += 1;
+                continue;
             }
             if rc && self.next_psn.diff(self.una) >= self.cfg.max_inflight as i32 {
                 return None;
@@ -1156,6 +1174,45 @@ impl Qp {
                     return None;
                 }
             }
+        }
+    }
+
+    /// Executes the local operation at `idx` (bind, local invalidate) and
+    /// marks it done; it completes as soon as it is the oldest WR.
+    fn execute_local<M: Memory + ?Sized>(
+        &mut self,
+        idx: usize,
+        mem: &mut M,
+    ) -> Result<(), WcStatus> {
+        let pd = self.cfg.pd;
+        let next = self.next_psn;
+        let Some(w) = self.sq.get_mut(idx) else {
+            return Err(WcStatus::LocQpOpErr);
+        };
+        match w.wr.op {
+            SendOp::BindMw(b) => mem.bind_mw(pd, &b).map_err(|_| WcStatus::MwBindErr)?,
+            SendOp::LocalInv { rkey } => mem
+                .invalidate_local(pd, rkey)
+                .map_err(|_| WcStatus::MwBindErr)?,
+            _ => return Err(WcStatus::LocQpOpErr),
+        }
+        w.started = true;
+        w.first_psn = next;
+        w.npkts = 0;
+        self.send_idx += 1;
+        self.complete_local_front();
+        Ok(())
+    }
+
+    /// Completes the local operations at the head of the send queue: all
+    /// earlier WRs are done, so they are too.
+    pub(crate) fn complete_local_front(&mut self) {
+        while self
+            .sq
+            .front()
+            .is_some_and(|w| w.started && w.npkts == 0 && w.wr.op.is_local())
+        {
+            self.complete_front(WcStatus::Success);
         }
     }
 
@@ -1393,6 +1450,7 @@ impl Qp {
             // UC and UD complete as soon as the last packet leaves.
             self.una = self.next_psn;
             self.complete_front(WcStatus::Success);
+            self.complete_local_front();
         }
         Ok(Transmit { len, ah })
     }

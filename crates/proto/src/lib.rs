@@ -54,4 +54,4 @@ pub use qp::{
     modify_is_ok, required_mask, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType,
 };
 pub use time::{local_ack_timeout, rnr_timer, Instant};
-pub use wr::{RecvWr, SendOp, SendWr, Sge, UdDest, Wc, WcOpcode, WcStatus};
+pub use wr::{MwBind, RecvWr, SendOp, SendWr, Sge, UdDest, Wc, WcOpcode, WcStatus};

@@ -110,6 +110,27 @@ pub trait Memory {
     /// # Errors
     /// `BadKey` when no region has the key, `WrongPd` when it belongs to another PD.
     fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError>;
+
+    /// Binds a memory window for a QP of `pd` (see [`crate::MwBind`]).
+    /// Memories without windows refuse every bind.
+    ///
+    /// # Errors
+    /// The first failing check (unknown window or MR, wrong PD, range,
+    /// rights, a bound type 2 window, a key of another window).
+    fn bind_mw(&mut self, pd: Pd, bind: &crate::MwBind) -> Result<(), MemError> {
+        let _ = (pd, bind);
+        Err(MemError::BadKey)
+    }
+
+    /// Invalidates a window's key from the local send queue
+    /// (`IBV_WR_LOCAL_INV`).
+    ///
+    /// # Errors
+    /// `BadKey` when no type 2 window has the key, `WrongPd` for another PD.
+    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+        let _ = (pd, rkey);
+        Err(MemError::BadKey)
+    }
 }
 
 /// One registered region of a [`MemTable`].

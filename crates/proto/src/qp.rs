@@ -142,6 +142,8 @@ impl Access {
     pub const REMOTE_WRITE: Access = Access(1 << 1);
     pub const REMOTE_READ: Access = Access(1 << 2);
     pub const REMOTE_ATOMIC: Access = Access(1 << 3);
+    /// An MR's permission to have memory windows bound onto it.
+    pub const MW_BIND: Access = Access(1 << 4);
     /// No rights beyond local read.
     pub const fn empty() -> Access {
         Access(0)

@@ -13,6 +13,28 @@ pub struct Sge {
     pub lkey: u32,
 }
 
+/// A memory-window bind (`IBV_WR_BIND_MW`, or `ibv_bind_mw` for a type 1
+/// window): make `[addr, addr + length)` of the MR with `mr_lkey`
+/// reachable through the window with `access`, under the window's new key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MwBind {
+    /// The window's key before the bind (it names the window).
+    pub mw_rkey: u32,
+    /// Its key after the bind (same index, the consumer's 8 key bits).
+    pub new_rkey: u32,
+    /// The lkey of the MR the window opens onto.
+    pub mr_lkey: u32,
+    /// First byte (the MR's virtual address space).
+    pub addr: u64,
+    /// Length; 0 unbinds a type 1 window.
+    pub length: u64,
+    /// Remote rights the window grants.
+    pub access: crate::qp::Access,
+    /// Posted through `ibv_bind_mw` (a type 1 window) rather than as a
+    /// send work request (type 2).
+    pub type1: bool,
+}
+
 /// The operation of a send work request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SendOp {
@@ -72,6 +94,15 @@ pub enum SendOp {
         /// Addend.
         add: u64,
     },
+    /// Binds a memory window (a local operation: nothing goes on the wire;
+    /// it takes effect when it reaches the head of the send queue and
+    /// completes in order).
+    BindMw(MwBind),
+    /// Invalidates a (type 2) memory window's key locally.
+    LocalInv {
+        /// The key to invalidate.
+        rkey: u32,
+    },
 }
 
 impl SendOp {
@@ -86,6 +117,7 @@ impl SendOp {
                     | SendOp::SendWithImm { .. }
                     | SendOp::Write { .. }
                     | SendOp::WriteWithImm { .. }
+                    | SendOp::BindMw(_)
             ),
             QpType::Ud => matches!(self, SendOp::Send | SendOp::SendWithImm { .. }),
         }
@@ -104,6 +136,12 @@ impl SendOp {
         matches!(self, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. })
     }
 
+    /// A local operation (memory-window bind, local invalidate): executed
+    /// by the requester, never sent.
+    pub const fn is_local(&self) -> bool {
+        matches!(self, SendOp::BindMw(_) | SendOp::LocalInv { .. })
+    }
+
     /// The completion opcode for this operation.
     pub const fn wc_opcode(&self) -> WcOpcode {
         match self {
@@ -114,6 +152,8 @@ impl SendOp {
             SendOp::Read { .. } => WcOpcode::RdmaRead,
             SendOp::CompareSwap { .. } => WcOpcode::CompSwap,
             SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+            SendOp::BindMw(_) => WcOpcode::BindMw,
+            SendOp::LocalInv { .. } => WcOpcode::LocalInv,
         }
     }
 }
@@ -211,6 +251,8 @@ pub enum WcOpcode {
     RdmaRead = 2,
     CompSwap = 3,
     FetchAdd = 4,
+    BindMw = 5,
+    LocalInv = 6,
     Recv = 128,
     RecvRdmaWithImm = 129,
 }

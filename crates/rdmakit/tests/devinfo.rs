@@ -52,6 +52,7 @@ const DIFFERENCES: &[(&str, &str)] = &[
     ("3:active_mtu", "from the loopback netdev MTU (65536 -> 4096); the fixture's VM had 1500 -> 1024"),
     ("3:max_msg_sz", "2^31 (the engine handles it); rxe 0x800000"),
     ("3:gid_tbl_len", "16 entries; rxe 1024"),
+    ("3:port_lid", "1: the loopback device's own port, so InfiniBand-style programs that exchange LIDs (qperf without -cm) reach it; RoCE AVs without a GRH are refused otherwise, as on rxe (lid 0)"),
     ("3:active_speed", "25 Gbps advertised; rxe says 2.5 Gbps"),
     ("3:GID", "one RoCE v2 GID of the device address (127.0.0.1) at index 0; rxe lists every address of the netdev"),
 ];

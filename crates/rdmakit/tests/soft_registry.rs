@@ -1,9 +1,11 @@
 //! The soft NIC's device-wide resource registry across processes: limits
-//! shared between processes, and the seed's case end to end — an
-//! application killed with SIGKILL leaves its QPs, the next one hits ENOSPC
-//! early, `rdmakit soft status` and `rdmakit doctor` show the dead pid,
-//! `rdmakit soft reclaim` frees them (refusing live owners) and creation
-//! works again.
+//! shared between processes; kernel-like lifetime (a killed process's
+//! objects go with it, unless a forked child still holds its context — a
+//! leak the doctor names with the child and its descriptor); and the seed's
+//! case end to end on a leaky device — an application killed with SIGKILL
+//! leaves its QPs, the next one hits ENOSPC early, `rdmakit soft status` and
+//! `rdmakit doctor` show the dead pid, `rdmakit soft reclaim` frees them
+//! (refusing live owners) and creation works again.
 //!
 //! The child process is this test binary re-run with `RDK_REG_CHILD` set
 //! (see `child_holder`). Every test uses its own device name, so tests run
@@ -23,6 +25,10 @@ fn unique(tag: &str) -> String {
 }
 
 fn open(name: &str, max_qp: u32, exhaustion: Exhaustion) -> Device {
+    open_as(name, max_qp, exhaustion, false)
+}
+
+fn open_as(name: &str, max_qp: u32, exhaustion: Exhaustion, leaky: bool) -> Device {
     Device::open(DeviceConfig {
         name: Some(name.into()),
         limits: Limits {
@@ -30,6 +36,7 @@ fn open(name: &str, max_qp: u32, exhaustion: Exhaustion) -> Device {
             ..Limits::default()
         },
         exhaustion: Some(exhaustion),
+        leaky: Some(leaky),
         ..DeviceConfig::default()
     })
     .unwrap()
@@ -63,9 +70,10 @@ fn create_qps(dev: &Device, pd: u32, cq: u32, n: u32) -> (Vec<u32>, i32) {
     (v, 0)
 }
 
-/// Not a test of its own: with `RDK_REG_CHILD=NAME,N` it is the child
-/// process that opens NAME, creates N QPs, says `ready N`, and waits to be
-/// killed.
+/// Not a test of its own: with `RDK_REG_CHILD=NAME,N,MAX_QP[,leaky][,fork]`
+/// it is the child process that opens NAME (a leaky device with `leaky`),
+/// creates N QPs, forks a grandchild that inherits the context and sleeps
+/// (with `fork`, saying `child PID`), says `ready N`, and waits to be killed.
 #[test]
 fn child_holder() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
@@ -73,10 +81,22 @@ fn child_holder() {
     };
     let v: Vec<&str> = spec.split(',').collect();
     let (name, n) = (v[0], v[1]);
-    let dev = open(name, v[2].parse().unwrap(), Exhaustion::Enospc);
+    let leaky = v.contains(&"leaky");
+    let dev = open_as(name, v[2].parse().unwrap(), Exhaustion::Enospc, leaky);
     let pd = dev.alloc_pd().unwrap();
     let cq = dev.create_cq(16, None).unwrap();
     let (made, errno) = create_qps(&dev, pd, cq, n.parse().unwrap());
+    if v.contains(&"fork") {
+        // SAFETY: the forked child only sleeps (async-signal-safe) until it
+        // is killed: it holds the inherited context descriptor, nothing else.
+        match unsafe { libc::fork() } {
+            0 => loop {
+                // SAFETY: as above.
+                unsafe { libc::sleep(3600) };
+            },
+            pid => println!("child {pid}"),
+        }
+    }
     println!("ready {} {errno}", made.len());
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
@@ -85,9 +105,16 @@ fn child_holder() {
 
 /// Starts a child holding `n` QPs on `name` and waits until it has them.
 fn spawn_holder(name: &str, n: u32, max_qp: u32) -> Child {
+    spawn_holder_with(name, n, max_qp, "").0
+}
+
+/// [`spawn_holder`] with flags (`,leaky`, `,fork`); also returns the
+/// forked grandchild's pid.
+fn spawn_holder_with(name: &str, n: u32, max_qp: u32, flags: &str) -> (Child, Option<u32>) {
+    let mut grandchild = None;
     let mut c = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_holder", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{name},{n},{max_qp}"))
+        .env(CHILD_ENV, format!("{name},{n},{max_qp}{flags}"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -95,10 +122,13 @@ fn spawn_holder(name: &str, n: u32, max_qp: u32) -> Child {
     let out = c.stdout.take().unwrap();
     for line in BufReader::new(out).lines() {
         let line = line.unwrap();
+        if let Some(pid) = line.split_once("child ").map(|(_, r)| r) {
+            grandchild = pid.trim().parse().ok();
+        }
         // libtest prints "test child_holder ... " before the child's line.
         if let Some(rest) = line.split_once("ready ").map(|(_, r)| r) {
             assert_eq!(rest, format!("{n} 0"), "child could not create its QPs");
-            return c;
+            return (c, grandchild);
         }
     }
     let _ = c.kill();
@@ -176,17 +206,101 @@ fn two_processes_share_limits() {
     assert_eq!(theirs.len(), 3);
     assert!(theirs.iter().all(|r| r.owner_state() == OwnerState::Alive));
 
-    // The child's QPs leave with it only through reclaim; ours through destroy.
+    // Kernel-like lifetime: the killed child's objects go with it (nothing
+    // else holds its context); ours through destroy.
     kill9(child);
+    assert!(
+        !reg.list().unwrap().iter().any(|r| r.pid == child_pid),
+        "a dead process's objects are gone"
+    );
     for q in made {
         dev.destroy_qp(q).unwrap();
     }
-    let rc = reg.reclaim(false).unwrap();
-    assert_eq!(rc.freed.iter().filter(|r| r.pid == child_pid).count(), 5);
     let (made, errno) = create_qps(&dev, pd, cq, 4);
     assert_eq!((made.len(), errno), (4, 0));
     drop(dev);
     assert!(reg.list().unwrap().is_empty(), "Drop removes every record");
+    // And the files are gone too: no record, no context file of anyone.
+    let left: Vec<String> = std::fs::read_dir(reg.dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Issue 20: a forked child that inherited the context keeps the objects
+/// of its killed parent (as the kernel keeps them for a child holding the
+/// uverbs descriptor); status and doctor name the child and its descriptor;
+/// reclaim refuses; the objects go with the child.
+#[test]
+fn a_forked_child_keeps_a_dead_parents_objects_and_doctor_names_it() {
+    let name = unique("fork");
+    let _c = Cleanup(name.clone());
+    let (parent, child) = spawn_holder_with(&name, 4, 16, ",fork");
+    let child = child.expect("the holder printed its child's pid");
+    let parent = kill9(parent);
+    let reg = Registry::open(&name).unwrap();
+    let recs = reg.list().unwrap();
+    let theirs: Vec<_> = recs.iter().filter(|r| r.pid == parent).collect();
+    assert_eq!(theirs.iter().filter(|r| r.kind.as_str() == "qp").count(), 4);
+    assert!(theirs
+        .iter()
+        .all(|r| r.holding == rdmakit_soft::registry::Holding::Inherited));
+
+    let o = rdmakit(&name, &["soft", "status", "--device", &name]);
+    let s = text(&o.stdout);
+    assert!(
+        s.contains(&format!("pid {parent:<8} dead    qp 4"))
+            && s.contains(&format!("context held by pid {child} (/proc/{child}/fd/")),
+        "{s}"
+    );
+
+    let o = rdmakit(&name, &["doctor", "--device", &name, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "RDK-R001")
+        .unwrap_or_else(|| panic!("no RDK-R001 in {v:#}"));
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("held by pid {child}")),
+        "{f:#}"
+    );
+    let ctx = format!("ctx-{parent}-");
+    assert!(
+        f["evidence"].as_array().unwrap().iter().any(|e| e["path"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("/proc/{child}/fd/"))
+            && e["value"].as_str().unwrap().contains(&ctx)),
+        "{f:#}"
+    );
+
+    let o = rdmakit(&name, &["soft", "reclaim", "--device", &name]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains(&format!("its context is still held by pid {child}")),
+        "{}",
+        text(&o.stderr)
+    );
+
+    // SAFETY: kill(2) on the grandchild this test started.
+    unsafe { libc::kill(child as i32, libc::SIGKILL) };
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while reg.list().unwrap().iter().any(|r| r.pid == parent) {
+        assert!(
+            std::time::Instant::now() < end,
+            "the objects outlived their last holder"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 #[test]
@@ -194,8 +308,9 @@ fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
     let name = unique("seed");
     let _c = Cleanup(name.clone());
 
-    // An application creates 5 QPs and is killed with SIGKILL.
-    let dead = kill9(spawn_holder(&name, 5, 8));
+    // On a leaky device an application creates 5 QPs and is killed with
+    // SIGKILL: they stay.
+    let dead = kill9(spawn_holder_with(&name, 5, 8, ",leaky").0);
     let dead_qpns = qpns_of(&name, dead);
 
     // The next one, on a device with max_qp 8, runs out after 3: ENOSPC.

@@ -2,7 +2,12 @@
 //! `ready <created> <errno-or-0>` and then sleeps until killed: the
 //! seed's application that dies holding QPs.
 //!
-//! `cargo run -p rdmakit-soft --example hold_qps -- NAME N [MAX_QP] [enospc]`
+//! `cargo run -p rdmakit-soft --example hold_qps -- NAME N [MAX_QP] [enospc] [leaky] [fork]`
+//!
+//! `leaky` opens a leaky device (its QPs outlive it); `fork` forks a child
+//! that inherits the context and sleeps (no exec), printing `child <pid>`
+//! before `ready`: killing the parent then leaves the QPs held by the child,
+//! as a forked child keeps a real device's objects.
 
 // An example: `expect` on setup failures is its error report.
 use std::io::Write as _;
@@ -18,9 +23,11 @@ fn main() {
         .get(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(Limits::default().max_qp);
-    let exhaustion = match a.get(3).map(String::as_str) {
-        Some("enospc") => Exhaustion::Enospc,
-        _ => Exhaustion::Einval,
+    let flag = |f: &str| a.iter().skip(2).any(|x| x == f);
+    let exhaustion = if flag("enospc") {
+        Exhaustion::Enospc
+    } else {
+        Exhaustion::Einval
     };
     let dev = Device::open(DeviceConfig {
         name: Some(name),
@@ -29,6 +36,7 @@ fn main() {
             ..Limits::default()
         },
         exhaustion: Some(exhaustion),
+        leaky: Some(flag("leaky")),
         ..DeviceConfig::default()
     })
     .expect("open");
@@ -56,6 +64,18 @@ fn main() {
                 errno = e.errno.0;
                 break;
             }
+        }
+    }
+    if flag("fork") {
+        // SAFETY: the child calls only async-signal-safe functions (sleep)
+        // until it is killed; the parent goes on as before.
+        match unsafe { libc::fork() } {
+            0 => loop {
+                // SAFETY: sleep is async-signal-safe.
+                unsafe { libc::sleep(3600) };
+            },
+            child if child > 0 => println!("child {child}"),
+            _ => eprintln!("fork failed"),
         }
     }
     println!("ready {made} {errno}");

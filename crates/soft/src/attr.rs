@@ -25,6 +25,11 @@ pub mod cap {
     pub const RC_RNR_NAK_GEN: u64 = 1 << 12;
     /// `ibv_req_notify_cq` may be re-armed before polling.
     pub const N_NOTIFY_CQ: u64 = 1 << 14;
+    /// Memory windows.
+    pub const MEM_WINDOW: u64 = 1 << 17;
+    /// Type 2B memory windows (bound by a work request, usable by any QP of
+    /// the window's PD).
+    pub const MEM_WINDOW_TYPE_2B: u64 = 1 << 24;
 }
 
 /// Configurable resource limits (the enforced part of [`DeviceAttr`]).
@@ -46,6 +51,8 @@ pub struct Limits {
     pub max_pd: u32,
     /// Address handles per device.
     pub max_ah: u32,
+    /// Memory windows per device.
+    pub max_mw: u32,
     /// SRQs per device.
     pub max_srq: u32,
     /// Work requests per SRQ.
@@ -73,6 +80,7 @@ impl Default for Limits {
             max_mr: 65536,
             max_pd: 65536,
             max_ah: 65536,
+            max_mw: 65536,
             max_srq: 16384,
             max_srq_wr: 16384,
             max_srq_sge: 27,
@@ -294,7 +302,9 @@ impl DeviceAttr {
                 | cap::PORT_ACTIVE_EVENT
                 | cap::SYS_IMAGE_GUID
                 | cap::RC_RNR_NAK_GEN
-                | cap::N_NOTIFY_CQ,
+                | cap::N_NOTIFY_CQ
+                | cap::MEM_WINDOW
+                | cap::MEM_WINDOW_TYPE_2B,
             max_sge: limits.max_sge,
             max_sge_rd: limits.max_sge,
             max_cq: limits.max_cq,
@@ -309,7 +319,7 @@ impl DeviceAttr {
             atomic_cap: 1,
             max_ee: 0,
             max_rdd: 0,
-            max_mw: 0,
+            max_mw: limits.max_mw,
             max_raw_ipv6_qp: 0,
             max_raw_ethy_qp: 0,
             max_mcast_grp: 0,

@@ -63,7 +63,18 @@ pub struct DeviceConfig {
     /// opens a device of this name (see [`crate::registry`]); limits then
     /// count across processes. Default `true`.
     pub shared_registry: bool,
+    /// A leaky driver: objects of a process that exits or dies without
+    /// destroying them stay (counting against the limits) until `rdmakit
+    /// soft reclaim`, instead of going with the last holder of the context
+    /// as the kernel's do — the seed's exhausted-device case, for
+    /// demonstrations and the doctor's tests. Default
+    /// `RDMAKIT_SOFT_LEAKY=1`, else the device's option (`rdmakit soft
+    /// leaky on`), else off.
+    pub leaky: Option<bool>,
 }
+
+/// The LID of the loopback device's port (see [`Device::lid_destination`]).
+pub const LOOPBACK_LID: u16 = 1;
 
 /// Which errno a create verb returns when a device limit is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -140,6 +151,7 @@ impl Default for DeviceConfig {
             busy_poll: true,
             exhaustion: None,
             shared_registry: true,
+            leaky: None,
         }
     }
 }
@@ -301,7 +313,15 @@ pub(crate) struct Shared {
     faults: FaultInjector,
     events: Mutex<VecDeque<AsyncEvent>>,
     events_cv: Condvar,
+    /// Readable while an async event is pending (`ibv_context.async_fd`).
+    events_efd: OwnedFd,
+    /// The context descriptor when no registry holds one.
+    ctx_fd_anon: OwnedFd,
+    leaky: bool,
     shutdown: AtomicBool,
+    /// The device is being closed: blocked `get_cq_event` /
+    /// `get_async_event` callers return.
+    closing: AtomicBool,
     counters: AtomicCounters,
     wake_at: AtomicU64,
     /// A deadline earlier than the progress thread's plan was set.
@@ -321,6 +341,8 @@ struct Objects {
     pds: HashMap<u32, usize>,
     next_pd: u32,
     mrs: HashMap<u32, u32>,
+    /// Memory window key → PD.
+    mws: HashMap<u32, u32>,
     ahs: HashMap<u32, (u32, u32)>,
     next_ah: u32,
     next_cq: u32,
@@ -335,12 +357,22 @@ struct Channel {
     queue: Mutex<VecDeque<u32>>,
     cv: Condvar,
     efd: OwnedFd,
+    /// What a blocked `ibv_get_cq_event` sleeps in, as the kernel's
+    /// `read()` of the channel: a blocking semaphore eventfd, one count
+    /// per event (many when the channel goes), so a signal interrupts the
+    /// wait (EINTR) or restarts it (`SA_RESTART`) exactly as it would
+    /// interrupt the kernel's.
+    bell: OwnedFd,
+    /// Destroyed (or its device closed): a waiter returns instead of
+    /// waiting for an event that can no longer come.
+    closed: AtomicBool,
 }
 
 #[derive(Debug)]
 struct CqShared {
     id: u32,
-    cap: usize,
+    /// Entries it holds (`ibv_resize_cq` changes it).
+    cap: AtomicUsize,
     queue: Mutex<VecDeque<Wc>>,
     overrun: AtomicBool,
     armed: AtomicBool,
@@ -501,6 +533,16 @@ impl Memory for EngineMem<'_> {
     fn invalidate(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
         self.view.invalidate(pd, rkey)
     }
+    fn bind_mw(
+        &mut self,
+        pd: Pd,
+        bind: &rdmakit_proto::MwBind,
+    ) -> core::result::Result<(), MemError> {
+        self.view.bind_mw(pd, bind)
+    }
+    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
+        self.view.invalidate_local(pd, rkey)
+    }
 }
 
 impl Device {
@@ -531,7 +573,45 @@ impl Device {
         } else {
             None
         };
-        let net = Net::bind(addr, cfg.udp_port)?;
+        let leaky = cfg.leaky.unwrap_or_else(|| {
+            std::env::var("RDMAKIT_SOFT_LEAKY")
+                .is_ok_and(|v| matches!(v.trim(), "1" | "on" | "yes"))
+                || registry.as_ref().is_some_and(Registry::device_leaky)
+        });
+        // The context the objects belong to: held (flock) while this device
+        // is open or a forked child keeps the descriptor; without it the
+        // registry cannot tell a dead context, so limits stay per instance.
+        let registry = registry.filter(|r| r.attach(leaky).is_ok());
+        // A failed open leaves no context file behind (a second bind of a
+        // configured address left one until the next open swept it).
+        let detach = |e: SoftError| {
+            if let Some(r) = &registry {
+                r.remove_instance();
+            }
+            e
+        };
+        let ctx_fd_anon =
+            rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).map_err(|e| {
+                detach(err(
+                    "ibv_open_device",
+                    Errno(e.raw_os_error()),
+                    Origin::Kernel,
+                    "eventfd for the context descriptor failed",
+                ))
+            })?;
+        let events_efd = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )
+        .map_err(|e| {
+            detach(err(
+                "ibv_open_device",
+                Errno(e.raw_os_error()),
+                Origin::Kernel,
+                "eventfd for async events failed",
+            ))
+        })?;
+        let net = Net::bind(addr, cfg.udp_port).map_err(detach)?;
         let addr = net.addr();
         let local = *net.endpoint().ip();
         let sh = Arc::new(Shared {
@@ -539,7 +619,18 @@ impl Device {
             registry,
             exhaustion: exhaustion.errno(),
             attr: DeviceAttr::new(&cfg.limits, addr),
-            port: PortAttr::new(addr, cfg.netdev_mtu),
+            port: {
+                let mut p = PortAttr::new(addr, cfg.netdev_mtu);
+                // The loopback device's port has LID 1: RoCE has no LIDs
+                // (rxe's port_lid is 0, and an AV without a GRH is refused),
+                // but a device that is the whole host can say what an
+                // InfiniBand-style program means by the LID it exchanged —
+                // this port (`lid_destination`).
+                if net.qpn_base().is_some() {
+                    p.lid = LOOPBACK_LID;
+                }
+                p
+            },
             limits: cfg.limits.clone(),
             epoch: std::time::Instant::now(),
             net,
@@ -561,7 +652,11 @@ impl Device {
             faults: FaultInjector::new(cfg.fault_seed),
             events: Mutex::new(VecDeque::new()),
             events_cv: Condvar::new(),
+            events_efd,
+            ctx_fd_anon,
+            leaky,
             shutdown: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             counters: AtomicCounters::default(),
             wake_at: AtomicU64::new(u64::MAX),
             rescan: AtomicBool::new(false),
@@ -576,6 +671,9 @@ impl Device {
             .name(format!("rdmakit-soft-{local}"))
             .spawn(move || progress_loop(&t))
             .map_err(|e| {
+                if let Some(r) = &sh.registry {
+                    r.remove_instance();
+                }
                 err(
                     "ibv_open_device",
                     Errno::ENOMEM,
@@ -602,6 +700,25 @@ impl Device {
     /// every context of the device ([`crate::net`]).
     pub fn addr(&self) -> Ipv4Addr {
         self.sh.net.addr()
+    }
+
+    /// The context's descriptor (`ibv_context.cmd_fd` of the drop-in
+    /// libibverbs): the locked context file of the registry, which a forked
+    /// child inherits and which keeps the context's objects alive while any
+    /// process holds it (as a uverbs descriptor does). Close-on-exec. Valid
+    /// while the device is open.
+    pub fn context_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.sh
+            .registry
+            .as_ref()
+            .and_then(Registry::context_fd)
+            .unwrap_or_else(|| self.sh.ctx_fd_anon.as_raw_fd())
+    }
+
+    /// Whether this device keeps a dead process's objects (a leaky driver).
+    pub fn leaky(&self) -> bool {
+        self.sh.leaky
     }
 
     /// Where this context's socket is bound: the device address's port
@@ -647,6 +764,43 @@ impl Device {
                 "GID index out of range",
             )
         })
+    }
+
+    /// The destination of an address vector without a GRH (LID-addressed,
+    /// as programs written for InfiniBand build it: qperf without `-cm`,
+    /// the pingpong examples without `-g`). RoCE has no LIDs, so rxe and
+    /// hardware refuse such an AV with EINVAL — for LID 0 too (rdma-core's
+    /// `test_create_ah_roce`). The loopback device is one port for the
+    /// whole host with LID [`LOOPBACK_LID`]: an AV for that LID, which a
+    /// program learned from `ibv_query_port` and exchanged, is the device
+    /// itself, so those programs run between processes.
+    ///
+    /// # Errors
+    /// `EINVAL` for a device with a configured address (as rxe) or any
+    /// other LID.
+    pub fn lid_destination(&self, verb: &'static str, dlid: u16) -> Result<Gid> {
+        let lid = self.sh.port.lid;
+        if self.sh.net.qpn_base().is_none() {
+            return Err(err(
+                verb,
+                Errno::EINVAL,
+                Origin::Kernel,
+                "RoCE address vectors need a GRH (is_global = 1 with the peer's GID); \
+                 LIDs do not exist on Ethernet",
+            ));
+        }
+        if dlid != lid {
+            return Err(err(
+                verb,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!(
+                    "no GRH and DLID {dlid}: RoCE needs the peer's GID (is_global = 1); the \
+                     loopback device's port answers only to its own LID {lid}"
+                ),
+            ));
+        }
+        Ok(Gid::from_ipv4(self.sh.net.addr()))
     }
 
     /// `ibv_query_pkey`.
@@ -724,8 +878,29 @@ pub fn flush_held_acks() {
     }
 }
 
+impl Device {
+    /// Wakes every thread blocked in [`Device::get_cq_event`] or
+    /// [`Device::get_async_event`] of this device: they return (an error,
+    /// or no event) instead of waiting for events that can no longer come.
+    /// Called when the device is closing, before the memory goes.
+    pub fn wake_waiters(&self) {
+        self.sh.closing.store(true, Ordering::Release);
+        {
+            let _q = lock(&self.sh.events);
+            self.sh.events_cv.notify_all();
+        }
+        for c in lock(&self.sh.channels).values() {
+            c.closed.store(true, Ordering::Release);
+            let _q = lock(&c.queue);
+            c.cv.notify_all();
+            c.ring_all();
+        }
+    }
+}
+
 impl Drop for Device {
     fn drop(&mut self) {
+        self.wake_waiters();
         self.sh.flush_held_acks();
         self.sh.shutdown.store(true, Ordering::Release);
         self.sh.net.kick();

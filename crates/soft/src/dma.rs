@@ -35,12 +35,37 @@ struct Region {
     access: Access,
     key: u32,
     rkey_valid: AtomicBool,
+    /// Windows bound onto it (it cannot be deregistered meanwhile).
+    bound_mws: std::sync::atomic::AtomicUsize,
 }
 
-/// The device's memory-region table: keys → raw buffers.
+/// A memory window: remote access to part of an MR under the window's own
+/// key, granted by a bind (type 1: `ibv_bind_mw`; type 2: a bind work
+/// request) and withdrawn by a rebind, an invalidation or deallocation.
+#[derive(Debug)]
+struct Window {
+    pd: Pd,
+    type2: bool,
+    key: u32,
+    bound: Option<Binding>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Binding {
+    mr_key: u32,
+    addr: u64,
+    len: u64,
+    access: Access,
+}
+
+/// The device's memory-region table: keys → raw buffers, and the memory
+/// windows bound onto them (one key space: a key's index names either).
 #[derive(Debug, Default)]
 pub struct MrTable {
     regions: rustc_hash::FxHashMap<u32, Region>,
+    /// Windows change under a bind work request, which the engine executes
+    /// holding the table for reading: they sit behind their own lock.
+    windows: std::sync::Mutex<rustc_hash::FxHashMap<u32, Window>>,
     next_index: u32,
 }
 
@@ -70,6 +95,7 @@ impl MrTable {
     pub fn new() -> MrTable {
         MrTable {
             regions: rustc_hash::FxHashMap::default(),
+            windows: std::sync::Mutex::new(rustc_hash::FxHashMap::default()),
             next_index: random_u32() & 0x00ff_ffff,
         }
     }
@@ -110,12 +136,8 @@ impl MrTable {
         iova: u64,
         access: Access,
     ) -> u32 {
-        let mut index = self.next_index & 0x00ff_ffff;
-        while self.regions.contains_key(&index) {
-            index = (index + 1) & 0x00ff_ffff;
-        }
-        self.next_index = index.wrapping_add(1);
-        let key = (index << 8) | (random_u32() & 0xff);
+        let key = self.new_key();
+        let index = key >> 8;
         self.regions.insert(
             index,
             Region {
@@ -126,9 +148,181 @@ impl MrTable {
                 access,
                 key,
                 rkey_valid: AtomicBool::new(true),
+                bound_mws: std::sync::atomic::AtomicUsize::new(0),
             },
         );
         key
+    }
+
+    /// A fresh key: an index no region or window uses (24 bits, skipping
+    /// 0xffffff) and 8 random key bits.
+    fn new_key(&mut self) -> u32 {
+        let windows = self.windows.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut index = self.next_index & 0x00ff_ffff;
+        while self.regions.contains_key(&index)
+            || windows.contains_key(&index)
+            || index == 0x00ff_ffff
+        {
+            index = (index + 1) & 0x00ff_ffff;
+        }
+        self.next_index = index.wrapping_add(1);
+        (index << 8) | (random_u32() & 0xff)
+    }
+
+    /// `ibv_alloc_mw`: a window of `pd`, unbound; returns its key.
+    pub fn alloc_mw(&mut self, pd: Pd, type2: bool) -> u32 {
+        let key = self.new_key();
+        self.windows
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                key >> 8,
+                Window {
+                    pd,
+                    type2,
+                    key,
+                    bound: None,
+                },
+            );
+        key
+    }
+
+    /// `ibv_dealloc_mw`: the window and every key it had are gone. Returns
+    /// its PD, or None for an unknown window.
+    pub fn dealloc_mw(&mut self, key: u32) -> Option<Pd> {
+        let windows = self.windows.get_mut().unwrap_or_else(|p| p.into_inner());
+        let w = windows.remove(&(key >> 8))?;
+        if let Some(b) = w.bound {
+            self.unbind_from(b.mr_key);
+        }
+        Some(w.pd)
+    }
+
+    /// Whether windows are bound onto the MR with `key`.
+    pub fn has_bound_windows(&self, key: u32) -> bool {
+        self.regions
+            .get(&(key >> 8))
+            .filter(|r| r.key == key)
+            .is_some_and(|r| r.bound_mws.load(Ordering::Acquire) > 0)
+    }
+
+    fn unbind_from(&self, mr_key: u32) {
+        if let Some(r) = self.regions.get(&(mr_key >> 8)).filter(|r| r.key == mr_key) {
+            let _ = r
+                .bound_mws
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        }
+    }
+
+    /// Binds a window (the checks of rxe's `rxe_check_bind_mw`): the window
+    /// and the MR belong to `pd` (the QP's), a type 2 window is unbound and
+    /// keeps its index, the MR allows binding (`MW_BIND`) and covers the
+    /// range, remote write or atomic rights need local write on the MR. A
+    /// zero length unbinds a type 1 window.
+    fn bind(&self, pd: Pd, b: &rdmakit_proto::MwBind) -> Result<(), MemError> {
+        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let w = windows
+            .get_mut(&(b.mw_rkey >> 8))
+            .filter(|w| w.key == b.mw_rkey)
+            .ok_or(MemError::BadKey)?;
+        if w.pd != pd {
+            return Err(MemError::WrongPd);
+        }
+        if b.type1 == w.type2 || (b.new_rkey >> 8) != (b.mw_rkey >> 8) {
+            return Err(MemError::BadKey);
+        }
+        if w.type2 && w.bound.is_some() {
+            return Err(MemError::AccessDenied);
+        }
+        let binding = if b.length == 0 {
+            None
+        } else {
+            let r = self
+                .regions
+                .get(&(b.mr_lkey >> 8))
+                .filter(|r| r.key == b.mr_lkey)
+                .ok_or(MemError::BadKey)?;
+            if r.pd != pd {
+                return Err(MemError::WrongPd);
+            }
+            let end = b.addr.checked_add(b.length).ok_or(MemError::OutOfBounds)?;
+            if b.addr < r.addr || end > r.addr + r.len {
+                return Err(MemError::OutOfBounds);
+            }
+            let writes =
+                b.access.contains(Access::REMOTE_WRITE) || b.access.contains(Access::REMOTE_ATOMIC);
+            if !r.access.contains(Access::MW_BIND)
+                || (writes && !r.access.contains(Access::LOCAL_WRITE))
+            {
+                return Err(MemError::AccessDenied);
+            }
+            r.bound_mws.fetch_add(1, Ordering::AcqRel);
+            Some(Binding {
+                mr_key: b.mr_lkey,
+                addr: b.addr,
+                len: b.length,
+                access: b.access,
+            })
+        };
+        if let Some(old) = w.bound.take() {
+            self.unbind_from(old.mr_key);
+        }
+        w.bound = binding;
+        w.key = b.new_rkey;
+        Ok(())
+    }
+
+    /// Unbinds the type 2 window with `rkey` (local invalidate, or a remote
+    /// SEND with invalidate naming a window).
+    fn invalidate_window(&self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let w = windows
+            .get_mut(&(rkey >> 8))
+            .filter(|w| w.key == rkey && w.type2)
+            .ok_or(MemError::BadKey)?;
+        if w.pd != pd {
+            return Err(MemError::WrongPd);
+        }
+        if let Some(b) = w.bound.take() {
+            self.unbind_from(b.mr_key);
+        }
+        Ok(())
+    }
+
+    /// The MR region and offset a bound window's key reaches.
+    fn locate_window(
+        &self,
+        pd: Pd,
+        k: u32,
+        addr: u64,
+        len: u64,
+        need: Access,
+    ) -> Result<(&Region, usize), MemError> {
+        let b = {
+            let windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+            let w = windows
+                .get(&(k >> 8))
+                .filter(|w| w.key == k)
+                .ok_or(MemError::BadKey)?;
+            if w.pd != pd {
+                return Err(MemError::WrongPd);
+            }
+            w.bound.ok_or(MemError::BadKey)?
+        };
+        let end = addr.checked_add(len).ok_or(MemError::OutOfBounds)?;
+        if addr < b.addr || end > b.addr + b.len {
+            return Err(MemError::OutOfBounds);
+        }
+        if !b.access.contains(need) {
+            return Err(MemError::AccessDenied);
+        }
+        let r = self
+            .regions
+            .get(&(b.mr_key >> 8))
+            .filter(|r| r.key == b.mr_key)
+            .ok_or(MemError::BadKey)?;
+        let off = usize::try_from(addr - r.addr).map_err(|_| MemError::OutOfBounds)?;
+        Ok((r, off))
     }
 
     /// Removes a region; afterwards the NIC never touches its bytes again.
@@ -196,11 +390,14 @@ impl MrTable {
             Key::Local(k) => (k, false),
             Key::Remote(k) => (k, true),
         };
-        let r = self
-            .regions
-            .get(&(k >> 8))
-            .filter(|r| r.key == k)
-            .ok_or(MemError::BadKey)?;
+        let Some(r) = self.regions.get(&(k >> 8)).filter(|r| r.key == k) else {
+            // A window's key reaches its MR remotely, never locally.
+            return if remote {
+                self.locate_window(pd, k, addr, len, need)
+            } else {
+                Err(MemError::BadKey)
+            };
+        };
         if remote && !r.rkey_valid.load(Ordering::Acquire) {
             return Err(MemError::BadKey);
         }
@@ -296,17 +493,27 @@ impl Memory for MemView<'_> {
     }
 
     fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
-        let r = self
+        let Some(r) = self
             .0
             .regions
             .get(&(rkey >> 8))
             .filter(|r| r.key == rkey && r.rkey_valid.load(Ordering::Acquire))
-            .ok_or(MemError::BadKey)?;
+        else {
+            return self.0.invalidate_window(pd, rkey);
+        };
         if r.pd != pd {
             return Err(MemError::WrongPd);
         }
         r.rkey_valid.store(false, Ordering::Release);
         Ok(())
+    }
+
+    fn bind_mw(&mut self, pd: Pd, bind: &rdmakit_proto::MwBind) -> Result<(), MemError> {
+        self.0.bind(pd, bind)
+    }
+
+    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+        self.0.invalidate_window(pd, rkey)
     }
 }
 

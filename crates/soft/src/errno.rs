@@ -10,6 +10,7 @@ pub struct Errno(pub i32);
 impl Errno {
     pub const EPERM: Errno = Errno(1);
     pub const ENOENT: Errno = Errno(2);
+    pub const EINTR: Errno = Errno(4);
     pub const EIO: Errno = Errno(5);
     pub const EAGAIN: Errno = Errno(11);
     pub const ENOMEM: Errno = Errno(12);

@@ -30,6 +30,7 @@
 
 pub mod attr;
 mod device;
+pub mod devnode;
 pub mod dma;
 pub mod errno;
 pub mod net;
@@ -39,7 +40,7 @@ pub mod ring;
 pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
 pub use device::{
     flush_held_acks, AsyncEvent, Counters, Device, DeviceConfig, Exhaustion, PostFailure, QpInit,
-    ResourceCounts, SendRequest,
+    ResourceCounts, SendRequest, LOOPBACK_LID,
 };
 pub use errno::{Errno, Origin, SoftError};
 pub use rdmakit_proto as proto;

@@ -2,25 +2,45 @@
 //! soft device of the same name on this host.
 //!
 //! A real NIC's driver keeps one table of QPs, CQs, MRs... for the whole
-//! host, so a process killed with `SIGKILL` before it destroyed its QPs
-//! leaves them counting against `max_qp` until the driver is restarted
-//! (the seed's leaked-QP `ENOSPC` case; restarting openibd released them).
-//! The soft NIC reproduces that with a directory per device name —
+//! host. Its objects belong to the uverbs *file* a process opened: the kernel
+//! frees them when the last holder of that file goes — the process exits or
+//! dies, unless a forked child still holds the descriptor (then they stay,
+//! owned by nobody who will ever destroy them: a leak). The soft NIC
+//! reproduces that with a directory per device name —
 //! `$RDMAKIT_SOFT_REGISTRY_DIR/<name>/`, else
-//! `$XDG_RUNTIME_DIR/rdmakit-soft/<name>/`, else `/dev/shm/rdmakit-soft/<name>/` —
-//! holding one small file per live object (kind, handle, owner pid, the
-//! owner's process start time from `/proc/<pid>/stat` field 22 so a recycled
-//! PID is not mistaken for the owner, creation time). Every change happens
-//! under an exclusive `flock` on `<dir>/.lock`: create adds (after counting
-//! every other process's records of that kind, live or leaked, plus this
-//! device instance's own, against the device limit), destroy
-//! removes, closing the device removes what is left. Records of a process
-//! that died without closing stay and keep counting until
-//! [`Registry::reclaim`] (`rdmakit soft reclaim`) removes them.
+//! `$XDG_RUNTIME_DIR/rdmakit-soft/<name>/`, else `/dev/shm/rdmakit-soft/<name>/`:
+//!
+//! - each open device instance (a context) creates a **context file**
+//!   `ctx-<pid>-<instance>` and holds an exclusive `flock` on it through a
+//!   close-on-exec descriptor (the drop-in libibverbs hands it out as
+//!   `ibv_context.cmd_fd`). A forked child inherits the descriptor and with it
+//!   the lock, as it inherits a uverbs descriptor; the lock goes when the last
+//!   holder exits, dies or execs;
+//! - one small **record** per live object (kind, handle, owner pid, the
+//!   owner's process start time from `/proc/<pid>/stat` field 22 so a recycled
+//!   PID is not mistaken for the owner, creation time, the device limit);
+//! - every change happens under an exclusive `flock` on `<dir>/.lock`: create
+//!   adds (after counting every other process's records of that kind plus this
+//!   instance's own against the device limit), destroy removes, closing the
+//!   device removes what is left.
+//!
+//! A context nobody holds any more is gone with its objects: [`Registry::list`]
+//! no longer shows them and the next create, open or reclaim deletes their
+//! files. A context still held by another process after its creator died
+//! (a forked child) keeps its objects — [`Holding::Inherited`], the leak the
+//! doctor names (RDK-R001). A **leaky** device (`DeviceConfig::leaky`,
+//! `RDMAKIT_SOFT_LEAKY=1` or [`Registry::set_leaky`], i.e. `rdmakit soft leaky
+//! on`) keeps dead processes' objects on purpose, counting against the
+//! limits — the seed's storage-cluster case of QPs exhausting a device until
+//! openibd is restarted — until [`Registry::reclaim`] (`rdmakit soft
+//! reclaim`) frees them.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -98,6 +118,35 @@ impl fmt::Display for OwnerState {
     }
 }
 
+/// Who still holds the context an object belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holding {
+    /// The process that created it still has the device open.
+    Owner,
+    /// The creator is gone, but other processes hold its context (a forked
+    /// child inherited the descriptor): the objects stay, as the kernel keeps
+    /// them — a leak nobody will destroy.
+    Inherited,
+    /// Nobody holds the context; the objects stay only because their device
+    /// is a leaky driver, until `reclaim`.
+    Nobody,
+    /// No context file (a record of an older rdmakit): judged by the owner
+    /// pid alone.
+    Unknown,
+}
+
+impl Holding {
+    /// `owner`, `inherited`, `nobody` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Holding::Owner => "owner",
+            Holding::Inherited => "inherited",
+            Holding::Nobody => "nobody",
+            Holding::Unknown => "unknown",
+        }
+    }
+}
+
 /// One registered object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
@@ -116,6 +165,10 @@ pub struct Record {
     pub created_at: u64,
     /// The device limit for this kind its creator had (0: unknown).
     pub limit: u32,
+    /// Created by a leaky device: kept after its context is gone.
+    pub leaky: bool,
+    /// Who holds its context (filled by [`Registry::list`]).
+    pub holding: Holding,
     /// The record's file.
     pub path: PathBuf,
 }
@@ -125,6 +178,36 @@ impl Record {
     pub fn owner_state(&self) -> OwnerState {
         owner_state(self.pid, self.start_time)
     }
+
+    /// The context file the record's object belongs to.
+    pub fn context_path(&self) -> PathBuf {
+        self.path
+            .with_file_name(format!("ctx-{}-{}", self.pid, self.instance))
+    }
+}
+
+/// The processes holding `file` open (`/proc/<pid>/fd/*` links to it): who
+/// keeps an inherited context alive. Processes whose descriptors cannot be
+/// read (another user's, without privileges) are not seen.
+pub fn holders(file: &Path) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = fs::read_dir(e.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if fs::read_link(fd.path()).is_ok_and(|t| t == file) {
+                out.push((pid, fd.path().display().to_string()));
+            }
+        }
+    }
+    out
 }
 
 /// The `/proc/<pid>/stat` state letter and start time (field 22), if the
@@ -183,12 +266,16 @@ static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
 /// What [`Registry::reclaim`] did or would do.
 #[derive(Debug, Default)]
 pub struct Reclaim {
-    /// Records of dead owners (removed unless dry run).
+    /// Records whose context nobody holds (removed unless dry run).
     pub freed: Vec<Record>,
-    /// Records of zombie owners (kept: the parent may still reap them).
+    /// Records of zombie owners without a context file (kept: the parent
+    /// may still reap them).
     pub zombie: Vec<Record>,
     /// Records of live owners (kept).
     pub live: Vec<Record>,
+    /// Records whose creator is gone but whose context another process
+    /// still holds (kept, as the kernel keeps them: end that process).
+    pub inherited: Vec<Record>,
 }
 
 /// One device name's registry, as seen by one device instance.
@@ -198,6 +285,11 @@ pub struct Registry {
     pid: u32,
     start_time: u64,
     instance: u32,
+    /// This instance's context file, locked while the device is open
+    /// ([`Registry::attach`]).
+    ctx: std::sync::Mutex<Option<File>>,
+    /// Records this instance creates survive its death (a leaky driver).
+    leaky: std::sync::atomic::AtomicBool,
 }
 
 struct LockGuard(#[allow(dead_code)] File);
@@ -236,7 +328,81 @@ impl Registry {
             pid,
             start_time,
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+            ctx: std::sync::Mutex::new(None),
+            leaky: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Makes this registry handle a device instance's: creates its context
+    /// file and holds the lock on it until [`Registry::remove_instance`] (or
+    /// until every process that inherited the descriptor is gone). `leaky`:
+    /// this instance's objects outlive it (a leaky driver). Frees the
+    /// objects of contexts nobody holds first, as every create does.
+    ///
+    /// # Errors
+    /// The context file cannot be created or locked.
+    pub fn attach(&self, leaky: bool) -> io::Result<()> {
+        let _g = self.lock()?;
+        self.sweep_unlocked();
+        let path = self.dir.join(format!("ctx-{}-{}", self.pid, self.instance));
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .mode(0o644)
+            .custom_flags(libc_cloexec())
+            .open(&path)?;
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+        let created = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        (&f).write_all(
+            format!(
+                "pid={}\nstart_time={}\ninstance={}\nleaky={}\ncreated_at={created}\n",
+                self.pid,
+                self.start_time,
+                self.instance,
+                u8::from(leaky)
+            )
+            .as_bytes(),
+        )?;
+        *self.ctx.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+        self.leaky.store(leaky, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The locked context descriptor (close-on-exec), while attached: what
+    /// `ibv_context.cmd_fd` is for the drop-in libibverbs. Valid until
+    /// [`Registry::remove_instance`].
+    pub fn context_fd(&self) -> Option<RawFd> {
+        self.ctx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|f| f.as_raw_fd())
+    }
+
+    /// Whether the device was switched to a leaky driver for every process
+    /// (`rdmakit soft leaky on`, file `.options`).
+    pub fn device_leaky(&self) -> bool {
+        fs::read_to_string(self.dir.join(".options"))
+            .map(|t| t.lines().any(|l| l.trim() == "leaky=1"))
+            .unwrap_or(false)
+    }
+
+    /// Switches the device's leaky-driver option for every process that
+    /// opens it from now on (a device option, like a module parameter).
+    ///
+    /// # Errors
+    /// The option file cannot be written.
+    pub fn set_leaky(&self, on: bool) -> io::Result<()> {
+        let _g = self.lock()?;
+        let tmp = self.dir.join(".options.tmp");
+        fs::write(&tmp, format!("leaky={}\n", u8::from(on)))?;
+        let _ = fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        fs::rename(&tmp, self.dir.join(".options"))
     }
 
     /// Whether this process can lock the registry and create records in it.
@@ -291,6 +457,7 @@ impl Registry {
     /// The registry cannot be read or written.
     pub fn add(&self, kind: Kind, handle: u32, limit: u32) -> io::Result<bool> {
         let _g = self.lock()?;
+        self.sweep_unlocked();
         let n = self
             .list_unlocked()?
             .iter()
@@ -308,8 +475,8 @@ impl Registry {
         let mut f = File::create(&tmp)?;
         write!(
             f,
-            "kind={kind}\nhandle={handle}\npid={}\nstart_time={}\ninstance={}\ncreated_at={created}\nlimit={limit}\n",
-            self.pid, self.start_time, self.instance
+            "kind={kind}\nhandle={handle}\npid={}\nstart_time={}\ninstance={}\ncreated_at={created}\nlimit={limit}\nleaky={}\n",
+            self.pid, self.start_time, self.instance, u8::from(self.leaky.load(Ordering::Relaxed))
         )?;
         drop(f);
         fs::rename(&tmp, self.dir.join(name))?;
@@ -332,13 +499,21 @@ impl Registry {
     /// Errors are swallowed: this runs in `Drop`.
     pub fn remove_instance(&self) {
         let Ok(_g) = self.lock() else { return };
-        let Ok(recs) = self.list_unlocked() else {
-            return;
-        };
-        for r in recs {
-            if r.pid == self.pid && r.instance == self.instance {
-                let _ = fs::remove_file(&r.path);
+        if let Ok(recs) = self.list_unlocked() {
+            for r in recs {
+                if r.pid == self.pid && r.instance == self.instance {
+                    let _ = fs::remove_file(&r.path);
+                }
             }
+        }
+        if self
+            .ctx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .is_some()
+        {
+            let _ = fs::remove_file(self.dir.join(format!("ctx-{}-{}", self.pid, self.instance)));
         }
     }
 
@@ -348,7 +523,52 @@ impl Registry {
     /// The registry cannot be read.
     pub fn list(&self) -> io::Result<Vec<Record>> {
         let _g = self.lock()?;
-        self.list_unlocked()
+        Ok(self
+            .list_unlocked()?
+            .into_iter()
+            .filter(|r| !freed(r))
+            .collect())
+    }
+
+    /// Deletes the records (and context files) of contexts nobody holds,
+    /// except a leaky driver's; errors leave files for the next sweep.
+    fn sweep_unlocked(&self) {
+        let Ok(recs) = self.list_unlocked() else {
+            return;
+        };
+        let mut gone: HashMap<PathBuf, bool> = HashMap::new();
+        for r in &recs {
+            if freed(r) {
+                let _ = fs::remove_file(&r.path);
+                gone.insert(r.context_path(), true);
+            } else if r.holding == Holding::Nobody {
+                gone.insert(r.context_path(), false);
+            }
+        }
+        // Context files without records (a context that created nothing).
+        if let Ok(rd) = fs::read_dir(&self.dir) {
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let Some(n) = name.to_str() else { continue };
+                if n.starts_with("ctx-") && !gone.contains_key(&e.path()) {
+                    if let Some((pid, inst)) = n[4..].split_once('-') {
+                        let (Ok(pid), Ok(inst)) = (pid.parse(), inst.parse()) else {
+                            continue;
+                        };
+                        if context_holding(&self.dir, pid, inst) == Holding::Nobody
+                            && !context_leaky(&e.path())
+                        {
+                            gone.insert(e.path(), true);
+                        }
+                    }
+                }
+            }
+        }
+        for (ctx, remove) in gone {
+            if remove {
+                let _ = fs::remove_file(ctx);
+            }
+        }
     }
 
     fn list_unlocked(&self) -> io::Result<Vec<Record>> {
@@ -369,43 +589,110 @@ impl Registry {
                 v.push(r);
             }
         }
+        let mut held: HashMap<(u32, u32), Holding> = HashMap::new();
+        for r in &mut v {
+            r.holding = *held
+                .entry((r.pid, r.instance))
+                .or_insert_with(|| context_holding(&self.dir, r.pid, r.instance));
+            if r.holding == Holding::Owner && r.owner_state() != OwnerState::Alive {
+                r.holding = Holding::Inherited;
+            }
+        }
         v.sort_by(|a, b| {
             (a.pid, a.instance, a.kind, a.handle).cmp(&(b.pid, b.instance, b.kind, b.handle))
         });
         Ok(v)
     }
 
-    /// Removes (unless `dry_run`) records whose owner is dead; records of
-    /// zombie and live owners are kept and reported.
+    /// Removes (unless `dry_run`) the records of contexts nobody holds any
+    /// more — a leaky driver's dead processes' objects — like restarting
+    /// openibd. Records of live owners, of contexts a forked child still
+    /// holds, and (without a context file) of zombies are kept and reported.
     ///
     /// # Errors
     /// The registry cannot be read or a record cannot be removed.
     pub fn reclaim(&self, dry_run: bool) -> io::Result<Reclaim> {
         let _g = self.lock()?;
         let mut out = Reclaim::default();
+        let mut contexts = Vec::new();
         for r in self.list_unlocked()? {
-            match r.owner_state() {
-                OwnerState::Dead => {
-                    if !dry_run {
-                        match fs::remove_file(&r.path) {
-                            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                            _ => {}
-                        }
+            let free = match r.holding {
+                Holding::Nobody => true,
+                Holding::Unknown => r.owner_state() == OwnerState::Dead,
+                Holding::Owner | Holding::Inherited => false,
+            };
+            if free {
+                if !dry_run {
+                    match fs::remove_file(&r.path) {
+                        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                        _ => {}
                     }
-                    out.freed.push(r);
+                    contexts.push(r.context_path());
                 }
-                OwnerState::Zombie => out.zombie.push(r),
-                OwnerState::Alive => out.live.push(r),
+                out.freed.push(r);
+                continue;
             }
+            match (r.holding, r.owner_state()) {
+                (Holding::Inherited, _) => out.inherited.push(r),
+                (_, OwnerState::Zombie) => out.zombie.push(r),
+                _ => out.live.push(r),
+            }
+        }
+        for c in contexts {
+            let _ = fs::remove_file(c);
+        }
+        if !dry_run {
+            self.sweep_unlocked();
         }
         Ok(out)
     }
+}
+
+/// Whether a record is gone already: its context is released and it was not
+/// created by a leaky driver (or, without a context file, its owner is dead).
+fn freed(r: &Record) -> bool {
+    !r.leaky
+        && match r.holding {
+            Holding::Nobody => true,
+            Holding::Unknown => r.owner_state() == OwnerState::Dead,
+            Holding::Owner | Holding::Inherited => false,
+        }
+}
+
+/// Who holds context `ctx-<pid>-<instance>`: try its lock without waiting.
+fn context_holding(dir: &Path, pid: u32, instance: u32) -> Holding {
+    let path = dir.join(format!("ctx-{pid}-{instance}"));
+    let Ok(f) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_cloexec())
+        .open(&path)
+    else {
+        return Holding::Unknown;
+    };
+    match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        // Got it: nobody else holds the context (dropping `f` unlocks).
+        Ok(()) => Holding::Nobody,
+        Err(_) => Holding::Owner,
+    }
+}
+
+fn context_leaky(path: &Path) -> bool {
+    fs::read_to_string(path)
+        .map(|t| t.lines().any(|l| l.trim() == "leaky=1"))
+        .unwrap_or(false)
+}
+
+/// `O_CLOEXEC`: the context descriptor goes with `exec`, as libibverbs'
+/// uverbs descriptor (opened with O_CLOEXEC) does.
+fn libc_cloexec() -> i32 {
+    rustix::fs::OFlags::CLOEXEC.bits() as i32
 }
 
 fn parse_record(text: &str, path: PathBuf) -> Option<Record> {
     let mut kind = None;
     let (mut handle, mut pid, mut start, mut inst, mut created) = (None, None, None, 0, 0);
     let mut limit = 0;
+    let mut leaky = false;
     for line in text.lines() {
         let Some((k, v)) = line.split_once('=') else {
             continue;
@@ -418,6 +705,7 @@ fn parse_record(text: &str, path: PathBuf) -> Option<Record> {
             "instance" => inst = v.parse().unwrap_or(0),
             "created_at" => created = v.parse().unwrap_or(0),
             "limit" => limit = v.parse().unwrap_or(0),
+            "leaky" => leaky = v == "1",
             _ => {}
         }
     }
@@ -429,6 +717,8 @@ fn parse_record(text: &str, path: PathBuf) -> Option<Record> {
         instance: inst,
         created_at: created,
         limit,
+        leaky,
+        holding: Holding::Unknown,
         path,
     })
 }
@@ -454,6 +744,60 @@ mod tests {
         assert_eq!((rc.freed.len(), rc.live.len()), (0, 2));
         r.remove_instance();
         assert!(r.list().unwrap().is_empty());
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn an_attached_context_holds_its_records_until_removed() {
+        let root = std::env::temp_dir().join(format!("rdk-reg-ctx-{}", std::process::id()));
+        let owner = Registry::open_in(&root, "c0").unwrap();
+        owner.attach(false).unwrap();
+        assert!(owner.context_fd().is_some());
+        assert!(owner.add(Kind::Qp, 17, 8).unwrap());
+        // Another handle (another process's view) sees the lock held.
+        let other = Registry::open_in(&root, "c0").unwrap();
+        let l = other.list().unwrap();
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].holding, Holding::Owner);
+        assert!(l[0].context_path().exists());
+        let rc = other.reclaim(true).unwrap();
+        assert_eq!((rc.freed.len(), rc.live.len()), (0, 1));
+        owner.remove_instance();
+        assert!(other.list().unwrap().is_empty());
+        assert!(!l[0].context_path().exists());
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_released_context_is_freed_unless_leaky() {
+        let root = std::env::temp_dir().join(format!("rdk-reg-rel-{}", std::process::id()));
+        for leaky in [false, true] {
+            let owner = Registry::open_in(&root, "r0").unwrap();
+            owner.attach(leaky).unwrap();
+            assert!(owner.add(Kind::Cq, 1, 8).unwrap());
+            // What process death does to the lock: the descriptor closes.
+            drop(owner.ctx.lock().unwrap().take());
+            let other = Registry::open_in(&root, "r0").unwrap();
+            let l = other.list().unwrap();
+            if leaky {
+                assert_eq!(l.len(), 1);
+                assert_eq!((l[0].holding, l[0].leaky), (Holding::Nobody, true));
+                let rc = other.reclaim(false).unwrap();
+                assert_eq!(rc.freed.len(), 1);
+            } else {
+                assert!(l.is_empty(), "{l:?}");
+                // The next create deletes the files.
+                other.add(Kind::Pd, 1, 8).unwrap();
+                other.remove(Kind::Pd, 1).unwrap();
+            }
+            let left: Vec<_> = fs::read_dir(root.join("r0"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
         let _ = fs::remove_dir_all(&root);
     }
 

@@ -358,3 +358,38 @@ fn reposting_a_receive_does_not_send_the_ack_a_busy_poller_held() {
         "{acks_at_repost} of {rounds} receive reposts sent a held ACK"
     );
 }
+
+#[test]
+fn a_failed_open_leaves_no_context_in_the_registry() {
+    // A configured address (from the pid: parallel runs stay apart) that a
+    // second open cannot bind, in a registry of its own name.
+    let pid = std::process::id();
+    let addr = std::net::Ipv4Addr::new(127, 201, (pid >> 8) as u8, (pid as u8).max(1));
+    let cfg = DeviceConfig {
+        addr: Some(addr),
+        name: Some("softfail".into()),
+        ..DeviceConfig::default()
+    };
+    let a = Device::open(cfg.clone()).unwrap();
+    let Err(e) = Device::open(cfg) else {
+        panic!("a second bind must fail")
+    };
+    assert_eq!(e.errno, Errno::EADDRINUSE, "{e:?}");
+    let reg = rdmakit_soft::registry::Registry::open("softfail").unwrap();
+    let mine = || -> Vec<String> {
+        std::fs::read_dir(reg.dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("ctx-{pid}-")))
+            .collect()
+    };
+    assert_eq!(
+        mine().len(),
+        1,
+        "only the open device's context: {:?}",
+        mine()
+    );
+    drop(a);
+    assert!(mine().is_empty(), "{:?}", mine());
+}

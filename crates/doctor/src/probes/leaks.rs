@@ -1,7 +1,10 @@
 //! Leaked objects on the soft NIC: records of its device-wide resource
 //! registry (docs/soft-nic.md, "Resource registry") whose owner is dead or a
-//! zombie become RDK-R001 findings, the same code the kernel's restrack view
-//! gives for a real device.
+//! zombie and which still exist — because another process (a forked child)
+//! holds their context, as the kernel keeps a real device's objects for a
+//! child that inherited the uverbs descriptor, or because the device is a
+//! leaky driver — become RDK-R001 findings, the same code the kernel's
+//! restrack view gives for a real device.
 //!
 //! The CLI reads the registry and `/proc` and passes the result in as plain
 //! data ([`SoftLeak`]), exactly as probe results are passed: turning it into
@@ -35,6 +38,12 @@ pub struct SoftLeak {
     pub proc_state: String,
     /// The record's file.
     pub record: String,
+    /// Processes still holding the record's context (a forked child): the
+    /// pid and its `/proc/<pid>/fd/<n>` link. Empty when nothing holds it
+    /// (a leaky driver kept it).
+    pub holders: Vec<(u32, String)>,
+    /// The context file those links point at.
+    pub context: String,
 }
 
 /// One RDK-R001 finding (severity warning) per (device, dead or zombie owner).
@@ -66,28 +75,61 @@ pub fn soft_leak_findings(leaks: &[SoftLeak], cfg: &Config) -> Vec<Finding> {
         } else {
             "no longer exists"
         };
+        let holders: Vec<&(u32, String)> = {
+            let mut h: Vec<&(u32, String)> = ls.iter().flat_map(|l| &l.holders).collect();
+            h.sort();
+            h.dedup();
+            h
+        };
+        let why = if holders.is_empty() {
+            format!(
+                "its records in the device's shared resource registry stay because {dev} is a \
+                 leaky driver (it keeps a dead process's objects until reclaim, like a driver \
+                 whose QPs outlive a crashed application until openibd restarts)"
+            )
+        } else {
+            let who: Vec<String> = holders.iter().map(|(p, _)| format!("pid {p}")).collect();
+            format!(
+                "its context is still held by {} (a forked child that inherited the context \
+                 descriptor, as one inherits a uverbs descriptor): the objects stay, as the \
+                 kernel keeps them, and nothing will ever destroy them",
+                who.join(", ")
+            )
+        };
         let mut f = Finding::new(
             Code::R001,
             format!("pid {pid}"),
             format!(
-                "pid {pid} {what} but still holds {counts} on {dev} (rdmakit soft NIC): its \
-                 records in the device's shared resource registry were never removed (killed \
-                 with SIGKILL, or crashed). Those objects count against the device's max_qp / \
-                 max_cq / max_mr / max_pd for every process, and new ibv_create_qp calls fail \
-                 with ENOSPC (mlx5) or EINVAL (rxe) once a limit is reached"
+                "pid {pid} {what} but still holds {counts} on {dev} (rdmakit soft NIC): {why}. \
+                 Those objects count against the device's max_qp / max_cq / max_mr / max_pd \
+                 for every process, and new ibv_create_qp calls fail with ENOSPC (mlx5) or \
+                 EINVAL (rxe) once a limit is reached"
             ),
         );
         f = f.evidence(Evidence::new(
             format!("/proc/{pid}/stat"),
             ls[0].proc_state.clone(),
         ));
+        for (_, link) in &holders {
+            f = f.evidence(Evidence::new(link.clone(), ls[0].context.clone()));
+        }
         for l in ls.iter().take(8) {
             f = f.evidence(Evidence::new(
                 l.record.clone(),
                 format!("{} {} pid {pid}", l.kind, l.handle),
             ));
         }
-        let remedy = if zombie {
+        let remedy = if !holders.is_empty() {
+            let pids: Vec<String> = holders.iter().map(|(p, _)| p.to_string()).collect();
+            format!(
+                "End the holder ({}; 'ps -o pid,ppid,comm -p {}'): the objects go with the \
+                 last holder of the context, as a real device's go with the last holder of the \
+                 uverbs file. Fix the application to destroy its objects (or exec) in forked \
+                 children; reclaim refuses held contexts.",
+                pids.join(", "),
+                pids.join(",")
+            )
+        } else if zombie {
             format!(
                 "Make the parent reap it ('ps -o ppid= -p {pid}', then signal or restart that \
                  parent); once it is dead, 'rdmakit soft reclaim --device {dev}' frees its \
@@ -269,12 +311,42 @@ mod tests {
             state: "dead".into(),
             proc_state: "<absent>".into(),
             record: format!("/dev/shm/rdmakit-soft/softT/qp-{pid}-1-{h}"),
+            holders: Vec::new(),
+            context: format!("/dev/shm/rdmakit-soft/softT/ctx-{pid}-1"),
         };
         let f = soft_leak_findings(&[l(17, 42), l(18, 42), l(17, 43)], &Config::default());
         assert_eq!(f.len(), 2);
         assert_eq!(f[0].code, Code::R001);
         assert!(f[0].message.contains("2 QPs on softT"), "{}", f[0].message);
+        assert!(f[0].message.contains("leaky driver"), "{}", f[0].message);
         assert!(f[0].remedy.contains("rdmakit soft reclaim --device softT"));
         assert_eq!(f[0].evidence[0].path, "/proc/42/stat");
+    }
+
+    #[test]
+    fn an_inherited_context_names_its_holder_and_descriptor() {
+        let leak = SoftLeak {
+            device: "softT".into(),
+            kind: "qp".into(),
+            handle: 0x4011,
+            pid: 42,
+            state: "dead".into(),
+            proc_state: "<absent>".into(),
+            record: "/dev/shm/rdmakit-soft/softT/qp-42-1-16401".into(),
+            holders: vec![(43, "/proc/43/fd/5".into())],
+            context: "/dev/shm/rdmakit-soft/softT/ctx-42-1".into(),
+        };
+        let f = soft_leak_findings(&[leak], &Config::default());
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("held by pid 43"), "{}", f[0].message);
+        assert!(
+            f[0].remedy.contains("End the holder (43"),
+            "{}",
+            f[0].remedy
+        );
+        assert!(f[0]
+            .evidence
+            .iter()
+            .any(|e| e.path == "/proc/43/fd/5" && e.value.ends_with("ctx-42-1")));
     }
 }

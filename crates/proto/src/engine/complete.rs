@@ -38,6 +38,9 @@ impl Qp {
             if !w.started {
                 break;
             }
+            if w.npkts == 0 {
+                continue; // a local operation holds no PSN
+            }
             if psn.within(w.first_psn, w.last_psn()) {
                 let k = psn.diff(w.first_psn) as u32;
                 let off = if w.wr.op.is_atomic() { 0 } else { k * mtu };
@@ -90,6 +93,10 @@ impl Qp {
             if !w.started {
                 break;
             }
+            if w.npkts == 0 && w.wr.op.is_local() {
+                self.complete_front(WcStatus::Success);
+                continue;
+            }
             if w.last_psn().after(p) {
                 break;
             }
@@ -126,6 +133,9 @@ impl Qp {
             if !w.started {
                 idx = i;
                 break;
+            }
+            if w.npkts == 0 {
+                continue; // a local operation holds no PSN
             }
             if una.within(w.first_psn, w.last_psn()) {
                 idx = i;
@@ -288,6 +298,7 @@ impl Qp {
         self.fix_send_ptr();
         if ends {
             self.complete_front(WcStatus::Success);
+            self.complete_local_front();
         }
         self.progress(now);
     }

@@ -161,22 +161,34 @@ fn probe_host(mut report: Report, names: &[String], cfg: &ProbeConfig, dcfg: &Co
 }
 
 /// The soft NIC's leaked objects: records of `name`'s shared resource
-/// registry whose owner is dead or a zombie, with what /proc says (data for
-/// [`probes::with_soft_leaks`]; the report stays pure).
+/// registry whose owner is dead or a zombie but which still exist (a forked
+/// child holds their context, or a leaky driver kept them), with what /proc
+/// says and who holds them (data for [`probes::with_soft_leaks`]; the report
+/// stays pure).
 fn soft_leaks(name: &str) -> Vec<probes::SoftLeak> {
-    use rdmakit_soft::registry::{self, OwnerState, Registry};
+    use rdmakit_soft::registry::{self, Holding, OwnerState, Registry};
     let Ok(reg) = Registry::open(name) else {
         return Vec::new();
     };
     let Ok(recs) = reg.list() else {
         return Vec::new();
     };
+    let mut held: std::collections::HashMap<std::path::PathBuf, Vec<(u32, String)>> =
+        std::collections::HashMap::new();
     recs.into_iter()
         .filter_map(|r| {
             let state = r.owner_state();
             if state == OwnerState::Alive {
                 return None;
             }
+            let ctx = r.context_path();
+            let holders = if r.holding == Holding::Inherited {
+                held.entry(ctx.clone())
+                    .or_insert_with(|| registry::holders(&ctx))
+                    .clone()
+            } else {
+                Vec::new()
+            };
             let proc_state = match registry::proc_stat(r.pid) {
                 None => "<absent>".to_string(),
                 Some(('Z', _)) if state == OwnerState::Zombie => "state Z".to_string(),
@@ -193,6 +205,8 @@ fn soft_leaks(name: &str) -> Vec<probes::SoftLeak> {
                 state: state.as_str().to_string(),
                 proc_state,
                 record: r.path.display().to_string(),
+                holders,
+                context: ctx.display().to_string(),
             })
         })
         .collect()

@@ -4,9 +4,12 @@
 //!
 //! The library is the workspace's `libibverbs.so` build product; cargo puts
 //! it next to the rdmakit binary (`cargo build --release --workspace`).
-//! `libmlx5.so.1` and `libefa.so.1` — which perftest links — are links to
-//! the same file: it also exports the `mlx5dv_*` / `efadv_*` symbols
-//! perftest imports (they answer "not supported").
+//! `libmlx5.so.1` and `libefa.so.1` — which perftest, UCX and libfabric
+//! link — are links to the same file: it also exports every `mlx5dv_*` /
+//! `efadv_*` symbol (they answer "not this vendor's device"). As root it
+//! also creates the device node UCX stats before it uses a device
+//! (`/dev/infiniband/rdmakit-soft0` → `/dev/null`, see
+//! `rdmakit_soft::devnode`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -103,6 +106,16 @@ fn install(dir: &Path, from: Option<PathBuf>, json: bool) -> anyhow::Result<Exit
         links.push(p);
     }
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let name = std::env::var("RDMAKIT_SOFT_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "soft0".to_string());
+    let node = rdmakit_soft::devnode::path(&name);
+    let node_status = match rdmakit_soft::devnode::install(&name) {
+        Ok(rdmakit_soft::devnode::Installed::Created) => "created".to_string(),
+        Ok(rdmakit_soft::devnode::Installed::Present) => "present".to_string(),
+        Err(e) => format!("not created: {e}"),
+    };
     if json {
         println!(
             "{}",
@@ -111,6 +124,8 @@ fn install(dir: &Path, from: Option<PathBuf>, json: bool) -> anyhow::Result<Exit
                 "links": links,
                 "ld_library_path": abs,
                 "rocev2_gid_index": rdmakit_soft::ROCEV2_GID_INDEX,
+                "device_node": node,
+                "device_node_status": node_status,
             })
         );
     } else {
@@ -118,6 +133,16 @@ fn install(dir: &Path, from: Option<PathBuf>, json: bool) -> anyhow::Result<Exit
         println!("installed {}", target.display());
         for l in &links {
             println!("linked    {} -> libibverbs.so.1", l.display());
+        }
+        if node_status.starts_with("not") {
+            println!(
+                "note      {} {node_status}: UCX lists {name} only when it exists; run this as \
+                 root once (or: mkdir -p /dev/infiniband; ln -s /dev/null {})",
+                node.display(),
+                node.display()
+            );
+        } else {
+            println!("node      {} -> /dev/null ({node_status})", node.display());
         }
         println!();
         println!(

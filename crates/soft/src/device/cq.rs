@@ -23,6 +23,18 @@ impl Device {
                 "eventfd failed",
             )
         })?;
+        let bell = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::SEMAPHORE,
+        )
+        .map_err(|e| {
+            err(
+                "ibv_create_comp_channel",
+                Errno(e.raw_os_error()),
+                Origin::Kernel,
+                "eventfd failed",
+            )
+        })?;
         let mut og = lock(&self.sh.objs);
         let o = &mut *og;
         let id = o.next_channel;
@@ -34,6 +46,8 @@ impl Device {
                 queue: Mutex::new(VecDeque::new()),
                 cv: Condvar::new(),
                 efd,
+                bell,
+                closed: AtomicBool::new(false),
             }),
         );
         Ok(id)
@@ -55,17 +69,22 @@ impl Device {
                 "a CQ uses the channel",
             ));
         }
-        lock(&self.sh.channels)
-            .remove(&ch)
-            .map(|_| ())
-            .ok_or_else(|| {
-                err(
-                    "ibv_destroy_comp_channel",
-                    Errno::EINVAL,
-                    Origin::Kernel,
-                    "no such channel",
-                )
-            })
+        let removed = lock(&self.sh.channels).remove(&ch);
+        if let Some(c) = &removed {
+            // A thread blocked on it returns: no event can come any more.
+            c.closed.store(true, Ordering::Release);
+            let _q = lock(&c.queue);
+            c.cv.notify_all();
+            c.ring_all();
+        }
+        removed.map(|_| ()).ok_or_else(|| {
+            err(
+                "ibv_destroy_comp_channel",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such channel",
+            )
+        })
     }
 
     /// The channel's file descriptor: readable while an event is pending
@@ -80,7 +99,11 @@ impl Device {
     ///
     /// # Errors
     /// `EINVAL` for an unknown channel; `ETIMEDOUT` (Origin::Library) when
-    /// nothing arrived in time.
+    /// nothing arrived in time; `EIO` when the channel is destroyed or the
+    /// device closed while waiting (the event can no longer come); `EINTR`
+    /// when a signal whose handler lacks `SA_RESTART` arrives while it
+    /// waits forever, as the kernel's `read()` of the channel (qperf ends
+    /// its ping-pong on SIGALRM that way).
     pub fn get_cq_event(&self, ch: u32, timeout: Option<Duration>) -> Result<u32> {
         let c = lock(&self.sh.channels).get(&ch).cloned().ok_or_else(|| {
             err(
@@ -99,8 +122,40 @@ impl Device {
                 }
                 return Ok(cq);
             }
+            // No verb blocks forever when its event can no longer come.
+            if c.closed.load(Ordering::Acquire) || self.sh.closing.load(Ordering::Acquire) {
+                return Err(err(
+                    "ibv_get_cq_event",
+                    Errno::EIO,
+                    Origin::Library,
+                    "the completion channel was destroyed or its device closed while waiting",
+                ));
+            }
             match deadline {
-                None => q = c.cv.wait(q).unwrap_or_else(|e| e.into_inner()),
+                None => {
+                    drop(q);
+                    let mut b = [0u8; 8];
+                    match rustix::io::read(c.bell.as_fd(), &mut b) {
+                        Ok(_) => {}
+                        Err(rustix::io::Errno::INTR) => {
+                            return Err(err(
+                                "ibv_get_cq_event",
+                                Errno::EINTR,
+                                Origin::Kernel,
+                                "interrupted by a signal while waiting",
+                            ))
+                        }
+                        Err(e) => {
+                            return Err(err(
+                                "ibv_get_cq_event",
+                                Errno(e.raw_os_error()),
+                                Origin::Kernel,
+                                "waiting for a completion event failed",
+                            ))
+                        }
+                    }
+                    q = lock(&c.queue);
+                }
                 Some(d) => {
                     let now = std::time::Instant::now();
                     if now >= d {
@@ -162,7 +217,7 @@ impl Device {
             id,
             Arc::new(CqShared {
                 id,
-                cap: cqe as usize,
+                cap: AtomicUsize::new(cqe as usize),
                 queue: Mutex::new(VecDeque::new()),
                 overrun: AtomicBool::new(false),
                 armed: AtomicBool::new(false),
@@ -198,6 +253,40 @@ impl Device {
                 Ok(())
             }
         }
+    }
+
+    /// `ibv_resize_cq`: the CQ holds `cqe` entries from now on; returns the
+    /// new size (as requested, as rxe).
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown CQ, `cqe` 0 or above `max_cqe`, or fewer
+    /// entries than the completions waiting in it (rxe's
+    /// `rxe_cq_chk_attr`).
+    pub fn resize_cq(&self, cq: u32, cqe: u32) -> Result<u32> {
+        const V: &str = "ibv_resize_cq";
+        let c = self
+            .sh
+            .cq(cq)
+            .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such CQ"))?;
+        if cqe == 0 || cqe > self.sh.limits.max_cqe {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("cqe {cqe} not in 1..={}", self.sh.limits.max_cqe),
+            ));
+        }
+        let q = lock(&c.queue);
+        if (cqe as usize) < q.len() {
+            return Err(err(
+                V,
+                Errno::EINVAL,
+                Origin::Kernel,
+                format!("cqe {cqe} < {} completions waiting in the CQ", q.len()),
+            ));
+        }
+        c.cap.store(cqe as usize, Ordering::Relaxed);
+        Ok(cqe)
     }
 
     /// `ibv_poll_cq`: moves up to `out.len()` completions into `out`.
@@ -269,13 +358,28 @@ impl Device {
 
     // ------------------------------------------------------------------ async events
 
-    /// `ibv_get_async_event`: waits up to `timeout` for the next event.
+    /// The file descriptor of the async event queue (`ibv_context.async_fd`):
+    /// readable while an event is pending, for poll/epoll loops (UCX waits
+    /// on it). Valid while the device is open.
+    pub fn async_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.sh.events_efd.as_raw_fd()
+    }
+
+    /// `ibv_get_async_event`: waits up to `timeout` for the next event;
+    /// None at once when the device is closing ([`Device::wake_waiters`]).
     pub fn get_async_event(&self, timeout: Duration) -> Option<AsyncEvent> {
         let deadline = std::time::Instant::now() + timeout;
         let mut q = lock(&self.sh.events);
         loop {
             if let Some(e) = q.pop_front() {
+                if q.is_empty() {
+                    drain_eventfd(self.sh.events_efd.as_fd());
+                }
                 return Some(e);
+            }
+            if self.sh.closing.load(Ordering::Acquire) {
+                return None;
             }
             let now = std::time::Instant::now();
             if now >= deadline {
@@ -288,5 +392,14 @@ impl Device {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
+    }
+}
+
+impl Channel {
+    /// Wakes every thread blocked on the channel for good (it was
+    /// destroyed or its device closed): enough counts that each read
+    /// returns at once.
+    pub(super) fn ring_all(&self) {
+        let _ = rustix::io::write(self.bell.as_fd(), &(1u64 << 32).to_ne_bytes());
     }
 }

@@ -31,7 +31,10 @@ impl Shared {
     }
 
     pub(super) fn raise(&self, e: AsyncEvent) {
-        lock(&self.events).push_back(e);
+        let mut q = lock(&self.events);
+        q.push_back(e);
+        let _ = rustix::io::write(self.events_efd.as_fd(), &1u64.to_ne_bytes());
+        drop(q);
         self.events_cv.notify_all();
     }
 
@@ -43,6 +46,7 @@ impl Shared {
             let mut q = lock(&ch.queue);
             q.push_back(c.id);
             let _ = rustix::io::write(ch.efd.as_fd(), &1u64.to_ne_bytes());
+            let _ = rustix::io::write(ch.bell.as_fd(), &1u64.to_ne_bytes());
             drop(q);
             ch.cv.notify_all();
         }
@@ -50,7 +54,7 @@ impl Shared {
 
     pub(super) fn push_wc(&self, c: &CqShared, wc: Wc) {
         let mut q = lock(&c.queue);
-        if q.len() >= c.cap {
+        if q.len() >= c.cap.load(Ordering::Relaxed) {
             drop(q);
             self.counters.cq_overruns.fetch_add(1, Ordering::Relaxed);
             if !c.overrun.swap(true, Ordering::AcqRel) {

@@ -138,10 +138,19 @@ impl Device {
     /// `ibv_dereg_mr`. After it returns the NIC never touches the buffer.
     ///
     /// # Errors
-    /// `EINVAL` for an unknown key.
+    /// `EINVAL` for an unknown key, or while memory windows are bound onto
+    /// the MR (rxe's answer).
     pub fn dereg_mr(&self, key: u32) -> Result<()> {
         let mut og = lock(&self.sh.objs);
         let o = &mut *og;
+        if read(&self.sh.mem).has_bound_windows(key) {
+            return Err(err(
+                "ibv_dereg_mr",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "memory windows are still bound to the MR",
+            ));
+        }
         let Some(pd) = o.mrs.remove(&key) else {
             return Err(err(
                 "ibv_dereg_mr",
@@ -214,6 +223,53 @@ impl Device {
                 *n += 1;
             }
             o.mrs.insert(key, p);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ MW
+
+    /// `ibv_alloc_mw`: an unbound memory window of `pd`, type 1 (bound with
+    /// `ibv_bind_mw`) or type 2 (bound by a `BindMw` work request); returns
+    /// its key.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown PD or when `max_mw` windows exist.
+    pub fn alloc_mw(&self, pd: u32, type2: bool) -> Result<u32> {
+        const V: &str = "ibv_alloc_mw";
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        if o.mws.len() >= self.sh.limits.max_mw as usize {
+            return Err(self.sh.exhausted(V, "max_mw", self.sh.limits.max_mw));
+        }
+        let Some(n) = o.pds.get_mut(&pd) else {
+            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
+        };
+        *n += 1;
+        let key = write(&self.sh.mem).alloc_mw(Pd(pd), type2);
+        o.mws.insert(key >> 8, pd);
+        Ok(key)
+    }
+
+    /// `ibv_dealloc_mw`: the window and its keys are gone (a bound window's
+    /// access ends with it).
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown window.
+    pub fn dealloc_mw(&self, key: u32) -> Result<()> {
+        let mut og = lock(&self.sh.objs);
+        let o = &mut *og;
+        let Some(pd) = o.mws.remove(&(key >> 8)) else {
+            return Err(err(
+                "ibv_dealloc_mw",
+                Errno::EINVAL,
+                Origin::Kernel,
+                "no such memory window",
+            ));
+        };
+        write(&self.sh.mem).dealloc_mw(key);
+        if let Some(n) = o.pds.get_mut(&pd) {
+            *n = n.saturating_sub(1);
         }
         Ok(())
     }
@@ -304,7 +360,7 @@ fn check_access(verb: &'static str, access: Access) -> Result<()> {
             "REMOTE_WRITE/REMOTE_ATOMIC require LOCAL_WRITE",
         ));
     }
-    if access.0 & !Access::all().0 != 0 {
+    if access.0 & !(Access::all() | Access::MW_BIND).0 != 0 {
         return Err(err(
             verb,
             Errno::EINVAL,

@@ -256,6 +256,8 @@ pub(crate) fn wc_opcode(v: u32) -> WcOpcode {
         IBV_WC_RDMA_READ => WcOpcode::RdmaRead,
         IBV_WC_COMP_SWAP => WcOpcode::CompSwap,
         IBV_WC_FETCH_ADD => WcOpcode::FetchAdd,
+        IBV_WC_BIND_MW => WcOpcode::BindMw,
+        IBV_WC_LOCAL_INV => WcOpcode::LocalInv,
         IBV_WC_RECV => WcOpcode::Recv,
         IBV_WC_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
         _ => WcOpcode::Send,
@@ -280,7 +282,9 @@ pub(crate) fn wc(w: &ibv_wc) -> Wc {
 }
 
 /// The opcode, immediate (network order) and `wr` union of a send WR. UD's
-/// AH pointer is set by the caller.
+/// AH pointer is set by the caller. A memory-window bind names an `ibv_mw`
+/// this crate does not hand out: it goes as `IBV_WR_BIND_MW` without one,
+/// which rdma-core's providers refuse.
 pub(crate) fn send_op(w: &SendWr) -> (u32, u32, ibv_send_wr_wr) {
     let rdma = |remote_addr, rkey| ibv_send_wr_wr {
         rdma: ibv_send_wr_rdma { remote_addr, rkey },
@@ -318,6 +322,8 @@ pub(crate) fn send_op(w: &SendWr) -> (u32, u32, ibv_send_wr_wr) {
                 },
             },
         ),
+        SendOp::LocalInv { rkey } => (IBV_WR_LOCAL_INV, rkey, rdma(0, 0)),
+        SendOp::BindMw(_) => (IBV_WR_BIND_MW, 0, rdma(0, 0)),
         SendOp::FetchAdd {
             remote_addr,
             rkey,
@@ -435,7 +441,9 @@ mod tests {
         assert_eq!(c.invalidated_rkey, None);
         assert_eq!(wc_status(99), WcStatus::GeneralErr);
         assert_eq!(wc_status(12), WcStatus::RetryExcErr);
-        assert_eq!(wc_opcode(IBV_WC_LOCAL_INV), WcOpcode::Send);
+        assert_eq!(wc_opcode(IBV_WC_LOCAL_INV), WcOpcode::LocalInv);
+        assert_eq!(wc_opcode(IBV_WC_BIND_MW), WcOpcode::BindMw);
+        assert_eq!(wc_opcode(99), WcOpcode::Send);
         assert_eq!(qp_state(7), None);
         assert_eq!(mtu(6), None);
         assert_eq!(port_state(IBV_PORT_ACTIVE_DEFER), PortState::Active);
