@@ -41,5 +41,6 @@ mod mem;
 mod post;
 mod providers;
 mod qp;
+mod rdmakit;
 mod stubs;
 mod wr;

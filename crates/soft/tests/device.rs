@@ -358,3 +358,42 @@ fn reposting_a_receive_does_not_send_the_ack_a_busy_poller_held() {
         "{acks_at_repost} of {rounds} receive reposts sent a held ACK"
     );
 }
+
+#[test]
+fn qp1_mads_reach_a_context_at_its_endpoint_and_name_the_shared_gid() {
+    // Two contexts of one loopback device share the GID ::ffff:127.0.0.1;
+    // QP1 has no QPN slot, so MADs go to a context's endpoint, and the
+    // receiver learns the sender's endpoint to answer.
+    let a = Device::open(DeviceConfig::default()).unwrap();
+    let b = Device::open(DeviceConfig::default()).unwrap();
+    assert_eq!(a.addr(), b.addr());
+    assert_ne!(a.endpoint(), b.endpoint());
+    let efd = b.gsi_attach().unwrap();
+    a.gsi_attach().unwrap();
+    let mad: Vec<u8> = (0..=255u8).collect();
+    a.gsi_send(*b.endpoint().ip(), &mad).unwrap();
+    let got = (0..2000)
+        .find_map(|_| {
+            b.gsi_recv().or_else(|| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                None
+            })
+        })
+        .expect("the MAD reaches b's QP1");
+    assert!(efd >= 0);
+    assert_eq!(got.mad, mad);
+    assert_eq!(got.src, a.addr(), "the GRH names the shared device address");
+    assert_eq!(got.via, *a.endpoint().ip(), "answers go to a's endpoint");
+    assert_eq!(got.src_qp, 1);
+    b.gsi_send(got.via, &mad[..24]).unwrap();
+    let back = (0..2000)
+        .find_map(|_| {
+            a.gsi_recv().or_else(|| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                None
+            })
+        })
+        .expect("the answer reaches a's QP1");
+    assert_eq!(back.mad, &mad[..24]);
+    assert_eq!(back.via, *b.endpoint().ip());
+}
