@@ -244,11 +244,31 @@ pub unsafe extern "C" fn ibv_get_cq_event(
         // A non-blocking fd means "do not wait", as with a real channel.
         // SAFETY: fcntl on the channel's own descriptor.
         let nonblock = unsafe { libc::fcntl(ch.ch.fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0;
-        let timeout = nonblock.then_some(Duration::ZERO);
-        let h = match ctx.dev.get_cq_event(ch.handle, timeout) {
-            Ok(h) => h,
-            Err(e) if e.errno.0 == libc::ETIMEDOUT => return Err(libc::EAGAIN),
-            Err(e) => return Err(guard::soft(e)),
+        // Blocking waits sleep in poll(2) on the channel's eventfd, as
+        // libibverbs' read(2) does, so a signal interrupts them with EINTR
+        // (qperf ends its tests with SIGALRM and relies on that).
+        let h = loop {
+            match ctx.dev.get_cq_event(ch.handle, Some(Duration::ZERO)) {
+                Ok(h) => break h,
+                Err(e) if e.errno.0 == libc::ETIMEDOUT => {
+                    if nonblock {
+                        return Err(libc::EAGAIN);
+                    }
+                    let mut p = libc::pollfd {
+                        fd: ch.ch.fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one pollfd on the stack.
+                    if unsafe { libc::poll(&mut p, 1, -1) } < 0 {
+                        let errno = std::io::Error::last_os_error().raw_os_error();
+                        if errno == Some(libc::EINTR) {
+                            return Err(libc::EINTR);
+                        }
+                    }
+                }
+                Err(e) => return Err(guard::soft(e)),
+            }
         };
         let addr = ctx.objs().cqs.get(&h).copied().ok_or(libc::EINVAL)?;
         let c = addr as *mut Cq;
