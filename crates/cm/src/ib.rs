@@ -27,7 +27,14 @@ use rdmakit_wire::cm::{
 use rdmakit_wire::mad::MAD_LEN;
 
 use crate::qp::{AddressVector, QpAttrs};
-use crate::{Error, Gid};
+use crate::{Error, Gid, Peer};
+
+/// How a peer's connection is known while registered: where its QP1 is
+/// reached, its CA GUID and its communication ID. The GUID and ID alone are
+/// Linux's key (one CM per CA); processes sharing a soft device each run a
+/// CM of their own under one CA GUID, so where the MAD came from is part of
+/// the key.
+type RemoteKey = (Gid, u64, u32);
 
 /// `4.096 µs × 2^t` in milliseconds, as Linux approximates it
 /// (`cm_convert_to_ms`: `1 << max(t - 8, 0)`).
@@ -121,9 +128,13 @@ pub enum State {
 /// Parameters of a REQ.
 #[derive(Debug, Clone)]
 pub struct ReqParams<'a> {
+    /// Where the peer's QP1 is reached (the transport address of MADs;
+    /// often `path.dgid`, but a device whose processes share one GID is
+    /// reached per process).
+    pub peer: Gid,
     /// Service ID.
     pub service_id: u64,
-    /// The path (its dgid is where the REQ goes).
+    /// The path: GIDs and parameters for the QP's address vector.
     pub path: PathRec,
     /// RC or UC.
     pub conn_type: ConnType,
@@ -177,9 +188,11 @@ pub struct RepParams<'a> {
 /// Parameters of a SIDR_REQ.
 #[derive(Debug, Clone)]
 pub struct SidrReqParams<'a> {
+    /// Where the peer's QP1 is reached.
+    pub peer: Gid,
     /// Service ID.
     pub service_id: u64,
-    /// The path (its dgid is where the request goes).
+    /// The path.
     pub path: PathRec,
     /// Wait per try.
     pub timeout: Duration,
@@ -258,7 +271,7 @@ pub enum Event {
         conn: u32,
         /// The listen it matched.
         listen: u32,
-        /// Where it came from.
+        /// The requester's GID (the GRH's source).
         src: Gid,
         /// The request.
         req: Box<sidr_req::Repr>,
@@ -280,7 +293,8 @@ pub enum Event {
 /// A MAD to send to the peer's QP1.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Transmit {
-    /// The peer's GID.
+    /// Where the peer's QP1 is: what the caller gave as the peer of a
+    /// request, or the source of the MAD being answered.
     pub dst: Gid,
     /// The 256-byte MAD.
     pub mad: [u8; MAD_LEN],
@@ -325,7 +339,7 @@ pub struct Conn {
     pub state: State,
     /// Transport.
     pub conn_type: ConnType,
-    /// Where the peer is.
+    /// Where the peer's QP1 is (MADs go there).
     pub peer: Gid,
     /// Service ID.
     pub service_id: u64,
@@ -360,7 +374,7 @@ pub struct Conn {
     last_reply: Option<[u8; MAD_LEN]>,
     timewait_until: Option<Instant>,
     /// Key in `Cm::remote_ids` while registered.
-    remote_key: Option<(u64, u32)>,
+    remote_key: Option<RemoteKey>,
     sidr_key: Option<(Gid, u32)>,
 }
 
@@ -375,7 +389,7 @@ pub struct Cm {
     id_operand: u32,
     hi_tid: u32,
     /// (peer CA GUID, peer comm ID) → local ID: duplicate REQ / REP detection.
-    remote_ids: HashMap<(u64, u32), u32>,
+    remote_ids: HashMap<RemoteKey, u32>,
     /// (peer GID, request ID) → local ID of a SIDR_REQ in progress.
     sidr_ids: HashMap<(Gid, u32), u32>,
     tx: VecDeque<Transmit>,
@@ -546,7 +560,7 @@ impl Cm {
             ConnType::Uc => (req::TRANSPORT_UC, 0),
             ConnType::Sidr => return Err(Error::Invalid("a REQ is for RC or UC")),
         };
-        let id = self.alloc_conn(p.conn_type, p.path.dgid, p.path);
+        let id = self.alloc_conn(p.conn_type, p.peer, p.path);
         let tid = self.form_tid(id);
         let ack_delay = self.cfg.ack_delay;
         let ca_guid = self.cfg.ca_guid;
@@ -824,7 +838,7 @@ impl Cm {
     /// [`Error::PrivateDataTooLong`] beyond 216 bytes.
     pub fn send_sidr_req(&mut self, now: Instant, p: &SidrReqParams<'_>) -> Result<u32, Error> {
         let private_data = copy_pd::<{ sidr_req::PRIVATE_DATA_LEN }>(p.private_data)?;
-        let id = self.alloc_conn(ConnType::Sidr, p.path.dgid, p.path);
+        let id = self.alloc_conn(ConnType::Sidr, p.peer, p.path);
         let tid = self.form_tid(id);
         let c = self.get(id)?;
         c.state = State::SidrReqSent;
@@ -1031,19 +1045,20 @@ impl Cm {
         Ok(a)
     }
 
-    /// Feeds a MAD received on QP1 from `src`. Malformed MADs and messages for
-    /// no connection are dropped (some answered, as Linux answers them).
-    pub fn handle_mad(&mut self, now: Instant, src: Gid, bytes: &[u8]) {
+    /// Feeds a MAD received on QP1 from `src` (the transport address answers
+    /// go to). Malformed MADs and messages for no connection are dropped
+    /// (some answered, as Linux answers them).
+    pub fn handle_mad(&mut self, now: Instant, src: Peer, bytes: &[u8]) {
         let Ok(r) = cm::Repr::parse(bytes) else {
             return;
         };
         match r.message {
-            Message::Req(m) => self.on_req(now, src, r.tid, m),
+            Message::Req(m) => self.on_req(now, src.via, r.tid, m),
             Message::Mra(m) => self.on_mra(now, m),
-            Message::Rej(m) => self.on_rej(now, m),
-            Message::Rep(m) => self.on_rep(src, m),
+            Message::Rej(m) => self.on_rej(now, src.via, m),
+            Message::Rep(m) => self.on_rep(src.via, m),
             Message::Rtu(m) => self.on_rtu(m),
-            Message::Dreq(m) => self.on_dreq(now, src, r.tid, m),
+            Message::Dreq(m) => self.on_dreq(now, src.via, r.tid, m),
             Message::Drep(m) => self.on_drep(now, m),
             Message::SidrReq(m) => self.on_sidr_req(src, r.tid, m),
             Message::SidrRep(m) => self.on_sidr_rep(m),
@@ -1058,7 +1073,7 @@ impl Cm {
     }
 
     fn on_req(&mut self, now: Instant, src: Gid, tid: u64, m: req::Repr) {
-        let key = (m.local_ca_guid, m.local_comm_id);
+        let key = (src, m.local_ca_guid, m.local_comm_id);
         if let Some(&existing) = self.remote_ids.get(&key) {
             // A repeated REQ.
             if let Some(c) = self.conns.get(&existing) {
@@ -1175,7 +1190,7 @@ impl Cm {
             }
             return;
         };
-        let key = (m.local_ca_guid, m.local_comm_id);
+        let key = (src, m.local_ca_guid, m.local_comm_id);
         if self.remote_ids.contains_key(&key) {
             return;
         }
@@ -1240,14 +1255,14 @@ impl Cm {
         c.state = next;
     }
 
-    fn on_rej(&mut self, now: Instant, m: rej::Repr) {
+    fn on_rej(&mut self, now: Instant, src: Gid, m: rej::Repr) {
         let id = if m.reason == reason::TIMEOUT {
             // The peer gave up on its REQ before knowing our ID: its ARI is
             // its CA GUID (cm_acquire_rejected_id).
             let mut guid = [0u8; 8];
             guid.copy_from_slice(&m.ari[..8]);
             self.remote_ids
-                .get(&(u64::from_be_bytes(guid), m.local_comm_id))
+                .get(&(src, u64::from_be_bytes(guid), m.local_comm_id))
                 .copied()
                 .or_else(|| self.acquire(m.remote_comm_id, m.local_comm_id))
         } else if m.message_rejected == MsgResponse::Req {
@@ -1336,7 +1351,8 @@ impl Cm {
         self.events.push_back(Event::DrepReceived { conn: id });
     }
 
-    fn on_sidr_req(&mut self, src: Gid, tid: u64, m: sidr_req::Repr) {
+    fn on_sidr_req(&mut self, from: Peer, tid: u64, m: sidr_req::Repr) {
+        let src = from.via;
         let key = (src, m.request_id);
         if self.sidr_ids.contains_key(&key) {
             return; // duplicate of one in progress
@@ -1356,8 +1372,10 @@ impl Cm {
             self.send_once(src, emit(tid, Message::SidrRep(rep)));
             return;
         };
+        // The GRH's source GID addresses the requester's QP; its QP1 may be
+        // reached elsewhere (`from.via`).
         let path = PathRec {
-            dgid: src,
+            dgid: from.gid,
             pkey: m.pkey,
             ..PathRec::default()
         };
@@ -1373,7 +1391,7 @@ impl Cm {
         self.events.push_back(Event::SidrReqReceived {
             conn: id,
             listen,
-            src,
+            src: from.gid,
             req: Box::new(m),
         });
     }

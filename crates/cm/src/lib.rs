@@ -18,7 +18,7 @@
 //! `#![forbid(unsafe_code)]`; a malformed MAD is dropped, never a panic.
 //!
 //! ```
-//! use rdmakit_cm::rdma::{ConnParam, Device, EventKind, RdmaCm, PS_TCP};
+//! use rdmakit_cm::rdma::{ConnParam, Device, EventKind, Peer, RdmaCm, PS_TCP};
 //! use rdmakit_proto::{Instant, QpType};
 //! use std::net::{Ipv4Addr, SocketAddrV4};
 //!
@@ -31,12 +31,12 @@
 //! let c = cli.create_id(PS_TCP, QpType::Rc);
 //! let server = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7174);
 //! cli.resolve_addr(c, SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 40000), server,
-//!                  Ok(rdmakit_cm::gid_of(*server.ip()))).unwrap();
+//!                  Ok(Peer::at(rdmakit_cm::gid_of(*server.ip())))).unwrap();
 //! cli.resolve_route(c).unwrap();
 //! cli.connect(now, c, &ConnParam { qp_num: 0x11, ..ConnParam::default() }).unwrap();
 //! // Carry the REQ to the server.
 //! while let Some(t) = cli.poll_transmit() {
-//!     srv.handle_mad(now, rdmakit_cm::gid_of(Ipv4Addr::new(10, 0, 0, 2)), &t.mad);
+//!     srv.handle_mad(now, Peer::at(rdmakit_cm::gid_of(Ipv4Addr::new(10, 0, 0, 2))), &t.mad);
 //! }
 //! let ev = std::iter::from_fn(|| srv.poll_event()).last().unwrap();
 //! assert_eq!(ev.kind, EventKind::ConnectRequest);
@@ -62,6 +62,25 @@ pub fn gid_of(a: Ipv4Addr) -> Gid {
 /// The IPv4 address of an IPv4-mapped GID.
 pub fn ipv4_of(g: &Gid) -> Option<Ipv4Addr> {
     std::net::Ipv6Addr::from(*g).to_ipv4_mapped()
+}
+
+/// Where a resolved address lives: the GID for the QP's address vector, and
+/// the transport address of its connection manager (QP1). On a device with
+/// one GID per process they are the same; on one whose processes share a
+/// GID, `via` says which process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// The peer's GID.
+    pub gid: Gid,
+    /// Where its QP1 is reached.
+    pub via: Gid,
+}
+
+impl Peer {
+    /// A peer reached at its own GID.
+    pub fn at(gid: Gid) -> Peer {
+        Peer { gid, via: gid }
+    }
 }
 
 /// Why a CM call failed (a misuse by the caller; a bad MAD from the network

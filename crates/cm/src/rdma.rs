@@ -34,6 +34,8 @@ use crate::ib::{self, Cm, ConnType, Event, PathRec, RepParams, ReqParams, SidrRe
 use crate::qp::{AddressVector, QpAttrs};
 use crate::{gid_of, Error, Gid};
 
+pub use crate::Peer;
+
 pub use rdmakit_wire::cm::ip::{PS_IB, PS_IPOIB, PS_TCP, PS_UDP};
 
 /// `CMA_CM_RESPONSE_TIMEOUT`: 4.096 µs × 2^20 ≈ 4.3 s.
@@ -225,6 +227,8 @@ pub struct Id {
     pub dst: Option<SocketAddrV4>,
     /// The peer's GID once the address is resolved.
     pub dgid: Option<Gid>,
+    /// Where the peer's QP1 is, once resolved.
+    pub via: Option<Gid>,
     /// The route once resolved (or taken from a REQ).
     pub route: Option<PathRec>,
     /// Our starting receive PSN.
@@ -338,6 +342,7 @@ impl RdmaCm {
                 src: None,
                 dst: None,
                 dgid: None,
+                via: None,
                 route: None,
                 seq_num,
                 qkey: if qp_type == QpType::Ud { UDP_QKEY } else { 0 },
@@ -395,7 +400,7 @@ impl RdmaCm {
     }
 
     /// `rdma_resolve_addr`: `src` is the (bound or chosen) local address
-    /// and port, `peer` the resolved GID of `dst` or the negative errno of
+    /// and port, `peer` where `dst` resolved to, or the negative errno of
     /// the failure. Queues `ADDR_RESOLVED` or `ADDR_ERROR`.
     ///
     /// # Errors
@@ -405,7 +410,7 @@ impl RdmaCm {
         id: u32,
         src: SocketAddrV4,
         dst: SocketAddrV4,
-        peer: Result<Gid, i32>,
+        peer: Result<Peer, i32>,
     ) -> Result<(), Error> {
         let i = self.get(id)?;
         if !matches!(i.state, IdState::Idle | IdState::AddrBound) {
@@ -415,7 +420,8 @@ impl RdmaCm {
         i.dst = Some(dst);
         match peer {
             Ok(g) => {
-                i.dgid = Some(g);
+                i.dgid = Some(g.gid);
+                i.via = Some(g.via);
                 i.state = IdState::AddrResolved;
                 self.events.push_back(event(id, EventKind::AddrResolved, 0));
             }
@@ -465,20 +471,21 @@ impl RdmaCm {
         Ok(())
     }
 
-    /// Points a resolved ID at another GID for the same address (the
+    /// Points a resolved ID at another peer for the same address (the
     /// process that owns a loopback port may have changed since the address
     /// was resolved): the route follows.
     ///
     /// # Errors
     /// [`Error::IdState`] unless the address or route is resolved.
-    pub fn retarget(&mut self, id: u32, dgid: Gid) -> Result<(), Error> {
+    pub fn retarget(&mut self, id: u32, peer: Peer) -> Result<(), Error> {
         let i = self.get(id)?;
         if !matches!(i.state, IdState::AddrResolved | IdState::RouteResolved) {
             return Err(Error::IdState(i.state));
         }
-        i.dgid = Some(dgid);
+        i.dgid = Some(peer.gid);
+        i.via = Some(peer.via);
         if let Some(r) = i.route.as_mut() {
-            r.dgid = dgid;
+            r.dgid = peer.gid;
         }
         Ok(())
     }
@@ -511,6 +518,7 @@ impl RdmaCm {
         };
         let dport = i.dst.map_or(0, |d| d.port());
         let sid = ip::service_id(i.ps, dport);
+        let peer = i.via.unwrap_or(route.dgid);
         let conn = if i.qp_type == QpType::Ud {
             if p.private_data.len() > SIDR_REQ_USER_DATA_LEN {
                 return Err(Error::PrivateDataTooLong {
@@ -524,6 +532,7 @@ impl RdmaCm {
             self.ib.send_sidr_req(
                 now,
                 &SidrReqParams {
+                    peer,
                     service_id: sid,
                     path: route,
                     timeout: Duration::from_millis(ib::iba_time_ms(CM_RESPONSE_TIMEOUT)),
@@ -544,6 +553,7 @@ impl RdmaCm {
             self.ib.send_req(
                 now,
                 &ReqParams {
+                    peer,
                     service_id: sid,
                     path: route,
                     conn_type: conn_type(i.qp_type),
@@ -747,8 +757,9 @@ impl RdmaCm {
         Ok(a)
     }
 
-    /// Feeds a MAD received on QP1 from `src`.
-    pub fn handle_mad(&mut self, now: Instant, src: Gid, bytes: &[u8]) {
+    /// Feeds a MAD received on QP1 from `src`: the GID its GRH names and
+    /// the transport address of the sender's QP1, where answers go.
+    pub fn handle_mad(&mut self, now: Instant, src: Peer, bytes: &[u8]) {
         self.ib.handle_mad(now, src, bytes);
         self.drain(now);
     }
@@ -877,6 +888,7 @@ impl RdmaCm {
             i.conn = Some(conn);
             i.route = route;
             i.dgid = route.map(|r| r.dgid);
+            i.via = self.ib.conn(conn).map(|c| c.peer);
         }
         self.by_conn.insert(conn, id);
         id

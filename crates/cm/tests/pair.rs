@@ -6,7 +6,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 use rdmakit_cm::ib::{iba_time_ms, State};
-use rdmakit_cm::rdma::{ConnParam, Device, EventKind, RdmaCm, RdmaEvent, PS_TCP, PS_UDP, UDP_QKEY};
+use rdmakit_cm::rdma::{
+    ConnParam, Device, EventKind, Peer, RdmaCm, RdmaEvent, PS_TCP, PS_UDP, UDP_QKEY,
+};
 use rdmakit_cm::{gid_of, Gid};
 use rdmakit_proto::{AttrMask, Instant, QpState, QpType};
 use rdmakit_wire::cm::{self, attr, Message};
@@ -88,11 +90,11 @@ impl Pair {
         match from {
             Side::A => {
                 assert_eq!(dst, gid_of(B));
-                self.b.handle_mad(now, gid_of(A), &mad)
+                self.b.handle_mad(now, Peer::at(gid_of(A)), &mad)
             }
             Side::B => {
                 assert_eq!(dst, gid_of(A));
-                self.a.handle_mad(now, gid_of(B), &mad)
+                self.a.handle_mad(now, Peer::at(gid_of(B)), &mad)
             }
         }
     }
@@ -148,7 +150,7 @@ impl Pair {
                 c,
                 SocketAddrV4::new(A, 40001),
                 SocketAddrV4::new(B, port),
-                Ok(gid_of(B)),
+                Ok(Peer::at(gid_of(B))),
             )
             .unwrap();
         self.a.resolve_route(c).unwrap();
@@ -289,7 +291,7 @@ fn no_listener_is_rejected_with_invalid_service_id() {
         c,
         SocketAddrV4::new(A, 40002),
         SocketAddrV4::new(B, 9),
-        Ok(gid_of(B)),
+        Ok(Peer::at(gid_of(B))),
     )
     .unwrap();
     p.a.resolve_route(c).unwrap();
@@ -450,7 +452,7 @@ fn ud_pair(listen: bool) -> (Pair, u32) {
         c,
         SocketAddrV4::new(A, 40003),
         SocketAddrV4::new(B, 7183),
-        Ok(gid_of(B)),
+        Ok(Peer::at(gid_of(B))),
     )
     .unwrap();
     p.a.resolve_route(c).unwrap();
@@ -539,15 +541,15 @@ fn a_request_arriving_twice_creates_one_connection() {
         c,
         SocketAddrV4::new(A, 40004),
         SocketAddrV4::new(B, 7185),
-        Ok(gid_of(B)),
+        Ok(Peer::at(gid_of(B))),
     )
     .unwrap();
     p.a.resolve_route(c).unwrap();
     let now = p.now;
     p.a.connect(now, c, &ConnParam::default()).unwrap();
     let t = p.a.poll_transmit().unwrap();
-    p.b.handle_mad(now, gid_of(A), &t.mad);
-    p.b.handle_mad(now, gid_of(A), &t.mad);
+    p.b.handle_mad(now, Peer::at(gid_of(A)), &t.mad);
+    p.b.handle_mad(now, Peer::at(gid_of(A)), &t.mad);
     let evs: Vec<_> = std::iter::from_fn(|| p.b.poll_event()).collect();
     assert_eq!(evs.len(), 1);
     // The duplicate after CONNECT_REQUEST got the promised MRA.
@@ -556,4 +558,133 @@ fn a_request_arriving_twice_creates_one_connection() {
         cm::Repr::parse(&mra.mad).unwrap().message,
         Message::Mra(_)
     ));
+}
+
+#[test]
+fn processes_sharing_one_gid_are_reached_at_their_own_qp1() {
+    // A loopback device whose processes share the GID ::ffff:127.0.0.1: the
+    // address vector names the shared GID, MADs go to each process's QP1.
+    let shared = Ipv4Addr::LOCALHOST;
+    let (via_a, via_b) = (
+        gid_of(Ipv4Addr::new(127, 77, 0, 1)),
+        gid_of(Ipv4Addr::new(127, 77, 0, 2)),
+    );
+    let mut a = RdmaCm::new(Device::roce_v2(shared, 4096, 1), 5);
+    let mut b = RdmaCm::new(Device::roce_v2(shared, 4096, 1), 6);
+    let now = Instant::ZERO;
+    let l = b.create_id(PS_TCP, QpType::Rc);
+    b.bind(l, SocketAddrV4::new(shared, 7186)).unwrap();
+    b.listen(l).unwrap();
+    let c = a.create_id(PS_TCP, QpType::Rc);
+    let peer = Peer {
+        gid: gid_of(shared),
+        via: via_b,
+    };
+    a.resolve_addr(
+        c,
+        SocketAddrV4::new(shared, 40005),
+        SocketAddrV4::new(shared, 7186),
+        Ok(peer),
+    )
+    .unwrap();
+    a.resolve_route(c).unwrap();
+    a.connect(
+        now,
+        c,
+        &ConnParam {
+            qp_num: 0x4011,
+            ..ConnParam::default()
+        },
+    )
+    .unwrap();
+    let req = a.poll_transmit().unwrap();
+    assert_eq!(req.dst, via_b, "the REQ goes to the listener's QP1");
+    b.handle_mad(
+        now,
+        Peer {
+            gid: gid_of(shared),
+            via: via_a,
+        },
+        &req.mad,
+    );
+    let s = std::iter::from_fn(|| b.poll_event()).last().unwrap().id;
+    b.accept(
+        now,
+        s,
+        &ConnParam {
+            qp_num: 0x8011,
+            ..ConnParam::default()
+        },
+    )
+    .unwrap();
+    let rep = b.poll_transmit().unwrap();
+    assert_eq!(
+        rep.dst, via_a,
+        "the REP goes back to where the REQ came from"
+    );
+    a.handle_mad(
+        now,
+        Peer {
+            gid: gid_of(shared),
+            via: via_b,
+        },
+        &rep.mad,
+    );
+    assert_eq!(a.poll_event().unwrap().kind, EventKind::AddrResolved);
+    let rtr_a = a.init_qp_attr(c, QpState::Rtr).unwrap();
+    let rtr_b = b.init_qp_attr(s, QpState::Rtr).unwrap();
+    assert_eq!(rtr_a.av.dgid, gid_of(shared));
+    assert_eq!(rtr_b.av.dgid, gid_of(shared));
+    assert_eq!((rtr_a.dest_qpn, rtr_b.dest_qpn), (0x8011, 0x4011));
+}
+
+#[test]
+fn two_processes_with_one_ca_guid_and_the_same_comm_id_are_two_requests() {
+    // Processes of one soft device share its CA GUID, and each runs its own
+    // CM: equal seeds give both clients the same communication ID. Their
+    // REQs come from different QP1s and must not be taken as one repeated.
+    let shared = Ipv4Addr::LOCALHOST;
+    let via = |n: u8| gid_of(Ipv4Addr::new(127, 77, 0, n));
+    let mut srv = RdmaCm::new(Device::roce_v2(shared, 4096, 1), 9);
+    let now = Instant::ZERO;
+    let l = srv.create_id(PS_TCP, QpType::Rc);
+    srv.bind(l, SocketAddrV4::new(shared, 7190)).unwrap();
+    srv.listen(l).unwrap();
+    for (n, qpn) in [(2u8, 0x8001u32), (3, 0xc001)] {
+        let mut cli = RdmaCm::new(Device::roce_v2(shared, 4096, 1), 7);
+        let c = cli.create_id(PS_TCP, QpType::Rc);
+        let peer = Peer {
+            gid: gid_of(shared),
+            via: via(1),
+        };
+        cli.resolve_addr(
+            c,
+            SocketAddrV4::new(shared, 40010),
+            SocketAddrV4::new(shared, 7190),
+            Ok(peer),
+        )
+        .unwrap();
+        cli.resolve_route(c).unwrap();
+        cli.connect(
+            now,
+            c,
+            &ConnParam {
+                qp_num: qpn,
+                ..ConnParam::default()
+            },
+        )
+        .unwrap();
+        let req = cli.poll_transmit().unwrap();
+        srv.handle_mad(
+            now,
+            Peer {
+                gid: gid_of(shared),
+                via: via(n),
+            },
+            &req.mad,
+        );
+        let ev = srv.poll_event().expect("a CONNECT_REQUEST per client");
+        assert_eq!(ev.kind, EventKind::ConnectRequest);
+        assert_eq!(ev.conn.qp_num, qpn);
+    }
 }
