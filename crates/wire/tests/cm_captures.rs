@@ -109,3 +109,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_capture_report_names_each_cm_message() {
+    for (name, bytes) in fixtures() {
+        let report = capture::decode_capture(&bytes).unwrap();
+        let n = mads(&bytes).len();
+        let named: Vec<&str> = report
+            .packets
+            .iter()
+            .filter_map(|p| p.headers.iter().find(|h| h.starts_with("CM ")))
+            .map(|h| h.as_str())
+            .collect();
+        assert_eq!(named.len(), n, "{name}: {named:?}");
+        for p in report
+            .packets
+            .iter()
+            .filter(|p| p.headers.iter().any(|h| h.starts_with("CM ")))
+        {
+            assert!(p.summary.contains(", CM "), "{name}: {}", p.summary);
+        }
+    }
+}
