@@ -30,6 +30,10 @@ fn main() {
     for p in 17..=60 {
         writeln!(map, "IBVERBS_PRIVATE_{p} {{ }};").unwrap();
     }
+    // rdmakit's private interface to its own librdmacm.so.1 (src/rdmakit.rs);
+    // bumped when a signature changes, so mismatched builds fail to link
+    // instead of calling with the wrong arguments.
+    writeln!(map, "RDMAKIT_PRIVATE_1 {{ }};").unwrap();
     let mlx5: Vec<String> = (0..=24).map(|m| format!("MLX5_1.{m}")).collect();
     chain(&mut map, &mlx5);
     let efa: Vec<String> = (0..=2).map(|m| format!("EFA_1.{m}")).collect();

@@ -22,6 +22,7 @@ import sys
 import threading
 
 ALLOWED = {"ibv_rc_pingpong", "ibv_ud_pingpong", "ibv_uc_pingpong", "ibv_srq_pingpong",
+           "rping", "ucmatose", "udaddy",
            "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_send_lat",
            "ib_write_lat", "ib_read_lat", "ibv_devinfo", "rdmakit"}
 PROCS = {}

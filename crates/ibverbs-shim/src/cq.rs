@@ -294,6 +294,9 @@ pub unsafe extern "C" fn ibv_get_cq_event(
         // A non-blocking fd means "do not wait", as with a real channel.
         // SAFETY: fcntl on the channel's own descriptor.
         let nonblock = unsafe { libc::fcntl(ch.ch.fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0;
+        // A blocking wait sleeps in read(2) of the channel's bell (crates/soft,
+        // device/cq.rs), so a signal interrupts it with EINTR, or restarts it
+        // under SA_RESTART, as the kernel's read of the uverbs file does.
         let timeout = nonblock.then_some(Duration::ZERO);
         let h = match ctx.dev.get_cq_event(ch.handle, timeout) {
             Ok(h) => h,

@@ -48,4 +48,6 @@ versioned! {
     "IBVERBS_1.13": [ibv_is_fork_initialized, ibv_import_dm, ibv_unimport_dm]
     "IBVERBS_1.14": [ibv_query_qp_data_in_order]
     "IBVERBS_PRIVATE_34": [ibv_query_gid_type]
+    // rdmakit's own librdmacm.so.1 only (src/rdmakit.rs): not rdma-core's.
+    "RDMAKIT_PRIVATE_1": [rdmakit_dev_info, rdmakit_gsi_open, rdmakit_gsi_recv, rdmakit_gsi_send]
 }

@@ -42,5 +42,6 @@ mod mw;
 mod post;
 mod providers;
 mod qp;
+mod rdmakit;
 mod stubs;
 mod wr;

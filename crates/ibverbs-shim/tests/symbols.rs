@@ -30,6 +30,16 @@ const REAL: [&str; 3] = ["libibverbs.so.1", "libmlx5.so.1", "libefa.so.1"];
 const PRIVATE: &str = "IBVERBS_PRIVATE_34";
 const PRIVATE_USED_BY_APPLICATIONS: [&str; 1] = ["ibv_query_gid_type@@IBVERBS_PRIVATE_34"];
 
+/// rdmakit's own node: what its librdmacm.so.1 calls (src/rdmakit.rs), and
+/// nothing else.
+const RDMAKIT_NODE: &str = "RDMAKIT_PRIVATE_1";
+const RDMAKIT_PRIVATE: [&str; 4] = [
+    "rdmakit_dev_info@@RDMAKIT_PRIVATE_1",
+    "rdmakit_gsi_open@@RDMAKIT_PRIVATE_1",
+    "rdmakit_gsi_recv@@RDMAKIT_PRIVATE_1",
+    "rdmakit_gsi_send@@RDMAKIT_PRIVATE_1",
+];
+
 /// Packages whose binaries must all resolve against the shim.
 const CONSUMERS: [&str; 12] = [
     "ibverbs-utils",
@@ -155,7 +165,15 @@ fn exports_are_the_real_libraries_public_symbols_with_their_versions() {
         .into_iter()
         .filter(|s| !s.ends_with(PRIVATE) || PRIVATE_USED_BY_APPLICATIONS.contains(&s.as_str()))
         .collect();
-    let have = defined(&shim());
+    let mut have = defined(&shim());
+    let ours: BTreeSet<String> = have
+        .iter()
+        .filter(|s| s.ends_with(RDMAKIT_NODE))
+        .cloned()
+        .collect();
+    let expected: BTreeSet<String> = RDMAKIT_PRIVATE.iter().map(|s| s.to_string()).collect();
+    assert_eq!(ours, expected, "rdmakit's private node for its librdmacm");
+    have.retain(|s| !s.ends_with(RDMAKIT_NODE));
     let missing: Vec<&String> = want.difference(&have).collect();
     let invented: Vec<&String> = have.difference(&want).collect();
     assert!(
@@ -201,9 +219,10 @@ fn version_nodes_include_every_real_node() {
     let missing: Vec<&String> = want.difference(&have).collect();
     assert!(missing.is_empty(), "version nodes missing: {missing:?}");
     // The only extras: empty IBVERBS_PRIVATE_* nodes of other rdma-core
-    // releases (build.rs says why).
+    // releases (build.rs says why) and rdmakit's own private node.
     let extra: Vec<&String> = have
         .difference(&want)
+        .filter(|n| n.as_str() != RDMAKIT_NODE)
         .filter(|n| {
             n.strip_prefix("IBVERBS_PRIVATE_")
                 .and_then(|v| v.parse::<u32>().ok())

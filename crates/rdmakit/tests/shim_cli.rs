@@ -41,6 +41,9 @@ fn install_then_ibv_devinfo_sees_the_soft_nic() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["rocev2_gid_index"], 0);
+    // The drop-in librdmacm is built with the workspace and installed beside it.
+    assert_eq!(v["rdmacm"], serde_json::json!(d.join("librdmacm.so.1")));
+    assert!(d.join("librdmacm.so.1").is_file());
     for l in ["libmlx5.so.1", "libefa.so.1"] {
         assert_eq!(
             std::fs::read_link(d.join(l)).unwrap(),

@@ -411,7 +411,7 @@ fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
 }
 
 /// Issue 18's Done-when: `rdmakit res qp --json` on this machine lists the soft-NIC
-/// QPs of a process killed with SIGKILL, with a dead owner, like rxe's objects in
+/// QPs of a process killed with SIGKILL (on a leaky device), with a dead owner, like rxe's objects in
 /// `rdma -j res show qp`; `rdmakit res` counts them per device and marks the leak.
 /// On a host without kernel RDMA (this build machine) both exit 0 and say on stderr
 /// that the kernel part is absent.
@@ -419,7 +419,9 @@ fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
 fn res_lists_a_killed_process_qps_with_a_dead_owner() {
     let name = unique("res");
     let _c = Cleanup(name.clone());
-    let dead = kill9(spawn_holder(&name, 3, 8));
+    // A leaky device keeps a killed process's objects (a kernel device keeps them
+    // only while a forked child holds the uverbs file).
+    let dead = kill9(spawn_holder_with(&name, 3, 8, ",leaky").0);
 
     let o = rdmakit(&name, &["res", "qp", "--json"]);
     let (out, err) = (text(&o.stdout), text(&o.stderr));

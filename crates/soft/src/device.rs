@@ -25,10 +25,12 @@ use crate::ring::{FaultInjector, MapFailure, Ring, RingStats};
 
 mod cq;
 mod datapath;
+mod gsi;
 mod mem;
 mod qp;
 mod srq;
 use datapath::progress_loop;
+pub use gsi::{GsiMad, GSI_QPN};
 
 /// How a soft device is set up.
 #[derive(Clone, Debug)]
@@ -334,6 +336,8 @@ pub(crate) struct Shared {
     /// [`Shared::drive_with`]); `acks_held` says the list may be non-empty.
     held_acks: Mutex<Vec<u32>>,
     acks_held: AtomicBool,
+    /// QP1 and the management agent attached to it.
+    gsi: Mutex<gsi::Gsi>,
 }
 
 #[derive(Debug, Default)]
@@ -665,6 +669,7 @@ impl Device {
             poll_buf: Mutex::new(vec![0; 65536]),
             held_acks: Mutex::new(Vec::new()),
             acks_held: AtomicBool::new(false),
+            gsi: Mutex::new(gsi::Gsi::new()),
         });
         let t = Arc::clone(&sh);
         let thread = std::thread::Builder::new()

@@ -39,8 +39,8 @@ pub mod ring;
 
 pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
 pub use device::{
-    flush_held_acks, AsyncEvent, Counters, Device, DeviceConfig, Exhaustion, PostFailure, QpInit,
-    ResourceCounts, SendRequest, LOOPBACK_LID,
+    flush_held_acks, AsyncEvent, Counters, Device, DeviceConfig, Exhaustion, GsiMad, PostFailure,
+    QpInit, ResourceCounts, SendRequest, GSI_QPN, LOOPBACK_LID,
 };
 pub use errno::{Errno, Origin, SoftError};
 pub use rdmakit_proto as proto;

@@ -393,3 +393,108 @@ fn a_failed_open_leaves_no_context_in_the_registry() {
     drop(a);
     assert!(mine().is_empty(), "{:?}", mine());
 }
+
+#[test]
+fn qp1_mads_reach_a_context_at_its_endpoint_and_name_the_shared_gid() {
+    // Two contexts of one loopback device share the GID ::ffff:127.0.0.1;
+    // QP1 has no QPN slot, so MADs go to a context's endpoint, and the
+    // receiver learns the sender's endpoint to answer.
+    let a = Device::open(DeviceConfig::default()).unwrap();
+    let b = Device::open(DeviceConfig::default()).unwrap();
+    assert_eq!(a.addr(), b.addr());
+    assert_ne!(a.endpoint(), b.endpoint());
+    let efd = b.gsi_attach().unwrap();
+    a.gsi_attach().unwrap();
+    let mad: Vec<u8> = (0..=255u8).collect();
+    a.gsi_send(*b.endpoint().ip(), &mad).unwrap();
+    let got = (0..2000)
+        .find_map(|_| {
+            b.gsi_recv().or_else(|| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                None
+            })
+        })
+        .expect("the MAD reaches b's QP1");
+    assert!(efd >= 0);
+    assert_eq!(got.mad, mad);
+    assert_eq!(got.src, a.addr(), "the GRH names the shared device address");
+    assert_eq!(got.via, *a.endpoint().ip(), "answers go to a's endpoint");
+    assert_eq!(got.src_qp, 1);
+    b.gsi_send(got.via, &mad[..24]).unwrap();
+    let back = (0..2000)
+        .find_map(|_| {
+            a.gsi_recv().or_else(|| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                None
+            })
+        })
+        .expect("the answer reaches a's QP1");
+    assert_eq!(back.mad, &mad[..24]);
+    assert_eq!(back.via, *b.endpoint().ip());
+}
+
+/// rdma_disconnect moves the QP to ERR right after the last receive
+/// completed (rdma_server and rdma_client do). The ACK a busy poller held
+/// for that receive must still go out, as from a real NIC: lost, the peer's
+/// send retried until it failed (rdma_client then waited ~17 s for
+/// rdma_server's DREP).
+#[test]
+fn moving_a_qp_to_err_sends_the_ack_a_busy_poller_held() {
+    let d = Device::open(DeviceConfig {
+        shared_registry: false,
+        ..DeviceConfig::default()
+    })
+    .unwrap();
+    let pd = d.alloc_pd().unwrap();
+    let cq = d.create_cq(64, None).unwrap();
+    let mut buf = vec![0u8; 64];
+    // SAFETY: `buf` outlives the device (dropped first below) and is not
+    // accessed while the device runs.
+    let key = unsafe { d.reg_mr(pd, buf.as_mut_ptr(), buf.len(), Access::all()) }.unwrap();
+    let sge = Sge {
+        addr: buf.as_ptr() as u64,
+        length: 8,
+        lkey: key,
+    };
+    let rounds = 10;
+    let mut failed = Vec::new();
+    for round in 0..rounds {
+        let (a, b) = rc_pair(&d, pd, cq);
+        d.post_recv(
+            b,
+            &[RecvWr {
+                wr_id: 1,
+                sg_list: vec![sge],
+            }],
+        )
+        .unwrap();
+        let wr = SendWr::new(2, SendOp::Send, vec![sge]);
+        // SAFETY: the SGE names the registered `buf`.
+        unsafe { d.post_send(a, &[SendRequest { wr, inline: false }]) }.unwrap();
+        let mut v = Vec::new();
+        let t = Instant::now();
+        while !v.iter().any(|w: &Wc| w.is_recv()) {
+            d.poll_cq(cq, &mut v, 4).unwrap();
+            assert!(t.elapsed() < Duration::from_secs(10), "no receive");
+        }
+        let err = QpAttr {
+            qp_state: QpState::Err,
+            ..QpAttr::default()
+        };
+        d.modify_qp(b, &err, AttrMask::STATE, None).unwrap();
+        let t = Instant::now();
+        while !v.iter().any(|w: &Wc| !w.is_recv()) {
+            d.poll_cq(cq, &mut v, 4).unwrap();
+            assert!(t.elapsed() < Duration::from_secs(10), "no send completion");
+        }
+        let send = v.iter().find(|w| !w.is_recv()).unwrap();
+        if send.status != WcStatus::Success {
+            failed.push((round, send.status));
+        }
+        d.destroy_qp(a).unwrap();
+        d.destroy_qp(b).unwrap();
+    }
+    drop(d);
+    drop(buf);
+    assert!(failed.is_empty(), "sends that lost their ACK: {failed:?}");
+}

@@ -10,6 +10,8 @@
 //! also creates the device node UCX stats before it uses a device
 //! (`/dev/infiniband/rdmakit-soft0` → `/dev/null`, see
 //! `rdmakit_soft::devnode`).
+//! The drop-in librdmacm.so.1 (crate rdmacm-shim, built beside it as
+//! `librdmacm.so`) is installed too when it is there.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,7 +27,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 enum Sub {
-    /// Put libibverbs.so.1 (and libmlx5.so.1 / libefa.so.1 links) in DIR.
+    /// Put libibverbs.so.1, librdmacm.so.1 and the libmlx5.so.1 / libefa.so.1 links in DIR.
     Install {
         /// Target directory (created if missing).
         dir: PathBuf,
@@ -93,6 +95,7 @@ fn install(dir: &Path, from: Option<PathBuf>, json: bool) -> anyhow::Result<Exit
     let tmp = dir.join(".libibverbs.so.1.tmp");
     std::fs::copy(&lib, &tmp).with_context(|| format!("copying {}", lib.display()))?;
     std::fs::rename(&tmp, &target).with_context(|| format!("installing {}", target.display()))?;
+    let rdmacm = install_rdmacm(&lib, dir)?;
     let mut links = Vec::new();
     for name in ["libmlx5.so.1", "libefa.so.1"] {
         let p = dir.join(name);
@@ -121,6 +124,7 @@ fn install(dir: &Path, from: Option<PathBuf>, json: bool) -> anyhow::Result<Exit
             "{}",
             json!({
                 "library": target,
+                "rdmacm": rdmacm,
                 "links": links,
                 "ld_library_path": abs,
                 "rocev2_gid_index": rdmakit_soft::ROCEV2_GID_INDEX,
@@ -131,6 +135,13 @@ fn install(dir: &Path, from: Option<PathBuf>, json: bool) -> anyhow::Result<Exit
     } else {
         let d = abs.display();
         println!("installed {}", target.display());
+        match &rdmacm {
+            Some(r) => println!("installed {}", r.display()),
+            None => println!(
+                "not installed: librdmacm.so.1 (librdmacm.so was not built beside {})",
+                lib.display()
+            ),
+        }
         for l in &links {
             println!("linked    {} -> libibverbs.so.1", l.display());
         }
@@ -153,6 +164,31 @@ fn install(dir: &Path, from: Option<PathBuf>, json: bool) -> anyhow::Result<Exit
         println!("  LD_LIBRARY_PATH={d} ibv_rc_pingpong -g 0 &    # server");
         println!("  LD_LIBRARY_PATH={d} ibv_rc_pingpong -g 0 127.0.0.1");
         println!("  LD_LIBRARY_PATH={d} ib_write_bw -x 0 &  LD_LIBRARY_PATH={d} ib_write_bw -x 0 127.0.0.1");
+        if rdmacm.is_some() {
+            println!("  LD_LIBRARY_PATH={d} rping -s -a 127.0.0.1 &  LD_LIBRARY_PATH={d} rping -c -a 127.0.0.1 -V -C 10");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Installs the drop-in librdmacm.so.1 built beside `libibverbs` (if it
+/// was), replacing what is there; refuses a file that is not ours.
+fn install_rdmacm(libibverbs: &Path, dir: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let Some(src) = ["librdmacm.so", "librdmacm.so.1"]
+        .iter()
+        .map(|n| libibverbs.with_file_name(n))
+        .find(|p| p.is_file())
+    else {
+        return Ok(None);
+    };
+    let bytes = std::fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
+    let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
+    if !has(b"RDMACM_1.0") || !has(b"rdmakit librdmacm") {
+        bail!("{} is not rdmakit's drop-in librdmacm", src.display());
+    }
+    let target = dir.join("librdmacm.so.1");
+    let tmp = dir.join(".librdmacm.so.1.tmp");
+    std::fs::copy(&src, &tmp).with_context(|| format!("copying {}", src.display()))?;
+    std::fs::rename(&tmp, &target).with_context(|| format!("installing {}", target.display()))?;
+    Ok(Some(target))
 }

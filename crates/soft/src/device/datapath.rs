@@ -271,6 +271,9 @@ impl Shared {
             return;
         };
         let dqpn = u32::from_be_bytes([0, pkt[5], pkt[6], pkt[7]]);
+        if dqpn == GSI_QPN {
+            return self.receive_gsi(src, pkt);
+        }
         let Some(q) = self.qp(dqpn) else {
             self.counters.rx_unknown_qp.fetch_add(1, Ordering::Relaxed);
             return;

@@ -182,6 +182,11 @@ impl Device {
         av: Option<Gid>,
     ) -> Result<()> {
         const V: &str = "ibv_modify_qp";
+        // A completed receive's ACK still goes out before the QP leaves RTS
+        // (rdma_disconnect moves it to ERR right after the last receive), as
+        // from a real NIC: a held one would be lost and the peer's send
+        // would retry until it fails.
+        self.sh.flush_held_acks();
         let q = self
             .sh
             .qp(qpn)

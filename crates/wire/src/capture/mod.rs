@@ -566,6 +566,15 @@ fn decode_ip<'a>(
                 }
             }
             record.summary = d.to_string();
+            // A management datagram to QP1: name the CM message.
+            if r.bth.dest_qp == 1 && r.deth.is_some_and(|h| h.qkey == crate::deth::GSI_QKEY) {
+                if let Ok(m) = crate::cm::Repr::parse(r.payload) {
+                    let text = format!("CM {m}");
+                    record.summary.push_str(", ");
+                    record.summary.push_str(&text);
+                    record.headers.push(text);
+                }
+            }
             datagram = Some(d);
         }
         // A RoCEv2 congestion notification packet: BTH, 16 reserved bytes, ICRC.

@@ -109,10 +109,63 @@ perf_read() { pt read_1 ib_read_bw -s 1 -n 200 && pt read_16k ib_read_bw -s 1638
 perf_send() { pt send_4k ib_send_bw -s 4096 -n 200; }
 perf_atomic() { pt fadd ib_atomic_bw -A FETCH_AND_ADD -n 200 && pt cas ib_atomic_bw -A CMP_AND_SWAP -n 200; }
 
+# rdma_cm, both ways: CM MADs on QP1 between the kernel's ib_cm/rdma_cm and
+# rdmakit's librdmacm, then the connection's data. rping -V checks every
+# byte of its RDMA READs and WRITEs; ucmatose and udaddy move SENDs over RC
+# and over UD after SIDR. The servers bind the peer-facing address, the
+# clients connect to it. cm_both NAME "SERVER ARGS" "CLIENT ARGS" (the
+# address is appended: -a ADDR for rping, -s ADDR for the others' clients).
+cm_way() { # DIR(hs|hc) TOOL NAME SERVER_ARGS CLIENT_ARGS
+  _d=$1 _tool=$2 _name=$3 _sa=$4 _ca=$5
+  if [ $_d = hs ]; then _srv=10.0.3.1; else _srv=10.0.3.2; fi
+  case $_tool in
+    rping) _s="$_sa -a $_srv" _c="$_ca -a $_srv" ;;
+    udaddy) _s="$_sa" _c="$_ca -s $_srv -b ${_srv%.*}.$([ $_d = hs ] && echo 2 || echo 1)" ;;
+    *) _s="$_sa" _c="$_ca -s $_srv" ;;
+  esac
+  if [ $_d = hs ]; then
+    $A start $_name-hs $_tool $_s || return 1
+    sleep 2
+    timeout 120 $_tool $_c > $I/$_name-hs.guest.txt 2>&1; _c1=$?
+    $A wait $_name-hs 120 > $I/$_name-hs.host.txt; _s1=$?
+    echo "== $_name, soft NIC as server: guest(rxe) client exit $_c1, host(soft) server exit $_s1"
+  else
+    timeout 120 $_tool $_s > $I/$_name-hc.guest.txt 2>&1 &
+    _sp=$!
+    sleep 2
+    $A start $_name-hc $_tool $_c || return 1
+    $A wait $_name-hc 120 > $I/$_name-hc.host.txt; _c1=$?
+    wait $_sp; _s1=$?
+    echo "== $_name, soft NIC as client: host(soft) client exit $_c1, guest(rxe) server exit $_s1"
+  fi
+  tail -n 3 $I/$_name-$_d.guest.txt $I/$_name-$_d.host.txt
+  [ $_c1 -eq 0 ] && [ $_s1 -eq 0 ]
+}
+cm_both() { # TOOL NAME SERVER_ARGS CLIENT_ARGS
+  _rc=0
+  for _d in hs hc; do
+    if ! cm_way $_d "$@"; then
+      for f in $I/$2-$_d.*.txt; do mv "$f" "${f%.txt}.try1.txt"; done
+      echo "RETRY $2-$_d" | tee -a $I/retries.txt
+      cm_way $_d "$@" || { _rc=1; failed_tail $2-$_d; }
+    fi
+  done
+  return $_rc
+}
+cm_rping() {
+  cm_both rping rping_s64 "-s -p 18801 -C 20 -V -S 64" "-c -p 18801 -C 20 -V -S 64" &&
+  cm_both rping rping_s4096 "-s -p 18802 -C 20 -V -S 4096" "-c -p 18802 -C 20 -V -S 4096 -v"
+}
+cm_ucmatose() { cm_both ucmatose ucmatose "-p 18803 -C 10" "-p 18803 -C 10"; }
+cm_udaddy() { cm_both udaddy udaddy "-C 10" "-C 10"; }
+
 step link_up link_up
 GI=$(cat $I/gid_index 2>/dev/null || echo 1)
 tcpdump -i eth1 -U -s 0 -w $I/interop.pcap udp port 4791 > $I/tcpdump.log 2>&1 &
 TCPDUMP=$!
+# The CM's MADs alone: UDP 4791 to destination QP 1 (BTH bytes 5-7).
+tcpdump -i eth1 -U -s 0 -w $I/cm.pcap 'udp port 4791 and udp[13] = 0 and udp[14] = 0 and udp[15] = 1' > $I/tcpdump-cm.log 2>&1 &
+TCPDUMP_CM=$!
 sleep 1
 step rc_pingpong pp_rc
 step ud_pingpong pp_ud
@@ -120,9 +173,12 @@ step write_bw perf_write
 step read_bw perf_read
 step send_bw perf_send
 step atomic_bw perf_atomic
+step rdma_cm_rping cm_rping
+step rdma_cm_ucmatose cm_ucmatose
+step rdma_cm_udaddy cm_udaddy
 sleep 1
-kill $TCPDUMP; wait $TCPDUMP 2>/dev/null
-cat $I/tcpdump.log
+kill $TCPDUMP $TCPDUMP_CM; wait $TCPDUMP $TCPDUMP_CM 2>/dev/null
+cat $I/tcpdump.log $I/tcpdump-cm.log
 # Later plans in this boot expect rxe0 alone.
 rdma link delete rxe1
 ip link set eth1 down

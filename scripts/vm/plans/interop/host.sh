@@ -11,7 +11,7 @@ pcap="$RESULTS/interop/interop.pcap"
 "$RDMAKIT" pcap --json "$pcap" > "$RESULTS/interop/pcap.json"
 rc=$?
 [ $rc -le 1 ] || { echo "interop: rdmakit pcap failed (exit $rc)"; exit 1; }
-python3 - "$RESULTS/interop/pcap.json" <<'PY'
+python3 - "$RESULTS/interop/pcap.json" <<'PY' || exit 1
 import json, sys
 v = json.load(open(sys.argv[1]))
 n, ok, bad, unk = v["roce_packets"], v["icrc_valid"], v["icrc_invalid"], v["icrc_unchecked"]
@@ -26,4 +26,32 @@ if not {"10.0.3.1", "10.0.3.2"} <= set(by_src):
     sys.exit(f"interop: packets from only {sorted(by_src)}")
 if bad or unk:
     sys.exit("interop: not every ICRC is valid")
+PY
+# rdma_cm: the MADs between the soft NIC (10.0.3.1) and the kernel's CM
+# (10.0.3.2) must hold each side's half of every exchange: REQ/REP/RTU,
+# DREQ/DREP and SIDR_REQ/SIDR_REP, sent by both.
+cm="$RESULTS/interop/cm.pcap"
+[ -s "$cm" ] || { echo "interop: no CM capture at $cm"; exit 1; }
+python3 - "$cm" <<'PY'
+import struct, sys
+names = {0x10: "REQ", 0x11: "MRA", 0x12: "REJ", 0x13: "REP", 0x14: "RTU", 0x15: "DREQ",
+         0x16: "DREP", 0x17: "SIDR_REQ", 0x18: "SIDR_REP"}
+d = open(sys.argv[1], "rb").read()
+off, seen = 24, {}
+while off + 16 <= len(d):
+    incl = struct.unpack("<I", d[off + 8:off + 12])[0]
+    pkt = d[off + 16:off + 16 + incl]
+    off += 16 + incl
+    src = ".".join(str(b) for b in pkt[26:30])
+    mad = pkt[14 + 20 + 8 + 12 + 8:]
+    if len(mad) < 24 or mad[1] != 0x07:
+        continue
+    attr = names.get(struct.unpack(">H", mad[16:18])[0], "other")
+    seen[(src, attr)] = seen.get((src, attr), 0) + 1
+print("interop CM MADs: " + ", ".join(f"{s} {a} x{n}" for (s, a), n in sorted(seen.items())))
+missing = [(s, a) for s in ("10.0.3.1", "10.0.3.2")
+           for a in ("REQ", "REP", "RTU", "DREQ", "DREP", "SIDR_REQ", "SIDR_REP")
+           if (s, a) not in seen]
+if missing:
+    sys.exit(f"interop: no CM message {missing} in the capture")
 PY

@@ -1,0 +1,303 @@
+//! Debian's unmodified rdma_cm programs, two processes on loopback, on
+//! rdmakit's librdmacm.so.1 + libibverbs.so.1: rping with data verification,
+//! ucmatose, udaddy, rdma_server/rdma_client (rdma_create_ep and the
+//! rdma_verbs.h helpers), cmtime, qperf -cm1. Each server binds 127.0.0.1
+//! or the wildcard address; the client connects to 127.0.0.1 and reaches
+//! the server's process through the rdma_cm port table.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{both_ok, have, pair, serial};
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+#[test]
+fn rping_verifies_data_at_three_sizes() {
+    if !have("rping", "rdmacm-utils") {
+        return;
+    }
+    let _g = serial();
+    // rping refuses 65536 ("valid range is 23 to 65536"); 32 KiB is eight
+    // 4 KiB packets per RDMA READ and WRITE.
+    for (size, port) in [("64", "18601"), ("4096", "18602"), ("32768", "18603")] {
+        let r = pair(
+            &[
+                "rping",
+                "-s",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                port,
+                "-V",
+                "-C",
+                "20",
+                "-S",
+                size,
+            ],
+            &[
+                "rping",
+                "-c",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                port,
+                "-V",
+                "-C",
+                "20",
+                "-S",
+                size,
+                "-v",
+            ],
+            LIMIT,
+        );
+        let (_, client) = both_ok(&format!("rping -S {size}"), &r);
+        // -v prints every ping's payload; -V made both sides compare them.
+        assert_eq!(
+            client.matches("ping data: rdma-ping-").count(),
+            20,
+            "rping -S {size}: {}",
+            &client[..client.len().min(2000)]
+        );
+    }
+}
+
+#[test]
+fn rping_server_on_the_wildcard_address() {
+    if !have("rping", "rdmacm-utils") {
+        return;
+    }
+    let _g = serial();
+    let r = pair(
+        &["rping", "-s", "-p", "18604", "-C", "5", "-V"],
+        &[
+            "rping",
+            "-c",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            "18604",
+            "-C",
+            "5",
+            "-V",
+        ],
+        LIMIT,
+    );
+    both_ok("rping (server on 0.0.0.0)", &r);
+}
+
+#[test]
+fn rping_to_a_port_nobody_listens_on_is_rejected() {
+    if !have("rping", "rdmacm-utils") {
+        return;
+    }
+    let _g = serial();
+    let out = common::wait(
+        common::command(
+            "rping",
+            &["-c", "-a", "127.0.0.1", "-p", "18605", "-C", "1"],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+        "rping client",
+    );
+    let t = common::text(&out);
+    assert!(!out.status.success(), "{t}");
+    // rping names the event and the REJ reason: 8, invalid service ID.
+    assert!(t.contains("RDMA_CM_EVENT_REJECTED, error 8"), "{t}");
+}
+
+#[test]
+fn ucmatose_one_and_four_connections() {
+    if !have("ucmatose", "rdmacm-utils") {
+        return;
+    }
+    let _g = serial();
+    let r = pair(
+        &["ucmatose", "-p", "18606"],
+        &["ucmatose", "-s", "127.0.0.1", "-p", "18606"],
+        LIMIT,
+    );
+    let (s, c) = both_ok("ucmatose", &r);
+    assert!(
+        s.contains("return status 0") && c.contains("return status 0"),
+        "{s}\n{c}"
+    );
+    let r = pair(
+        &[
+            "ucmatose", "-p", "18607", "-c", "4", "-C", "10", "-S", "1000",
+        ],
+        &[
+            "ucmatose",
+            "-s",
+            "127.0.0.1",
+            "-p",
+            "18607",
+            "-c",
+            "4",
+            "-C",
+            "10",
+            "-S",
+            "1000",
+        ],
+        LIMIT,
+    );
+    both_ok("ucmatose -c 4", &r);
+}
+
+#[test]
+fn udaddy_resolves_the_service_and_exchanges_datagrams() {
+    if !have("udaddy", "rdmacm-utils") {
+        return;
+    }
+    let _g = serial();
+    // udaddy's port is fixed (7174); this test binary's port table is its own.
+    let r = pair(
+        &["udaddy", "-c", "2", "-C", "10"],
+        &["udaddy", "-s", "127.0.0.1", "-c", "2", "-C", "10"],
+        LIMIT,
+    );
+    let (s, c) = both_ok("udaddy", &r);
+    assert!(
+        s.contains("return status 0") && c.contains("return status 0"),
+        "{s}\n{c}"
+    );
+}
+
+#[test]
+fn rdma_server_and_rdma_client_use_create_ep_and_the_verbs_helpers() {
+    if !have("rdma_server", "rdmacm-utils") {
+        return;
+    }
+    let _g = serial();
+    let r = pair(
+        &["rdma_server", "-p", "18608"],
+        &["rdma_client", "-s", "127.0.0.1", "-p", "18608"],
+        LIMIT,
+    );
+    let (s, c) = both_ok("rdma_server / rdma_client", &r);
+    assert!(
+        s.contains("rdma_server: end 0") && c.contains("rdma_client: end 0"),
+        "{s}\n{c}"
+    );
+}
+
+#[test]
+fn cmtime_sets_up_and_tears_down_twenty_connections() {
+    if !have("cmtime", "rdmacm-utils") {
+        return;
+    }
+    let _g = serial();
+    let server = common::command("cmtime", &["-p", "18609"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = common::wait(
+        common::command("cmtime", &["-s", "127.0.0.1", "-p", "18609", "-c", "20"])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+        "cmtime client",
+    );
+    // The cmtime server serves until killed.
+    let mut server = server;
+    let _ = server.kill();
+    let _ = server.wait();
+    let t = common::text(&out);
+    assert!(out.status.success(), "cmtime: {:?}\n{t}", out.status);
+    for step in [
+        "resolve addr",
+        "resolve route",
+        "connect",
+        "disconnect",
+        "destroy",
+    ] {
+        assert!(t.contains(step), "cmtime did not report {step}:\n{t}");
+    }
+}
+
+#[test]
+fn qperf_over_rdma_cm() {
+    if !have("qperf", "qperf") {
+        return;
+    }
+    let _g = serial();
+    // qperf's server listens on TCP 19765 for its control connection.
+    let server = common::command("qperf", &["--listen_port", "18610"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut failures = Vec::new();
+    // rc_bw, rc_rdma_read_* and ud_lat need a receive-only / send-only QP
+    // and LID-addressed AHs from libibverbs (issue 20, item 2).
+    for test in ["rc_lat", "rc_rdma_write_lat"] {
+        let out = common::wait(
+            common::command(
+                "qperf",
+                &[
+                    "127.0.0.1",
+                    "--listen_port",
+                    "18610",
+                    "-cm1",
+                    "-t",
+                    "1",
+                    test,
+                ],
+            )
+            .spawn()
+            .unwrap(),
+            LIMIT,
+            &format!("qperf {test}"),
+        );
+        let t = common::text(&out);
+        if !out.status.success() || !t.contains("latency") {
+            failures.push(format!("qperf -cm1 {test}: {:?}\n{t}", out.status));
+        }
+    }
+    let mut server = server;
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn rsockets_fail_with_a_message_not_a_crash() {
+    if !have("rstream", "rdmacm-utils") {
+        return;
+    }
+    let out = common::wait(
+        common::command("rstream", &["-s", "127.0.0.1", "-p", "18611"])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+        "rstream",
+    );
+    let t = common::text(&out);
+    assert!(out.status.code().is_some(), "rstream died of a signal: {t}");
+    assert!(t.contains("rsockets is not supported"), "{t}");
+}
+
+#[test]
+fn on_debians_libibverbs_it_says_what_is_missing() {
+    // rdmakit's librdmacm calls libibverbs' rdmakit_* exports at their
+    // version node (RDMAKIT_PRIVATE_1); Debian's libibverbs has none, and the
+    // program is told why it sees no device instead of crashing.
+    if !have("ucmatose", "rdmacm-utils") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        common::lib_dir().join("librdmacm.so.1"),
+        dir.path().join("librdmacm.so.1"),
+    )
+    .unwrap();
+    let mut c = common::command("ucmatose", &["-s", "127.0.0.1", "-p", "18612"]);
+    c.env("LD_LIBRARY_PATH", dir.path());
+    let out = common::wait(c.spawn().unwrap(), LIMIT, "ucmatose on Debian's libibverbs");
+    let t = common::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("has no rdmakit_dev_info@RDMAKIT_PRIVATE_1"),
+        "{t}"
+    );
+}

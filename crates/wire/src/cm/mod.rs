@@ -1,0 +1,511 @@
+//! Communication Management messages (IBTA Vol 1 chapter 12): the class data of
+//! a CM MAD (management class 0x07, class version 2, method Send), as Linux's
+//! `ib_cm` sends them on QP1 for RoCEv2 and rdma_cm fills them in.
+//!
+//! Every message occupies the 232 bytes after the [`crate::mad`] header; byte
+//! offsets below are relative to that data (the kernel's `ibta_vol1_c12.h` adds
+//! the 24 header bytes). Sub-byte fields follow the spec's Byte[Bit] notation:
+//! bit 0 is the most significant bit of the byte.
+//!
+//! | attribute | module | message |
+//! |---|---|---|
+//! | 0x0010 | [`req`] | REQ, connect request |
+//! | 0x0011 | [`mra`] | MRA, message receipt acknowledgement |
+//! | 0x0012 | [`rej`] | REJ, reject |
+//! | 0x0013 | [`rep`] | REP, reply to a REQ |
+//! | 0x0014 | [`rtu`] | RTU, ready to use |
+//! | 0x0015 | [`dreq`] | DREQ, disconnect request |
+//! | 0x0016 | [`drep`] | DREP, reply to a DREQ |
+//! | 0x0017 | [`sidr_req`] | SIDR_REQ, service ID resolution request (UD) |
+//! | 0x0018 | [`sidr_rep`] | SIDR_REP |
+//!
+//! LAP/APR (alternate paths) are refused by Linux on RoCE and are
+//! [`Error::Unsupported`] here. [`ip`] is the RDMA CM header that rdma_cm puts
+//! at the front of a REQ's / SIDR_REQ's private data (IBTA Annex A11).
+//!
+//! [`Repr`] is a whole CM MAD: the transaction ID and one [`Message`].
+
+use core::fmt;
+
+use crate::mad;
+use crate::{Error, Result};
+
+pub mod drep;
+pub mod dreq;
+pub mod ip;
+pub mod mra;
+pub mod rej;
+pub mod rep;
+pub mod req;
+pub mod rtu;
+pub mod sidr_rep;
+pub mod sidr_req;
+
+/// CM class version.
+pub const CLASS_VERSION: u8 = 2;
+/// Length of a CM message (the class data of a 256-byte MAD).
+pub const MSG_LEN: usize = mad::DATA_LEN;
+
+/// The attribute IDs of the CM messages.
+pub mod attr {
+    /// ClassPortInfo.
+    pub const CLASS_PORT_INFO: u16 = 0x0001;
+    /// REQ.
+    pub const REQ: u16 = 0x0010;
+    /// MRA.
+    pub const MRA: u16 = 0x0011;
+    /// REJ.
+    pub const REJ: u16 = 0x0012;
+    /// REP.
+    pub const REP: u16 = 0x0013;
+    /// RTU.
+    pub const RTU: u16 = 0x0014;
+    /// DREQ.
+    pub const DREQ: u16 = 0x0015;
+    /// DREP.
+    pub const DREP: u16 = 0x0016;
+    /// SIDR_REQ.
+    pub const SIDR_REQ: u16 = 0x0017;
+    /// SIDR_REP.
+    pub const SIDR_REP: u16 = 0x0018;
+    /// LAP.
+    pub const LAP: u16 = 0x0019;
+    /// APR.
+    pub const APR: u16 = 0x001a;
+}
+
+/// Which message an MRA or REJ refers to (2 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MsgResponse {
+    /// The REQ (0).
+    #[default]
+    Req,
+    /// The REP (1).
+    Rep,
+    /// Another message, e.g. a LAP (2).
+    Other,
+    /// The reserved value 3, kept so that parse/emit round-trips.
+    Reserved,
+}
+
+impl MsgResponse {
+    pub(crate) fn from_bits(v: u8) -> MsgResponse {
+        match v & 3 {
+            0 => MsgResponse::Req,
+            1 => MsgResponse::Rep,
+            2 => MsgResponse::Other,
+            _ => MsgResponse::Reserved,
+        }
+    }
+
+    pub(crate) fn bits(self) -> u8 {
+        match self {
+            MsgResponse::Req => 0,
+            MsgResponse::Rep => 1,
+            MsgResponse::Other => 2,
+            MsgResponse::Reserved => 3,
+        }
+    }
+}
+
+/// One CM message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Message {
+    /// REQ.
+    Req(req::Repr),
+    /// MRA.
+    Mra(mra::Repr),
+    /// REJ.
+    Rej(rej::Repr),
+    /// REP.
+    Rep(rep::Repr),
+    /// RTU.
+    Rtu(rtu::Repr),
+    /// DREQ.
+    Dreq(dreq::Repr),
+    /// DREP.
+    Drep(drep::Repr),
+    /// SIDR_REQ.
+    SidrReq(sidr_req::Repr),
+    /// SIDR_REP.
+    SidrRep(sidr_rep::Repr),
+}
+
+impl Message {
+    /// The attribute ID of the message.
+    pub fn attr_id(&self) -> u16 {
+        match self {
+            Message::Req(_) => attr::REQ,
+            Message::Mra(_) => attr::MRA,
+            Message::Rej(_) => attr::REJ,
+            Message::Rep(_) => attr::REP,
+            Message::Rtu(_) => attr::RTU,
+            Message::Dreq(_) => attr::DREQ,
+            Message::Drep(_) => attr::DREP,
+            Message::SidrReq(_) => attr::SIDR_REQ,
+            Message::SidrRep(_) => attr::SIDR_REP,
+        }
+    }
+
+    /// The message's name as the IBTA writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Message::Req(_) => "REQ",
+            Message::Mra(_) => "MRA",
+            Message::Rej(_) => "REJ",
+            Message::Rep(_) => "REP",
+            Message::Rtu(_) => "RTU",
+            Message::Dreq(_) => "DREQ",
+            Message::Drep(_) => "DREP",
+            Message::SidrReq(_) => "SIDR_REQ",
+            Message::SidrRep(_) => "SIDR_REP",
+        }
+    }
+}
+
+/// A whole CM MAD: the transaction ID and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repr {
+    /// Transaction ID. The sender of a REQ, DREQ or SIDR_REQ picks it; every
+    /// answer (MRA, REJ, REP, RTU, DREP, SIDR_REP) repeats the one of the
+    /// exchange it belongs to.
+    pub tid: u64,
+    /// The message.
+    pub message: Message,
+}
+
+impl Repr {
+    /// Parse a CM MAD (at least 256 bytes: header + 232 bytes of data).
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] for a short buffer; [`Error::Malformed`] for a base
+    /// version other than 1; [`Error::Unsupported`] for another management
+    /// class, class version or method than CM v2 Send, and for attributes this
+    /// crate does not decode (ClassPortInfo, LAP, APR).
+    pub fn parse(bytes: &[u8]) -> Result<Repr> {
+        let p = mad::Packet::new_checked(bytes)?;
+        let h = mad::Repr::parse(&p)?;
+        if h.mgmt_class != mad::CLASS_CM
+            || h.class_version != CLASS_VERSION
+            || h.method != mad::METHOD_SEND
+        {
+            return Err(Error::Unsupported);
+        }
+        let data = p.data();
+        if data.len() < MSG_LEN {
+            return Err(Error::Truncated);
+        }
+        let message = match h.attr_id {
+            attr::REQ => Message::Req(req::Repr::parse(&req::Packet::new_checked(data)?)?),
+            attr::MRA => Message::Mra(mra::Repr::parse(&mra::Packet::new_checked(data)?)?),
+            attr::REJ => Message::Rej(rej::Repr::parse(&rej::Packet::new_checked(data)?)?),
+            attr::REP => Message::Rep(rep::Repr::parse(&rep::Packet::new_checked(data)?)?),
+            attr::RTU => Message::Rtu(rtu::Repr::parse(&rtu::Packet::new_checked(data)?)?),
+            attr::DREQ => Message::Dreq(dreq::Repr::parse(&dreq::Packet::new_checked(data)?)?),
+            attr::DREP => Message::Drep(drep::Repr::parse(&drep::Packet::new_checked(data)?)?),
+            attr::SIDR_REQ => Message::SidrReq(sidr_req::Repr::parse(
+                &sidr_req::Packet::new_checked(data)?,
+            )?),
+            attr::SIDR_REP => Message::SidrRep(sidr_rep::Repr::parse(
+                &sidr_rep::Packet::new_checked(data)?,
+            )?),
+            _ => return Err(Error::Unsupported),
+        };
+        Ok(Repr {
+            tid: h.tid,
+            message,
+        })
+    }
+
+    /// The MAD header this message is sent with.
+    pub fn header(&self) -> mad::Repr {
+        mad::Repr {
+            base_version: mad::BASE_VERSION,
+            mgmt_class: mad::CLASS_CM,
+            class_version: CLASS_VERSION,
+            method: mad::METHOD_SEND,
+            status: 0,
+            class_specific: 0,
+            tid: self.tid,
+            attr_id: self.message.attr_id(),
+            attr_mod: 0,
+        }
+    }
+
+    /// The length of the MAD this Repr emits (256).
+    pub const fn buffer_len(&self) -> usize {
+        mad::MAD_LEN
+    }
+
+    /// Emit the whole MAD (header and message; reserved bits zero).
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] if the buffer is shorter than 256 bytes.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        let buf = buf.get_mut(..mad::MAD_LEN).ok_or(Error::Truncated)?;
+        let mut p = mad::Packet::new_unchecked(&mut *buf);
+        self.header().emit(&mut p);
+        let data = p.data_mut();
+        match &self.message {
+            Message::Req(m) => m.emit(&mut req::Packet::new_unchecked(data)),
+            Message::Mra(m) => m.emit(&mut mra::Packet::new_unchecked(data)),
+            Message::Rej(m) => m.emit(&mut rej::Packet::new_unchecked(data)),
+            Message::Rep(m) => m.emit(&mut rep::Packet::new_unchecked(data)),
+            Message::Rtu(m) => m.emit(&mut rtu::Packet::new_unchecked(data)),
+            Message::Dreq(m) => m.emit(&mut dreq::Packet::new_unchecked(data)),
+            Message::Drep(m) => m.emit(&mut drep::Packet::new_unchecked(data)),
+            Message::SidrReq(m) => m.emit(&mut sidr_req::Packet::new_unchecked(data)),
+            Message::SidrRep(m) => m.emit(&mut sidr_rep::Packet::new_unchecked(data)),
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Repr {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match &self.message {
+            Message::Req(m) => write!(f, "{m}")?,
+            Message::Mra(m) => write!(f, "{m}")?,
+            Message::Rej(m) => write!(f, "{m}")?,
+            Message::Rep(m) => write!(f, "{m}")?,
+            Message::Rtu(m) => write!(f, "{m}")?,
+            Message::Dreq(m) => write!(f, "{m}")?,
+            Message::Drep(m) => write!(f, "{m}")?,
+            Message::SidrReq(m) => write!(f, "{m}")?,
+            Message::SidrRep(m) => write!(f, "{m}")?,
+        }
+        write!(f, " tid 0x{:016x}", self.tid)
+    }
+}
+
+// Big-endian field helpers shared by the message views. Callers index inside
+// a buffer whose length `check_len` verified (MSG_LEN bytes).
+pub(crate) fn get_u16(b: &[u8], off: usize) -> u16 {
+    u16::from_be_bytes([b[off], b[off + 1]])
+}
+pub(crate) fn get_u24(b: &[u8], off: usize) -> u32 {
+    u32::from_be_bytes([0, b[off], b[off + 1], b[off + 2]])
+}
+pub(crate) fn get_u32(b: &[u8], off: usize) -> u32 {
+    u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+pub(crate) fn get_u64(b: &[u8], off: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[off..off + 8]);
+    u64::from_be_bytes(x)
+}
+/// `width` bits of byte `off` starting at spec bit `bit` (0 = most significant).
+pub(crate) fn get_bits(b: &[u8], off: usize, bit: u32, width: u32) -> u8 {
+    let shift = 8 - bit - width;
+    (b[off] >> shift) & ((1u16 << width) - 1) as u8
+}
+pub(crate) fn set_u16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_be_bytes());
+}
+pub(crate) fn set_u24(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 3].copy_from_slice(&v.to_be_bytes()[1..]);
+}
+pub(crate) fn set_u32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_be_bytes());
+}
+pub(crate) fn set_u64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_be_bytes());
+}
+pub(crate) fn set_bits(b: &mut [u8], off: usize, bit: u32, width: u32, v: u8) {
+    let shift = 8 - bit - width;
+    let mask = (((1u16 << width) - 1) as u8) << shift;
+    b[off] = (b[off] & !mask) | ((v << shift) & mask);
+}
+
+/// `Error::Truncated` unless `len >= MSG_LEN`.
+pub(crate) fn check_msg_len(len: usize) -> Result<()> {
+    if len < MSG_LEN {
+        Err(Error::Truncated)
+    } else {
+        Ok(())
+    }
+}
+
+/// Writes `n` bytes of private data for Display: the used prefix (up to the
+/// last non-zero byte), at most 16 bytes shown.
+pub(crate) fn fmt_private(f: &mut fmt::Formatter, data: &[u8]) -> fmt::Result {
+    let used = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    if used == 0 {
+        return Ok(());
+    }
+    write!(f, " pdata[{used}]")?;
+    for b in data.iter().take(used.min(16)) {
+        write!(f, "{b:02x}")?;
+    }
+    if used > 16 {
+        write!(f, "..")?;
+    }
+    Ok(())
+}
+
+/// Defines the view boilerplate (`new_unchecked`, `new_checked`, `check_len`,
+/// `into_inner`) of a CM message of `MSG_LEN` bytes.
+macro_rules! cm_view {
+    ($what:literal) => {
+        #[doc = concat!("A read/write wrapper around a ", $what, " message buffer (232 bytes).")]
+        #[derive(Debug, Clone)]
+        pub struct Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            #[doc = concat!("Imbue a raw octet buffer with ", $what, " structure.")]
+            pub const fn new_unchecked(buffer: T) -> Packet<T> {
+                Packet { buffer }
+            }
+
+            /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
+            pub fn new_checked(buffer: T) -> $crate::Result<Packet<T>> {
+                let p = Self::new_unchecked(buffer);
+                p.check_len()?;
+                Ok(p)
+            }
+
+            /// Ensure that no accessor method will panic if called.
+            ///
+            /// # Errors
+            /// [`crate::Error::Truncated`] if the buffer is shorter than 232 bytes.
+            pub fn check_len(&self) -> $crate::Result<()> {
+                $crate::cm::check_msg_len(self.buffer.as_ref().len())
+            }
+
+            /// Consume the packet, returning the underlying buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+
+            fn b(&self) -> &[u8] {
+                self.buffer.as_ref()
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            fn bm(&mut self) -> &mut [u8] {
+                self.buffer.as_mut()
+            }
+        }
+    };
+}
+pub(crate) use cm_view;
+
+/// Defines a message made of a local and a remote communication ID followed
+/// by private data only (RTU, DREP).
+macro_rules! ids_and_private_data {
+    ($what:literal, $pd_len:expr) => {
+        use core::fmt;
+
+        use $crate::cm::{cm_view, get_u32, set_u32};
+
+        mod field {
+            pub const LOCAL_COMM_ID: usize = 0;
+            pub const REMOTE_COMM_ID: usize = 4;
+            pub const PRIVATE_DATA: usize = 8;
+        }
+
+        #[doc = concat!("Bytes of private data in a ", $what, ".")]
+        pub const PRIVATE_DATA_LEN: usize = $pd_len;
+
+        cm_view!($what);
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// The sender's communication ID.
+            pub fn local_comm_id(&self) -> u32 {
+                get_u32(self.b(), field::LOCAL_COMM_ID)
+            }
+            /// The receiver's communication ID.
+            pub fn remote_comm_id(&self) -> u32 {
+                get_u32(self.b(), field::REMOTE_COMM_ID)
+            }
+            /// Private data.
+            pub fn private_data(&self) -> &[u8] {
+                &self.b()[field::PRIVATE_DATA..field::PRIVATE_DATA + PRIVATE_DATA_LEN]
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            /// Set the sender's communication ID.
+            pub fn set_local_comm_id(&mut self, v: u32) {
+                set_u32(self.bm(), field::LOCAL_COMM_ID, v)
+            }
+            /// Set the receiver's communication ID.
+            pub fn set_remote_comm_id(&mut self, v: u32) {
+                set_u32(self.bm(), field::REMOTE_COMM_ID, v)
+            }
+            /// Private data, mutable.
+            pub fn private_data_mut(&mut self) -> &mut [u8] {
+                &mut self.bm()[field::PRIVATE_DATA..field::PRIVATE_DATA + PRIVATE_DATA_LEN]
+            }
+        }
+
+        #[doc = concat!("A high-level representation of a ", $what, ".")]
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct Repr {
+            /// The sender's communication ID.
+            pub local_comm_id: u32,
+            /// The receiver's communication ID.
+            pub remote_comm_id: u32,
+            /// Private data.
+            pub private_data: [u8; PRIVATE_DATA_LEN],
+        }
+
+        impl Default for Repr {
+            fn default() -> Repr {
+                Repr {
+                    local_comm_id: 0,
+                    remote_comm_id: 0,
+                    private_data: [0; PRIVATE_DATA_LEN],
+                }
+            }
+        }
+
+        impl Repr {
+            #[doc = concat!("Parse a ", $what, ".")]
+            ///
+            /// # Errors
+            /// [`crate::Error::Truncated`] if shorter than 232 bytes.
+            pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &Packet<&T>) -> $crate::Result<Repr> {
+                p.check_len()?;
+                let mut private_data = [0; PRIVATE_DATA_LEN];
+                private_data.copy_from_slice(p.private_data());
+                Ok(Repr {
+                    local_comm_id: p.local_comm_id(),
+                    remote_comm_id: p.remote_comm_id(),
+                    private_data,
+                })
+            }
+
+            /// The length of the message (232).
+            pub const fn buffer_len(&self) -> usize {
+                $crate::cm::MSG_LEN
+            }
+
+            #[doc = concat!("Emit the ", $what, ".")]
+            ///
+            /// # Panics
+            /// If the buffer is shorter than `buffer_len()`.
+            pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
+                p.set_local_comm_id(self.local_comm_id);
+                p.set_remote_comm_id(self.remote_comm_id);
+                p.private_data_mut().copy_from_slice(&self.private_data);
+            }
+        }
+
+        impl fmt::Display for Repr {
+            fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(
+                    f,
+                    "{} local_comm_id 0x{:08x} remote_comm_id 0x{:08x}",
+                    $what, self.local_comm_id, self.remote_comm_id
+                )?;
+                $crate::cm::fmt_private(f, &self.private_data)
+            }
+        }
+    };
+}
+pub(crate) use ids_and_private_data;
