@@ -123,8 +123,12 @@ fn agent(k: u8, name: &str) -> (Agent, String) {
 fn two_agents_on_loopback_render_a_matrix() {
     let (_a, a) = agent(1, "alpha");
     let (_b, b) = agent(2, "beta");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("pairwise.html");
     let out = rdmakit()
         .args(["fleet", "pairwise", "--agents", &format!("{a},{b}")])
+        .arg("--html")
+        .arg(&html)
         .args([
             "--sizes",
             "65536",
@@ -147,4 +151,43 @@ fn two_agents_on_loopback_render_a_matrix() {
     assert!(text.contains("alpha") && text.contains("beta"), "{text}");
     assert!(text.contains("No fault"), "{text}");
     assert!(!text.contains('\u{1b}'), "colors with NO_COLOR: {text:?}");
+    // The page: the 2 × 2 matrix, the run embedded.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("data-plot=\"pairwise-bandwidth\""));
+    assert!(!page.contains("//"));
+    let v = rdmakit_report::embedded_json(&page).unwrap();
+    assert_eq!(v["data"]["schema"], "rdmakit.pairwise/v1");
+    assert_eq!(v["data"]["nodes"].as_array().unwrap().len(), 2);
+}
+
+/// `--from RUN.json`: a saved run rendered again, its exit status as when it ran.
+#[test]
+fn a_saved_run_renders_again() {
+    let run = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../report/tests/data/6ns-slow-pair-n1-n5-2.json"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("p.html");
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--from", run, "--html"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "a fault: {text}");
+    assert!(text.contains("link n1 <-> n5"), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let v = rdmakit_report::embedded_json(&page).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
+    assert_eq!(v["data"], saved);
+    // Not a run: exit 2, said why.
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--from"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a pairwise run"));
 }
