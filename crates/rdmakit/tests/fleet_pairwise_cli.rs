@@ -191,3 +191,104 @@ fn a_saved_run_renders_again() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a pairwise run"));
 }
+
+/// Runs `fleet pairwise` against `agents` with its stderr on a pseudo-terminal:
+/// (exit status, stdout, what the terminal showed).
+fn pairwise_on_a_terminal(agents: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    use std::io::Read as _;
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors into the locals; no name, termios or size.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let child = rdmakit()
+        .args(["fleet", "pairwise", "--agents", agents])
+        .args([
+            "--sizes",
+            "65536",
+            "--seconds",
+            "0.3",
+            "--lat-seconds",
+            "0.1",
+        ])
+        .args(extra)
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .env("TERM", "xterm")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(master);
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // Ends with EIO once the child (the last holder of the slave) has exited.
+        while let Ok(n) = f.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    let out = child.wait_with_output().unwrap();
+    let shown = reader.join().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        shown,
+    )
+}
+
+/// Progress on stderr only on a terminal and never with --json: the terminal sees
+/// the rounds, a pipe sees none of it, and stdout stays the report either way.
+#[test]
+fn progress_only_on_a_terminal() {
+    let (_a, a) = agent(3, "gamma");
+    let (_b, b) = agent(4, "delta");
+    let agents = format!("{a},{b}");
+    let (code, stdout, shown) = pairwise_on_a_terminal(&agents, &[]);
+    assert_eq!(code, Some(0), "{stdout}\n{shown}");
+    assert!(stdout.contains("2 nodes, full matrix"), "{stdout}");
+    assert!(
+        shown.contains("screening round 1/1") || shown.contains("1/1 pairs"),
+        "no progress on the terminal: {shown:?}"
+    );
+    assert!(!stdout.contains("screening round"), "{stdout}");
+    // --json on a terminal: no progress at all, the JSON alone on stdout.
+    let (code, stdout, shown) = pairwise_on_a_terminal(&agents, &["--json"]);
+    assert_eq!(code, Some(0), "{stdout}\n{shown}");
+    assert!(
+        !shown.contains("round") && !shown.contains("pairs"),
+        "{shown:?}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["schema"], "rdmakit.pairwise/v1");
+    // A pipe: nothing but the report on stdout, no progress on stderr.
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--agents", &agents])
+        .args([
+            "--sizes",
+            "65536",
+            "--seconds",
+            "0.3",
+            "--lat-seconds",
+            "0.1",
+        ])
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("round") && !err.contains("pairs"), "{err:?}");
+}
