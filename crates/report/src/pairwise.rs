@@ -190,8 +190,8 @@ fn matrices(r: &PairwiseReport) -> Result<String, ReportError> {
     let _ = writeln!(
         s,
         "<div class=\"plots\"><figure>{bw}<figcaption>Best average over the sizes, MB/s \
-         (2^20 bytes); the row writes to the column; · not measured{}. Outlined in red: the \
-         faults. Node scores: median {} MB/s, MAD {}; pairs below {} MB/s are slow; a cell \
+         (2^20 bytes); the row writes to the column; · not measured{}. Framed in a thick dark \
+         line: the faults. Node scores: median {} MB/s, MAD {}; pairs below {} MB/s are slow; a cell \
          below {} of its nodes' scores is low.</figcaption></figure>",
         if r.mode == Mode::Quick {
             " (a ring measures neighbours only)"

@@ -604,7 +604,7 @@ pub(crate) fn dot_plot(c: &DotPlot) -> Result<String, ReportError> {
 }
 
 /// A square matrix of values (row: requester, column: responder), each cell
-/// colored on a scale from bad to good and printed; cells outlined in red.
+/// colored on a scale from bad to good and printed; faults framed in a thick dark line.
 pub(crate) struct HeatMap<'a> {
     pub id: &'a str,
     pub title: &'a str,
@@ -657,7 +657,10 @@ pub(crate) fn heat_map(h: &HeatMap) -> Result<String, ReportError> {
         .clamp(2, 24) as i32
         * 8
         + 40;
-    let (x0, y0) = (label_w, 78);
+    // Narrow columns: their names written upwards, above them.
+    let upright = cell < 44;
+    let y0 = if upright { 60 + label_w - 40 } else { 78 };
+    let x0 = label_w;
     let bar_x = x0 + n * cell + 28;
     let width = bar_x + 100;
     let height = y0 + (n * cell).max(120) + 44;
@@ -716,13 +719,22 @@ pub(crate) fn heat_map(h: &HeatMap) -> Result<String, ReportError> {
         .map_err(e)?;
         for (i, l) in h.labels.iter().enumerate() {
             let i = i as i32;
-            root.draw(&Text::new(
-                l.as_str(),
-                (x0 + i * cell + cell / 2, y0 - 6),
+            let column = if upright {
+                (FONT, 13)
+                    .into_font()
+                    .transform(FontTransform::Rotate270)
+                    .color(&INK)
+                    .pos(centre(HPos::Left, VPos::Center))
+            } else {
                 (FONT, 13)
                     .into_font()
                     .color(&INK)
-                    .pos(centre(HPos::Center, VPos::Bottom)),
+                    .pos(centre(HPos::Center, VPos::Bottom))
+            };
+            root.draw(&Text::new(
+                l.as_str(),
+                (x0 + i * cell + cell / 2, y0 - 6),
+                column,
             ))
             .map_err(e)?;
             root.draw(&Text::new(
@@ -771,11 +783,12 @@ pub(crate) fn heat_map(h: &HeatMap) -> Result<String, ReportError> {
                 }
             }
         }
-        // Outlines as closed paths: SVG rects carry no stroke width.
+        // Outlines as closed paths (SVG rects carry no stroke width), dark: they
+        // must stand out on red cells too.
         let outline = |a: (i32, i32), b: (i32, i32)| {
             PathElement::new(
                 vec![(a.0, a.1), (b.0, a.1), (b.0, b.1), (a.0, b.1), (a.0, a.1)],
-                RED.stroke_width(3),
+                INK.stroke_width(4),
             )
         };
         for &i in &h.outline_lines {

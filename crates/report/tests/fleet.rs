@@ -155,9 +155,9 @@ fn pairwise_slow_node_outlined() {
     assert_self_contained(&html);
     assert!(html.contains("slow node") && html.contains("node n3: slow with"));
     let bw = svg(&html, "pairwise-bandwidth");
-    // 6 × 6 cells, n3's row and column outlined: two thick red rectangles.
+    // 6 × 6 cells, n3's row and column outlined: two thick dark frames.
     assert_eq!(
-        bw.matches("stroke=\"#C62828\" stroke-width=\"3\"").count(),
+        bw.matches("stroke=\"#1D2430\" stroke-width=\"4\"").count(),
         2
     );
     for n in ["n1", "n2", "n3", "n4", "n5", "n6"] {
@@ -177,7 +177,7 @@ fn pairwise_slow_link_outlined() {
     // The two cells n1 → n5 and n5 → n1 outlined, nothing else.
     let bw = svg(&html, "pairwise-bandwidth");
     assert_eq!(
-        bw.matches("stroke=\"#C62828\" stroke-width=\"3\"").count(),
+        bw.matches("stroke=\"#1D2430\" stroke-width=\"4\"").count(),
         2
     );
     // Both cells carry their figure from the run.
@@ -233,4 +233,45 @@ fn hostile_names_reference_nothing() {
     let back: PairwiseReport =
         serde_json::from_value(embedded_json(&html).unwrap()["data"].clone()).unwrap();
     assert_eq!(back, r);
+}
+
+/// A large fabric: 40 nodes (the recorded run's six, repeated under new names) draw
+/// a matrix of 40 × 40 cells with the names written upwards, and the page stays
+/// self-contained.
+#[test]
+fn pairwise_large_matrix() {
+    let base = pairwise("6ns-slow-node-n3-9.json");
+    let mut r = base.clone();
+    r.nodes.clear();
+    r.cells.clear();
+    for k in 0..40 {
+        let mut n = base.nodes[k % 6].clone();
+        n.name = format!("gpu-node-{k:03}");
+        r.nodes.push(n);
+    }
+    for (i, a) in r.nodes.clone().iter().enumerate() {
+        for (j, b) in r.nodes.clone().iter().enumerate() {
+            if i != j {
+                let mut c = base.cells[(i * 40 + j) % base.cells.len()].clone();
+                c.from = a.name.clone();
+                c.to = b.name.clone();
+                c.phase = rdmakit_fleet::pairwise::report::Phase::Screen;
+                r.cells.push(c);
+            }
+        }
+    }
+    r.faults = vec![rdmakit_fleet::pairwise::report::Fault::node("gpu-node-007")];
+    let html = rdmakit_report::pairwise::render(&r, &meta()).unwrap();
+    assert_self_contained(&html);
+    let bw = svg(&html, "pairwise-bandwidth");
+    assert!(
+        bw.contains("rotate(270") || bw.contains("rotate(-90"),
+        "names upright"
+    );
+    // Cells too small for their figures: colors only, every cell drawn.
+    assert!(bw.matches("<rect").count() >= 40 * 40);
+    assert_eq!(
+        bw.matches("stroke=\"#1D2430\" stroke-width=\"4\"").count(),
+        2
+    );
 }
