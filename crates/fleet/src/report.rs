@@ -640,20 +640,81 @@ fn missing_devices(i: usize, members: &[usize], nodes: &[NodeReport]) -> Option<
     (!missing.is_empty()).then(|| format!(" (missing here: {})", missing.join(", ")))
 }
 
-/// Low links and high error counters within one cohort.
-fn cohort_outliers(
-    id: &str,
-    members: &[usize],
-    nodes: &[NodeReport],
-    t: &Thresholds,
-) -> Vec<Outlier> {
-    // (subject, metric) → [(node index, value)]
+/// The values of one numeric metric within one cohort: what its outliers are
+/// judged on (ACTIVE ports' rates, error counters).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricSamples {
+    /// The cohort's id (`c1`).
+    pub cohort: String,
+    /// `rate_gbps`, `counters/symbol_error`, `hw_counters/retry_exceeded_err`.
+    pub metric: String,
+    /// `mlx4_0 port 2`.
+    pub subject: String,
+    /// Each node's value, in the cohort's node order.
+    pub values: Vec<NodeValue>,
+}
+
+/// One node's value of a metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeValue {
+    pub node: String,
+    pub value: f64,
+}
+
+impl FleetReport {
+    /// Every numeric metric the outliers are judged on, per cohort (cohort order,
+    /// then link rates by subject, then error counters by subject and name), with
+    /// each member's value: the samples [`analyze`] compared, read back from the
+    /// nodes' inventories.
+    pub fn metric_samples(&self) -> Vec<MetricSamples> {
+        let mut out = Vec::new();
+        for c in &self.cohorts {
+            let in_cohort: Vec<(&str, &Inventory)> = c
+                .nodes
+                .iter()
+                .filter_map(|name| self.nodes.iter().find(|n| &n.name == name))
+                .filter(|n| n.cohort.as_deref() == Some(c.id.as_str()))
+                .filter_map(|n| n.inventory.as_ref().map(|i| (n.name.as_str(), i)))
+                .collect();
+            let members: Vec<(usize, &Inventory)> = in_cohort
+                .iter()
+                .enumerate()
+                .map(|(i, (_, inv))| (i, *inv))
+                .collect();
+            for s in samples(&members) {
+                out.push(MetricSamples {
+                    cohort: c.id.clone(),
+                    metric: s.metric,
+                    subject: s.subject,
+                    values: s
+                        .values
+                        .into_iter()
+                        .map(|(i, value)| NodeValue {
+                            node: in_cohort[i].0.to_string(),
+                            value,
+                        })
+                        .collect(),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// One metric's values of one subject: (member key, value).
+struct Sample {
+    metric: String,
+    subject: String,
+    values: Vec<(usize, f64)>,
+}
+
+/// The numeric metrics of a cohort's members: ACTIVE ports' rates by subject, then
+/// error counters by subject and name.
+fn samples(members: &[(usize, &Inventory)]) -> Vec<Sample> {
+    // subject → [(member, value)]; (subject, metric) → [(member, value)]
     let mut rates: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
     let mut counters: BTreeMap<(String, String), Vec<(usize, f64)>> = BTreeMap::new();
-    for &m in members {
-        let Some(inv) = &nodes[m].inventory else {
-            continue;
-        };
+    for &(m, inv) in members {
         for (d, p) in inv.ports() {
             let subject = format!("{} port {}", d.name, p.num);
             if let (true, Some(r)) = (p.is_active(), p.rate_gbps) {
@@ -669,6 +730,41 @@ fn cohort_outliers(
             }
         }
     }
+    let rates = rates.into_iter().map(|(subject, values)| Sample {
+        metric: "rate_gbps".into(),
+        subject,
+        values,
+    });
+    let counters = counters
+        .into_iter()
+        .map(|((subject, metric), values)| Sample {
+            metric,
+            subject,
+            values,
+        });
+    rates.chain(counters).collect()
+}
+
+/// Low links and high error counters within one cohort.
+fn cohort_outliers(
+    id: &str,
+    members: &[usize],
+    nodes: &[NodeReport],
+    t: &Thresholds,
+) -> Vec<Outlier> {
+    let inv: Vec<(usize, &Inventory)> = members
+        .iter()
+        .filter_map(|&m| nodes[m].inventory.as_ref().map(|i| (m, i)))
+        .collect();
+    let all = samples(&inv);
+    let rates = all
+        .iter()
+        .filter(|s| s.metric == "rate_gbps")
+        .map(|s| (s.subject.clone(), s.values.clone()));
+    let counters = all
+        .iter()
+        .filter(|s| s.metric != "rate_gbps")
+        .map(|s| ((s.subject.clone(), s.metric.clone()), s.values.clone()));
     let mut out = Vec::new();
     for (subject, samples) in rates {
         let values: Vec<f64> = samples.iter().map(|s| s.1).collect();

@@ -202,6 +202,55 @@ fn busy_nodes_real_counters_are_not_outliers() {
     }
 }
 
+/// The samples the outliers were judged on read back from the report: every
+/// outlier is one of them, with its value, and a cohort's rate sample holds every
+/// member with that ACTIVE port (mlx4-04's 20 Gb/s among its peers' 40).
+#[test]
+fn metric_samples_hold_every_outlier() {
+    let (_, r) = faulty();
+    let samples = r.metric_samples();
+    assert!(!samples.is_empty());
+    for o in &r.outliers {
+        let s = samples
+            .iter()
+            .find(|s| s.cohort == o.cohort && s.metric == o.metric && s.subject == o.subject)
+            .unwrap_or_else(|| panic!("no sample for {o:?}"));
+        let v = s.values.iter().find(|v| v.node == o.node).unwrap();
+        assert_eq!(v.value, o.value, "{o:?}");
+        let values: Vec<f64> = s.values.iter().map(|v| v.value).collect();
+        assert_eq!(rdmakit_fleet::outlier::median(&values), o.median, "{o:?}");
+    }
+    let mlx4 = r
+        .cohorts
+        .iter()
+        .find(|c| c.nodes.iter().any(|n| n == "mlx4-04"))
+        .unwrap();
+    let rate = samples
+        .iter()
+        .find(|s| s.cohort == mlx4.id && s.metric == "rate_gbps" && s.subject == "mlx4_0 port 2")
+        .unwrap();
+    let got: Vec<(&str, f64)> = rate
+        .values
+        .iter()
+        .map(|v| (v.node.as_str(), v.value))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("mlx4-01", 40.0),
+            ("mlx4-02", 40.0),
+            ("mlx4-03", 40.0),
+            ("mlx4-04", 20.0),
+            ("mlx4-05", 40.0)
+        ]
+    );
+    // Every member of a cohort appears only under its cohort.
+    for s in &samples {
+        let c = r.cohorts.iter().find(|c| c.id == s.cohort).unwrap();
+        assert!(s.values.iter().all(|v| c.nodes.contains(&v.node)), "{s:?}");
+    }
+}
+
 #[test]
 fn human_report_snapshot() {
     let (dir, r) = faulty();

@@ -118,6 +118,48 @@ fn report_exit_codes_and_bad_input() {
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
 }
 
+/// `--html FILE`: the page beside the usual output, the report's JSON embedded (the
+/// same as `--json` prints), nothing referenced outside the file.
+#[test]
+fn report_html_embeds_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    small_fleet(d);
+    let html = p(d, "fleet.html");
+    let o = rdmakit(&[
+        "fleet",
+        "report",
+        "--html",
+        &html,
+        &p(d, "bundles"),
+        &p(d, "n3.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        out(&o).contains("rdmakit fleet: 3 nodes (3 ok"),
+        "{}",
+        out(&o)
+    );
+    assert!(out(&o).contains("HTML report written to"), "{}", out(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    for bad in ["http://", "https://", "//"] {
+        assert!(!page.contains(bad), "{bad}");
+    }
+    assert!(page.contains("data-plot=\"fleet-c1-rate-gbps\""));
+    let v = rdmakit_report::embedded_json(&page).unwrap();
+    assert_eq!(v["kind"], "fleet");
+    let o = rdmakit(&[
+        "fleet",
+        "report",
+        "--json",
+        &p(d, "bundles"),
+        &p(d, "n3.json"),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["data"], json);
+}
+
 #[test]
 fn baseline_and_expect() {
     let dir = tempfile::tempdir().unwrap();

@@ -123,8 +123,12 @@ fn agent(k: u8, name: &str) -> (Agent, String) {
 fn two_agents_on_loopback_render_a_matrix() {
     let (_a, a) = agent(1, "alpha");
     let (_b, b) = agent(2, "beta");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("pairwise.html");
     let out = rdmakit()
         .args(["fleet", "pairwise", "--agents", &format!("{a},{b}")])
+        .arg("--html")
+        .arg(&html)
         .args([
             "--sizes",
             "65536",
@@ -147,4 +151,144 @@ fn two_agents_on_loopback_render_a_matrix() {
     assert!(text.contains("alpha") && text.contains("beta"), "{text}");
     assert!(text.contains("No fault"), "{text}");
     assert!(!text.contains('\u{1b}'), "colors with NO_COLOR: {text:?}");
+    // The page: the 2 × 2 matrix, the run embedded.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("data-plot=\"pairwise-bandwidth\""));
+    assert!(!page.contains("//"));
+    let v = rdmakit_report::embedded_json(&page).unwrap();
+    assert_eq!(v["data"]["schema"], "rdmakit.pairwise/v1");
+    assert_eq!(v["data"]["nodes"].as_array().unwrap().len(), 2);
+}
+
+/// `--from RUN.json`: a saved run rendered again, its exit status as when it ran.
+#[test]
+fn a_saved_run_renders_again() {
+    let run = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../report/tests/data/6ns-slow-pair-n1-n5-2.json"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("p.html");
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--from", run, "--html"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "a fault: {text}");
+    assert!(text.contains("link n1 <-> n5"), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let v = rdmakit_report::embedded_json(&page).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
+    assert_eq!(v["data"], saved);
+    // Not a run: exit 2, said why.
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--from"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a pairwise run"));
+}
+
+/// Runs `fleet pairwise` against `agents` with its stderr on a pseudo-terminal:
+/// (exit status, stdout, what the terminal showed).
+fn pairwise_on_a_terminal(agents: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    use std::io::Read as _;
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors into the locals; no name, termios or size.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let child = rdmakit()
+        .args(["fleet", "pairwise", "--agents", agents])
+        .args([
+            "--sizes",
+            "65536",
+            "--seconds",
+            "0.3",
+            "--lat-seconds",
+            "0.1",
+        ])
+        .args(extra)
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .env("TERM", "xterm")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(master);
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // Ends with EIO once the child (the last holder of the slave) has exited.
+        while let Ok(n) = f.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    let out = child.wait_with_output().unwrap();
+    let shown = reader.join().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        shown,
+    )
+}
+
+/// Progress on stderr only on a terminal and never with --json: the terminal sees
+/// the rounds, a pipe sees none of it, and stdout stays the report either way.
+#[test]
+fn progress_only_on_a_terminal() {
+    let (_a, a) = agent(3, "gamma");
+    let (_b, b) = agent(4, "delta");
+    let agents = format!("{a},{b}");
+    let (code, stdout, shown) = pairwise_on_a_terminal(&agents, &[]);
+    assert_eq!(code, Some(0), "{stdout}\n{shown}");
+    assert!(stdout.contains("2 nodes, full matrix"), "{stdout}");
+    assert!(
+        shown.contains("screening round 1/1") || shown.contains("1/1 pairs"),
+        "no progress on the terminal: {shown:?}"
+    );
+    assert!(!stdout.contains("screening round"), "{stdout}");
+    // --json on a terminal: no progress at all, the JSON alone on stdout.
+    let (code, stdout, shown) = pairwise_on_a_terminal(&agents, &["--json"]);
+    assert_eq!(code, Some(0), "{stdout}\n{shown}");
+    assert!(
+        !shown.contains("round") && !shown.contains("pairs"),
+        "{shown:?}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["schema"], "rdmakit.pairwise/v1");
+    // A pipe: nothing but the report on stdout, no progress on stderr.
+    let out = rdmakit()
+        .args(["fleet", "pairwise", "--agents", &agents])
+        .args([
+            "--sizes",
+            "65536",
+            "--seconds",
+            "0.3",
+            "--lat-seconds",
+            "0.1",
+        ])
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("round") && !err.contains("pairs"), "{err:?}");
 }

@@ -1,7 +1,9 @@
 //! The HTML reports in a real browser: Debian's headless Chromium opens each
 //! report `rdmakit` writes (`doctor --from` the PCI bundle, `doctor` on this live
-//! host with its probes, `perf -a` sweeps run here over the soft NIC on loopback)
-//! and must show its plots (in the DOM, drawn with a size), make no request but
+//! host with its probes, `perf -a` sweeps run here over the soft NIC on loopback,
+//! `fleet report` on the fleet crate's test fleet of 22 nodes built from the real
+//! captures, `fleet pairwise --from` two recorded runs with a slow node and a slow
+//! link, and a live `fleet pairwise` of three agents on loopback) and must show its plots (in the DOM, drawn with a size), make no request but
 //! the file itself, log no console error or exception, and give a screenshot that
 //! is not blank. A control page proves the checks can fail.
 //!
@@ -12,6 +14,8 @@
 //! set (scripts/test sets it and installs the package), in which case it fails.
 
 mod browser;
+#[path = "../../fleet/tests/common/mod.rs"]
+mod fleet_fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -103,13 +107,72 @@ fn perf(test: &str, args: &[&str], html: &Path) {
     );
 }
 
-struct Case {
+const TOKEN: &str = "browser-test-token-0123456789abcdef";
+
+/// A fleet agent on a loopback address of its own, killed on drop.
+struct Agent(std::process::Child);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn agent(k: u8, name: &str) -> (Agent, String) {
+    let p = std::process::id();
+    let ip = format!(
+        "127.{}.{}.{k}",
+        100 + (p % 50) as u8,
+        (p / 50 % 250) as u8 + 1
+    );
+    let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    drop(l);
+    let child = Command::new(BIN)
+        .args(["fleet", "agent", "--listen", &addr, "--name", name])
+        .args(["--idle-timeout", "120"])
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .env("RDMAKIT_SOFT_REGISTRY_DIR", registry())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let agent = Agent(child);
+    let t = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "agent {name} never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (agent, addr)
+}
+
+/// `rdmakit ARGS` that writes a page; `codes` are the exit statuses it may give.
+fn run_codes(args: &[&str], env: &[(&str, &str)], codes: &[i32]) {
+    let out = Command::new(BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .env("RDMAKIT_SOFT_REGISTRY_DIR", registry())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| codes.contains(&c)),
+        "rdmakit {args:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Case<'a> {
     name: &'static str,
     file: PathBuf,
     kind: &'static str,
-    plots: &'static [&'static str],
+    plots: &'a [&'a str],
     /// Screenshots: (file name suffix, the element they start at).
-    shots: &'static [(&'static str, &'static str)],
+    shots: &'a [(&'a str, &'a str)],
 }
 
 /// Console errors, exceptions, error log entries and requests other than `url`
@@ -197,6 +260,88 @@ fn reports_render_in_chromium() {
     perf("write-bw", &["-a", "-s", "262144", "-n", "200"], &bw);
     let lat = d.join("perf-send-lat.html");
     perf("send-lat", &["-a", "-s", "8192", "-n", "300"], &lat);
+    // The fleet: five faulty nodes, two unreadable inputs (exit 2, still a report).
+    let fleet = d.join("fleet.html");
+    let mut a = vec!["fleet".to_string(), "report".into()];
+    a.extend(fleet_fixture::faulty_fleet(&d.join("fleet")));
+    a.extend(["--html".into(), fleet.display().to_string()]);
+    run_codes(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[], &[2]);
+    // Two recorded runs rendered again (a fault each: exit 1), and a live one.
+    let data = repo().join("crates/report/tests/data");
+    let mut recorded = Vec::new();
+    for (name, run) in [
+        ("pairwise-link", "6ns-slow-pair-n1-n5-2.json"),
+        ("pairwise-node", "6ns-slow-node-n3-9.json"),
+    ] {
+        let f = d.join(format!("{name}.html"));
+        let run = data.join(run);
+        run_codes(
+            &[
+                "fleet",
+                "pairwise",
+                "--from",
+                run.to_str().unwrap(),
+                "--html",
+                f.to_str().unwrap(),
+            ],
+            &[],
+            &[1],
+        );
+        recorded.push(f);
+    }
+    let live_pairwise = {
+        let agents: Vec<(Agent, String)> = ["alpha", "beta", "gamma"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| agent(i as u8 + 1, n))
+            .collect();
+        let list: Vec<&str> = agents.iter().map(|a| a.1.as_str()).collect();
+        let f = d.join("pairwise-live.html");
+        // A loaded machine may call a pair slow: exit 0 or 1, a page either way.
+        run_codes(
+            &[
+                "fleet",
+                "pairwise",
+                "--agents",
+                &list.join(","),
+                "--sizes",
+                "65536",
+                "--seconds",
+                "0.2",
+                "--lat-seconds",
+                "0.05",
+                "--html",
+                f.to_str().unwrap(),
+            ],
+            &[("RDMAKIT_FLEET_TOKEN", TOKEN)],
+            &[0, 1],
+        );
+        f
+    };
+    let mlx4_cohort = {
+        let v = rdmakit_report::embedded_json(&std::fs::read_to_string(&fleet).unwrap()).unwrap();
+        let c = v["data"]["cohorts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["nodes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|n| n == "mlx4-04")
+            })
+            .expect("the mlx4 cohort")["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        c
+    };
+    let mlx4_plot = format!("fleet-{mlx4_cohort}-rate-gbps");
+    let mlx4_section = format!("#cohort-{mlx4_cohort}");
+    let fleet_plots = [mlx4_plot.as_str()];
+    let fleet_shots = [("", "#attention"), ("-cohort", mlx4_section.as_str())];
+    let [link, node] = <[PathBuf; 2]>::try_from(recorded).unwrap();
     let cases = [
         Case {
             name: "doctor",
@@ -229,6 +374,34 @@ fn reports_render_in_chromium() {
             kind: "perf",
             plots: &["perf-0-latency"],
             shots: &[("", "#run-0")],
+        },
+        Case {
+            name: "fleet",
+            file: fleet,
+            kind: "fleet",
+            plots: &fleet_plots,
+            shots: &fleet_shots,
+        },
+        Case {
+            name: "pairwise-link",
+            file: link,
+            kind: "pairwise",
+            plots: &["pairwise-bandwidth", "pairwise-latency"],
+            shots: &[("", "#verdict")],
+        },
+        Case {
+            name: "pairwise-node",
+            file: node,
+            kind: "pairwise",
+            plots: &["pairwise-bandwidth", "pairwise-latency"],
+            shots: &[("", "#verdict")],
+        },
+        Case {
+            name: "pairwise-live",
+            file: live_pairwise,
+            kind: "pairwise",
+            plots: &["pairwise-bandwidth", "pairwise-latency"],
+            shots: &[("", "#verdict")],
         },
     ];
 

@@ -230,3 +230,141 @@ fn sweep_without_slurm_exits_2_naming_the_command_and_the_errno() {
     assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
     assert!(!out_dir.exists(), "no evidence directory without a sweep");
 }
+
+/// A fake Slurm of two idle nodes on PATH: scontrol lists them, srun runs each task
+/// here (after a second, as a queue would), labelled as `srun --label` does.
+fn fake_slurm(dir: &Path) {
+    let scontrol = "#!/bin/sh\n\
+        case \"$1 $2\" in\n\
+          'show hostnames') echo \"$3\" | tr ',' '\\n' ;;\n\
+          'show node') printf 'NodeName=n1 State=IDLE\\nNodeName=n2 State=IDLE\\n' ;;\n\
+          *) exit 9 ;;\n\
+        esac\n";
+    let srun = "#!/bin/sh\n\
+        nodes=''\n\
+        while [ $# -gt 0 ]; do\n\
+          case \"$1\" in --nodelist=*) nodes=\"${1#--nodelist=}\" ;; --*) ;; *) break ;; esac\n\
+          shift\n\
+        done\n\
+        sleep 1\n\
+        i=0\n\
+        for n in $(echo \"$nodes\" | tr ',' ' '); do\n\
+          SLURMD_NODENAME=$n \"$@\" | sed \"s/^/$i: /\"\n\
+          i=$((i + 1))\n\
+        done\n";
+    for (name, text) in [("scontrol", scontrol), ("srun", srun)] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// Runs rdmakit with its stderr on a pseudo-terminal: (exit status, stdout, what
+/// the terminal showed).
+fn on_a_terminal(args: &[&str], env: &[(&str, String)]) -> (Option<i32>, String, String) {
+    use std::io::Read as _;
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    use std::process::Stdio;
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors into the locals; no name, termios or size.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let child = Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env_remove("SLURM_CONF")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(master);
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // Ends with EIO once the child (the last holder of the slave) has exited.
+        while let Ok(n) = f.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        reader.join().unwrap(),
+    )
+}
+
+/// `fleet sweep` shows its progress bar on a terminal's stderr and nowhere else:
+/// not on a pipe, never on stdout; `--html` writes the sweep's fleet report as a page.
+#[test]
+fn sweep_progress_only_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fake_slurm(d);
+    let path = format!(
+        "{}:{}",
+        d.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let cap = fixtures().join("healthy");
+    let args = |out: &str| -> Vec<String> {
+        [
+            "fleet",
+            "sweep",
+            "-w",
+            "n1,n2",
+            "--timeout",
+            "60",
+            "-o",
+            &d.join(out).display().to_string(),
+            "--",
+            "--from",
+            cap.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let a = args("tty");
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let (code, stdout, shown) = on_a_terminal(&a, &[("PATH", path.clone())]);
+    assert_eq!(code, Some(0), "{stdout}\n{shown}");
+    assert!(stdout.contains("Sweep: 2 of 2 nodes reported"), "{stdout}");
+    assert!(
+        shown.contains("/2 nodes reported"),
+        "no progress bar: {shown:?}"
+    );
+    assert!(!stdout.contains("/2 nodes reported"), "{stdout}");
+    // A pipe: the same sweep, no bar; and its page (--html).
+    let html = d.join("fleet.html").display().to_string();
+    let mut a = args("pipe");
+    a.splice(2..2, ["--html".to_string(), html.clone()]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let out = rdmakit(&a, &[("PATH", &path)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("/2 nodes reported"), "{err:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Sweep: 2 of 2 nodes reported"));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let v = rdmakit_report::embedded_json(&page).unwrap();
+    assert_eq!(v["kind"], "fleet");
+    let fleet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("pipe/fleet.json")).unwrap()).unwrap();
+    assert_eq!(v["data"], fleet, "the page embeds the sweep's fleet.json");
+}

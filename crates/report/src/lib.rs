@@ -10,7 +10,9 @@
 //!
 //! The report renders data that the other crates produce and computes nothing of
 //! its own: [`doctor::render`] draws the doctor's report with the IRQ and topology
-//! views of `rdmakit_doctor::views`, [`perf::render`] the rows of `rdmakit perf`.
+//! views of `rdmakit_doctor::views`, [`perf::render`] the rows of `rdmakit perf`,
+//! [`fleet::render`] a fleet report (`rdmakit_fleet::report`) and
+//! [`pairwise::render`] a pairwise run (`rdmakit_fleet::pairwise::report`).
 //!
 //! Promises: the same input gives the same bytes (no clock is read; a time is
 //! shown only when the caller passes one in [`Meta`]; floats are printed with a
@@ -24,7 +26,9 @@
 //! ```
 
 pub mod doctor;
+pub mod fleet;
 mod html;
+pub mod pairwise;
 pub mod perf;
 mod plot;
 

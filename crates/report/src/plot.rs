@@ -446,3 +446,411 @@ pub(crate) fn diagram(d: &Diagram) -> Result<String, ReportError> {
     }
     Ok(inline(buf, d.id, d.title))
 }
+
+/// One dot of a dot plot: a node's value on a row.
+pub(crate) struct Dot {
+    pub row: usize,
+    pub value: f64,
+    /// Outliers are drawn large, in red, with their label beside them.
+    pub outlier: bool,
+    pub label: String,
+}
+
+/// Values of many nodes on rows (one row per port): a dot per node, the row's
+/// median as a grey tick, outliers red and named.
+pub(crate) struct DotPlot<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub x_desc: &'a str,
+    pub rows: Vec<String>,
+    /// The median of each row (`rows` order).
+    pub medians: Vec<f64>,
+    pub dots: Vec<Dot>,
+}
+
+pub(crate) fn dot_plot(c: &DotPlot) -> Result<String, ReportError> {
+    let nrows = c.rows.len().max(1);
+    let finite = c.dots.iter().map(|d| d.value).filter(|v| v.is_finite());
+    let (lo, hi) = finite.fold((0.0f64, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+    let hi = if hi > lo {
+        hi + (hi - lo) * 0.12
+    } else {
+        lo + 1.0
+    };
+    let label_w = c
+        .rows
+        .iter()
+        .map(|r| r.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 40) as u32
+        * 8
+        + 16;
+    let height = (100 + 56 * nrows as u32).min(1400);
+    let labels = c.rows.clone();
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (560, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(c.id, e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(c.title, (FONT, 17))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(label_w)
+            .build_cartesian_2d(lo..hi, 0f64..nrows as f64)
+            .map_err(|e| err(c.id, e))?;
+        let row_label = |y: &f64| {
+            let i = y.floor();
+            if (y - i - 0.5).abs() < 1e-6 {
+                // Rows run top to bottom.
+                labels
+                    .get(nrows - 1 - i as usize)
+                    .cloned()
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(nrows * 2 + 1)
+            .y_label_formatter(&row_label)
+            .x_label_formatter(&|x| y_label(*x))
+            .x_desc(c.x_desc)
+            .light_line_style(LIGHT)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(|e| err(c.id, e))?;
+        let y_of = |row: usize| (nrows - 1 - row) as f64;
+        for (row, m) in c.medians.iter().enumerate() {
+            if m.is_finite() {
+                let y = y_of(row);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(*m, y + 0.12), (*m, y + 0.88)],
+                        GREY.stroke_width(2),
+                    )))
+                    .map_err(|e| err(c.id, e))?;
+            }
+        }
+        // Equal values of a row side by side: spread vertically around the row's middle.
+        let mut placed: Vec<(f64, f64, &Dot)> = Vec::new();
+        for row in 0..nrows {
+            let mut in_row: Vec<&Dot> = c
+                .dots
+                .iter()
+                .filter(|d| d.row == row && d.value.is_finite())
+                .collect();
+            in_row.sort_by(|a, b| a.value.total_cmp(&b.value));
+            let mut i = 0;
+            while i < in_row.len() {
+                let same = in_row[i..]
+                    .iter()
+                    .take_while(|d| d.value == in_row[i].value)
+                    .count();
+                let step = (0.7 / same as f64).min(0.12);
+                for (k, d) in in_row[i..i + same].iter().enumerate() {
+                    let off = (k as f64 - (same as f64 - 1.0) / 2.0) * step;
+                    placed.push((d.value, y_of(row) + 0.5 + off, d));
+                }
+                i += same;
+            }
+        }
+        chart
+            .draw_series(
+                placed
+                    .iter()
+                    .filter(|p| !p.2.outlier)
+                    .map(|p| Circle::new((p.0, p.1), 4, BLUE.mix(0.75).filled())),
+            )
+            .map_err(|e| err(c.id, e))?;
+        for p in placed.iter().filter(|p| p.2.outlier) {
+            chart
+                .draw_series(std::iter::once(Circle::new((p.0, p.1), 6, RED.filled())))
+                .map_err(|e| err(c.id, e))?;
+            chart
+                .draw_series(std::iter::once(Circle::new(
+                    (p.0, p.1),
+                    10,
+                    RED.stroke_width(2),
+                )))
+                .map_err(|e| err(c.id, e))?;
+            // The name beside the ring, on the side with room.
+            let right = p.0 > lo + (hi - lo) * 0.6;
+            let (hp, dx) = if right {
+                (plotters::style::text_anchor::HPos::Right, -13)
+            } else {
+                (plotters::style::text_anchor::HPos::Left, 13)
+            };
+            let style =
+                (FONT, 14)
+                    .into_font()
+                    .color(&RED)
+                    .pos(plotters::style::text_anchor::Pos::new(
+                        hp,
+                        plotters::style::text_anchor::VPos::Center,
+                    ));
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((p.0, p.1)) + Text::new(p.2.label.clone(), (dx, 0), style),
+                ))
+                .map_err(|e| err(c.id, e))?;
+        }
+        root.present().map_err(|e| err(c.id, e))?;
+    }
+    Ok(inline(buf, c.id, c.title))
+}
+
+/// A square matrix of values (row: requester, column: responder), each cell
+/// colored on a scale from bad to good and printed; faults framed in a thick dark line.
+pub(crate) struct HeatMap<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub labels: Vec<String>,
+    /// `[row][column]`; `None`: not measured.
+    pub values: Vec<Vec<Option<f64>>>,
+    pub unit: &'a str,
+    pub digits: usize,
+    /// Low values are bad (bandwidth); otherwise high values are (latency).
+    pub low_is_bad: bool,
+    /// Colors on a log scale (latency: a loaded host's tail spans decades).
+    pub log: bool,
+    /// Cells outlined (a slow link, both directions).
+    pub outline_cells: Vec<(usize, usize)>,
+    /// Rows and columns outlined (a slow node).
+    pub outline_lines: Vec<usize>,
+}
+
+/// Bad (red) through amber to good (green), `t` in 0..=1 from bad to good.
+fn scale(t: f64) -> RGBColor {
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let stops = [
+        (215.0, 48.0, 39.0),
+        (254.0, 224.0, 139.0),
+        (102.0, 189.0, 99.0),
+    ];
+    let (a, b, f) = if t < 0.5 {
+        (stops[0], stops[1], t * 2.0)
+    } else {
+        (stops[1], stops[2], (t - 0.5) * 2.0)
+    };
+    let mix = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+pub(crate) fn heat_map(h: &HeatMap) -> Result<String, ReportError> {
+    let n = h.labels.len().max(1) as i32;
+    let cell = (560 / n).clamp(18, 72);
+    let show_text = cell >= 44;
+    let label_w = h
+        .labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(2)
+        .clamp(2, 24) as i32
+        * 8
+        + 40;
+    // Narrow columns: their names written upwards, above them.
+    let upright = cell < 44;
+    let y0 = if upright { 60 + label_w - 40 } else { 78 };
+    let x0 = label_w;
+    let bar_x = x0 + n * cell + 28;
+    let width = bar_x + 100;
+    let height = y0 + (n * cell).max(120) + 44;
+    let vals: Vec<f64> = h
+        .values
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    let log = h.log && lo > 0.0;
+    let good = |v: f64| {
+        let t = match (hi > lo, log) {
+            (false, _) => 1.0,
+            (true, true) => (v.max(lo).ln() - lo.ln()) / (hi.ln() - lo.ln()),
+            (true, false) => (v - lo) / (hi - lo),
+        };
+        if h.low_is_bad {
+            t
+        } else {
+            1.0 - t
+        }
+    };
+    let centre = |hp, vp| plotters::style::text_anchor::Pos::new(hp, vp);
+    use plotters::style::text_anchor::{HPos, VPos};
+    let mut buf = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut buf, (width as u32, height as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(h.id, e))?;
+        let e = |x| err(h.id, x);
+        root.draw(&Text::new(
+            h.title,
+            (16, 10),
+            (FONT, 18).into_font().color(&INK),
+        ))
+        .map_err(e)?;
+        root.draw(&Text::new(
+            "responder (to) →",
+            (x0 + n * cell / 2, 36),
+            (FONT, 13)
+                .into_font()
+                .color(&GREY)
+                .pos(centre(HPos::Center, VPos::Top)),
+        ))
+        .map_err(e)?;
+        root.draw(&Text::new(
+            "requester (from) ↓",
+            (16, 36),
+            (FONT, 13).into_font().color(&GREY),
+        ))
+        .map_err(e)?;
+        for (i, l) in h.labels.iter().enumerate() {
+            let i = i as i32;
+            let column = if upright {
+                (FONT, 13)
+                    .into_font()
+                    .transform(FontTransform::Rotate270)
+                    .color(&INK)
+                    .pos(centre(HPos::Left, VPos::Center))
+            } else {
+                (FONT, 13)
+                    .into_font()
+                    .color(&INK)
+                    .pos(centre(HPos::Center, VPos::Bottom))
+            };
+            root.draw(&Text::new(
+                l.as_str(),
+                (x0 + i * cell + cell / 2, y0 - 6),
+                column,
+            ))
+            .map_err(e)?;
+            root.draw(&Text::new(
+                l.as_str(),
+                (x0 - 8, y0 + i * cell + cell / 2),
+                (FONT, 13)
+                    .into_font()
+                    .color(&INK)
+                    .pos(centre(HPos::Right, VPos::Center)),
+            ))
+            .map_err(e)?;
+        }
+        for (r, row) in h.values.iter().enumerate().take(n as usize) {
+            for (c, v) in row.iter().enumerate().take(n as usize) {
+                let (x, y) = (x0 + c as i32 * cell, y0 + r as i32 * cell);
+                let fill = match v {
+                    _ if r == c => LIGHT,
+                    Some(v) if v.is_finite() => scale(good(*v)),
+                    _ => RGBColor(250, 250, 250),
+                };
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + cell, y + cell)],
+                    fill.filled(),
+                ))
+                .map_err(e)?;
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + cell, y + cell)],
+                    WHITE.stroke_width(1),
+                ))
+                .map_err(e)?;
+                let text = match v {
+                    _ if r == c => "—".to_string(),
+                    Some(v) if v.is_finite() => crate::html::num(*v, h.digits),
+                    _ => "·".to_string(),
+                };
+                if show_text || r == c || v.is_none() {
+                    root.draw(&Text::new(
+                        text,
+                        (x + cell / 2, y + cell / 2),
+                        (FONT, 12)
+                            .into_font()
+                            .color(&INK)
+                            .pos(centre(HPos::Center, VPos::Center)),
+                    ))
+                    .map_err(e)?;
+                }
+            }
+        }
+        // Outlines as closed paths (SVG rects carry no stroke width), dark: they
+        // must stand out on red cells too.
+        let outline = |a: (i32, i32), b: (i32, i32)| {
+            PathElement::new(
+                vec![(a.0, a.1), (b.0, a.1), (b.0, b.1), (a.0, b.1), (a.0, a.1)],
+                INK.stroke_width(4),
+            )
+        };
+        for &i in &h.outline_lines {
+            let i = i as i32;
+            if i >= n {
+                continue;
+            }
+            root.draw(&outline(
+                (x0, y0 + i * cell),
+                (x0 + n * cell, y0 + (i + 1) * cell),
+            ))
+            .map_err(e)?;
+            root.draw(&outline(
+                (x0 + i * cell, y0),
+                (x0 + (i + 1) * cell, y0 + n * cell),
+            ))
+            .map_err(e)?;
+        }
+        for &(r, c) in &h.outline_cells {
+            let (r, c) = (r as i32, c as i32);
+            if r >= n || c >= n {
+                continue;
+            }
+            let (x, y) = (x0 + c * cell, y0 + r * cell);
+            root.draw(&outline((x + 2, y + 2), (x + cell - 2, y + cell - 2)))
+                .map_err(e)?;
+        }
+        // The color bar: good at the top.
+        let bar_h = (n * cell).max(120);
+        let steps = 24;
+        for s in 0..steps {
+            let t = 1.0 - s as f64 / (steps - 1) as f64;
+            let y = y0 + s * bar_h / steps;
+            root.draw(&Rectangle::new(
+                [(bar_x, y), (bar_x + 18, y0 + (s + 1) * bar_h / steps)],
+                scale(t).filled(),
+            ))
+            .map_err(e)?;
+        }
+        let (top, bottom) = if h.low_is_bad { (hi, lo) } else { (lo, hi) };
+        for (y, v) in [(y0, top), (y0 + bar_h, bottom)] {
+            root.draw(&Text::new(
+                crate::html::num(v, h.digits),
+                (bar_x + 24, y),
+                (FONT, 12)
+                    .into_font()
+                    .color(&INK)
+                    .pos(centre(HPos::Left, VPos::Center)),
+            ))
+            .map_err(e)?;
+        }
+        root.draw(&Text::new(
+            if log {
+                format!("{} (log)", h.unit)
+            } else {
+                h.unit.to_string()
+            },
+            (bar_x, y0 - 20),
+            (FONT, 12).into_font().color(&GREY),
+        ))
+        .map_err(e)?;
+        root.present().map_err(e)?;
+    }
+    Ok(inline(buf, h.id, h.title))
+}

@@ -56,3 +56,19 @@ pub fn doctor(
     let html = rdmakit_report::doctor::render(&page, &meta(taken_unix)).context("--html")?;
     write(path, &html)
 }
+
+/// The fleet report's page (`fleet report`, `fleet sweep`).
+pub fn fleet(path: &str, report: &rdmakit_fleet::report::FleetReport) -> anyhow::Result<()> {
+    let html = rdmakit_report::fleet::render(report, &meta(None)).context("--html")?;
+    write(path, &html)
+}
+
+/// The pairwise run's page, dated by the run's start.
+pub fn pairwise(
+    path: &str,
+    report: &rdmakit_fleet::pairwise::report::PairwiseReport,
+) -> anyhow::Result<()> {
+    let taken = (report.started_unix > 0).then_some(report.started_unix);
+    let html = rdmakit_report::pairwise::render(report, &meta(taken)).context("--html")?;
+    write(path, &html)
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 use rdmakit_fleet::pairwise::auth::Token;
 use rdmakit_fleet::pairwise::coordinator::{self, PairwiseConfig, Step};
 use rdmakit_fleet::pairwise::render;
-use rdmakit_fleet::pairwise::report::{Mode, Phase};
+use rdmakit_fleet::pairwise::report::{Mode, PairwiseReport, Phase};
 use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig};
 
 #[derive(clap::Args, Debug)]
@@ -22,10 +22,14 @@ pub struct Args {
         long,
         value_name = "HOST:PORT,...",
         value_delimiter = ',',
-        required_unless_present = "slurm",
+        required_unless_present_any = ["slurm", "from"],
         conflicts_with = "slurm"
     )]
     agents: Vec<String>,
+    /// Measure nothing: render a saved run (its `--json` output) again, as text, --json or
+    /// --html.
+    #[arg(long, value_name = "RUN.json", conflicts_with_all = ["agents", "slurm"])]
+    from: Option<PathBuf>,
     /// Start the agents as one Slurm job step (srun --ntasks-per-node=1) with a fresh token,
     /// coordinate from here, stop them when done.
     #[arg(long)]
@@ -60,6 +64,11 @@ pub struct Args {
     /// One JSON object (schema rdmakit.pairwise/v1) on stdout.
     #[arg(long)]
     json: bool,
+    /// Also write the run as one self-contained HTML file: the bandwidth matrix as a heat
+    /// map with the faults outlined, the latency matrix, the re-measurements; the run's
+    /// JSON embedded.
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
     /// The run's shared secret (file readable by its owner alone); default RDMAKIT_FLEET_TOKEN.
     /// With --slurm a fresh one is made when neither is given.
     #[arg(long, value_name = "FILE")]
@@ -101,6 +110,16 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if let Some(f) = &a.from {
+        let report = match saved(f) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("rdmakit fleet pairwise: error: --from {}: {e}", f.display());
+                return Ok(ExitCode::from(2));
+            }
+        };
+        return show(&a, &report);
+    }
     if let Err(e) = validate(&a) {
         eprintln!("rdmakit fleet pairwise: error: {e}");
         return Ok(ExitCode::from(2));
@@ -178,10 +197,33 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    show(&a, &report)
+}
+
+/// A run saved with `--json`.
+fn saved(path: &std::path::Path) -> Result<PairwiseReport, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let r: PairwiseReport =
+        serde_json::from_str(&text).map_err(|e| format!("not a pairwise run: {e}"))?;
+    if r.schema != rdmakit_fleet::pairwise::report::SCHEMA {
+        return Err(format!(
+            "schema {:?}, not {}",
+            r.schema,
+            rdmakit_fleet::pairwise::report::SCHEMA
+        ));
+    }
+    Ok(r)
+}
+
+/// Prints the run (text or JSON), writes its page, and gives the exit status.
+fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<ExitCode> {
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
-        anstream::print!("{}", render::human(&report));
+        anstream::print!("{}", render::human(report));
+    }
+    if let Some(path) = &a.html {
+        crate::cmd::html::pairwise(path, report)?;
     }
     Ok(if report.clean() {
         ExitCode::SUCCESS

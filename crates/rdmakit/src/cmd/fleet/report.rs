@@ -15,6 +15,11 @@ pub struct Args {
     /// Print the report as JSON (schema rdmakit.fleet/v1, docs/fleet.md).
     #[arg(long)]
     json: bool,
+    /// Also write the report as one self-contained HTML file: the nodes needing attention,
+    /// drift per cohort, each numeric metric as a dot plot with its outliers; the report's
+    /// JSON embedded.
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
     /// Every reason of every node, cohort members, every change.
     #[arg(short, long)]
     verbose: bool,
@@ -48,6 +53,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             ..HumanOptions::default()
         };
         out.write_all(render::human(&r, o).as_bytes())?;
+    }
+    if let Some(path) = &a.html {
+        crate::cmd::html::fleet(path, &r)?;
     }
     Ok(ExitCode::from(r.summary.exit_code))
 }

@@ -34,6 +34,9 @@ pub struct Args {
     /// rdmakit.sweep/v1, is DIR/sweep.json).
     #[arg(long)]
     json: bool,
+    /// Also write the fleet report as one self-contained HTML file (as `fleet report --html`).
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
     /// Every reason of every node, cohort members, every change.
     #[arg(short, long)]
     verbose: bool,
@@ -155,6 +158,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             swept.elapsed.as_secs_f64(),
             dir.display()
         )?;
+    }
+    if let Some(path) = &a.html {
+        crate::cmd::html::fleet(path, &report)?;
     }
     Ok(ExitCode::from(report.summary.exit_code))
 }
