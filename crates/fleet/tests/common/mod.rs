@@ -61,11 +61,18 @@ pub fn set(b: &mut Bundle, path: &str, value: &str) {
     b.write_file(path, format!("{value}\n").as_bytes());
 }
 
-/// Port `port` of `dev` goes down as a pulled cable leaves it.
+/// Port `port` of `dev` goes down as a pulled cable leaves it. The capture's RDMA
+/// netlink answers go too: they still say ACTIVE, and a host whose sysfs and
+/// netlink disagree is a different fault (RDK-K011).
 pub fn port_down(b: &mut Bundle, dev: &str, port: u32) {
     let p = format!("/sys/class/infiniband/{dev}/ports/{port}");
     set(b, &format!("{p}/state"), "1: DOWN");
     set(b, &format!("{p}/phys_state"), "3: Disabled");
+    for (op, key) in b.keys() {
+        if op == rdmakit_host::source::Op::Probe && key.starts_with("netlink:") {
+            b.remove(op, &key);
+        }
+    }
 }
 
 pub fn report(b: &Bundle) -> Report {
