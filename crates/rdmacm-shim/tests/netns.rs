@@ -16,10 +16,11 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
-use common::{have, lib_dir, registry_dir, text, wait};
+use common::{have, lib_dir, registry_dir, serial, text, wait};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -48,7 +49,12 @@ fn ip(args: &[&str]) -> Result<(), String> {
 
 impl Netns {
     fn new(addr: &str, peer: &str) -> Result<Netns, String> {
-        let name = format!("rdmakit-fimsg-{}", std::process::id());
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "rdmakit-fimsg-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
         ip(&["netns", "add", &name])?;
         let ns = Netns { name };
         let n = ns.name.as_str();
@@ -180,4 +186,98 @@ fn on_loopback_soft0_has_no_msg_endpoints_because_libfabric_skips_lo() {
             .any(|b| b.starts_with("verbs\n") && b.contains("type: FI_EP_MSG\n")),
         "{t}"
     );
+}
+
+/// True when process `pid` (in whatever network namespace it is) has a
+/// socket listening on TCP `port`.
+fn listening(pid: u32, port: u16) -> bool {
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                // local_address is ADDR:PORT in hex; st 0A is LISTEN.
+                w.len() > 3
+                    && w[3] == "0A"
+                    && w[1]
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| u16::from_str_radix(p, 16).ok())
+                        == Some(port)
+            })
+        })
+    })
+}
+
+/// Waits until `server` listens on its control port (a client that comes
+/// earlier fails); fails with its output if it exits first or never does.
+fn await_listen(mut server: Child, port: u16) -> Child {
+    let end = Instant::now() + LIMIT;
+    while !listening(server.id(), port) {
+        if server.try_wait().unwrap().is_some() || Instant::now() > end {
+            let _ = server.kill();
+            let o = server.wait_with_output().unwrap();
+            panic!(
+                "fi_pingpong server never listened on port {port} ({:?})\n{}",
+                o.status,
+                text(&o)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+}
+
+#[test]
+fn fi_pingpong_verbs_msg_between_two_soft_nics_on_one_host() {
+    // Two processes on one host, each with soft0 on an address of its own
+    // (10.77.0.1 and 10.77.0.2, the two ends of a veth pair), as two RoCE
+    // devices on one host are. The server binds "localhost" (libfabric's
+    // local_node) and so advertises 127.0.0.1:port as its name; the
+    // client's connection to it reaches the server's soft0 through the
+    // rdma_cm port table, and its QP is addressed with the GID of the
+    // device that owns the port (not the client's own). -c checks every
+    // byte received.
+    if !have("fi_pingpong", "libfabric-bin") {
+        return;
+    }
+    let _g = serial();
+    let Some(ns) = netns("10.77.0.1", "10.77.0.2") else {
+        return;
+    };
+    // The namespace is the test's own: the default control port is free.
+    let port = 47592;
+    let args = ["-p", "verbs", "-e", "msg", "-I", "100", "-c"];
+    for size in ["1", "65536"] {
+        let mut sargs = args.to_vec();
+        sargs.extend_from_slice(&["-S", size]);
+        let server = await_listen(
+            ns.command("10.77.0.1", "fi_pingpong", &sargs)
+                .spawn()
+                .unwrap(),
+            port,
+        );
+        let mut cargs = sargs.clone();
+        cargs.push("10.77.0.1");
+        let c = wait(
+            ns.command("10.77.0.2", "fi_pingpong", &cargs)
+                .spawn()
+                .unwrap(),
+            LIMIT,
+            "fi_pingpong client",
+        );
+        let s = wait(server, LIMIT, "fi_pingpong server");
+        let (st, ct) = (text(&s), text(&c));
+        assert!(
+            s.status.success() && c.status.success(),
+            "{size} bytes: server {:?}, client {:?}\n--- server\n{st}\n--- client\n{ct}",
+            s.status,
+            c.status
+        );
+        // The result row: every message acknowledged.
+        assert!(
+            ct.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("=100")),
+            "{size} bytes: {ct}"
+        );
+    }
 }
