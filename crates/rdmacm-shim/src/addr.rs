@@ -5,8 +5,8 @@
 //! The kernel's rdma_cm owns one port table per port space for the host and
 //! one listen table per device; the soft NIC's processes share them through
 //! files in the device's shared directory (`<registry>/<device>/.cm/`): one
-//! file per bound (port space, port, address), naming the owning process and
-//! where its QP1 is reached, and whether it listens. A file whose process is
+//! file per bound (port space, port, address), naming the owning process,
+//! where its QP1 is reached, its device's address, and whether it listens. A file whose process is
 //! gone is stale and taken over.
 //!
 //! The soft NIC's netdev is loopback: its address is 127.0.0.1 (or the
@@ -43,22 +43,28 @@ pub(crate) struct PortTable {
 pub(crate) struct PortClaim {
     path: PathBuf,
     pub port: u16,
+    /// The address of the owner's device (its GID's).
+    dev: Ipv4Addr,
 }
 
 struct Entry {
     /// Where the owner's QP1 is reached.
     via: Ipv4Addr,
+    /// The owner's device address, when it wrote one.
+    dev: Option<Ipv4Addr>,
     pid: u32,
     listen: bool,
 }
 
 fn parse(text: &str) -> Option<Entry> {
     let mut via = None;
+    let mut dev = None;
     let mut pid = None;
     let mut listen = false;
     for kv in text.split_whitespace() {
         match kv.split_once('=') {
             Some(("via", v)) => via = v.parse().ok(),
+            Some(("dev", v)) => dev = v.parse().ok(),
             Some(("pid", v)) => pid = v.parse().ok(),
             Some(("listen", v)) => listen = v == "1",
             _ => {}
@@ -66,6 +72,7 @@ fn parse(text: &str) -> Option<Entry> {
     }
     Some(Entry {
         via: via?,
+        dev,
         pid: pid?,
         listen,
     })
@@ -157,7 +164,8 @@ impl PortTable {
     }
 
     /// Claims `port` (0: a free ephemeral port) on `bound` in port space
-    /// `ps` for this process, whose QP1 is reached at `via`.
+    /// `ps` for this process, whose QP1 is reached at `via` and whose
+    /// device has the address `dev`.
     ///
     /// # Errors
     /// `EADDRINUSE` when taken (or no ephemeral port is free); the errno of
@@ -168,6 +176,7 @@ impl PortTable {
         bound: Ipv4Addr,
         port: u16,
         via: Ipv4Addr,
+        dev: Ipv4Addr,
     ) -> Result<PortClaim, c_int> {
         let _g = self
             .lock()
@@ -187,9 +196,9 @@ impl PortTable {
         };
         let path = self.dir.join(Self::name(ps, port, bound));
         let mut f = File::create(&path).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-        writeln!(f, "via={via} pid={} listen=0", std::process::id())
+        writeln!(f, "via={via} dev={dev} pid={} listen=0", std::process::id())
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-        Ok(PortClaim { path, port })
+        Ok(PortClaim { path, port, dev })
     }
 
     /// Marks a claim as listening.
@@ -197,7 +206,11 @@ impl PortTable {
         if let Ok(_g) = self.lock() {
             let _ = fs::write(
                 &c.path,
-                format!("via={via} pid={} listen=1\n", std::process::id()),
+                format!(
+                    "via={via} dev={} pid={} listen=1\n",
+                    c.dev,
+                    std::process::id()
+                ),
             );
         }
     }
@@ -209,11 +222,17 @@ impl PortTable {
         }
     }
 
-    /// Where the QP1 of the process that owns (ps, port) for `dst` is:
-    /// a listener bound to exactly `dst`, else one on the wildcard address,
-    /// else a process that bound the port but does not listen (yet) — its
-    /// connection manager answers, as the kernel's would for the host.
-    pub(crate) fn listener(&self, ps: u32, port: u16, dst: Ipv4Addr) -> Option<Ipv4Addr> {
+    /// Where the QP1 of the process that owns (ps, port) for `dst` is, and
+    /// its device's address if it wrote one: a listener bound to exactly
+    /// `dst`, else one on the wildcard address, else a process that bound
+    /// the port but does not listen (yet) — its connection manager
+    /// answers, as the kernel's would for the host.
+    pub(crate) fn listener(
+        &self,
+        ps: u32,
+        port: u16,
+        dst: Ipv4Addr,
+    ) -> Option<(Ipv4Addr, Option<Ipv4Addr>)> {
         let _g = self.lock().ok()?;
         let es = self.entries(ps, port);
         let pick = |listen: bool| {
@@ -223,7 +242,7 @@ impl PortTable {
                     es.iter()
                         .find(|(b, e)| e.listen == listen && b.is_unspecified())
                 })
-                .map(|(_, e)| e.via)
+                .map(|(_, e)| (e.via, e.dev))
         };
         pick(true).or_else(|| pick(false))
     }
@@ -253,10 +272,13 @@ pub(crate) fn route(
     port: u16,
 ) -> Result<Peer, c_int> {
     if dst.is_unspecified() || is_soft(dst, dev) {
-        // This device: its one GID; the MADs to the owner of the port.
-        let via = table.listener(ps, port, dst).unwrap_or(me);
+        // This device: its one GID; the MADs to the owner of the port. A
+        // soft NIC configured with another address than ours on this host
+        // (another process's) owns the port: its GID, as the connection
+        // then runs between the two devices.
+        let (via, owner) = table.listener(ps, port, dst).unwrap_or((me, None));
         return Ok(Peer {
-            gid: gid_of(dev),
+            gid: gid_of(owner.unwrap_or(dev)),
             via: gid_of(via),
         });
     }

@@ -346,7 +346,7 @@ fn bind_locked(g: &mut Global, p: &mut IdPriv, a: SocketAddrV4) -> Res<()> {
     if p.claim.is_some() {
         return Err(libc::EINVAL);
     }
-    let claim = g.ports.claim(p.id.ps, ip, a.port(), g.endpoint())?;
+    let claim = g.ports.claim(p.id.ps, ip, a.port(), g.endpoint(), dev)?;
     let port = claim.port;
     if let Err(e) = g.cm.bind(p.handle, SocketAddrV4::new(ip, port)) {
         g.ports.release(&claim);

@@ -1,0 +1,283 @@
+//! libfabric's verbs MSG endpoints on a soft NIC that sits on a real
+//! interface's address (issue 20 item 7).
+//!
+//! libfabric 1.17's verbs provider offers FI_EP_MSG only on devices that
+//! one of the host's interface addresses resolves to through rdma_cm, and
+//! it skips every interface flagged IFF_LOOPBACK (prov/verbs/src/
+//! verbs_info.c, vrb_getifaddrs). The default soft0 lives on 127.0.0.1, so
+//! `fi_info -p verbs` lists no MSG endpoint there, as it lists none for a
+//! device without an IP interface. Configured with the address of a veth
+//! interface (`RDMAKIT_SOFT_ADDR`, the soft NIC's netdev address, as
+//! `rdma link add ... netdev` is for rxe), soft0 gets them.
+//!
+//! The interface lives in a network namespace the test creates and deletes
+//! (`ip netns`, root only); without root the test skips, saying so, unless
+//! `RDMAKIT_REQUIRE_NETNS=1` turns that into a failure.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{have, lib_dir, registry_dir, serial, text, wait};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A network namespace with a veth pair whose first end has `addr`/24;
+/// deleted (with its interfaces) on drop.
+struct Netns {
+    name: String,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let o = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        ))
+    }
+}
+
+impl Netns {
+    fn new(addr: &str, peer: &str) -> Result<Netns, String> {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "rdmakit-fimsg-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        ip(&["netns", "add", &name])?;
+        let ns = Netns { name };
+        let n = ns.name.as_str();
+        ip(&["-n", n, "link", "set", "lo", "up"])?;
+        ip(&[
+            "-n", n, "link", "add", "rk0", "type", "veth", "peer", "name", "rk1",
+        ])?;
+        ip(&["-n", n, "addr", "add", &format!("{addr}/24"), "dev", "rk0"])?;
+        ip(&["-n", n, "addr", "add", &format!("{peer}/24"), "dev", "rk1"])?;
+        ip(&["-n", n, "link", "set", "rk0", "up"])?;
+        ip(&["-n", n, "link", "set", "rk1", "up"])?;
+        Ok(ns)
+    }
+
+    /// `tool args` inside the namespace on the drop-in stack, soft0 on `addr`.
+    fn command(&self, addr: &str, tool: &str, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, tool])
+            .args(args)
+            .env("LD_LIBRARY_PATH", lib_dir())
+            .env("RDMAKIT_SOFT_REGISTRY_DIR", registry_dir())
+            .env("RDMAKIT_SOFT_ADDR", addr)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
+    }
+}
+
+/// The namespace, or None (skipped) when this is not root.
+fn netns(addr: &str, peer: &str) -> Option<Netns> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        assert!(
+            std::env::var_os("RDMAKIT_REQUIRE_NETNS").is_none(),
+            "creating a network namespace needs root"
+        );
+        eprintln!("SKIP: creating a network namespace needs root");
+        return None;
+    }
+    Some(Netns::new(addr, peer).unwrap_or_else(|e| panic!("network namespace: {e}")))
+}
+
+/// The `provider: ...` blocks of `fi_info` output.
+fn blocks(t: &str) -> Vec<&str> {
+    t.split("provider: ").skip(1).collect()
+}
+
+#[test]
+fn fi_info_lists_verbs_msg_endpoints_of_soft0_on_a_veth_address() {
+    if !have("fi_info", "libfabric-bin") {
+        return;
+    }
+    let Some(ns) = netns("10.77.0.1", "10.77.0.2") else {
+        return;
+    };
+    let o = wait(
+        ns.command("10.77.0.1", "fi_info", &["-p", "verbs"])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+        "fi_info",
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    for (prov, dom, ty) in [
+        ("verbs", "soft0", "FI_EP_MSG"),
+        ("verbs", "soft0-dgram", "FI_EP_DGRAM"),
+        ("verbs;ofi_rxm", "soft0", "FI_EP_RDM"),
+        ("verbs;ofi_rxd", "soft0-dgram", "FI_EP_RDM"),
+    ] {
+        let hit = blocks(&t).iter().any(|b| {
+            b.starts_with(&format!("{prov}\n"))
+                && b.contains(&format!("domain: {dom}\n"))
+                && b.contains(&format!("type: {ty}\n"))
+        });
+        assert!(hit, "no {prov} {ty} endpoint on {dom} in\n{t}");
+    }
+
+    // The interface address is what libfabric found soft0 through: the
+    // MSG endpoint's source address when asked for one.
+    let o = wait(
+        ns.command("10.77.0.1", "fi_info", &["-p", "verbs", "-e", "msg", "-v"])
+            .env("FI_LOG_LEVEL", "info")
+            .spawn()
+            .unwrap(),
+        LIMIT,
+        "fi_info -v",
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("#1 soft0 - IPoIB addresses:") && t.contains("\t10.77.0.1\n"),
+        "libfabric did not resolve 10.77.0.1 to soft0:\n{t}"
+    );
+}
+
+#[test]
+fn on_loopback_soft0_has_no_msg_endpoints_because_libfabric_skips_lo() {
+    // The other half of the explanation above, so that a change in either
+    // (libfabric accepting lo, or soft0 gaining an interface) shows here.
+    if !have("fi_info", "libfabric-bin") {
+        return;
+    }
+    let o = wait(
+        common::command("fi_info", &["-p", "verbs"])
+            .env("FI_LOG_LEVEL", "info")
+            .spawn()
+            .unwrap(),
+        LIMIT,
+        "fi_info",
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("skipping device: soft0 for FI_EP_MSG"),
+        "libfabric's reason for no MSG endpoint changed:\n{t}"
+    );
+    assert!(
+        !blocks(&t)
+            .iter()
+            .any(|b| b.starts_with("verbs\n") && b.contains("type: FI_EP_MSG\n")),
+        "{t}"
+    );
+}
+
+/// True when process `pid` (in whatever network namespace it is) has a
+/// socket listening on TCP `port`.
+fn listening(pid: u32, port: u16) -> bool {
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                // local_address is ADDR:PORT in hex; st 0A is LISTEN.
+                w.len() > 3
+                    && w[3] == "0A"
+                    && w[1]
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| u16::from_str_radix(p, 16).ok())
+                        == Some(port)
+            })
+        })
+    })
+}
+
+/// Waits until `server` listens on its control port (a client that comes
+/// earlier fails); fails with its output if it exits first or never does.
+fn await_listen(mut server: Child, port: u16) -> Child {
+    let end = Instant::now() + LIMIT;
+    while !listening(server.id(), port) {
+        if server.try_wait().unwrap().is_some() || Instant::now() > end {
+            let _ = server.kill();
+            let o = server.wait_with_output().unwrap();
+            panic!(
+                "fi_pingpong server never listened on port {port} ({:?})\n{}",
+                o.status,
+                text(&o)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+}
+
+#[test]
+fn fi_pingpong_verbs_msg_between_two_soft_nics_on_one_host() {
+    // Two processes on one host, each with soft0 on an address of its own
+    // (10.77.0.1 and 10.77.0.2, the two ends of a veth pair), as two RoCE
+    // devices on one host are. The server binds "localhost" (libfabric's
+    // local_node) and so advertises 127.0.0.1:port as its name; the
+    // client's connection to it reaches the server's soft0 through the
+    // rdma_cm port table, and its QP is addressed with the GID of the
+    // device that owns the port (not the client's own). -c checks every
+    // byte received.
+    if !have("fi_pingpong", "libfabric-bin") {
+        return;
+    }
+    let _g = serial();
+    let Some(ns) = netns("10.77.0.1", "10.77.0.2") else {
+        return;
+    };
+    // The namespace is the test's own: the default control port is free.
+    let port = 47592;
+    let args = ["-p", "verbs", "-e", "msg", "-I", "100", "-c"];
+    for size in ["1", "65536"] {
+        let mut sargs = args.to_vec();
+        sargs.extend_from_slice(&["-S", size]);
+        let server = await_listen(
+            ns.command("10.77.0.1", "fi_pingpong", &sargs)
+                .spawn()
+                .unwrap(),
+            port,
+        );
+        let mut cargs = sargs.clone();
+        cargs.push("10.77.0.1");
+        let c = wait(
+            ns.command("10.77.0.2", "fi_pingpong", &cargs)
+                .spawn()
+                .unwrap(),
+            LIMIT,
+            "fi_pingpong client",
+        );
+        let s = wait(server, LIMIT, "fi_pingpong server");
+        let (st, ct) = (text(&s), text(&c));
+        assert!(
+            s.status.success() && c.status.success(),
+            "{size} bytes: server {:?}, client {:?}\n--- server\n{st}\n--- client\n{ct}",
+            s.status,
+            c.status
+        );
+        // The result row: every message acknowledged.
+        assert!(
+            ct.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("=100")),
+            "{size} bytes: {ct}"
+        );
+    }
+}
