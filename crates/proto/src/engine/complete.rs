@@ -302,4 +302,21 @@ impl Qp {
         }
         self.progress(now);
     }
+
+    /// Completes the oldest send WQE with `status` (successes only when
+    /// signaled) and pops it.
+    pub(super) fn complete_front(&mut self, status: WcStatus) {
+        let Some(w) = self.sq.pop_front() else { return };
+        self.send_idx = self.send_idx.saturating_sub(1);
+        if w.wr.op.is_rd_atomic() && w.started {
+            self.rd_atomic_inflight = self.rd_atomic_inflight.saturating_sub(1);
+        }
+        if status != WcStatus::Success || w.wr.signaled || self.cfg.sq_sig_all {
+            let mut wc = self.wc(w.wr.wr_id, status, w.wr.op.wc_opcode());
+            if status == WcStatus::Success {
+                wc.byte_len = if w.wr.op.is_atomic() { 8 } else { w.len };
+            }
+            self.cq.push_back(wc);
+        }
+    }
 }

@@ -1,0 +1,573 @@
+//! The engine's transmit side: what leaves the QP, responses first (ACK, NAK,
+//! READ responses, atomic ACKs from the responder), then the requester's
+//! packets built from the send queue, and the local operations executed in
+//! its order.
+
+use super::*;
+
+impl Qp {
+    // ------------------------------------------------------------------
+    // Transmit
+    // ------------------------------------------------------------------
+
+    /// Writes the next packet to send into `buf` (BTH onwards, pad included,
+    /// no ICRC) and says where to send it. Responses (ACK, NAK, READ
+    /// responses, atomic ACKs) go before new requests. Call until `None`
+    /// after every other call.
+    ///
+    /// `buf` must hold at least [`Qp::max_packet_len`] bytes, otherwise
+    /// nothing is produced.
+    pub fn poll_transmit<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        if buf.len() < self.max_packet_len() {
+            return None;
+        }
+        if let Some(t) = self.poll_responder(buf, mem) {
+            self.stats.tx_packets += 1;
+            return Some(t);
+        }
+        if !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            return None;
+        }
+        let t = self.poll_requester(now, buf, mem)?;
+        self.stats.tx_packets += 1;
+        Some(t)
+    }
+
+    /// Whether the responder holds only plain ACKs for the peer: nothing
+    /// it is blocked on (no READ or atomic response, no NAK).
+    pub fn only_acks_pending(&self) -> bool {
+        !self.out.is_empty()
+            && self.out.iter().all(|o| {
+                matches!(
+                    o,
+                    RespOut::Ack {
+                        syndrome: syndrome::ACK,
+                        fatal: false,
+                        ..
+                    }
+                )
+            })
+    }
+
+    /// Whether the responder has anything to send.
+    pub fn responder_pending(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// [`Qp::poll_transmit`], except that plain ACKs are held back while
+    /// they are all the responder has: the caller sends them later with
+    /// `poll_transmit` (an ACK is off the peer's critical path; its
+    /// requester reaps send completions lazily, and the local ACK timeout
+    /// is milliseconds). Requests still go out.
+    pub fn poll_transmit_deferring_acks<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        if !self.only_acks_pending() {
+            return self.poll_transmit(now, buf, mem);
+        }
+        if buf.len() < self.max_packet_len() || !matches!(self.state, QpState::Rts | QpState::Sqd) {
+            return None;
+        }
+        let t = self.poll_requester(now, buf, mem)?;
+        self.stats.tx_packets += 1;
+        Some(t)
+    }
+
+    fn bth(&self, opcode: u8, psn: Psn, dqpn: u32) -> Bth {
+        Bth {
+            opcode,
+            se: false,
+            mig: false,
+            pkey: self.pkey(),
+            becn_fecn: 0,
+            dqpn,
+            ack_req: false,
+            psn,
+        }
+    }
+
+    fn empty_packet(&self, opcode: u8, psn: Psn, dqpn: u32) -> Option<Packet<'static>> {
+        let info = crate::packet::opinfo(opcode)?;
+        Some(Packet {
+            bth: self.bth(opcode, psn, dqpn),
+            info,
+            deth: None,
+            reth: None,
+            atomic_eth: None,
+            aeth: None,
+            atomic_ack: None,
+            imm: None,
+            ieth: None,
+            payload: &[],
+        })
+    }
+
+    fn poll_responder<M: Memory + ?Sized>(
+        &mut self,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        let item = self.out.pop_front()?;
+        let dqpn = self.attr.dest_qp_num;
+        let ah = self.attr.ah;
+        let msn = self.msn & 0x00ff_ffff;
+        match item {
+            RespOut::Ack {
+                psn,
+                syndrome: syn,
+                fatal,
+            } => {
+                let mut p = self.empty_packet(0x11, psn, dqpn)?;
+                p.aeth = Some(crate::packet::Aeth { syndrome: syn, msn });
+                let len = p.emit(buf)?;
+                match syn >> 5 {
+                    0 => self.stats.acks_sent += 1,
+                    1 => self.stats.rnr_naks_sent += 1,
+                    _ => {
+                        let i = usize::from((syn & 0x1f).min(4));
+                        self.stats.naks_sent[i] += 1;
+                    }
+                }
+                if fatal {
+                    self.enter_error();
+                }
+                Some(Transmit { len, ah })
+            }
+            RespOut::Atomic { psn, orig } => {
+                let mut p = self.empty_packet(0x12, psn, dqpn)?;
+                p.aeth = Some(crate::packet::Aeth {
+                    syndrome: syndrome::ACK,
+                    msn,
+                });
+                p.atomic_ack = Some(orig);
+                let len = p.emit(buf)?;
+                Some(Transmit { len, ah })
+            }
+            RespOut::Read {
+                psn,
+                va,
+                rkey,
+                remaining,
+                first,
+            } => {
+                let mtu = self.mtu();
+                let n = remaining.min(mtu);
+                let last = n == remaining;
+                let pos = pos_of(first, last);
+                let opcode = opcode_for(Transport::Rc, Kind::ReadResp, pos, false, false)?;
+                let mut p = self.empty_packet(opcode, psn, dqpn)?;
+                if p.info.aeth {
+                    p.aeth = Some(crate::packet::Aeth {
+                        syndrome: syndrome::ACK,
+                        msn,
+                    });
+                }
+                // Headers first, then the data read straight into place.
+                let (at, len) = p.emit_header(buf, n as usize)?;
+                let r = if n == 0 {
+                    Ok(())
+                } else {
+                    mem.read(
+                        self.cfg.pd,
+                        Key::Remote(rkey),
+                        va,
+                        &mut buf[at..at + n as usize],
+                        Access::REMOTE_READ,
+                    )
+                };
+                let res = match r {
+                    Ok(()) => {
+                        if !last {
+                            self.out.push_front(RespOut::Read {
+                                psn: psn.add(1),
+                                va: va + u64::from(n),
+                                rkey,
+                                remaining: remaining - n,
+                                first: false,
+                            });
+                        }
+                        Some(Transmit { len, ah })
+                    }
+                    Err(_) => {
+                        // The region went away between request and response.
+                        self.out.clear();
+                        self.out.push_front(RespOut::Ack {
+                            psn,
+                            syndrome: syndrome::NAK_REM_ACCESS,
+                            fatal: true,
+                        });
+                        None
+                    }
+                };
+                match res {
+                    Some(t) => Some(t),
+                    None => self.poll_responder(buf, mem),
+                }
+            }
+        }
+    }
+
+    fn poll_requester<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        let rc = self.cfg.qp_type == QpType::Rc;
+        if rc && self.rnr_wait.is_some_and(|t| now < t) {
+            return None;
+        }
+        self.rnr_wait = None;
+        loop {
+            let idx = self.send_idx;
+            let w = self.sq.get(idx)?;
+            if w.local_err.is_some() {
+                return None;
+            }
+            let local = w.wr.op.is_local();
+            if !w.started {
+                if self.state == QpState::Sqd {
+                    return None;
+                }
+                if rc
+                    && w.wr.op.is_rd_atomic()
+                    && self.rd_atomic_inflight >= u32::from(self.attr.max_rd_atomic.max(1))
+                {
+                    return None;
+                }
+                if rc && w.wr.fence && self.rd_atomic_inflight > 0 {
+                    return None;
+                }
+                if self.cfg.qp_type == QpType::Ud && w.len > self.mtu() {
+                    // IBTA C10-93.1.1: a UD message longer than the port MTU
+                    // emits no packet and raises no error.
+                    self.complete_front(WcStatus::Success);
+                    continue;
+                }
+                if local {
+                    // A bind or local invalidate: done here, in send-queue
+                    // order; it completes once every earlier WR has.
+                    if let Err(status) = self.execute_local(idx, mem) {
+                        self.local_error(idx, status);
+                        if self.state == QpState::Rts {
+                            continue;
+                        }
+                        return None;
+                    }
+                    continue;
+                }
+                if let Err(status) = self.validate_wqe(idx, mem) {
+                    self.local_error(idx, status);
+                    if self.state == QpState::Rts {
+                        continue;
+                    }
+                    return None;
+                }
+            }
+            if local {
+                // Done already (a go-back walked over it): nothing to send.
+                self.send_idx += 1;
+                continue;
+            }
+            if rc && self.next_psn.diff(self.una) >= self.cfg.max_inflight as i32 {
+                return None;
+            }
+            match self.build_request(now, idx, buf, mem) {
+                Ok(t) => return Some(t),
+                Err(status) => {
+                    self.local_error(idx, status);
+                    if self.state == QpState::Rts {
+                        continue;
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Executes the local operation at `idx` (bind, local invalidate) and
+    /// marks it done; it completes as soon as it is the oldest WR.
+    fn execute_local<M: Memory + ?Sized>(
+        &mut self,
+        idx: usize,
+        mem: &mut M,
+    ) -> Result<(), WcStatus> {
+        let pd = self.cfg.pd;
+        let next = self.next_psn;
+        let Some(w) = self.sq.get_mut(idx) else {
+            return Err(WcStatus::LocQpOpErr);
+        };
+        match w.wr.op {
+            SendOp::BindMw(b) => mem.bind_mw(pd, &b).map_err(|_| WcStatus::MwBindErr)?,
+            SendOp::LocalInv { rkey } => mem
+                .invalidate_local(pd, rkey)
+                .map_err(|_| WcStatus::MwBindErr)?,
+            _ => return Err(WcStatus::LocQpOpErr),
+        }
+        w.started = true;
+        w.first_psn = next;
+        w.npkts = 0;
+        self.send_idx += 1;
+        self.complete_local_front();
+        Ok(())
+    }
+
+    /// Completes the local operations at the head of the send queue: all
+    /// earlier WRs are done, so they are too.
+    pub(crate) fn complete_local_front(&mut self) {
+        while self
+            .sq
+            .front()
+            .is_some_and(|w| w.started && w.npkts == 0 && w.wr.op.is_local())
+        {
+            self.complete_front(WcStatus::Success);
+        }
+    }
+
+    /// First-transmission checks of a send WQE; assigns its PSNs.
+    fn validate_wqe<M: Memory + ?Sized>(&mut self, idx: usize, mem: &M) -> Result<(), WcStatus> {
+        let mtu = self.mtu();
+        let pd = self.cfg.pd;
+        let ud = self.cfg.qp_type == QpType::Ud;
+        let Some(w) = self.sq.get_mut(idx) else {
+            return Err(WcStatus::LocQpOpErr);
+        };
+        let need = if w.wr.op.is_rd_atomic() {
+            Access::LOCAL_WRITE
+        } else {
+            Access::empty()
+        };
+        if w.wr.op.is_atomic() && w.len != 8 {
+            return Err(WcStatus::LocLenErr);
+        }
+        for s in &w.wr.sg_list {
+            mem.check(pd, Key::Local(s.lkey), s.addr, u64::from(s.length), need)
+                .map_err(|_| WcStatus::LocProtErr)?;
+        }
+        w.started = true;
+        w.first_psn = self.next_psn;
+        w.npkts = match w.wr.op {
+            SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => 1,
+            _ if ud => 1,
+            _ => pkts_for(w.len, mtu),
+        };
+        if w.wr.op.is_rd_atomic() {
+            self.rd_atomic_inflight += 1;
+        }
+        Ok(())
+    }
+
+    /// A local error on WQE `idx`: RC completes it (in order) and goes to
+    /// ERR; UC/UD complete it and go to SQE.
+    fn local_error(&mut self, idx: usize, status: WcStatus) {
+        if let Some(w) = self.sq.get_mut(idx) {
+            w.local_err = Some(status);
+        }
+        self.drain_local_errors();
+    }
+
+    pub(super) fn drain_local_errors(&mut self) {
+        let Some(w) = self.sq.front() else { return };
+        let Some(status) = w.local_err else { return };
+        let wc = self.wc(w.wr.wr_id, status, w.wr.op.wc_opcode());
+        self.sq.pop_front();
+        self.send_idx = self.send_idx.saturating_sub(1);
+        self.cq.push_back(wc);
+        if self.cfg.qp_type == QpType::Rc {
+            self.enter_error();
+        } else {
+            self.state = QpState::Sqe;
+            self.flush_sq();
+        }
+    }
+
+    fn build_request<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        idx: usize,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Result<Transmit, WcStatus> {
+        let mtu = self.mtu();
+        let t = self.transport();
+        let psn = self.next_psn;
+        let qkey = self.attr.qkey;
+        let pd = self.cfg.pd;
+        let qpn = self.cfg.qpn;
+        let w = self.sq.get(idx).ok_or(WcStatus::LocQpOpErr)?;
+        let (dqpn, ah) = match w.wr.ud {
+            Some(d) if t == Transport::Ud => (d.remote_qpn, d.ah),
+            _ => (self.attr.dest_qp_num, self.attr.ah),
+        };
+        let off = self.send_off;
+        // (offset into the WR's data, length) of this packet's payload.
+        let mut payload: Option<(u32, u32)> = None;
+        let mut p = self
+            .empty_packet(0x11, psn, dqpn)
+            .ok_or(WcStatus::LocQpOpErr)?;
+        let mut psns = 1u32;
+        let mut ends = true;
+        let mut sent = 0u32;
+        match w.wr.op {
+            SendOp::Read { remote_addr, rkey } => {
+                let remaining = w.len - off;
+                p.info = crate::packet::opinfo(0x0c).ok_or(WcStatus::LocQpOpErr)?;
+                p.bth.opcode = 0x0c;
+                p.reth = Some(Reth {
+                    va: remote_addr.wrapping_add(u64::from(off)),
+                    rkey,
+                    len: remaining,
+                });
+                psns = pkts_for(remaining, mtu);
+                sent = remaining;
+            }
+            SendOp::CompareSwap {
+                remote_addr,
+                rkey,
+                compare,
+                swap,
+            } => {
+                p.info = crate::packet::opinfo(0x13).ok_or(WcStatus::LocQpOpErr)?;
+                p.bth.opcode = 0x13;
+                p.atomic_eth = Some(AtomicEth {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: swap,
+                    compare,
+                });
+            }
+            SendOp::FetchAdd {
+                remote_addr,
+                rkey,
+                add,
+            } => {
+                p.info = crate::packet::opinfo(0x14).ok_or(WcStatus::LocQpOpErr)?;
+                p.bth.opcode = 0x14;
+                p.atomic_eth = Some(AtomicEth {
+                    va: remote_addr,
+                    rkey,
+                    swap_add: add,
+                    compare: 0,
+                });
+            }
+            op => {
+                let remaining = w.len - off;
+                let n = remaining.min(mtu);
+                let last = n == remaining;
+                let first = off == 0;
+                let pos = pos_of(first, last);
+                let (kind, imm, inv) = match op {
+                    SendOp::Send => (Kind::Send, None, None),
+                    SendOp::SendWithImm { imm } => (Kind::Send, Some(imm), None),
+                    SendOp::SendWithInv { rkey } => (Kind::Send, None, Some(rkey)),
+                    SendOp::WriteWithImm { imm, .. } => (Kind::Write, Some(imm), None),
+                    _ => (Kind::Write, None, None),
+                };
+                let imm = imm.filter(|_| last);
+                let inv = inv.filter(|_| last);
+                let opcode = opcode_for(t, kind, pos, imm.is_some(), inv.is_some())
+                    .ok_or(WcStatus::LocQpOpErr)?;
+                p.info = crate::packet::opinfo(opcode).ok_or(WcStatus::LocQpOpErr)?;
+                p.bth.opcode = opcode;
+                p.imm = imm;
+                p.ieth = inv;
+                if let SendOp::Write { remote_addr, rkey }
+                | SendOp::WriteWithImm {
+                    remote_addr, rkey, ..
+                } = op
+                {
+                    if first {
+                        p.reth = Some(Reth {
+                            va: remote_addr,
+                            rkey,
+                            len: w.len,
+                        });
+                    }
+                }
+                if t == Transport::Ud {
+                    let qk = w.wr.ud.map_or(qkey, |d| d.remote_qkey);
+                    let qk = if qk & QKEY_CONTROLLED != 0 { qkey } else { qk };
+                    p.deth = Some(Deth {
+                        qkey: qk,
+                        src_qp: qpn,
+                    });
+                }
+                payload = Some((off, n));
+                p.bth.se = last && w.wr.solicited;
+                ends = last;
+                sent = n;
+            }
+        }
+        if t == Transport::Rc {
+            self.pkts_since_ackreq += 1;
+            let rd = p.info.kind == Kind::ReadReq || p.info.atomic_eth;
+            // AckReq where an ACK is awaited: the end of a signaled WR (the
+            // application waits for its completion), of any WR when the send
+            // queue is half full (it needs the slots back) or on a
+            // retransmission, and every `ack_req_every` packets (the window).
+            // An unsignaled WR's end goes without: ACKs are cumulative, so
+            // the next requested one covers it (AckReq is the requester's to
+            // set; rxe's responder, like this engine's, ACKs the packets that
+            // carry it and duplicates). A ping-pong of unsignaled SENDs thus
+            // costs no ACK datagram per message in either direction. An
+            // application that posts unsignaled WRs and then nothing gets its
+            // slots back at the ACK timeout, which then sends the last packet
+            // again with AckReq: an ACK probe, not a retry (handle_timeout).
+            let wants_ack = w.wr.signaled
+                || self.cfg.sq_sig_all
+                || self.sq.len() * 2 >= self.cfg.max_send_wr
+                || psn.before(self.high_psn);
+            if !rd && ((ends && wants_ack) || self.pkts_since_ackreq >= self.cfg.ack_req_every) {
+                p.bth.ack_req = true;
+            }
+            if p.bth.ack_req || rd {
+                self.pkts_since_ackreq = 0;
+                self.asked_psn = Some(psn);
+            }
+        }
+        // Headers first, then the payload gathered straight into place (the
+        // transmit buffer is the only copy before the socket's).
+        let plen = payload.map_or(0, |(_, n)| n as usize);
+        let (at, len) = p.emit_header(buf, plen).ok_or(WcStatus::LocLenErr)?;
+        if let Some((off, n)) = payload {
+            let dst = &mut buf[at..at + n as usize];
+            if gather(mem, pd, &w.wr.sg_list, u64::from(off), dst).is_err() {
+                return Err(WcStatus::LocProtErr);
+            }
+        }
+
+        if psn.before(self.high_psn) {
+            self.stats.retransmitted += 1;
+        }
+        self.next_psn = psn.add(psns);
+        if self.next_psn.after(self.high_psn) {
+            self.high_psn = self.next_psn;
+        }
+        let rd = p.info.kind == Kind::ReadReq || p.info.atomic_eth;
+        if rd || ends {
+            self.send_idx += 1;
+            self.send_off = 0;
+        } else {
+            self.send_off = off + sent;
+        }
+        if t == Transport::Rc {
+            if self.rto.is_none() {
+                self.rto = local_ack_timeout(self.attr.timeout).map(|d| now + d);
+            }
+        } else if ends {
+            // UC and UD complete as soon as the last packet leaves.
+            self.una = self.next_psn;
+            self.complete_front(WcStatus::Success);
+            self.complete_local_front();
+        }
+        Ok(Transmit { len, ah })
+    }
+}
