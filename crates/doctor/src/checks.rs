@@ -114,6 +114,7 @@ pub struct Check {
 pub struct CheckResult {
     pub id: &'static str,
     pub title: &'static str,
+    #[serde(serialize_with = "crate::codes::layer_serde::one")]
     pub layer: Layer,
     #[serde(flatten)]
     pub status: Status,

@@ -7,23 +7,26 @@
 
 use serde::Serialize;
 
-/// The stack layer a finding points at (the seed's layered fault localization).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Layer {
-    Hardware,
-    Kernel,
-    Library,
-    Application,
-}
+/// The stack layer a finding points at (the seed's layered fault localization):
+/// the one [`rdmakit_vocab::Layer`] of the whole stack.
+pub use rdmakit_vocab::Layer;
 
-impl Layer {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Layer::Hardware => "hardware",
-            Layer::Kernel => "kernel",
-            Layer::Library => "library",
-            Layer::Application => "application",
+/// Serializes a [`Layer`] as its lowercase name ("kernel"), for
+/// `#[serde(serialize_with = "crate::codes::layer_serde::one")]` (rdmakit-vocab
+/// has no dependencies, so no serde).
+pub mod layer_serde {
+    use super::Layer;
+
+    /// A layer as "hardware", "kernel", "library" or "application".
+    pub fn one<S: serde::Serializer>(l: &Layer, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(l.as_str())
+    }
+
+    /// An optional layer as its name or null.
+    pub fn opt<S: serde::Serializer>(l: &Option<Layer>, s: S) -> Result<S::Ok, S::Error> {
+        match l {
+            Some(l) => s.serialize_some(l.as_str()),
+            None => s.serialize_none(),
         }
     }
 }
@@ -63,6 +66,7 @@ pub struct CodeInfo {
     pub code: &'static str,
     /// Short kebab-case name, usable instead of the code on the command line.
     pub name: &'static str,
+    #[serde(serialize_with = "layer_serde::one")]
     pub layer: Layer,
     pub severity: Severity,
     pub title: &'static str,

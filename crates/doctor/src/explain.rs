@@ -65,6 +65,7 @@ pub struct Explanation {
     /// "finding" | "errno" | "verb-errno" | "wc-status".
     pub kind: &'static str,
     pub title: String,
+    #[serde(serialize_with = "crate::codes::layer_serde::opt")]
     pub layer: Option<Layer>,
     pub summary: String,
     /// Likely causes, most likely first.

@@ -31,6 +31,7 @@ impl Evidence {
 pub struct Finding {
     pub code: Code,
     pub severity: Severity,
+    #[serde(serialize_with = "crate::codes::layer_serde::one")]
     pub layer: Layer,
     /// What the finding is about: "host", "rxe0", "mlx5_0 port 1", "IRQ 45".
     pub subject: String,

@@ -17,6 +17,7 @@ use crate::finding::Finding;
 pub struct FindingGroup {
     pub code: Code,
     pub severity: Severity,
+    #[serde(serialize_with = "crate::codes::layer_serde::one")]
     pub layer: Layer,
     /// The shared message, without the subject it started with.
     pub message: String,

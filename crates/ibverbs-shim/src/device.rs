@@ -748,33 +748,5 @@ pub unsafe extern "C" fn ibv_event_type_str(e: u32) -> *const c_char {
 
 #[no_mangle]
 pub unsafe extern "C" fn ibv_wc_status_str(status: u32) -> *const c_char {
-    const NAMES: [&std::ffi::CStr; 24] = [
-        c"success",
-        c"local length error",
-        c"local QP operation error",
-        c"local EE context operation error",
-        c"local protection error",
-        c"Work Request Flushed Error",
-        c"memory management operation error",
-        c"bad response error",
-        c"local access error",
-        c"remote invalid request error",
-        c"remote access error",
-        c"remote operation error",
-        c"transport retry counter exceeded",
-        c"RNR retry counter exceeded",
-        c"local RDD violation error",
-        c"remote invalid RD request",
-        c"aborted error",
-        c"invalid EE context number",
-        c"invalid EE context state",
-        c"fatal error",
-        c"response timeout error",
-        c"general error",
-        c"TM error",
-        c"TM software rendezvous",
-    ];
-    NAMES
-        .get(status as usize)
-        .map_or(c"unknown".as_ptr(), |s| s.as_ptr())
+    rdmakit_vocab::wc::status_cstr(status).as_ptr()
 }

@@ -341,17 +341,13 @@ impl PerfError {
     }
 }
 
-/// `RetryExcErr` → `RETRY_EXC_ERR` (libibverbs' `IBV_WC_` names).
+/// `RetryExcErr` → `RETRY_EXC_ERR`: libibverbs' `IBV_WC_` name, from
+/// [`rdmakit_vocab::wc`].
 pub fn status_name(s: rdmakit_verbs::WcStatus) -> String {
-    let d = format!("{s:?}");
-    let mut out = String::new();
-    for (i, c) in d.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
+    // Every variant of the enum is a status of `enum ibv_wc_status`.
+    rdmakit_vocab::wc::name(s as u32)
+        .unwrap_or("UNKNOWN")
+        .to_string()
 }
 
 #[cfg(test)]
@@ -372,5 +368,51 @@ mod tests {
             status_name(rdmakit_verbs::WcStatus::RetryExcErr),
             "RETRY_EXC_ERR"
         );
+    }
+
+    #[test]
+    fn status_names_match_the_variant_names() {
+        use rdmakit_verbs::WcStatus::*;
+        // The names this crate derived from `{:?}` before the vocabulary existed.
+        fn from_debug(s: rdmakit_verbs::WcStatus) -> String {
+            let mut out = String::new();
+            for (i, c) in format!("{s:?}").chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_uppercase());
+            }
+            out
+        }
+        let all = [
+            Success,
+            LocLenErr,
+            LocQpOpErr,
+            LocEecOpErr,
+            LocProtErr,
+            WrFlushErr,
+            MwBindErr,
+            BadRespErr,
+            LocAccessErr,
+            RemInvReqErr,
+            RemAccessErr,
+            RemOpErr,
+            RetryExcErr,
+            RnrRetryExcErr,
+            LocRddViolErr,
+            RemInvRdReqErr,
+            RemAbortErr,
+            InvEecnErr,
+            InvEecStateErr,
+            FatalErr,
+            RespTimeoutErr,
+            GeneralErr,
+            TmErr,
+            TmRndvIncomplete,
+        ];
+        for (i, s) in all.into_iter().enumerate() {
+            assert_eq!(s as usize, i);
+            assert_eq!(status_name(s), from_debug(s));
+        }
     }
 }

@@ -25,25 +25,12 @@ impl Errno {
     pub const EADDRNOTAVAIL: Errno = Errno(99);
     pub const ETIMEDOUT: Errno = Errno(110);
 
-    /// The symbolic name (`"EINVAL"`), or `"E?"` for a value not listed here.
+    /// The symbolic name (`"EINVAL"`, from [`rdmakit_vocab::errno`]), or `"E?"`
+    /// for a number Linux does not assign.
     pub const fn name(self) -> &'static str {
-        match self.0 {
-            1 => "EPERM",
-            2 => "ENOENT",
-            5 => "EIO",
-            11 => "EAGAIN",
-            12 => "ENOMEM",
-            14 => "EFAULT",
-            16 => "EBUSY",
-            19 => "ENODEV",
-            22 => "EINVAL",
-            28 => "ENOSPC",
-            38 => "ENOSYS",
-            95 => "EOPNOTSUPP",
-            98 => "EADDRINUSE",
-            99 => "EADDRNOTAVAIL",
-            110 => "ETIMEDOUT",
-            _ => "E?",
+        match rdmakit_vocab::errno::name(self.0) {
+            Some(n) => n,
+            None => "E?",
         }
     }
 }
@@ -60,17 +47,13 @@ impl fmt::Display for Errno {
     }
 }
 
-/// Where in a real stack the failure would have surfaced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Origin {
-    /// The user-space provider library (rdma-core's librxe: post_send/post_recv
-    /// argument checks, device open).
-    Library,
-    /// The kernel driver (rxe_verbs.c: resource tables, limits, modify_qp).
-    Kernel,
-    /// The device itself (DMA mapping, the wire).
-    Hardware,
-}
+/// Where in a real stack the failure would have surfaced: the one [`Layer`]
+/// of [`rdmakit_vocab`]. The soft device reports `Library` (rdma-core's librxe:
+/// post_send/post_recv argument checks, device open), `Kernel` (rxe_verbs.c:
+/// resource tables, limits, modify_qp) or `Hardware` (DMA mapping, the wire).
+///
+/// [`Layer`]: rdmakit_vocab::Layer
+pub use rdmakit_vocab::Layer as Origin;
 
 /// A failed soft-device call: the verb, the errno a real driver returns and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -104,3 +87,18 @@ impl SoftError {
 
 /// Result alias of the soft device.
 pub type Result<T> = core::result::Result<T, SoftError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_the_full_table() {
+        assert_eq!(Errno::EINVAL.name(), "EINVAL");
+        assert_eq!(format!("{:?}", Errno::ENOSPC), "ENOSPC(28)");
+        assert_eq!(Errno::EINTR.to_string(), "EINTR (4)");
+        assert_eq!(Errno(105).name(), "ENOBUFS");
+        assert_eq!(Errno(41).to_string(), "E? (41)");
+        assert_eq!(Errno(-1).name(), "E?");
+    }
+}

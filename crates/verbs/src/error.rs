@@ -1,35 +1,11 @@
 //! The one error type of the Verbs API: verb, errno and stack layer.
 
-use core::fmt;
-
 pub use rdmakit_soft::Errno;
 
 /// The layer of the RDMA stack a failure belongs to (the seed's layered
-/// fault localization): where to look next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Layer {
-    /// The application's own arguments or usage (e.g. a range outside its
-    /// buffer, `ibv_reg_mr` refused because of memlock limits).
-    Application,
-    /// The user-space library / provider (libibverbs, the provider's
-    /// post_send checks, device open).
-    Library,
-    /// The kernel driver (resource tables, limits, modify_qp validation).
-    Kernel,
-    /// The device (DMA mapping, the wire).
-    Hardware,
-}
-
-impl fmt::Display for Layer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Layer::Application => "application",
-            Layer::Library => "library",
-            Layer::Kernel => "kernel",
-            Layer::Hardware => "hardware",
-        })
-    }
-}
+/// fault localization): where to look next. One enum for the whole stack, from
+/// [`rdmakit_vocab`]; it prints as "application", "library", "kernel" or "hardware".
+pub use rdmakit_vocab::Layer;
 
 /// A failed verb: the one error type of this crate.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -71,11 +47,8 @@ impl From<rdmakit_soft::SoftError> for Error {
         Error {
             verb: e.verb,
             errno: e.errno,
-            layer: match e.origin {
-                rdmakit_soft::Origin::Library => Layer::Library,
-                rdmakit_soft::Origin::Kernel => Layer::Kernel,
-                rdmakit_soft::Origin::Hardware => Layer::Hardware,
-            },
+            // soft's `Origin` is the same `Layer`.
+            layer: e.origin,
             detail: e.detail,
             bad_wr: None,
         }

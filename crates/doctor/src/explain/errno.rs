@@ -1,17 +1,12 @@
 //! What each errno usually means when an RDMA call returns it, and the layer it points at.
 //!
-//! Numbers and names come from `rdmakit_host::errno`; [`EXTRA`] adds the few names that
-//! table lacks.
+//! Numbers, names and messages come from [`rdmakit_vocab::errno`] (every errno Linux
+//! assigns, with its aliases); this module adds what each means for RDMA.
 
 use super::Entry;
 use crate::codes::Layer::{self, *};
 
-/// Errno names missing from `rdmakit_host::errno`, as `(number, name, message)`.
-pub const EXTRA: &[(i32, &str, &str)] = &[
-    (95, "ENOTSUP", "Operation not supported"),
-    (105, "ENOBUFS", "No buffer space available"),
-    (107, "ENOTCONN", "Transport endpoint is not connected"),
-];
+pub use rdmakit_vocab::errno::{all_names, by_message, message, name, number};
 
 /// The knowledge for one errno name.
 pub struct ErrnoKb {
@@ -299,53 +294,11 @@ pub const ERRNO_KB: &[ErrnoKb] = &[
         &["ECONNRESET"]),
 ];
 
-/// The knowledge for an errno name, if any.
+/// The knowledge for an errno name, if any; an alias ("ENOTSUP") finds its
+/// canonical name's ("EOPNOTSUPP").
 pub fn kb(name: &str) -> Option<&'static ErrnoKb> {
-    let n = if name.eq_ignore_ascii_case("ENOTSUP") {
-        "EOPNOTSUPP"
-    } else {
-        name
-    };
-    ERRNO_KB.iter().find(|k| k.name.eq_ignore_ascii_case(n))
-}
-
-/// The name of an errno number, from the host table or [`EXTRA`].
-pub fn name(n: i32) -> Option<&'static str> {
-    rdmakit_host::errno::name(n)
-        .or_else(|| EXTRA.iter().find(|(x, _, _)| *x == n).map(|(_, s, _)| *s))
-}
-
-/// The number of an errno name ("ENOSPC", any case).
-pub fn number(s: &str) -> Option<i32> {
-    rdmakit_host::errno::number(s).or_else(|| {
-        EXTRA
-            .iter()
-            .find(|(_, x, _)| x.eq_ignore_ascii_case(s))
-            .map(|(n, _, _)| *n)
-    })
-}
-
-/// The C library's message for an errno number.
-pub fn message(n: i32) -> Option<&'static str> {
-    rdmakit_host::errno::message(n)
-        .or_else(|| EXTRA.iter().find(|(x, _, _)| *x == n).map(|(_, _, m)| *m))
-}
-
-/// The errno whose message is exactly `s` ("No space left on device"), for pasted `perror` output.
-pub fn by_message(s: &str) -> Option<i32> {
-    let t = s.trim();
-    rdmakit_host::errno::ERRNOS
+    let canonical = number(name).and_then(self::name).unwrap_or(name);
+    ERRNO_KB
         .iter()
-        .map(|(n, _, m)| (*n, *m))
-        .chain(EXTRA.iter().map(|(n, _, m)| (*n, *m)))
-        .find(|(_, m)| m.eq_ignore_ascii_case(t))
-        .map(|(n, _)| n)
-}
-
-/// Every errno name rdmakit knows (for suggestions).
-pub fn all_names() -> impl Iterator<Item = &'static str> {
-    rdmakit_host::errno::ERRNOS
-        .iter()
-        .map(|(_, s, _)| *s)
-        .chain(EXTRA.iter().map(|(_, s, _)| *s))
+        .find(|k| k.name.eq_ignore_ascii_case(canonical))
 }

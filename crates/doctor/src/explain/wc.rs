@@ -1,5 +1,6 @@
 //! Work completion statuses: `enum ibv_wc_status` of rdma-core's `<infiniband/verbs.h>`,
-//! with the text `ibv_wc_status_str()` prints for each, and what each means in practice.
+//! what each means in practice. Names and the text `ibv_wc_status_str()` prints come
+//! from [`rdmakit_vocab::wc`].
 
 use super::Entry;
 use crate::codes::Layer::{self, *};
@@ -14,17 +15,18 @@ pub struct WcStatus {
     pub entry: Entry,
 }
 
-#[allow(clippy::too_many_arguments)]
 const fn wc(
     num: u32,
-    name: &'static str,
-    text: &'static str,
     layer: Layer,
     summary: &'static str,
     causes: &'static [&'static str],
     checks: &'static [&'static str],
     related: &'static [&'static str],
 ) -> WcStatus {
+    let (Some(name), Some(text)) = (rdmakit_vocab::wc::name(num), rdmakit_vocab::wc::text(num))
+    else {
+        panic!("not a status of enum ibv_wc_status");
+    };
     WcStatus {
         num,
         name,
@@ -51,12 +53,12 @@ const RD_CHECKS: &[&str] = &[
 
 /// Every status, indexed by its number.
 pub const WC_STATUSES: &[WcStatus] = &[
-    wc(0, "SUCCESS", "success", Application,
+    wc(0, Application,
         "The work request completed successfully. Not an error.",
         &["Nothing failed; if the application treats this as an error, it is checking the wrong field (wc.status == IBV_WC_SUCCESS is 0)"],
         &["print wc.status with ibv_wc_status_str(wc.status) and wc.opcode"],
         &[]),
-    wc(1, "LOC_LEN_ERR", "local length error", Application,
+    wc(1, Application,
         "A local length check failed: the message did not fit the buffers of the work request.",
         &[
             "Receive side: the incoming SEND is larger than the posted receive buffer (sum of its SGEs)",
@@ -69,7 +71,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "cat /sys/class/infiniband/<dev>/ports/1/hw_counters/resp_local_length_error   # mlx5",
         ],
         &["wc:2", "wc:11"]),
-    wc(2, "LOC_QP_OP_ERR", "local QP operation error", Application,
+    wc(2, Application,
         "The work request is inconsistent with the QP it was posted to, detected while processing it.",
         &[
             "Inline data larger than the QP's max_inline_data, or more SGEs than max_send_sge",
@@ -82,9 +84,9 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "dmesg | tail                           # provider warnings",
         ],
         &["wc:1", "wc:5", "ibv_post_send:EINVAL"]),
-    wc(3, "LOC_EEC_OP_ERR", "local EE context operation error", Application,
+    wc(3, Application,
         "Reliable Datagram EE context error (not used on Linux).", RD_ONLY, RD_CHECKS, &[]),
-    wc(4, "LOC_PROT_ERR", "local protection error", Application,
+    wc(4, Application,
         "A local buffer of the work request is not covered by a valid memory registration with the needed rights.",
         &[
             "The lkey does not cover the address range (buffer outside the MR, wrong length, MR deregistered or re-registered)",
@@ -98,7 +100,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "dmesg | grep -iE 'dma|iommu|DMAR|AMD-Vi'",
         ],
         &["wc:8", "wc:10", "RDK-K007"]),
-    wc(5, "WR_FLUSH_ERR", "Work Request Flushed Error", Application,
+    wc(5, Application,
         "The QP was already in the error state, so this work request was flushed without being executed. \
          It is a consequence: the cause is the first completion with another error status, or an async event.",
         &[
@@ -112,7 +114,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "dmesg | tail -30",
         ],
         &["wc:12", "wc:10", "RDK-K008"]),
-    wc(6, "MW_BIND_ERR", "memory management operation error", Application,
+    wc(6, Application,
         "A memory window bind (or another memory-management work request) failed.",
         &[
             "The MR being bound was not registered with IBV_ACCESS_MW_BIND",
@@ -121,7 +123,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
         ],
         &["ibv_devinfo -v | grep -iE 'mw|device_cap_flags'", "review the access flags of the MR and of the bind"],
         &["wc:4"]),
-    wc(7, "BAD_RESP_ERR", "bad response error", Hardware,
+    wc(7, Hardware,
         "The requester received a response it did not expect (wrong opcode or sequence) from the responder.",
         &[
             "Two QPs talking to the wrong peers (stale QP numbers/PSNs after a reconnect, a restarted peer reusing numbers)",
@@ -134,7 +136,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "dmesg | grep -iE 'health|fatal|error'",
         ],
         &["wc:12", "RDK-K008"]),
-    wc(8, "LOC_ACCESS_ERR", "local access error", Application,
+    wc(8, Application,
         "A protection error on a local buffer while processing an incoming operation (e.g. an RDMA WRITE with immediate targeting a receive buffer).",
         &[
             "The receive buffer's MR lacks IBV_ACCESS_LOCAL_WRITE",
@@ -142,7 +144,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
         ],
         &["check the access flags and bounds of the posted receive buffers", "rdma resource show mr"],
         &["wc:4", "wc:10"]),
-    wc(9, "REM_INV_REQ_ERR", "remote invalid request error", Application,
+    wc(9, Application,
         "The responder found the request invalid.",
         &[
             "The remote QP does not allow the operation: qp_access_flags lack IBV_ACCESS_REMOTE_WRITE/READ/ATOMIC",
@@ -154,7 +156,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "cat /sys/class/infiniband/<dev>/ports/1/hw_counters/req_remote_invalid_request   # mlx5",
         ],
         &["wc:10", "wc:1"]),
-    wc(10, "REM_ACCESS_ERR", "remote access error", Application,
+    wc(10, Application,
         "The responder rejected an RDMA READ/WRITE/atomic: the rkey or the remote address range is not valid for that access.",
         &[
             "Wrong rkey or remote address (stale after the peer re-registered, byte order mixed up in the exchange)",
@@ -168,7 +170,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "rdma resource show mr   # on the remote host",
         ],
         &["wc:9", "wc:4"]),
-    wc(11, "REM_OP_ERR", "remote operation error", Application,
+    wc(11, Application,
         "The responder could not complete the operation for a reason on its side.",
         &[
             "The remote receive work request failed locally (length or protection error on its receive buffer)",
@@ -176,7 +178,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
         ],
         &["look at the remote side's completions and async events", "dmesg on the remote host"],
         &["wc:1", "wc:4", "wc:5"]),
-    wc(12, "RETRY_EXC_ERR", "transport retry counter exceeded", Hardware,
+    wc(12, Hardware,
         "The remote side never acknowledged: the requester retried retry_cnt times, each after the \
          QP's timeout (4.096 µs × 2^timeout), and gave up. The packets or their ACKs are lost somewhere \
          between the two QPs.",
@@ -196,7 +198,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "rdmakit doctor   # on both ends: port state, GID index, MTU, flaps",
         ],
         &["RDK-H007", "RDK-H006", "RDK-H002", "RDK-H008", "RDK-K009", "wc:13", "ibv_modify_qp:ETIMEDOUT"]),
-    wc(13, "RNR_RETRY_EXC_ERR", "RNR retry counter exceeded", Application,
+    wc(13, Application,
         "The receiver kept answering 'Receiver Not Ready': no receive work request was posted when \
          the SEND (or WRITE with immediate) arrived, rnr_retry times in a row.",
         &[
@@ -210,11 +212,11 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "check rnr_retry (RTS) and min_rnr_timer (RTR) in the modify_qp attributes",
         ],
         &["wc:12", "ibv_post_recv:ENOMEM"]),
-    wc(14, "LOC_RDD_VIOL_ERR", "local RDD violation error", Application,
+    wc(14, Application,
         "Reliable Datagram domain violation (not used on Linux).", RD_ONLY, RD_CHECKS, &[]),
-    wc(15, "REM_INV_RD_REQ_ERR", "remote invalid RD request", Application,
+    wc(15, Application,
         "Reliable Datagram invalid request (not used on Linux).", RD_ONLY, RD_CHECKS, &[]),
-    wc(16, "REM_ABORT_ERR", "aborted error", Application,
+    wc(16, Application,
         "The responder aborted the operation.",
         &[
             "The remote QP was moved to error or destroyed while the operation was in progress",
@@ -222,11 +224,11 @@ pub const WC_STATUSES: &[WcStatus] = &[
         ],
         &["look at the remote side's completions and async events", "rdma resource show qp   # on the remote host"],
         &["wc:5", "wc:11"]),
-    wc(17, "INV_EECN_ERR", "invalid EE context number", Application,
+    wc(17, Application,
         "Reliable Datagram EE context number invalid (not used on Linux).", RD_ONLY, RD_CHECKS, &[]),
-    wc(18, "INV_EEC_STATE_ERR", "invalid EE context state", Application,
+    wc(18, Application,
         "Reliable Datagram EE context state invalid (not used on Linux).", RD_ONLY, RD_CHECKS, &[]),
-    wc(19, "FATAL_ERR", "fatal error", Hardware,
+    wc(19, Hardware,
         "The device or its driver hit a fatal error; all QPs are in error.",
         &[
             "Firmware/device fatal error (health event, syndrome) or a device reset",
@@ -239,7 +241,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
             "rdmakit doctor   # RDK-K008 quotes the kernel log lines",
         ],
         &["RDK-K008", "wc:5", "EIO"]),
-    wc(20, "RESP_TIMEOUT_ERR", "response timeout error", Hardware,
+    wc(20, Hardware,
         "A response was not received in time (used by some providers for responder-side or RD timeouts).",
         &[
             "Peer unreachable or stalled (same family of causes as RETRY_EXC_ERR)",
@@ -247,7 +249,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
         ],
         &["treat as wc:12: check both ports, GID index and MTU", "dmesg | tail"],
         &["wc:12", "RDK-H002"]),
-    wc(21, "GENERAL_ERR", "general error", Kernel,
+    wc(21, Kernel,
         "A provider-specific error without a better status; wc.vendor_err carries the detail.",
         &[
             "Provider/firmware-specific failure (print wc.vendor_err and look it up in the vendor's documentation)",
@@ -256,7 +258,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
         ],
         &["print wc.vendor_err", "dmesg | tail -30", "ibv_devinfo -v | grep fw_ver"],
         &["RDK-K008", "wc:19"]),
-    wc(22, "TM_ERR", "TM error", Application,
+    wc(22, Application,
         "A tag-matching operation (tag-matching SRQ, mlx5) failed.",
         &[
             "Tag list operations inconsistent with the SRQ state (adding/removing tags out of sync)",
@@ -264,7 +266,7 @@ pub const WC_STATUSES: &[WcStatus] = &[
         ],
         &["ibv_devinfo -v | grep -i tm_caps", "review the tag-matching add/del/sync sequence"],
         &["wc:23"]),
-    wc(23, "TM_RNDV_INCOMPLETE", "TM software rendezvous", Application,
+    wc(23, Application,
         "A tag-matched rendezvous message could not be completed by hardware; software must finish it.",
         &["Expected in tag-matching protocols: the application (e.g. MPI/UCX) must complete the rendezvous in software"],
         &["check that the tag-matching layer (UCX/MPI) handles software rendezvous"],
@@ -279,14 +281,5 @@ pub fn by_num(n: u32) -> Option<&'static WcStatus> {
 /// The status for "RETRY_EXC_ERR", "WC_RETRY_EXC_ERR", "IBV_WC_RETRY_EXC_ERR" (any case),
 /// or for the text `ibv_wc_status_str()` prints ("transport retry counter exceeded").
 pub fn by_name(s: &str) -> Option<&'static WcStatus> {
-    let t = s.trim();
-    let upper = t.to_ascii_uppercase();
-    let bare = upper
-        .strip_prefix("IBV_WC_")
-        .or_else(|| upper.strip_prefix("WC_"))
-        .unwrap_or(&upper);
-    WC_STATUSES
-        .iter()
-        .find(|w| w.name == bare)
-        .or_else(|| WC_STATUSES.iter().find(|w| w.text.eq_ignore_ascii_case(t)))
+    rdmakit_vocab::wc::by_name(s).and_then(by_num)
 }
