@@ -20,6 +20,7 @@
 
 mod engine;
 mod proto;
+pub mod render;
 mod stats;
 
 pub use engine::{

@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use rdmakit_perf::{
-    run_client, run_server, ClientOpts, ControlTimings, Header, Params, PerfError, Progress,
-    Report, Row, ServerOpts, Test,
+    render, run_client, run_server, ClientOpts, Header, Params, PerfError, Progress, ServerOpts,
+    Test,
 };
 use serde_json::json;
 
@@ -130,9 +130,6 @@ pub struct Args {
     connect_timeout: f64,
 }
 
-const LINE: &str =
-    "---------------------------------------------------------------------------------------";
-
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let test = a.test;
     if test == Test::AtomicBw && a.size.is_some_and(|s| s != 8) {
@@ -195,7 +192,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let mut hooks = Progress {
         on_header: Some(Box::new(move |h: &Header| {
             if !json {
-                print_header(h);
+                print!("{}", render::header(h));
+                let _ = std::io::stdout().flush();
             }
         })),
         on_progress: Some(Box::new(move |f: f64| bar_ref.set(f))),
@@ -238,9 +236,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     match result {
         Ok(r) => {
             if json {
-                println!("{}", report_json(&r, gbits));
+                println!("{}", render::json(&r, gbits));
             } else {
-                print_results(&r, gbits);
+                print!("{}", render::results(&r, gbits));
             }
             if let Some(path) = &a.html {
                 let meta = super::html::meta(None);
@@ -319,135 +317,4 @@ impl Bar {
             pb.finish_and_clear();
         }
     }
-}
-
-fn print_header(h: &Header) {
-    println!("{LINE}");
-    println!("                    {}", h.title);
-    println!(" Dual-port       : OFF\t\tDevice         : {}", h.device);
-    println!(" Number of qps   : 1\t\tTransport type : {}", h.transport);
-    println!(
-        " Connection type : {}\t\tUsing SRQ      : OFF",
-        h.connection
-    );
-    println!(" TX depth        : {}", h.tx_depth);
-    if matches!(h.test.as_str(), "send-bw" | "send-lat") {
-        println!(" RX depth        : {}", h.rx_depth);
-    }
-    println!(" CQ Moderation   : {}", h.cq_mod);
-    println!(" Mtu             : {}[B]", h.mtu);
-    println!(" Link type       : {}", h.link_type);
-    println!(" GID index       : {}", h.gid_index);
-    println!(" Max inline data : {}[B]", h.inline);
-    println!(" rdma_cm QPs\t : OFF");
-    println!(" Data ex. method : Ethernet");
-    match h.duration {
-        Some(d) => println!(" Duration        : {d} sec per size"),
-        None => println!(" Iterations      : {}", h.iterations),
-    }
-    if h.validate {
-        println!(" Data validation : ON");
-    }
-    println!("{LINE}");
-    for (which, q) in [("local", &h.local), ("remote", &h.remote)] {
-        println!(
-            " {which} address: LID {:#06x} QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}",
-            q.lid, q.qpn, q.psn, q.rkey, q.vaddr
-        );
-        println!(" GID: {}", rdmakit_perf_gid(&q.gid));
-    }
-    println!("{LINE}");
-    let _ = std::io::stdout().flush();
-}
-
-fn rdmakit_perf_gid(g: &[u8; 16]) -> String {
-    g.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-/// MB/sec (2^20) → Gb/sec (10^9 bits).
-fn to_gbits(mb: f64) -> f64 {
-    mb * 1_048_576.0 * 8.0 / 1e9
-}
-
-fn print_results(r: &Report, gbits: bool) {
-    if !r.results.is_empty() {
-        let unit = if gbits { "Gb/sec" } else { "MB/sec" };
-        let conv = |x: f64| if gbits { to_gbits(x) } else { x };
-        match &r.results[0] {
-            Row::Bw(_) => println!(
-                " #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]"
-            ),
-            Row::Lat(_) => println!(
-                " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
-            ),
-        }
-        for row in &r.results {
-            match row {
-                Row::Bw(b) => println!(
-                    " {:<10} {:<10}       {:<10.2}         {:<10.2}           {:.6}",
-                    b.size,
-                    b.iters,
-                    conv(b.bw_peak),
-                    conv(b.bw_avg),
-                    b.msg_rate
-                ),
-                Row::Lat(l) => println!(
-                    " {:<7} {:<10}     {:<7.2}        {:<7.2}      {:<7.2}          {:<7.2}        {:<7.2}         {:<7.2}                {:<7.2}",
-                    l.size, l.iters, l.t_min, l.t_max, l.t_typical, l.t_avg, l.t_stdev, l.p99, l.p999
-                ),
-            }
-        }
-        println!("{LINE}");
-    }
-    match r.validated {
-        Some(true) => println!(" Data validation : passed"),
-        Some(false) => println!(" Data validation : FAILED"),
-        None => {}
-    }
-    print_control(&r.control);
-    if let Some(c) = &r.qp_counters {
-        println!(
-            " QP counters (soft NIC, this side): tx {} rx {} retransmitted {} timeouts {} ACK probes {} ACKs/NAKs sent {} NAKs received {} duplicates {} dropped {}",
-            c.tx_packets, c.rx_packets, c.retransmitted, c.timeouts, c.ack_probes, c.acks_sent, c.naks_received, c.duplicates, c.dropped
-        );
-    }
-    println!("{LINE}");
-}
-
-fn print_control(c: &ControlTimings) {
-    println!(" Control path [usec] (this side):");
-    println!(
-        "   reg_mr {:.1} ({} B)  create_cq {:.1}  create_qp {:.1}",
-        c.reg_mr, c.mr_bytes, c.create_cq, c.create_qp
-    );
-    println!(
-        "   modify_qp RESET->INIT {:.1}  INIT->RTR {:.1}  RTR->RTS {:.1}",
-        c.modify_qp_init, c.modify_qp_rtr, c.modify_qp_rts
-    );
-    println!(
-        "   destroy_qp {:.1}  dereg_mr {:.1}",
-        c.destroy_qp, c.dereg_mr
-    );
-}
-
-fn report_json(r: &Report, gbits: bool) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap_or_else(|e| json!({ "error": e.to_string() }));
-    if gbits {
-        if let Some(rows) = v.get_mut("results").and_then(|x| x.as_array_mut()) {
-            for row in rows {
-                for k in ["BW_peak", "BW_average"] {
-                    if let Some(x) = row.get(k).and_then(serde_json::Value::as_f64) {
-                        row[k] = json!(to_gbits(x));
-                    }
-                }
-            }
-        }
-        v["bw_unit"] = json!("Gb/sec");
-    } else {
-        v["bw_unit"] = json!("MB/sec");
-    }
-    v
 }

@@ -1,0 +1,203 @@
+//! perftest-shaped text and JSON of a run: the header, the result table, the
+//! control-path timings. The binary prints them; tests read them as strings.
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use crate::{ControlTimings, Header, Report, Row};
+
+const LINE: &str =
+    "---------------------------------------------------------------------------------------";
+
+/// The header perftest prints before its results: parameters and both QPs.
+pub fn header(h: &Header) -> String {
+    let mut o = String::new();
+    _ = writeln!(o, "{LINE}");
+    _ = writeln!(o, "                    {}", h.title);
+    _ = writeln!(o, " Dual-port       : OFF\t\tDevice         : {}", h.device);
+    _ = writeln!(
+        o,
+        " Number of qps   : 1\t\tTransport type : {}",
+        h.transport
+    );
+    _ = writeln!(
+        o,
+        " Connection type : {}\t\tUsing SRQ      : OFF",
+        h.connection
+    );
+    _ = writeln!(o, " TX depth        : {}", h.tx_depth);
+    if matches!(h.test.as_str(), "send-bw" | "send-lat") {
+        _ = writeln!(o, " RX depth        : {}", h.rx_depth);
+    }
+    _ = writeln!(o, " CQ Moderation   : {}", h.cq_mod);
+    _ = writeln!(o, " Mtu             : {}[B]", h.mtu);
+    _ = writeln!(o, " Link type       : {}", h.link_type);
+    _ = writeln!(o, " GID index       : {}", h.gid_index);
+    _ = writeln!(o, " Max inline data : {}[B]", h.inline);
+    _ = writeln!(o, " rdma_cm QPs\t : OFF");
+    _ = writeln!(o, " Data ex. method : Ethernet");
+    match h.duration {
+        Some(d) => _ = writeln!(o, " Duration        : {d} sec per size"),
+        None => _ = writeln!(o, " Iterations      : {}", h.iterations),
+    }
+    if h.validate {
+        _ = writeln!(o, " Data validation : ON");
+    }
+    _ = writeln!(o, "{LINE}");
+    for (which, q) in [("local", &h.local), ("remote", &h.remote)] {
+        _ =
+            writeln!(o,
+            " {which} address: LID {:#06x} QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}",
+            q.lid, q.qpn, q.psn, q.rkey, q.vaddr
+        );
+        _ = writeln!(o, " GID: {}", gid_text(&q.gid));
+    }
+    _ = writeln!(o, "{LINE}");
+    o
+}
+
+fn gid_text(g: &[u8; 16]) -> String {
+    g.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// MB/sec (2^20) → Gb/sec (10^9 bits), as perftest's `--report_gbits`.
+pub fn to_gbits(mb: f64) -> f64 {
+    mb * 1_048_576.0 * 8.0 / 1e9
+}
+
+/// perftest's result table (bandwidth or latency), validation, the control-path
+/// timings and the soft NIC's QP counters; MB/sec, or Gb/sec with `gbits`.
+pub fn results(r: &Report, gbits: bool) -> String {
+    let mut o = String::new();
+    if !r.results.is_empty() {
+        let unit = if gbits { "Gb/sec" } else { "MB/sec" };
+        let conv = |x: f64| if gbits { to_gbits(x) } else { x };
+        match &r.results[0] {
+            Row::Bw(_) => _ = writeln!(o,
+                " #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]"
+            ),
+            Row::Lat(_) => _ = writeln!(o,
+                " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
+            ),
+        }
+        for row in &r.results {
+            match row {
+                Row::Bw(b) => _ = writeln!(o,
+                    " {:<10} {:<10}       {:<10.2}         {:<10.2}           {:.6}",
+                    b.size,
+                    b.iters,
+                    conv(b.bw_peak),
+                    conv(b.bw_avg),
+                    b.msg_rate
+                ),
+                Row::Lat(l) => _ = writeln!(o,
+                    " {:<7} {:<10}     {:<7.2}        {:<7.2}      {:<7.2}          {:<7.2}        {:<7.2}         {:<7.2}                {:<7.2}",
+                    l.size, l.iters, l.t_min, l.t_max, l.t_typical, l.t_avg, l.t_stdev, l.p99, l.p999
+                ),
+            }
+        }
+        _ = writeln!(o, "{LINE}");
+    }
+    match r.validated {
+        Some(true) => _ = writeln!(o, " Data validation : passed"),
+        Some(false) => _ = writeln!(o, " Data validation : FAILED"),
+        None => {}
+    }
+    control(&mut o, &r.control);
+    if let Some(c) = &r.qp_counters {
+        _ = writeln!(o,
+            " QP counters (soft NIC, this side): tx {} rx {} retransmitted {} timeouts {} ACK probes {} ACKs/NAKs sent {} NAKs received {} duplicates {} dropped {}",
+            c.tx_packets, c.rx_packets, c.retransmitted, c.timeouts, c.ack_probes, c.acks_sent, c.naks_received, c.duplicates, c.dropped
+        );
+    }
+    _ = writeln!(o, "{LINE}");
+    o
+}
+
+fn control(o: &mut String, c: &ControlTimings) {
+    _ = writeln!(o, " Control path [usec] (this side):");
+    _ = writeln!(
+        o,
+        "   reg_mr {:.1} ({} B)  create_cq {:.1}  create_qp {:.1}",
+        c.reg_mr, c.mr_bytes, c.create_cq, c.create_qp
+    );
+    _ = writeln!(
+        o,
+        "   modify_qp RESET->INIT {:.1}  INIT->RTR {:.1}  RTR->RTS {:.1}",
+        c.modify_qp_init, c.modify_qp_rtr, c.modify_qp_rts
+    );
+    _ = writeln!(
+        o,
+        "   destroy_qp {:.1}  dereg_mr {:.1}",
+        c.destroy_qp, c.dereg_mr
+    );
+}
+
+/// The JSON report, with `bw_unit` saying which unit the bandwidth figures are in.
+pub fn json(r: &Report, gbits: bool) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or_else(|e| json!({ "error": e.to_string() }));
+    if gbits {
+        if let Some(rows) = v.get_mut("results").and_then(|x| x.as_array_mut()) {
+            for row in rows {
+                for k in ["BW_peak", "BW_average"] {
+                    if let Some(x) = row.get(k).and_then(serde_json::Value::as_f64) {
+                        row[k] = json!(to_gbits(x));
+                    }
+                }
+            }
+        }
+        v["bw_unit"] = json!("Gb/sec");
+    } else {
+        v["bw_unit"] = json!("MB/sec");
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recorded `rdmakit perf write-bw -a --json` run (crates/report/tests/data).
+    fn recorded() -> Report {
+        let text = include_str!("../../report/tests/data/perf-write-bw-a.json");
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn gbits_is_perftests_conversion() {
+        assert!((to_gbits(1000.0) - 8.388_608).abs() < 1e-9);
+    }
+
+    #[test]
+    fn results_table_has_a_row_per_size_in_the_chosen_unit() {
+        let r = recorded();
+        let mb = results(&r, false);
+        assert!(mb.contains("BW peak[MB/sec]"), "{mb}");
+        assert!(results(&r, true).contains("BW average[Gb/sec]"));
+        let rows = mb
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .count();
+        assert_eq!(rows, r.results.len(), "{mb}");
+        assert!(mb.contains(" Control path [usec] (this side):"), "{mb}");
+    }
+
+    #[test]
+    fn json_names_its_unit_and_converts_only_bandwidth() {
+        let r = recorded();
+        let (mb, gb) = (json(&r, false), json(&r, true));
+        assert_eq!(
+            (mb["bw_unit"].as_str(), gb["bw_unit"].as_str()),
+            (Some("MB/sec"), Some("Gb/sec"))
+        );
+        let (a, b) = (&mb["results"][0], &gb["results"][0]);
+        let peak = a["BW_peak"].as_f64().unwrap();
+        assert!((b["BW_peak"].as_f64().unwrap() - to_gbits(peak)).abs() < 1e-9);
+        assert_eq!(a["MsgRate"], b["MsgRate"]);
+    }
+}
