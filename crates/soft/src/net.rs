@@ -73,7 +73,7 @@ const UDP_SEGMENT: libc::c_int = 103;
 /// `setsockopt(SOL_UDP, UDP_GRO)` and its control message (Linux 5.0).
 const UDP_GRO: libc::c_int = 104;
 /// The most segments the kernel takes in one UDP_SEGMENT send
-/// (`UDP_MAX_SEGMENTS`; 64 before Linux 6.9, 128 since).
+/// (`UDP_MAX_SEGMENTS`: 64; recent kernels allow 128).
 pub(crate) const GSO_MAX_SEGMENTS: usize = 64;
 /// The most UDP payload bytes of one send, GSO or not: an IPv4 datagram's
 /// 65535 bytes less its IPv4 and UDP headers.
