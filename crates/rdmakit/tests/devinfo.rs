@@ -191,6 +191,19 @@ fn json_has_the_same_fields() {
     }
     assert_eq!(d["ports"][0]["gids"][0]["type"], "RoCE v2");
     assert_eq!(d["ports"][0]["state"], "PORT_ACTIVE");
+    // The soft NIC's UDP offloads, probed at open; off when asked.
+    let o = d["soft_udp_offloads"].as_str().expect("soft_udp_offloads");
+    assert!(["gso gro", "gso", "gro", "none"].contains(&o), "{o}");
+    let out = Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+        .args(["devinfo", "-v", "--json"])
+        .env_remove("RDMAKIT_SOFT_NAME")
+        .env_remove("RDMAKIT_SOFT_ADDR")
+        .env("RDMAKIT_SOFT_GSO", "0")
+        .env("RDMAKIT_SOFT_GRO", "0")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["devices"][0]["soft_udp_offloads"], "none");
 }
 
 #[test]

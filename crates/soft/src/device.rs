@@ -425,7 +425,10 @@ struct Engine {
     srq_fed: usize,
     inline_store: Vec<u8>,
     inline_slot: usize,
+    /// Transmit buffer: the engine writes each packet at the batch's tail.
     txbuf: Vec<u8>,
+    /// Packets at the start of `txbuf` waiting for one send.
+    batch: net::TxBatch,
     sport: u16,
     /// The flow socket of `sport`, looked up once per port, not per packet.
     flow: net::FlowCache,
@@ -730,6 +733,14 @@ impl Device {
     /// 4791, or (loopback device) this context's private endpoint.
     pub fn endpoint(&self) -> SocketAddrV4 {
         self.sh.net.endpoint()
+    }
+
+    /// The UDP offloads this context's socket uses, probed when it was
+    /// opened: segmentation (UDP_SEGMENT) on send, coalescing (UDP_GRO) on
+    /// receive. Either is off when the kernel lacks it or
+    /// `RDMAKIT_SOFT_GSO=0` / `RDMAKIT_SOFT_GRO=0`.
+    pub fn offloads(&self) -> net::Offloads {
+        self.sh.net.offloads()
     }
 
     /// Device attributes (`ibv_query_device`).

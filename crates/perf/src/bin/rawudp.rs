@@ -1,11 +1,13 @@
 //! The raw UDP baseline of `scripts/bench-perf`: a sender/receiver pair and
-//! a ping-pong pair, one process per side, moving datagrams the way the soft
-//! NIC does (one `sendto`/`recvfrom` per datagram, no GSO/GRO, 4 MiB
-//! SO_RCVBUF).
+//! a ping-pong pair, one process per side, moving datagrams one
+//! `sendto`/`recvfrom` each (4 MiB SO_RCVBUF) — or, with `gso`, with the
+//! kernel's offloads: the sender hands each message to as few sends as the
+//! 64 KiB datagram limit allows, UDP_SEGMENT cutting them into `DGRAM`-byte
+//! datagrams, and the receiver takes them coalesced (UDP_GRO).
 //!
 //! ```text
-//! rdmakit-rawudp recv PORT TOTAL_BYTES            # prints one JSON line
-//! rdmakit-rawudp send HOST:PORT MSGS MSG_SIZE DGRAM
+//! rdmakit-rawudp recv PORT TOTAL_BYTES [gso]      # prints one JSON line
+//! rdmakit-rawudp send HOST:PORT MSGS MSG_SIZE DGRAM [gso]
 //! rdmakit-rawudp pong PORT ITERS [spin]
 //! rdmakit-rawudp ping HOST:PORT ITERS SIZE [spin] # prints one JSON line
 //! ```
@@ -32,6 +34,31 @@ fn bind(port: u16) -> Result<UdpSocket, String> {
     Ok(s)
 }
 
+/// `setsockopt(SOL_UDP, UDP_SEGMENT | UDP_GRO, v)`.
+fn udp_opt(s: &UdpSocket, opt: libc::c_int, v: libc::c_int) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid fd and a c_int option value of its size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_UDP,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "UDP offload {opt}: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+
 /// One datagram: blocks, or spins on a non-blocking socket (10 s limit).
 fn recv(s: &UdpSocket, buf: &mut [u8]) -> Result<(usize, std::net::SocketAddr), String> {
     let t = Instant::now();
@@ -52,6 +79,9 @@ fn run(a: &[String]) -> Result<(), String> {
         Some("recv") => {
             let s = bind(arg(a, 1, "port")?)?;
             let total: u64 = arg(a, 2, "total bytes")?;
+            if a.get(3).is_some_and(|m| m == "gso") {
+                udp_opt(&s, UDP_GRO, 1)?;
+            }
             let mut buf = vec![0u8; 65536];
             let (mut got, mut first, mut last) = (0u64, None, Instant::now());
             s.set_read_timeout(Some(Duration::from_secs(10)))
@@ -87,11 +117,19 @@ fn run(a: &[String]) -> Result<(), String> {
             let size: usize = arg(a, 3, "message size")?;
             let dgram: usize = arg(a, 4, "datagram size")?;
             let s = bind(0)?;
-            let d = vec![1u8; dgram.max(1)];
+            // With GSO a send carries whole datagrams up to the 65507-byte
+            // limit (at most 64 of them); without, one.
+            let per_send = if a.get(5).is_some_and(|m| m == "gso") {
+                udp_opt(&s, UDP_SEGMENT, i32::try_from(dgram).unwrap_or(0))?;
+                (65507 / dgram.max(1)).clamp(1, 64) * dgram
+            } else {
+                dgram
+            };
+            let d = vec![1u8; per_send.max(1)];
             for _ in 0..msgs {
                 let mut left = size;
                 while left > 0 {
-                    let n = left.min(dgram);
+                    let n = left.min(per_send);
                     s.send_to(&d[..n], to).map_err(|e| e.to_string())?;
                     left -= n;
                 }

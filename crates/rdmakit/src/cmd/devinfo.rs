@@ -36,6 +36,10 @@ pub struct DevInfo {
     pub attr: DeviceAttr,
     /// (port number, attributes).
     pub ports: Vec<(u8, PortAttr)>,
+    /// The soft NIC's UDP offloads in use (`"gso gro"`, ..., `"none"`);
+    /// None for other devices. Only in the verbose JSON: the text keeps
+    /// ibv_devinfo's keys.
+    pub soft_offloads: Option<&'static str>,
 }
 
 /// Queries `name` through the default provider.
@@ -61,6 +65,7 @@ pub fn query(name: &str, port: Option<u8>) -> anyhow::Result<DevInfo> {
         name: ctx.name(),
         attr,
         ports,
+        soft_offloads: ctx.soft().map(|d| d.offloads().describe()),
     })
 }
 
@@ -504,6 +509,9 @@ pub fn to_json(i: &DevInfo, verbose: bool) -> Value {
         put("device_cap_flags_ex", json!(a.device_cap_flags));
         put("max_inline", json!(a.max_inline));
         put("num_comp_vectors", json!(a.num_comp_vectors));
+        if let Some(o) = i.soft_offloads {
+            put("soft_udp_offloads", json!(o));
+        }
     }
     let ports: Vec<Value> = i
         .ports

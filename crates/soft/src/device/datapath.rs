@@ -126,11 +126,10 @@ impl Shared {
                 }
             }
         }
-        // Transmit (the path MTU may have grown since creation).
+        // Transmit (the path MTU may have grown since creation). Packets
+        // queue in `txbuf` back to back while they can leave in one GSO
+        // send (see `net::TxBatch`); the rest is flushed after the loop.
         let need = eng.qp.max_packet_len() + net::ICRC_LEN;
-        if eng.txbuf.len() < need {
-            eng.txbuf.resize(need, 0);
-        }
         let mem = read(&self.mem);
         let mut m = EngineMem {
             view: mem.view(),
@@ -142,19 +141,24 @@ impl Shared {
                 break;
             }
             loop {
+                let at = eng.batch.tail();
+                if eng.txbuf.len() < at + need {
+                    eng.txbuf.resize(at + need, 0);
+                }
+                let buf = &mut eng.txbuf[at..];
                 let t = if pass {
-                    eng.qp
-                        .poll_transmit_deferring_acks(now, &mut eng.txbuf, &mut m)
+                    eng.qp.poll_transmit_deferring_acks(now, buf, &mut m)
                 } else {
-                    eng.qp.poll_transmit(now, &mut eng.txbuf, &mut m)
+                    eng.qp.poll_transmit(now, buf, &mut m)
                 };
                 let Some(t) = t else { break };
                 let Some(dst) = self.path(t.ah) else { continue };
                 let sport = eng.sport;
-                self.net.send(
+                self.net.queue(
                     dst,
                     sport,
                     &mut eng.flow,
+                    &mut eng.batch,
                     &mut eng.txbuf,
                     t.len,
                     &self.counters.tx_packets,
@@ -162,6 +166,13 @@ impl Shared {
                 );
             }
         }
+        self.net.flush(
+            &eng.flow,
+            &mut eng.batch,
+            &eng.txbuf,
+            &self.counters.tx_packets,
+            &self.counters.tx_errors,
+        );
         drop(mem);
         if !hold_acks {
             eng.ack_held = false;
@@ -369,7 +380,11 @@ impl Shared {
     ) {
         for _ in 0..max {
             match self.net.try_recv(b) {
-                Some((n, src)) => self.receive(src, &b[..n], hold_acks),
+                Some((n, src, seg)) => {
+                    for dgram in net::gro_split(&b[..n], seg) {
+                        self.receive(src, dgram, hold_acks);
+                    }
+                }
                 None => break,
             }
             if done() {

@@ -126,6 +126,7 @@ impl Device {
                 inline_store: vec![0; inline_len],
                 inline_slot: 0,
                 txbuf: vec![0; txlen],
+                batch: net::TxBatch::default(),
                 sport: net::flow_port(qpn, 0),
                 flow: None,
                 last_state: QpState::Reset,
