@@ -54,6 +54,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod buf;
+pub mod devinfo;
 mod error;
 pub mod ibverbs;
 mod objects;
