@@ -263,6 +263,84 @@ fn with_findings(mut report: Report, new: Vec<Finding>) -> Report {
     report
 }
 
+/// The soft NIC's leaked objects: records of `name`'s shared resource
+/// registry whose owner is dead or a zombie but which still exist (a forked
+/// child holds their context, or a leaky driver kept them), with what /proc
+/// says and who holds them (data for [`with_soft_leaks`]; the report
+/// stays pure).
+pub fn soft_leaks(name: &str) -> Vec<SoftLeak> {
+    use rdmakit_soft::registry::{self, Holding, OwnerState, Registry};
+    let Ok(reg) = Registry::open(name) else {
+        return Vec::new();
+    };
+    let Ok(recs) = reg.list() else {
+        return Vec::new();
+    };
+    let mut held: std::collections::HashMap<std::path::PathBuf, Vec<(u32, String)>> =
+        std::collections::HashMap::new();
+    recs.into_iter()
+        .filter_map(|r| {
+            let state = r.owner_state();
+            if state == OwnerState::Alive {
+                return None;
+            }
+            let ctx = r.context_path();
+            let holders = if r.holding == Holding::Inherited {
+                held.entry(ctx.clone())
+                    .or_insert_with(|| registry::holders(&ctx))
+                    .clone()
+            } else {
+                Vec::new()
+            };
+            let proc_state = match registry::proc_stat(r.pid) {
+                None => "<absent>".to_string(),
+                Some(('Z', _)) if state == OwnerState::Zombie => "state Z".to_string(),
+                Some((c, st)) => format!(
+                    "state {c}, start time {st}: another process (the record's owner started at {})",
+                    r.start_time
+                ),
+            };
+            Some(SoftLeak {
+                device: name.to_string(),
+                kind: r.kind.as_str().to_string(),
+                handle: r.handle,
+                pid: r.pid,
+                state: state.as_str().to_string(),
+                proc_state,
+                record: r.path.display().to_string(),
+                holders,
+                context: ctx.display().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Objects per kind in soft device `name`'s shared registry against the limit
+/// their creators had (data for [`with_soft_headroom`]).
+pub fn soft_usage(name: &str) -> Vec<SoftUsage> {
+    use rdmakit_soft::registry::{Kind, OwnerState, Registry};
+    let Ok(recs) = Registry::open(name).and_then(|r| r.list()) else {
+        return Vec::new();
+    };
+    [Kind::Qp, Kind::Cq, Kind::Mr, Kind::Pd]
+        .into_iter()
+        .filter_map(|k| {
+            let of: Vec<_> = recs.iter().filter(|r| r.kind == k).collect();
+            let limit = of.iter().map(|r| u64::from(r.limit)).max()?;
+            Some(SoftUsage {
+                device: name.to_string(),
+                kind: k.as_str().to_string(),
+                used: of.len() as u64,
+                limit,
+                dead: of
+                    .iter()
+                    .filter(|r| r.owner_state() != OwnerState::Alive)
+                    .count() as u64,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -160,84 +160,6 @@ fn probe_host(mut report: Report, names: &[String], cfg: &ProbeConfig, dcfg: &Co
     report
 }
 
-/// The soft NIC's leaked objects: records of `name`'s shared resource
-/// registry whose owner is dead or a zombie but which still exist (a forked
-/// child holds their context, or a leaky driver kept them), with what /proc
-/// says and who holds them (data for [`probes::with_soft_leaks`]; the report
-/// stays pure).
-fn soft_leaks(name: &str) -> Vec<probes::SoftLeak> {
-    use rdmakit_soft::registry::{self, Holding, OwnerState, Registry};
-    let Ok(reg) = Registry::open(name) else {
-        return Vec::new();
-    };
-    let Ok(recs) = reg.list() else {
-        return Vec::new();
-    };
-    let mut held: std::collections::HashMap<std::path::PathBuf, Vec<(u32, String)>> =
-        std::collections::HashMap::new();
-    recs.into_iter()
-        .filter_map(|r| {
-            let state = r.owner_state();
-            if state == OwnerState::Alive {
-                return None;
-            }
-            let ctx = r.context_path();
-            let holders = if r.holding == Holding::Inherited {
-                held.entry(ctx.clone())
-                    .or_insert_with(|| registry::holders(&ctx))
-                    .clone()
-            } else {
-                Vec::new()
-            };
-            let proc_state = match registry::proc_stat(r.pid) {
-                None => "<absent>".to_string(),
-                Some(('Z', _)) if state == OwnerState::Zombie => "state Z".to_string(),
-                Some((c, st)) => format!(
-                    "state {c}, start time {st}: another process (the record's owner started at {})",
-                    r.start_time
-                ),
-            };
-            Some(probes::SoftLeak {
-                device: name.to_string(),
-                kind: r.kind.as_str().to_string(),
-                handle: r.handle,
-                pid: r.pid,
-                state: state.as_str().to_string(),
-                proc_state,
-                record: r.path.display().to_string(),
-                holders,
-                context: ctx.display().to_string(),
-            })
-        })
-        .collect()
-}
-
-/// Objects per kind in soft device `name`'s shared registry against the limit
-/// their creators had (data for [`probes::with_soft_headroom`]).
-fn soft_usage(name: &str) -> Vec<probes::SoftUsage> {
-    use rdmakit_soft::registry::{Kind, OwnerState, Registry};
-    let Ok(recs) = Registry::open(name).and_then(|r| r.list()) else {
-        return Vec::new();
-    };
-    [Kind::Qp, Kind::Cq, Kind::Mr, Kind::Pd]
-        .into_iter()
-        .filter_map(|k| {
-            let of: Vec<_> = recs.iter().filter(|r| r.kind == k).collect();
-            let limit = of.iter().map(|r| u64::from(r.limit)).max()?;
-            Some(probes::SoftUsage {
-                device: name.to_string(),
-                kind: k.as_str().to_string(),
-                used: of.len() as u64,
-                limit,
-                dead: of
-                    .iter()
-                    .filter(|r| r.owner_state() != OwnerState::Alive)
-                    .count() as u64,
-            })
-        })
-        .collect()
-}
-
 /// The port counters of the `--baseline` bundle, with its age relative to the
 /// collection being judged when both times are known.
 fn load_baseline(path: &str, current: &Opened, live: bool) -> anyhow::Result<Baseline> {
@@ -455,8 +377,8 @@ pub(super) fn build_report(
         let p = probe_soft(dev, &probe_config(facts))?;
         let kernel = facts.kernel.release.text().map(str::to_string);
         let r = Report::for_probed_device(p, &s.cfg, &tool, kernel);
-        let r = probes::with_soft_leaks(r, &soft_leaks(dev), &s.cfg);
-        probes::with_soft_headroom(r, &soft_usage(dev), &s.cfg)
+        let r = probes::with_soft_leaks(r, &probes::soft_leaks(dev), &s.cfg);
+        probes::with_soft_headroom(r, &probes::soft_usage(dev), &s.cfg)
     } else {
         let mut report = Report::build(facts, &s.cfg, &tool, opened.label());
         if let (Some(input), Some(inv)) = (
@@ -505,8 +427,9 @@ pub(super) fn build_report(
                 Some(name) => match probe_soft(name, &probe_config(facts)) {
                     Ok(p) => {
                         report = report.with_probes(p, &s.cfg);
-                        report = probes::with_soft_leaks(report, &soft_leaks(name), &s.cfg);
-                        report = probes::with_soft_headroom(report, &soft_usage(name), &s.cfg);
+                        report = probes::with_soft_leaks(report, &probes::soft_leaks(name), &s.cfg);
+                        report =
+                            probes::with_soft_headroom(report, &probes::soft_usage(name), &s.cfg);
                     }
                     Err(e) => report
                         .notes
