@@ -413,3 +413,122 @@ fn cnp_and_unknown_opcode() {
     assert_eq!(r.anomalies[0].index, 2);
     assert_eq!(r.packets[1].opcode_name, "OPCODE_0x1d");
 }
+
+/// Addresses and ports of a datagram: one GSO send has one flow.
+type FlowKey = (Vec<u8>, Vec<u8>);
+
+/// (flow key, transport bytes) of an Ethernet/IPv4/UDP 4791 frame.
+fn roce_transport(frame: &[u8]) -> Option<(FlowKey, &[u8])> {
+    if frame.get(12..14)? != [0x08, 0x00] {
+        return None;
+    }
+    let ip = &frame[14..];
+    let hl = usize::from(ip[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let udp = ip.get(hl..total)?;
+    if u16::from_be_bytes([udp[2], udp[3]]) != 4791 {
+        return None;
+    }
+    // Addresses and ports: one GSO send has one destination and one flow.
+    let key = (ip[12..20].to_vec(), udp[..4].to_vec());
+    Some((key, &udp[8..]))
+}
+
+/// The real rc_pingpong capture as a batching sender hands it to the kernel
+/// with UDP_SEGMENT (what a capture on lo records): each run of equal-size
+/// packets of one flow, plus a shorter last one, in one IPv4/UDP datagram.
+/// The decoder splits them back: the same packets, every ICRC valid.
+#[test]
+fn udp_gso_datagrams_split_back_into_their_roce_packets() {
+    // As the soft NIC sends: identification 0 and DF (an unconnected UDP
+    // socket's datagrams), each ICRC computed over that header.
+    let frames: Vec<(u64, Vec<u8>)> = frames_of("rc_pingpong-s5000-mtu1024.pcap")
+        .into_iter()
+        .map(|(ts, mut f)| {
+            if roce_transport(&f).is_some() {
+                f[18..22].copy_from_slice(&[0, 0, 0x40, 0]);
+                let hl = usize::from(f[14] & 0x0f) * 4;
+                ipv4::Packet::new_unchecked(&mut f[14..14 + hl]).fill_checksum();
+                let n = f.len();
+                let crc = rdmakit_wire::icrc::compute(&f[14..]).unwrap();
+                f[n - 4..].copy_from_slice(&crc.to_le_bytes());
+            }
+            (ts, f)
+        })
+        .collect();
+    let original = capture::decode_capture(&pcap(1, false, false, &frames)).unwrap();
+    assert_eq!(original.icrc_valid, original.roce_packets);
+    let mut merged: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut i = 0;
+    let mut batches = 0;
+    while i < frames.len() {
+        let Some((key, first)) = roce_transport(&frames[i].1) else {
+            merged.push(frames[i].clone());
+            i += 1;
+            continue;
+        };
+        let size = first.len();
+        let mut body = first.to_vec();
+        let mut j = i + 1;
+        while j < frames.len() && j - i < 64 {
+            match roce_transport(&frames[j].1) {
+                Some((k, t)) if k == key && t.len() <= size && body.len() + t.len() <= 65_000 => {
+                    body.extend_from_slice(t);
+                    j += 1;
+                    if t.len() < size {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        let head = &frames[i].1;
+        let hl = usize::from(head[14] & 0x0f) * 4;
+        let mut f = head[..14 + hl + 8].to_vec();
+        f.extend_from_slice(&body);
+        let ip_len = (f.len() - 14) as u16;
+        f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+        f[14 + hl + 4..14 + hl + 6].copy_from_slice(&(ip_len - hl as u16).to_be_bytes());
+        if j - i > 1 {
+            batches += 1;
+        }
+        merged.push((frames[i].0, f));
+        i = j;
+    }
+    assert!(
+        batches >= 10,
+        "{batches} batches: the capture should have runs"
+    );
+    let r = capture::decode_capture(&pcap(1, false, false, &merged)).unwrap();
+    assert_eq!(r.frames, merged.len());
+    assert_eq!(r.roce_packets, original.roce_packets);
+    assert_eq!((r.icrc_valid, r.icrc_invalid), (original.roce_packets, 0));
+    assert_eq!(r.opcode_counts, original.opcode_counts);
+    assert_eq!(
+        r.anomalies.len(),
+        original.anomalies.len(),
+        "{:?}",
+        r.anomalies
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains(&format!("{batches} frame(s) were UDP GSO datagrams"))),
+        "{:?}",
+        r.warnings
+    );
+    let psns = |r: &capture::CaptureReport| r.packets.iter().map(|p| p.psn).collect::<Vec<_>>();
+    assert_eq!(psns(&r), psns(&original));
+}
+
+/// A datagram whose ICRC is wrong for every segment size stays one bad packet.
+#[test]
+fn a_corrupt_datagram_is_not_split_into_anything() {
+    let frames = frames_of("rc_pingpong-s5000-mtu1024.pcap");
+    let mut bad = frames[0].1.clone();
+    let n = bad.len();
+    bad[n - 10] ^= 0xff;
+    let r = capture::decode_capture(&pcap(1, false, false, &[(0, bad)])).unwrap();
+    assert_eq!((r.roce_packets, r.icrc_invalid), (1, 1));
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}

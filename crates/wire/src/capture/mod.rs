@@ -12,6 +12,7 @@
 
 mod analyze;
 mod file;
+mod gso;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -226,6 +227,7 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
         warnings: frames.warnings,
     };
     let mut tracker = analyze::Tracker::default();
+    let (mut gso_size, mut gso_frames, mut gso_packets) = (None, 0usize, 0usize);
     for f in &frames.frames {
         if !report.link_types.contains(&f.link_type) {
             report.link_types.push(f.link_type);
@@ -234,26 +236,36 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
             report.other_frames += 1;
             continue;
         };
+        // A sender's UDP GSO datagram, captured before segmentation: its
+        // RoCE packets one by one.
+        if let Some((size, segments)) = gso::split(ip, gso_size) {
+            gso_size = Some(size);
+            gso_frames += 1;
+            for seg in &segments {
+                let sf = CapturedFrame {
+                    data: seg,
+                    orig_len: u32::try_from(seg.len()).unwrap_or(u32::MAX),
+                    ..*f
+                };
+                if let Some((record, datagram)) = decode_ip(&sf, seg, &mut report.anomalies) {
+                    account(&mut report, &mut tracker, record, datagram.as_ref());
+                    gso_packets += 1;
+                }
+            }
+            continue;
+        }
         let Some((record, datagram)) = decode_ip(f, ip, &mut report.anomalies) else {
             report.other_frames += 1;
             continue;
         };
-        tracker.observe(
-            &record,
-            datagram.as_ref().map(|d| &d.roce),
-            &mut report.anomalies,
-        );
-        report.roce_packets += 1;
-        match record.icrc_valid {
-            Some(true) => report.icrc_valid += 1,
-            Some(false) => report.icrc_invalid += 1,
-            None => report.icrc_unchecked += 1,
-        }
-        *report
-            .opcode_counts
-            .entry(record.opcode_name.clone())
-            .or_default() += 1;
-        report.packets.push(record);
+        account(&mut report, &mut tracker, record, datagram.as_ref());
+    }
+    if gso_frames > 0 {
+        report.warnings.push(format!(
+            "{gso_frames} frame(s) were UDP GSO datagrams (a batching sender's send seen before \
+             segmentation, e.g. on lo): split into {gso_packets} RoCE packets by the segment \
+             size at which every ICRC is valid"
+        ));
     }
     report.link_types.sort_unstable();
     report.flows = flows(&report.packets, &report.anomalies);
@@ -264,6 +276,27 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
             .or_default() += 1;
     }
     Ok(report)
+}
+
+/// Counts one RoCE packet in the report and feeds the flow tracker.
+fn account(
+    report: &mut CaptureReport,
+    tracker: &mut analyze::Tracker,
+    record: PacketRecord,
+    datagram: Option<&Datagram<'_>>,
+) {
+    tracker.observe(&record, datagram.map(|d| &d.roce), &mut report.anomalies);
+    report.roce_packets += 1;
+    match record.icrc_valid {
+        Some(true) => report.icrc_valid += 1,
+        Some(false) => report.icrc_invalid += 1,
+        None => report.icrc_unchecked += 1,
+    }
+    *report
+        .opcode_counts
+        .entry(record.opcode_name.clone())
+        .or_default() += 1;
+    report.packets.push(record);
 }
 
 /// Render a report for a terminal: a header, one tcpdump-like line per RoCE
