@@ -1,0 +1,493 @@
+//! The UDP driver's offloads: UDP_SEGMENT (GSO) sends of a run of equal-size
+//! packets, UDP_GRO receives split by the kernel's segment size, probed once
+//! per socket and refused batches falling back per packet size.
+
+use super::*;
+
+/// `setsockopt(SOL_UDP, UDP_SEGMENT)` and its control message (Linux 4.18).
+const UDP_SEGMENT: libc::c_int = 103;
+/// `setsockopt(SOL_UDP, UDP_GRO)` and its control message (Linux 5.0).
+const UDP_GRO: libc::c_int = 104;
+/// The most segments the kernel takes in one UDP_SEGMENT send
+/// (`UDP_MAX_SEGMENTS`: 64; recent kernels allow 128).
+pub(crate) const GSO_MAX_SEGMENTS: usize = 64;
+/// The most UDP payload bytes of one send, GSO or not: an IPv4 datagram's
+/// 65535 bytes less its IPv4 and UDP headers.
+pub(crate) const GSO_MAX_BYTES: usize = 65535 - 20 - 8;
+
+/// The UDP offloads a device's socket uses, probed once when it is bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offloads {
+    /// Segmentation offload: the packets of a message that share a size
+    /// leave in one `sendmsg` with a UDP_SEGMENT control message; the
+    /// kernel (or the NIC) cuts them into one datagram each.
+    pub gso: bool,
+    /// Receive coalescing: UDP_GRO on the socket; a receive may return
+    /// several datagrams of one flow back to back, which the driver splits
+    /// by the control message's segment size.
+    pub gro: bool,
+}
+
+impl Offloads {
+    /// `"gso gro"`, `"gso"`, `"gro"` or `"none"`.
+    pub fn describe(self) -> &'static str {
+        match (self.gso, self.gro) {
+            (true, true) => "gso gro",
+            (true, false) => "gso",
+            (false, true) => "gro",
+            (false, false) => "none",
+        }
+    }
+}
+
+/// Packets queued for one send: `count` RoCEv2 packets (each with its
+/// ICRC) back to back at the start of the engine's transmit buffer, all
+/// `seg` bytes but the last, which may be shorter, to one destination from
+/// one flow port — what one UDP_SEGMENT `sendmsg` carries.
+#[derive(Debug, Default)]
+pub(crate) struct TxBatch {
+    pub(crate) bytes: usize,
+    pub(crate) seg: usize,
+    pub(crate) count: usize,
+    pub(crate) to: Option<SocketAddrV4>,
+    pub(crate) port: u16,
+}
+
+impl TxBatch {
+    /// Where the next packet is written in the transmit buffer.
+    pub(crate) fn tail(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether a packet of `len` bytes (with ICRC) to `to` from flow port
+    /// `port` may join: same destination and port, no longer than the
+    /// segment size, and within the kernel's limits.
+    pub(crate) fn admits(&self, to: SocketAddrV4, port: u16, len: usize) -> bool {
+        self.count == 0
+            || (!self.closed()
+                && self.to == Some(to)
+                && self.port == port
+                && len <= self.seg
+                && self.bytes + len <= GSO_MAX_BYTES)
+    }
+
+    /// Whether no further packet may join: a shorter packet ended the run,
+    /// or the segment or byte limit is reached.
+    pub(crate) fn closed(&self) -> bool {
+        self.count > 0
+            && (self.bytes != self.count * self.seg
+                || self.count >= GSO_MAX_SEGMENTS
+                || self.bytes + self.seg > GSO_MAX_BYTES)
+    }
+
+    pub(crate) fn add(&mut self, to: SocketAddrV4, port: u16, len: usize) {
+        if self.count == 0 {
+            self.seg = len;
+            self.to = Some(to);
+            self.port = port;
+        }
+        self.count += 1;
+        self.bytes += len;
+    }
+}
+
+/// The datagrams of one receive: `seg`-byte pieces, the last perhaps
+/// shorter (a UDP_GRO receive), or the whole buffer when `seg` is 0.
+pub(crate) fn gro_split(buf: &[u8], seg: usize) -> std::slice::Chunks<'_, u8> {
+    buf.chunks(if seg == 0 { buf.len().max(1) } else { seg })
+}
+
+/// The segment size of a UDP_GRO control message among the control
+/// messages `control` (as `recvmsg` filled them), or 0 (none, or
+/// malformed: the receive is then one datagram).
+pub(crate) fn gro_size(control: &[u8]) -> usize {
+    let hdr = std::mem::size_of::<libc::cmsghdr>();
+    let align = std::mem::size_of::<usize>();
+    let mut off = 0;
+    while let Some(h) = control.get(off..off + hdr) {
+        // SAFETY: `h` holds `hdr` bytes; cmsghdr is plain integers.
+        let c: libc::cmsghdr = unsafe { std::ptr::read_unaligned(h.as_ptr().cast()) };
+        let len = c.cmsg_len as usize;
+        let Some(data) = control.get(off + hdr..off + len.max(hdr)) else {
+            return 0;
+        };
+        if len < hdr {
+            return 0;
+        }
+        if c.cmsg_level == libc::SOL_UDP && c.cmsg_type == UDP_GRO {
+            let Some(v) = data.get(..4) else { return 0 };
+            let v = i32::from_ne_bytes([v[0], v[1], v[2], v[3]]);
+            return usize::try_from(v).unwrap_or(0);
+        }
+        off += len.div_ceil(align) * align;
+    }
+    0
+}
+
+/// Whether `RDMAKIT_SOFT_<name>` leaves an offload on (anything but `0`).
+pub(crate) fn offload_allowed(name: &str) -> bool {
+    std::env::var(format!("RDMAKIT_SOFT_{name}")).map_or(true, |v| v != "0")
+}
+
+pub(crate) fn set_udp_opt(sock: &UdpSocket, opt: libc::c_int, val: libc::c_int) -> bool {
+    // SAFETY: a valid fd and a c_int option value of its size.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            opt,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// Probes (and turns on) the offloads the kernel offers on `sock`, unless
+/// `RDMAKIT_SOFT_GSO=0` / `RDMAKIT_SOFT_GRO=0` (a packet capture on `lo`
+/// sees one GSO send as one large datagram; these keep one per packet).
+pub(crate) fn probe_offloads(sock: &UdpSocket) -> Offloads {
+    Offloads {
+        // Segment size 0: per-send control messages only.
+        gso: offload_allowed("GSO") && set_udp_opt(sock, UDP_SEGMENT, 0),
+        gro: offload_allowed("GRO") && set_udp_opt(sock, UDP_GRO, 1),
+    }
+}
+
+pub(crate) fn sockaddr_v4(a: SocketAddrV4) -> libc::sockaddr_in {
+    // SAFETY: sockaddr_in is plain integers; all-zero is valid.
+    let mut s: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    s.sin_family = libc::AF_INET as libc::sa_family_t;
+    s.sin_port = a.port().to_be();
+    s.sin_addr.s_addr = u32::from_ne_bytes(a.ip().octets());
+    s
+}
+
+/// One `sendmsg` of `data` to `to` with a UDP_SEGMENT control message of
+/// `seg`: the kernel sends `data` as datagrams of `seg` bytes, the last
+/// perhaps shorter. A direct syscall, as rustix's sendto (see
+/// [`Net::send`]).
+pub(crate) fn send_segments(
+    sock: &UdpSocket,
+    to: SocketAddrV4,
+    data: &[u8],
+    seg: u16,
+) -> std::io::Result<()> {
+    let mut addr = sockaddr_v4(to);
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let hdr = std::mem::size_of::<libc::cmsghdr>();
+    let space = hdr + std::mem::size_of::<usize>(); // CMSG_SPACE(2)
+    let mut ctrl = [0u64; 8];
+    // SAFETY: cmsghdr is plain integers; all-zero is valid.
+    let mut c: libc::cmsghdr = unsafe { std::mem::zeroed() };
+    c.cmsg_len = (hdr + 2) as _;
+    c.cmsg_level = libc::SOL_UDP;
+    c.cmsg_type = UDP_SEGMENT;
+    // SAFETY: `ctrl` (64 bytes, 8-aligned) holds the header and its u16.
+    unsafe {
+        let p = ctrl.as_mut_ptr().cast::<u8>();
+        std::ptr::write_unaligned(p.cast::<libc::cmsghdr>(), c);
+        std::ptr::write_unaligned(p.add(hdr).cast::<u16>(), seg);
+    }
+    // SAFETY: msghdr is plain integers and pointers; all-zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut addr as *mut libc::sockaddr_in).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctrl.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    // SAFETY: every pointer in `msg` is valid for the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sendmsg,
+            sock.as_fd().as_raw_fd(),
+            &msg as *const libc::msghdr,
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod offload_tests {
+    use super::*;
+
+    /// The sends a sequence of packet lengths (with ICRC) makes, as
+    /// [`Net::queue`] groups them: (segment size, packets, bytes).
+    fn plan(lens: &[usize]) -> Vec<(usize, usize, usize)> {
+        let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, ROCE_PORT);
+        let mut b = TxBatch::default();
+        let mut out = Vec::new();
+        let mut flush = |b: &mut TxBatch| {
+            let b = std::mem::take(b);
+            if b.count > 0 {
+                out.push((b.seg, b.count, b.bytes));
+            }
+        };
+        for &len in lens {
+            if !b.admits(to, 0xc001, len) {
+                flush(&mut b);
+            }
+            b.add(to, 0xc001, len);
+            if b.closed() {
+                flush(&mut b);
+            }
+        }
+        flush(&mut b);
+        out
+    }
+
+    #[test]
+    fn runs_of_equal_packets_share_a_send_and_a_short_one_ends_the_run() {
+        // A 64 KiB RDMA WRITE at MTU 4096: FIRST carries a RETH (4128
+        // bytes), 14 MIDDLE and the LAST 4112. The second packet is shorter
+        // than the first, so it ends their run; the byte limit cuts the rest.
+        let mut w = vec![4128];
+        w.extend([4112; 15]);
+        assert_eq!(
+            plan(&w),
+            vec![(4128, 2, 4128 + 4112), (4112, 14, 14 * 4112)]
+        );
+        // Short last segment, then a single packet of another size.
+        assert_eq!(
+            plan(&[1052, 1052, 1052, 300, 1052]),
+            vec![(1052, 4, 3 * 1052 + 300), (1052, 1, 1052)]
+        );
+        // One packet alone.
+        assert_eq!(plan(&[64]), vec![(64, 1, 64)]);
+        // A longer packet never joins a run of shorter ones.
+        assert_eq!(plan(&[100, 200]), vec![(100, 1, 100), (200, 1, 200)]);
+        // The kernel's segment limit: 64 small packets per send.
+        assert_eq!(
+            plan(&[40; 130]),
+            vec![(40, 64, 2560), (40, 64, 2560), (40, 2, 80)]
+        );
+        // Every run keeps to the byte limit.
+        for (seg, n, bytes) in plan(&[1500; 200]) {
+            assert!(bytes <= GSO_MAX_BYTES && n <= GSO_MAX_SEGMENTS && seg == 1500);
+        }
+    }
+
+    #[test]
+    fn a_batch_is_one_destination_and_one_flow() {
+        let a = SocketAddrV4::new(Ipv4Addr::LOCALHOST, ROCE_PORT);
+        let b = SocketAddrV4::new(Ipv4Addr::new(127, 77, 0, 9), ROCE_PORT);
+        let mut t = TxBatch::default();
+        t.add(a, 0xc001, 100);
+        assert!(t.admits(a, 0xc001, 100));
+        assert!(!t.admits(b, 0xc001, 100));
+        assert!(!t.admits(a, 0xc002, 100));
+    }
+
+    #[test]
+    fn gro_buffers_split_into_their_datagrams() {
+        let buf: Vec<u8> = (0..250u8).collect();
+        let parts: Vec<&[u8]> = gro_split(&buf, 100).collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [100, 100, 50]
+        );
+        assert_eq!(parts.concat(), buf);
+        // No control message: one datagram; a segment size beyond it, too.
+        assert_eq!(gro_split(&buf, 0).count(), 1);
+        assert_eq!(gro_split(&buf, 4096).next().map(<[u8]>::len), Some(250));
+        assert_eq!(gro_split(&buf[..100], 100).count(), 1);
+        // An empty datagram (a wake-up) yields nothing to process.
+        assert_eq!(gro_split(&[], 0).count(), 0);
+    }
+
+    fn cmsg(level: libc::c_int, ty: libc::c_int, data: &[u8], len: Option<usize>) -> Vec<u8> {
+        let hdr = std::mem::size_of::<libc::cmsghdr>();
+        // SAFETY: cmsghdr is plain integers; all-zero is valid.
+        let mut c: libc::cmsghdr = unsafe { std::mem::zeroed() };
+        c.cmsg_len = len.unwrap_or(hdr + data.len()) as _;
+        c.cmsg_level = level;
+        c.cmsg_type = ty;
+        let mut v = vec![0u8; hdr];
+        // SAFETY: `v` holds `hdr` bytes.
+        unsafe { std::ptr::write_unaligned(v.as_mut_ptr().cast(), c) };
+        v.extend_from_slice(data);
+        v.resize(v.len().div_ceil(8) * 8, 0);
+        v
+    }
+
+    #[test]
+    fn the_gro_segment_size_is_read_from_the_control_messages() {
+        let gro = cmsg(libc::SOL_UDP, UDP_GRO, &4112i32.to_ne_bytes(), None);
+        assert_eq!(gro_size(&gro), 4112);
+        // After another control message.
+        let mut two = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_ne_bytes(), None);
+        two.extend_from_slice(&gro);
+        assert_eq!(gro_size(&two), 4112);
+        // None at all, or only others.
+        assert_eq!(gro_size(&[]), 0);
+        assert_eq!(gro_size(&two[..gro.len()]), 0);
+        // Malformed: a cut header, a length past the buffer, a length
+        // below the header, a payload too short for the int, a negative.
+        assert_eq!(gro_size(&gro[..7]), 0);
+        assert_eq!(
+            gro_size(&cmsg(libc::SOL_UDP, UDP_GRO, &[1, 0, 0, 0], Some(4096))),
+            0
+        );
+        assert_eq!(
+            gro_size(&cmsg(libc::SOL_UDP, UDP_GRO, &[1, 0, 0, 0], Some(3))),
+            0
+        );
+        let hdr = std::mem::size_of::<libc::cmsghdr>();
+        assert_eq!(
+            gro_size(&cmsg(libc::SOL_UDP, UDP_GRO, &[1, 0], Some(hdr + 2))),
+            0
+        );
+        assert_eq!(
+            gro_size(&cmsg(libc::SOL_UDP, UDP_GRO, &(-5i32).to_ne_bytes(), None)),
+            0
+        );
+    }
+
+    /// A packet of `len` bytes (ICRC space included) for QP `dqpn`.
+    fn packet(dqpn: u32, len: usize, fill: u8) -> Vec<u8> {
+        let mut p = vec![fill; len];
+        p[0] = 0x07; // RC RDMA WRITE MIDDLE
+        p[1..5].copy_from_slice(&[0, 0xff, 0xff, 0]);
+        p[5..8].copy_from_slice(&dqpn.to_be_bytes()[1..]);
+        p
+    }
+
+    /// `lens` packets queued through `a` to `b`'s endpoint; what `b`
+    /// receives, split into datagrams, each checked by its ICRC.
+    /// Also returns how many receives that took.
+    fn round_trip(a: &Net, b: &Net, lens: &[usize]) -> (Vec<(usize, u8)>, usize) {
+        let dqpn = b.qpn_base().unwrap() | 5;
+        let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
+        let mut cache = None;
+        let mut batch = TxBatch::default();
+        let mut buf = Vec::new();
+        for (i, &len) in lens.iter().enumerate() {
+            let at = batch.tail();
+            buf.resize(at + len, 0);
+            buf[at..].copy_from_slice(&packet(dqpn, len, i as u8));
+            a.queue(
+                a.addr(),
+                0xc123,
+                &mut cache,
+                &mut batch,
+                &mut buf,
+                len - ICRC_LEN,
+                &tx,
+                &err,
+            );
+        }
+        a.flush(&cache, &mut batch, &buf, &tx, &err);
+        assert_eq!(
+            (tx.load(Ordering::Relaxed), err.load(Ordering::Relaxed)),
+            (lens.len() as u64, 0)
+        );
+        let (malformed, bad) = (AtomicU64::new(0), AtomicU64::new(0));
+        let mut got = Vec::new();
+        let mut recvs = 0;
+        let mut rb = vec![0u8; 65536];
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while got.len() < lens.len() && std::time::Instant::now() < deadline {
+            let Some((n, src, seg)) = b.try_recv(&mut rb) else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            recvs += 1;
+            assert_eq!(src.port(), 0xc123, "sent from the flow's port");
+            for d in gro_split(&rb[..n], seg) {
+                let pkt = b.check_icrc(src, d, &malformed, &bad).expect("ICRC valid");
+                got.push((d.len(), pkt[12]));
+            }
+        }
+        assert_eq!((malformed.into_inner(), bad.into_inner()), (0, 0));
+        (got, recvs)
+    }
+
+    /// Two loopback contexts: `b` receives, `a` sends to its endpoint.
+    fn pair() -> (Net, Net) {
+        let mut b = Net::bind(None, 0).unwrap();
+        b.port = b.sock.local_addr().unwrap().port();
+        let a = Net::bind(None, b.port).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn every_packet_of_a_gso_send_arrives_as_its_own_datagram_with_its_icrc() {
+        let (a, b) = pair();
+        let mut lens = vec![4128];
+        lens.extend([4112; 15]);
+        lens.extend([1052, 1052, 300, 64]);
+        let want: Vec<(usize, u8)> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (l, i as u8))
+            .collect();
+        let (got, recvs) = round_trip(&a, &b, &lens);
+        assert_eq!(got, want);
+        if a.offloads().gso && b.offloads().gro {
+            // Loopback carries a GSO send whole to a UDP_GRO socket: the
+            // 20 packets leave in 4 sends ([4128, 4112], 14 × 4112,
+            // [1052, 1052, 300], [64]) and arrive in as many receives.
+            assert_eq!(recvs, 4, "{:?}", a.offloads());
+        }
+        // The same without offloads (an old kernel): one datagram per send.
+        let (a, mut b) = pair();
+        a.gso_max_seg.store(0, Ordering::Relaxed);
+        b.offloads.gro = false;
+        assert_eq!(round_trip(&a, &b, &lens), (want, lens.len()));
+    }
+
+    #[test]
+    fn a_plain_receiver_sees_one_datagram_per_packet() {
+        // Without UDP_GRO the kernel segments a GSO send before the socket.
+        let plain = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = plain.local_addr().unwrap().port();
+        let a = Net::bind(None, port).unwrap();
+        let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
+        let (mut cache, mut batch, mut buf) = (None, TxBatch::default(), Vec::new());
+        let lens = [1000usize, 1000, 1000, 500];
+        for &len in &lens {
+            let at = batch.tail();
+            buf.resize(at + len, 0);
+            buf[at..].copy_from_slice(&packet(9, len, 1));
+            a.queue(
+                Ipv4Addr::LOCALHOST,
+                0xc321,
+                &mut cache,
+                &mut batch,
+                &mut buf,
+                len - 4,
+                &tx,
+                &err,
+            );
+        }
+        a.flush(&cache, &mut batch, &buf, &tx, &err);
+        plain
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut rb = [0u8; 65536];
+        for &len in &lens {
+            let (n, _) = plain.recv_from(&mut rb).unwrap();
+            assert_eq!(n, len);
+        }
+    }
+
+    #[test]
+    fn a_refused_segmentation_is_reported_not_a_panic() {
+        // More than the kernel's 64 (or 128) segments in one send: EINVAL.
+        let plain = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = match plain.local_addr().unwrap() {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(_) => unreachable!(),
+        };
+        let data = vec![0u8; 300 * 20];
+        assert!(send_segments(&plain, to, &data, 20).is_err());
+    }
+}
