@@ -389,3 +389,10 @@ fn rustix_is_root() -> bool {
         })
         .unwrap_or(false)
 }
+
+/// The slow rate for injected faults: an eighth of the clean matrix's
+/// median (in Mbit/s), so the fault is far outside the noise of a loaded
+/// 2-core machine however fast the build is.
+pub fn slow_mbit(clean_median_mbs: f64) -> u32 {
+    ((clean_median_mbs * 8.388_608 / 8.0) as u32).max(2)
+}
