@@ -133,18 +133,20 @@ sc_sigkill_holder() {
 }
 
 # The seed's leaked-QP case as it happens on a real kernel: a process creates 4 RC
-# QPs and forks a child that inherits its uverbs descriptor (fork_holder.py, ctypes
+# QPs and forks a child that inherits its uverbs descriptor (guest/qpholder.py, ctypes
 # over libibverbs); the process is killed with SIGKILL. The kernel keeps the
 # objects (the file is still open in the child) and stops naming an owner PID.
 # doctor must report them (RDK-R001) naming the child and the descriptor; once the
 # child exits, the kernel frees everything.
 sc_orphaned_by_fork() {
   _h=$D/orphaned_by_fork.holder
-  python3 /rdk/plans/doctor/fork_holder.py rxe0 4 > $_h 2>&1 &
+  python3 /rdk/qpholder.py rxe0 4 > $_h 2>&1 &
   _i=0
-  while [ $_i -lt 100 ] && ! grep -q '^PARENT' $_h; do sleep 0.2; _i=$((_i + 1)); done
-  read _w _parent _w _child < $_h
-  case "$_parent$_child" in *[!0-9]*|'') echo "fork_holder did not start:"; cat $_h; return 1 ;; esac
+  while [ $_i -lt 100 ] && ! grep -q '^HOLDER' $_h; do sleep 0.2; _i=$((_i + 1)); done
+  grep -q '^HOLDER' $_h || { echo "qpholder did not start:"; cat $_h; return 1; }
+  eval "$(sed -n 's/^HOLDER //p' $_h)"   # parent= child= qps= stop=
+  [ "$qps" = 4 ] || { echo "qpholder made $qps of 4 QPs (stopped by $stop)"; cat $_h; return 1; }
+  _parent=$parent _child=$child
   { echo "parent=$_parent child=$_child"; rdma resource show qp; } > $D/orphaned_by_fork.state 2>&1
   kill -9 $_parent
   wait $_parent 2>/dev/null
