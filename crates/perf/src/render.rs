@@ -198,6 +198,7 @@ mod tests {
         let (a, b) = (&mb["results"][0], &gb["results"][0]);
         let peak = a["BW_peak"].as_f64().unwrap();
         assert!((b["BW_peak"].as_f64().unwrap() - to_gbits(peak)).abs() < 1e-9);
+        assert!(a["MsgRate"].as_f64().is_some_and(|m| m > 0.0), "{a}");
         assert_eq!(a["MsgRate"], b["MsgRate"]);
     }
 }
