@@ -358,7 +358,11 @@ impl Fabric {
     }
 
     fn teardown_net(&self) {
+        // The veth first: deleting it removes both ends at once, where a
+        // deleted namespace frees its end later, from a kernel work queue —
+        // and the next fabric of this process reuses the names.
         for i in 0..self.n.max(16) {
+            sh_quiet(&["ip", "link", "del", &self.veth(i)]);
             sh_quiet(&["ip", "netns", "del", &self.ns(i)]);
         }
         sh_quiet(&["ip", "link", "del", &self.bridge()]);
