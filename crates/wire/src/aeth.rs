@@ -6,7 +6,8 @@
 
 use core::fmt;
 
-use crate::{Error, Result};
+use crate::view::view;
+use crate::Result;
 
 mod field {
     use crate::field::{Field, Rest};
@@ -132,42 +133,9 @@ pub fn rnr_timer_micros(code: u8) -> u32 {
     TABLE[usize::from(code & 0x1f)]
 }
 
-/// A read/write wrapper around an AETH buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(an "AETH", HEADER_LEN, "4 bytes");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with AETH structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Ensure that no accessor method will panic if called.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if the buffer is shorter than 4 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Syndrome byte.
     pub fn syndrome(&self) -> u8 {
         self.buffer.as_ref()[field::SYNDROME]
@@ -205,7 +173,7 @@ impl Repr {
     /// Parse an AETH.
     ///
     /// # Errors
-    /// [`Error::Truncated`] if shorter than 4 bytes.
+    /// [`crate::Error::Truncated`] if shorter than 4 bytes.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
         packet.check_len()?;
         Ok(Repr {

@@ -3,7 +3,8 @@
 
 use core::fmt;
 
-use crate::{Error, Result};
+use crate::view::view;
+use crate::Result;
 
 mod field {
     use crate::field::{Field, Rest};
@@ -17,42 +18,9 @@ mod field {
 /// Length of the AtomicETH.
 pub const HEADER_LEN: usize = field::PAYLOAD.start;
 
-/// A read/write wrapper around an AtomicETH buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(an "AtomicETH", HEADER_LEN, "28 bytes");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with AtomicETH structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Ensure that no accessor method will panic if called.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if the buffer is shorter than 28 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     fn u64_at(&self, f: core::ops::Range<usize>) -> u64 {
         let mut b = [0u8; 8];
         b.copy_from_slice(&self.buffer.as_ref()[f]);
@@ -121,7 +89,7 @@ impl Repr {
     /// Parse an AtomicETH.
     ///
     /// # Errors
-    /// [`Error::Truncated`] if shorter than 28 bytes.
+    /// [`crate::Error::Truncated`] if shorter than 28 bytes.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
         packet.check_len()?;
         Ok(Repr {
@@ -162,6 +130,7 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     // No atomic capture in the fixtures: a COMPARE_SWAP AtomicETH laid out by hand
     // from roce-wire.md (VA 0x55768b600008, rkey 0x4d6, swap 2, compare 1).

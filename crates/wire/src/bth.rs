@@ -13,7 +13,8 @@
 use core::fmt;
 
 use crate::opcode::OpCode;
-use crate::{Error, Result};
+use crate::view::view;
+use crate::Result;
 
 mod field {
     use crate::field::{Field, Rest};
@@ -33,46 +34,13 @@ pub const HEADER_LEN: usize = field::PAYLOAD.start;
 /// The default partition key.
 pub const DEFAULT_PKEY: u16 = 0xffff;
 
-/// A read/write wrapper around a BTH buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(a "BTH", HEADER_LEN, "12 bytes");
 
 fn u24(d: &[u8]) -> u32 {
     u32::from_be_bytes([0, d[0], d[1], d[2]])
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with BTH structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Ensure that no accessor method will panic if called.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if the buffer is shorter than 12 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// OpCode.
     pub fn opcode(&self) -> OpCode {
         OpCode(self.buffer.as_ref()[field::OPCODE])
@@ -264,7 +232,7 @@ impl Repr {
     /// Parse a BTH. Any opcode byte is accepted here.
     ///
     /// # Errors
-    /// [`Error::Truncated`] if shorter than 12 bytes.
+    /// [`crate::Error::Truncated`] if shorter than 12 bytes.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
         packet.check_len()?;
         Ok(Repr {
@@ -346,6 +314,7 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     // BTH of frame 1 of rc_pingpong-s64.pcap: RC SEND_ONLY to QP 0x11, AckReq,
     // PSN 0x5ab4a9.

@@ -3,7 +3,8 @@
 
 use core::fmt;
 
-use crate::{Error, Result};
+use crate::view::view;
+use crate::Result;
 
 mod field {
     use crate::field::{Field, Rest};
@@ -19,42 +20,9 @@ pub const HEADER_LEN: usize = field::PAYLOAD.start;
 /// The well-known Q_Key of the GSI QP (QP1).
 pub const GSI_QKEY: u32 = 0x8001_0000;
 
-/// A read/write wrapper around a DETH buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(a "DETH", HEADER_LEN, "8 bytes");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with DETH structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Ensure that no accessor method will panic if called.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if the buffer is shorter than 8 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Queue key.
     pub fn qkey(&self) -> u32 {
         let d = &self.buffer.as_ref()[field::QKEY];
@@ -103,7 +71,7 @@ impl Repr {
     /// Parse a DETH.
     ///
     /// # Errors
-    /// [`Error::Truncated`] if shorter than 8 bytes.
+    /// [`crate::Error::Truncated`] if shorter than 8 bytes.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
         packet.check_len()?;
         Ok(Repr {
@@ -141,6 +109,7 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     // No UD capture in the fixtures: a GSI (QP1 -> QP1) DETH laid out by hand from
     // roce-wire.md (Q_Key 0x80010000, source QP 1).

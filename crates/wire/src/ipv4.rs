@@ -4,6 +4,7 @@ use core::fmt;
 use std::net::Ipv4Addr;
 
 use crate::checksum;
+use crate::view::view;
 use crate::{Error, Result};
 
 mod field {
@@ -26,25 +27,9 @@ pub const HEADER_LEN: usize = field::DST_ADDR.end;
 /// IP protocol number of UDP.
 pub const PROTOCOL_UDP: u8 = 17;
 
-/// A read/write wrapper around an IPv4 packet buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(an "IPv4 packet");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with IPv4 packet structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Ensure that no accessor method will panic if called.
     ///
     /// # Errors
@@ -65,11 +50,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     fn u16_at(&self, f: core::ops::Range<usize>) -> u16 {

@@ -4,6 +4,7 @@
 use core::fmt;
 use std::net::Ipv6Addr;
 
+use crate::view::view;
 use crate::{Error, Result};
 
 mod field {
@@ -20,25 +21,9 @@ mod field {
 /// Length of the IPv6 fixed header.
 pub const HEADER_LEN: usize = field::PAYLOAD.start;
 
-/// A read/write wrapper around an IPv6 packet buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(an "IPv6 packet");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with IPv6 packet structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Ensure that no accessor method will panic if called.
     ///
     /// # Errors
@@ -51,11 +36,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     fn first_word(&self) -> u32 {

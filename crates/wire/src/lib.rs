@@ -93,6 +93,7 @@ pub mod psn;
 pub mod reth;
 pub mod roce;
 pub mod udp;
+mod view;
 pub mod vlan;
 
 mod field {

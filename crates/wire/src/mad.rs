@@ -18,6 +18,7 @@
 
 use core::fmt;
 
+use crate::view::view;
 use crate::{Error, Result};
 
 mod field {
@@ -53,42 +54,9 @@ pub const METHOD_GET: u8 = 0x01;
 /// The response bit of the method byte.
 pub const METHOD_RESPONSE: u8 = 0x80;
 
-/// A read/write wrapper around a MAD buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(a "MAD", HEADER_LEN, "the 24-byte header");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with MAD structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Ensure that no accessor method will panic if called.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if the buffer is shorter than the 24-byte header.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     fn u16_at(&self, f: core::ops::Range<usize>) -> u16 {
         let d = &self.buffer.as_ref()[f];
         u16::from_be_bytes([d[0], d[1]])

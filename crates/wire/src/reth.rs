@@ -3,7 +3,8 @@
 
 use core::fmt;
 
-use crate::{Error, Result};
+use crate::view::view;
+use crate::Result;
 
 mod field {
     use crate::field::{Field, Rest};
@@ -16,42 +17,9 @@ mod field {
 /// Length of the RETH.
 pub const HEADER_LEN: usize = field::PAYLOAD.start;
 
-/// A read/write wrapper around a RETH buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(a "RETH", HEADER_LEN, "16 bytes");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with RETH structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Ensure that no accessor method will panic if called.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if the buffer is shorter than 16 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Remote virtual address.
     pub fn va(&self) -> u64 {
         let mut b = [0u8; 8];
@@ -106,7 +74,7 @@ impl Repr {
     /// Parse a RETH.
     ///
     /// # Errors
-    /// [`Error::Truncated`] if shorter than 16 bytes.
+    /// [`crate::Error::Truncated`] if shorter than 16 bytes.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
         packet.check_len()?;
         Ok(Repr {
@@ -145,6 +113,7 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     // RETH of frame 1 of write_bw-s8192.pcap (RC RDMA_WRITE_FIRST of 8192 bytes).
     static RETH_WRITE_BW_S8192: [u8; 16] = [

@@ -11,6 +11,7 @@
 use core::fmt;
 
 use crate::opcode::{OpCode, OpInfo};
+use crate::view::view;
 use crate::{aeth, atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth};
 use crate::{Error, Result};
 
@@ -71,25 +72,9 @@ impl Layout {
     }
 }
 
-/// A read/write wrapper around a RoCEv2 transport packet (BTH through ICRC).
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(a "RoCEv2 transport packet (BTH through ICRC)");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with RoCE packet structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Ensure that no accessor method will panic if called.
     ///
     /// # Errors
@@ -106,11 +91,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
             return Err(Error::Truncated);
         }
         Ok(())
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     fn layout(&self) -> Option<Layout> {

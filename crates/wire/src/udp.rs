@@ -4,6 +4,7 @@ use core::fmt;
 use std::net::IpAddr;
 
 use crate::checksum;
+use crate::view::view;
 use crate::{Error, Result};
 
 mod field {
@@ -18,25 +19,9 @@ mod field {
 /// Length of the UDP header.
 pub const HEADER_LEN: usize = field::PAYLOAD.start;
 
-/// A read/write wrapper around a UDP datagram buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(a "UDP datagram");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with UDP datagram structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Ensure that no accessor method will panic if called.
     ///
     /// # Errors
@@ -55,11 +40,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         } else {
             Ok(())
         }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     fn u16_at(&self, f: core::ops::Range<usize>) -> u16 {

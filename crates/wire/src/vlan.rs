@@ -4,7 +4,8 @@
 use core::fmt;
 
 use crate::ethernet::EtherType;
-use crate::{Error, Result};
+use crate::view::view;
+use crate::Result;
 
 mod field {
     use crate::field::{Field, Rest};
@@ -16,42 +17,9 @@ mod field {
 /// Length of a VLAN tag.
 pub const HEADER_LEN: usize = field::PAYLOAD.start;
 
-/// A read/write wrapper around a VLAN tag buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(a "VLAN tag", HEADER_LEN, "4 bytes");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Imbue a raw octet buffer with VLAN tag structure.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Ensure that no accessor method will panic if called.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if the buffer is shorter than 4 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Consume the packet, returning the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     fn tci(&self) -> u16 {
         let d = &self.buffer.as_ref()[field::TCI];
         u16::from_be_bytes([d[0], d[1]])
@@ -132,7 +100,7 @@ impl Repr {
     /// Parse a VLAN tag.
     ///
     /// # Errors
-    /// [`Error::Truncated`] if the buffer is shorter than 4 bytes.
+    /// [`crate::Error::Truncated`] if the buffer is shorter than 4 bytes.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
         packet.check_len()?;
         Ok(Repr {

@@ -4,7 +4,7 @@
 //!
 //! Every message occupies the 232 bytes after the [`crate::mad`] header; byte
 //! offsets below are relative to that data (the kernel's `ibta_vol1_c12.h` adds
-//! the 24 header bytes). Sub-byte fields follow the spec's Byte[Bit] notation:
+//! the 24 header bytes). Sub-byte fields follow the spec's Byte\[Bit\] notation:
 //! bit 0 is the most significant bit of the byte.
 //!
 //! | attribute | module | message |
@@ -279,53 +279,8 @@ impl fmt::Display for Repr {
     }
 }
 
-// Big-endian field helpers shared by the message views. Callers index inside
-// a buffer whose length `check_len` verified (MSG_LEN bytes).
-pub(crate) fn get_u16(b: &[u8], off: usize) -> u16 {
-    u16::from_be_bytes([b[off], b[off + 1]])
-}
-pub(crate) fn get_u24(b: &[u8], off: usize) -> u32 {
-    u32::from_be_bytes([0, b[off], b[off + 1], b[off + 2]])
-}
-pub(crate) fn get_u32(b: &[u8], off: usize) -> u32 {
-    u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
-}
-pub(crate) fn get_u64(b: &[u8], off: usize) -> u64 {
-    let mut x = [0u8; 8];
-    x.copy_from_slice(&b[off..off + 8]);
-    u64::from_be_bytes(x)
-}
-/// `width` bits of byte `off` starting at spec bit `bit` (0 = most significant).
-pub(crate) fn get_bits(b: &[u8], off: usize, bit: u32, width: u32) -> u8 {
-    let shift = 8 - bit - width;
-    (b[off] >> shift) & ((1u16 << width) - 1) as u8
-}
-pub(crate) fn set_u16(b: &mut [u8], off: usize, v: u16) {
-    b[off..off + 2].copy_from_slice(&v.to_be_bytes());
-}
-pub(crate) fn set_u24(b: &mut [u8], off: usize, v: u32) {
-    b[off..off + 3].copy_from_slice(&v.to_be_bytes()[1..]);
-}
-pub(crate) fn set_u32(b: &mut [u8], off: usize, v: u32) {
-    b[off..off + 4].copy_from_slice(&v.to_be_bytes());
-}
-pub(crate) fn set_u64(b: &mut [u8], off: usize, v: u64) {
-    b[off..off + 8].copy_from_slice(&v.to_be_bytes());
-}
-pub(crate) fn set_bits(b: &mut [u8], off: usize, bit: u32, width: u32, v: u8) {
-    let shift = 8 - bit - width;
-    let mask = (((1u16 << width) - 1) as u8) << shift;
-    b[off] = (b[off] & !mask) | ((v << shift) & mask);
-}
-
-/// `Error::Truncated` unless `len >= MSG_LEN`.
-pub(crate) fn check_msg_len(len: usize) -> Result<()> {
-    if len < MSG_LEN {
-        Err(Error::Truncated)
-    } else {
-        Ok(())
-    }
-}
+pub(crate) use crate::view::{get_bits, get_u16, get_u24, get_u32, get_u64};
+pub(crate) use crate::view::{set_bits, set_u16, set_u24, set_u32, set_u64};
 
 /// Writes `n` bytes of private data for Display: the used prefix (up to the
 /// last non-zero byte), at most 16 bytes shown.
@@ -348,38 +303,9 @@ pub(crate) fn fmt_private(f: &mut fmt::Formatter, data: &[u8]) -> fmt::Result {
 /// `into_inner`) of a CM message of `MSG_LEN` bytes.
 macro_rules! cm_view {
     ($what:literal) => {
-        #[doc = concat!("A read/write wrapper around a ", $what, " message buffer (232 bytes).")]
-        #[derive(Debug, Clone)]
-        pub struct Packet<T: AsRef<[u8]>> {
-            buffer: T,
-        }
+        $crate::view::view!(a $what, $crate::cm::MSG_LEN, "232 bytes");
 
         impl<T: AsRef<[u8]>> Packet<T> {
-            #[doc = concat!("Imbue a raw octet buffer with ", $what, " structure.")]
-            pub const fn new_unchecked(buffer: T) -> Packet<T> {
-                Packet { buffer }
-            }
-
-            /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
-            pub fn new_checked(buffer: T) -> $crate::Result<Packet<T>> {
-                let p = Self::new_unchecked(buffer);
-                p.check_len()?;
-                Ok(p)
-            }
-
-            /// Ensure that no accessor method will panic if called.
-            ///
-            /// # Errors
-            /// [`crate::Error::Truncated`] if the buffer is shorter than 232 bytes.
-            pub fn check_len(&self) -> $crate::Result<()> {
-                $crate::cm::check_msg_len(self.buffer.as_ref().len())
-            }
-
-            /// Consume the packet, returning the underlying buffer.
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
-
             fn b(&self) -> &[u8] {
                 self.buffer.as_ref()
             }

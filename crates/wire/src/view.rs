@@ -1,0 +1,218 @@
+//! What every header module shares: the `Packet<T>` view type (declared by
+//! [`view!`]) and the big-endian field accessors the views read and write
+//! with. Callers index inside a buffer whose length `check_len` verified.
+
+/// Declares the module's `Packet<T>`: a read/write view over a byte buffer,
+/// with `new_unchecked`, `new_checked` and `into_inner`. Given the header's
+/// length and how to say it, also the `check_len` of a fixed-size header;
+/// otherwise the module writes `check_len` itself (length fields, options).
+macro_rules! view {
+    ($art:ident $what:literal) => {
+        #[doc = concat!("A read/write wrapper around ", stringify!($art), " ", $what, " buffer.")]
+        #[derive(Debug, Clone)]
+        pub struct Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            #[doc = concat!("Imbue a raw octet buffer with ", $what, " structure.")]
+            pub const fn new_unchecked(buffer: T) -> Packet<T> {
+                Packet { buffer }
+            }
+
+            /// [`Packet::new_unchecked`] followed by [`Packet::check_len`].
+            pub fn new_checked(buffer: T) -> $crate::Result<Packet<T>> {
+                let p = Self::new_unchecked(buffer);
+                p.check_len()?;
+                Ok(p)
+            }
+
+            /// Consume the packet, returning the underlying buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+        }
+    };
+    ($art:ident $what:literal, $len:expr, $shorter:expr) => {
+        $crate::view::view!($art $what);
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// Ensure that no accessor method will panic if called.
+            ///
+            /// # Errors
+            #[doc = concat!("[`crate::Error::Truncated`] if the buffer is shorter than ", $shorter, ".")]
+            pub fn check_len(&self) -> $crate::Result<()> {
+                if self.buffer.as_ref().len() < $len {
+                    Err($crate::Error::Truncated)
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    };
+}
+pub(crate) use view;
+
+/// The big-endian u16 at `off`.
+pub(crate) fn get_u16(b: &[u8], off: usize) -> u16 {
+    u16::from_be_bytes([b[off], b[off + 1]])
+}
+/// The big-endian 24-bit value at `off` (3 bytes).
+pub(crate) fn get_u24(b: &[u8], off: usize) -> u32 {
+    u32::from_be_bytes([0, b[off], b[off + 1], b[off + 2]])
+}
+/// The big-endian u32 at `off`.
+pub(crate) fn get_u32(b: &[u8], off: usize) -> u32 {
+    u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+/// The big-endian u64 at `off`.
+pub(crate) fn get_u64(b: &[u8], off: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[off..off + 8]);
+    u64::from_be_bytes(x)
+}
+/// `width` bits of byte `off` starting at spec bit `bit` (0 = most significant).
+pub(crate) fn get_bits(b: &[u8], off: usize, bit: u32, width: u32) -> u8 {
+    let shift = 8 - bit - width;
+    (b[off] >> shift) & ((1u16 << width) - 1) as u8
+}
+/// Writes `v` big-endian at `off`.
+pub(crate) fn set_u16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_be_bytes());
+}
+/// Writes the low 24 bits of `v` big-endian at `off` (3 bytes).
+pub(crate) fn set_u24(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 3].copy_from_slice(&v.to_be_bytes()[1..]);
+}
+/// Writes `v` big-endian at `off`.
+pub(crate) fn set_u32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_be_bytes());
+}
+/// Writes `v` big-endian at `off`.
+pub(crate) fn set_u64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_be_bytes());
+}
+/// Sets `width` bits of byte `off` starting at spec bit `bit`.
+pub(crate) fn set_bits(b: &mut [u8], off: usize, bit: u32, width: u32, v: u8) {
+    let shift = 8 - bit - width;
+    let mask = (((1u16 << width) - 1) as u8) << shift;
+    b[off] = (b[off] & !mask) | ((v << shift) & mask);
+}
+
+/// Declares a header that is one big-endian value (IETH, ImmDt,
+/// AtomicAckETH): `HEADER_LEN`, the view with the value's getter and setter,
+/// and a `Repr` holding the value, with the byte-exact tests every header
+/// module has, run on `$bytes` laid out as the spec says and `$value`.
+macro_rules! value_header {
+    (
+        $art:ident $what:literal, $ty:ty, $len:literal,
+        $(#[doc = $doc:literal])* $get:ident / $set:ident,
+        test: $bytes:expr => $value:expr
+    ) => {
+        /// Length of the header.
+        pub const HEADER_LEN: usize = $len;
+
+        $crate::view::view!($art $what, HEADER_LEN, concat!(stringify!($len), " bytes"));
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            $(#[doc = $doc])*
+            pub fn $get(&self) -> $ty {
+                let mut b = [0u8; $len];
+                b.copy_from_slice(&self.buffer.as_ref()[..$len]);
+                <$ty>::from_be_bytes(b)
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            #[doc = concat!("Set the value: ", $($doc),*)]
+            pub fn $set(&mut self, value: $ty) {
+                self.buffer.as_mut()[..$len].copy_from_slice(&value.to_be_bytes())
+            }
+        }
+
+        #[doc = concat!("A high-level representation of ", stringify!($art), " ", $what, ".")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub struct Repr {
+            $(#[doc = $doc])*
+            pub $get: $ty,
+        }
+
+        impl Repr {
+            #[doc = concat!("Parse ", stringify!($art), " ", $what, ".")]
+            ///
+            /// # Errors
+            #[doc = concat!("[`crate::Error::Truncated`] if shorter than ", stringify!($len), " bytes.")]
+            pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> $crate::Result<Repr> {
+                packet.check_len()?;
+                Ok(Repr { $get: packet.$get() })
+            }
+
+            #[doc = concat!("The length of the header this Repr emits (", stringify!($len), ").")]
+            pub const fn buffer_len(&self) -> usize {
+                HEADER_LEN
+            }
+
+            #[doc = concat!("Emit the ", $what, " into a buffer of at least ", stringify!($len), " bytes.")]
+            ///
+            /// # Panics
+            /// If the buffer is shorter than `buffer_len()`.
+            pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
+                packet.$set(self.$get);
+            }
+        }
+
+        impl core::fmt::Display for Repr {
+            fn fmt(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+                write!(f, concat!($what, " ", stringify!($get), " 0x{:x}"), self.$get)
+            }
+        }
+
+        #[cfg(test)]
+        mod tests {
+            use super::*;
+            use $crate::Error;
+
+            const HEADER: [u8; $len] = $bytes;
+            const VALUE: $ty = $value;
+
+            #[test]
+            fn deconstruct() {
+                let p = Packet::new_checked(&HEADER[..]).unwrap();
+                assert_eq!(p.$get(), VALUE);
+            }
+
+            #[test]
+            fn construct() {
+                let mut bytes = [0xa5u8; $len];
+                Packet::new_unchecked(&mut bytes[..]).$set(VALUE);
+                assert_eq!(bytes, HEADER);
+            }
+
+            #[test]
+            fn parse_and_emit() {
+                let p = Packet::new_checked(&HEADER[..]).unwrap();
+                let repr = Repr::parse(&p).unwrap();
+                assert_eq!(repr, Repr { $get: VALUE });
+                let mut bytes = [0xa5u8; $len];
+                repr.emit(&mut Packet::new_unchecked(&mut bytes[..]));
+                assert_eq!(bytes, HEADER);
+            }
+
+            #[test]
+            fn truncated() {
+                assert_eq!(
+                    Packet::new_checked(&HEADER[..$len - 1]).unwrap_err(),
+                    Error::Truncated
+                );
+            }
+
+            #[test]
+            fn display_names_the_value() {
+                let s = Repr { $get: VALUE }.to_string();
+                assert!(s.starts_with($what), "{s}");
+                assert!(s.contains(&format!("0x{:x}", VALUE)), "{s}");
+            }
+        }
+    };
+}
+pub(crate) use value_header;
