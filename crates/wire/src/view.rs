@@ -216,3 +216,122 @@ macro_rules! value_header {
     };
 }
 pub(crate) use value_header;
+
+/// How one field of a fixed-layout message is read and written: the
+/// field's place is in the type (`U32<4>`: the big-endian u32 at byte 4),
+/// so a message is declared as a table of fields (see `cm_message!`).
+pub(crate) trait Codec<V> {
+    /// The field's value in `b`.
+    fn get(b: &[u8]) -> V;
+    /// Writes `v` into `b` (and clears the reserved bits the codec owns).
+    fn set(b: &mut [u8], v: V);
+}
+
+/// The byte at `OFF`.
+pub(crate) struct U8<const OFF: usize>;
+impl<const OFF: usize> Codec<u8> for U8<OFF> {
+    fn get(b: &[u8]) -> u8 {
+        b[OFF]
+    }
+    fn set(b: &mut [u8], v: u8) {
+        b[OFF] = v
+    }
+}
+
+/// The big-endian u16 at `OFF`.
+pub(crate) struct U16<const OFF: usize>;
+impl<const OFF: usize> Codec<u16> for U16<OFF> {
+    fn get(b: &[u8]) -> u16 {
+        get_u16(b, OFF)
+    }
+    fn set(b: &mut [u8], v: u16) {
+        set_u16(b, OFF, v)
+    }
+}
+
+/// A 24-bit value in the high 3 bytes of the 32-bit word at `OFF` whose low
+/// byte is reserved (a QPN or PSN followed by a reserved byte).
+pub(crate) struct U24Word<const OFF: usize>;
+impl<const OFF: usize> Codec<u32> for U24Word<OFF> {
+    fn get(b: &[u8]) -> u32 {
+        get_u24(b, OFF)
+    }
+    fn set(b: &mut [u8], v: u32) {
+        set_u32(b, OFF, (v & 0xff_ffff) << 8)
+    }
+}
+
+/// The big-endian u32 at `OFF`.
+pub(crate) struct U32<const OFF: usize>;
+impl<const OFF: usize> Codec<u32> for U32<OFF> {
+    fn get(b: &[u8]) -> u32 {
+        get_u32(b, OFF)
+    }
+    fn set(b: &mut [u8], v: u32) {
+        set_u32(b, OFF, v)
+    }
+}
+
+/// The big-endian u64 at `OFF`.
+pub(crate) struct U64<const OFF: usize>;
+impl<const OFF: usize> Codec<u64> for U64<OFF> {
+    fn get(b: &[u8]) -> u64 {
+        get_u64(b, OFF)
+    }
+    fn set(b: &mut [u8], v: u64) {
+        set_u64(b, OFF, v)
+    }
+}
+
+/// `W` bits of byte `OFF` from spec bit `BIT` (0 = most significant); the
+/// byte's other bits are left alone.
+pub(crate) struct Bits<const OFF: usize, const BIT: u32, const W: u32>;
+impl<const OFF: usize, const BIT: u32, const W: u32> Codec<u8> for Bits<OFF, BIT, W> {
+    fn get(b: &[u8]) -> u8 {
+        get_bits(b, OFF, BIT, W)
+    }
+    fn set(b: &mut [u8], v: u8) {
+        set_bits(b, OFF, BIT, W, v)
+    }
+}
+
+/// The single bit `BIT` of byte `OFF`.
+pub(crate) struct Flag<const OFF: usize, const BIT: u32>;
+impl<const OFF: usize, const BIT: u32> Codec<bool> for Flag<OFF, BIT> {
+    fn get(b: &[u8]) -> bool {
+        get_bits(b, OFF, BIT, 1) != 0
+    }
+    fn set(b: &mut [u8], v: bool) {
+        set_bits(b, OFF, BIT, 1, u8::from(v))
+    }
+}
+
+/// Field `F`, written after zeroing the `LEN` reserved bytes at `AT` (which
+/// may be the byte `F` shares with its reserved bits).
+pub(crate) struct Zeroing<F, const AT: usize, const LEN: usize>(core::marker::PhantomData<F>);
+impl<V, F: Codec<V>, const AT: usize, const LEN: usize> Codec<V> for Zeroing<F, AT, LEN> {
+    fn get(b: &[u8]) -> V {
+        F::get(b)
+    }
+    fn set(b: &mut [u8], v: V) {
+        b[AT..AT + LEN].fill(0);
+        F::set(b, v)
+    }
+}
+
+/// Field `F` of byte `OFF`, written with the reserved bits `BIT..BIT + W`
+/// of that byte cleared (the byte's other fields are left alone).
+pub(crate) struct ZeroingBits<F, const OFF: usize, const BIT: u32, const W: u32>(
+    core::marker::PhantomData<F>,
+);
+impl<V, F: Codec<V>, const OFF: usize, const BIT: u32, const W: u32> Codec<V>
+    for ZeroingBits<F, OFF, BIT, W>
+{
+    fn get(b: &[u8]) -> V {
+        F::get(b)
+    }
+    fn set(b: &mut [u8], v: V) {
+        F::set(b, v);
+        set_bits(b, OFF, BIT, W, 0)
+    }
+}

@@ -302,8 +302,8 @@ pub(crate) fn fmt_private(f: &mut fmt::Formatter, data: &[u8]) -> fmt::Result {
 /// Defines the view boilerplate (`new_unchecked`, `new_checked`, `check_len`,
 /// `into_inner`) of a CM message of `MSG_LEN` bytes.
 macro_rules! cm_view {
-    ($what:literal) => {
-        $crate::view::view!(a $what, $crate::cm::MSG_LEN, "232 bytes");
+    ($art:ident $what:literal) => {
+        $crate::view::view!($art $what, $crate::cm::MSG_LEN, "232 bytes");
 
         impl<T: AsRef<[u8]>> Packet<T> {
             fn b(&self) -> &[u8] {
@@ -320,90 +320,75 @@ macro_rules! cm_view {
 }
 pub(crate) use cm_view;
 
-/// Defines a message made of a local and a remote communication ID followed
-/// by private data only (RTU, DREP).
-macro_rules! ids_and_private_data {
-    ($what:literal, $pd_len:expr) => {
-        use core::fmt;
-
-        use $crate::cm::{cm_view, get_u32, set_u32};
-
-        mod field {
-            pub const LOCAL_COMM_ID: usize = 0;
-            pub const REMOTE_COMM_ID: usize = 4;
-            pub const PRIVATE_DATA: usize = 8;
-        }
-
-        #[doc = concat!("Bytes of private data in a ", $what, ".")]
-        pub const PRIVATE_DATA_LEN: usize = $pd_len;
-
-        cm_view!($what);
+/// Declares a CM message from its table of fields: the view with one
+/// getter and setter per field (its place and width in the field's
+/// [`crate::view::Codec`] type), the byte arrays (ARI, private data) with
+/// `..._mut` accessors, and a `Repr` that parses and emits them all in the
+/// table's order. The module writes its `Display`.
+macro_rules! cm_message {
+    (
+        $art:ident $what:literal;
+        fields { $( $(#[doc = $doc:literal])* $get:ident / $set:ident : $ty:ty = $codec:ty; )* }
+        bytes { $( $(#[doc = $bdoc:literal])* $bget:ident / $bmut:ident : [$boff:expr; $blen:expr]; )+ }
+    ) => {
+        $crate::cm::cm_view!($art $what);
 
         impl<T: AsRef<[u8]>> Packet<T> {
-            /// The sender's communication ID.
-            pub fn local_comm_id(&self) -> u32 {
-                get_u32(self.b(), field::LOCAL_COMM_ID)
-            }
-            /// The receiver's communication ID.
-            pub fn remote_comm_id(&self) -> u32 {
-                get_u32(self.b(), field::REMOTE_COMM_ID)
-            }
-            /// Private data.
-            pub fn private_data(&self) -> &[u8] {
-                &self.b()[field::PRIVATE_DATA..field::PRIVATE_DATA + PRIVATE_DATA_LEN]
-            }
+            $(
+                $(#[doc = $doc])*
+                pub fn $get(&self) -> $ty {
+                    <$codec as $crate::view::Codec<$ty>>::get(self.b())
+                }
+            )*
+            $(
+                $(#[doc = $bdoc])*
+                pub fn $bget(&self) -> &[u8] {
+                    &self.b()[$boff..$boff + $blen]
+                }
+            )+
         }
 
         impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-            /// Set the sender's communication ID.
-            pub fn set_local_comm_id(&mut self, v: u32) {
-                set_u32(self.bm(), field::LOCAL_COMM_ID, v)
-            }
-            /// Set the receiver's communication ID.
-            pub fn set_remote_comm_id(&mut self, v: u32) {
-                set_u32(self.bm(), field::REMOTE_COMM_ID, v)
-            }
-            /// Private data, mutable.
-            pub fn private_data_mut(&mut self) -> &mut [u8] {
-                &mut self.bm()[field::PRIVATE_DATA..field::PRIVATE_DATA + PRIVATE_DATA_LEN]
-            }
+            $(
+                #[doc = concat!("Sets: ", $($doc),*)]
+                pub fn $set(&mut self, v: $ty) {
+                    <$codec as $crate::view::Codec<$ty>>::set(self.bm(), v)
+                }
+            )*
+            $(
+                #[doc = concat!($($bdoc),*, " Mutable.")]
+                pub fn $bmut(&mut self) -> &mut [u8] {
+                    &mut self.bm()[$boff..$boff + $blen]
+                }
+            )+
         }
 
-        #[doc = concat!("A high-level representation of a ", $what, ".")]
+        #[doc = concat!("A high-level representation of ", stringify!($art), " ", $what, ".")]
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub struct Repr {
-            /// The sender's communication ID.
-            pub local_comm_id: u32,
-            /// The receiver's communication ID.
-            pub remote_comm_id: u32,
-            /// Private data.
-            pub private_data: [u8; PRIVATE_DATA_LEN],
+            $( $(#[doc = $doc])* pub $get: $ty, )*
+            $( $(#[doc = $bdoc])* pub $bget: [u8; $blen], )+
         }
 
         impl Default for Repr {
             fn default() -> Repr {
                 Repr {
-                    local_comm_id: 0,
-                    remote_comm_id: 0,
-                    private_data: [0; PRIVATE_DATA_LEN],
+                    $( $get: Default::default(), )*
+                    $( $bget: [0; $blen], )+
                 }
             }
         }
 
         impl Repr {
-            #[doc = concat!("Parse a ", $what, ".")]
+            #[doc = concat!("Parse ", stringify!($art), " ", $what, ".")]
             ///
             /// # Errors
             /// [`crate::Error::Truncated`] if shorter than 232 bytes.
             pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &Packet<&T>) -> $crate::Result<Repr> {
                 p.check_len()?;
-                let mut private_data = [0; PRIVATE_DATA_LEN];
-                private_data.copy_from_slice(p.private_data());
-                Ok(Repr {
-                    local_comm_id: p.local_comm_id(),
-                    remote_comm_id: p.remote_comm_id(),
-                    private_data,
-                })
+                let mut r = Repr { $( $get: p.$get(), )* ..Repr::default() };
+                $( r.$bget.copy_from_slice(p.$bget()); )+
+                Ok(r)
             }
 
             /// The length of the message (232).
@@ -416,14 +401,39 @@ macro_rules! ids_and_private_data {
             /// # Panics
             /// If the buffer is shorter than `buffer_len()`.
             pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
-                p.set_local_comm_id(self.local_comm_id);
-                p.set_remote_comm_id(self.remote_comm_id);
-                p.private_data_mut().copy_from_slice(&self.private_data);
+                $( p.$set(self.$get); )*
+                $( p.$bmut().copy_from_slice(&self.$bget); )+
+            }
+        }
+    };
+}
+pub(crate) use cm_message;
+
+/// Defines a message made of a local and a remote communication ID followed
+/// by private data only (RTU, DREP).
+macro_rules! ids_and_private_data {
+    ($what:literal, $pd_len:expr) => {
+        use $crate::view::U32;
+
+        #[doc = concat!("Bytes of private data in a ", $what, ".")]
+        pub const PRIVATE_DATA_LEN: usize = $pd_len;
+
+        $crate::cm::cm_message! {
+            a $what;
+            fields {
+                /// The sender's communication ID.
+                local_comm_id / set_local_comm_id: u32 = U32<0>;
+                /// The receiver's communication ID.
+                remote_comm_id / set_remote_comm_id: u32 = U32<4>;
+            }
+            bytes {
+                /// Private data.
+                private_data / private_data_mut: [8; PRIVATE_DATA_LEN];
             }
         }
 
-        impl fmt::Display for Repr {
-            fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        impl core::fmt::Display for Repr {
+            fn fmt(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
                 write!(
                     f,
                     "{} local_comm_id 0x{:08x} remote_comm_id 0x{:08x}",
@@ -435,3 +445,14 @@ macro_rules! ids_and_private_data {
     };
 }
 pub(crate) use ids_and_private_data;
+
+/// A [`MsgResponse`] in the two bits field `F` holds.
+pub(crate) struct Resp<F>(core::marker::PhantomData<F>);
+impl<F: crate::view::Codec<u8>> crate::view::Codec<MsgResponse> for Resp<F> {
+    fn get(b: &[u8]) -> MsgResponse {
+        MsgResponse::from_bits(F::get(b))
+    }
+    fn set(b: &mut [u8], v: MsgResponse) {
+        F::set(b, v.bits())
+    }
+}

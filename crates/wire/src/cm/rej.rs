@@ -12,17 +12,8 @@
 
 use core::fmt;
 
-use super::{cm_view, get_bits, get_u16, get_u32, set_bits, set_u16, set_u32, MsgResponse};
-
-mod field {
-    pub const LOCAL_COMM_ID: usize = 0;
-    pub const REMOTE_COMM_ID: usize = 4;
-    pub const MESSAGE_REJECTED: usize = 8;
-    pub const INFO_LENGTH: usize = 9;
-    pub const REASON: usize = 10;
-    pub const ARI: usize = 12;
-    pub const PRIVATE_DATA: usize = 84;
-}
+use super::{MsgResponse, Resp};
+use crate::view::{Bits, Zeroing, U16, U32};
 
 /// Bytes of additional reject information.
 pub const ARI_LEN: usize = 72;
@@ -67,144 +58,25 @@ pub mod reason {
     pub const VENDOR_OPTION_NOT_SUPPORTED: u16 = 35;
 }
 
-cm_view!("REJ");
-
-impl<T: AsRef<[u8]>> Packet<T> {
-    /// The sender's communication ID.
-    pub fn local_comm_id(&self) -> u32 {
-        get_u32(self.b(), field::LOCAL_COMM_ID)
+super::cm_message! {
+    a "REJ";
+    fields {
+        /// The sender's communication ID.
+        local_comm_id / set_local_comm_id: u32 = U32<0>;
+        /// The receiver's communication ID.
+        remote_comm_id / set_remote_comm_id: u32 = U32<4>;
+        /// Which message is rejected.
+        message_rejected / set_message_rejected: MsgResponse = Resp<Zeroing<Bits<8, 0, 2>, 8, 1>>;
+        /// Length of the additional reject information used (7 bits).
+        reject_info_length / set_reject_info_length: u8 = Zeroing<Bits<9, 0, 7>, 9, 1>;
+        /// Reason.
+        reason / set_reason: u16 = U16<10>;
     }
-    /// The receiver's communication ID.
-    pub fn remote_comm_id(&self) -> u32 {
-        get_u32(self.b(), field::REMOTE_COMM_ID)
-    }
-    /// Which message is rejected.
-    pub fn message_rejected(&self) -> MsgResponse {
-        MsgResponse::from_bits(get_bits(self.b(), field::MESSAGE_REJECTED, 0, 2))
-    }
-    /// Length of the additional reject information used (7 bits).
-    pub fn reject_info_length(&self) -> u8 {
-        get_bits(self.b(), field::INFO_LENGTH, 0, 7)
-    }
-    /// Reason.
-    pub fn reason(&self) -> u16 {
-        get_u16(self.b(), field::REASON)
-    }
-    /// Additional reject information.
-    pub fn ari(&self) -> &[u8] {
-        &self.b()[field::ARI..field::ARI + ARI_LEN]
-    }
-    /// Private data.
-    pub fn private_data(&self) -> &[u8] {
-        &self.b()[field::PRIVATE_DATA..field::PRIVATE_DATA + PRIVATE_DATA_LEN]
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Set the sender's communication ID.
-    pub fn set_local_comm_id(&mut self, v: u32) {
-        set_u32(self.bm(), field::LOCAL_COMM_ID, v)
-    }
-    /// Set the receiver's communication ID.
-    pub fn set_remote_comm_id(&mut self, v: u32) {
-        set_u32(self.bm(), field::REMOTE_COMM_ID, v)
-    }
-    /// Set which message is rejected (the reserved bits are cleared).
-    pub fn set_message_rejected(&mut self, v: MsgResponse) {
-        self.bm()[field::MESSAGE_REJECTED] = 0;
-        set_bits(self.bm(), field::MESSAGE_REJECTED, 0, 2, v.bits())
-    }
-    /// Set the reject info length (the reserved bit is cleared).
-    pub fn set_reject_info_length(&mut self, v: u8) {
-        self.bm()[field::INFO_LENGTH] = 0;
-        set_bits(self.bm(), field::INFO_LENGTH, 0, 7, v)
-    }
-    /// Set the reason.
-    pub fn set_reason(&mut self, v: u16) {
-        set_u16(self.bm(), field::REASON, v)
-    }
-    /// Additional reject information, mutable.
-    pub fn ari_mut(&mut self) -> &mut [u8] {
-        &mut self.bm()[field::ARI..field::ARI + ARI_LEN]
-    }
-    /// Private data, mutable.
-    pub fn private_data_mut(&mut self) -> &mut [u8] {
-        &mut self.bm()[field::PRIVATE_DATA..field::PRIVATE_DATA + PRIVATE_DATA_LEN]
-    }
-}
-
-/// A high-level representation of a REJ.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repr {
-    /// The sender's communication ID.
-    pub local_comm_id: u32,
-    /// The receiver's communication ID.
-    pub remote_comm_id: u32,
-    /// Which message is rejected.
-    pub message_rejected: MsgResponse,
-    /// Length of `ari` in use.
-    pub reject_info_length: u8,
-    /// Reason ([`reason`]).
-    pub reason: u16,
-    /// Additional reject information.
-    pub ari: [u8; ARI_LEN],
-    /// Private data.
-    pub private_data: [u8; PRIVATE_DATA_LEN],
-}
-
-impl Default for Repr {
-    fn default() -> Repr {
-        Repr {
-            local_comm_id: 0,
-            remote_comm_id: 0,
-            message_rejected: MsgResponse::Req,
-            reject_info_length: 0,
-            reason: 0,
-            ari: [0; ARI_LEN],
-            private_data: [0; PRIVATE_DATA_LEN],
-        }
-    }
-}
-
-impl Repr {
-    /// Parse a REJ.
-    ///
-    /// # Errors
-    /// [`crate::Error::Truncated`] if shorter than 232 bytes.
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &Packet<&T>) -> crate::Result<Repr> {
-        p.check_len()?;
-        let mut ari = [0; ARI_LEN];
-        ari.copy_from_slice(p.ari());
-        let mut private_data = [0; PRIVATE_DATA_LEN];
-        private_data.copy_from_slice(p.private_data());
-        Ok(Repr {
-            local_comm_id: p.local_comm_id(),
-            remote_comm_id: p.remote_comm_id(),
-            message_rejected: p.message_rejected(),
-            reject_info_length: p.reject_info_length(),
-            reason: p.reason(),
-            ari,
-            private_data,
-        })
-    }
-
-    /// The length of the message (232).
-    pub const fn buffer_len(&self) -> usize {
-        super::MSG_LEN
-    }
-
-    /// Emit the REJ.
-    ///
-    /// # Panics
-    /// If the buffer is shorter than `buffer_len()`.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
-        p.set_local_comm_id(self.local_comm_id);
-        p.set_remote_comm_id(self.remote_comm_id);
-        p.set_message_rejected(self.message_rejected);
-        p.set_reject_info_length(self.reject_info_length);
-        p.set_reason(self.reason);
-        p.ari_mut().copy_from_slice(&self.ari);
-        p.private_data_mut().copy_from_slice(&self.private_data);
+    bytes {
+        /// Additional reject information.
+        ari / ari_mut: [12; ARI_LEN];
+        /// Private data.
+        private_data / private_data_mut: [84; PRIVATE_DATA_LEN];
     }
 }
 

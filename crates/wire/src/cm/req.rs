@@ -79,7 +79,7 @@ pub const TRANSPORT_RD: u8 = 2;
 /// Transport service type 3: see the extended transport type (XRC = 1).
 pub const TRANSPORT_EXTENDED: u8 = 3;
 
-cm_view!("REQ");
+cm_view!(a "REQ");
 
 /// One path of a REQ (primary or alternate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

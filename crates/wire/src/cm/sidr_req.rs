@@ -11,115 +11,24 @@
 
 use core::fmt;
 
-use super::{cm_view, get_u16, get_u32, get_u64, set_u16, set_u32, set_u64};
-
-mod field {
-    pub const REQUEST_ID: usize = 0;
-    pub const PKEY: usize = 4;
-    pub const RESERVED: usize = 6;
-    pub const SERVICE_ID: usize = 8;
-    pub const PRIVATE_DATA: usize = 16;
-}
+use crate::view::{Zeroing, U16, U32, U64};
 
 /// Bytes of private data in a SIDR_REQ.
 pub const PRIVATE_DATA_LEN: usize = 216;
 
-cm_view!("SIDR_REQ");
-
-impl<T: AsRef<[u8]>> Packet<T> {
-    /// Request ID.
-    pub fn request_id(&self) -> u32 {
-        get_u32(self.b(), field::REQUEST_ID)
+super::cm_message! {
+    a "SIDR_REQ";
+    fields {
+        /// Request ID.
+        request_id / set_request_id: u32 = U32<0>;
+        /// Partition key (the 2 reserved bytes after it are cleared).
+        pkey / set_pkey: u16 = Zeroing<U16<4>, 6, 2>;
+        /// Service ID.
+        service_id / set_service_id: u64 = U64<8>;
     }
-    /// Partition key.
-    pub fn pkey(&self) -> u16 {
-        get_u16(self.b(), field::PKEY)
-    }
-    /// Service ID.
-    pub fn service_id(&self) -> u64 {
-        get_u64(self.b(), field::SERVICE_ID)
-    }
-    /// Private data.
-    pub fn private_data(&self) -> &[u8] {
-        &self.b()[field::PRIVATE_DATA..field::PRIVATE_DATA + PRIVATE_DATA_LEN]
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Set the request ID.
-    pub fn set_request_id(&mut self, v: u32) {
-        set_u32(self.bm(), field::REQUEST_ID, v)
-    }
-    /// Set the partition key (the reserved bytes after it are cleared).
-    pub fn set_pkey(&mut self, v: u16) {
-        set_u16(self.bm(), field::PKEY, v);
-        set_u16(self.bm(), field::RESERVED, 0)
-    }
-    /// Set the service ID.
-    pub fn set_service_id(&mut self, v: u64) {
-        set_u64(self.bm(), field::SERVICE_ID, v)
-    }
-    /// Private data, mutable.
-    pub fn private_data_mut(&mut self) -> &mut [u8] {
-        &mut self.bm()[field::PRIVATE_DATA..field::PRIVATE_DATA + PRIVATE_DATA_LEN]
-    }
-}
-
-/// A high-level representation of a SIDR_REQ.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repr {
-    /// Request ID.
-    pub request_id: u32,
-    /// Partition key.
-    pub pkey: u16,
-    /// Service ID.
-    pub service_id: u64,
-    /// Private data (rdma_cm: the [`super::ip`] header, then the user's data).
-    pub private_data: [u8; PRIVATE_DATA_LEN],
-}
-
-impl Default for Repr {
-    fn default() -> Repr {
-        Repr {
-            request_id: 0,
-            pkey: 0,
-            service_id: 0,
-            private_data: [0; PRIVATE_DATA_LEN],
-        }
-    }
-}
-
-impl Repr {
-    /// Parse a SIDR_REQ.
-    ///
-    /// # Errors
-    /// [`crate::Error::Truncated`] if shorter than 232 bytes.
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &Packet<&T>) -> crate::Result<Repr> {
-        p.check_len()?;
-        let mut private_data = [0; PRIVATE_DATA_LEN];
-        private_data.copy_from_slice(p.private_data());
-        Ok(Repr {
-            request_id: p.request_id(),
-            pkey: p.pkey(),
-            service_id: p.service_id(),
-            private_data,
-        })
-    }
-
-    /// The length of the message (232).
-    pub const fn buffer_len(&self) -> usize {
-        super::MSG_LEN
-    }
-
-    /// Emit the SIDR_REQ.
-    ///
-    /// # Panics
-    /// If the buffer is shorter than `buffer_len()`.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
-        p.set_request_id(self.request_id);
-        p.set_pkey(self.pkey);
-        p.set_service_id(self.service_id);
-        p.private_data_mut().copy_from_slice(&self.private_data);
+    bytes {
+        /// Private data.
+        private_data / private_data_mut: [16; PRIVATE_DATA_LEN];
     }
 }
 
