@@ -1,20 +1,10 @@
 //! The rdmakit binary end to end: exit codes, collect → replay identity, explain,
 //! bad arguments.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn rdmakit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("rdmakit runs")
-}
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
-}
+use common::*;
+use std::process::Output;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

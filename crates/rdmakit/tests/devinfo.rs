@@ -3,21 +3,10 @@
 //! order with the same tabs; every value that differs is listed in
 //! `DIFFERENCES` with the reason.
 
-use std::path::PathBuf;
+mod common;
+
+use common::*;
 use std::process::Command;
-
-fn rdmakit(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env_remove("RDMAKIT_SOFT_NAME")
-        .env_remove("RDMAKIT_SOFT_ADDR")
-        .output()
-        .expect("run rdmakit")
-}
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
-}
 
 fn fixture(name: &str) -> String {
     let p = fixtures().join("healthy/cmd").join(name);

@@ -2,17 +2,10 @@
 //! 0 on a machine without kernel RDMA); plain `doctor` on a host without RDMA
 //! devices adds its probe results; `--no-probe` leaves them out.
 
-use std::process::Command;
+mod common;
 
-fn rdmakit(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env_remove("RDMAKIT_SOFT_NAME")
-        .env_remove("RDMAKIT_SOFT_ADDR")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run rdmakit")
-}
+use common::*;
+use std::process::Command;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let out = rdmakit(args);

@@ -2,16 +2,10 @@
 //! `--fail-on warning` (one test each), the faulty ones fail with the finding that
 //! names their fault, and `--baseline` turns counter totals into growth.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn rdmakit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("rdmakit runs")
-}
+use common::*;
+use std::path::PathBuf;
 
 fn fixture(name: &str) -> String {
     let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures")).join(name);
@@ -21,10 +15,6 @@ fn fixture(name: &str) -> String {
         p.display()
     );
     p.to_str().unwrap().to_string()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The captures of healthy hosts (fixtures/<name>/SOURCE says where each came from).

@@ -3,23 +3,11 @@
 //! bundles, `rdmakit doctor --json` files, capture directories. Exit codes, bad
 //! input named, duplicates, --baseline and --expect.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn rdmakit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("rdmakit runs")
-}
-
-fn fixture(name: &str) -> String {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
-        .join(name)
-        .display()
-        .to_string()
-}
+use common::*;
+use std::path::Path;
+use std::process::Output;
 
 fn out(o: &Output) -> String {
     format!(

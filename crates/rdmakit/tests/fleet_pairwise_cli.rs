@@ -2,22 +2,19 @@
 //! no agent; an unsafe token file is refused; unreachable agents and bad
 //! arguments exit 2; two agents on loopback give a rendered matrix.
 
+mod common;
+
+use common::*;
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "cli-test-token-0123456789abcdef";
 
-fn rdmakit() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rdmakit"));
-    c.env_remove("RDMAKIT_FLEET_TOKEN").env("NO_COLOR", "1");
-    c
-}
-
 #[test]
 fn an_agent_without_a_token_does_not_start() {
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "agent", "--listen", "127.0.0.1:0"])
         .output()
         .unwrap();
@@ -34,7 +31,7 @@ fn a_token_file_others_can_read_is_refused() {
     let mut w = std::fs::File::create(&f).unwrap();
     writeln!(w, "{TOKEN}").unwrap();
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "agent", "--listen", "127.0.0.1:0", "--token-file"])
         .arg(&f)
         .output()
@@ -43,7 +40,7 @@ fn a_token_file_others_can_read_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("0640") && err.contains("chmod 600"), "{err}");
     // A short token is refused too.
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "agent", "--listen", "127.0.0.1:0"])
         .env("RDMAKIT_FLEET_TOKEN", "short")
         .output()
@@ -54,7 +51,7 @@ fn a_token_file_others_can_read_is_refused() {
 
 #[test]
 fn pairwise_needs_agents_that_answer() {
-    let out = rdmakit().args(["fleet", "pairwise"]).output().unwrap();
+    let out = bin().args(["fleet", "pairwise"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "no --agents nor --slurm");
     // Nothing listens on these ports.
     let dead: Vec<String> = (0..2)
@@ -63,7 +60,7 @@ fn pairwise_needs_agents_that_answer() {
             l.local_addr().unwrap().to_string()
         })
         .collect();
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "pairwise", "--agents", &dead.join(",")])
         .env("RDMAKIT_FLEET_TOKEN", TOKEN)
         .output()
@@ -72,7 +69,7 @@ fn pairwise_needs_agents_that_answer() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("0 agent(s) answered"), "{err}");
     assert!(err.contains(&dead[0]), "{err}");
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "pairwise", "--agents", "a:1,b:2", "--sizes", "0"])
         .env("RDMAKIT_FLEET_TOKEN", TOKEN)
         .output()
@@ -100,7 +97,7 @@ fn agent(k: u8, name: &str) -> (Agent, String) {
     let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
     let addr = l.local_addr().unwrap().to_string();
     drop(l);
-    let child = rdmakit()
+    let child = bin()
         .args(["fleet", "agent", "--listen", &addr, "--name", name])
         .args(["--idle-timeout", "120"])
         .env("RDMAKIT_FLEET_TOKEN", TOKEN)
@@ -125,7 +122,7 @@ fn two_agents_on_loopback_render_a_matrix() {
     let (_b, b) = agent(2, "beta");
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("pairwise.html");
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "pairwise", "--agents", &format!("{a},{b}")])
         .arg("--html")
         .arg(&html)
@@ -169,7 +166,7 @@ fn a_saved_run_renders_again() {
     );
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("p.html");
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "pairwise", "--from", run, "--html"])
         .arg(&html)
         .output()
@@ -183,7 +180,7 @@ fn a_saved_run_renders_again() {
         serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
     assert_eq!(v["data"], saved);
     // Not a run: exit 2, said why.
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "pairwise", "--from"])
         .arg(&html)
         .output()
@@ -211,7 +208,7 @@ fn pairwise_on_a_terminal(agents: &str, extra: &[&str]) -> (Option<i32>, String,
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: both descriptors were just opened and are owned here alone.
     let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    let child = rdmakit()
+    let child = bin()
         .args(["fleet", "pairwise", "--agents", agents])
         .args([
             "--sizes",
@@ -275,7 +272,7 @@ fn progress_only_on_a_terminal() {
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["schema"], "rdmakit.pairwise/v1");
     // A pipe: nothing but the report on stdout, no progress on stderr.
-    let out = rdmakit()
+    let out = bin()
         .args(["fleet", "pairwise", "--agents", &agents])
         .args([
             "--sizes",

@@ -3,12 +3,10 @@
 //! no dependency points to the same or a higher layer, and README.md's layout table
 //! lists every crate.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+mod common;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::*;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Every crate directory with the rdmakit crates its `[dependencies]` (all targets)
 /// name, without the `rdmakit-` prefix.

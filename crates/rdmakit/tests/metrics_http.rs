@@ -2,6 +2,7 @@
 //! fresh collection per scrape, concurrent scrapes, bad requests answered without
 //! the exporter failing.
 
+mod common;
 mod metrics_common;
 
 use std::io::Write;

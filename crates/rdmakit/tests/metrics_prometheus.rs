@@ -6,15 +6,18 @@
 //! RDMAKIT_REQUIRE_PROMETHEUS is set (scripts/test sets it and installs the package),
 //! in which case they fail.
 
+mod common;
+
 mod metrics_common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::*;
 use metrics_common::*;
 
 fn find_tool(name: &str) -> Option<PathBuf> {
@@ -95,13 +98,6 @@ impl Drop for Prometheus {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
 }
 
 impl Prometheus {

@@ -11,22 +11,13 @@
 //!   cannot, so user-owned objects have no "comm" and "owner-state" is "unknown".
 //! - rdmakit adds "owner-state" (alive / dead / zombie / kernel / unknown).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::*;
 use serde_json::Value;
-
-fn rdmakit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("rdmakit runs")
-}
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
-}
 
 /// A cmd/*.out file without its final "exit=N" line.
 fn cmd_out(scn: &str, name: &str) -> String {

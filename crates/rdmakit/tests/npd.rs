@@ -4,25 +4,12 @@
 //! validated offline (kubectl is not available): they parse, and the plugin they
 //! configure is a command this binary runs.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::*;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-fn rdmakit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("rdmakit runs")
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
-
-fn fixture(name: &str) -> String {
-    repo().join("fixtures").join(name).display().to_string()
-}
 
 fn line(o: &Output) -> String {
     let s = String::from_utf8_lossy(&o.stdout).into_owned();

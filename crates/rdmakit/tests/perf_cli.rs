@@ -1,18 +1,13 @@
 //! `rdmakit perf`: server and client as two processes on this machine (each
 //! soft NIC binds its own 127.x address), one free TCP port per test.
 
+mod common;
+
+use common::*;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdmakit");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn server(test: &str, port: u16, extra: &[&str]) -> std::process::Child {
     Command::new(BIN)

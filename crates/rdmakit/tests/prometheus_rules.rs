@@ -8,6 +8,7 @@
 //! skip, unless RDMAKIT_REQUIRE_PROMETHEUS is set (scripts/test sets it and installs
 //! the package), in which case they fail.
 
+mod common;
 mod metrics_common;
 
 use std::collections::BTreeSet;

@@ -3,26 +3,11 @@
 //! the shim compared line by line with Debian's `ibv_devinfo -v` on the
 //! same shim (the VM tier does the same against rxe).
 
+mod common;
+
+use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn rdmakit(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rdmakit"));
-    c.args(args)
-        .env_remove("RDMAKIT_SOFT_NAME")
-        .env_remove("RDMAKIT_SOFT_ADDR")
-        .env_remove("RDMAKIT_PROVIDER")
-        .env_remove("RDMAKIT_IBVERBS_LIB")
-        .env("NO_COLOR", "1");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("run rdmakit")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use std::process::Command;
 
 /// The shim as libibverbs.so.1 in a directory of its own, if built.
 fn shim_dir() -> Option<tempfile::TempDir> {
@@ -44,14 +29,14 @@ fn shim_dir() -> Option<tempfile::TempDir> {
 
 #[test]
 fn bad_provider_and_missing_library_are_reported_with_exit_2() {
-    let o = rdmakit(&["--provider", "mlx5", "devinfo"], &[]);
+    let o = rdmakit_env(&["--provider", "mlx5", "devinfo"], &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o.stderr).contains("expected auto, soft or ibverbs"),
         "{}",
         text(&o.stderr)
     );
-    let o = rdmakit(
+    let o = rdmakit_env(
         &["--provider", "ibverbs", "devinfo"],
         &[("RDMAKIT_IBVERBS_LIB", "/nonexistent/libibverbs.so.1")],
     );
@@ -61,7 +46,7 @@ fn bad_provider_and_missing_library_are_reported_with_exit_2() {
     assert!(e.contains("/nonexistent/libibverbs.so.1"), "{e}");
     assert!(e.contains("library layer"), "{e}");
     // auto with no usable library: the soft NIC, as before.
-    let o = rdmakit(
+    let o = rdmakit_env(
         &["devinfo"],
         &[("RDMAKIT_IBVERBS_LIB", "/nonexistent/libibverbs.so.1")],
     );
@@ -75,19 +60,19 @@ fn bad_provider_and_missing_library_are_reported_with_exit_2() {
 
 #[test]
 fn verbs_test_passes_on_the_soft_provider_and_filters() {
-    let o = rdmakit(&["--provider", "soft", "verbs-test"], &[]);
+    let o = rdmakit_env(&["--provider", "soft", "verbs-test"], &[]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("through the soft provider"), "{out}");
     assert!(out.contains("10 passed, 0 failed"), "{out}");
-    let o = rdmakit(
+    let o = rdmakit_env(
         &["verbs-test", "--filter", "ud", "--json"],
         &[("RDMAKIT_PROVIDER", "soft")],
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["cases"].as_array().unwrap().len(), 1);
     assert_eq!(v["passed"], true);
-    let o = rdmakit(&["verbs-test", "--filter", "nothing-matches"], &[]);
+    let o = rdmakit_env(&["verbs-test", "--filter", "nothing-matches"], &[]);
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -96,7 +81,7 @@ fn verbs_test_and_devinfo_through_the_rdma_core_provider_on_the_shim() {
     let Some(d) = shim_dir() else { return };
     let lib = d.path().join("libibverbs.so.1");
     let lib = lib.to_str().unwrap();
-    let o = rdmakit(
+    let o = rdmakit_env(
         &["--provider", "ibverbs", "verbs-test"],
         &[("RDMAKIT_IBVERBS_LIB", lib)],
     );
@@ -125,7 +110,7 @@ fn verbs_test_and_devinfo_through_the_rdma_core_provider_on_the_shim() {
         assert!(real.status.success(), "{}", text(&real.stderr));
         let mut a = vec!["--provider", "ibverbs", "devinfo"];
         a.extend_from_slice(args);
-        let ours = rdmakit(
+        let ours = rdmakit_env(
             &a,
             &[
                 ("RDMAKIT_IBVERBS_LIB", lib),

@@ -13,6 +13,8 @@
 //! Without chromium the test says so and skips, unless RDMAKIT_REQUIRE_CHROMIUM is
 //! set (scripts/test sets it and installs the package), in which case it fails.
 
+mod common;
+
 mod browser;
 #[path = "../../fleet/tests/common/mod.rs"]
 mod fleet_fixture;
@@ -23,13 +25,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use browser::{chromium, png_stats, Browser};
+use common::*;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdmakit");
-
-fn repo() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
 
 fn chromium_or_skip() -> Option<PathBuf> {
     match chromium() {
@@ -64,14 +63,6 @@ fn run(args: &[&str]) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A real `rdmakit perf` run on loopback: server and client, the client writes the HTML.

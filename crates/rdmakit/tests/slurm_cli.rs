@@ -4,24 +4,14 @@
 //! state), drains and resumes as it should, and exits 0 / 1 / 2.
 //! scripts/cluster/run runs both on a real Slurm.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::*;
 use rdmakit_fleet::slurm::frame::{self, Kind, Line};
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
-}
-
-fn rdmakit(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rdmakit"));
-    c.args(args).env("NO_COLOR", "1").env_remove("SLURM_CONF");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("rdmakit runs")
-}
 
 /// Decodes every frame in `text`: (kind, node, payload).
 fn frames(text: &str) -> Vec<(Kind, String, Vec<u8>)> {
@@ -56,8 +46,8 @@ fn frames(text: &str) -> Vec<(Kind, String, Vec<u8>)> {
 fn frame_carries_the_json_report_and_the_bundle() {
     let cap = fixtures().join("healthy");
     let cap = cap.to_str().unwrap();
-    let plain = rdmakit(&["doctor", "--from", cap, "--json"], &[]);
-    let framed = rdmakit(
+    let plain = rdmakit_env(&["doctor", "--from", cap, "--json"], &[]);
+    let framed = rdmakit_env(
         &["doctor", "--from", cap, "--frame", "--frame-bundle"],
         &[("SLURMD_NODENAME", "n17")],
     );
@@ -73,7 +63,7 @@ fn frame_carries_the_json_report_and_the_bundle() {
     let dir = tempfile::tempdir().unwrap();
     let b = dir.path().join("n17.json");
     std::fs::write(&b, &fs[1].2).unwrap();
-    let replay = rdmakit(&["doctor", "--from", b.to_str().unwrap(), "--json"], &[]);
+    let replay = rdmakit_env(&["doctor", "--from", b.to_str().unwrap(), "--json"], &[]);
     let replay: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
     assert_eq!(replay["findings"], want["findings"]);
     assert_eq!(replay["devices"], want["devices"]);
@@ -119,7 +109,7 @@ fn health(dir: &Path, from: &Path, extra: &[&str]) -> (Option<i32>, String, Stri
         "--slurm-health-check",
     ];
     args.extend(extra);
-    let o = rdmakit(
+    let o = rdmakit_env(
         &args,
         &[
             ("PATH", &path),
@@ -219,7 +209,7 @@ fn sweep_without_slurm_exits_2_naming_the_command_and_the_errno() {
     let out_dir = dir.path().join("sweep");
     let empty = dir.path().join("bin");
     std::fs::create_dir(&empty).unwrap();
-    let o = rdmakit(
+    let o = rdmakit_env(
         &["fleet", "sweep", "-o", out_dir.to_str().unwrap()],
         &[("PATH", empty.to_str().unwrap())],
     );
@@ -356,7 +346,7 @@ fn sweep_progress_only_on_a_terminal() {
     let mut a = args("pipe");
     a.splice(2..2, ["--html".to_string(), html.clone()]);
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let out = rdmakit(&a, &[("PATH", &path)]);
+    let out = rdmakit_env(&a, &[("PATH", &path)]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("/2 nodes reported"), "{err:?}");

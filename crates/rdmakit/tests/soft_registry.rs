@@ -11,9 +11,12 @@
 //! (see `child_holder`). Every test uses its own device name, so tests run
 //! in parallel and never touch a real user's registry.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 
+use common::*;
 use rdmakit_soft::proto::QpType;
 use rdmakit_soft::registry::{OwnerState, Registry};
 use rdmakit_soft::{Device, DeviceConfig, Errno, Exhaustion, Limits, QpInit};
@@ -160,16 +163,11 @@ fn kill9(mut c: Child) -> u32 {
 }
 
 fn rdmakit(name: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+    bin()
         .args(args)
         .env("RDMAKIT_SOFT_NAME", name)
-        .env("NO_COLOR", "1")
         .output()
         .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 struct Cleanup(String);

@@ -6,25 +6,11 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
-pub fn fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
-}
-
-pub fn fixture(name: &str) -> String {
-    fixtures().join(name).display().to_string()
-}
-
-pub fn rdmakit(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("rdmakit runs")
-}
+#[allow(unused_imports)]
+pub use super::common::{bin, fixture, fixtures, rdmakit};
 
 /// The exposition without the line that changes on every run.
 pub fn stable(text: &str) -> String {
@@ -42,7 +28,7 @@ pub struct Exporter {
 
 impl Exporter {
     pub fn start(args: &[&str]) -> Exporter {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+        let mut child = bin()
             .arg("metrics")
             .args(args)
             .args(["--listen", "127.0.0.1:0"])
