@@ -3,100 +3,20 @@
 
 use core::fmt;
 
-use crate::view::view;
-use crate::Result;
-
-mod field {
-    use crate::field::{Field, Rest};
-    pub const VA: Field = 0..8;
-    pub const RKEY: Field = 8..12;
-    pub const DMA_LEN: Field = 12..16;
-    pub const PAYLOAD: Rest = 16..;
-}
+use crate::view::{layout, U32, U64};
 
 /// Length of the RETH.
-pub const HEADER_LEN: usize = field::PAYLOAD.start;
+pub const HEADER_LEN: usize = 16;
 
-view!(a "RETH", HEADER_LEN, "16 bytes");
-
-impl<T: AsRef<[u8]>> Packet<T> {
-    /// Remote virtual address.
-    pub fn va(&self) -> u64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.buffer.as_ref()[field::VA]);
-        u64::from_be_bytes(b)
-    }
-
-    /// Remote key.
-    pub fn rkey(&self) -> u32 {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&self.buffer.as_ref()[field::RKEY]);
-        u32::from_be_bytes(b)
-    }
-
-    /// DMA length (of the whole message).
-    pub fn dma_len(&self) -> u32 {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&self.buffer.as_ref()[field::DMA_LEN]);
-        u32::from_be_bytes(b)
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Set the virtual address.
-    pub fn set_va(&mut self, value: u64) {
-        self.buffer.as_mut()[field::VA].copy_from_slice(&value.to_be_bytes())
-    }
-
-    /// Set the remote key.
-    pub fn set_rkey(&mut self, value: u32) {
-        self.buffer.as_mut()[field::RKEY].copy_from_slice(&value.to_be_bytes())
-    }
-
-    /// Set the DMA length.
-    pub fn set_dma_len(&mut self, value: u32) {
-        self.buffer.as_mut()[field::DMA_LEN].copy_from_slice(&value.to_be_bytes())
-    }
-}
-
-/// A high-level representation of a RETH.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Repr {
-    /// Remote virtual address.
-    pub va: u64,
-    /// Remote key.
-    pub rkey: u32,
-    /// DMA length of the whole message.
-    pub dma_len: u32,
-}
-
-impl Repr {
-    /// Parse a RETH.
-    ///
-    /// # Errors
-    /// [`crate::Error::Truncated`] if shorter than 16 bytes.
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
-        packet.check_len()?;
-        Ok(Repr {
-            va: packet.va(),
-            rkey: packet.rkey(),
-            dma_len: packet.dma_len(),
-        })
-    }
-
-    /// The length of the header this Repr emits (16).
-    pub const fn buffer_len(&self) -> usize {
-        HEADER_LEN
-    }
-
-    /// Emit the RETH into a buffer of at least 16 bytes.
-    ///
-    /// # Panics
-    /// If the buffer is shorter than `buffer_len()`.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
-        packet.set_va(self.va);
-        packet.set_rkey(self.rkey);
-        packet.set_dma_len(self.dma_len);
+layout! {
+    a "RETH", HEADER_LEN, "16 bytes";
+    fields {
+        /// Remote virtual address.
+        va / set_va: u64 = U64<0>;
+        /// Remote key.
+        rkey / set_rkey: u32 = U32<8>;
+        /// DMA length (of the whole message).
+        dma_len / set_dma_len: u32 = U32<12>;
     }
 }
 

@@ -99,65 +99,118 @@ pub(crate) fn set_bits(b: &mut [u8], off: usize, bit: u32, width: u32, v: u8) {
     b[off] = (b[off] & !mask) | ((v << shift) & mask);
 }
 
-/// Declares a header that is one big-endian value (IETH, ImmDt,
-/// AtomicAckETH): `HEADER_LEN`, the view with the value's getter and setter,
-/// and a `Repr` holding the value, with the byte-exact tests every header
-/// module has, run on `$bytes` laid out as the spec says and `$value`.
-macro_rules! value_header {
+/// Declares a fixed-layout header or message from its table of fields: the
+/// view (see [`view!`]) with one getter and setter per field, its place and
+/// width given by the field's [`Codec`] type, byte arrays (ARI, private data)
+/// with `..._mut` accessors, and a `Repr` that parses and emits them all in
+/// the table's order. The module writes its `Display`.
+macro_rules! layout {
     (
-        $art:ident $what:literal, $ty:ty, $len:literal,
-        $(#[doc = $doc:literal])* $get:ident / $set:ident,
-        test: $bytes:expr => $value:expr
+        $art:ident $what:literal, $len:expr, $shorter:expr;
+        fields { $( $(#[doc = $doc:literal])* $get:ident / $set:ident : $ty:ty = $codec:ty; )* }
+        $( bytes { $( $(#[doc = $bdoc:literal])* $bget:ident / $bmut:ident : [$boff:expr; $blen:expr]; )+ } )?
     ) => {
-        /// Length of the header.
-        pub const HEADER_LEN: usize = $len;
-
-        $crate::view::view!($art $what, HEADER_LEN, concat!(stringify!($len), " bytes"));
+        $crate::view::view!($art $what, $len, $shorter);
 
         impl<T: AsRef<[u8]>> Packet<T> {
-            $(#[doc = $doc])*
-            pub fn $get(&self) -> $ty {
-                let mut b = [0u8; $len];
-                b.copy_from_slice(&self.buffer.as_ref()[..$len]);
-                <$ty>::from_be_bytes(b)
-            }
+            $(
+                $(#[doc = $doc])*
+                pub fn $get(&self) -> $ty {
+                    <$codec as $crate::view::Codec<$ty>>::get(self.buffer.as_ref())
+                }
+            )*
+            $($(
+                $(#[doc = $bdoc])*
+                pub fn $bget(&self) -> &[u8] {
+                    &self.buffer.as_ref()[$boff..$boff + $blen]
+                }
+            )+)?
         }
 
         impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-            #[doc = concat!("Set the value: ", $($doc),*)]
-            pub fn $set(&mut self, value: $ty) {
-                self.buffer.as_mut()[..$len].copy_from_slice(&value.to_be_bytes())
-            }
+            $(
+                #[doc = concat!("Sets: ", $($doc),*)]
+                pub fn $set(&mut self, v: $ty) {
+                    <$codec as $crate::view::Codec<$ty>>::set(self.buffer.as_mut(), v)
+                }
+            )*
+            $($(
+                #[doc = concat!($($bdoc),*, " Mutable.")]
+                pub fn $bmut(&mut self) -> &mut [u8] {
+                    &mut self.buffer.as_mut()[$boff..$boff + $blen]
+                }
+            )+)?
         }
 
         #[doc = concat!("A high-level representation of ", stringify!($art), " ", $what, ".")]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub struct Repr {
-            $(#[doc = $doc])*
-            pub $get: $ty,
+            $( $(#[doc = $doc])* pub $get: $ty, )*
+            $($( $(#[doc = $bdoc])* pub $bget: [u8; $blen], )+)?
+        }
+
+        impl Default for Repr {
+            fn default() -> Repr {
+                Repr {
+                    $( $get: Default::default(), )*
+                    $($( $bget: [0; $blen], )+)?
+                }
+            }
         }
 
         impl Repr {
             #[doc = concat!("Parse ", stringify!($art), " ", $what, ".")]
             ///
             /// # Errors
-            #[doc = concat!("[`crate::Error::Truncated`] if shorter than ", stringify!($len), " bytes.")]
-            pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> $crate::Result<Repr> {
-                packet.check_len()?;
-                Ok(Repr { $get: packet.$get() })
+            #[doc = concat!("[`crate::Error::Truncated`] if shorter than ", $shorter, ".")]
+            pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &Packet<&T>) -> $crate::Result<Repr> {
+                p.check_len()?;
+                Ok(Repr {
+                    $( $get: p.$get(), )*
+                    $($( $bget: {
+                        let mut a = [0; $blen];
+                        a.copy_from_slice(p.$bget());
+                        a
+                    }, )+)?
+                })
             }
 
-            #[doc = concat!("The length of the header this Repr emits (", stringify!($len), ").")]
+            #[doc = concat!("The length this Repr emits (", $shorter, ").")]
             pub const fn buffer_len(&self) -> usize {
-                HEADER_LEN
+                $len
             }
 
-            #[doc = concat!("Emit the ", $what, " into a buffer of at least ", stringify!($len), " bytes.")]
+            #[doc = concat!("Emit the ", $what, ".")]
             ///
             /// # Panics
             /// If the buffer is shorter than `buffer_len()`.
-            pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
-                packet.$set(self.$get);
+            pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
+                $( p.$set(self.$get); )*
+                $($( p.$bmut().copy_from_slice(&self.$bget); )+)?
+            }
+        }
+    };
+}
+pub(crate) use layout;
+
+/// Declares a header that is one big-endian value (IETH, ImmDt,
+/// AtomicAckETH): `HEADER_LEN`, the view with the value's getter and setter,
+/// and a `Repr` holding the value, with the byte-exact tests every header
+/// module has, run on `$bytes` laid out as the spec says and `$value`.
+macro_rules! value_header {
+    (
+        $art:ident $what:literal, $ty:ty = $codec:ty, $len:literal,
+        $(#[doc = $doc:literal])* $get:ident / $set:ident,
+        test: $bytes:expr => $value:expr
+    ) => {
+        /// Length of the header.
+        pub const HEADER_LEN: usize = $len;
+
+        $crate::view::layout! {
+            $art $what, HEADER_LEN, concat!(stringify!($len), " bytes");
+            fields {
+                $(#[doc = $doc])*
+                $get / $set: $ty = $codec;
             }
         }
 

@@ -320,91 +320,11 @@ macro_rules! cm_view {
 }
 pub(crate) use cm_view;
 
-/// Declares a CM message from its table of fields: the view with one
-/// getter and setter per field (its place and width in the field's
-/// [`crate::view::Codec`] type), the byte arrays (ARI, private data) with
-/// `..._mut` accessors, and a `Repr` that parses and emits them all in the
-/// table's order. The module writes its `Display`.
+/// Declares a CM message (232 bytes) from its table of fields: see
+/// [`crate::view::layout`]. The module writes its `Display`.
 macro_rules! cm_message {
-    (
-        $art:ident $what:literal;
-        fields { $( $(#[doc = $doc:literal])* $get:ident / $set:ident : $ty:ty = $codec:ty; )* }
-        bytes { $( $(#[doc = $bdoc:literal])* $bget:ident / $bmut:ident : [$boff:expr; $blen:expr]; )+ }
-    ) => {
-        $crate::cm::cm_view!($art $what);
-
-        impl<T: AsRef<[u8]>> Packet<T> {
-            $(
-                $(#[doc = $doc])*
-                pub fn $get(&self) -> $ty {
-                    <$codec as $crate::view::Codec<$ty>>::get(self.b())
-                }
-            )*
-            $(
-                $(#[doc = $bdoc])*
-                pub fn $bget(&self) -> &[u8] {
-                    &self.b()[$boff..$boff + $blen]
-                }
-            )+
-        }
-
-        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-            $(
-                #[doc = concat!("Sets: ", $($doc),*)]
-                pub fn $set(&mut self, v: $ty) {
-                    <$codec as $crate::view::Codec<$ty>>::set(self.bm(), v)
-                }
-            )*
-            $(
-                #[doc = concat!($($bdoc),*, " Mutable.")]
-                pub fn $bmut(&mut self) -> &mut [u8] {
-                    &mut self.bm()[$boff..$boff + $blen]
-                }
-            )+
-        }
-
-        #[doc = concat!("A high-level representation of ", stringify!($art), " ", $what, ".")]
-        #[derive(Debug, Clone, PartialEq, Eq)]
-        pub struct Repr {
-            $( $(#[doc = $doc])* pub $get: $ty, )*
-            $( $(#[doc = $bdoc])* pub $bget: [u8; $blen], )+
-        }
-
-        impl Default for Repr {
-            fn default() -> Repr {
-                Repr {
-                    $( $get: Default::default(), )*
-                    $( $bget: [0; $blen], )+
-                }
-            }
-        }
-
-        impl Repr {
-            #[doc = concat!("Parse ", stringify!($art), " ", $what, ".")]
-            ///
-            /// # Errors
-            /// [`crate::Error::Truncated`] if shorter than 232 bytes.
-            pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &Packet<&T>) -> $crate::Result<Repr> {
-                p.check_len()?;
-                let mut r = Repr { $( $get: p.$get(), )* ..Repr::default() };
-                $( r.$bget.copy_from_slice(p.$bget()); )+
-                Ok(r)
-            }
-
-            /// The length of the message (232).
-            pub const fn buffer_len(&self) -> usize {
-                $crate::cm::MSG_LEN
-            }
-
-            #[doc = concat!("Emit the ", $what, ".")]
-            ///
-            /// # Panics
-            /// If the buffer is shorter than `buffer_len()`.
-            pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
-                $( p.$set(self.$get); )*
-                $( p.$bmut().copy_from_slice(&self.$bget); )+
-            }
-        }
+    ($art:ident $what:literal; $($table:tt)*) => {
+        $crate::view::layout! { $art $what, $crate::cm::MSG_LEN, "232 bytes"; $($table)* }
     };
 }
 pub(crate) use cm_message;
