@@ -376,3 +376,34 @@ impl<F: crate::view::Codec<u8>> crate::view::Codec<MsgResponse> for Resp<F> {
         F::set(b, v.bits())
     }
 }
+
+/// The tests every CM message with a capture has: the captured bytes parse
+/// to the expected Repr, which emits them again byte for byte into a
+/// 0xa5-filled buffer, and one byte short is truncated.
+#[cfg(test)]
+macro_rules! capture_round_trip {
+    ($data:expr, $repr:expr) => {
+        #[test]
+        fn parse_capture() {
+            let p = Packet::new_checked($data).unwrap();
+            assert_eq!(Repr::parse(&p).unwrap(), $repr);
+        }
+
+        #[test]
+        fn emit_capture() {
+            let mut bytes = [0xa5u8; $crate::cm::MSG_LEN];
+            $repr.emit(&mut Packet::new_unchecked(&mut bytes[..]));
+            assert_eq!(&bytes[..], $data);
+        }
+
+        #[test]
+        fn truncated() {
+            assert_eq!(
+                Packet::new_checked(&$data[..$crate::cm::MSG_LEN - 1]).unwrap_err(),
+                $crate::Error::Truncated
+            );
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use capture_round_trip;

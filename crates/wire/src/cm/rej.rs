@@ -150,24 +150,5 @@ mod tests {
         assert_eq!(&bytes[..], data());
     }
 
-    #[test]
-    fn parse_rxe_rej() {
-        let p = Packet::new_checked(data()).unwrap();
-        assert_eq!(Repr::parse(&p).unwrap(), repr());
-    }
-
-    #[test]
-    fn emit_rxe_rej() {
-        let mut bytes = [0xa5u8; super::super::MSG_LEN];
-        repr().emit(&mut Packet::new_unchecked(&mut bytes[..]));
-        assert_eq!(&bytes[..], data());
-    }
-
-    #[test]
-    fn truncated() {
-        assert_eq!(
-            Packet::new_checked(&data()[..100]).unwrap_err(),
-            crate::Error::Truncated
-        );
-    }
+    crate::cm::capture_round_trip!(data(), repr());
 }
