@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdmakit_verbs::{
-    Access, AsyncEvent, ConnectOpts, Context, Cq, DeviceConfig, Layer, Mtu, Pd, Qp, QpType, RecvWr,
-    WcOpcode, WcStatus,
+    Access, AsyncEvent, ConnectOpts, Context, Cq, DeviceConfig, InitQp, Layer, Mtu, Pd, Qp,
+    QpBuilder, QpType, RecvWr, WcOpcode, WcStatus,
 };
 
 const T: Duration = Duration::from_secs(10);
@@ -38,18 +38,30 @@ fn no_busy_poll() -> DeviceConfig {
 }
 
 fn connect(a: &Side, b: &Side, t: QpType, opts: ConnectOpts) -> (Qp, Qp) {
-    let qa =
-        a.pd.qp_builder(t, &a.cq)
-            .build()
-            .unwrap()
-            .into_init(opts)
-            .unwrap();
-    let qb =
-        b.pd.qp_builder(t, &b.cq)
-            .build()
-            .unwrap()
-            .into_init(opts)
-            .unwrap();
+    connect_cqs(a, &a.cq, b, &b.cq, t, opts)
+}
+
+/// Two connected QPs of type `t`, each on the given CQ of its side.
+fn connect_cqs(
+    a: &Side,
+    acq: &Arc<Cq>,
+    b: &Side,
+    bcq: &Arc<Cq>,
+    t: QpType,
+    opts: ConnectOpts,
+) -> (Qp, Qp) {
+    let qa = init(a.pd.qp_builder(t, acq), opts);
+    let qb = init(b.pd.qp_builder(t, bcq), opts);
+    pair(qa, qb)
+}
+
+/// A built QP in INIT.
+fn init(b: QpBuilder, opts: ConnectOpts) -> InitQp {
+    b.build().unwrap().into_init(opts).unwrap()
+}
+
+/// Two QPs in INIT connected to each other, both ready to send.
+fn pair(qa: InitQp, qb: InitQp) -> (Qp, Qp) {
     let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
     (
         qa.connect(&eb).unwrap().ready_to_send().unwrap(),
@@ -238,21 +250,7 @@ fn completion_channel_wakes_a_blocked_waiter_and_its_fd_is_pollable() {
     let ch = b.ctx.create_comp_channel().unwrap();
     let cq = b.ctx.create_cq(16, Some(&ch)).unwrap();
     let opts = ConnectOpts::default();
-    let qa =
-        a.pd.qp_builder(QpType::Rc, &a.cq)
-            .build()
-            .unwrap()
-            .into_init(opts)
-            .unwrap();
-    let qb =
-        b.pd.qp_builder(QpType::Rc, &cq)
-            .build()
-            .unwrap()
-            .into_init(opts)
-            .unwrap();
-    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
-    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
-    let qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let (qa, qb) = connect_cqs(&a, &a.cq, &b, &cq, QpType::Rc, opts);
     let bb = b.pd.alloc_buf(64, Access::all()).unwrap();
     qb.recv(1, &bb, 0..64).unwrap();
     cq.req_notify(false).unwrap();
@@ -290,21 +288,9 @@ fn cq_overrun_raises_the_cq_error_async_event() {
     let (a, b) = (side(), side());
     let small = a.ctx.create_cq(2, None).unwrap();
     let opts = ConnectOpts::default();
-    let qa =
-        a.pd.qp_builder(QpType::Rc, &small)
-            .build()
-            .unwrap()
-            .into_init(opts)
-            .unwrap();
-    let qb =
-        b.pd.qp_builder(QpType::Rc, &b.cq)
-            .build()
-            .unwrap()
-            .into_init(opts)
-            .unwrap();
-    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
-    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
-    let _qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let qa = init(a.pd.qp_builder(QpType::Rc, &small), opts);
+    let qb = init(b.pd.qp_builder(QpType::Rc, &b.cq), opts);
+    let (qa, _qb) = pair(qa, qb);
     let ba = a.pd.alloc_buf(64, Access::all()).unwrap();
     let bb = b.pd.alloc_buf(64, Access::all()).unwrap();
     for i in 0..4 {
@@ -373,22 +359,9 @@ fn srq_limit_event_and_list_posts() {
     srq.post_recv(&wrs).unwrap();
     srq.arm_limit(2).unwrap();
     let o = ConnectOpts::default();
-    let qa =
-        a.pd.qp_builder(QpType::Rc, &a.cq)
-            .build()
-            .unwrap()
-            .into_init(o)
-            .unwrap();
-    let qb =
-        b.pd.qp_builder(QpType::Rc, &b.cq)
-            .srq(&srq)
-            .build()
-            .unwrap()
-            .into_init(o)
-            .unwrap();
-    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
-    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
-    let _qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let qa = init(a.pd.qp_builder(QpType::Rc, &a.cq), o);
+    let qb = init(b.pd.qp_builder(QpType::Rc, &b.cq).srq(&srq), o);
+    let (qa, _qb) = pair(qa, qb);
     qa.send_inline(1, b"x").unwrap();
     qa.send_inline(2, b"y").unwrap();
     b.cq.wait(2, T).unwrap();
@@ -437,21 +410,7 @@ fn event_mode_without_busy_poll_and_device_list() {
     let ch = b.ctx.create_comp_channel().unwrap();
     let ecq = b.ctx.create_cq(8, Some(&ch)).unwrap();
     let o = ConnectOpts::default();
-    let qa2 =
-        a.pd.qp_builder(QpType::Rc, &a.cq)
-            .build()
-            .unwrap()
-            .into_init(o)
-            .unwrap();
-    let qb2 =
-        b.pd.qp_builder(QpType::Rc, &ecq)
-            .build()
-            .unwrap()
-            .into_init(o)
-            .unwrap();
-    let (ea, eb) = (qa2.endpoint().unwrap(), qb2.endpoint().unwrap());
-    let qa2 = qa2.connect(&eb).unwrap().ready_to_send().unwrap();
-    let qb2 = qb2.connect(&ea).unwrap().ready_to_send().unwrap();
+    let (qa2, qb2) = connect_cqs(&a, &a.cq, &b, &ecq, QpType::Rc, o);
     qb2.recv(9, &bb, 0..64).unwrap();
     let t = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(20));
@@ -544,22 +503,9 @@ fn a_polled_send_completion_has_already_freed_its_slot() {
         side_with(no_busy_poll(), 256),
     );
     let o = ConnectOpts::default();
-    let qa =
-        a.pd.qp_builder(QpType::Rc, &a.cq)
-            .max_send_wr(DEPTH)
-            .build()
-            .unwrap()
-            .into_init(o)
-            .unwrap();
-    let qb =
-        b.pd.qp_builder(QpType::Rc, &b.cq)
-            .build()
-            .unwrap()
-            .into_init(o)
-            .unwrap();
-    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
-    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
-    let _qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let qa = init(a.pd.qp_builder(QpType::Rc, &a.cq).max_send_wr(DEPTH), o);
+    let qb = init(b.pd.qp_builder(QpType::Rc, &b.cq), o);
+    let (qa, _qb) = pair(qa, qb);
     let ba = a.pd.alloc_buf(64, Access::all()).unwrap();
     let bb = b.pd.alloc_buf(64, Access::all()).unwrap();
     let (mut posted, mut done) = (0u64, 0u64);
