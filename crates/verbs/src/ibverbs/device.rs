@@ -365,6 +365,26 @@ macro_rules! status {
     }};
 }
 
+/// Looks `key` up in the table, calls the destroy verb on the object and
+/// forgets it (`table.map(f)`: the pointer is `f` of the entry).
+macro_rules! destroy {
+    ($self:ident, $table:ident, $f:ident, $verb:literal, $what:literal, $key:expr) => {
+        destroy!($self, $table.map(|r| *r), $f, $verb, $what, $key)
+    };
+    ($self:ident, $table:ident.map($get:expr), $f:ident, $verb:literal, $what:literal, $key:expr) => {{
+        let key = $key;
+        let mut t = $self.write();
+        let p = t
+            .$table
+            .get(&key)
+            .map($get)
+            .ok_or_else(|| no_such($verb, $what, key))?;
+        status!($self, $f, $verb, format!(concat!($what, " {:#x}"), key), p);
+        t.$table.remove(&key);
+        Ok(())
+    }};
+}
+
 impl DeviceOps for IbvDevice {
     fn name(&self) -> String {
         self.name.clone()
@@ -482,14 +502,7 @@ impl DeviceOps for IbvDevice {
     }
 
     fn dealloc_pd(&self, pd: u32) -> Result<()> {
-        let mut t = self.write();
-        let p = *t
-            .pds
-            .get(&pd)
-            .ok_or_else(|| no_such("ibv_dealloc_pd", "PD", pd))?;
-        status!(self, dealloc_pd, "ibv_dealloc_pd", format!("PD {pd:#x}"), p);
-        t.pds.remove(&pd);
-        Ok(())
+        destroy!(self, pds, dealloc_pd, "ibv_dealloc_pd", "PD", pd)
     }
 
     unsafe fn reg_mr(&self, pd: u32, ptr: *mut u8, len: usize, access: Access) -> Result<u32> {
@@ -530,14 +543,7 @@ impl DeviceOps for IbvDevice {
     }
 
     fn dereg_mr(&self, key: u32) -> Result<()> {
-        let mut t = self.write();
-        let p = *t
-            .mrs
-            .get(&key)
-            .ok_or_else(|| no_such("ibv_dereg_mr", "MR", key))?;
-        status!(self, dereg_mr, "ibv_dereg_mr", format!("lkey {key:#x}"), p);
-        t.mrs.remove(&key);
-        Ok(())
+        destroy!(self, mrs, dereg_mr, "ibv_dereg_mr", "lkey", key)
     }
 
     fn mr_rkey(&self, key: u32) -> Option<u32> {
@@ -563,20 +569,14 @@ impl DeviceOps for IbvDevice {
     }
 
     fn destroy_comp_channel(&self, ch: u32) -> Result<()> {
-        let mut t = self.write();
-        let p = *t
-            .chans
-            .get(&ch)
-            .ok_or_else(|| no_such("ibv_destroy_comp_channel", "channel", ch))?;
-        status!(
+        destroy!(
             self,
+            chans,
             destroy_comp_channel,
             "ibv_destroy_comp_channel",
-            format!("channel {ch:#x}"),
-            p
-        );
-        t.chans.remove(&ch);
-        Ok(())
+            "channel",
+            ch
+        )
     }
 
     fn comp_channel_fd(&self, ch: u32) -> Option<RawFd> {
@@ -669,14 +669,7 @@ impl DeviceOps for IbvDevice {
     }
 
     fn destroy_cq(&self, cq: u32) -> Result<()> {
-        let mut t = self.write();
-        let p = *t
-            .cqs
-            .get(&cq)
-            .ok_or_else(|| no_such("ibv_destroy_cq", "CQ", cq))?;
-        status!(self, destroy_cq, "ibv_destroy_cq", format!("CQ {cq:#x}"), p);
-        t.cqs.remove(&cq);
-        Ok(())
+        destroy!(self, cqs, destroy_cq, "ibv_destroy_cq", "CQ", cq)
     }
 
     fn poll_cq(&self, cq: u32, out: &mut Vec<Wc>, max: usize) -> Result<usize> {
@@ -866,21 +859,14 @@ impl DeviceOps for IbvDevice {
     }
 
     fn destroy_qp(&self, qpn: u32) -> Result<()> {
-        let mut t = self.write();
-        let p = t
-            .qps
-            .get(&qpn)
-            .map(|r| r.qp)
-            .ok_or_else(|| no_such("ibv_destroy_qp", "QP", qpn))?;
-        status!(
+        destroy!(
             self,
+            qps.map(|r| r.qp),
             destroy_qp,
             "ibv_destroy_qp",
-            format!("QP {qpn:#x}"),
-            p
-        );
-        t.qps.remove(&qpn);
-        Ok(())
+            "QP",
+            qpn
+        )
     }
 
     unsafe fn post_send(&self, qpn: u32, reqs: &[SendRequest]) -> Result<()> {
@@ -938,20 +924,7 @@ impl DeviceOps for IbvDevice {
     }
 
     fn destroy_srq(&self, srq: u32) -> Result<()> {
-        let mut t = self.write();
-        let p = *t
-            .srqs
-            .get(&srq)
-            .ok_or_else(|| no_such("ibv_destroy_srq", "SRQ", srq))?;
-        status!(
-            self,
-            destroy_srq,
-            "ibv_destroy_srq",
-            format!("SRQ {srq:#x}"),
-            p
-        );
-        t.srqs.remove(&srq);
-        Ok(())
+        destroy!(self, srqs, destroy_srq, "ibv_destroy_srq", "SRQ", srq)
     }
 
     fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> Result<()> {
@@ -992,14 +965,7 @@ impl DeviceOps for IbvDevice {
     }
 
     fn destroy_ah(&self, ah: u32) -> Result<()> {
-        let mut t = self.write();
-        let p = *t
-            .ahs
-            .get(&ah)
-            .ok_or_else(|| no_such("ibv_destroy_ah", "AH", ah))?;
-        status!(self, destroy_ah, "ibv_destroy_ah", format!("AH {ah:#x}"), p);
-        t.ahs.remove(&ah);
-        Ok(())
+        destroy!(self, ahs, destroy_ah, "ibv_destroy_ah", "AH", ah)
     }
 
     fn get_async_event(&self, timeout: Duration) -> Option<AsyncEvent> {
