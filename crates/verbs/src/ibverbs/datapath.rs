@@ -106,6 +106,22 @@ fn index_of<T>(base: *const T, bad: *const T, len: usize) -> usize {
     off.min(len.saturating_sub(1))
 }
 
+/// A post verb's outcome: `Ok` for `rc` 0, else the error naming the work
+/// request the provider refused (`bad`, an element of `list`).
+fn posted<W>(
+    verb: &'static str,
+    rc: c_int,
+    list: &[W],
+    bad: *const W,
+    what: impl FnOnce() -> String,
+) -> Result<()> {
+    if rc == 0 {
+        return Ok(());
+    }
+    let i = index_of(list.as_ptr(), bad, list.len());
+    Err(post_error(verb, rc, i, what()))
+}
+
 impl IbvDevice {
     pub(super) fn poll_cq_impl(&self, cq: u32, out: &mut Vec<Wc>, max: usize) -> Result<usize> {
         let t = self.read();
@@ -228,16 +244,9 @@ impl IbvDevice {
         // SAFETY: a live QP; the list and its SGE arrays outlive the call;
         // inline data is readable per this function's contract.
         let rc = unsafe { f(qp, list.as_mut_ptr(), &mut bad) };
-        if rc != 0 {
-            let i = index_of(list.as_ptr(), bad, list.len());
-            return Err(post_error(
-                "ibv_post_send",
-                rc,
-                i,
-                format!("QP {qpn:#x}, {} work requests", list.len()),
-            ));
-        }
-        Ok(())
+        posted("ibv_post_send", rc, &list, bad, || {
+            format!("QP {qpn:#x}, {} work requests", list.len())
+        })
     }
 
     pub(super) fn post_recv_impl(&self, qpn: u32, wrs: &[RecvWr]) -> Result<()> {
@@ -259,16 +268,9 @@ impl IbvDevice {
         // SAFETY: a live QP; the list and SGE arrays outlive the call; the
         // SGEs name registered memory, checked by the provider.
         let rc = unsafe { f(qp, list.as_mut_ptr(), &mut bad) };
-        if rc != 0 {
-            let i = index_of(list.as_ptr(), bad, list.len());
-            return Err(post_error(
-                "ibv_post_recv",
-                rc,
-                i,
-                format!("QP {qpn:#x}, {} work requests", list.len()),
-            ));
-        }
-        Ok(())
+        posted("ibv_post_recv", rc, &list, bad, || {
+            format!("QP {qpn:#x}, {} work requests", list.len())
+        })
     }
 
     pub(super) fn post_srq_recv_impl(&self, srq: u32, wrs: &[RecvWr]) -> Result<()> {
@@ -288,16 +290,9 @@ impl IbvDevice {
         let mut bad: *mut ibv_recv_wr = core::ptr::null_mut();
         // SAFETY: as in post_recv_impl.
         let rc = unsafe { f(p, list.as_mut_ptr(), &mut bad) };
-        if rc != 0 {
-            let i = index_of(list.as_ptr(), bad, list.len());
-            return Err(post_error(
-                "ibv_post_srq_recv",
-                rc,
-                i,
-                format!("SRQ {srq:#x}, {} work requests", list.len()),
-            ));
-        }
-        Ok(())
+        posted("ibv_post_srq_recv", rc, &list, bad, || {
+            format!("SRQ {srq:#x}, {} work requests", list.len())
+        })
     }
 }
 
