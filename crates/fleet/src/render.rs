@@ -48,18 +48,6 @@ fn status_label(s: Status) -> &'static str {
     }
 }
 
-fn kind_word(k: ReasonKind) -> &'static str {
-    match k {
-        ReasonKind::Finding => "finding",
-        ReasonKind::Drift => "drift",
-        ReasonKind::Outlier => "outlier",
-        ReasonKind::Change => "changed",
-        ReasonKind::Expect => "expect",
-        ReasonKind::Missing => "missing",
-        ReasonKind::Duplicate => "duplicate",
-    }
-}
-
 /// "a, b, c and 4 more".
 fn list(names: &[String], max: usize) -> String {
     if names.len() <= max {
@@ -121,7 +109,7 @@ pub fn human(r: &FleetReport, o: HumanOptions) -> String {
                 };
                 let what = match (&reason.code, reason.kind) {
                     (Some(c), _) => format!("{BOLD}{c}{BOLD:#}"),
-                    (None, k) => format!("{DIM}{}{DIM:#}", kind_word(k)),
+                    (None, k) => format!("{DIM}{}{DIM:#}", k.word()),
                 };
                 let subject = match (&reason.subject, reason.kind) {
                     (Some(s), ReasonKind::Finding) => format!("{s}: "),

@@ -70,6 +70,21 @@ pub enum ReasonKind {
     Duplicate,
 }
 
+impl ReasonKind {
+    /// The word reports print for the kind ("drift", "changed", ...).
+    pub fn word(self) -> &'static str {
+        match self {
+            ReasonKind::Finding => "finding",
+            ReasonKind::Drift => "drift",
+            ReasonKind::Outlier => "outlier",
+            ReasonKind::Change => "changed",
+            ReasonKind::Expect => "expect",
+            ReasonKind::Missing => "missing",
+            ReasonKind::Duplicate => "duplicate",
+        }
+    }
+}
+
 /// Why a node needs attention.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reason {

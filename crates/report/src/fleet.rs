@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use rdmakit_fleet::node::Severity;
-use rdmakit_fleet::report::{natural_cmp, FleetReport, MetricSamples, ReasonKind, Status};
+use rdmakit_fleet::report::{natural_cmp, FleetReport, MetricSamples, Status};
 
 use crate::html::{esc, num, Page};
 use crate::plot::{self, Dot, DotPlot};
@@ -28,18 +28,6 @@ fn severity_class(s: Severity) -> &'static str {
         Severity::Info => "info",
         Severity::Warning => "warning",
         Severity::Error => "error",
-    }
-}
-
-fn kind_word(k: ReasonKind) -> &'static str {
-    match k {
-        ReasonKind::Finding => "finding",
-        ReasonKind::Drift => "drift",
-        ReasonKind::Outlier => "outlier",
-        ReasonKind::Change => "changed",
-        ReasonKind::Expect => "expect",
-        ReasonKind::Missing => "missing",
-        ReasonKind::Duplicate => "duplicate",
     }
 }
 
@@ -140,7 +128,7 @@ fn attention(r: &FleetReport) -> String {
             for reason in &n.reasons {
                 let what = match &reason.code {
                     Some(c) => format!("<b>{}</b>", esc(c)),
-                    None => format!("<i>{}</i>", kind_word(reason.kind)),
+                    None => format!("<i>{}</i>", reason.kind.word()),
                 };
                 let subject = match &reason.subject {
                     Some(sub) => format!("<code>{}</code>: ", esc(sub)),

@@ -70,19 +70,11 @@ fn grid<F: Fn(&Cell) -> Option<f64>>(r: &PairwiseReport, f: F) -> Vec<Vec<Option
 /// # Errors
 /// A plot that could not be drawn, or data that would not serialize.
 pub fn render(r: &PairwiseReport, meta: &Meta) -> Result<String, ReportError> {
-    let pairs: usize = r
-        .rounds
-        .iter()
-        .filter(|t| t.phase == Phase::Screen)
-        .map(|t| t.pairs.len())
-        .sum();
+    let pairs = r.screen_pairs();
     let title = format!(
         "rdmakit fleet pairwise: {} nodes, {}",
         r.nodes.len(),
-        match r.mode {
-            Mode::Full => "full matrix",
-            Mode::Quick => "quick ring",
-        }
+        r.mode.describe(),
     );
     let sizes: Vec<String> = r
         .settings

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
-use super::report::{Cell, Fault, Mode, PairwiseReport, Phase, Verdict};
+use super::report::{Cell, Fault, PairwiseReport, Phase, Verdict};
 
 const RED: Style = AnsiColor::Red.on_default().bold();
 const YELLOW: Style = AnsiColor::Yellow.on_default();
@@ -28,21 +28,13 @@ pub fn human(r: &PairwiseReport) -> String {
         .filter(|c| c.phase == Phase::Screen)
         .collect();
     let screen_rounds = r.rounds.iter().filter(|t| t.phase == Phase::Screen).count();
-    let pairs: usize = r
-        .rounds
-        .iter()
-        .filter(|t| t.phase == Phase::Screen)
-        .map(|t| t.pairs.len())
-        .sum();
+    let pairs = r.screen_pairs();
     let _ = writeln!(
         o,
         "{} {} nodes, {} ({} rounds, {} pairs), {:.1} s",
         paint(BOLD, "rdmakit fleet pairwise:"),
         r.nodes.len(),
-        match r.mode {
-            Mode::Full => "full matrix",
-            Mode::Quick => "quick ring",
-        },
+        r.mode.describe(),
         screen_rounds,
         pairs,
         r.seconds

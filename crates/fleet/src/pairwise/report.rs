@@ -46,6 +46,15 @@ pub struct PairwiseReport {
 }
 
 impl PairwiseReport {
+    /// How many pairs the screen (the first phase) measured.
+    pub fn screen_pairs(&self) -> usize {
+        self.rounds
+            .iter()
+            .filter(|t| t.phase == Phase::Screen)
+            .map(|t| t.pairs.len())
+            .sum()
+    }
+
     /// Nothing wrong found and every agent measured: exit status 0.
     pub fn clean(&self) -> bool {
         self.faults.is_empty() && self.unreachable.is_empty() && self.inconclusive.is_none()
@@ -60,6 +69,16 @@ pub enum Mode {
     Full,
     /// A ring: every node against its two neighbours, 2–3 rounds.
     Quick,
+}
+
+impl Mode {
+    /// "full matrix" or "quick ring", as reports title a run.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mode::Full => "full matrix",
+            Mode::Quick => "quick ring",
+        }
+    }
 }
 
 /// The run's parameters, recorded with its result.
