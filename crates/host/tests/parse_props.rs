@@ -4,89 +4,11 @@
 //! coverage guidance.
 
 use proptest::prelude::*;
-use rdmakit_host::parse::{cgroup, kmsg, pkg, proc, sysfs, ParseError, ERROR_VALUE_MAX_CHARS};
+use rdmakit_host::parse::{sysfs, ParseError, ERROR_VALUE_MAX_CHARS};
 
-/// Every string parser, applied to `s`; results are thrown away, only panics count.
-fn all_str_parsers(s: &str) {
-    let _ = sysfs::strip(s);
-    let _ = sysfs::port_state(s);
-    let _ = sysfs::phys_state(s);
-    if let Ok(rate) = sysfs::rate(s) {
-        assert!(rate.gbps.is_finite() && rate.gbps >= 0.0);
-        let _ = rate.signaling_gbps();
-    }
-    let _ = sysfs::lane_gbps(s);
-    let _ = sysfs::link_layer(s);
-    let _ = sysfs::node_type(s);
-    let _ = sysfs::guid(s);
-    if let Ok(gid) = sysfs::gid(s) {
-        let _ = (
-            sysfs::gid_is_zero(&gid),
-            sysfs::gid_ipv4(&gid),
-            sysfs::gid_is_link_local(&gid),
-        );
-    }
-    let _ = sysfs::gid_type(s);
-    let _ = sysfs::counter(s);
-    let _ = sysfs::u64_value(s);
-    let _ = sysfs::u32_value(s);
-    let _ = sysfs::i64_value(s);
-    let _ = sysfs::hex_u32(s);
-    if let Ok(set) = sysfs::cpulist(s) {
-        assert_eq!(sysfs::cpulist(&set.to_string()), Ok(set));
-    }
-    if let Ok(set) = sysfs::cpumask(s) {
-        assert_eq!(sysfs::cpulist(&set.to_string()), Ok(set));
-    }
-    if let Ok(speed) = sysfs::pcie_speed(s) {
-        let _ = speed.generation();
-    }
-    let _ = sysfs::pcie_width(s);
-    let _ = sysfs::numa_node(s);
-    let _ = proc::affinity_list(s);
-    let _ = proc::rlimit_probe(s);
-    let _ = proc::kernel_release(s);
-    let _ = proc::cmdline(s);
-    let _ = proc::identity(s);
-    let _ = proc::hostname(s);
-    let _ = cgroup::rdma_values(s);
-    let _ = pkg::rdma_core_major(s);
-    let _ = pkg::libibverbs_soname_version(s);
-    let _ = pkg::provider_lib_name(s);
-}
-
-/// Every byte parser, applied to `b`.
-fn all_byte_parsers(b: &[u8]) {
-    let _ = sysfs::driver_file(b);
-    let _ = proc::modules_checked(b);
-    if let Ok(irqs) = proc::interrupts(b) {
-        for line in &irqs.lines {
-            assert!(line.counts.len() <= irqs.cpus.len());
-            let _ = (
-                line.total(),
-                line.trigger(),
-                line.hwirq_number(),
-                line.is_msi(),
-                line.is_io_apic(),
-                line.pci_address(),
-                line.action_names(),
-            );
-        }
-        let _ = irqs.cpu_numbers();
-    }
-    let _ = proc::limits(b);
-    let _ = cgroup::proc_cgroup(b);
-    let _ = cgroup::cgroup_mounts(b);
-    let _ = cgroup::status_identity(b);
-    let _ = proc::kernel_config(b);
-    for p in pkg::dpkg_status(b) {
-        let _ = p.installed();
-    }
-    for r in kmsg::kmsg(b) {
-        let _ = kmsg::ts_seconds(&r);
-    }
-    all_str_parsers(&String::from_utf8_lossy(b));
-}
+#[path = "support/every_parser.rs"]
+mod every_parser;
+use every_parser::{all_byte_parsers, all_str_parsers};
 
 /// Strings made of the characters sysfs and procfs values are made of, so the
 /// parsers get past their first check more often than with uniform noise.
