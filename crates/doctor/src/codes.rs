@@ -5,7 +5,7 @@
 //! code is `docs/findings/<CODE>.md` in the repository, compiled in here, so
 //! `rdmakit explain RDK-K001` and the docs are one source of truth.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The stack layer a finding points at (the seed's layered fault localization):
 /// the one [`rdmakit_vocab::Layer`] of the whole stack.
@@ -31,8 +31,9 @@ pub mod layer_serde {
     }
 }
 
-/// How bad a finding is. Ordered: `Info < Warning < Error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+/// How bad a finding is. Ordered: `Info < Warning < Error`. Reports and the
+/// fleet read it back from JSON, hence `Deserialize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -57,6 +58,12 @@ impl Severity {
             "error" => Some(Severity::Error),
             _ => None,
         }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -7,8 +7,6 @@
 //! `findings[]` (`code`, `severity`, `layer`, `subject`, `message`, `evidence[]`) and
 //! `inventory`; everything else is ignored, so reports from newer doctors read too.
 
-use std::fmt;
-
 use rdmakit_doctor::inventory::Inventory;
 use rdmakit_doctor::report::Report;
 use serde::{Deserialize, Serialize};
@@ -16,40 +14,8 @@ use serde::{Deserialize, Serialize};
 /// The doctor's schema this crate reads.
 pub const DOCTOR_SCHEMA: &str = "rdmakit.doctor/v1";
 
-/// How bad something is. Ordered: `Info < Warning < Error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-
-    /// Parses `info`, `warning` (`warn`), `error`.
-    pub fn parse(s: &str) -> Option<Severity> {
-        match s.to_ascii_lowercase().as_str() {
-            "info" => Some(Severity::Info),
-            "warning" | "warn" => Some(Severity::Warning),
-            "error" => Some(Severity::Error),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// How bad something is (the doctor's severity, as its JSON carries it).
+pub use rdmakit_doctor::codes::Severity;
 
 /// One piece of evidence of a finding: the file (or probe) and the value read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,11 +116,7 @@ impl NodeReport {
             .iter()
             .map(|f| NodeFinding {
                 code: f.code.as_str().to_string(),
-                severity: match f.severity {
-                    rdmakit_doctor::codes::Severity::Info => Severity::Info,
-                    rdmakit_doctor::codes::Severity::Warning => Severity::Warning,
-                    rdmakit_doctor::codes::Severity::Error => Severity::Error,
-                },
+                severity: f.severity,
                 layer: f.layer.as_str().to_string(),
                 subject: f.subject.clone(),
                 message: f.message.clone(),
