@@ -109,42 +109,36 @@ fn rping_to_a_port_nobody_listens_on_is_rejected() {
     assert!(t.contains("RDMA_CM_EVENT_REJECTED, error 8"), "{t}");
 }
 
+/// Runs `server`, then `client` against it on loopback: both must exit 0
+/// and print their success line (`says`: server's, client's).
+fn server_and_client(what: &str, server: &[&str], client: &[&str], says: (&str, &str)) {
+    let r = pair(server, client, LIMIT);
+    let (s, c) = both_ok(what, &r);
+    assert!(s.contains(says.0) && c.contains(says.1), "{s}\n{c}");
+}
+
+const STATUS_0: (&str, &str) = ("return status 0", "return status 0");
+
 #[test]
 fn ucmatose_one_and_four_connections() {
     if !have("ucmatose", "rdmacm-utils") {
         return;
     }
     let _g = serial();
-    let r = pair(
+    let client = ["ucmatose", "-s", "127.0.0.1", "-p"];
+    server_and_client(
+        "ucmatose",
         &["ucmatose", "-p", "18606"],
-        &["ucmatose", "-s", "127.0.0.1", "-p", "18606"],
-        LIMIT,
+        &[&client[..], &["18606"]].concat(),
+        STATUS_0,
     );
-    let (s, c) = both_ok("ucmatose", &r);
-    assert!(
-        s.contains("return status 0") && c.contains("return status 0"),
-        "{s}\n{c}"
+    let four = ["-c", "4", "-C", "10", "-S", "1000"];
+    server_and_client(
+        "ucmatose -c 4",
+        &[&["ucmatose", "-p", "18607"][..], &four].concat(),
+        &[&client[..], &["18607"], &four].concat(),
+        STATUS_0,
     );
-    let r = pair(
-        &[
-            "ucmatose", "-p", "18607", "-c", "4", "-C", "10", "-S", "1000",
-        ],
-        &[
-            "ucmatose",
-            "-s",
-            "127.0.0.1",
-            "-p",
-            "18607",
-            "-c",
-            "4",
-            "-C",
-            "10",
-            "-S",
-            "1000",
-        ],
-        LIMIT,
-    );
-    both_ok("ucmatose -c 4", &r);
 }
 
 #[test]
@@ -154,15 +148,11 @@ fn udaddy_resolves_the_service_and_exchanges_datagrams() {
     }
     let _g = serial();
     // udaddy's port is fixed (7174); this test binary's port table is its own.
-    let r = pair(
+    server_and_client(
+        "udaddy",
         &["udaddy", "-c", "2", "-C", "10"],
         &["udaddy", "-s", "127.0.0.1", "-c", "2", "-C", "10"],
-        LIMIT,
-    );
-    let (s, c) = both_ok("udaddy", &r);
-    assert!(
-        s.contains("return status 0") && c.contains("return status 0"),
-        "{s}\n{c}"
+        STATUS_0,
     );
 }
 
@@ -172,15 +162,11 @@ fn rdma_server_and_rdma_client_use_create_ep_and_the_verbs_helpers() {
         return;
     }
     let _g = serial();
-    let r = pair(
+    server_and_client(
+        "rdma_server / rdma_client",
         &["rdma_server", "-p", "18608"],
         &["rdma_client", "-s", "127.0.0.1", "-p", "18608"],
-        LIMIT,
-    );
-    let (s, c) = both_ok("rdma_server / rdma_client", &r);
-    assert!(
-        s.contains("rdma_server: end 0") && c.contains("rdma_client: end 0"),
-        "{s}\n{c}"
+        ("rdma_server: end 0", "rdma_client: end 0"),
     );
 }
 
