@@ -30,7 +30,7 @@ fn fixture(name: &str) -> String {
 const DIFFERENCES: &[(&str, &str)] = &[
     ("0:hca_id", "device name: soft0 vs rxe0"),
     ("1:fw_ver", "the soft NIC reports its own version 0.1.0; rxe 0.0.0"),
-    ("1:node_guid", "EUI-64 of 02:00:<IPv4 of the device address, 127.0.0.1> (rxe: of the netdev MAC)"),
+    ("1:node_guid", "EUI-64 of 02:00:<IPv4 of the device address: the host's first non-loopback address, else 127.0.0.1> (rxe: of the netdev MAC)"),
     ("1:sys_image_guid", "as node_guid"),
     ("1:max_qp", "16384 configurable limit (rxe 1<<20 minus reserved)"),
     ("1:max_qp_wr", "16384 (rxe 1<<20)"),
@@ -54,7 +54,7 @@ const DIFFERENCES: &[(&str, &str)] = &[
     ("3:gid_tbl_len", "16 entries; rxe 1024"),
     ("3:port_lid", "1: the loopback device's own port, so InfiniBand-style programs that exchange LIDs (qperf without -cm) reach it; RoCE AVs without a GRH are refused otherwise, as on rxe (lid 0)"),
     ("3:active_speed", "25 Gbps advertised; rxe says 2.5 Gbps"),
-    ("3:GID", "one RoCE v2 GID of the device address (127.0.0.1) at index 0; rxe lists every address of the netdev"),
+    ("3:GID", "one RoCE v2 GID of the device address (the host's first non-loopback address, else 127.0.0.1) at index 0; rxe lists every address of the netdev"),
 ];
 
 /// (key, value) per logical line: `tabs:name` keys; continuation lines
