@@ -36,6 +36,7 @@ const DIFFERENCES: &[(&str, &str)] = &[
     ("1:max_qp_wr", "16384 (rxe 1<<20)"),
     ("1:device_cap_flags", "no AUTO_PATH_MIG/CHANGE_PHY_PORT/UD_AV_PORT_ENFORCE/SRQ_RESIZE/MW/MEM_MGT_EXTENSIONS; adds N_NOTIFY_CQ"),
     ("1:max_cq", "16384 (rxe 1<<20)"),
+    ("1:max_cqe", "4194303, mlx5's (rxe (1<<15)-1): ofi_rxm asks for 262144; entries are allocated as completions arrive"),
     ("1:max_mr", "65536 (rxe 0x7ffff)"),
     ("1:max_pd", "65536 (rxe 1<<20)"),
     ("1:max_res_rd_atom", "max_qp_rd_atom x max_qp with the smaller max_qp"),
