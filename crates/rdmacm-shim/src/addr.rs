@@ -283,13 +283,16 @@ pub(crate) fn route(
             via: gid_of(via),
         });
     }
-    if dev.is_loopback() {
-        // A loopback-bound soft NIC cannot put packets on a wire.
+    if dev.is_loopback() || me != dev {
+        // The soft NIC as it comes (its contexts reached at private
+        // loopback endpoints, not at its address) keeps its packets on this
+        // host: nothing else reaches it, and nothing it sends leaves.
         return Err(crate::guard::why(
             libc::ENETUNREACH,
             format_args!(
-                "{dst} is not reachable from the soft NIC on {dev} (loopback); set \
-                 RDMAKIT_SOFT_ADDR to this host's address on the way to {dst}"
+                "{dst} is not reachable from the soft NIC on {dev}: as it comes, its traffic \
+                 stays on this host; set RDMAKIT_SOFT_ADDR to this host's address on the way \
+                 to {dst}"
             ),
         ));
     }
