@@ -4,12 +4,19 @@
 //! `--mca pml ucx`, libfabric's `fi_info` and `fi_pingpong` (verbs RDM over
 //! UD, data checked), each as Debian ships it, two processes on loopback;
 //! and the soft NIC's registry after processes are killed mid-transfer.
+//! libfabric's MSG endpoints and RDM over ofi_rxm need librdmacm: they run
+//! on the drop-in librdmacm.so.1 in crates/rdmacm-shim/tests/libfabric.rs.
 //!
 //! Setup is what `rdmakit shim install` does: the library directory first on
-//! `LD_LIBRARY_PATH`, and (as root) the device node UCX stats. Transport
-//! selection (`UCX_TLS`, `UCX_NET_DEVICES`) only makes UCX use soft0
-//! instead of shared memory between two local processes, as one would to
-//! test any NIC; no variable works around anything.
+//! `LD_LIBRARY_PATH`, and (as root) the device node UCX stats. The one
+//! variable set is `UCX_TLS`, pure transport selection as one sets it to
+//! test any NIC: between two processes of one host UCX otherwise carries
+//! the tag traffic over shared memory. Without it `ucx_perftest` (UCX
+//! 1.13.1, `UCX_LOG_LEVEL=info`) logs
+//! `ep_cfg[0]: tag(sysv/memory cma/memory rc_verbs/soft0:1)`: soft0's
+//! rc_verbs is found and used as a lane, but messages go by sysv and cma.
+//! `UCX_NET_DEVICES` is not needed (soft0:1 is the only device offering
+//! rc_verbs and ud_verbs), and nothing else is set.
 //!
 //! The tools come from Debian's ucx-utils, qperf, openmpi-bin /
 //! libopenmpi-dev, libfabric-bin and perftest (scripts/test installs them).
@@ -49,12 +56,9 @@ fn need_node() {
     }
 }
 
-/// UCX on soft0 only (not shared memory) with its verbs transports.
+/// UCX's verbs transports (not shared memory): the transport selection.
 fn ucx_env(tls: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("UCX_TLS", tls.to_string()),
-        ("UCX_NET_DEVICES", "soft0:1".to_string()),
-    ]
+    vec![("UCX_TLS", tls.to_string())]
 }
 
 /// A TCP port nothing uses now, from the kernel's ephemeral range: fixed
@@ -167,7 +171,9 @@ fn fi_info_lists_the_verbs_dgram_and_rdm_endpoints_of_soft0() {
     );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    // MSG endpoints need librdmacm (issue 20 item 3, its own branch).
+    // Without the drop-in librdmacm (Debian's finds no kernel rdma_cm)
+    // there are no MSG endpoints; tests/libfabric.rs of rdmacm-shim has
+    // them.
     for (prov, ty) in [("verbs", "FI_EP_DGRAM"), ("verbs;ofi_rxd", "FI_EP_RDM")] {
         let hit = t.split("provider: ").any(|b| {
             b.starts_with(&format!("{prov}\n"))
@@ -274,9 +280,19 @@ fn ucx_perftest_tag_bw_and_tag_lat_over_rc_verbs_and_ud_verbs() {
             &["-p", port, "-t", test, "-s", size, "-n", iters],
             &envs,
         );
+        // Iterations, latency (50%ile, average, overall), bandwidth and
+        // message rate (average, overall). The overall bandwidth of 8-byte
+        // tag_lat prints as 0.00 MB/s once a busy host stretches its
+        // overall latency past ~800 us (ud_verbs retransmission waits), so
+        // tag_lat is checked by its latency and message rate.
         let v = final_row(&c);
+        assert!(v.len() >= 8, "{tls} {test}: {v:?}\n{c}");
+        let measured = match test {
+            "tag_bw" => v[5] > 0.0,
+            _ => v[3] > 0.0 && v[7] > 0.0,
+        };
         assert!(
-            v.len() >= 7 && v[0] as u64 == iters.parse::<u64>().unwrap() && v[5] > 0.0,
+            v[0] as u64 == iters.parse::<u64>().unwrap() && measured,
             "{tls} {test}: {v:?}\n{c}"
         );
     }
@@ -370,7 +386,6 @@ fn open_mpi_ping_pong_of_two_ranks_over_pml_ucx() {
     c.args(["--allow-run-as-root", "-np", "2", "--mca", "pml", "ucx"])
         .args(["-x", &format!("LD_LIBRARY_PATH={lib}")])
         .args(["-x", "UCX_TLS=rc_verbs,ud_verbs"])
-        .args(["-x", "UCX_NET_DEVICES=soft0:1"])
         .arg(&bin)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

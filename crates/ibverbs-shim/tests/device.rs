@@ -22,6 +22,7 @@ const PROGRAM: &str = r#"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
@@ -55,6 +56,19 @@ static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t qkey)
     return qp;
 }
 
+/* The interface index of the netdev holding IPv4 address `a` (4 bytes). */
+static unsigned ifindex_of(const uint8_t *a) {
+    struct ifaddrs *ifa, *i;
+    unsigned found = 0;
+    if (getifaddrs(&ifa)) return 0;
+    for (i = ifa; i && !found; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET
+            && !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, 4))
+            found = if_nametoindex(i->ifa_name);
+    freeifaddrs(ifa);
+    return found;
+}
+
 static int wait_one(struct ibv_cq *cq, struct ibv_wc *wc) {
     for (int i = 0; i < 2000000; i++) {
         int n = ibv_poll_cq(cq, 1, wc);
@@ -83,7 +97,7 @@ static void *wait_async_event(void *p) {
     return NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     int n = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
     if (!list || n < 1) { printf("no device\n"); return 2; }
@@ -95,8 +109,10 @@ int main(void) {
     union ibv_gid g1, g2;
     ibv_query_gid(c1, 1, 0, &g1);
     ibv_query_gid(c2, 1, 0, &g2);
-    static const uint8_t lo[16] = {0,0,0,0,0,0,0,0,0,0,0xff,0xff,127,0,0,1};
-    CHECK("one_gid_table", !memcmp(&g1, &g2, 16) && !memcmp(&g1, lo, 16), "gids differ or not ::ffff:127.0.0.1");
+    /* The host device's GID: ::ffff: and the host's address (argv[1]). */
+    uint8_t host[16] = {0,0,0,0,0,0,0,0,0,0,0xff,0xff};
+    if (argc < 2 || inet_pton(AF_INET, argv[1], host + 12) != 1) { printf("usage: device ADDR\n"); return 2; }
+    CHECK("one_gid_table", !memcmp(&g1, &g2, 16) && !memcmp(&g1, host, 16), "gids differ or not ::ffff:%s", argv[1]);
     struct ibv_device_attr d1, d2;
     ibv_query_device(c1, &d1); ibv_query_device(c2, &d2);
     CHECK("one_guid", d1.node_guid == d2.node_guid && d1.node_guid == ibv_get_device_guid(list[0]),
@@ -105,8 +121,8 @@ int main(void) {
     struct ibv_gid_entry ents[16];
     ssize_t ne = ibv_query_gid_table(c1, ents, 16, 0);
     CHECK("gid_table", ne == 1 && ents[0].gid_type == IBV_GID_TYPE_ROCE_V2 && ents[0].gid_index == 0
-          && ents[0].port_num == 1 && ents[0].ndev_ifindex == if_nametoindex("lo")
-          && !memcmp(&ents[0].gid, lo, 16), "n %zd type %u ifindex %u", ne, ents[0].gid_type, ents[0].ndev_ifindex);
+          && ents[0].port_num == 1 && ents[0].ndev_ifindex == ifindex_of(host + 12)
+          && !memcmp(&ents[0].gid, host, 16), "n %zd type %u ifindex %u", ne, ents[0].gid_type, ents[0].ndev_ifindex);
     CHECK("gid_table_too_small", ibv_query_gid_table(c1, ents, 0, 0) == -EINVAL, "expected -EINVAL");
 
     /* Real descriptors: async events (UCX polls it), the context (cmd_fd). */
@@ -201,8 +217,8 @@ int main(void) {
               "got %d status %d flags %x sl %u src_qp %u (want %u) pkey %u len %u",
               got, wc.status, wc.wc_flags, wc.sl, wc.src_qp, ua->qp_num, wc.pkey_index, wc.byte_len);
         /* UCX (sl = 2, IPv4) reads the destination address from the last 4 bytes of the GRH area. */
-        CHECK("ud_grh_ipv4_header", (uint8_t)b2[20] == 0x45 && !memcmp(b2 + 36, lo + 12, 4)
-              && !memcmp(b2 + 32, lo + 12, 4), "grh %02x dst %d.%d.%d.%d", (uint8_t)b2[20],
+        CHECK("ud_grh_ipv4_header", (uint8_t)b2[20] == 0x45 && !memcmp(b2 + 36, host + 12, 4)
+              && !memcmp(b2 + 32, host + 12, 4), "grh %02x dst %d.%d.%d.%d", (uint8_t)b2[20],
               (uint8_t)b2[36], (uint8_t)b2[37], (uint8_t)b2[38], (uint8_t)b2[39]);
         wait_one(q1, &wc);
     }
@@ -235,7 +251,7 @@ int main(void) {
 
     uint8_t mac[6]; uint16_t vid = 0;
     CHECK("resolve_eth_l2", ibv_resolve_eth_l2_from_gid(c1, &ga, mac, &vid) == 0 && mac[0] == 2
-          && mac[2] == 127 && mac[5] == 1 && vid == 0xffff, "mac %02x:..:%02x", mac[0], mac[5]);
+          && !memcmp(mac + 2, host + 12, 4) && vid == 0xffff, "mac %02x:..:%02x", mac[0], mac[5]);
 
     /* No verb blocks forever when its event can no longer come: a channel
        destroyed, or a context closed, under a waiting thread. */
@@ -327,6 +343,7 @@ fn a_device_as_ucx_libfabric_and_pyverbs_expect_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     let o = Command::new(&bin)
+        .arg(rdmakit_soft::net::host_device_addr().to_string())
         .env("LD_LIBRARY_PATH", lib)
         .env("RDMAKIT_SHIM_DEBUG", "1")
         .output()

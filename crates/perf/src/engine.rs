@@ -65,7 +65,7 @@ pub struct ClientOpts {
     /// Device (`None`: the soft NIC).
     pub device: Option<String>,
     /// The soft NIC's IPv4 address when `device` is `None` (`None`:
-    /// `RDMAKIT_SOFT_ADDR`, else auto-picked on loopback).
+    /// `RDMAKIT_SOFT_ADDR`, else the host device's address).
     pub soft_addr: Option<Ipv4Addr>,
     /// GID index (reported; the soft NIC's RoCEv2 GID is used).
     pub gid_index: u32,
@@ -83,7 +83,7 @@ pub struct ServerOpts {
     /// Device (`None`: the soft NIC).
     pub device: Option<String>,
     /// The soft NIC's IPv4 address when `device` is `None` (`None`:
-    /// `RDMAKIT_SOFT_ADDR`, else auto-picked on loopback).
+    /// `RDMAKIT_SOFT_ADDR`, else the host device's address).
     pub soft_addr: Option<Ipv4Addr>,
     /// GID index (reported).
     pub gid_index: u32,

@@ -9,10 +9,11 @@
 //! where its QP1 is reached, its device's address, and whether it listens. A file whose process is
 //! gone is stale and taken over.
 //!
-//! The soft NIC's netdev is loopback: its address is 127.0.0.1 (or the
-//! address it was configured with), and every address in 127.0.0.0/8 reaches
-//! it — like a local interface address does on a host with rxe. Every
-//! process's context has that one GID and is told apart by QPN; QP1 has no
+//! The soft NIC is bound to the host's first non-loopback interface and has
+//! its address (or the address it was configured with; 127.0.0.1 on a host
+//! without one), and every address in 127.0.0.0/8 reaches it too — as the
+//! kernel's rdma_cm binds a loopback address to the first active device.
+//! Every process's context has that one GID and is told apart by QPN; QP1 has no
 //! QPN of its own, so each process's connection manager is reached at its
 //! context's endpoint (127.77.s.t), which the port table records. A
 //! connection to a loopback address therefore goes to the device's GID, its
@@ -254,7 +255,7 @@ pub(crate) fn host_has(a: Ipv4Addr) -> bool {
 }
 
 /// Whether `a` is one of the soft NIC's addresses: its own, or loopback
-/// (its netdev).
+/// (which the kernel's rdma_cm binds to the first active device).
 pub(crate) fn is_soft(a: Ipv4Addr, dev: Ipv4Addr) -> bool {
     a == dev || a.is_loopback()
 }
@@ -282,13 +283,16 @@ pub(crate) fn route(
             via: gid_of(via),
         });
     }
-    if dev.is_loopback() {
-        // A loopback-bound soft NIC cannot put packets on a wire.
+    if dev.is_loopback() || me != dev {
+        // The soft NIC as it comes (its contexts reached at private
+        // loopback endpoints, not at its address) keeps its packets on this
+        // host: nothing else reaches it, and nothing it sends leaves.
         return Err(crate::guard::why(
             libc::ENETUNREACH,
             format_args!(
-                "{dst} is not reachable from the soft NIC on {dev} (loopback); set \
-                 RDMAKIT_SOFT_ADDR to this host's address on the way to {dst}"
+                "{dst} is not reachable from the soft NIC on {dev}: as it comes, its traffic \
+                 stays on this host; set RDMAKIT_SOFT_ADDR to this host's address on the way \
+                 to {dst}"
             ),
         ));
     }

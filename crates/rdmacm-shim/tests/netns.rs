@@ -4,13 +4,16 @@
 //! libfabric 1.17's verbs provider offers FI_EP_MSG only on devices that
 //! one of the host's interface addresses resolves to through rdma_cm, and
 //! it skips every interface flagged IFF_LOOPBACK (prov/verbs/src/
-//! verbs_info.c, vrb_getifaddrs). The default soft0 lives on 127.0.0.1, so
-//! `fi_info -p verbs` lists no MSG endpoint there, as it lists none for a
-//! device without an IP interface. Configured with the address of a veth
-//! interface (`RDMAKIT_SOFT_ADDR`, the soft NIC's netdev address, as
-//! `rdma link add ... netdev` is for rxe), soft0 gets them.
+//! verbs_info.c, vrb_getifaddrs). The default soft0 is bound to the host's
+//! first non-loopback interface and has its address (tests/libfabric.rs
+//! runs libfabric on it); in a namespace whose only interface is `lo` it
+//! falls back to 127.0.0.1, and `fi_info -p verbs` lists no MSG endpoint
+//! there, as it lists none for a device without an IP interface.
+//! Configured with the address of a veth interface (`RDMAKIT_SOFT_ADDR`,
+//! the soft NIC's netdev address, as `rdma link add ... netdev` is for
+//! rxe), soft0 gets them, and two processes with two such soft0s talk.
 //!
-//! The interface lives in a network namespace the test creates and deletes
+//! The interfaces live in network namespaces the test creates and deletes
 //! (`ip netns`, root only); without root the test skips, saying so, unless
 //! `RDMAKIT_REQUIRE_NETNS=1` turns that into a failure.
 
@@ -48,7 +51,8 @@ fn ip(args: &[&str]) -> Result<(), String> {
 }
 
 impl Netns {
-    fn new(addr: &str, peer: &str) -> Result<Netns, String> {
+    /// A namespace whose only interface is `lo` (up).
+    fn lo_only() -> Result<Netns, String> {
         static N: AtomicUsize = AtomicUsize::new(0);
         let name = format!(
             "rdmakit-fimsg-{}-{}",
@@ -57,8 +61,13 @@ impl Netns {
         );
         ip(&["netns", "add", &name])?;
         let ns = Netns { name };
+        ip(&["-n", &ns.name, "link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    fn new(addr: &str, peer: &str) -> Result<Netns, String> {
+        let ns = Netns::lo_only()?;
         let n = ns.name.as_str();
-        ip(&["-n", n, "link", "set", "lo", "up"])?;
         ip(&[
             "-n", n, "link", "add", "rk0", "type", "veth", "peer", "name", "rk1",
         ])?;
@@ -71,12 +80,20 @@ impl Netns {
 
     /// `tool args` inside the namespace on the drop-in stack, soft0 on `addr`.
     fn command(&self, addr: &str, tool: &str, args: &[&str]) -> Command {
+        let mut c = self.default_command(tool, args);
+        c.env("RDMAKIT_SOFT_ADDR", addr);
+        c
+    }
+
+    /// `tool args` inside the namespace on the drop-in stack, soft0 as it
+    /// comes (no address configured).
+    fn default_command(&self, tool: &str, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.name, tool])
             .args(args)
             .env("LD_LIBRARY_PATH", lib_dir())
             .env("RDMAKIT_SOFT_REGISTRY_DIR", registry_dir())
-            .env("RDMAKIT_SOFT_ADDR", addr)
+            .env_remove("RDMAKIT_SOFT_ADDR")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -90,8 +107,9 @@ impl Drop for Netns {
     }
 }
 
-/// The namespace, or None (skipped) when this is not root.
-fn netns(addr: &str, peer: &str) -> Option<Netns> {
+/// True when this may create namespaces (root); otherwise skips, saying
+/// so, or fails when required.
+fn may_create() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     if !root {
@@ -100,9 +118,14 @@ fn netns(addr: &str, peer: &str) -> Option<Netns> {
             "creating a network namespace needs root"
         );
         eprintln!("SKIP: creating a network namespace needs root");
-        return None;
     }
-    Some(Netns::new(addr, peer).unwrap_or_else(|e| panic!("network namespace: {e}")))
+    root
+}
+
+/// The namespace, or None (skipped) when this is not root.
+fn netns(addr: &str, peer: &str) -> Option<Netns> {
+    may_create()
+        .then(|| Netns::new(addr, peer).unwrap_or_else(|e| panic!("network namespace: {e}")))
 }
 
 /// The `provider: ...` blocks of `fi_info` output.
@@ -144,12 +167,16 @@ fn fi_info_lists_verbs_msg_endpoints_of_soft0_on_a_veth_address() {
     // The interface address is what libfabric found soft0 through: the
     // MSG endpoint's source address when asked for one.
     let o = wait(
-        ns.command("10.77.0.1", "fi_info", &["-p", "verbs", "-e", "msg", "-v"])
-            .env("FI_LOG_LEVEL", "info")
-            .spawn()
-            .unwrap(),
+        ns.command(
+            "10.77.0.1",
+            "fi_info",
+            &["-p", "verbs", "-t", "FI_EP_MSG", "-v"],
+        )
+        .env("FI_LOG_LEVEL", "info")
+        .spawn()
+        .unwrap(),
         LIMIT,
-        "fi_info -v",
+        "fi_info -t FI_EP_MSG -v",
     );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
@@ -160,14 +187,26 @@ fn fi_info_lists_verbs_msg_endpoints_of_soft0_on_a_veth_address() {
 }
 
 #[test]
-fn on_loopback_soft0_has_no_msg_endpoints_because_libfabric_skips_lo() {
+fn on_a_host_with_only_lo_soft0_is_on_127_0_0_1_and_has_no_msg_endpoints() {
     // The other half of the explanation above, so that a change in either
-    // (libfabric accepting lo, or soft0 gaining an interface) shows here.
-    if !have("fi_info", "libfabric-bin") {
+    // (libfabric accepting lo, or soft0 choosing its address otherwise)
+    // shows here. No address configured: soft0 as it comes.
+    if !have("fi_info", "libfabric-bin") || !may_create() {
         return;
     }
+    let ns = Netns::lo_only().unwrap_or_else(|e| panic!("network namespace: {e}"));
     let o = wait(
-        common::command("fi_info", &["-p", "verbs"])
+        ns.default_command("ibv_devinfo", &["-v"]).spawn().unwrap(),
+        LIMIT,
+        "ibv_devinfo",
+    );
+    let t = text(&o);
+    assert!(
+        o.status.success() && t.contains("::ffff:127.0.0.1"),
+        "soft0 is not on 127.0.0.1 without another interface:\n{t}"
+    );
+    let o = wait(
+        ns.default_command("fi_info", &["-p", "verbs"])
             .env("FI_LOG_LEVEL", "info")
             .spawn()
             .unwrap(),
@@ -186,6 +225,53 @@ fn on_loopback_soft0_has_no_msg_endpoints_because_libfabric_skips_lo() {
             .any(|b| b.starts_with("verbs\n") && b.contains("type: FI_EP_MSG\n")),
         "{t}"
     );
+    // DGRAM stays: it needs no IP interface.
+    assert!(
+        blocks(&t)
+            .iter()
+            .any(|b| b.starts_with("verbs\n") && b.contains("type: FI_EP_DGRAM\n")),
+        "{t}"
+    );
+}
+
+#[test]
+fn by_default_soft0_takes_the_first_non_loopback_address_of_its_namespace() {
+    // As rxe bound to the netdev: no RDMAKIT_SOFT_ADDR, a namespace with a
+    // veth pair up; soft0's GID is the first interface address `ip`
+    // lists after lo's (interface-index order), in every process.
+    if !have("ibv_devinfo", "ibverbs-utils") {
+        return;
+    }
+    let Some(ns) = netns("10.77.0.1", "10.77.0.2") else {
+        return;
+    };
+    let o = Command::new("ip")
+        .args(["-n", &ns.name, "-o", "-4", "addr", "show", "up"])
+        .output()
+        .unwrap();
+    let first = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(3))
+        .filter_map(|a| a.split('/').next())
+        .find(|a| !a.starts_with("127."))
+        .unwrap_or_else(|| panic!("no veth address in {o:?}"))
+        .to_string();
+    for _ in 0..2 {
+        let o = wait(
+            ns.default_command("ibv_devinfo", &["-v"]).spawn().unwrap(),
+            LIMIT,
+            "ibv_devinfo",
+        );
+        let t = text(&o);
+        let gid = t
+            .lines()
+            .find(|l| l.contains("GID[  0]:"))
+            .unwrap_or_else(|| panic!("no GID[0] in\n{t}"));
+        assert!(
+            gid.contains(&format!("::ffff:{first}")),
+            "{gid} (want {first})"
+        );
+    }
 }
 
 /// True when process `pid` (in whatever network namespace it is) has a

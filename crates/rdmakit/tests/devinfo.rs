@@ -19,12 +19,13 @@ fn fixture(name: &str) -> String {
 const DIFFERENCES: &[(&str, &str)] = &[
     ("0:hca_id", "device name: soft0 vs rxe0"),
     ("1:fw_ver", "the soft NIC reports its own version 0.1.0; rxe 0.0.0"),
-    ("1:node_guid", "EUI-64 of 02:00:<IPv4 of the device address, 127.0.0.1> (rxe: of the netdev MAC)"),
+    ("1:node_guid", "EUI-64 of 02:00:<IPv4 of the device address: the host's first non-loopback address, else 127.0.0.1> (rxe: of the netdev MAC)"),
     ("1:sys_image_guid", "as node_guid"),
     ("1:max_qp", "16384 configurable limit (rxe 1<<20 minus reserved)"),
     ("1:max_qp_wr", "16384 (rxe 1<<20)"),
     ("1:device_cap_flags", "no AUTO_PATH_MIG/CHANGE_PHY_PORT/UD_AV_PORT_ENFORCE/SRQ_RESIZE/MW/MEM_MGT_EXTENSIONS; adds N_NOTIFY_CQ"),
     ("1:max_cq", "16384 (rxe 1<<20)"),
+    ("1:max_cqe", "4194303, mlx5's (rxe (1<<15)-1): ofi_rxm asks for 262144; entries are allocated as completions arrive"),
     ("1:max_mr", "65536 (rxe 0x7ffff)"),
     ("1:max_pd", "65536 (rxe 1<<20)"),
     ("1:max_res_rd_atom", "max_qp_rd_atom x max_qp with the smaller max_qp"),
@@ -43,7 +44,7 @@ const DIFFERENCES: &[(&str, &str)] = &[
     ("3:gid_tbl_len", "16 entries; rxe 1024"),
     ("3:port_lid", "1: the loopback device's own port, so InfiniBand-style programs that exchange LIDs (qperf without -cm) reach it; RoCE AVs without a GRH are refused otherwise, as on rxe (lid 0)"),
     ("3:active_speed", "25 Gbps advertised; rxe says 2.5 Gbps"),
-    ("3:GID", "one RoCE v2 GID of the device address (127.0.0.1) at index 0; rxe lists every address of the netdev"),
+    ("3:GID", "one RoCE v2 GID of the device address (the host's first non-loopback address, else 127.0.0.1) at index 0; rxe lists every address of the netdev"),
 ];
 
 /// (key, value) per logical line: `tabs:name` keys; continuation lines

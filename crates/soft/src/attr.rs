@@ -76,7 +76,13 @@ impl Default for Limits {
             max_qp_wr: 16384,
             max_sge: 32,
             max_cq: 16384,
-            max_cqe: (1 << 15) - 1,
+            // mlx5's 4,194,303, not rxe's 32,767: libfabric's ofi_rxm asks
+            // for a 262,144-entry MSG CQ (rx size × its universe of 256
+            // peers). A CQ's entries are allocated as completions arrive
+            // (none at create), so a large CQ costs only the completions
+            // it holds — at most this many (~56 B each), as a hardware CQ
+            // of that size pins them all at create.
+            max_cqe: (1 << 22) - 1,
             max_mr: 65536,
             max_pd: 65536,
             max_ah: 65536,

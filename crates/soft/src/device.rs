@@ -38,8 +38,8 @@ pub struct DeviceConfig {
     /// Device name; default `RDMAKIT_SOFT_NAME` or `"soft0"`.
     pub name: Option<String>,
     /// The device's IPv4 address (its GID); default `RDMAKIT_SOFT_ADDR`,
-    /// else the loopback device 127.0.0.1, shared by every context on the
-    /// host (see [`crate::net`]).
+    /// else the host device: the host's first non-loopback address (or
+    /// 127.0.0.1), shared by every context on the host (see [`crate::net`]).
     pub addr: Option<Ipv4Addr>,
     /// UDP port; default `RDMAKIT_SOFT_UDP_PORT`, else 4791 (RoCEv2). Both
     /// ends must use the same port. A host whose kernel runs RoCE (rdma_rxe,
@@ -123,13 +123,15 @@ impl DeviceConfig {
     }
 
     /// The address the device will have (its GID's): the configured one,
-    /// else the loopback device's 127.0.0.1. Known before any open, like a
-    /// netdev's address.
+    /// else the host device's ([`net::host_device_addr`]). Known before any
+    /// open, like a netdev's address.
     ///
     /// # Errors
     /// As [`DeviceConfig::configured_addr`].
     pub fn device_addr(&self) -> Result<Ipv4Addr> {
-        Ok(self.configured_addr()?.unwrap_or(net::LOOPBACK_DEVICE_ADDR))
+        Ok(self
+            .configured_addr()?
+            .unwrap_or_else(net::host_device_addr))
     }
 }
 

@@ -18,7 +18,8 @@
 //! ```
 //! use rdmakit_soft::{Device, DeviceConfig};
 //! let dev = Device::open(DeviceConfig::default()).unwrap();
-//! assert!(dev.addr().is_loopback());
+//! // The host's first non-loopback address (its "eth0"), or 127.0.0.1.
+//! assert_eq!(dev.addr(), rdmakit_soft::net::host_device_addr());
 //! let pd = dev.alloc_pd().unwrap();
 //! let cq = dev.create_cq(16, None).unwrap();
 //! assert_eq!(dev.resource_counts().cq, 1);

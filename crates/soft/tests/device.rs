@@ -498,3 +498,32 @@ fn moving_a_qp_to_err_sends_the_ack_a_busy_poller_held() {
     drop(buf);
     assert!(failed.is_empty(), "sends that lost their ACK: {failed:?}");
 }
+
+/// libfabric's ofi_rxm opens a 262,144-entry MSG CQ; soft0 offers mlx5's
+/// max_cqe, and a CQ that large (or the largest) allocates nothing until
+/// completions arrive: creating both leaves this process's address space
+/// about where it was (an eager CQ of 4,194,303 × 56 bytes, even one only
+/// reserved, would add ~230 MB of VmSize).
+#[test]
+fn cqs_as_large_as_ofi_rxm_asks_for_are_created_and_cost_nothing_empty() {
+    let d = Device::open(DeviceConfig {
+        shared_registry: false,
+        ..DeviceConfig::default()
+    })
+    .unwrap();
+    let max = d.attr().max_cqe;
+    assert_eq!(max, 4_194_303, "mlx5's max_cqe");
+    // VmSize (pages): reserved memory counts, not only touched memory.
+    let vm = || -> u64 {
+        let s = std::fs::read_to_string("/proc/self/statm").unwrap();
+        s.split_whitespace().next().unwrap().parse::<u64>().unwrap() * 4096
+    };
+    let before = vm();
+    let rxm = d.create_cq(262_144, None).unwrap();
+    let largest = d.create_cq(max, None).unwrap();
+    let grown = vm().saturating_sub(before);
+    assert!(grown < 64 << 20, "two empty CQs took {grown} bytes");
+    assert_eq!(d.create_cq(max + 1, None).unwrap_err().errno, Errno::EINVAL);
+    d.destroy_cq(rxm).unwrap();
+    d.destroy_cq(largest).unwrap();
+}

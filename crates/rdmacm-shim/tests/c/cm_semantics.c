@@ -160,7 +160,8 @@ static void mode_errors(void)
 		FAIL("a wildcard bind attached a device");
 	if (rdma_bind_addr(b, (struct sockaddr *)&any) != -1 || errno != EADDRINUSE)
 		FAIL("second bind to the port: want EADDRINUSE, errno %d", errno);
-	/* The soft NIC sits on loopback: an outside address is unreachable. */
+	/* The soft NIC as it comes keeps its traffic on the host: another
+	 * host's address (192.0.2.1 is not this host's) is unreachable. */
 	rdma_create_id(ch, &c, NULL, RDMA_PS_TCP);
 	if (rdma_resolve_addr(c, NULL, (struct sockaddr *)&far, 2000))
 		FAIL("rdma_resolve_addr: %s", strerror(errno));

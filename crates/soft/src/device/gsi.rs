@@ -6,8 +6,8 @@
 //! wait, and sends MADs to a peer's QP1. With no agent attached, MADs for
 //! QP1 are dropped and counted like datagrams for an unknown QP.
 //!
-//! QP1 has no QPN slot: on a loopback device every context shares the GID
-//! `::ffff:127.0.0.1`, so a MAD cannot be routed by its destination QPN the
+//! QP1 has no QPN slot: on a host device every context shares the one GID
+//! (`::ffff:` and the host's address), so a MAD cannot be routed by its destination QPN the
 //! way other packets are. MADs therefore go to a context's *endpoint*
 //! ([`Device::endpoint`], `127.77.s.t`), which the agent learns from the
 //! rdma_cm port table (who listens where) or from the MAD it answers

@@ -8,15 +8,21 @@
 //!   *is* that address and binds `addr:4791` itself, so kernel rxe or
 //!   another host reaches it. One context at a time per address (as one
 //!   netdev per address); a second bind fails with `EADDRINUSE`.
-//! - **Loopback** (the default): the device's address is 127.0.0.1, shared
-//!   by every context on the host. Each context binds a private endpoint,
-//!   `127.77.s.t:4791` for a free *slot* `s·256+t` in 1..=1023 (the kernel's
-//!   exclusive bind hands out slots, so no registry is needed), and its QPNs
-//!   are `slot << 14 | index`. A packet for `(127.0.0.1, QPN)` goes to the
-//!   endpoint of the QPN's slot — the kernel's demultiplexing by QPN, done
-//!   by the sender. Packets from another context's endpoint carry the device
-//!   address in their GRH. So any number of processes, and any number of
-//!   contexts in one process, address each other by the one GID plus QPN.
+//! - **Host** (the default): the device is bound to the host's first
+//!   interface that is up, running and not loopback, and has its IPv4
+//!   address ([`host_device_addr`]) — as rxe bound to `eth0` has eth0's
+//!   address as its GID — or 127.0.0.1 on a host without one. Every
+//!   context on the host shares that address: each binds a private
+//!   endpoint, `127.77.s.t:4791` for a free *slot* `s·256+t` in 1..=1023
+//!   (the kernel's exclusive bind hands out slots, so no registry is
+//!   needed), and its QPNs are `slot << 14 | index`. A packet for
+//!   `(device address, QPN)` goes to the endpoint of the QPN's slot — the
+//!   host's own address delivered locally, the kernel's demultiplexing by
+//!   QPN done by the sender. Packets from another context's endpoint carry
+//!   the device address in their GRH. So any number of processes, and any
+//!   number of contexts in one process, address each other by the one GID
+//!   plus QPN. The traffic never leaves the host: to reach another host or
+//!   kernel rxe, configure the address.
 //!
 //! The UDP payload is the RoCEv2 packet from the BTH through the 4-byte
 //! ICRC; the ICRC is computed over the IPv4/UDP headers the kernel will emit
@@ -41,12 +47,85 @@ pub const ROCE_PORT: u16 = 4791;
 pub const RECV_BUFFER: usize = 4 << 20;
 /// Bytes of ICRC after the transport packet.
 pub const ICRC_LEN: usize = 4;
-/// The address of a loopback device (its GID is `::ffff:127.0.0.1`).
+/// The address of a host device on a host without a non-loopback IPv4
+/// address (its GID is then `::ffff:127.0.0.1`).
 pub const LOOPBACK_DEVICE_ADDR: Ipv4Addr = Ipv4Addr::LOCALHOST;
 /// Bits of a loopback device's QPN below its context's slot number.
 pub const SLOT_SHIFT: u32 = 14;
 /// The highest slot (QPNs are 24 bits: 10 bits of slot, 14 of index).
 pub const MAX_SLOT: u32 = (1 << (24 - SLOT_SHIFT)) - 1;
+
+/// The address of a device that was not configured with one: the IPv4
+/// address of the host's first interface (in interface-index order, as
+/// `getifaddrs` lists them) that is up and running and not loopback — the
+/// netdev the device is bound to, as rxe is to `eth0` — else
+/// [`LOOPBACK_DEVICE_ADDR`]. Every process of the host (of one network
+/// namespace) gets the same answer. A device opened after the interface's
+/// address changed has the new one; an open context keeps its address
+/// (rxe's GID table would follow the change).
+pub fn host_device_addr() -> Ipv4Addr {
+    pick_host_addr(&host_ipv4_addrs()).unwrap_or(LOOPBACK_DEVICE_ADDR)
+}
+
+/// An interface's IPv4 address and flags (`IFF_*`), as `getifaddrs` lists
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IfAddr {
+    /// The address.
+    pub addr: Ipv4Addr,
+    /// The interface's flags.
+    pub flags: u32,
+}
+
+/// The first address of an up, running, non-loopback interface that is
+/// usable as a unicast source (not 0.0.0.0, 169.254/16 link-local or
+/// multicast): the netdev a host device is bound to.
+pub fn pick_host_addr(addrs: &[IfAddr]) -> Option<Ipv4Addr> {
+    let want = (libc::IFF_UP | libc::IFF_RUNNING) as u32;
+    addrs
+        .iter()
+        .find(|a| {
+            a.flags & want == want
+                && a.flags & libc::IFF_LOOPBACK as u32 == 0
+                && !a.addr.is_loopback()
+                && !a.addr.is_unspecified()
+                && !a.addr.is_link_local()
+                && !a.addr.is_multicast()
+                && !a.addr.is_broadcast()
+        })
+        .map(|a| a.addr)
+}
+
+/// The host's IPv4 interface addresses (empty when `getifaddrs` fails).
+fn host_ipv4_addrs() -> Vec<IfAddr> {
+    let mut out = Vec::new();
+    let mut ifa: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list we walk read-only and free once.
+    if unsafe { libc::getifaddrs(&mut ifa) } != 0 {
+        return out;
+    }
+    let mut cur = ifa;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned.
+        let e = unsafe { &*cur };
+        if !e.ifa_addr.is_null() {
+            // SAFETY: ifa_addr points to a sockaddr of its family.
+            let fam = unsafe { (*e.ifa_addr).sa_family };
+            if libc::c_int::from(fam) == libc::AF_INET {
+                // SAFETY: an AF_INET address is a sockaddr_in.
+                let sin = unsafe { &*e.ifa_addr.cast::<libc::sockaddr_in>() };
+                out.push(IfAddr {
+                    addr: Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+                    flags: e.ifa_flags,
+                });
+            }
+        }
+        cur = e.ifa_next;
+    }
+    // SAFETY: the list getifaddrs returned, freed once.
+    unsafe { libc::freeifaddrs(ifa) };
+    out
+}
 
 /// The private endpoint address of loopback slot `slot` (1..=MAX_SLOT).
 pub fn slot_addr(slot: u32) -> Ipv4Addr {
@@ -120,7 +199,8 @@ fn bind_err(verb: &'static str, e: &std::io::Error, what: String) -> SoftError {
 
 impl Net {
     /// Binds `addr:port` (a configured device address), or a free loopback
-    /// slot's endpoint when `addr` is None.
+    /// slot's endpoint of the host device ([`host_device_addr`]) when
+    /// `addr` is None.
     pub(crate) fn bind(addr: Option<Ipv4Addr>, port: u16) -> Result<Net> {
         let (sock, dev_addr, slot) = match addr {
             Some(a) => (
@@ -132,7 +212,7 @@ impl Net {
             ),
             None => {
                 let (s, slot) = Self::bind_slot(port)?;
-                (s, LOOPBACK_DEVICE_ADDR, Some(slot))
+                (s, host_device_addr(), Some(slot))
             }
         };
         // Best effort: a deep receive buffer absorbs a full RC window
@@ -606,7 +686,7 @@ mod tests {
         assert_eq!(addr_slot(Ipv4Addr::new(127, 0, 0, 1)), None);
         let a = Net::bind(None, 0).unwrap();
         let b = Net::bind(None, 0).unwrap();
-        assert_eq!(a.addr(), LOOPBACK_DEVICE_ADDR);
+        assert_eq!(a.addr(), host_device_addr());
         assert_eq!(a.addr(), b.addr(), "one device address for every context");
         let (ba, bb) = (a.qpn_base().unwrap(), b.qpn_base().unwrap());
         assert_ne!(ba, bb);
@@ -617,8 +697,37 @@ mod tests {
         let far = Ipv4Addr::new(10, 0, 3, 2);
         assert_eq!(*a.route(far, bb).ip(), far);
         // The GRH names the device, not a context's private endpoint.
-        assert_eq!(a.source_addr(*b.endpoint().ip()), LOOPBACK_DEVICE_ADDR);
+        assert_eq!(a.source_addr(*b.endpoint().ip()), a.addr());
         assert_eq!(a.source_addr(far), far);
+    }
+
+    #[test]
+    fn the_host_device_takes_the_first_up_running_non_loopback_address() {
+        let (up, run, lo) = (
+            libc::IFF_UP as u32,
+            libc::IFF_RUNNING as u32,
+            libc::IFF_LOOPBACK as u32,
+        );
+        let a = |s: &str, flags| IfAddr {
+            addr: s.parse().unwrap(),
+            flags,
+        };
+        let list = [
+            a("127.0.0.1", up | run | lo),
+            a("10.9.9.9", up),           // no carrier
+            a("169.254.3.4", up | run),  // link-local
+            a("192.0.2.2", up | run),    // eth0
+            a("198.51.100.7", up | run), // a later interface
+        ];
+        assert_eq!(pick_host_addr(&list), Some("192.0.2.2".parse().unwrap()));
+        assert_eq!(pick_host_addr(&list[..3]), None);
+        assert_eq!(pick_host_addr(&[]), None);
+        // This host: some interface holds the address the device takes.
+        let h = host_device_addr();
+        assert!(
+            h == LOOPBACK_DEVICE_ADDR || UdpSocket::bind(SocketAddrV4::new(h, 0)).is_ok(),
+            "{h} is no address of this host"
+        );
     }
 }
 

@@ -33,7 +33,8 @@ pub fn devices() -> Result<Vec<String>> {
 }
 
 /// Opens device `name` of the default provider (a soft NIC's address is
-/// `RDMAKIT_SOFT_ADDR`, else the shared loopback device address 127.0.0.1).
+/// `RDMAKIT_SOFT_ADDR`, else the host device's, shared by every process:
+/// the host's first non-loopback address, or 127.0.0.1).
 ///
 /// # Errors
 /// `ENODEV` (library layer) when no provider has such a device; the
