@@ -41,6 +41,11 @@ pub struct AgentConfig {
     pub name: String,
     /// Device to test with (None: the built-in soft NIC).
     pub device: Option<String>,
+    /// The provider `device` is opened through (the CLI's `--provider`).
+    pub provider: rdmakit_verbs::ProviderChoice,
+    /// The soft NIC's configuration when `device` is `None` (its address
+    /// is each test's; the CLI's is `DeviceConfig::from_env()`).
+    pub soft: rdmakit_verbs::DeviceConfig,
     /// The run's shared secret.
     pub token: Token,
     /// Exit after this long without a request.
@@ -68,6 +73,8 @@ impl AgentConfig {
             listen,
             name: name.into(),
             device: None,
+            provider: rdmakit_verbs::ProviderChoice::Auto,
+            soft: rdmakit_verbs::DeviceConfig::default(),
             token,
             idle_timeout: Duration::from_secs(600),
             max_size: 8 << 20,
@@ -443,7 +450,7 @@ fn info(cfg: &AgentConfig, local: Option<IpAddr>) -> AgentInfo {
     let (device, port_rate_mbs, mtu) = match &cfg.device {
         None => ("soft0".to_string(), None, soft_mtu(cfg, local)),
         Some(d) => {
-            let (rate, mtu) = port_rate_mtu(d);
+            let (rate, mtu) = port_rate_mtu(cfg.provider, d);
             (d.clone(), rate, mtu)
         }
     };
@@ -460,8 +467,8 @@ fn info(cfg: &AgentConfig, local: Option<IpAddr>) -> AgentInfo {
 
 /// Port 1's data rate in MB/s (2^20 bytes) from `ibv_query_port`'s active
 /// width and speed, when the device reports them, and its active MTU.
-fn port_rate_mtu(dev: &str) -> (Option<f64>, Option<u32>) {
-    let Ok(ctx) = rdmakit_verbs::open_device(dev) else {
+fn port_rate_mtu(provider: rdmakit_verbs::ProviderChoice, dev: &str) -> (Option<f64>, Option<u32>) {
+    let Ok(ctx) = rdmakit_verbs::open_device(provider, dev) else {
         return (None, None);
     };
     let Ok(p) = ctx.query_port(1) else {
@@ -798,7 +805,11 @@ fn serve(
     let opts = ServerOpts {
         port: 0,
         device: cfg.device.clone(),
-        soft_addr: cfg.device.is_none().then_some(ip),
+        provider: cfg.provider,
+        soft: rdmakit_verbs::DeviceConfig {
+            addr: Some(ip),
+            ..cfg.soft.clone()
+        },
         gid_index: 0,
         test: params.test,
     };
@@ -898,7 +909,11 @@ fn run(
         host: server.ip().to_string(),
         port: server.port(),
         device: cfg.device.clone(),
-        soft_addr: cfg.device.is_none().then_some(ip),
+        provider: cfg.provider,
+        soft: rdmakit_verbs::DeviceConfig {
+            addr: Some(ip),
+            ..cfg.soft.clone()
+        },
         gid_index: 0,
         params: params.clone(),
         connect_timeout: Duration::from_secs(5),

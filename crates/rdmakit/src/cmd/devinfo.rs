@@ -3,8 +3,8 @@
 //! formats; `-v` adds every limit, the decoded capability flags and the GID
 //! table), plus `--json` with the same fields.
 //!
-//! Works on any verbs provider: the device list is `rdmakit_verbs::devices()`
-//! (today the soft NIC).
+//! Works on any verbs provider: the device list is `rdmakit_verbs::devices`
+//! of the chosen one.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -29,9 +29,14 @@ pub struct Args {
     json: bool,
 }
 
-/// Queries `name` through the default provider.
-pub fn query(name: &str, port: Option<u8>) -> anyhow::Result<DevInfo> {
-    let ctx = rdmakit_verbs::open_device(name).with_context(|| format!("opening {name}"))?;
+/// Queries `name` through the chosen provider.
+pub fn query(
+    provider: rdmakit_verbs::ProviderChoice,
+    name: &str,
+    port: Option<u8>,
+) -> anyhow::Result<DevInfo> {
+    let ctx =
+        rdmakit_verbs::open_device(provider, name).with_context(|| format!("opening {name}"))?;
     let attr = ctx.query_device().context("ibv_query_device")?;
     let mut ports = Vec::new();
     for p in 1..=attr.phys_port_cnt {
@@ -56,8 +61,9 @@ pub fn query(name: &str, port: Option<u8>) -> anyhow::Result<DevInfo> {
     })
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let names = rdmakit_verbs::devices().context("listing RDMA devices")?;
+pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
+    let provider = provider.context("listing RDMA devices")?;
+    let names = rdmakit_verbs::devices(provider).context("listing RDMA devices")?;
     let names: Vec<String> = match &a.dev {
         Some(d) => {
             if !names.iter().any(|n| n == d) {
@@ -80,7 +86,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let infos = names
         .iter()
-        .map(|n| query(n, a.port))
+        .map(|n| query(provider, n, a.port))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut out = std::io::stdout().lock();
     if a.json {

@@ -127,7 +127,7 @@ fn probe_config(facts: &rdmakit_host::model::HostFacts) -> ProbeConfig {
 
 /// Opens soft NIC `name` and runs the probes on it.
 fn probe_soft(name: &str, cfg: &ProbeConfig) -> anyhow::Result<ProbeReport> {
-    let p = rdmakit_verbs::SoftProvider::default();
+    let p = rdmakit_verbs::SoftProvider::from_env().with_context(|| format!("opening {name}"))?;
     let ctx = rdmakit_verbs::Context::open(&p, name).with_context(|| format!("opening {name}"))?;
     Ok(probes::run(&ctx, cfg))
 }
@@ -359,8 +359,7 @@ pub(super) fn build_report(
     };
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
     // The soft NIC's own names, whatever provider the tools default to.
-    let soft_names = rdmakit_verbs::Provider::device_names(&rdmakit_verbs::SoftProvider::default())
-        .unwrap_or_default();
+    let soft_names = super::soft_names();
     let report = if let Some(dev) = &a.device {
         if !soft_names.contains(dev) {
             let host: Vec<&str> = facts.devices.iter().map(|d| d.name.as_str()).collect();

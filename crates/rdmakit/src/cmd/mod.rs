@@ -24,6 +24,23 @@ pub mod surface;
 pub mod verbstest;
 
 use anyhow::Context as _;
+
+/// The verbs provider chosen at the edge (`--provider`, else
+/// `RDMAKIT_PROVIDER`), or why that choice is bad; read once in `main` and
+/// passed to the commands that open devices.
+pub type ProviderSetting = Result<rdmakit_verbs::ProviderChoice, rdmakit_verbs::Error>;
+
+/// The soft NIC's device names as the environment names it
+/// (`RDMAKIT_SOFT_NAME`, else soft0), whatever provider the tools default to.
+pub fn soft_names() -> Vec<String> {
+    let p = rdmakit_verbs::SoftProvider {
+        config: rdmakit_verbs::DeviceConfig {
+            name: std::env::var("RDMAKIT_SOFT_NAME").ok(),
+            ..rdmakit_verbs::DeviceConfig::default()
+        },
+    };
+    rdmakit_verbs::Provider::device_names(&p).unwrap_or_default()
+}
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::CollectOptions;
 use rdmakit_host::source::{LiveSource, Source};

@@ -130,7 +130,15 @@ pub struct Args {
     connect_timeout: f64,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
+    // The provider opens `-d DEV` only; the soft NIC is built in.
+    let provider = match provider {
+        Ok(c) => c,
+        Err(e) if a.device.is_some() => {
+            return Err(anyhow::Error::new(e).context("choosing a verbs provider"))
+        }
+        Err(_) => rdmakit_verbs::ProviderChoice::Auto,
+    };
     let test = a.test;
     if test == Test::AtomicBw && a.size.is_some_and(|s| s != 8) {
         return Ok(usage("atomic-bw moves 8 bytes per message: -s must be 8"));
@@ -199,13 +207,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         on_progress: Some(Box::new(move |f: f64| bar_ref.set(f))),
         cancel: None,
     };
+    // The soft NIC as the environment configures it (read here, the edge);
+    // a malformed RDMAKIT_SOFT_ADDR fails the run as opening it did.
+    let soft = match rdmakit_verbs::DeviceConfig::from_env() {
+        Ok(c) => c,
+        Err(e) if a.device.is_none() => return failed(test, json, PerfError::Verbs(e.into())),
+        Err(_) => rdmakit_verbs::DeviceConfig::default(),
+    };
     let result = match &a.host {
         Some(host) => run_client(
             &ClientOpts {
                 host: host.clone(),
                 port: a.port,
                 device: a.device.clone(),
-                soft_addr: None,
+                provider,
+                soft: soft.clone(),
                 gid_index: a.gid_index,
                 params,
                 connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.0)),
@@ -223,7 +239,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 &ServerOpts {
                     port: a.port,
                     device: a.device.clone(),
-                    soft_addr: None,
+                    provider,
+                    soft,
                     gid_index: a.gid_index,
                     test,
                 },
@@ -247,20 +264,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) => {
-            if json {
-                println!(
-                    "{}",
-                    json!({ "test": test.name(), "error": e.to_string(), "kind": kind(&e) })
-                );
-            }
-            eprintln!("rdmakit perf: error: {e}");
-            Ok(ExitCode::from(match e {
-                PerfError::Params(_) => 2,
-                _ => 1,
-            }))
-        }
+        Err(e) => failed(test, json, e),
     }
+}
+
+/// Reports a failed run: its JSON object with `--json`, the error on
+/// stderr, exit 2 for bad parameters and 1 otherwise.
+fn failed(test: Test, json: bool, e: PerfError) -> anyhow::Result<ExitCode> {
+    if json {
+        println!(
+            "{}",
+            json!({ "test": test.name(), "error": e.to_string(), "kind": kind(&e) })
+        );
+    }
+    eprintln!("rdmakit perf: error: {e}");
+    Ok(ExitCode::from(match e {
+        PerfError::Params(_) => 2,
+        _ => 1,
+    }))
 }
 
 fn usage(msg: &str) -> ExitCode {

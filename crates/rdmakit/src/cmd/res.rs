@@ -118,9 +118,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(unanswered(e, opened.label())),
     };
     let soft = if live {
-        let names = rdmakit_verbs::Provider::device_names(&rdmakit_verbs::SoftProvider::default())
-            .unwrap_or_default();
-        rdmakit_res::soft::read(&names)
+        rdmakit_res::soft::read(&super::soft_names())
     } else {
         Vec::new()
     };

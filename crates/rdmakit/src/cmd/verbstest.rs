@@ -26,8 +26,9 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let provider = rdmakit_verbs::default_provider().context("choosing a verbs provider")?;
+pub fn run(a: Args, choice: super::ProviderSetting) -> anyhow::Result<ExitCode> {
+    let choice = choice.context("choosing a verbs provider")?;
+    let provider = rdmakit_verbs::default_provider(choice).context("choosing a verbs provider")?;
     let dev = match a.dev {
         Some(d) => d,
         None => match provider.device_names().context("listing devices")?.first() {
@@ -35,8 +36,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             None => bail!("the {} provider lists no device", provider.kind()),
         },
     };
-    let ca = rdmakit_verbs::open_device(&dev).with_context(|| format!("opening {dev}"))?;
-    let cb = rdmakit_verbs::open_device(&dev).with_context(|| format!("opening {dev} again"))?;
+    let ca = rdmakit_verbs::open_device(choice, &dev).with_context(|| format!("opening {dev}"))?;
+    let cb =
+        rdmakit_verbs::open_device(choice, &dev).with_context(|| format!("opening {dev} again"))?;
     let kind = if ca.soft().is_some() {
         "soft"
     } else {

@@ -51,7 +51,16 @@ pub struct Args {
     advertise: Option<Ipv4Addr>,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<ExitCode> {
+    // The provider opens `-d DEV` only; the soft NIC is built in.
+    let provider = match provider {
+        Ok(c) => c,
+        Err(e) if a.device.is_some() => {
+            eprintln!("rdmakit fleet agent: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(_) => rdmakit_verbs::ProviderChoice::Auto,
+    };
     let token = match super::token(a.token_file.as_deref()) {
         Ok(t) => t,
         Err(e) => {
@@ -66,6 +75,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let name = a.name.clone().unwrap_or_else(agent::hostname);
     let mut cfg = AgentConfig::new(a.listen, &name, token);
     cfg.device = a.device.clone();
+    cfg.provider = provider;
+    if a.device.is_none() {
+        cfg.soft = match rdmakit_verbs::DeviceConfig::from_env() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("rdmakit fleet agent: error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+    }
     cfg.idle_timeout = Duration::from_secs(a.idle_timeout);
     cfg.max_test_seconds = a.max_test_seconds;
     cfg.max_size = a.max_size as usize;

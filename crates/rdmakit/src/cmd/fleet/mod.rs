@@ -38,12 +38,12 @@ enum Command {
     Pairwise(pairwise::Args),
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
     match a.command {
         Command::Report(a) => report::run(a),
         Command::Baseline(a) => baseline::run(a),
         Command::Sweep(a) => sweep::run(a),
-        Command::Agent(a) => agent::run(a),
+        Command::Agent(a) => agent::run(a, provider),
         Command::Pairwise(a) => pairwise::run(a),
     }
 }
