@@ -525,6 +525,38 @@ fn test_ip(cfg: &AgentConfig, peer: IpAddr) -> Result<Ipv4Addr, String> {
     route_source(peer)
 }
 
+/// The address an agent announces: `advertise` when given, else its own
+/// listen address when specific, else the source of the route toward the
+/// Slurm launch node (`launch_node`: SLURM_LAUNCH_NODE_IPADDR, read by the
+/// caller).
+///
+/// # Errors
+/// A wildcard listen address with neither, a launch node that is not an
+/// address, or no route toward it.
+pub fn advertised(
+    advertise: Option<Ipv4Addr>,
+    local: SocketAddr,
+    launch_node: Option<&str>,
+) -> Result<Ipv4Addr, String> {
+    if let Some(ip) = advertise {
+        return Ok(ip);
+    }
+    if let IpAddr::V4(ip) = local.ip() {
+        if !ip.is_unspecified() {
+            return Ok(ip);
+        }
+    }
+    let toward = launch_node.ok_or_else(|| {
+        "--announce with --listen 0.0.0.0 needs --advertise IP (or SLURM_LAUNCH_NODE_IPADDR)"
+            .to_string()
+    })?;
+    let toward: IpAddr = toward
+        .trim()
+        .parse()
+        .map_err(|_| format!("SLURM_LAUNCH_NODE_IPADDR={toward:?} is not an address"))?;
+    route_source(toward)
+}
+
 /// The source address of the route toward `peer` (nothing is sent: a UDP
 /// `connect` only picks the route).
 ///
@@ -1036,6 +1068,28 @@ fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_announced_address_is_the_flag_the_listen_address_or_the_route() {
+        let any: SocketAddr = "0.0.0.0:1".parse().unwrap();
+        let ip = Ipv4Addr::new(10, 0, 0, 7);
+        assert_eq!(advertised(Some(ip), any, None), Ok(ip));
+        assert_eq!(
+            advertised(None, "10.0.0.8:1".parse().unwrap(), None),
+            Ok(Ipv4Addr::new(10, 0, 0, 8))
+        );
+        assert!(advertised(None, any, None)
+            .unwrap_err()
+            .contains("needs --advertise"));
+        assert_eq!(
+            advertised(None, any, Some("x")).unwrap_err(),
+            "SLURM_LAUNCH_NODE_IPADDR=\"x\" is not an address"
+        );
+        assert_eq!(
+            advertised(None, any, Some("127.0.0.1")),
+            Ok(Ipv4Addr::LOCALHOST)
+        );
+    }
 
     fn cfg() -> AgentConfig {
         AgentConfig::new(

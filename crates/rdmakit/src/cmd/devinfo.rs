@@ -10,8 +10,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use rdmakit_verbs::devinfo::{text, to_json, DevInfo};
-use serde_json::{json, Value};
+use rdmakit_verbs::devinfo::{json_list, text, DevInfo};
+use serde_json::json;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -37,28 +37,7 @@ pub fn query(
 ) -> anyhow::Result<DevInfo> {
     let ctx =
         rdmakit_verbs::open_device(provider, name).with_context(|| format!("opening {name}"))?;
-    let attr = ctx.query_device().context("ibv_query_device")?;
-    let mut ports = Vec::new();
-    for p in 1..=attr.phys_port_cnt {
-        if port.is_some_and(|want| want != p) {
-            continue;
-        }
-        ports.push((p, ctx.query_port(p).context("ibv_query_port")?));
-    }
-    if let Some(p) = port {
-        if ports.is_empty() {
-            bail!(
-                "{name} has no port {p} (phys_port_cnt {})",
-                attr.phys_port_cnt
-            );
-        }
-    }
-    Ok(DevInfo {
-        name: ctx.name(),
-        attr,
-        ports,
-        soft_offloads: ctx.soft().map(|d| d.offloads().describe()),
-    })
+    DevInfo::query(&ctx, port).map_err(anyhow::Error::msg)
 }
 
 pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
@@ -90,9 +69,7 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut out = std::io::stdout().lock();
     if a.json {
-        let devs: Vec<Value> = infos.iter().map(|i| to_json(i, a.verbose)).collect();
-        let v = json!({ "devices": devs });
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        writeln!(out, "{}", json_list(&infos, a.verbose))?;
     } else {
         for i in &infos {
             out.write_all(text(i, a.verbose).as_bytes())?;

@@ -13,7 +13,6 @@ use rdmakit_fleet::slurm::frame;
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::collect;
 use rdmakit_host::source::Recorder;
-use rdmakit_verbs::ibverbs::{DEFAULT_LIBRARY, LIBRARY_ENV};
 
 use super::{Opened, SourceArgs};
 
@@ -124,18 +123,15 @@ fn load_baseline(path: &str, current: &Opened, live: bool) -> anyhow::Result<Bas
     if facts.devices.iter().all(|d| d.ports.is_empty()) {
         bail!("--baseline {path}: holds no RDMA port, so there are no counters to compare with");
     }
-    let then = match &opened {
-        Opened::Bundle(b, _) => b.header.created_unix,
-        Opened::Live(..) => 0,
+    let then = opened.recorded_unix();
+    let now = current.recorded_unix().or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        (live && matches!(current, Opened::Live(..))).then(|| now.map_or(0, |d| d.as_secs()))
+    });
+    let age = match (then, now) {
+        (Some(t), Some(n)) if n >= t => Some(n - t),
+        _ => None,
     };
-    let now = match current {
-        Opened::Bundle(b, _) => b.header.created_unix,
-        Opened::Live(..) if live => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        Opened::Live(..) => 0,
-    };
-    let age = (then > 0 && now >= then).then(|| now - then);
     Ok(Baseline::from_facts(&facts, opened.label(), age))
 }
 
@@ -183,11 +179,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let report = build_report(&a, &s, &facts, &opened, true, Some(&spinner))?;
     drop(spinner);
     if let Some(path) = &a.html {
-        let taken = match &opened {
-            Opened::Bundle(b, _) => Some(b.header.created_unix).filter(|t| *t > 0),
-            Opened::Live(..) => None,
-        };
-        super::html::doctor(path, &facts, &report, taken)?;
+        super::html::doctor(path, &facts, &report, opened.recorded_unix())?;
     }
     let mut out = anstream::stdout();
     if a.frame {
@@ -258,10 +250,7 @@ pub(super) fn build_report(
         }
     };
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
-    let library = std::env::var(LIBRARY_ENV)
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| DEFAULT_LIBRARY.to_string());
+    let library = super::ibverbs_library();
     let assembly = Assembly {
         device: a.device.as_deref(),
         probe: a.probe,

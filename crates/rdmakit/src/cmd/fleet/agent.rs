@@ -98,7 +98,8 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
     };
     let local = agent.local_addr();
     if a.announce {
-        let ip = match advertised(&a, local) {
+        let launch = std::env::var("SLURM_LAUNCH_NODE_IPADDR").ok();
+        let ip = match agent::advertised(a.advertise, local, launch.as_deref()) {
             Ok(ip) => ip,
             Err(e) => {
                 eprintln!("rdmakit fleet agent: error: {e}");
@@ -132,24 +133,4 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
             Ok(ExitCode::from(2))
         }
     }
-}
-
-fn advertised(a: &Args, local: SocketAddr) -> Result<Ipv4Addr, String> {
-    if let Some(ip) = a.advertise {
-        return Ok(ip);
-    }
-    if let IpAddr::V4(ip) = local.ip() {
-        if !ip.is_unspecified() {
-            return Ok(ip);
-        }
-    }
-    let toward = std::env::var("SLURM_LAUNCH_NODE_IPADDR").map_err(|_| {
-        "--announce with --listen 0.0.0.0 needs --advertise IP (or SLURM_LAUNCH_NODE_IPADDR)"
-            .to_string()
-    })?;
-    let toward: IpAddr = toward
-        .trim()
-        .parse()
-        .map_err(|_| format!("SLURM_LAUNCH_NODE_IPADDR={toward:?} is not an address"))?;
-    agent::route_source(toward)
 }
