@@ -19,6 +19,7 @@
 //! assert_eq!(report.checklist.len(), 4);
 //! ```
 
+pub mod assemble;
 pub mod checks;
 pub mod codes;
 pub mod counters;

@@ -78,6 +78,21 @@ pub struct State {
 }
 
 impl State {
+    /// Writes the state to `path` atomically: a temporary file in the same
+    /// directory (created if missing), renamed.
+    ///
+    /// # Errors
+    /// The directory, the write or the rename failing.
+    pub fn save(&self, path: &str) -> std::io::Result<()> {
+        let p = std::path::Path::new(path);
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = p.with_extension(format!("tmp.{}", std::process::id()));
+        std::fs::write(&tmp, self.to_json() + "\n")?;
+        std::fs::rename(&tmp, p)
+    }
+
     /// The state after a completed check.
     pub fn of(v: &Verdict, boot_id: &str, now_unix: u64) -> State {
         State {
@@ -172,6 +187,21 @@ mod tests {
             ),
             (0, 1, 2)
         );
+    }
+
+    #[test]
+    fn the_state_is_saved_whole_and_read_back() {
+        let d = std::env::temp_dir().join(format!("rdmakit-npd-{}", std::process::id()));
+        let path = d.join("sub/state.json");
+        let ok = State::of(&Verdict::Ok("ok".into()), "boot-a", 1000);
+        ok.save(path.to_str().unwrap()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(State::parse(&text), Some(ok));
+        assert_eq!(
+            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+            1
+        );
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

@@ -92,6 +92,35 @@ impl Previous {
         })
     }
 
+    /// From what was read at `path` (`--baseline PATH`): one previous
+    /// fleet report, or node reports. Unreadable inputs are an error: the
+    /// comparison would be meaningless.
+    ///
+    /// # Errors
+    /// Read errors, no node report, several fleet reports or a mix, or a
+    /// fleet report that is not one ([`Previous::from_fleet_json`]).
+    pub fn from_loaded(path: &str, l: crate::input::Loaded) -> Result<Previous, String> {
+        if !l.errors.is_empty() {
+            let why: Vec<String> = l
+                .errors
+                .iter()
+                .map(|e| format!("{}: {}", e.input, e.message))
+                .collect();
+            return Err(format!("--baseline {path}: {}", why.join("; ")));
+        }
+        match (l.fleets.len(), l.nodes.is_empty()) {
+            (0, false) => Ok(Previous::from_nodes(path, &l.nodes)),
+            (1, true) => {
+                let (src, v) = l.fleets.into_iter().next().expect("one fleet report");
+                Previous::from_fleet_json(&src, v).map_err(|e| e.to_string())
+            }
+            (0, true) => Err(format!("--baseline {path}: holds no node report")),
+            _ => Err(format!(
+                "--baseline {path}: give one previous fleet report, or node reports"
+            )),
+        }
+    }
+
     /// From node reports read like any other inputs.
     pub fn from_nodes(source: &str, nodes: &[NodeReport]) -> Previous {
         Previous {
@@ -427,4 +456,47 @@ pub fn expect_mismatches(fields: &Fields, exp: &ExpectedCohort) -> Vec<(Severity
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{InputError, Loaded};
+
+    fn loaded() -> Loaded {
+        Loaded {
+            nodes: vec![],
+            errors: vec![],
+            inputs: vec![],
+            fleets: vec![],
+        }
+    }
+
+    #[test]
+    fn a_previous_sweep_that_cannot_be_used_says_why() {
+        let e = Previous::from_loaded("old", loaded()).unwrap_err();
+        assert_eq!(e, "--baseline old: holds no node report");
+        let mut l = loaded();
+        l.errors.push(InputError {
+            input: "old/a.json".into(),
+            message: "not JSON".into(),
+        });
+        let e = Previous::from_loaded("old", l).unwrap_err();
+        assert_eq!(e, "--baseline old: old/a.json: not JSON");
+        let mut l = loaded();
+        l.fleets
+            .push(("f.json".into(), serde_json::json!({"schema": "x"})));
+        let e = Previous::from_loaded("f.json", l).unwrap_err();
+        assert!(e.starts_with("f.json: not a fleet report"), "{e}");
+        let mut l = loaded();
+        l.fleets = vec![
+            ("a".into(), serde_json::json!({})),
+            ("b".into(), serde_json::json!({})),
+        ];
+        let e = Previous::from_loaded("d", l).unwrap_err();
+        assert_eq!(
+            e,
+            "--baseline d: give one previous fleet report, or node reports"
+        );
+    }
 }

@@ -202,6 +202,24 @@ impl Bundle {
         }
     }
 
+    /// A bundle of every answer this one holds, under its header (what
+    /// `rdmakit collect` writes when it converts a bundle or capture).
+    pub fn copy(&self) -> Bundle {
+        Bundle {
+            header: self.header.clone(),
+            records: self.records.clone(),
+            misses: AtomicUsize::new(0),
+        }
+    }
+
+    /// How many of the answers are read errors (kept with their errno).
+    pub fn read_errors(&self) -> usize {
+        self.records
+            .values()
+            .filter(|a| matches!(a, Answer::Err(_)))
+            .count()
+    }
+
     /// How many questions were asked that the bundle had no answer for.
     pub fn misses(&self) -> usize {
         self.misses.load(Ordering::Relaxed)
@@ -539,6 +557,15 @@ impl Source for Bundle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_keeps_every_answer_and_counts_read_errors() {
+        let b = sample();
+        let c = b.copy();
+        assert_eq!(c.to_json(), b.to_json());
+        assert_eq!(c.len(), b.len());
+        assert_eq!(c.read_errors(), 1);
+    }
 
     fn sample() -> Bundle {
         let mut recs = BTreeMap::new();

@@ -26,5 +26,6 @@ pub mod collect;
 pub mod errno;
 pub mod model;
 pub mod netlink;
+pub mod open;
 pub mod parse;
 pub mod source;

@@ -240,7 +240,7 @@ pub unsafe extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
     let guid = shim_device(dev).and_then(|d| {
         let cfg = DeviceConfig {
             name: Some(d.name.clone()),
-            ..DeviceConfig::default()
+            ..DeviceConfig::from_env().map_err(guard::soft)?
         };
         cfg.device_addr().map_err(guard::soft)
     });
@@ -285,9 +285,10 @@ fn at_exit_flush() {
 pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context {
     guard::ptr("ibv_open_device", || {
         let d = shim_device(dev)?;
+        // The shim is an edge: the environment configures its soft NIC.
         let cfg = DeviceConfig {
             name: Some(d.name.clone()),
-            ..DeviceConfig::default()
+            ..DeviceConfig::from_env().map_err(guard::soft)?
         };
         let soft = Device::open(cfg).map_err(guard::soft)?;
         at_exit_flush();

@@ -13,5 +13,6 @@
 pub mod expo;
 pub mod http;
 pub mod text;
+pub mod textfile;
 
 pub use expo::{render, scrape, Options};

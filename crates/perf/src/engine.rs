@@ -1,14 +1,14 @@
 //! The test engines: bring-up with timings, the per-size runs of both sides.
 
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdmakit_proto::AddressHandle;
 use rdmakit_verbs::{
-    Access, Ah, ConnectOpts, Context, Cq, DeviceConfig, Gid, InitQp, MrBuf, Mtu, Pd, Qp, QpType,
-    RecvWr, SendOp, SendRequest, SendWr, Sge, UdDest, Wc, WcStatus,
+    Access, Ah, ConnectOpts, Context, Cq, DeviceConfig, Gid, InitQp, MrBuf, Mtu, Pd,
+    ProviderChoice, Qp, QpType, RecvWr, SendOp, SendRequest, SendWr, Sge, UdDest, Wc, WcStatus,
 };
 
 use crate::proto::{io, Lines, Params, QpInfo};
@@ -64,9 +64,12 @@ pub struct ClientOpts {
     pub port: u16,
     /// Device (`None`: the soft NIC).
     pub device: Option<String>,
-    /// The soft NIC's IPv4 address when `device` is `None` (`None`:
-    /// `RDMAKIT_SOFT_ADDR`, else the host device's address).
-    pub soft_addr: Option<Ipv4Addr>,
+    /// The provider `device` is opened through.
+    pub provider: ProviderChoice,
+    /// The soft NIC's configuration when `device` is `None` (its `addr`
+    /// `None`: the host device's address); the CLI's is
+    /// `DeviceConfig::from_env()`.
+    pub soft: DeviceConfig,
     /// GID index (reported; the soft NIC's RoCEv2 GID is used).
     pub gid_index: u32,
     /// What to run.
@@ -82,9 +85,12 @@ pub struct ServerOpts {
     pub port: u16,
     /// Device (`None`: the soft NIC).
     pub device: Option<String>,
-    /// The soft NIC's IPv4 address when `device` is `None` (`None`:
-    /// `RDMAKIT_SOFT_ADDR`, else the host device's address).
-    pub soft_addr: Option<Ipv4Addr>,
+    /// The provider `device` is opened through.
+    pub provider: ProviderChoice,
+    /// The soft NIC's configuration when `device` is `None` (its `addr`
+    /// `None`: the host device's address); the CLI's is
+    /// `DeviceConfig::from_env()`.
+    pub soft: DeviceConfig,
     /// GID index (reported).
     pub gid_index: u32,
     /// The test this server accepts.
@@ -189,17 +195,15 @@ impl Local {
 /// Opens the device, registers `buf_len` bytes, creates CQ and QP, moves it
 /// to INIT (every step timed).
 fn bring_up(
+    provider: ProviderChoice,
     device: &Option<String>,
-    soft_addr: Option<Ipv4Addr>,
+    soft: &DeviceConfig,
     p: &Params,
     buf_len: usize,
 ) -> Result<(Local, InitQp), PerfError> {
     let ctx = match device {
-        Some(n) => rdmakit_verbs::open_device(n)?,
-        None => Context::open_soft(DeviceConfig {
-            addr: soft_addr,
-            ..DeviceConfig::default()
-        })?,
+        Some(n) => rdmakit_verbs::open_device(provider, n)?,
+        None => Context::open_soft(soft.clone())?,
     };
     let mut t = ControlTimings::default();
     let pd = ctx.alloc_pd()?;
@@ -345,7 +349,7 @@ pub fn client_on(
 ) -> Result<Report, PerfError> {
     let p = &opts.params;
     check_params(p)?;
-    let (mut l, init) = bring_up(&opts.device, opts.soft_addr, p, buf_len(p))?;
+    let (mut l, init) = bring_up(opts.provider, &opts.device, &opts.soft, p, buf_len(p))?;
     let stop = hooks.stop();
     let mut c = Lines::new(stream)?;
     c.send(&p.to_line())?;
@@ -824,7 +828,7 @@ pub fn serve_on(
         return Err(PerfError::Params(why));
     }
     let remote = QpInfo::from_line(&c.expect("QP")?)?;
-    let (mut l, init) = match bring_up(&opts.device, opts.soft_addr, &p, buf_len(&p)) {
+    let (mut l, init) = match bring_up(opts.provider, &opts.device, &opts.soft, &p, buf_len(&p)) {
         Ok(x) => x,
         Err(e) => {
             let _ = c.send(&format!("ERR {e}"));

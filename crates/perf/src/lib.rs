@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 mod engine;
+pub mod options;
 mod proto;
 pub mod render;
 mod stats;

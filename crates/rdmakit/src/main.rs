@@ -18,7 +18,7 @@ struct Cli {
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: cmd::ColorWhen,
     /// Verbs provider: auto (real devices through libibverbs if it lists any, else the soft
-    /// NIC), soft, or ibverbs (sets RDMAKIT_PROVIDER).
+    /// NIC), soft, or ibverbs (overrides RDMAKIT_PROVIDER).
     #[arg(long, global = true, value_name = "NAME")]
     provider: Option<String>,
     #[command(subcommand)]
@@ -71,31 +71,36 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli.color.apply();
-    if let Some(p) = &cli.provider {
-        if let Err(e) = rdmakit_verbs::ProviderChoice::parse(p) {
-            eprintln!("rdmakit: error: --provider: {}", e.detail);
-            return ExitCode::from(2);
-        }
-        // Still single-threaded: nothing reads the environment concurrently.
-        std::env::set_var(rdmakit_verbs::ibverbs::select::PROVIDER_ENV, p);
-    }
+    // The provider is read once, here, and passed down: `--provider`, else
+    // RDMAKIT_PROVIDER (whose bad value is an error only for a command that
+    // opens a device through it).
+    let provider = match &cli.provider {
+        Some(p) => match rdmakit_verbs::ProviderChoice::parse(p) {
+            Ok(c) => Ok(c),
+            Err(e) => {
+                eprintln!("rdmakit: error: --provider: {}", e.detail);
+                return ExitCode::from(2);
+            }
+        },
+        None => rdmakit_verbs::ProviderChoice::from_env(),
+    };
     let r = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Collect(a) => cmd::collect::run(a),
         Command::Pcap(a) => cmd::pcap::run(a),
         Command::Dev(a) => cmd::dev::run(a),
-        Command::Devinfo(a) => cmd::devinfo::run(a),
+        Command::Devinfo(a) => cmd::devinfo::run(a, provider),
         Command::Link(a) => cmd::link::run(a),
         Command::Res(a) => cmd::res::run(a),
         Command::Stat(a) => cmd::stat::run(a),
         Command::Monitor(a) => cmd::monitor::run(a),
         Command::Metrics(a) => cmd::metrics::run(a),
-        Command::Perf(a) => cmd::perf::run(a),
+        Command::Perf(a) => cmd::perf::run(a, provider),
         Command::Soft(a) => cmd::soft::run(a),
         Command::Shim(a) => cmd::shim::run(a),
-        Command::VerbsTest(a) => cmd::verbstest::run(a),
-        Command::Fleet(a) => cmd::fleet::run(a),
+        Command::VerbsTest(a) => cmd::verbstest::run(a, provider),
+        Command::Fleet(a) => cmd::fleet::run(a, provider),
         Command::Irq(a) => cmd::irq::run(a),
         Command::Completions(a) => cmd::surface::completions(a, Cli::command()),
         Command::Man(a) => cmd::surface::man(a, Cli::command()),

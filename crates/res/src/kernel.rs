@@ -169,3 +169,198 @@ pub fn summary_rows(summary: &[netlink::ResSummary], wanted: impl Fn(&str) -> bo
         })
         .collect()
 }
+
+/// `rdma dev`: one device's row (`rdma -j dev show` keys).
+pub fn dev_row(d: &netlink::Dev) -> Row {
+    let mut row = Row::new(format!("{}: {}:", d.index, d.name));
+    row.json_only("ifindex", Value::from(d.index));
+    row.json_only("ifname", Value::from(d.name.as_str()));
+    if let Some(t) = d.node_type {
+        row.text("node_type", names::node_type(t));
+    }
+    if let Some(fw) = d.fw_version.as_deref().filter(|s| !s.is_empty()) {
+        row.text("fw", fw);
+    }
+    if let Some(g) = d.node_guid {
+        row.text("node_guid", &names::guid(g));
+    }
+    if let Some(g) = d.sys_image_guid {
+        row.text("sys_image_guid", &names::guid(g));
+    }
+    row
+}
+
+/// `rdma link`: one port's row (`rdma -j link show` keys).
+pub fn port_row(p: &netlink::Port) -> Row {
+    let mut row = Row::new(format!("link {}/{}", p.dev_name, p.port));
+    row.json_only("ifindex", Value::from(p.dev_index));
+    row.json_only("ifname", Value::from(p.dev_name.as_str()));
+    row.json_only("port", Value::from(p.port));
+    if let Some(sp) = p.subnet_prefix {
+        row.text("subnet_prefix", &names::guid(sp));
+    }
+    row.opt("lid", p.lid);
+    row.opt("sm_lid", p.sm_lid);
+    row.opt("lmc", p.lmc);
+    if let Some(s) = p.state {
+        row.text("state", names::port_state(s));
+    }
+    if let Some(s) = p.phys_state {
+        row.text("physical_state", names::phys_state(s));
+    }
+    if let (Some(n), Some(i)) = (&p.netdev, p.netdev_index) {
+        row.text("netdev", n);
+        row.json_only("netdev_index", Value::from(i));
+    }
+    row
+}
+
+/// `rdma monitor`: one device event as a line (`[REGISTER] dev 3 mlx5_0`).
+pub fn event_line(ev: &netlink::Event) -> String {
+    let mut s = format!("[{}]", ev.event.map_or("UNKNOWN", names::event));
+    if let Some(i) = ev.dev_index {
+        s.push_str(&format!(" dev {i}"));
+    }
+    if let Some(n) = &ev.dev_name {
+        s.push_str(&format!(" {n}"));
+    }
+    if let Some(p) = ev.port {
+        s.push_str(&format!(" port {p}"));
+    }
+    if let Some(i) = ev.netdev_index {
+        s.push_str(&format!(" netdev {i}"));
+    }
+    if let Some(n) = &ev.netdev {
+        s.push_str(&format!(" {n}"));
+    }
+    s
+}
+
+/// `rdma statistic`: one port's hardware counters as a row.
+pub fn port_stat_row(s: &netlink::PortStat) -> Row {
+    let mut row = Row::new(format!("link {}/{}", s.dev_name, s.port));
+    row.json_only("ifname", Value::from(s.dev_name.as_str()));
+    row.json_only("port", Value::from(s.port));
+    for (n, v) in &s.counters {
+        row.num(n, *v);
+    }
+    row
+}
+
+/// `rdma statistic qp`: one bound counter, its owner and its QPs as a row.
+pub fn qp_counter_row(f: &NetlinkFacts, c: &netlink::QpCounter) -> Row {
+    let mut row = Row::new(match c.port {
+        Some(p) => format!("link {}/{}", c.dev_name, p),
+        None => format!("link {}/-", c.dev_name),
+    });
+    row.json_only("ifname", Value::from(c.dev_name.as_str()));
+    if let Some(p) = c.port {
+        row.json_only("port", Value::from(p));
+    }
+    row.opt("cntn", c.counter_id);
+    if let Some(t) = c.qp_type {
+        row.text("qp-type", names::qp_type(t));
+    }
+    owner_fields(&mut row, f, &c.holder);
+    for (n, v) in &c.counters {
+        row.num(n, *v);
+    }
+    if !c.lqpns.is_empty() {
+        let l: Vec<String> = c.lqpns.iter().map(u32::to_string).collect();
+        row.push("lqpn", Value::from(c.lqpns.clone()), Some(l.join(",")));
+    }
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json;
+
+    #[test]
+    fn dev_and_port_rows_read_as_rdma_prints_them() {
+        let d = netlink::Dev {
+            index: 3,
+            name: "mlx5_0".into(),
+            ports: Some(1),
+            cap_flags: None,
+            fw_version: Some(String::new()),
+            node_guid: Some(0x0002_c903_0010_0001),
+            sys_image_guid: None,
+            node_type: Some(1),
+            protocol: None,
+            dim: None,
+            dev_type: None,
+            parent_name: None,
+            unknown: vec![],
+        };
+        let r = dev_row(&d);
+        assert_eq!(
+            r.human(),
+            "3: mlx5_0: node_type ca node_guid 0002:c903:0010:0001"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&[r])).unwrap();
+        assert_eq!(v[0]["ifindex"], 3);
+        assert_eq!(v[0]["ifname"], "mlx5_0");
+        assert!(v[0].get("fw").is_none(), "{v}");
+        let p = netlink::Port {
+            dev_index: 3,
+            dev_name: "mlx5_0".into(),
+            port: 1,
+            cap_flags: None,
+            subnet_prefix: None,
+            lid: None,
+            sm_lid: None,
+            lmc: None,
+            state: Some(4),
+            phys_state: Some(5),
+            netdev_index: Some(7),
+            netdev: Some("eth0".into()),
+            unknown: vec![],
+        };
+        let r = port_row(&p);
+        assert_eq!(
+            r.human(),
+            "link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev eth0"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&[r])).unwrap();
+        assert_eq!(
+            (v[0]["port"].clone(), v[0]["netdev_index"].clone()),
+            (1.into(), 7.into())
+        );
+        let s = netlink::PortStat {
+            dev_index: 3,
+            dev_name: "mlx5_0".into(),
+            port: 1,
+            counters: vec![("rx_write_requests".into(), 12)],
+            unknown: vec![],
+        };
+        let ev = netlink::Event {
+            event: Some(2),
+            dev_index: Some(3),
+            dev_name: Some("mlx5_0".into()),
+            port: Some(1),
+            netdev_index: Some(7),
+            netdev: Some("eth0".into()),
+            unknown: vec![],
+        };
+        assert_eq!(
+            event_line(&ev),
+            format!("[{}] dev 3 mlx5_0 port 1 netdev 7 eth0", names::event(2))
+        );
+        let bare = netlink::Event {
+            event: None,
+            dev_index: None,
+            dev_name: None,
+            port: None,
+            netdev_index: None,
+            netdev: None,
+            unknown: vec![],
+        };
+        assert_eq!(event_line(&bare), "[UNKNOWN]");
+        assert_eq!(
+            port_stat_row(&s).human(),
+            "link mlx5_0/1 rx_write_requests 12"
+        );
+    }
+}

@@ -24,6 +24,7 @@
 //! ```
 
 pub mod kernel;
+pub mod listing;
 pub mod registry;
 pub mod row;
 pub mod soft;

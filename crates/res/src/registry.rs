@@ -80,6 +80,45 @@ fn record_json(r: &Record) -> Value {
     })
 }
 
+/// `soft status` of each device in `names`, read from its registry.
+///
+/// # Errors
+/// A registry that cannot be opened or read.
+pub fn status_of(names: &[String]) -> Result<Vec<Rendered>, String> {
+    names
+        .iter()
+        .map(|name| {
+            let reg = open(name)?;
+            let recs = reg
+                .list()
+                .map_err(|e| format!("reading {}: {e}", reg.dir().display()))?;
+            Ok(status(name, reg.dir(), reg.device_leaky(), &recs))
+        })
+        .collect()
+}
+
+/// `soft reclaim` on each device in `names` (`dry_run`: say what would be
+/// freed).
+///
+/// # Errors
+/// A registry that cannot be opened, or the reclaim failing.
+pub fn reclaim_of(names: &[String], dry_run: bool) -> Result<Vec<Rendered>, String> {
+    names
+        .iter()
+        .map(|name| {
+            let reg = open(name)?;
+            let rc = reg
+                .reclaim(dry_run)
+                .map_err(|e| format!("reclaiming in {}: {e}", reg.dir().display()))?;
+            Ok(reclaim(name, reg.dir(), dry_run, &rc))
+        })
+        .collect()
+}
+
+fn open(name: &str) -> Result<registry::Registry, String> {
+    registry::Registry::open(name).map_err(|e| format!("resource registry of {name}: {e}"))
+}
+
 /// `soft status` for device `name` whose registry is `dir` (`leaky`: the
 /// device option) holding `recs`.
 pub fn status(name: &str, dir: &Path, leaky: bool, recs: &[Record]) -> Rendered {

@@ -37,7 +37,7 @@ fn main() {
         },
         exhaustion: Some(exhaustion),
         leaky: Some(flag("leaky")),
-        ..DeviceConfig::default()
+        ..DeviceConfig::from_env().unwrap()
     })
     .expect("open");
     let pd = dev.alloc_pd().expect("alloc_pd");

@@ -35,20 +35,24 @@ pub use gsi::{GsiMad, GSI_QPN};
 /// How a soft device is set up.
 #[derive(Clone, Debug)]
 pub struct DeviceConfig {
-    /// Device name; default `RDMAKIT_SOFT_NAME` or `"soft0"`.
+    /// Device name; default `"soft0"` ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_NAME`).
     pub name: Option<String>,
-    /// The device's IPv4 address (its GID); default `RDMAKIT_SOFT_ADDR`,
-    /// else the host device: the host's first non-loopback address (or
-    /// 127.0.0.1), shared by every context on the host (see [`crate::net`]).
+    /// The device's IPv4 address (its GID); default the host device: the
+    /// host's first non-loopback address (or 127.0.0.1), shared by every
+    /// context on the host (see [`crate::net`]) ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_ADDR`).
     pub addr: Option<Ipv4Addr>,
-    /// UDP port; default `RDMAKIT_SOFT_UDP_PORT`, else 4791 (RoCEv2). Both
+    /// UDP port; default 4791 (RoCEv2) ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_UDP_PORT`). Both
     /// ends must use the same port. A host whose kernel runs RoCE (rdma_rxe,
     /// a RoCE NIC) already listens on 0.0.0.0:4791.
     pub udp_port: u16,
     /// Resource limits.
     pub limits: Limits,
     /// MTU of the (virtual) netdev; the active path MTU follows from it.
-    /// Default `RDMAKIT_SOFT_NETDEV_MTU`, else 4192 (active MTU 4096); on a
+    /// Default 4192 (active MTU 4096) ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_NETDEV_MTU`); on a
     /// real 1500-byte link use 1500 (active MTU 1024), as rxe derives it.
     pub netdev_mtu: u32,
     /// Seed of the descriptor-mapping fault injector (off until enabled).
@@ -58,8 +62,8 @@ pub struct DeviceConfig {
     /// `false` only the progress thread receives (event mode).
     pub busy_poll: bool,
     /// The errno a create verb returns once a device limit (`max_qp`, ...)
-    /// is reached; default `RDMAKIT_SOFT_EXHAUSTION` (`einval`/`enospc`),
-    /// else [`Exhaustion::Einval`].
+    /// is reached; default [`Exhaustion::Einval`] ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_EXHAUSTION`, `einval`/`enospc`).
     pub exhaustion: Option<Exhaustion>,
     /// Share the device-wide resource registry with every process that
     /// opens a device of this name (see [`crate::registry`]); limits then
@@ -69,9 +73,9 @@ pub struct DeviceConfig {
     /// destroying them stay (counting against the limits) until `rdmakit
     /// soft reclaim`, instead of going with the last holder of the context
     /// as the kernel's do — the seed's exhausted-device case, for
-    /// demonstrations and the doctor's tests. Default
-    /// `RDMAKIT_SOFT_LEAKY=1`, else the device's option (`rdmakit soft
-    /// leaky on`), else off.
+    /// demonstrations and the doctor's tests. Default the device's option
+    /// (`rdmakit soft leaky on`), else off ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_LEAKY=1` turns it on).
     pub leaky: Option<bool>,
 }
 
@@ -100,26 +104,58 @@ impl Exhaustion {
 }
 
 impl DeviceConfig {
-    /// The configured device address: `addr`, else `RDMAKIT_SOFT_ADDR`;
-    /// None for the loopback device.
+    /// The defaults with what the environment sets, read here once: the
+    /// edges (the CLI, the shims, a program's `main`) call it and pass the
+    /// configuration down. `RDMAKIT_SOFT_NAME`, `RDMAKIT_SOFT_ADDR`,
+    /// `RDMAKIT_SOFT_UDP_PORT`, `RDMAKIT_SOFT_NETDEV_MTU`,
+    /// `RDMAKIT_SOFT_EXHAUSTION` (`enospc`), `RDMAKIT_SOFT_LEAKY=1`; an
+    /// unset, empty or unusable value leaves the default.
     ///
     /// # Errors
-    /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR`.
-    pub fn configured_addr(&self) -> Result<Option<Ipv4Addr>> {
-        if let Some(a) = self.addr {
-            return Ok(Some(a));
-        }
-        match std::env::var("RDMAKIT_SOFT_ADDR") {
-            Ok(s) if !s.is_empty() => s.trim().parse::<Ipv4Addr>().map(Some).map_err(|_| {
+    /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR` (the error opening the
+    /// device reported before).
+    pub fn from_env() -> Result<DeviceConfig> {
+        let var = |k: &str| std::env::var(k).ok();
+        let d = DeviceConfig::default();
+        let addr = match var("RDMAKIT_SOFT_ADDR") {
+            Some(s) if !s.is_empty() => Some(s.trim().parse::<Ipv4Addr>().map_err(|_| {
                 err(
                     "ibv_open_device",
                     Errno::EINVAL,
                     Origin::Library,
                     format!("RDMAKIT_SOFT_ADDR={s:?} is not an IPv4 address"),
                 )
-            }),
-            _ => Ok(None),
-        }
+            })?),
+            _ => None,
+        };
+        Ok(DeviceConfig {
+            name: var("RDMAKIT_SOFT_NAME"),
+            addr,
+            udp_port: var("RDMAKIT_SOFT_UDP_PORT")
+                .and_then(|p| p.trim().parse().ok())
+                .filter(|&p| p != 0)
+                .unwrap_or(d.udp_port),
+            netdev_mtu: var("RDMAKIT_SOFT_NETDEV_MTU")
+                .and_then(|m| m.trim().parse().ok())
+                .filter(|&m: &u32| m >= 256 + 96)
+                .unwrap_or(d.netdev_mtu),
+            exhaustion: match var("RDMAKIT_SOFT_EXHAUSTION").as_deref() {
+                Some("enospc" | "ENOSPC") => Some(Exhaustion::Enospc),
+                _ => None,
+            },
+            leaky: var("RDMAKIT_SOFT_LEAKY")
+                .is_some_and(|v| matches!(v.trim(), "1" | "on" | "yes"))
+                .then_some(true),
+            ..d
+        })
+    }
+
+    /// The configured device address: `addr`; None for the loopback device.
+    ///
+    /// # Errors
+    /// None today (the address is parsed by [`DeviceConfig::from_env`]).
+    pub fn configured_addr(&self) -> Result<Option<Ipv4Addr>> {
+        Ok(self.addr)
     }
 
     /// The address the device will have (its GID's): the configured one,
@@ -140,17 +176,9 @@ impl Default for DeviceConfig {
         DeviceConfig {
             name: None,
             addr: None,
-            udp_port: std::env::var("RDMAKIT_SOFT_UDP_PORT")
-                .ok()
-                .and_then(|p| p.trim().parse().ok())
-                .filter(|&p| p != 0)
-                .unwrap_or(net::ROCE_PORT),
+            udp_port: net::ROCE_PORT,
             limits: Limits::default(),
-            netdev_mtu: std::env::var("RDMAKIT_SOFT_NETDEV_MTU")
-                .ok()
-                .and_then(|m| m.trim().parse().ok())
-                .filter(|&m: &u32| m >= 256 + 96)
-                .unwrap_or(4096 + 96),
+            netdev_mtu: 4096 + 96,
             fault_seed: 0,
             busy_poll: true,
             exhaustion: None,
@@ -558,22 +586,11 @@ impl Device {
     /// Opens a device: binds its UDP socket and starts its progress thread.
     ///
     /// # Errors
-    /// `EADDRINUSE` / `EADDRNOTAVAIL` when the address cannot be bound,
-    /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR`.
+    /// `EADDRINUSE` / `EADDRNOTAVAIL` when the address cannot be bound.
     pub fn open(cfg: DeviceConfig) -> Result<Device> {
-        let name = cfg
-            .name
-            .clone()
-            .or_else(|| std::env::var("RDMAKIT_SOFT_NAME").ok())
-            .unwrap_or_else(|| "soft0".to_string());
+        let name = cfg.name.clone().unwrap_or_else(|| "soft0".to_string());
         let addr = cfg.configured_addr()?;
-        let exhaustion = match cfg.exhaustion {
-            Some(e) => e,
-            None => match std::env::var("RDMAKIT_SOFT_EXHAUSTION").as_deref() {
-                Ok("enospc" | "ENOSPC") => Exhaustion::Enospc,
-                _ => Exhaustion::Einval,
-            },
-        };
+        let exhaustion = cfg.exhaustion.unwrap_or_default();
         // A registry this process cannot use (another user's directory
         // without write access, no /dev/shm) leaves limits per device
         // instance rather than failing the open.
@@ -582,11 +599,9 @@ impl Device {
         } else {
             None
         };
-        let leaky = cfg.leaky.unwrap_or_else(|| {
-            std::env::var("RDMAKIT_SOFT_LEAKY")
-                .is_ok_and(|v| matches!(v.trim(), "1" | "on" | "yes"))
-                || registry.as_ref().is_some_and(Registry::device_leaky)
-        });
+        let leaky = cfg
+            .leaky
+            .unwrap_or_else(|| registry.as_ref().is_some_and(Registry::device_leaky));
         // The context the objects belong to: held (flock) while this device
         // is open or a forked child keeps the descriptor; without it the
         // registry cannot tell a dead context, so limits stay per instance.

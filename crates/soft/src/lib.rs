@@ -34,6 +34,7 @@ mod device;
 pub mod devnode;
 pub mod dma;
 pub mod errno;
+pub mod install;
 pub mod net;
 pub mod registry;
 pub mod ring;

@@ -27,7 +27,7 @@ struct Side {
 
 fn pair() -> (Side, Side) {
     let open = || {
-        let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+        let ctx = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
         let pd = ctx.alloc_pd().unwrap();
         let cq = ctx.create_cq(1024, None).unwrap();
         let qp = pd

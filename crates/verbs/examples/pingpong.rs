@@ -39,8 +39,8 @@ fn raw_udp(iters: usize) -> Duration {
 
 fn rc_send(iters: usize) -> Duration {
     let t = Duration::from_secs(10);
-    let a = Context::open_soft(DeviceConfig::default()).unwrap();
-    let b = Context::open_soft(DeviceConfig::default()).unwrap();
+    let a = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
+    let b = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
     let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
     let (ca, cb) = (
         a.create_cq(256, None).unwrap(),
@@ -159,8 +159,8 @@ pub fn raw_udp_bw(msgs: usize, size: usize) -> f64 {
 /// RC WRITE bandwidth: `msgs` WRITEs of `size` bytes, `depth` in flight.
 pub fn rc_write_bw(msgs: usize, size: usize, depth: usize) -> f64 {
     let t = Duration::from_secs(30);
-    let a = Context::open_soft(DeviceConfig::default()).unwrap();
-    let b = Context::open_soft(DeviceConfig::default()).unwrap();
+    let a = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
+    let b = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
     let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
     let (ca, cb) = (
         a.create_cq(1024, None).unwrap(),

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::{DeviceAttr, GidType, LinkLayer, PortAttr, PortState};
 
 /// What one device reports: the inputs of both renderings.
+#[derive(Debug)]
 pub struct DevInfo {
     /// The device name (`ibv_get_device_name`).
     pub name: String,
@@ -22,6 +23,50 @@ pub struct DevInfo {
     /// None for other devices. Only in the verbose JSON: the text keeps
     /// ibv_devinfo's keys.
     pub soft_offloads: Option<&'static str>,
+}
+
+impl DevInfo {
+    /// Queries the open device `ctx`: its attributes and its ports (only
+    /// `port` when given).
+    ///
+    /// # Errors
+    /// The query verb that failed, or `port` not on the device.
+    pub fn query(ctx: &crate::Context, port: Option<u8>) -> Result<DevInfo, String> {
+        let name = ctx.name();
+        let attr = ctx
+            .query_device()
+            .map_err(|e| format!("ibv_query_device: {e}"))?;
+        let mut ports = Vec::new();
+        for p in 1..=attr.phys_port_cnt {
+            if port.is_some_and(|want| want != p) {
+                continue;
+            }
+            let a = ctx
+                .query_port(p)
+                .map_err(|e| format!("ibv_query_port: {e}"))?;
+            ports.push((p, a));
+        }
+        if let Some(p) = port {
+            if ports.is_empty() {
+                return Err(format!(
+                    "{name} has no port {p} (phys_port_cnt {})",
+                    attr.phys_port_cnt
+                ));
+            }
+        }
+        Ok(DevInfo {
+            name,
+            attr,
+            ports,
+            soft_offloads: ctx.soft().map(|d| d.offloads().describe()),
+        })
+    }
+}
+
+/// `--json`: every device as `{"devices": [...]}`, pretty-printed.
+pub fn json_list(infos: &[DevInfo], verbose: bool) -> String {
+    let devs: Vec<Value> = infos.iter().map(|i| to_json(i, verbose)).collect();
+    serde_json::to_string_pretty(&json!({ "devices": devs })).unwrap_or_default()
 }
 
 /// `ibv_devinfo`'s `guid_str`: four big-endian 16-bit groups.
@@ -527,6 +572,19 @@ mod tests {
             ports: vec![(1, dev.port_attr(1).unwrap())],
             soft_offloads: Some(dev.offloads().describe()),
         };
+        let ctx = crate::Context::open_soft(rdmakit_soft::DeviceConfig {
+            shared_registry: false,
+            ..rdmakit_soft::DeviceConfig::default()
+        })
+        .unwrap();
+        let q = DevInfo::query(&ctx, Some(1)).unwrap();
+        assert_eq!((q.ports.len(), q.soft_offloads.is_some()), (1, true));
+        assert_eq!(
+            DevInfo::query(&ctx, Some(2)).unwrap_err(),
+            format!("{} has no port 2 (phys_port_cnt 1)", q.name)
+        );
+        let list: Value = serde_json::from_str(&json_list(&[q], false)).unwrap();
+        assert_eq!(list["devices"][0]["phys_port_cnt"], 1, "{list:#}");
         let t = text(&i, false);
         assert!(t.starts_with("hca_id:\tsoft0\n"), "{t}");
         assert!(t.contains("\t\tport:\t1\n"), "{t}");

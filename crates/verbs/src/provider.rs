@@ -92,6 +92,20 @@ pub struct SoftProvider {
     pub config: DeviceConfig,
 }
 
+impl SoftProvider {
+    /// The soft NIC as the environment configures it
+    /// ([`DeviceConfig::from_env`]); for the edges (the CLI, provider
+    /// selection by name).
+    ///
+    /// # Errors
+    /// As [`DeviceConfig::from_env`].
+    pub fn from_env() -> Result<SoftProvider> {
+        Ok(SoftProvider {
+            config: DeviceConfig::from_env()?,
+        })
+    }
+}
+
 impl Provider for SoftProvider {
     fn kind(&self) -> &'static str {
         "soft"
@@ -101,7 +115,6 @@ impl Provider for SoftProvider {
             .config
             .name
             .clone()
-            .or_else(|| std::env::var("RDMAKIT_SOFT_NAME").ok())
             .unwrap_or_else(|| "soft0".to_string());
         Ok(vec![name])
     }

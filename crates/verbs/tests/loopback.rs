@@ -396,9 +396,10 @@ fn rc_at_path_mtu_4096_moves_multi_packet_writes_and_sends() {
 
 #[test]
 fn event_mode_without_busy_poll_and_device_list() {
-    let names = rdmakit_verbs::devices().unwrap();
+    let choice = rdmakit_verbs::ProviderChoice::from_env().unwrap();
+    let names = rdmakit_verbs::devices(choice).unwrap();
     assert_eq!(names.len(), 1);
-    let e = rdmakit_verbs::open_device("no_such_dev").unwrap_err();
+    let e = rdmakit_verbs::open_device(choice, "no_such_dev").unwrap_err();
     assert_eq!((e.errno.name(), e.layer), ("ENODEV", Layer::Library));
     let (a, b) = (side_with(no_busy_poll(), 16), side_with(no_busy_poll(), 16));
     let (qa, qb) = connect(&a, &b, QpType::Rc, ConnectOpts::default());

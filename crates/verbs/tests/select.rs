@@ -1,7 +1,7 @@
 //! Provider selection (`RDMAKIT_PROVIDER`, `RDMAKIT_IBVERBS_LIB`). One test
 //! in its own binary: it changes the process environment.
 
-use rdmakit_verbs::{default_provider, devices, open_device, Errno, Layer};
+use rdmakit_verbs::{default_provider, devices, open_device, Errno, Layer, ProviderChoice};
 
 #[test]
 fn auto_falls_back_to_the_soft_nic_and_explicit_ibverbs_reports_the_library() {
@@ -10,11 +10,13 @@ fn auto_falls_back_to_the_soft_nic_and_explicit_ibverbs_reports_the_library() {
 
     // auto: no library → the soft NIC, silently.
     std::env::set_var("RDMAKIT_PROVIDER", "auto");
-    assert_eq!(default_provider().unwrap().kind(), "soft");
-    assert_eq!(devices().unwrap(), vec![soft.clone()]);
-    let ctx = open_device(&soft).unwrap();
+    let auto = ProviderChoice::from_env().unwrap();
+    assert_eq!(auto, ProviderChoice::Auto);
+    assert_eq!(default_provider(auto).unwrap().kind(), "soft");
+    assert_eq!(devices(auto).unwrap(), vec![soft.clone()]);
+    let ctx = open_device(auto, &soft).unwrap();
     assert!(ctx.soft().is_some());
-    let e = open_device("rxe0").unwrap_err();
+    let e = open_device(auto, "rxe0").unwrap_err();
     assert_eq!((e.errno, e.layer), (Errno::ENODEV, Layer::Library));
     // The ENODEV says what was tried, the library's failure included.
     assert!(e.detail.contains("/nonexistent/libibverbs.so.1"), "{e}");
@@ -22,20 +24,24 @@ fn auto_falls_back_to_the_soft_nic_and_explicit_ibverbs_reports_the_library() {
 
     // ibverbs: the library's error, no fallback.
     std::env::set_var("RDMAKIT_PROVIDER", "ibverbs");
-    let e = devices().unwrap_err();
+    let ibverbs = ProviderChoice::from_env().unwrap();
+    let e = devices(ibverbs).unwrap_err();
     assert_eq!(
         (e.verb, e.errno, e.layer),
         ("dlopen", Errno::ENOENT, Layer::Library)
     );
-    let e = open_device(&soft).unwrap_err();
+    let e = open_device(ibverbs, &soft).unwrap_err();
     assert_eq!(e.verb, "dlopen");
 
     // soft: only the soft NIC.
     std::env::set_var("RDMAKIT_PROVIDER", "soft");
-    assert_eq!(devices().unwrap(), vec![soft]);
+    assert_eq!(
+        devices(ProviderChoice::from_env().unwrap()).unwrap(),
+        vec![soft]
+    );
 
     // A bad choice is the application's error.
     std::env::set_var("RDMAKIT_PROVIDER", "mlx5");
-    let e = devices().unwrap_err();
+    let e = ProviderChoice::from_env().unwrap_err();
     assert_eq!((e.errno, e.layer), (Errno::EINVAL, Layer::Application));
 }

@@ -164,7 +164,8 @@ fn env_child_role() {
     if std::env::var_os(ENV_ROLE).is_none() {
         return;
     }
-    let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
+    // A program's edge: the environment configures its soft NIC.
+    let ctx = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
     println!(
         "@@GID {} {}",
         ctx.name(),

@@ -41,6 +41,11 @@ pub struct AgentConfig {
     pub name: String,
     /// Device to test with (None: the built-in soft NIC).
     pub device: Option<String>,
+    /// The provider `device` is opened through (the CLI's `--provider`).
+    pub provider: rdmakit_verbs::ProviderChoice,
+    /// The soft NIC's configuration when `device` is `None` (its address
+    /// is each test's; the CLI's is `DeviceConfig::from_env()`).
+    pub soft: rdmakit_verbs::DeviceConfig,
     /// The run's shared secret.
     pub token: Token,
     /// Exit after this long without a request.
@@ -68,6 +73,8 @@ impl AgentConfig {
             listen,
             name: name.into(),
             device: None,
+            provider: rdmakit_verbs::ProviderChoice::Auto,
+            soft: rdmakit_verbs::DeviceConfig::default(),
             token,
             idle_timeout: Duration::from_secs(600),
             max_size: 8 << 20,
@@ -443,7 +450,7 @@ fn info(cfg: &AgentConfig, local: Option<IpAddr>) -> AgentInfo {
     let (device, port_rate_mbs, mtu) = match &cfg.device {
         None => ("soft0".to_string(), None, soft_mtu(cfg, local)),
         Some(d) => {
-            let (rate, mtu) = port_rate_mtu(d);
+            let (rate, mtu) = port_rate_mtu(cfg.provider, d);
             (d.clone(), rate, mtu)
         }
     };
@@ -460,8 +467,8 @@ fn info(cfg: &AgentConfig, local: Option<IpAddr>) -> AgentInfo {
 
 /// Port 1's data rate in MB/s (2^20 bytes) from `ibv_query_port`'s active
 /// width and speed, when the device reports them, and its active MTU.
-fn port_rate_mtu(dev: &str) -> (Option<f64>, Option<u32>) {
-    let Ok(ctx) = rdmakit_verbs::open_device(dev) else {
+fn port_rate_mtu(provider: rdmakit_verbs::ProviderChoice, dev: &str) -> (Option<f64>, Option<u32>) {
+    let Ok(ctx) = rdmakit_verbs::open_device(provider, dev) else {
         return (None, None);
     };
     let Ok(p) = ctx.query_port(1) else {
@@ -516,6 +523,38 @@ fn test_ip(cfg: &AgentConfig, peer: IpAddr) -> Result<Ipv4Addr, String> {
         }
     }
     route_source(peer)
+}
+
+/// The address an agent announces: `advertise` when given, else its own
+/// listen address when specific, else the source of the route toward the
+/// Slurm launch node (`launch_node`: SLURM_LAUNCH_NODE_IPADDR, read by the
+/// caller).
+///
+/// # Errors
+/// A wildcard listen address with neither, a launch node that is not an
+/// address, or no route toward it.
+pub fn advertised(
+    advertise: Option<Ipv4Addr>,
+    local: SocketAddr,
+    launch_node: Option<&str>,
+) -> Result<Ipv4Addr, String> {
+    if let Some(ip) = advertise {
+        return Ok(ip);
+    }
+    if let IpAddr::V4(ip) = local.ip() {
+        if !ip.is_unspecified() {
+            return Ok(ip);
+        }
+    }
+    let toward = launch_node.ok_or_else(|| {
+        "--announce with --listen 0.0.0.0 needs --advertise IP (or SLURM_LAUNCH_NODE_IPADDR)"
+            .to_string()
+    })?;
+    let toward: IpAddr = toward
+        .trim()
+        .parse()
+        .map_err(|_| format!("SLURM_LAUNCH_NODE_IPADDR={toward:?} is not an address"))?;
+    route_source(toward)
 }
 
 /// The source address of the route toward `peer` (nothing is sent: a UDP
@@ -798,7 +837,11 @@ fn serve(
     let opts = ServerOpts {
         port: 0,
         device: cfg.device.clone(),
-        soft_addr: cfg.device.is_none().then_some(ip),
+        provider: cfg.provider,
+        soft: rdmakit_verbs::DeviceConfig {
+            addr: Some(ip),
+            ..cfg.soft.clone()
+        },
         gid_index: 0,
         test: params.test,
     };
@@ -898,7 +941,11 @@ fn run(
         host: server.ip().to_string(),
         port: server.port(),
         device: cfg.device.clone(),
-        soft_addr: cfg.device.is_none().then_some(ip),
+        provider: cfg.provider,
+        soft: rdmakit_verbs::DeviceConfig {
+            addr: Some(ip),
+            ..cfg.soft.clone()
+        },
         gid_index: 0,
         params: params.clone(),
         connect_timeout: Duration::from_secs(5),
@@ -1021,6 +1068,28 @@ fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_announced_address_is_the_flag_the_listen_address_or_the_route() {
+        let any: SocketAddr = "0.0.0.0:1".parse().unwrap();
+        let ip = Ipv4Addr::new(10, 0, 0, 7);
+        assert_eq!(advertised(Some(ip), any, None), Ok(ip));
+        assert_eq!(
+            advertised(None, "10.0.0.8:1".parse().unwrap(), None),
+            Ok(Ipv4Addr::new(10, 0, 0, 8))
+        );
+        assert!(advertised(None, any, None)
+            .unwrap_err()
+            .contains("needs --advertise"));
+        assert_eq!(
+            advertised(None, any, Some("x")).unwrap_err(),
+            "SLURM_LAUNCH_NODE_IPADDR=\"x\" is not an address"
+        );
+        assert_eq!(
+            advertised(None, any, Some("127.0.0.1")),
+            Ok(Ipv4Addr::LOCALHOST)
+        );
+    }
 
     fn cfg() -> AgentConfig {
         AgentConfig::new(

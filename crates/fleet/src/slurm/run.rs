@@ -301,6 +301,28 @@ pub struct SweepRun {
     pub last_report: Option<Duration>,
 }
 
+impl SweepRun {
+    /// The sweep's closing line: nodes reported, when, how it ended, and
+    /// where its evidence is.
+    pub fn summary(&self, dir: &Path) -> String {
+        let total = self.results.len();
+        let reported = self.results.iter().filter(|r| r.is_reported()).count();
+        let last = self
+            .last_report
+            .map(|d| format!(", the last {:.1} s after srun started", d.as_secs_f64()))
+            .unwrap_or_default();
+        let end = match self.end {
+            End::TimedOut(s) => format!("; stopped by the {s:.0} s timeout"),
+            End::Exited(_) => String::new(),
+        };
+        format!(
+            "Sweep: {reported} of {total} nodes reported in {:.1} s{last}{end}; evidence in {}",
+            self.elapsed.as_secs_f64(),
+            dir.display()
+        )
+    }
+}
+
 /// How long srun may take to stop its step after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -551,6 +573,29 @@ pub fn summary_json(run: &SweepRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_says_what_reported_when_and_how_it_ended() {
+        let mut r = SweepRun {
+            results: vec![],
+            argv: vec![],
+            stdout: vec![],
+            stderr: vec![],
+            end: End::TimedOut(30.0),
+            elapsed: Duration::from_millis(30_120),
+            last_report: Some(Duration::from_millis(2_340)),
+        };
+        assert_eq!(
+            r.summary(Path::new("out")),
+            "Sweep: 0 of 0 nodes reported in 30.1 s, the last 2.3 s after srun started; \
+             stopped by the 30 s timeout; evidence in out"
+        );
+        (r.end, r.last_report) = (End::Exited(Some(0)), None);
+        assert_eq!(
+            r.summary(Path::new("d")),
+            "Sweep: 0 of 0 nodes reported in 30.1 s; evidence in d"
+        );
+    }
 
     fn spec() -> SweepSpec {
         SweepSpec {

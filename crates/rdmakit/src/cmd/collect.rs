@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::collect;
-use rdmakit_host::source::{Answer, Recorder};
+use rdmakit_host::source::Recorder;
 
 use super::{Opened, SourceArgs};
 
@@ -29,13 +29,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .is_some_and(|p| std::path::Path::new(p).is_dir()) =>
         {
-            let mut recs = std::collections::BTreeMap::new();
-            for (op, path) in b.keys() {
-                if let Some(ans) = b.get(op, &path) {
-                    recs.insert((op, path), ans.clone());
-                }
-            }
-            Bundle::new(b.header.clone(), recs)
+            b.copy()
         }
         _ => {
             let rec = Recorder::new(opened.source());
@@ -52,11 +46,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     bundle
         .write(&a.output)
         .with_context(|| format!("writing {}", a.output))?;
-    let errors = bundle
-        .keys()
-        .iter()
-        .filter(|(op, p)| matches!(bundle.get(*op, p), Some(Answer::Err(_))))
-        .count();
+    let errors = bundle.read_errors();
     eprintln!(
         "rdmakit: wrote {}: {} answers ({} of them read errors, kept with their errno); \
          replay with: rdmakit doctor --from {}",

@@ -3,10 +3,8 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use rdmakit_host::netlink::names;
-use serde_json::Value;
 
-use super::res::{emit, load, Row};
+use super::res::{emit, load};
 use super::SourceArgs;
 
 #[derive(clap::Args, Debug)]
@@ -29,22 +27,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if a.dev.as_deref().is_some_and(|x| x != d.name) {
             continue;
         }
-        let mut row = Row::new(format!("{}: {}:", d.index, d.name));
-        row.json_only("ifindex", Value::from(d.index));
-        row.json_only("ifname", Value::from(d.name.as_str()));
-        if let Some(t) = d.node_type {
-            row.text("node_type", names::node_type(t));
-        }
-        if let Some(fw) = d.fw_version.as_deref().filter(|s| !s.is_empty()) {
-            row.text("fw", fw);
-        }
-        if let Some(g) = d.node_guid {
-            row.text("node_guid", &names::guid(g));
-        }
-        if let Some(g) = d.sys_image_guid {
-            row.text("sys_image_guid", &names::guid(g));
-        }
-        rows.push(row);
+        rows.push(rdmakit_res::kernel::dev_row(d));
     }
     if let Some(d) = &a.dev {
         if rows.is_empty() {

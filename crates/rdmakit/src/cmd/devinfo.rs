@@ -3,15 +3,15 @@
 //! formats; `-v` adds every limit, the decoded capability flags and the GID
 //! table), plus `--json` with the same fields.
 //!
-//! Works on any verbs provider: the device list is `rdmakit_verbs::devices()`
-//! (today the soft NIC).
+//! Works on any verbs provider: the device list is `rdmakit_verbs::devices`
+//! of the chosen one.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use rdmakit_verbs::devinfo::{text, to_json, DevInfo};
-use serde_json::{json, Value};
+use rdmakit_verbs::devinfo::{json_list, text, DevInfo};
+use serde_json::json;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -29,35 +29,20 @@ pub struct Args {
     json: bool,
 }
 
-/// Queries `name` through the default provider.
-pub fn query(name: &str, port: Option<u8>) -> anyhow::Result<DevInfo> {
-    let ctx = rdmakit_verbs::open_device(name).with_context(|| format!("opening {name}"))?;
-    let attr = ctx.query_device().context("ibv_query_device")?;
-    let mut ports = Vec::new();
-    for p in 1..=attr.phys_port_cnt {
-        if port.is_some_and(|want| want != p) {
-            continue;
-        }
-        ports.push((p, ctx.query_port(p).context("ibv_query_port")?));
-    }
-    if let Some(p) = port {
-        if ports.is_empty() {
-            bail!(
-                "{name} has no port {p} (phys_port_cnt {})",
-                attr.phys_port_cnt
-            );
-        }
-    }
-    Ok(DevInfo {
-        name: ctx.name(),
-        attr,
-        ports,
-        soft_offloads: ctx.soft().map(|d| d.offloads().describe()),
-    })
+/// Queries `name` through the chosen provider.
+pub fn query(
+    provider: rdmakit_verbs::ProviderChoice,
+    name: &str,
+    port: Option<u8>,
+) -> anyhow::Result<DevInfo> {
+    let ctx =
+        rdmakit_verbs::open_device(provider, name).with_context(|| format!("opening {name}"))?;
+    DevInfo::query(&ctx, port).map_err(anyhow::Error::msg)
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let names = rdmakit_verbs::devices().context("listing RDMA devices")?;
+pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
+    let provider = provider.context("listing RDMA devices")?;
+    let names = rdmakit_verbs::devices(provider).context("listing RDMA devices")?;
     let names: Vec<String> = match &a.dev {
         Some(d) => {
             if !names.iter().any(|n| n == d) {
@@ -80,13 +65,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let infos = names
         .iter()
-        .map(|n| query(n, a.port))
+        .map(|n| query(provider, n, a.port))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut out = std::io::stdout().lock();
     if a.json {
-        let devs: Vec<Value> = infos.iter().map(|i| to_json(i, a.verbose)).collect();
-        let v = json!({ "devices": devs });
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        writeln!(out, "{}", json_list(&infos, a.verbose))?;
     } else {
         for i in &infos {
             out.write_all(text(i, a.verbose).as_bytes())?;

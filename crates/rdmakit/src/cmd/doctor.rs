@@ -4,16 +4,14 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use rdmakit_doctor::checks::Config;
-use rdmakit_doctor::codes::{Code, Severity};
+pub(super) use rdmakit_doctor::assemble::Settings;
+use rdmakit_doctor::assemble::{assemble, Assembly, RawOptions};
 use rdmakit_doctor::counters::Baseline;
-use rdmakit_doctor::probes::{self, ProbeConfig, ProbeReport, SOFT_LABEL};
 use rdmakit_doctor::render::{self, HumanOptions};
 use rdmakit_doctor::report::Report;
 use rdmakit_fleet::slurm::frame;
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::collect;
-use rdmakit_host::parse::proc::Limit;
 use rdmakit_host::source::Recorder;
 
 use super::{Opened, SourceArgs};
@@ -111,55 +109,6 @@ pub struct Args {
     pub(super) dry_run: bool,
 }
 
-/// The probe configuration for this host: its RLIMIT_MEMLOCK (none for root,
-/// whose CAP_IPC_LOCK ignores it).
-fn probe_config(facts: &rdmakit_host::model::HostFacts) -> ProbeConfig {
-    let root = facts.identity.as_ref().is_some_and(|i| i.euid == 0);
-    let memlock_limit = match facts.memlock.effective() {
-        Some((Limit::Bytes(b), _)) if !root => Some(b),
-        _ => None,
-    };
-    ProbeConfig {
-        memlock_limit,
-        ..ProbeConfig::default()
-    }
-}
-
-/// Opens soft NIC `name` and runs the probes on it.
-fn probe_soft(name: &str, cfg: &ProbeConfig) -> anyhow::Result<ProbeReport> {
-    let p = rdmakit_verbs::SoftProvider::default();
-    let ctx = rdmakit_verbs::Context::open(&p, name).with_context(|| format!("opening {name}"))?;
-    Ok(probes::run(&ctx, cfg))
-}
-
-/// The active probes on the host's own devices, through rdma-core's
-/// libibverbs (the rdma-core provider): one probe report per device that
-/// opens; a library that does not load is RDK-L001, a device that does not
-/// open a note (the device and provider rules say why).
-fn probe_host(mut report: Report, names: &[String], cfg: &ProbeConfig, dcfg: &Config) -> Report {
-    use rdmakit_verbs::ibverbs::{IbverbsProvider, DEFAULT_LIBRARY, LIBRARY_ENV};
-    let p = match IbverbsProvider::load() {
-        Ok(p) => p,
-        Err(e) => {
-            let looked_for = std::env::var(LIBRARY_ENV)
-                .ok()
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| DEFAULT_LIBRARY.to_string());
-            return probes::with_library_load_error(report, &looked_for, &e.to_string(), dcfg);
-        }
-    };
-    for name in names {
-        match rdmakit_verbs::Context::open(&p, name) {
-            Ok(ctx) => report = report.with_probes(probes::run(&ctx, cfg), dcfg),
-            Err(e) => report.notes.push(format!(
-                "--probe: {name} could not be opened through {}: {e}",
-                p.library().path()
-            )),
-        }
-    }
-    report
-}
-
 /// The port counters of the `--baseline` bundle, with its age relative to the
 /// collection being judged when both times are known.
 fn load_baseline(path: &str, current: &Opened, live: bool) -> anyhow::Result<Baseline> {
@@ -174,83 +123,30 @@ fn load_baseline(path: &str, current: &Opened, live: bool) -> anyhow::Result<Bas
     if facts.devices.iter().all(|d| d.ports.is_empty()) {
         bail!("--baseline {path}: holds no RDMA port, so there are no counters to compare with");
     }
-    let then = match &opened {
-        Opened::Bundle(b, _) => b.header.created_unix,
-        Opened::Live(..) => 0,
+    let then = opened.recorded_unix();
+    let now = current.recorded_unix().or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        (live && matches!(current, Opened::Live(..))).then(|| now.map_or(0, |d| d.as_secs()))
+    });
+    let age = match (then, now) {
+        (Some(t), Some(n)) if n >= t => Some(n - t),
+        _ => None,
     };
-    let now = match current {
-        Opened::Bundle(b, _) => b.header.created_unix,
-        Opened::Live(..) if live => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        Opened::Live(..) => 0,
-    };
-    let age = (then > 0 && now >= then).then(|| now - then);
     Ok(Baseline::from_facts(&facts, opened.label(), age))
 }
 
-/// Parses "64M", "8388608", "1G", "512K".
-pub fn parse_size(s: &str) -> anyhow::Result<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last() {
-        Some('k' | 'K') => (&s[..s.len() - 1], 1u64 << 10),
-        Some('m' | 'M') => (&s[..s.len() - 1], 1 << 20),
-        Some('g' | 'G') => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    let n: u64 = num
-        .parse()
-        .with_context(|| format!("{s:?} is not a size (e.g. 64M, 8388608)"))?;
-    n.checked_mul(mult).context("size too large")
-}
-
 /// Validated settings (the second step of argument parsing).
-#[derive(Clone)]
-pub(super) struct Settings {
-    pub(super) cfg: Config,
-    pub(super) fail_on: Option<Severity>,
-}
-
 pub(super) fn settings(a: &Args) -> anyhow::Result<Settings> {
-    let mut cfg = Config {
-        expect_rate_gbps: a.expect_rate,
-        netdev: a.netdev.clone(),
-        memlock_warn: parse_size(&a.memlock_min).context("--memlock-min")?,
-        usage_warn_pct: a.usage_warn,
-        usage_error_pct: a.usage_error,
-        ..Config::default()
-    };
-    if !(a.usage_warn > 0.0 && a.usage_warn <= a.usage_error && a.usage_error <= 100.0) {
-        bail!(
-            "--usage-warn {} / --usage-error {}: need 0 < warn <= error <= 100",
-            a.usage_warn,
-            a.usage_error
-        );
-    }
-    if let Some(r) = a.expect_rate {
-        if !(r.is_finite() && r > 0.0) {
-            bail!("--expect-rate {r}: must be a positive number of Gb/s");
-        }
-    }
-    for o in &a.severity {
-        let Some((code, level)) = o.split_once('=') else {
-            bail!("--severity {o:?}: expected CODE=LEVEL, e.g. RDK-H008=warning");
-        };
-        let c = Code::lookup(code).with_context(|| {
-            format!("--severity: unknown code {code:?} (rdmakit doctor --list-checks)")
-        })?;
-        let l = Severity::parse(level).with_context(|| {
-            format!("--severity: unknown level {level:?} (info, warning, error)")
-        })?;
-        cfg.overrides.insert(c, l);
-    }
-    let fail_on = match a.fail_on.to_ascii_lowercase().as_str() {
-        "never" | "none" => None,
-        other => Some(Severity::parse(other).with_context(|| {
-            format!("--fail-on {other:?}: expected error, warning, info or never")
-        })?),
-    };
-    Ok(Settings { cfg, fail_on })
+    Settings::parse(&RawOptions {
+        expect_rate: a.expect_rate,
+        netdev: a.netdev.as_deref(),
+        memlock_min: &a.memlock_min,
+        usage_warn: a.usage_warn,
+        usage_error: a.usage_error,
+        severity: &a.severity,
+        fail_on: &a.fail_on,
+    })
+    .map_err(anyhow::Error::msg)
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -283,11 +179,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let report = build_report(&a, &s, &facts, &opened, true, Some(&spinner))?;
     drop(spinner);
     if let Some(path) = &a.html {
-        let taken = match &opened {
-            Opened::Bundle(b, _) => Some(b.header.created_unix).filter(|t| *t > 0),
-            Opened::Live(..) => None,
-        };
-        super::html::doctor(path, &facts, &report, taken)?;
+        super::html::doctor(path, &facts, &report, opened.recorded_unix())?;
     }
     let mut out = anstream::stdout();
     if a.frame {
@@ -341,8 +233,8 @@ pub(super) fn note_bundle_misses(a: &Args, opened: &Opened) {
     }
 }
 
-/// The report over `facts`: the checks, plus active probes when asked (`--probe`),
-/// or — when `auto_probe` — on a live host without RDMA devices (the soft NIC).
+/// The report over `facts` (`rdmakit_doctor::assemble`), with what the
+/// environment says of the soft NIC and libibverbs read here, at the edge.
 /// `spinner` (on a terminal) names the probes under way.
 pub(super) fn build_report(
     a: &Args,
@@ -358,100 +250,19 @@ pub(super) fn build_report(
         }
     };
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
-    // The soft NIC's own names, whatever provider the tools default to.
-    let soft_names = rdmakit_verbs::Provider::device_names(&rdmakit_verbs::SoftProvider::default())
-        .unwrap_or_default();
-    let report = if let Some(dev) = &a.device {
-        if !soft_names.contains(dev) {
-            let host: Vec<&str> = facts.devices.iter().map(|d| d.name.as_str()).collect();
-            bail!(
-                "--device {dev}: not a device rdmakit can check alone (soft NIC: {}; host \
-                 devices {host:?} are checked together by plain `rdmakit doctor`)",
-                soft_names.join(", ")
-            );
-        }
-        if a.no_probe {
-            bail!("--device {dev}: the soft NIC's checklist is its active probes; drop --no-probe");
-        }
-        phase(format!("active probes on {dev}"));
-        let p = probe_soft(dev, &probe_config(facts))?;
-        let kernel = facts.kernel.release.text().map(str::to_string);
-        let r = Report::for_probed_device(p, &s.cfg, &tool, kernel);
-        let r = probes::with_soft_leaks(r, &probes::soft_leaks(dev), &s.cfg);
-        probes::with_soft_headroom(r, &probes::soft_usage(dev), &s.cfg)
-    } else {
-        let mut report = Report::build(facts, &s.cfg, &tool, opened.label());
-        if let (Some(input), Some(inv)) = (
-            a.source.from.as_ref().or(a.source.root.as_ref()),
-            report.inventory.as_mut(),
-        ) {
-            inv.name_from_input(input);
-        }
-        if let Some(b) = &s.cfg.baseline {
-            let shared = facts
-                .devices
-                .iter()
-                .flat_map(|d| d.ports.iter().map(move |p| format!("{}/{}", d.name, p.num)))
-                .filter(|k| b.ports.contains_key(k))
-                .count();
-            report.notes.push(if shared == 0 {
-                format!(
-                    "--baseline {}: no port of this host is in it; counters were judged by \
-                     their totals",
-                    b.describe()
-                )
-            } else {
-                format!(
-                    "port counters judged by their growth since the baseline {} ({shared} \
-                     port(s) in both)",
-                    b.describe()
-                )
-            });
-        }
-        let live = a.source.from.is_none() && a.source.root.is_none();
-        let no_host_device = facts.devices.is_empty();
-        let want = !a.no_probe && (a.probe || (auto_probe && live && no_host_device));
-        if want && !live {
-            report
-                .notes
-                .push("--probe: active probes need the live host; not run on a replay".into());
-        } else if want && !no_host_device {
-            let names: Vec<String> = facts.devices.iter().map(|d| d.name.clone()).collect();
-            phase(format!("active probes on {}", names.join(", ")));
-            report = probe_host(report, &names, &probe_config(facts), &s.cfg);
-        } else if want {
-            if let Some(name) = soft_names.first() {
-                phase(format!("active probes on {name}"));
-            }
-            match soft_names.first() {
-                Some(name) => match probe_soft(name, &probe_config(facts)) {
-                    Ok(p) => {
-                        report = report.with_probes(p, &s.cfg);
-                        report = probes::with_soft_leaks(report, &probes::soft_leaks(name), &s.cfg);
-                        report =
-                            probes::with_soft_headroom(report, &probes::soft_usage(name), &s.cfg);
-                    }
-                    Err(e) => report
-                        .notes
-                        .push(format!("the {SOFT_LABEL} could not be probed: {e:#}")),
-                },
-                None => report.notes.push("no soft NIC to probe".into()),
-            }
-        }
-        report
+    let library = super::ibverbs_library();
+    let assembly = Assembly {
+        device: a.device.as_deref(),
+        probe: a.probe,
+        no_probe: a.no_probe,
+        auto_probe,
+        live: a.source.from.is_none() && a.source.root.is_none(),
+        input: a.source.from.as_deref().or(a.source.root.as_deref()),
+        source_label: opened.label(),
+        tool: &tool,
+        soft: &rdmakit_verbs::SoftProvider::from_env(),
+        soft_names: &super::soft_names(),
+        library: &library,
     };
-    Ok(report)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("64M").unwrap(), 64 << 20);
-        assert_eq!(parse_size("8388608").unwrap(), 8388608);
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("99999999999999G").is_err());
-    }
+    assemble(facts, &s.cfg, &assembly, &phase).map_err(anyhow::Error::msg)
 }

@@ -3,10 +3,8 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use rdmakit_host::netlink::names;
-use serde_json::Value;
 
-use super::res::{emit, load, warn, Row};
+use super::res::{emit, load, warn};
 use super::SourceArgs;
 
 #[derive(clap::Args, Debug)]
@@ -56,27 +54,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             {
                 continue;
             }
-            let mut row = Row::new(format!("link {}/{}", p.dev_name, p.port));
-            row.json_only("ifindex", Value::from(p.dev_index));
-            row.json_only("ifname", Value::from(p.dev_name.as_str()));
-            row.json_only("port", Value::from(p.port));
-            if let Some(sp) = p.subnet_prefix {
-                row.text("subnet_prefix", &names::guid(sp));
-            }
-            row.opt("lid", p.lid);
-            row.opt("sm_lid", p.sm_lid);
-            row.opt("lmc", p.lmc);
-            if let Some(s) = p.state {
-                row.text("state", names::port_state(s));
-            }
-            if let Some(s) = p.phys_state {
-                row.text("physical_state", names::phys_state(s));
-            }
-            if let (Some(n), Some(i)) = (&p.netdev, p.netdev_index) {
-                row.text("netdev", n);
-                row.json_only("netdev_index", Value::from(i));
-            }
-            rows.push(row);
+            rows.push(rdmakit_res::kernel::port_row(p));
         }
     }
     if let Some((d, _)) = &filter {

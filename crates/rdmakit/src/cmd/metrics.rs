@@ -36,34 +36,6 @@ pub struct Args {
     no_node_compat: bool,
 }
 
-/// Writes `data` to `path` through a temporary file in the same directory and a
-/// rename, so a reader sees the old file or the new one, never half of one.
-pub fn write_atomically(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{}: not a file name", path.display()))?;
-    // A dot name without .prom: node_exporter's textfile collector ignores it.
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let res = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(data)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res.with_context(|| format!("writing {}", path.display()))
-}
-
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = Options {
         node_compat: !a.no_node_compat,
@@ -87,7 +59,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let text = scrape(opened.source(), &copts, opened.label(), &opts);
     match &a.output {
-        Some(path) => write_atomically(Path::new(path), text.as_bytes())?,
+        Some(path) => rdmakit_metrics::textfile::write_atomically(Path::new(path), text.as_bytes())
+            .map_err(anyhow::Error::msg)?,
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())?;

@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use rdmakit_host::netlink::{self, monitor::Monitor, names};
+use rdmakit_host::netlink::{self, monitor::Monitor};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -57,25 +57,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         for ev in events {
             match ev {
                 Ok(ev) if a.json => writeln!(out, "{}", serde_json::to_string(&ev)?)?,
-                Ok(ev) => {
-                    let mut s = format!("[{}]", ev.event.map_or("UNKNOWN", names::event));
-                    if let Some(i) = ev.dev_index {
-                        s.push_str(&format!(" dev {i}"));
-                    }
-                    if let Some(n) = &ev.dev_name {
-                        s.push_str(&format!(" {n}"));
-                    }
-                    if let Some(p) = ev.port {
-                        s.push_str(&format!(" port {p}"));
-                    }
-                    if let Some(i) = ev.netdev_index {
-                        s.push_str(&format!(" netdev {i}"));
-                    }
-                    if let Some(n) = &ev.netdev {
-                        s.push_str(&format!(" {n}"));
-                    }
-                    writeln!(out, "{s}")?;
-                }
+                Ok(ev) => writeln!(out, "{}", rdmakit_res::kernel::event_line(&ev))?,
                 Err(e) => eprintln!("rdmakit: monitor: skipped an event: {e}"),
             }
         }

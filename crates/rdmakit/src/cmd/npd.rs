@@ -56,7 +56,7 @@ pub fn run(
     let verdict = match rx.recv_timeout(Duration::from_secs_f64(deadline)) {
         Ok(Ok(report)) => {
             let v = npd::verdict(&report, fail_on);
-            if let Err(e) = save(state_path, &State::of(&v, &boot_id, now())) {
+            if let Err(e) = State::of(&v, &boot_id, now()).save(state_path) {
                 // NPD logs stderr; the verdict stands.
                 eprintln!("rdmakit: --npd-state {state_path}: {e}");
             }
@@ -83,15 +83,4 @@ pub fn run(
         std::process::exit(2);
     }
     Ok(ExitCode::from(verdict.exit_code()))
-}
-
-/// Writes the state atomically: a temporary file in the same directory, renamed.
-fn save(path: &str, s: &State) -> std::io::Result<()> {
-    let p = std::path::Path::new(path);
-    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = p.with_extension(format!("tmp.{}", std::process::id()));
-    std::fs::write(&tmp, s.to_json() + "\n")?;
-    std::fs::rename(&tmp, p)
 }

@@ -12,49 +12,11 @@ use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use rdmakit_perf::options::{parse_duration, parse_mtu, parse_test, parse_ud, Options};
 use rdmakit_perf::{
-    render, run_client, run_server, ClientOpts, Header, Params, PerfError, Progress, ServerOpts,
-    Test,
+    render, run_client, run_server, ClientOpts, Header, PerfError, Progress, ServerOpts, Test,
 };
 use serde_json::json;
-
-fn parse_test(s: &str) -> Result<Test, String> {
-    Test::parse(s).ok_or_else(|| {
-        let names: Vec<&str> = Test::ALL.iter().map(|t| t.name()).collect();
-        format!("unknown test {s:?}: one of {}", names.join(", "))
-    })
-}
-
-fn parse_mtu(s: &str) -> Result<u32, String> {
-    match s.parse::<u32>() {
-        Ok(m @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(m),
-        _ => Err(format!("MTU {s:?}: one of 256, 512, 1024, 2048, 4096")),
-    }
-}
-
-/// `-c`: the transport.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Conn {
-    Rc,
-    Ud,
-}
-
-fn parse_connection(s: &str) -> Result<Conn, String> {
-    match s.to_ascii_uppercase().as_str() {
-        "RC" => Ok(Conn::Rc),
-        "UD" => Ok(Conn::Ud),
-        _ => Err(format!(
-            "connection type {s:?}: RC, or UD for send-bw/send-lat"
-        )),
-    }
-}
-
-fn parse_duration(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(d) if d > 0.0 && d <= 86_400.0 => Ok(d),
-        _ => Err(format!("duration {s:?}: seconds, more than 0")),
-    }
-}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -110,8 +72,9 @@ pub struct Args {
     #[arg(short = 'm', long, value_name = "BYTES", default_value = "4096", value_parser = parse_mtu)]
     mtu: u32,
     /// Connection type: RC, or UD (send-bw and send-lat; messages up to the MTU).
-    #[arg(short = 'c', long, value_name = "RC|UD", default_value = "RC", value_parser = parse_connection)]
-    connection: Conn,
+    #[arg(short = 'c', long = "connection", value_name = "RC|UD", default_value = "RC",
+          value_parser = parse_ud, action = clap::ArgAction::Set)]
+    ud: bool,
     /// Check the bytes moved (patterns, lengths, the atomic counter).
     #[arg(long)]
     validate: bool,
@@ -130,59 +93,33 @@ pub struct Args {
     connect_timeout: f64,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
     let test = a.test;
-    if test == Test::AtomicBw && a.size.is_some_and(|s| s != 8) {
-        return Ok(usage("atomic-bw moves 8 bytes per message: -s must be 8"));
-    }
-    if test == Test::WriteLat && a.size == Some(1) {
-        return Ok(usage("write-lat needs messages of at least 2 bytes"));
-    }
-    let default_size = match test {
-        Test::AtomicBw => 8,
-        t if t.is_bw() => 65536,
-        _ => 2,
-    };
-    let ud = a.connection == Conn::Ud;
-    if ud && !matches!(test, Test::SendBw | Test::SendLat) {
-        return Ok(usage(&format!(
-            "{test} runs over RC only (UD: send-bw, send-lat)"
-        )));
-    }
-    if ud && a.size.is_some_and(|s| s > u64::from(a.mtu)) {
-        return Ok(usage(&format!(
-            "UD messages must fit the MTU ({} bytes; -m)",
-            a.mtu
-        )));
-    }
-    let cap = if ud {
-        a.mtu as usize
-    } else {
-        rdmakit_perf::SWEEP_MAX
-    };
-    let size = a.size.map_or(default_size.min(cap), |s| s as usize);
-    let sizes = if a.all {
-        let max = a.size.map_or(cap, |s| s as usize);
-        let v = test.sweep_sizes(max);
-        if v.is_empty() {
-            return Ok(usage("-a with -s below 2 leaves no sizes to sweep"));
-        }
-        v
-    } else {
-        vec![size]
-    };
-    let params = Params {
+    let opts = Options {
         test,
-        sizes,
-        iters: a.iters.unwrap_or(test.default_iters()),
+        size: a.size,
+        all: a.all,
+        iters: a.iters,
         duration: a.duration,
-        inline: a.inline.unwrap_or(if test.is_bw() { 0 } else { 220 }),
-        tx_depth: a.tx_depth.unwrap_or(test.default_tx_depth()),
-        rx_depth: a.rx_depth,
-        validate: a.validate,
-        mtu: a.mtu,
-        ud,
+        inline: a.inline,
+        tx_depth: a.tx_depth,
         cq_mod: a.cq_mod,
+        rx_depth: a.rx_depth,
+        mtu: a.mtu,
+        ud: a.ud,
+        validate: a.validate,
+    };
+    let params = match opts.params() {
+        Ok(p) => p,
+        Err(m) => return Ok(usage(&m)),
+    };
+    // The provider opens `-d DEV` only; the soft NIC is built in.
+    let provider = match provider {
+        Ok(c) => c,
+        Err(e) if a.device.is_some() => {
+            return Err(anyhow::Error::new(e).context("choosing a verbs provider"))
+        }
+        Err(_) => rdmakit_verbs::ProviderChoice::Auto,
     };
     let json = a.json;
     let gbits = a.report_gbits;
@@ -199,13 +136,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         on_progress: Some(Box::new(move |f: f64| bar_ref.set(f))),
         cancel: None,
     };
+    // The soft NIC as the environment configures it (read here, the edge);
+    // a malformed RDMAKIT_SOFT_ADDR fails the run as opening it did.
+    let soft = match rdmakit_verbs::DeviceConfig::from_env() {
+        Ok(c) => c,
+        Err(e) if a.device.is_none() => return failed(test, json, PerfError::Verbs(e.into())),
+        Err(_) => rdmakit_verbs::DeviceConfig::default(),
+    };
     let result = match &a.host {
         Some(host) => run_client(
             &ClientOpts {
                 host: host.clone(),
                 port: a.port,
                 device: a.device.clone(),
-                soft_addr: None,
+                provider,
+                soft: soft.clone(),
                 gid_index: a.gid_index,
                 params,
                 connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.0)),
@@ -223,7 +168,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 &ServerOpts {
                     port: a.port,
                     device: a.device.clone(),
-                    soft_addr: None,
+                    provider,
+                    soft,
                     gid_index: a.gid_index,
                     test,
                 },
@@ -247,37 +193,29 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) => {
-            if json {
-                println!(
-                    "{}",
-                    json!({ "test": test.name(), "error": e.to_string(), "kind": kind(&e) })
-                );
-            }
-            eprintln!("rdmakit perf: error: {e}");
-            Ok(ExitCode::from(match e {
-                PerfError::Params(_) => 2,
-                _ => 1,
-            }))
-        }
+        Err(e) => failed(test, json, e),
     }
+}
+
+/// Reports a failed run: its JSON object with `--json`, the error on
+/// stderr, exit 2 for bad parameters and 1 otherwise.
+fn failed(test: Test, json: bool, e: PerfError) -> anyhow::Result<ExitCode> {
+    if json {
+        println!(
+            "{}",
+            json!({ "test": test.name(), "error": e.to_string(), "kind": e.kind() })
+        );
+    }
+    eprintln!("rdmakit perf: error: {e}");
+    Ok(ExitCode::from(match e {
+        PerfError::Params(_) => 2,
+        _ => 1,
+    }))
 }
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("rdmakit perf: error: {msg}");
     ExitCode::from(2)
-}
-
-fn kind(e: &PerfError) -> &'static str {
-    match e {
-        PerfError::Verbs(_) => "verbs",
-        PerfError::Completion { .. } => "completion",
-        PerfError::Exchange(_) => "exchange",
-        PerfError::Validation(_) => "validation",
-        PerfError::Stalled(..) => "stalled",
-        PerfError::Params(_) => "params",
-        PerfError::Cancelled => "cancelled",
-    }
 }
 
 /// A progress bar on stderr when it is a terminal, shown once the run has

@@ -12,8 +12,6 @@ use std::process::ExitCode;
 use anyhow::bail;
 use rdmakit_host::netlink::{self, NetlinkFacts, NlError, ResKind};
 use rdmakit_host::source::Errno;
-use rdmakit_res::kernel;
-pub(crate) use rdmakit_res::kernel::owner_fields;
 pub(crate) use rdmakit_res::{json, Row};
 
 use super::SourceArgs;
@@ -118,53 +116,19 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(unanswered(e, opened.label())),
     };
     let soft = if live {
-        let names = rdmakit_verbs::Provider::device_names(&rdmakit_verbs::SoftProvider::default())
-            .unwrap_or_default();
-        rdmakit_res::soft::read(&names)
+        rdmakit_res::soft::read(&super::soft_names())
     } else {
         Vec::new()
     };
-    let wanted = |name: &str| dev.as_deref().map(|d| d == name).unwrap_or(true);
-    let mut rows = Vec::new();
-    if kernel {
-        match kind {
-            None => match &f.summary {
-                Ok(list) => rows.extend(kernel::summary_rows(list, wanted)),
-                Err(e) => {
-                    warn("resource summary", e);
-                    partial = true;
-                }
-            },
-            Some(kind) => {
-                for d in f.devices.iter().filter(|d| wanted(&d.name)) {
-                    match d.resources.get(&kind) {
-                        Some(Ok(list)) => {
-                            rows.extend(list.iter().map(|r| kernel::resource_row(&f, r)))
-                        }
-                        Some(Err(e)) => {
-                            warn(&format!("{}: {}", d.name, kind.name()), e);
-                            partial = true;
-                        }
-                        None => {}
-                    }
-                }
-            }
-        }
+    let l = rdmakit_res::listing::listing(&f, kernel, &soft, kind, dev.as_deref());
+    for m in &l.missing {
+        eprintln!("rdmakit: {m}");
     }
-    for d in soft.iter().filter(|d| wanted(&d.name)) {
-        if let Err(e) = &d.objects {
-            eprintln!("rdmakit: {}: {e}", d.name);
-            partial = true;
-        }
-        match kind {
-            None => rows.push(rdmakit_res::soft::summary_row(d)),
-            Some(k) => rows.extend(rdmakit_res::soft::rows(k, d)),
-        }
-    }
+    partial |= !l.missing.is_empty();
     if let Some(d) = &dev {
         if !f.devices.iter().any(|x| &x.name == d) && !soft.iter().any(|x| &x.name == d) {
             bail!("no RDMA device {d:?}");
         }
     }
-    emit(&rows, a.json, partial)
+    emit(&l.rows, a.json, partial)
 }

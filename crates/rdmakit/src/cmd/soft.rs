@@ -60,7 +60,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     match a.cmd {
         Sub::Status { device, json } => status(device, json),
         Sub::Leaky { state, device } => {
-            let reg = open(&device)?;
+            let reg = Registry::open(&device)
+                .with_context(|| format!("resource registry of {device}"))?;
             let on = state == "on";
             reg.set_leaky(on)
                 .with_context(|| format!("writing {}", reg.dir().join(".options").display()))?;
@@ -90,10 +91,6 @@ fn names(device: Option<String>) -> Vec<String> {
     }
 }
 
-fn open(name: &str) -> anyhow::Result<Registry> {
-    Registry::open(name).with_context(|| format!("resource registry of {name}"))
-}
-
 fn status(device: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
     let names = names(device);
     if names.is_empty() && !as_json {
@@ -103,53 +100,37 @@ fn status(device: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let (mut text, mut devs) = (String::new(), Vec::new());
-    for name in names {
-        let reg = open(&name)?;
-        let recs = reg
-            .list()
-            .with_context(|| format!("reading {}", reg.dir().display()))?;
-        let r = rdmakit_res::registry::status(&name, reg.dir(), reg.device_leaky(), &recs);
-        text.push_str(&r.text);
-        devs.push(r.json);
-    }
-    if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "devices": devs }))?
-        );
-    } else {
-        print!("{text}");
-    }
+    let r = rdmakit_res::registry::status_of(&names).map_err(anyhow::Error::msg)?;
+    show(&r, as_json)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn reclaim(device: Option<String>, dry_run: bool, as_json: bool) -> anyhow::Result<ExitCode> {
-    let (mut text, mut err, mut devs, mut refused) =
-        (String::new(), String::new(), Vec::new(), false);
-    for name in names(device) {
-        let reg = open(&name)?;
-        let rc = reg
-            .reclaim(dry_run)
-            .with_context(|| format!("reclaiming in {}", reg.dir().display()))?;
-        let r = rdmakit_res::registry::reclaim(&name, reg.dir(), dry_run, &rc);
-        text.push_str(&r.text);
-        err.push_str(&r.err);
-        refused |= r.refused;
-        devs.push(r.json);
+    let r =
+        rdmakit_res::registry::reclaim_of(&names(device), dry_run).map_err(anyhow::Error::msg)?;
+    show(&r, as_json)?;
+    for d in &r {
+        eprint!("{}", d.err);
     }
+    Ok(if r.iter().any(|d| d.refused) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Every device's part, as one JSON object or as text.
+fn show(r: &[rdmakit_res::registry::Rendered], as_json: bool) -> anyhow::Result<()> {
     if as_json {
+        let devs: Vec<&serde_json::Value> = r.iter().map(|d| &d.json).collect();
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({ "devices": devs }))?
         );
     } else {
-        print!("{text}");
+        for d in r {
+            print!("{}", d.text);
+        }
     }
-    eprint!("{err}");
-    Ok(if refused {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(())
 }

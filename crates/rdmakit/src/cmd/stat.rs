@@ -4,12 +4,10 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use rdmakit_host::netlink::names;
 use rdmakit_host::source::Errno;
-use serde_json::Value;
 
 use super::link::parse_link;
-use super::res::{emit, load, owner_fields, warn, Row};
+use super::res::{emit, load, warn};
 use super::SourceArgs;
 
 #[derive(clap::Args, Debug)]
@@ -51,27 +49,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             match &d.qp_counters {
                 Ok(list) => {
                     for c in list.iter().filter(|c| keep(&c.dev_name, c.port)) {
-                        let mut row = Row::new(match c.port {
-                            Some(p) => format!("link {}/{}", c.dev_name, p),
-                            None => format!("link {}/-", c.dev_name),
-                        });
-                        row.json_only("ifname", Value::from(c.dev_name.as_str()));
-                        if let Some(p) = c.port {
-                            row.json_only("port", Value::from(p));
-                        }
-                        row.opt("cntn", c.counter_id);
-                        if let Some(t) = c.qp_type {
-                            row.text("qp-type", names::qp_type(t));
-                        }
-                        owner_fields(&mut row, &f, &c.holder);
-                        for (n, v) in &c.counters {
-                            row.num(n, *v);
-                        }
-                        if !c.lqpns.is_empty() {
-                            let l: Vec<String> = c.lqpns.iter().map(u32::to_string).collect();
-                            row.push("lqpn", Value::from(c.lqpns.clone()), Some(l.join(",")));
-                        }
-                        rows.push(row);
+                        rows.push(rdmakit_res::kernel::qp_counter_row(&f, c));
                     }
                 }
                 Err(e) => {
@@ -87,13 +65,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
             match st {
                 Ok(s) => {
-                    let mut row = Row::new(format!("link {}/{}", s.dev_name, s.port));
-                    row.json_only("ifname", Value::from(s.dev_name.as_str()));
-                    row.json_only("port", Value::from(s.port));
-                    for (n, v) in &s.counters {
-                        row.num(n, *v);
-                    }
-                    rows.push(row);
+                    rows.push(rdmakit_res::kernel::port_stat_row(s));
                 }
                 // A device without port counters (EOPNOTSUPP) has nothing to show.
                 Err(e) if e.errno() == Some(Errno(95)) => {}

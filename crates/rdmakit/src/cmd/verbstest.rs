@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use rdmakit_verbs::ibverbs::suite;
-use serde_json::json;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -26,8 +25,9 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let provider = rdmakit_verbs::default_provider().context("choosing a verbs provider")?;
+pub fn run(a: Args, choice: super::ProviderSetting) -> anyhow::Result<ExitCode> {
+    let choice = choice.context("choosing a verbs provider")?;
+    let provider = rdmakit_verbs::default_provider(choice).context("choosing a verbs provider")?;
     let dev = match a.dev {
         Some(d) => d,
         None => match provider.device_names().context("listing devices")?.first() {
@@ -35,8 +35,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             None => bail!("the {} provider lists no device", provider.kind()),
         },
     };
-    let ca = rdmakit_verbs::open_device(&dev).with_context(|| format!("opening {dev}"))?;
-    let cb = rdmakit_verbs::open_device(&dev).with_context(|| format!("opening {dev} again"))?;
+    let ca = rdmakit_verbs::open_device(choice, &dev).with_context(|| format!("opening {dev}"))?;
+    let cb =
+        rdmakit_verbs::open_device(choice, &dev).with_context(|| format!("opening {dev} again"))?;
     let kind = if ca.soft().is_some() {
         "soft"
     } else {
@@ -57,21 +58,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let failed = results.iter().filter(|r| !r.passed).count();
     if a.json {
-        let cases: Vec<_> = results
-            .iter()
-            .map(|r| json!({"name": r.name, "passed": r.passed, "millis": r.millis, "detail": r.detail}))
-            .collect();
-        println!(
-            "{}",
-            json!({"device": dev, "provider": kind, "passed": failed == 0, "cases": cases})
-        );
+        println!("{}", suite::json(&dev, kind, &results));
     } else {
-        println!("verbs suite on {dev} through the {kind} provider");
-        for r in &results {
-            let tag = if r.passed { "PASS" } else { "FAIL" };
-            println!("{tag} {} ({} ms): {}", r.name, r.millis, r.detail);
-        }
-        println!("{} passed, {failed} failed", results.len() - failed);
+        print!("{}", suite::text(&dev, kind, &results));
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

@@ -158,6 +158,43 @@ impl IbverbsProvider {
     }
 }
 
+impl DeviceLimits {
+    /// The limits a host bundle records for the device (`max_qp N` ...
+    /// one per line, as the doctor's resource-usage rule reads them).
+    pub fn text(&self) -> String {
+        let a = &self.attr;
+        format!(
+            "max_qp {}\nmax_cq {}\nmax_mr {}\nmax_pd {}\n",
+            a.max_qp, a.max_cq, a.max_mr, a.max_pd
+        )
+    }
+}
+
+/// Device limits by device name through the libibverbs at `library`,
+/// loaded and asked once, on the first call (a host without the library
+/// or devices answers `None`).
+pub fn limits_by_name(library: String) -> impl Fn(&str) -> Option<String> + Send + Sync {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    let cache: OnceLock<Option<HashMap<String, String>>> = OnceLock::new();
+    move |dev: &str| {
+        cache
+            .get_or_init(|| {
+                let p = IbverbsProvider::load_from(&library).ok()?;
+                let (found, _) = p.device_limits().ok()?;
+                Some(
+                    found
+                        .into_iter()
+                        .map(|d| (d.name.clone(), d.text()))
+                        .collect(),
+                )
+            })
+            .as_ref()?
+            .get(dev)
+            .cloned()
+    }
+}
+
 impl Provider for IbverbsProvider {
     fn kind(&self) -> &'static str {
         "ibverbs"
@@ -186,5 +223,33 @@ impl Provider for IbverbsProvider {
             let dev = unsafe { IbvDevice::open(Arc::clone(&self.lib), d, name.to_string()) }?;
             Ok(Arc::new(dev) as Arc<dyn DeviceOps>)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_text_per_device_and_none_without_the_library() {
+        let soft = rdmakit_soft::Device::open(rdmakit_soft::DeviceConfig {
+            shared_registry: false,
+            ..rdmakit_soft::DeviceConfig::default()
+        })
+        .unwrap();
+        let d = DeviceLimits {
+            name: "soft0".into(),
+            attr: soft.attr().clone(),
+        };
+        let a = &d.attr;
+        assert_eq!(
+            d.text(),
+            format!(
+                "max_qp {}\nmax_cq {}\nmax_mr {}\nmax_pd {}\n",
+                a.max_qp, a.max_cq, a.max_mr, a.max_pd
+            )
+        );
+        let by_name = limits_by_name("/nonexistent/libibverbs.so.1".into());
+        assert_eq!(by_name("soft0"), None);
     }
 }

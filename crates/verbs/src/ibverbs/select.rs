@@ -1,5 +1,8 @@
-//! Which provider the tools use: `RDMAKIT_PROVIDER` = `auto` (default),
-//! `soft` or `ibverbs` (the CLI's `--provider` sets it).
+//! Which provider the tools use: a [`Choice`] of `auto` (default), `soft`
+//! or `ibverbs`, passed explicitly. The edges read it once: the CLI from
+//! `--provider`, else `RDMAKIT_PROVIDER` ([`Choice::from_env`]). Selecting
+//! by name is itself an edge for the soft NIC: its configuration is
+//! [`SoftProvider::from_env`].
 //!
 //! * `soft`: the built-in software NIC only.
 //! * `ibverbs`: rdma-core's libibverbs only (`RDMAKIT_IBVERBS_LIB` names
@@ -65,37 +68,35 @@ fn real() -> Option<(IbverbsProvider, Vec<String>)> {
     (!names.is_empty()).then_some((p, names))
 }
 
-/// The provider whose devices the tools list by default.
+/// The provider whose devices the tools list under `choice`.
 ///
 /// # Errors
-/// A bad `RDMAKIT_PROVIDER`; with `ibverbs`, the library failing to load.
-pub fn default_provider() -> Result<Arc<dyn Provider>> {
-    Ok(match Choice::from_env()? {
-        Choice::Soft => Arc::new(SoftProvider::default()),
+/// With `ibverbs`, the library failing to load.
+pub fn default_provider(choice: Choice) -> Result<Arc<dyn Provider>> {
+    Ok(match choice {
+        Choice::Soft => Arc::new(SoftProvider::from_env()?),
         Choice::Ibverbs => Arc::new(IbverbsProvider::load()?),
         Choice::Auto => match real() {
             Some((p, _)) => Arc::new(p),
-            None => Arc::new(SoftProvider::default()),
+            None => Arc::new(SoftProvider::from_env()?),
         },
     })
 }
 
-/// Device names of the default provider.
+/// Device names of the provider `choice` selects.
 ///
 /// # Errors
 /// As [`default_provider`], and its listing errors.
-pub fn devices() -> Result<Vec<String>> {
-    default_provider()?.device_names()
+pub fn devices(choice: Choice) -> Result<Vec<String>> {
+    default_provider(choice)?.device_names()
 }
 
-/// Opens `name`: through the chosen provider, or in `auto` mode through
+/// Opens `name`: through the provider `choice` selects, or in `auto` mode through
 /// libibverbs when it lists `name` and the soft NIC when that is its name.
 ///
 /// # Errors
 /// `ENODEV` (library layer) when no provider has `name`; open errors.
-pub fn open_device(name: &str) -> Result<Arc<Context>> {
-    let choice = Choice::from_env()?;
-    let soft = SoftProvider::default();
+pub fn open_device(choice: Choice, name: &str) -> Result<Arc<Context>> {
     let mut tried = Vec::new();
     if choice != Choice::Soft {
         match IbverbsProvider::load() {
@@ -110,6 +111,7 @@ pub fn open_device(name: &str) -> Result<Arc<Context>> {
         }
     }
     if choice != Choice::Ibverbs {
+        let soft = SoftProvider::from_env()?;
         let names = soft.device_names()?;
         if names.iter().any(|n| n == name) {
             return Context::open(&soft, name);

@@ -536,6 +536,36 @@ fn errors(a: &Side, b: &Side, t: Duration) -> R {
     Ok(format!("bad lkey {how}; RTS -> RTR refused"))
 }
 
+/// A suite run's report: one line per case and the totals, as
+/// `rdmakit verbs-test` prints it.
+pub fn text(device: &str, provider: &str, results: &[CaseResult]) -> String {
+    let failed = results.iter().filter(|r| !r.passed).count();
+    let mut s = format!("verbs suite on {device} through the {provider} provider\n");
+    for r in results {
+        let tag = if r.passed { "PASS" } else { "FAIL" };
+        s.push_str(&format!(
+            "{tag} {} ({} ms): {}\n",
+            r.name, r.millis, r.detail
+        ));
+    }
+    s.push_str(&format!(
+        "{} passed, {failed} failed\n",
+        results.len() - failed
+    ));
+    s
+}
+
+/// A suite run's report as one JSON object (`rdmakit verbs-test --json`).
+pub fn json(device: &str, provider: &str, results: &[CaseResult]) -> String {
+    let cases: Vec<_> = results
+        .iter()
+        .map(|r| serde_json::json!({"name": r.name, "passed": r.passed, "millis": r.millis, "detail": r.detail}))
+        .collect();
+    let passed = results.iter().all(|r| r.passed);
+    serde_json::json!({"device": device, "provider": provider, "passed": passed, "cases": cases})
+        .to_string()
+}
+
 /// Every case, in order.
 pub const CASES: &[&str] = &[
     "query",
@@ -590,4 +620,36 @@ pub fn run(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_list_each_case_and_the_totals() {
+        let r = [
+            CaseResult {
+                name: "query",
+                passed: true,
+                detail: "ok".into(),
+                millis: 3,
+            },
+            CaseResult {
+                name: "ud.send_via_ah",
+                passed: false,
+                detail: "no completion".into(),
+                millis: 20,
+            },
+        ];
+        assert_eq!(
+            text("soft0", "soft", &r),
+            "verbs suite on soft0 through the soft provider\nPASS query (3 ms): ok\n\
+             FAIL ud.send_via_ah (20 ms): no completion\n1 passed, 1 failed\n"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json("soft0", "soft", &r)).unwrap();
+        assert_eq!(v["passed"], false);
+        assert_eq!(v["cases"][1]["detail"], "no completion");
+        assert_eq!(v["provider"], "soft");
+    }
 }

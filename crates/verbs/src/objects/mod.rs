@@ -22,25 +22,25 @@ use crate::provider::{DeviceOps, Provider, SoftProvider};
 mod qp;
 pub use qp::{ConnectOpts, Endpoint, InitQp, Qp, QpBuilder, RtrQp};
 
-/// Names of the devices of the default provider (`RDMAKIT_PROVIDER`: real
+/// Names of the devices of the provider `choice` selects (auto: real
 /// devices through libibverbs when it has any, else the soft NIC; see
 /// [`crate::ibverbs::select`]).
 ///
 /// # Errors
 /// Provider errors.
-pub fn devices() -> Result<Vec<String>> {
-    crate::ibverbs::select::devices()
+pub fn devices(choice: crate::ProviderChoice) -> Result<Vec<String>> {
+    crate::ibverbs::select::devices(choice)
 }
 
-/// Opens device `name` of the default provider (a soft NIC's address is
-/// `RDMAKIT_SOFT_ADDR`, else the host device's, shared by every process:
-/// the host's first non-loopback address, or 127.0.0.1).
+/// Opens device `name` of the provider `choice` selects (a soft NIC's
+/// address is `RDMAKIT_SOFT_ADDR`, else the host device's, shared by every
+/// process: the host's first non-loopback address, or 127.0.0.1).
 ///
 /// # Errors
 /// `ENODEV` (library layer) when no provider has such a device; the
 /// provider's open error.
-pub fn open_device(name: &str) -> Result<Arc<Context>> {
-    crate::ibverbs::select::open_device(name)
+pub fn open_device(choice: crate::ProviderChoice, name: &str) -> Result<Arc<Context>> {
+    crate::ibverbs::select::open_device(choice, name)
 }
 
 /// An open device (`struct ibv_context`).

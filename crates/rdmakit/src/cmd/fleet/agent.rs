@@ -51,7 +51,16 @@ pub struct Args {
     advertise: Option<Ipv4Addr>,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<ExitCode> {
+    // The provider opens `-d DEV` only; the soft NIC is built in.
+    let provider = match provider {
+        Ok(c) => c,
+        Err(e) if a.device.is_some() => {
+            eprintln!("rdmakit fleet agent: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(_) => rdmakit_verbs::ProviderChoice::Auto,
+    };
     let token = match super::token(a.token_file.as_deref()) {
         Ok(t) => t,
         Err(e) => {
@@ -66,6 +75,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let name = a.name.clone().unwrap_or_else(agent::hostname);
     let mut cfg = AgentConfig::new(a.listen, &name, token);
     cfg.device = a.device.clone();
+    cfg.provider = provider;
+    if a.device.is_none() {
+        cfg.soft = match rdmakit_verbs::DeviceConfig::from_env() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("rdmakit fleet agent: error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+    }
     cfg.idle_timeout = Duration::from_secs(a.idle_timeout);
     cfg.max_test_seconds = a.max_test_seconds;
     cfg.max_size = a.max_size as usize;
@@ -79,7 +98,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let local = agent.local_addr();
     if a.announce {
-        let ip = match advertised(&a, local) {
+        let launch = std::env::var("SLURM_LAUNCH_NODE_IPADDR").ok();
+        let ip = match agent::advertised(a.advertise, local, launch.as_deref()) {
             Ok(ip) => ip,
             Err(e) => {
                 eprintln!("rdmakit fleet agent: error: {e}");
@@ -113,24 +133,4 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(2))
         }
     }
-}
-
-fn advertised(a: &Args, local: SocketAddr) -> Result<Ipv4Addr, String> {
-    if let Some(ip) = a.advertise {
-        return Ok(ip);
-    }
-    if let IpAddr::V4(ip) = local.ip() {
-        if !ip.is_unspecified() {
-            return Ok(ip);
-        }
-    }
-    let toward = std::env::var("SLURM_LAUNCH_NODE_IPADDR").map_err(|_| {
-        "--announce with --listen 0.0.0.0 needs --advertise IP (or SLURM_LAUNCH_NODE_IPADDR)"
-            .to_string()
-    })?;
-    let toward: IpAddr = toward
-        .trim()
-        .parse()
-        .map_err(|_| format!("SLURM_LAUNCH_NODE_IPADDR={toward:?} is not an address"))?;
-    agent::route_source(toward)
 }

@@ -38,12 +38,12 @@ enum Command {
     Pairwise(pairwise::Args),
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
     match a.command {
         Command::Report(a) => report::run(a),
         Command::Baseline(a) => baseline::run(a),
         Command::Sweep(a) => sweep::run(a),
-        Command::Agent(a) => agent::run(a),
+        Command::Agent(a) => agent::run(a, provider),
         Command::Pairwise(a) => pairwise::run(a),
     }
 }
@@ -95,24 +95,7 @@ fn load(paths: &[String]) -> Loaded {
 /// `--baseline PREVIOUS`: a previous fleet report, or inputs of the kinds `report`
 /// reads. Unreadable is an error (exit 2): the comparison would be meaningless.
 fn previous(path: &str) -> anyhow::Result<Previous> {
-    let l = load(&[path.to_string()]);
-    if !l.errors.is_empty() {
-        let why: Vec<String> = l
-            .errors
-            .iter()
-            .map(|e| format!("{}: {}", e.input, e.message))
-            .collect();
-        anyhow::bail!("--baseline {path}: {}", why.join("; "));
-    }
-    match (l.fleets.len(), l.nodes.is_empty()) {
-        (0, false) => Ok(Previous::from_nodes(path, &l.nodes)),
-        (1, true) => {
-            let (src, v) = l.fleets.into_iter().next().context("one fleet report")?;
-            Ok(Previous::from_fleet_json(&src, v)?)
-        }
-        (0, true) => anyhow::bail!("--baseline {path}: holds no node report"),
-        _ => anyhow::bail!("--baseline {path}: give one previous fleet report, or node reports"),
-    }
+    Previous::from_loaded(path, load(&[path.to_string()])).map_err(anyhow::Error::msg)
 }
 
 /// `--expect FILE`.

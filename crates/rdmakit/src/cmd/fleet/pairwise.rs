@@ -4,15 +4,16 @@
 //! 1 a fault found or an agent unreachable, 2 the run could not be made.
 
 use std::io::IsTerminal;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use rdmakit_fleet::pairwise::auth::Token;
-use rdmakit_fleet::pairwise::coordinator::{self, PairwiseConfig, Step};
+use rdmakit_fleet::pairwise::coordinator::{self, Step};
+use rdmakit_fleet::pairwise::options::{self, Options, StepText};
 use rdmakit_fleet::pairwise::render;
-use rdmakit_fleet::pairwise::report::{Mode, PairwiseReport, Phase};
+use rdmakit_fleet::pairwise::report::PairwiseReport;
 use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig};
 
 #[derive(clap::Args, Debug)]
@@ -111,7 +112,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if let Some(f) = &a.from {
-        let report = match saved(f) {
+        let report = match options::saved(f) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("rdmakit fleet pairwise: error: --from {}: {e}", f.display());
@@ -120,7 +121,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         return show(&a, &report);
     }
-    if let Err(e) = validate(&a) {
+    let opts = Options {
+        quick: a.quick,
+        reference: a.reference.clone(),
+        sizes: a.sizes.clone(),
+        seconds: a.seconds,
+        lat_seconds: a.lat_seconds,
+        tx_depth: a.tx_depth,
+        mtu: a.mtu,
+        no_confirm: a.no_confirm,
+        confirm_parallel: a.confirm_parallel,
+        port_rate: a.port_rate,
+        relative: a.relative,
+        shutdown: a.slurm,
+    };
+    if let Err(e) = opts.validate() {
         eprintln!("rdmakit fleet pairwise: error: {e}");
         return Ok(ExitCode::from(2));
     }
@@ -157,7 +172,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         step = Some(s);
         v
     } else {
-        match resolve(&a.agents) {
+        match options::resolve(&a.agents) {
             Ok(v) => v,
             Err(e) => {
                 eprintln!("rdmakit fleet pairwise: error: --agents: {e}");
@@ -165,21 +180,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let mut cfg = PairwiseConfig::new(agents, token);
-    cfg.mode = if a.quick { Mode::Quick } else { Mode::Full };
-    cfg.reference = a.reference.clone();
-    cfg.bw_sizes = a.sizes.clone();
-    cfg.bw_seconds = a.seconds;
-    cfg.lat_seconds = a.lat_seconds;
-    cfg.lat_size = if a.lat_seconds == 0.0 { 0 } else { 8 };
-    cfg.mtu = a.mtu;
-    cfg.tx_depth = a.tx_depth;
-    cfg.confirm = !a.no_confirm;
-    cfg.confirm_parallel = a.confirm_parallel;
-    cfg.confirm_seconds = (2.0 * a.seconds).max(0.3);
-    cfg.thresholds.relative = a.relative;
-    cfg.thresholds.port_rate_mbs = a.port_rate.map(|g| g * 1e9 / 8.0 / 1_048_576.0);
-    cfg.shutdown = a.slurm;
+    let cfg = opts.config(agents, token);
 
     let bar = Bar::new(!a.json);
     let result = coordinator::run(&cfg, &|s: &Step| bar.step(s));
@@ -200,21 +201,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     show(&a, &report)
 }
 
-/// A run saved with `--json`.
-fn saved(path: &std::path::Path) -> Result<PairwiseReport, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let r: PairwiseReport =
-        serde_json::from_str(&text).map_err(|e| format!("not a pairwise run: {e}"))?;
-    if r.schema != rdmakit_fleet::pairwise::report::SCHEMA {
-        return Err(format!(
-            "schema {:?}, not {}",
-            r.schema,
-            rdmakit_fleet::pairwise::report::SCHEMA
-        ));
-    }
-    Ok(r)
-}
-
 /// Prints the run (text or JSON), writes its page, and gives the exit status.
 fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<ExitCode> {
     if a.json {
@@ -230,48 +216,6 @@ fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-fn validate(a: &Args) -> Result<(), String> {
-    if a.sizes.is_empty() || a.sizes.iter().any(|&s| s == 0 || s > (8 << 20)) {
-        return Err("--sizes: 1 to 8388608 bytes each".into());
-    }
-    if !(a.seconds > 0.0 && a.seconds <= 30.0) {
-        return Err("--seconds: more than 0, at most 30".into());
-    }
-    if ![256, 512, 1024, 2048, 4096].contains(&a.mtu) {
-        return Err(format!(
-            "--mtu {}: one of 256, 512, 1024, 2048, 4096",
-            a.mtu
-        ));
-    }
-    if !(a.relative > 0.0 && a.relative < 1.0) {
-        return Err("--relative: between 0 and 1".into());
-    }
-    if !(a.lat_seconds >= 0.0 && a.lat_seconds <= 30.0) {
-        return Err("--lat-seconds: 0 to 30".into());
-    }
-    if a.confirm_parallel == 0 {
-        return Err("--confirm-parallel: at least 1".into());
-    }
-    if a.port_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-        return Err("--port-rate: Gb/s, more than 0".into());
-    }
-    Ok(())
-}
-
-/// `HOST:PORT` → the first IPv4 address.
-fn resolve(list: &[String]) -> Result<Vec<SocketAddr>, String> {
-    list.iter()
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| {
-            let s = s.trim();
-            s.to_socket_addrs()
-                .map_err(|e| format!("{s}: {e}"))?
-                .find(SocketAddr::is_ipv4)
-                .ok_or_else(|| format!("{s}: no IPv4 address"))
-        })
-        .collect()
 }
 
 /// Progress on stderr when it is a terminal.
@@ -291,25 +235,9 @@ impl Bar {
 
     fn step(&self, s: &Step) {
         let Some(pb) = &self.pb else { return };
-        match s {
-            Step::Connected { nodes, unreachable } => pb.set_message(format!(
-                "{} agents connected{}",
-                nodes.len(),
-                if *unreachable > 0 {
-                    format!(", {unreachable} unreachable")
-                } else {
-                    String::new()
-                }
-            )),
-            Step::Round { phase, index, of } => pb.set_message(format!(
-                "{} round {}/{of}",
-                match phase {
-                    Phase::Screen => "screening",
-                    _ => "re-measuring suspects:",
-                },
-                index + 1
-            )),
-            Step::PairDone { done, of } => pb.set_prefix(format!("{done}/{of} pairs")),
+        match s.text() {
+            StepText::Message(m) => pb.set_message(m),
+            StepText::Prefix(p) => pb.set_prefix(p),
         }
     }
 

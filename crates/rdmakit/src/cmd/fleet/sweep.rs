@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use rdmakit_fleet::render::{self, HumanOptions};
 use rdmakit_fleet::report::{analyze, Options};
 use rdmakit_fleet::slurm::run::{self, Commands, Event, SweepSpec};
-use rdmakit_fleet::slurm::sweep::{node_reports, End};
+use rdmakit_fleet::slurm::sweep::node_reports;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -142,22 +142,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             ..HumanOptions::default()
         };
         out.write_all(render::human(&report, o).as_bytes())?;
-        let total = swept.results.len();
-        let reported = swept.results.iter().filter(|r| r.is_reported()).count();
-        let last = swept
-            .last_report
-            .map(|d| format!(", the last {:.1} s after srun started", d.as_secs_f64()))
-            .unwrap_or_default();
-        let end = match swept.end {
-            End::TimedOut(s) => format!("; stopped by the {s:.0} s timeout"),
-            End::Exited(_) => String::new(),
-        };
-        writeln!(
-            out,
-            "Sweep: {reported} of {total} nodes reported in {:.1} s{last}{end}; evidence in {}",
-            swept.elapsed.as_secs_f64(),
-            dir.display()
-        )?;
+        writeln!(out, "{}", swept.summary(&dir))?;
     }
     if let Some(path) = &a.html {
         crate::cmd::html::fleet(path, &report)?;

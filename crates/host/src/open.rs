@@ -1,0 +1,187 @@
+//! Where host facts come from: a bundle or capture directory (`--from`),
+//! another root (`--root DIR`), or the live host — opened as one [`Source`]
+//! with what to call it in reports and the options to collect with.
+
+use std::path::Path;
+
+use crate::bundle::{Bundle, BundleError};
+use crate::capture::{import_capture, ImportError};
+use crate::collect::CollectOptions;
+use crate::source::{LimitsFn, LiveSource, Source};
+
+/// Which source to open, as the command line names it.
+#[derive(Clone, Debug, Default)]
+pub struct SourceSpec {
+    /// A captured host tree rooted here instead of /.
+    pub root: Option<String>,
+    /// A bundle recorded by `rdmakit collect`, or a capture directory.
+    pub from: Option<String>,
+    /// Also check the host as this process sees it.
+    pub pid: Option<u32>,
+    /// Read the kernel log from this file.
+    pub kernel_log: Option<String>,
+}
+
+/// An opened source and what to call it in reports.
+pub enum Opened {
+    /// The live host, or a tree at another root.
+    Live(LiveSource, String),
+    /// A bundle (a capture directory is imported as one).
+    Bundle(Box<Bundle>, String),
+}
+
+impl Opened {
+    /// The source to collect from.
+    pub fn source(&self) -> &dyn Source {
+        match self {
+            Opened::Live(s, _) => s,
+            Opened::Bundle(b, _) => b.as_ref(),
+        }
+    }
+
+    /// When the bundle was recorded (None: a live source, or a bundle
+    /// without a recorded time).
+    pub fn recorded_unix(&self) -> Option<u64> {
+        match self {
+            Opened::Bundle(b, _) => Some(b.header.created_unix).filter(|t| *t > 0),
+            Opened::Live(..) => None,
+        }
+    }
+
+    /// What to call it: "live host", "tree at DIR", "bundle FILE (tool)", ...
+    pub fn label(&self) -> &str {
+        match self {
+            Opened::Live(_, l) | Opened::Bundle(_, l) => l,
+        }
+    }
+}
+
+/// Why a source could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// A capture directory that does not import.
+    #[error("importing capture directory {path}")]
+    Capture {
+        /// The directory.
+        path: String,
+        /// Why.
+        #[source]
+        source: ImportError,
+    },
+    /// A bundle that does not read.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// `--root` that is not a directory.
+    #[error("--root {0}: not a directory")]
+    NotDir(String),
+}
+
+impl SourceSpec {
+    /// The collect options these flags ask for (a bundle brings its own).
+    pub fn options(&self) -> CollectOptions {
+        CollectOptions {
+            pid: self.pid,
+            kernel_log: self.kernel_log.clone(),
+        }
+    }
+
+    /// Opens the source, and the options to collect with: a bundle's own,
+    /// with `pid` and `kernel_log` overriding them when given. The live
+    /// host answers device limits through `limits` (called once, only for
+    /// the live host).
+    ///
+    /// # Errors
+    /// The bundle or capture directory does not read; `--root` is not a
+    /// directory.
+    pub fn open(
+        &self,
+        limits: impl FnOnce() -> LimitsFn,
+    ) -> Result<(Opened, CollectOptions), OpenError> {
+        if let Some(path) = &self.from {
+            let p = Path::new(path);
+            let bundle = if p.is_dir() {
+                import_capture(p).map_err(|source| OpenError::Capture {
+                    path: path.clone(),
+                    source,
+                })?
+            } else {
+                Bundle::read(path)?
+            };
+            let mut opts = bundle.header.options.clone();
+            if self.pid.is_some() {
+                opts.pid = self.pid;
+            }
+            if self.kernel_log.is_some() {
+                opts.kernel_log = self.kernel_log.clone();
+            }
+            let label = if p.is_dir() {
+                format!("capture directory {path}")
+            } else {
+                format!("bundle {path} ({})", bundle.header.tool)
+            };
+            return Ok((Opened::Bundle(Box::new(bundle), label), opts));
+        }
+        if let Some(root) = &self.root {
+            if !Path::new(root).is_dir() {
+                return Err(OpenError::NotDir(root.clone()));
+            }
+            return Ok((
+                Opened::Live(LiveSource::new(root), format!("tree at {root}")),
+                self.options(),
+            ));
+        }
+        Ok((
+            Opened::Live(
+                LiveSource::host().with_device_limits(limits()),
+                "live host".into(),
+            ),
+            self.options(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_limits() -> LimitsFn {
+        std::sync::Arc::new(|_: &str| None)
+    }
+
+    #[test]
+    fn roots_bundles_and_the_live_host_are_named_and_bad_inputs_refused() {
+        let dir = std::env::temp_dir();
+        let root = dir.to_string_lossy().into_owned();
+        let spec = SourceSpec {
+            root: Some(root.clone()),
+            pid: Some(7),
+            ..SourceSpec::default()
+        };
+        let Ok((o, opts)) = spec.open(no_limits) else {
+            panic!("the temporary directory did not open as a root")
+        };
+        assert_eq!(o.label(), format!("tree at {root}"));
+        assert_eq!(opts.pid, Some(7));
+        let spec = SourceSpec {
+            root: Some(format!("{root}/rdmakit-no-such-dir")),
+            ..SourceSpec::default()
+        };
+        let Err(e) = spec.open(no_limits) else {
+            panic!("a missing --root opened")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("--root {root}/rdmakit-no-such-dir: not a directory")
+        );
+        let spec = SourceSpec {
+            from: Some(format!("{root}/rdmakit-no-such-bundle.json")),
+            ..SourceSpec::default()
+        };
+        assert!(matches!(spec.open(no_limits), Err(OpenError::Bundle(_))));
+        let Ok((o, _)) = SourceSpec::default().open(no_limits) else {
+            panic!("the live host did not open")
+        };
+        assert_eq!(o.label(), "live host");
+        assert_eq!(o.recorded_unix(), None);
+    }
+}

@@ -1,0 +1,236 @@
+//! From perftest-shaped command-line options to run [`Params`]: the value
+//! parsers of single flags, and [`Options::params`], which applies each
+//! test's defaults and rejects the combinations a test cannot run.
+
+use crate::{Params, PerfError, Test, SWEEP_MAX};
+
+/// A test name (`write-bw`, `ib_write_bw`, ...).
+///
+/// # Errors
+/// An unknown name, with the list of tests.
+pub fn parse_test(s: &str) -> Result<Test, String> {
+    Test::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Test::ALL.iter().map(|t| t.name()).collect();
+        format!("unknown test {s:?}: one of {}", names.join(", "))
+    })
+}
+
+/// A path MTU: 256, 512, 1024, 2048 or 4096.
+///
+/// # Errors
+/// Anything else.
+pub fn parse_mtu(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(m @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(m),
+        _ => Err(format!("MTU {s:?}: one of 256, 512, 1024, 2048, 4096")),
+    }
+}
+
+/// `-c`: RC, or UD (case-insensitive); `true` for UD.
+///
+/// # Errors
+/// Anything else.
+pub fn parse_ud(s: &str) -> Result<bool, String> {
+    match s.to_ascii_uppercase().as_str() {
+        "RC" => Ok(false),
+        "UD" => Ok(true),
+        _ => Err(format!(
+            "connection type {s:?}: RC, or UD for send-bw/send-lat"
+        )),
+    }
+}
+
+/// `-D`: seconds, more than 0, at most a day.
+///
+/// # Errors
+/// Anything else.
+pub fn parse_duration(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d > 0.0 && d <= 86_400.0 => Ok(d),
+        _ => Err(format!("duration {s:?}: seconds, more than 0")),
+    }
+}
+
+/// A run's options as the command line gives them (`None`: the test's
+/// default).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The test.
+    pub test: Test,
+    /// `-s`: message size (with `all`, the largest of the sweep).
+    pub size: Option<u64>,
+    /// `-a`: sweep the sizes.
+    pub all: bool,
+    /// `-n`: iterations per size.
+    pub iters: Option<u64>,
+    /// `-D`: seconds per size.
+    pub duration: Option<f64>,
+    /// `-I`: inline threshold.
+    pub inline: Option<u32>,
+    /// `-t`: send queue depth.
+    pub tx_depth: Option<u32>,
+    /// `-Q`: CQ moderation.
+    pub cq_mod: u32,
+    /// `-r`: receives kept posted.
+    pub rx_depth: u32,
+    /// `-m`: path MTU.
+    pub mtu: u32,
+    /// `-c UD`.
+    pub ud: bool,
+    /// `--validate`.
+    pub validate: bool,
+}
+
+impl Options {
+    /// The run's parameters: each test's defaults (size 65536 for
+    /// bandwidth, 2 for latency, 8 for atomics; perftest's iterations,
+    /// depths and inline sizes), the sweep's sizes.
+    ///
+    /// # Errors
+    /// What the test cannot run (UD beyond send-bw/send-lat or above the
+    /// MTU, atomics other than 8 bytes, ...), as the usage error says it.
+    pub fn params(&self) -> Result<Params, String> {
+        let (test, ud) = (self.test, self.ud);
+        let bad = |m: &str| Err(m.to_string());
+        if test == Test::AtomicBw && self.size.is_some_and(|s| s != 8) {
+            return bad("atomic-bw moves 8 bytes per message: -s must be 8");
+        }
+        if test == Test::WriteLat && self.size == Some(1) {
+            return bad("write-lat needs messages of at least 2 bytes");
+        }
+        let default_size = match test {
+            Test::AtomicBw => 8,
+            t if t.is_bw() => 65536,
+            _ => 2,
+        };
+        if ud && !matches!(test, Test::SendBw | Test::SendLat) {
+            return bad(&format!("{test} runs over RC only (UD: send-bw, send-lat)"));
+        }
+        if ud && self.size.is_some_and(|s| s > u64::from(self.mtu)) {
+            return bad(&format!(
+                "UD messages must fit the MTU ({} bytes; -m)",
+                self.mtu
+            ));
+        }
+        let cap = if ud { self.mtu as usize } else { SWEEP_MAX };
+        let size = self.size.map_or(default_size.min(cap), |s| s as usize);
+        let sizes = if self.all {
+            let max = self.size.map_or(cap, |s| s as usize);
+            let v = test.sweep_sizes(max);
+            if v.is_empty() {
+                return bad("-a with -s below 2 leaves no sizes to sweep");
+            }
+            v
+        } else {
+            vec![size]
+        };
+        Ok(Params {
+            test,
+            sizes,
+            iters: self.iters.unwrap_or(test.default_iters()),
+            duration: self.duration,
+            inline: self.inline.unwrap_or(if test.is_bw() { 0 } else { 220 }),
+            tx_depth: self.tx_depth.unwrap_or(test.default_tx_depth()),
+            rx_depth: self.rx_depth,
+            validate: self.validate,
+            mtu: self.mtu,
+            ud,
+            cq_mod: self.cq_mod,
+        })
+    }
+}
+
+impl PerfError {
+    /// The error's kind, as `--json` names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PerfError::Verbs(_) => "verbs",
+            PerfError::Completion { .. } => "completion",
+            PerfError::Exchange(_) => "exchange",
+            PerfError::Validation(_) => "validation",
+            PerfError::Stalled(..) => "stalled",
+            PerfError::Params(_) => "params",
+            PerfError::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(test: Test) -> Options {
+        Options {
+            test,
+            size: None,
+            all: false,
+            iters: None,
+            duration: None,
+            inline: None,
+            tx_depth: None,
+            cq_mod: 100,
+            rx_depth: 512,
+            mtu: 4096,
+            ud: false,
+            validate: false,
+        }
+    }
+
+    fn refused(o: &Options) -> String {
+        o.params().unwrap_err()
+    }
+
+    #[test]
+    fn each_test_gets_perftests_defaults() {
+        let p = opts(Test::WriteBw).params().unwrap();
+        assert_eq!((p.sizes, p.inline), (vec![65536], 0));
+        assert_eq!(p.iters, Test::WriteBw.default_iters());
+        let p = opts(Test::SendLat).params().unwrap();
+        assert_eq!((p.sizes, p.inline), (vec![2], 220));
+        assert_eq!(opts(Test::AtomicBw).params().unwrap().sizes, vec![8]);
+        let mut o = opts(Test::SendBw);
+        o.ud = true;
+        o.mtu = 1024;
+        assert_eq!(o.params().unwrap().sizes, vec![1024]);
+        o.all = true;
+        assert_eq!(o.params().unwrap().sizes, Test::SendBw.sweep_sizes(1024));
+    }
+
+    #[test]
+    fn combinations_a_test_cannot_run_are_parameter_errors() {
+        let mut o = opts(Test::AtomicBw);
+        o.size = Some(16);
+        assert_eq!(
+            refused(&o),
+            "atomic-bw moves 8 bytes per message: -s must be 8"
+        );
+        let mut o = opts(Test::WriteLat);
+        o.size = Some(1);
+        assert_eq!(refused(&o), "write-lat needs messages of at least 2 bytes");
+        let mut o = opts(Test::ReadBw);
+        o.ud = true;
+        assert_eq!(
+            refused(&o),
+            "read-bw runs over RC only (UD: send-bw, send-lat)"
+        );
+        let mut o = opts(Test::SendBw);
+        (o.ud, o.mtu, o.size) = (true, 1024, Some(2048));
+        assert_eq!(refused(&o), "UD messages must fit the MTU (1024 bytes; -m)");
+        let mut o = opts(Test::WriteBw);
+        (o.all, o.size) = (true, Some(1));
+        assert_eq!(refused(&o), "-a with -s below 2 leaves no sizes to sweep");
+        assert_eq!(PerfError::Params(String::new()).kind(), "params");
+    }
+
+    #[test]
+    fn flag_values_parse_or_say_what_is_allowed() {
+        assert_eq!(parse_test("ib_write_bw"), Ok(Test::WriteBw));
+        assert!(parse_test("x").unwrap_err().contains("write-bw"));
+        assert_eq!(parse_mtu("1024"), Ok(1024));
+        assert!(parse_mtu("1500").is_err());
+        assert_eq!(parse_ud("ud"), Ok(true));
+        assert!(parse_ud("uc").is_err());
+        assert_eq!(parse_duration("2.5"), Ok(2.5));
+        assert!(parse_duration("0").is_err());
+    }
+}
