@@ -10,6 +10,13 @@ use crate::{ControlTimings, Header, Report, Row};
 const LINE: &str =
     "---------------------------------------------------------------------------------------";
 
+/// What a server prints while it waits for its client, as perftest does.
+pub fn waiting() -> &'static str {
+    "\n************************************\n\
+     * Waiting for client to connect... *\n\
+     ************************************\n"
+}
+
 /// The header perftest prints before its results: parameters and both QPs.
 pub fn header(h: &Header) -> String {
     let mut o = String::new();
@@ -160,6 +167,16 @@ pub fn json(r: &Report, gbits: bool) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_waiting_banner_is_perftests() {
+        let lines: Vec<&str> = waiting().lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0], "");
+        assert_eq!(lines[2], "* Waiting for client to connect... *");
+        assert_eq!(lines[1], "*".repeat(36));
+        assert_eq!(lines[3], lines[1]);
+    }
 
     /// A recorded `rdmakit perf write-bw -a --json` run (crates/report/tests/data).
     fn recorded() -> Report {

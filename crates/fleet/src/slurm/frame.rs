@@ -136,6 +136,16 @@ pub fn classify(line: &str) -> Line<'_> {
     }
 }
 
+/// What `rdmakit doctor --frame` prints: the report's frame, then the
+/// bundle's when one was recorded (`--frame-bundle`).
+pub fn doctor_output(node: &str, report_json: &[u8], bundle_json: Option<&[u8]>) -> String {
+    let mut text = encode(Kind::Report, node, report_json);
+    if let Some(b) = bundle_json {
+        text.push_str(&encode(Kind::Bundle, node, b));
+    }
+    text
+}
+
 /// A node's frame: header, base64 of gzip(payload) in [`WIDTH`]-column lines,
 /// footer. Every line ends with `\n`.
 pub fn encode(kind: Kind, node: &str, payload: &[u8]) -> String {
@@ -217,6 +227,14 @@ pub fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_doctor_prints_the_report_then_the_bundle() {
+        let only = doctor_output("n1", b"{}", None);
+        assert_eq!(only, encode(Kind::Report, "n1", b"{}"));
+        let both = doctor_output("n1", b"{}", Some(b"[]"));
+        assert_eq!(both, only + &encode(Kind::Bundle, "n1", b"[]"));
+    }
 
     fn roundtrip(payload: &[u8]) -> Vec<u8> {
         let text = encode(Kind::Report, "n3", payload);

@@ -198,6 +198,16 @@ pub struct SweepSpec {
     pub timeout: Duration,
 }
 
+/// The doctor's arguments on every node: the user's, without active probes
+/// unless they ask for them or against them (`--probe`, `--no-probe`).
+pub fn doctor_args(user: &[String]) -> Vec<String> {
+    let mut v = user.to_vec();
+    if !v.iter().any(|d| d == "--probe" || d == "--no-probe") {
+        v.insert(0, "--no-probe".into());
+    }
+    v
+}
+
 /// The nodes a sweep will run on, those it cannot, and the srun command.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -573,6 +583,17 @@ pub fn summary_json(run: &SweepRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nodes_run_no_probes_unless_asked() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            doctor_args(&v(&["--fail-on", "warning"])),
+            v(&["--no-probe", "--fail-on", "warning"])
+        );
+        assert_eq!(doctor_args(&v(&["--probe"])), v(&["--probe"]));
+        assert_eq!(doctor_args(&v(&["--no-probe"])), v(&["--no-probe"]));
+    }
 
     #[test]
     fn the_summary_says_what_reported_when_and_how_it_ended() {

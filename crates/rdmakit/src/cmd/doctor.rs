@@ -186,16 +186,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let node = super::health::node_name();
         // The same JSON as --json (groups included), so a sweep's node is the doctor's.
         let json = render::json(&report);
-        let mut text = frame::encode(frame::Kind::Report, &node, json.as_bytes());
-        if let Some((recs, opts)) = records {
+        let bundle = records.map(|(recs, opts)| {
             let tool = format!("rdmakit {} ({})", env!("CARGO_PKG_VERSION"), opened.label());
-            let bundle = Bundle::new(Bundle::header_now(&tool, opts), recs);
-            text.push_str(&frame::encode(
-                frame::Kind::Bundle,
-                &node,
-                &bundle.to_json(),
-            ));
-        }
+            Bundle::new(Bundle::header_now(&tool, opts), recs).to_json()
+        });
+        let text = frame::doctor_output(&node, json.as_bytes(), bundle.as_deref());
         out.write_all(text.as_bytes())?;
     } else if a.json {
         writeln!(out, "{}", render::json(&report))?;

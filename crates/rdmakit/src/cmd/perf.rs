@@ -159,9 +159,7 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
         ),
         None => {
             if !json {
-                println!("\n************************************");
-                println!("* Waiting for client to connect... *");
-                println!("************************************");
+                print!("{}", render::waiting());
                 let _ = std::io::stdout().flush();
             }
             run_server(

@@ -64,18 +64,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .display()
             .to_string(),
     };
-    let mut doctor_args = a.doctor_args.clone();
-    if !doctor_args
-        .iter()
-        .any(|d| d == "--probe" || d == "--no-probe")
-    {
-        doctor_args.insert(0, "--no-probe".into());
-    }
     let spec = SweepSpec {
         partition: a.partition.clone(),
         nodelist: a.nodelist.clone(),
         rdmakit,
-        doctor_args,
+        doctor_args: run::doctor_args(&a.doctor_args),
         bundles: a.bundles,
         timeout: Duration::from_secs(a.timeout),
     };
