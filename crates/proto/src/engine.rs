@@ -42,6 +42,8 @@ pub const GRH_LEN: usize = 40;
 
 /// Q_Key bit that a non-privileged sender may not use.
 const QKEY_CONTROLLED: u32 = 0x8000_0000;
+/// Emptied scatter/gather lists kept per direction for reuse.
+const SPARE_SGLS: usize = 64;
 
 /// Static configuration of a QP (what `ibv_create_qp` fixes).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -334,6 +336,11 @@ pub struct Qp {
     /// The newest request that asks for an answer (AckReq, READ, atomic).
     asked_psn: Option<Psn>,
     goback_guard: Option<Psn>,
+    /// Emptied scatter/gather lists of completed send and receive WRs,
+    /// handed back to the driver ([`Qp::spare_send_sgl`],
+    /// [`Qp::spare_recv_sgl`]) so a post needs no allocation.
+    spare_send: Vec<Vec<Sge>>,
+    spare_recv: Vec<Vec<Sge>>,
     // responder
     rq: VecDeque<RecvWqe>,
     epsn: Psn,
@@ -488,6 +495,8 @@ impl Qp {
             asked_psn: None,
             pkts_since_ackreq: 0,
             goback_guard: None,
+            spare_send: Vec::new(),
+            spare_recv: Vec::new(),
             rq: VecDeque::new(),
             epsn: Psn::new(0),
             msn: 0,
@@ -846,6 +855,25 @@ impl Qp {
         Ok(())
     }
 
+    /// The emptied scatter/gather list of a completed send WR, if one is
+    /// kept: a driver building the next WR reuses it instead of allocating.
+    pub fn spare_send_sgl(&mut self) -> Option<Vec<Sge>> {
+        self.spare_send.pop()
+    }
+
+    /// As [`Qp::spare_send_sgl`], of a completed receive WR.
+    pub fn spare_recv_sgl(&mut self) -> Option<Vec<Sge>> {
+        self.spare_recv.pop()
+    }
+
+    /// Keeps `sgl` (emptied) for reuse; a few small lists, not every list.
+    pub(crate) fn keep_sgl(pool: &mut Vec<Vec<Sge>>, mut sgl: Vec<Sge>) {
+        if pool.len() < SPARE_SGLS && sgl.capacity() > 0 && sgl.capacity() <= 16 {
+            sgl.clear();
+            pool.push(sgl);
+        }
+    }
+
     /// Next completion, oldest first. Call until `None` after every other call.
     pub fn poll_completion(&mut self) -> Option<Wc> {
         self.cq.pop_front()
@@ -901,6 +929,51 @@ mod tests {
     fn qp_is_send_and_sync() {
         fn f<T: Send + Sync>() {}
         f::<Qp>();
+    }
+
+    #[test]
+    fn completed_wrs_hand_their_scatter_lists_back_for_reuse() {
+        use crate::sim::{LinkConfig, Network};
+        let mut net = Network::new(LinkConfig::default(), 7);
+        let (a, b) = net.connected_pair(QpType::Rc);
+        let (lk, _) = net
+            .node_mut(a)
+            .mem
+            .register(Pd(1), 0x1000, 64, Access::LOCAL_WRITE);
+        let (rk, _) = net
+            .node_mut(b)
+            .mem
+            .register(Pd(1), 0x8000, 64, Access::LOCAL_WRITE);
+        let sge = |addr, length, lkey| Sge { addr, length, lkey };
+        net.qp_mut(b)
+            .post_recv(RecvWr {
+                wr_id: 1,
+                sg_list: vec![sge(0x8000, 64, rk)],
+            })
+            .unwrap();
+        net.qp_mut(a)
+            .post_send(SendWr::new(2, SendOp::Send, vec![sge(0x1000, 8, lk)]))
+            .unwrap();
+        assert!(
+            net.qp_mut(a).spare_send_sgl().is_none(),
+            "nothing completed yet"
+        );
+        assert!(
+            net.qp_mut(b).spare_recv_sgl().is_none(),
+            "nothing completed yet"
+        );
+        net.run_until_idle();
+        let done = |w: &[Wc]| w.iter().filter(|w| w.status == WcStatus::Success).count();
+        assert_eq!(done(&net.take_completions(a)), 1);
+        assert_eq!(done(&net.take_completions(b)), 1);
+        for spare in [
+            net.qp_mut(a).spare_send_sgl(),
+            net.qp_mut(b).spare_recv_sgl(),
+        ] {
+            let v = spare.expect("the completed WR's list is kept");
+            assert!(v.is_empty() && v.capacity() >= 1, "{v:?}");
+        }
+        assert!(net.qp_mut(a).spare_send_sgl().is_none(), "one list per WR");
     }
 
     #[test]

@@ -359,8 +359,9 @@ pub(crate) struct Shared {
     /// A deadline earlier than the progress thread's plan was set.
     rescan: AtomicBool,
     busy_poll: bool,
-    /// When an application thread last busy-polled (ns since epoch, 0 = never).
-    last_busy_poll: AtomicU64,
+    /// Bumped by every busy poll of an empty CQ (the progress thread
+    /// watches it move; see `progress_loop`).
+    busy_polls: AtomicU64,
     poll_buf: Mutex<Vec<u8>>,
     /// QPs whose plain ACKs an application thread held back (see
     /// [`Shared::drive_with`]); `acks_held` says the list may be non-empty.
@@ -427,7 +428,60 @@ struct SrqShared {
 #[derive(Debug)]
 struct SendDesc {
     wr: SendWr,
-    inline: Option<Vec<u8>>,
+    inline: Option<InlineData>,
+}
+
+/// Bytes of inline data a send descriptor holds in place; longer inline
+/// sends take a heap buffer.
+const INLINE_IN_PLACE: usize = 64;
+
+/// The inline bytes of a posted send, copied at post time: in the
+/// descriptor itself when they fit (no allocation per small send).
+#[derive(Debug)]
+enum InlineData {
+    InPlace {
+        len: u8,
+        bytes: [u8; INLINE_IN_PLACE],
+    },
+    Heap(Vec<u8>),
+}
+
+impl InlineData {
+    /// Copies the bytes every SGE names.
+    ///
+    /// # Safety
+    /// Every SGE's `[addr, addr + length)` must be readable memory.
+    unsafe fn copy(sges: &[rdmakit_proto::Sge]) -> InlineData {
+        let total: usize = sges.iter().map(|s| s.length as usize).sum();
+        if total <= INLINE_IN_PLACE {
+            let mut bytes = [0u8; INLINE_IN_PLACE];
+            let mut at = 0;
+            for s in sges {
+                let n = s.length as usize;
+                // SAFETY: forwarded from this function's contract.
+                unsafe { crate::dma::copy_inline_to(s.addr, &mut bytes[at..at + n]) };
+                at += n;
+            }
+            // `total <= 64` fits a u8.
+            return InlineData::InPlace {
+                len: total as u8,
+                bytes,
+            };
+        }
+        let mut v = Vec::with_capacity(total);
+        for s in sges {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { crate::dma::copy_inline(s.addr, s.length as usize, &mut v) };
+        }
+        InlineData::Heap(v)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            InlineData::InPlace { len, bytes } => &bytes[..usize::from(*len)],
+            InlineData::Heap(v) => v,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -462,6 +516,9 @@ struct Engine {
     sport: u16,
     /// The flow socket of `sport`, looked up once per port, not per packet.
     flow: net::FlowCache,
+    /// The last path looked up, `(AddressHandle, address)`: interned paths
+    /// never change, so a packet to the same one skips the path table.
+    path: Option<(u32, Ipv4Addr)>,
     last_state: QpState,
     last_error: Option<WcStatus>,
     /// Plain ACKs held back, the QP listed in `Shared::held_acks`.
@@ -684,7 +741,7 @@ impl Device {
             counters: AtomicCounters::default(),
             wake_at: AtomicU64::new(u64::MAX),
             rescan: AtomicBool::new(false),
-            last_busy_poll: AtomicU64::new(0),
+            busy_polls: AtomicU64::new(0),
             busy_poll: cfg.busy_poll,
             poll_buf: Mutex::new(vec![0; 65536]),
             held_acks: Mutex::new(Vec::new()),

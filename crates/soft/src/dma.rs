@@ -532,6 +532,19 @@ pub(crate) unsafe fn copy_inline(addr: u64, len: usize, out: &mut Vec<u8>) {
     }
 }
 
+/// Copies `out.len()` bytes of inline send data from `addr` into `out`.
+///
+/// # Safety
+/// `[addr, addr + out.len())` must be readable and not overlap `out`.
+pub(crate) unsafe fn copy_inline_to(addr: u64, out: &mut [u8]) {
+    // SAFETY: the caller guarantees the source range is readable and
+    // distinct from `out`.
+    unsafe {
+        let src = core::slice::from_raw_parts(addr as usize as *const u8, out.len());
+        out.copy_from_slice(src);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

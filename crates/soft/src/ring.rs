@@ -110,6 +110,9 @@ pub struct Ring<T> {
     posted: VecDeque<T>,
     in_engine: usize,
     stats: RingStats,
+    /// Emptied scatter/gather lists of completed WRs (handed back by the
+    /// engine), reused by the next posts: no allocation per posted WR.
+    spare_sgls: Vec<Vec<rdmakit_proto::Sge>>,
 }
 
 impl<T> Ring<T> {
@@ -121,6 +124,21 @@ impl<T> Ring<T> {
             posted: VecDeque::with_capacity(cap.min(4096)),
             in_engine: 0,
             stats: RingStats::default(),
+            spare_sgls: Vec::new(),
+        }
+    }
+
+    /// An empty scatter/gather list to build the next descriptor's WR in:
+    /// a spare one when the ring holds one (see [`Ring::keep_sgl`]).
+    pub(crate) fn sgl(&mut self) -> Vec<rdmakit_proto::Sge> {
+        self.spare_sgls.pop().unwrap_or_default()
+    }
+
+    /// Keeps an emptied scatter/gather list for [`Ring::sgl`] (up to the
+    /// ring's capacity of them).
+    pub(crate) fn keep_sgl(&mut self, sgl: Vec<rdmakit_proto::Sge>) {
+        if self.spare_sgls.len() < self.cap && sgl.is_empty() {
+            self.spare_sgls.push(sgl);
         }
     }
 
@@ -221,6 +239,32 @@ impl<T> Ring<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spare_scatter_lists_are_reused_up_to_the_capacity() {
+        let mut r: Ring<u32> = Ring::new(2);
+        assert_eq!(r.sgl().capacity(), 0, "no spare yet: a new list");
+        let mut v = Vec::with_capacity(4);
+        v.push(rdmakit_proto::Sge {
+            addr: 1,
+            length: 2,
+            lkey: 3,
+        });
+        r.keep_sgl(v.clone());
+        assert_eq!(
+            r.sgl().capacity(),
+            0,
+            "a list still holding SGEs is not kept"
+        );
+        drop(v);
+        // Capacity 2: the first two kept (newest first out), the rest dropped.
+        for cap in [1, 2, 3] {
+            r.keep_sgl(Vec::with_capacity(cap));
+        }
+        assert_eq!(r.sgl().capacity(), 2);
+        assert_eq!(r.sgl().capacity(), 1);
+        assert_eq!(r.sgl().capacity(), 0);
+    }
 
     #[test]
     fn failed_mapping_returns_the_descriptor() {

@@ -10,7 +10,14 @@
 //! rdmakit-rawudp send HOST:PORT MSGS MSG_SIZE DGRAM [gso]
 //! rdmakit-rawudp pong PORT ITERS [spin]
 //! rdmakit-rawudp ping HOST:PORT ITERS SIZE [spin] # prints one JSON line
+//! rdmakit-rawudp memcpy TOTAL_BYTES CHUNK [BUF_BYTES]  # prints one JSON line
 //! ```
+//!
+//! `memcpy`: the same-host baseline, one copy of `TOTAL_BYTES` in `CHUNK`
+//! pieces between two buffers of `BUF_BYTES` each (default: twice the
+//! last-level cache, at least 64 MiB, at most 1 GiB), walked in order so
+//! every chunk comes from memory rather than the cache; both buffers are
+//! written first, so no page fault is timed.
 //!
 //! `spin`: the ping-pong side polls a non-blocking socket instead of
 //! sleeping in `recvfrom` (as `rdmakit perf`'s busy poll does): no wake-up
@@ -71,6 +78,33 @@ fn recv(s: &UdpSocket, buf: &mut [u8]) -> Result<(usize, std::net::SocketAddr), 
             }
             r => return r.map_err(|e| e.to_string()),
         }
+    }
+}
+
+/// The size of the last-level cache (sysfs; 32 MiB when unknown).
+fn llc_bytes() -> usize {
+    let mut best = 0;
+    for i in 0..8 {
+        let p = format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size");
+        let Ok(v) = std::fs::read_to_string(p) else {
+            continue;
+        };
+        let v = v.trim();
+        let (num, mul) = match v.strip_suffix('K') {
+            Some(n) => (n, 1 << 10),
+            None => match v.strip_suffix('M') {
+                Some(n) => (n, 1 << 20),
+                None => (v, 1),
+            },
+        };
+        if let Ok(n) = num.parse::<usize>() {
+            best = best.max(n * mul);
+        }
+    }
+    if best == 0 {
+        32 << 20
+    } else {
+        best
     }
 }
 
@@ -173,7 +207,39 @@ fn run(a: &[String]) -> Result<(), String> {
             println!("{{\"iters\":{iters},\"size\":{size},\"rtt_median_usec\":{med}}}");
             Ok(())
         }
-        _ => Err("usage: rdmakit-rawudp recv|send|pong|ping ... (see the source's docs)".into()),
+        Some("memcpy") => {
+            let total: usize = arg(a, 1, "total bytes")?;
+            let chunk: usize = arg(a, 2, "chunk size")?;
+            let len = match a.get(3) {
+                Some(_) => arg(a, 3, "buffer bytes")?,
+                None => (2 * llc_bytes()).clamp(64 << 20, 1 << 30),
+            };
+            if chunk == 0 || chunk > len {
+                return Err(format!("chunk {chunk} must be 1..={len} bytes"));
+            }
+            let src = vec![1u8; len];
+            let mut dst = vec![2u8; len];
+            let slots = len / chunk;
+            let t = Instant::now();
+            let (mut done, mut i) = (0usize, 0usize);
+            while done < total {
+                let n = chunk.min(total - done);
+                let at = (i % slots) * chunk;
+                dst[at..at + n].copy_from_slice(&src[at..at + n]);
+                std::hint::black_box(&mut dst);
+                done += n;
+                i += 1;
+            }
+            let secs = t.elapsed().as_secs_f64();
+            println!(
+                "{{\"bytes\":{done},\"chunk\":{chunk},\"buffer\":{len},\"seconds\":{secs},\"MBps\":{}}}",
+                done as f64 / secs.max(1e-9) / 1_048_576.0
+            );
+            Ok(())
+        }
+        _ => Err(
+            "usage: rdmakit-rawudp recv|send|pong|ping|memcpy ... (see the source's docs)".into(),
+        ),
     }
 }
 

@@ -318,5 +318,6 @@ impl Qp {
             }
             self.cq.push_back(wc);
         }
+        Self::keep_sgl(&mut self.spare_send, w.wr.sg_list);
     }
 }

@@ -316,6 +316,7 @@ impl Qp {
                         wc.invalidated_rkey = inv;
                         wc.src_qp = self.attr.dest_qp_num;
                         self.cq.push_back(wc);
+                        Self::keep_sgl(&mut self.spare_recv, r.wr.sg_list);
                     }
                     self.msn = self.msn.wrapping_add(1);
                 }
@@ -551,6 +552,7 @@ impl Qp {
             wc.grh = grh.is_some();
         }
         self.cq.push_back(wc);
+        Self::keep_sgl(&mut self.spare_recv, r.wr.sg_list);
     }
 }
 

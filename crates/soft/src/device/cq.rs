@@ -301,9 +301,12 @@ impl Device {
         let mut q = lock(&c.queue);
         if q.is_empty() && self.sh.busy_poll {
             drop(q);
+            // A counter, not a clock read per spin: the progress thread
+            // notes when it last saw it move (see `progress_loop`).
+            let n = self.sh.busy_polls.load(Ordering::Relaxed);
             self.sh
-                .last_busy_poll
-                .store(self.sh.now().as_nanos().max(1), Ordering::Release);
+                .busy_polls
+                .store(n.wrapping_add(1), Ordering::Release);
             self.sh.flush_held_acks();
             // Stop at the first datagram that completes here: the
             // application gets its completion without another `recvfrom`
@@ -313,7 +316,9 @@ impl Device {
             q = lock(&c.queue);
         }
         let n = max.min(q.len());
-        out.extend(q.drain(..n));
+        if n > 0 {
+            out.extend(q.drain(..n));
+        }
         Ok(n)
     }
 

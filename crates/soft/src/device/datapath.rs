@@ -106,12 +106,13 @@ impl Shared {
                 sq.discard_posted();
             }
             while let Some(mut d) = sq.fetch() {
-                if let Some(bytes) = d.inline.take() {
+                if let Some(data) = d.inline.take() {
+                    let bytes = data.bytes();
                     let slot = eng.inline_slot % q.init.max_send_wr.max(1) as usize;
                     eng.inline_slot = eng.inline_slot.wrapping_add(1);
                     let off = slot * inline_max;
                     if let Some(dst) = eng.inline_store.get_mut(off..off + bytes.len()) {
-                        dst.copy_from_slice(&bytes);
+                        dst.copy_from_slice(bytes);
                     }
                     d.wr.sg_list.clear();
                     d.wr.sg_list.push(rdmakit_proto::Sge {
@@ -152,7 +153,14 @@ impl Shared {
                     eng.qp.poll_transmit(now, buf, &mut m)
                 };
                 let Some(t) = t else { break };
-                let Some(dst) = self.path(t.ah) else { continue };
+                let dst = match eng.path {
+                    Some((ah, ip)) if ah == t.ah.0 => ip,
+                    _ => {
+                        let Some(ip) = self.path(t.ah) else { continue };
+                        eng.path = Some((t.ah.0, ip));
+                        ip
+                    }
+                };
                 let sport = eng.sport;
                 self.net.queue(
                     dst,
@@ -198,21 +206,27 @@ impl Shared {
                 with_desc += 1;
             }
         }
+        // The engine's emptied scatter/gather lists go back to the rings
+        // with the descriptors, for the next posts to reuse.
         if with_desc > 0 {
-            lock(&q.sq).complete(with_desc);
+            let mut sq = lock(&q.sq);
+            sq.complete(with_desc);
+            while let Some(v) = eng.qp.spare_send_sgl() {
+                sq.keep_sgl(v);
+            }
         }
         let rq_out = eng.qp.rq_outstanding();
-        if let Some(s) = &q.srq {
-            let k = eng.srq_fed.saturating_sub(rq_out);
-            if k > 0 {
-                eng.srq_fed -= k;
-                lock(&s.ring).complete(k);
-            }
-        } else {
-            let k = eng.rq_in_engine.saturating_sub(rq_out);
-            if k > 0 {
-                eng.rq_in_engine -= k;
-                lock(&q.rq).complete(k);
+        let (ring, fed) = match &q.srq {
+            Some(s) => (&s.ring, &mut eng.srq_fed),
+            None => (&q.rq, &mut eng.rq_in_engine),
+        };
+        let k = fed.saturating_sub(rq_out);
+        if k > 0 {
+            *fed -= k;
+            let mut ring = lock(ring);
+            ring.complete(k);
+            while let Some(v) = eng.qp.spare_recv_sgl() {
+                ring.keep_sgl(v);
             }
         }
         // Completions.
@@ -268,33 +282,69 @@ impl Shared {
         }
     }
 
-    /// Feeds one received datagram (UDP payload: BTH .. ICRC) from `src`.
-    pub(super) fn receive(&self, src: SocketAddrV4, dgram: &[u8], hold_acks: bool) {
-        if dgram.is_empty() {
-            return; // a wake-up from `Net::kick`
+    /// Feeds what one receive returned from `src` (a datagram, or several
+    /// of one flow coalesced by UDP_GRO with segment size `seg`; see
+    /// [`net::gro_split`]). Every packet's ICRC is checked on its own; a
+    /// run of packets for one QP is fed under one engine lock and the
+    /// engine driven (transmit, completions) once after the run, so the
+    /// 16 packets of a 64 KiB write cost one lookup, one lock and one
+    /// pass, and their ACKs coalesce.
+    pub(super) fn receive(&self, src: SocketAddrV4, buf: &[u8], seg: usize, hold_acks: bool) {
+        let mut segs = net::gro_split(buf, seg).peekable();
+        while let Some(dgram) = segs.next() {
+            if dgram.is_empty() {
+                continue; // a wake-up from `Net::kick`
+            }
+            let Some(pkt) = self.check_icrc(src, dgram) else {
+                continue;
+            };
+            let dqpn = u32::from_be_bytes([0, pkt[5], pkt[6], pkt[7]]);
+            if dqpn == GSI_QPN {
+                self.receive_gsi(src, pkt);
+                continue;
+            }
+            let Some(q) = self.qp(dqpn) else {
+                self.counters.rx_unknown_qp.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let now = self.now();
+            let mut eng = lock(&q.engine);
+            self.feed(&q, &mut eng, src, pkt, now);
+            // The rest of the run for this QP (a coalesced buffer is one
+            // flow, so usually all of it).
+            while let Some(next) = segs.peek() {
+                match next.get(5..8) {
+                    Some(b)
+                        if next.len() >= 12
+                            && u32::from_be_bytes([0, b[0], b[1], b[2]]) == dqpn => {}
+                    _ => break,
+                }
+                let next = segs.next().unwrap_or_default();
+                if let Some(pkt) = self.check_icrc(src, next) {
+                    self.feed(&q, &mut eng, src, pkt, now);
+                }
+            }
+            self.drive_inner(&q, &mut eng, now, hold_acks, false);
         }
-        let Some(pkt) = self.net.check_icrc(
+    }
+
+    /// The transport packet of a datagram whose ICRC is right (else None,
+    /// counted).
+    fn check_icrc<'a>(&self, src: SocketAddrV4, dgram: &'a [u8]) -> Option<&'a [u8]> {
+        self.net.check_icrc(
             src,
             dgram,
             &self.counters.rx_malformed,
             &self.counters.rx_icrc_errors,
-        ) else {
-            return;
-        };
-        let dqpn = u32::from_be_bytes([0, pkt[5], pkt[6], pkt[7]]);
-        if dqpn == GSI_QPN {
-            return self.receive_gsi(src, pkt);
-        }
-        let Some(q) = self.qp(dqpn) else {
-            self.counters.rx_unknown_qp.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
+        )
+    }
+
+    /// Hands one checked packet to the QP's engine (locked by the caller):
+    /// first the receives posted since the last pass (post_recv leaves them
+    /// in the ring) or one from the SRQ.
+    fn feed(&self, q: &QpShared, eng: &mut Engine, src: SocketAddrV4, pkt: &[u8], now: Instant) {
         self.counters.rx_packets.fetch_add(1, Ordering::Relaxed);
-        let now = self.now();
-        let mut eng = lock(&q.engine);
-        // Receives posted since the last engine pass (post_recv leaves them
-        // in the ring).
-        self.fetch_recvs(&q, &mut eng);
+        self.fetch_recvs(q, eng);
         if let Some(s) = &q.srq {
             if eng.qp.rq_outstanding() == 0 && eng.qp.state() != QpState::Reset {
                 let mut ring = lock(&s.ring);
@@ -316,7 +366,7 @@ impl Shared {
         // Split borrows: the inline store is only read through `m`.
         let Engine {
             qp, inline_store, ..
-        } = &mut *eng;
+        } = eng;
         let mut m = EngineMem {
             view: mem.view(),
             pd: Pd(q.pd),
@@ -330,17 +380,24 @@ impl Shared {
         } else {
             qp.handle_packet(now, pkt, &mut m);
         }
-        drop(mem);
-        self.drive_inner(&q, &mut eng, now, hold_acks, false);
     }
 
     /// Sends the plain ACKs application threads held back.
     pub(super) fn flush_held_acks(&self) {
-        if !self.acks_held.swap(false, Ordering::AcqRel) {
+        // A load first: a busy poller calls this on every empty poll, and
+        // a swap would write the line each time.
+        if !self.acks_held.load(Ordering::Acquire) || !self.acks_held.swap(false, Ordering::AcqRel)
+        {
             return;
         }
-        let qpns = std::mem::take(&mut *lock(&self.held_acks));
-        for qpn in qpns {
+        // One at a time, not `mem::take` of the list: its allocation stays
+        // for the next push (one held ACK per message in a ping-pong).
+        // Entries pushed meanwhile are sent too; their flag is set again
+        // and a later call finds the list empty.
+        loop {
+            let Some(qpn) = lock(&self.held_acks).pop() else {
+                break;
+            };
             if let Some(q) = self.qp(qpn) {
                 let mut eng = lock(&q.engine);
                 if eng.ack_held {
@@ -380,11 +437,7 @@ impl Shared {
     ) {
         for _ in 0..max {
             match self.net.try_recv(b) {
-                Some((n, src, seg)) => {
-                    for dgram in net::gro_split(&b[..n], seg) {
-                        self.receive(src, dgram, hold_acks);
-                    }
-                }
+                Some((n, src, seg)) => self.receive(src, &b[..n], seg, hold_acks),
                 None => break,
             }
             if done() {
@@ -426,6 +479,19 @@ impl Shared {
 
 pub(super) fn progress_loop(sh: &Shared) {
     let mut next_timer: Option<u64> = None;
+    // When this thread last saw `busy_polls` move (ns since epoch, 0 =
+    // never): the time of the application's last busy poll, to within a
+    // nap, without a clock read on the poller's every spin.
+    let mut seen_polls = sh.busy_polls.load(Ordering::Acquire);
+    let mut polled = 0u64;
+    let mut observe = |t: u64| {
+        let p = sh.busy_polls.load(Ordering::Acquire);
+        if p != seen_polls {
+            seen_polls = p;
+            polled = t.max(1);
+        }
+        polled
+    };
     while !sh.shutdown.load(Ordering::Acquire) {
         let now = sh.now().as_nanos();
         let wait = match next_timer {
@@ -438,11 +504,12 @@ pub(super) fn progress_loop(sh: &Shared) {
         // millisecond) it receives for us: stay off the socket's wait queue
         // so the kernel does not wake this thread for every datagram, and
         // only look after the timers and held ACKs now and then. Datagrams
-        // are taken here only when the poller has not taken any for 200 µs:
+        // are taken here only when the poller has not polled for 200 µs
+        // (seen at this thread's wake-ups, so within about a nap):
         // taking them under its feet (and transmitting what their ACKs
         // open) contends for the engine lock and a core, which cost a
         // sending application 3-11% of its bandwidth.
-        let polled = sh.last_busy_poll.load(Ordering::Acquire);
+        let polled = observe(now);
         let wait = if polled != 0 && now.saturating_sub(polled) < 1_000_000 {
             // 1 ms naps, not 200 µs: each wake-up on a 2-core host preempts
             // a spinning thread and contends for its locks (8-byte RTT -12%,
@@ -450,8 +517,8 @@ pub(super) fn progress_loop(sh: &Shared) {
             // still cut the nap short.
             std::thread::sleep(wait.min(Duration::from_millis(1)));
             sh.flush_held_acks();
-            let polled = sh.last_busy_poll.load(Ordering::Acquire);
-            if sh.now().as_nanos().saturating_sub(polled) >= 200_000 {
+            let t = sh.now().as_nanos();
+            if t.saturating_sub(observe(t)) >= 200_000 {
                 sh.poll_network(64, false);
             }
             Duration::ZERO

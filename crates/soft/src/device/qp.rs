@@ -129,6 +129,7 @@ impl Device {
                 batch: net::TxBatch::default(),
                 sport: net::flow_port(qpn, 0),
                 flow: None,
+                path: None,
                 last_state: QpState::Reset,
                 last_error: None,
                 ack_held: false,
@@ -331,35 +332,47 @@ impl Device {
         let mut result = Ok(());
         for (i, req) in reqs.iter().enumerate() {
             let fail = |e| PostFailure { index: i, error: e };
-            let wr = match self.validate_send(&q, req) {
-                Ok(w) => w,
+            let ud = match self.validate_send(&q, req) {
+                Ok(ud) => ud,
                 Err(e) => {
                     result = Err(fail(e));
                     break;
                 }
             };
             let inline = if req.inline {
-                let mut v = Vec::new();
-                for s in &req.wr.sg_list {
-                    // SAFETY: forwarded from this function's contract.
-                    unsafe { crate::dma::copy_inline(s.addr, s.length as usize, &mut v) };
-                }
-                Some(v)
+                // SAFETY: forwarded from this function's contract.
+                Some(unsafe { InlineData::copy(&req.wr.sg_list) })
             } else {
                 None
             };
-            let mem = read(&self.sh.mem);
-            let need = if wr.op.is_rd_atomic() {
+            // Inline data names no registered memory: no MR table to read.
+            let mem = inline.is_none().then(|| read(&self.sh.mem));
+            let need = if req.wr.op.is_rd_atomic() {
                 Access::LOCAL_WRITE
             } else {
                 Access::empty()
             };
             let mut ring = lock(&q.sq);
-            // The WR moves into the descriptor; a refused mapping hands it
-            // back for its LOC_PROT_ERR completion.
+            // The WR is built in a spare scatter/gather list of the ring
+            // (an inline one needs none: the doorbell names the inline
+            // store) and moves into the descriptor; a refused mapping hands
+            // it back for its LOC_PROT_ERR completion.
+            let mut sg_list = ring.sgl();
+            if inline.is_none() {
+                sg_list.extend_from_slice(&req.wr.sg_list);
+            }
+            let wr = SendWr {
+                wr_id: req.wr.wr_id,
+                op: req.wr.op,
+                sg_list,
+                signaled: req.wr.signaled,
+                fence: req.wr.fence,
+                solicited: req.wr.solicited,
+                ud,
+            };
             let r = ring.take_and_map(&self.sh.faults, || {
-                if inline.is_none() {
-                    if let Err(e) = map_sges(&mem, Pd(q.pd), &wr.sg_list, need) {
+                if let Some(mem) = &mem {
+                    if let Err(e) = map_sges(mem, Pd(q.pd), &wr.sg_list, need) {
                         return Err((e, wr));
                     }
                 }
@@ -407,7 +420,13 @@ impl Device {
         result
     }
 
-    pub(super) fn validate_send(&self, q: &QpShared, req: &SendRequest) -> Result<SendWr> {
+    /// Checks a send request against the QP; returns its UD destination
+    /// with the AH resolved to the device's path handle (None for RC/UC).
+    pub(super) fn validate_send(
+        &self,
+        q: &QpShared,
+        req: &SendRequest,
+    ) -> Result<Option<rdmakit_proto::UdDest>> {
         const V: &str = "ibv_post_send";
         use rdmakit_proto::SendOp;
         let st = state_from_u8(q.state.load(Ordering::Acquire));
@@ -477,7 +496,6 @@ impl Device {
                 "atomics need 8 bytes at an 8-byte aligned address",
             ));
         }
-        let mut wr = wr.clone();
         if q.qp_type == QpType::Ud {
             let Some(mut ud) = wr.ud else {
                 return Err(err(
@@ -497,9 +515,9 @@ impl Device {
                 ));
             };
             ud.ah = AddressHandle(path);
-            wr.ud = Some(ud);
+            return Ok(Some(ud));
         }
-        Ok(wr)
+        Ok(wr.ud)
     }
 
     /// `ibv_post_recv` of a list.
@@ -552,7 +570,14 @@ impl Device {
             // sender (REM_OP_ERR); only the descriptor (and an injected
             // mapping fault) can fail the post.
             let mut ring = lock(&q.rq);
-            let r = ring.take_and_map(&self.sh.faults, || Ok::<_, MemError>(wr.clone()));
+            let mut sg_list = ring.sgl();
+            sg_list.extend_from_slice(&wr.sg_list);
+            let r = ring.take_and_map(&self.sh.faults, || {
+                Ok::<_, MemError>(RecvWr {
+                    wr_id: wr.wr_id,
+                    sg_list,
+                })
+            });
             drop(ring);
             if let Err(e) = r {
                 result = Err(fail(self.sh.map_failure(V, e)));

@@ -128,7 +128,14 @@ impl Device {
             }
             // lkeys are checked when data lands (see `post_recv`).
             let mut ring = lock(&s.ring);
-            let r = ring.take_and_map(&self.sh.faults, || Ok::<_, MemError>(wr.clone()));
+            let mut sg_list = ring.sgl();
+            sg_list.extend_from_slice(&wr.sg_list);
+            let r = ring.take_and_map(&self.sh.faults, || {
+                Ok::<_, MemError>(RecvWr {
+                    wr_id: wr.wr_id,
+                    sg_list,
+                })
+            });
             drop(ring);
             if let Err(e) = r {
                 return Err(fail(self.sh.map_failure(V, e)));
