@@ -19,10 +19,9 @@
 
 mod common;
 
-use std::process::Child;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{command, have, serial, text, wait};
+use common::{await_listen, command, free_port, have, serial, text, wait};
 
 const LIMIT: Duration = Duration::from_secs(90);
 
@@ -88,50 +87,6 @@ fn fi_info_lists_msg_dgram_and_both_rdm_endpoints_of_the_default_soft0() {
     );
 }
 
-/// True when process `pid` has a socket listening on TCP `port`.
-fn listening(pid: u32, port: u16) -> bool {
-    ["tcp", "tcp6"].iter().any(|f| {
-        std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                // local_address is ADDR:PORT in hex; st 0A is LISTEN.
-                w.len() > 3
-                    && w[3] == "0A"
-                    && w[1]
-                        .rsplit(':')
-                        .next()
-                        .and_then(|p| u16::from_str_radix(p, 16).ok())
-                        == Some(port)
-            })
-        })
-    })
-}
-
-/// Waits until `server` listens on its control port (a client that comes
-/// earlier fails); fails with its output if it exits first or never does.
-fn await_listen(mut server: Child, port: u16) -> Child {
-    let end = Instant::now() + LIMIT;
-    while !listening(server.id(), port) {
-        if server.try_wait().unwrap().is_some() || Instant::now() > end {
-            let _ = server.kill();
-            let o = server.wait_with_output().unwrap();
-            panic!(
-                "fi_pingpong server never listened on port {port} ({:?})\n{}",
-                o.status,
-                text(&o)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    server
-}
-
-/// A TCP port nothing uses now (fixed ports collide with another run).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// `fi_pingpong args` server and client (to `dst`), 100 iterations of
 /// `size` bytes with data checks; both must exit 0 with every message
 /// acknowledged. Returns the client's output.
@@ -140,7 +95,7 @@ fn pingpong(args: &[&str], size: &str, dst: &str) -> String {
     let ps = port.to_string();
     let mut sargs = args.to_vec();
     sargs.extend_from_slice(&["-I", "100", "-c", "-S", size, "-B", &ps]);
-    let server = await_listen(command("fi_pingpong", &sargs).spawn().unwrap(), port);
+    let server = await_listen(command("fi_pingpong", &sargs).spawn().unwrap(), port, LIMIT);
     let mut cargs = args.to_vec();
     cargs.extend_from_slice(&["-I", "100", "-c", "-S", size, "-P", &ps, dst]);
     let c = wait(

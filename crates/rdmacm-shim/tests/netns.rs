@@ -19,11 +19,11 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{have, lib_dir, registry_dir, serial, text, wait};
+use common::{await_listen, have, lib_dir, registry_dir, serial, text, wait};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -274,45 +274,6 @@ fn by_default_soft0_takes_the_first_non_loopback_address_of_its_namespace() {
     }
 }
 
-/// True when process `pid` (in whatever network namespace it is) has a
-/// socket listening on TCP `port`.
-fn listening(pid: u32, port: u16) -> bool {
-    ["tcp", "tcp6"].iter().any(|f| {
-        std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                // local_address is ADDR:PORT in hex; st 0A is LISTEN.
-                w.len() > 3
-                    && w[3] == "0A"
-                    && w[1]
-                        .rsplit(':')
-                        .next()
-                        .and_then(|p| u16::from_str_radix(p, 16).ok())
-                        == Some(port)
-            })
-        })
-    })
-}
-
-/// Waits until `server` listens on its control port (a client that comes
-/// earlier fails); fails with its output if it exits first or never does.
-fn await_listen(mut server: Child, port: u16) -> Child {
-    let end = Instant::now() + LIMIT;
-    while !listening(server.id(), port) {
-        if server.try_wait().unwrap().is_some() || Instant::now() > end {
-            let _ = server.kill();
-            let o = server.wait_with_output().unwrap();
-            panic!(
-                "fi_pingpong server never listened on port {port} ({:?})\n{}",
-                o.status,
-                text(&o)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    server
-}
-
 #[test]
 fn fi_pingpong_verbs_msg_between_two_soft_nics_on_one_host() {
     // Two processes on one host, each with soft0 on an address of its own
@@ -341,6 +302,7 @@ fn fi_pingpong_verbs_msg_between_two_soft_nics_on_one_host() {
                 .spawn()
                 .unwrap(),
             port,
+            LIMIT,
         );
         let mut cargs = sargs.clone();
         cargs.push("10.77.0.1");

@@ -181,3 +181,47 @@ pub fn both_ok(what: &str, (s, c): &(Output, Output)) -> (String, String) {
     );
     (text(s), text(c))
 }
+
+/// True when process `pid` (in whatever network namespace it is) has a socket listening on TCP `port`.
+pub fn listening(pid: u32, port: u16) -> bool {
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                // local_address is ADDR:PORT in hex; st 0A is LISTEN.
+                w.len() > 3
+                    && w[3] == "0A"
+                    && w[1]
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| u16::from_str_radix(p, 16).ok())
+                        == Some(port)
+            })
+        })
+    })
+}
+
+/// Waits until `server` listens on its control port (a client that comes
+/// earlier fails); fails with its output if it exits first or never does.
+pub fn await_listen(mut server: Child, port: u16, limit: Duration) -> Child {
+    let end = Instant::now() + limit;
+    while !listening(server.id(), port) {
+        if server.try_wait().unwrap().is_some() || Instant::now() > end {
+            let _ = server.kill();
+            let o = server.wait_with_output().unwrap();
+            panic!(
+                "fi_pingpong server never listened on port {port} ({:?})\n{}",
+                o.status,
+                text(&o)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+}
+
+/// A TCP port nothing uses now (fixed ports collide with another run).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
