@@ -6,8 +6,7 @@ use rdmakit_ibverbs_abi::*;
 use rdmakit_proto::{
     Access, AddressHandle, Mtu, QpAttr, QpState, QpType, SendOp, SendWr, Wc, WcOpcode, WcStatus,
 };
-use rdmakit_soft::attr::{GidEntry, GidType, LinkLayer, PortState};
-use rdmakit_soft::{DeviceAttr, Gid, PortAttr};
+use rdmakit_types::{DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState};
 
 /// `ibv_device_attr` → [`DeviceAttr`] (`node_guid`/`sys_image_guid` from
 /// network to host order; `max_inline` is not a device attribute in verbs

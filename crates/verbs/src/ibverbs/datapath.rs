@@ -7,7 +7,7 @@ use std::ffi::c_int;
 
 use rdmakit_ibverbs_abi::*;
 use rdmakit_proto::{RecvWr, Sge, Wc};
-use rdmakit_soft::SendRequest;
+use rdmakit_types::SendRequest;
 
 use super::convert;
 use super::device::{no_such, IbvDevice};

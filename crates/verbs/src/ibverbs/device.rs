@@ -16,8 +16,9 @@ use libc::c_void;
 use rdmakit_ibverbs_abi::consts::*;
 use rdmakit_ibverbs_abi::*;
 use rdmakit_proto::{Access, AttrMask, QpAttr, RecvWr, Wc};
-use rdmakit_soft::attr::{GidEntry, GidType, LinkLayer};
-use rdmakit_soft::{AsyncEvent, DeviceAttr, Gid, PortAttr, QpInit, SendRequest};
+use rdmakit_types::{
+    AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, QpInit, SendRequest,
+};
 
 use super::convert;
 use super::library::{clear_errno, errno_or, status_errno, verb_error, Library};
