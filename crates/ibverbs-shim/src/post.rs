@@ -2,7 +2,7 @@
 //! `ibv_post_srq_recv` (inline functions in verbs.h that call these).
 
 use libc::c_int;
-use rdmakit_ibverbs_abi::{consts::*, *};
+use rdmakit_ibverbs_abi::{consts::*, convert, *};
 use rdmakit_soft::proto::{AddressHandle, RecvWr, SendOp, SendWr, Sge, UdDest};
 use rdmakit_soft::SendRequest;
 
@@ -33,47 +33,16 @@ pub(crate) fn sges(list: *const ibv_sge, num: c_int) -> Res<Vec<Sge>> {
 
 /// The operation of a C send WR (`wr.*` read according to the opcode).
 pub(crate) fn op(ctx: &Ctx, w: &ibv_send_wr) -> Res<SendOp> {
-    // SAFETY: the union member read is the one the opcode selects; all are
-    // plain integers (and a pointer for UD, not read here).
-    let (rdma, atomic) = unsafe { (w.wr.rdma, w.wr.atomic) };
-    Ok(match w.opcode {
-        IBV_WR_SEND => SendOp::Send,
-        IBV_WR_SEND_WITH_IMM => SendOp::SendWithImm {
-            imm: u32::from_be(w.imm_data),
-        },
-        IBV_WR_SEND_WITH_INV => SendOp::SendWithInv { rkey: w.imm_data },
-        IBV_WR_RDMA_WRITE => SendOp::Write {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-        },
-        IBV_WR_RDMA_WRITE_WITH_IMM => SendOp::WriteWithImm {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-            imm: u32::from_be(w.imm_data),
-        },
-        IBV_WR_RDMA_READ => SendOp::Read {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-        },
-        IBV_WR_ATOMIC_CMP_AND_SWP => SendOp::CompareSwap {
-            remote_addr: atomic.remote_addr,
-            rkey: atomic.rkey,
-            compare: atomic.compare_add,
-            swap: atomic.swap,
-        },
-        IBV_WR_ATOMIC_FETCH_AND_ADD => SendOp::FetchAdd {
-            remote_addr: atomic.remote_addr,
-            rkey: atomic.rkey,
-            add: atomic.compare_add,
-        },
+    if let Some(op) = convert::send_op_from_c(w.opcode, w.imm_data, &w.wr) {
+        return Ok(op);
+    }
+    match w.opcode {
         // SAFETY: a bind request carries the `bind_mw` member.
-        IBV_WR_BIND_MW => crate::mw::bind_wr(ctx, unsafe { &w.ext.bind_mw })?,
-        // invalidate_rkey shares the field with imm_data, in host order.
-        IBV_WR_LOCAL_INV => SendOp::LocalInv { rkey: w.imm_data },
-        IBV_WR_TSO => return Err(guard::unsupported("TSO")),
-        IBV_WR_ATOMIC_WRITE => return Err(guard::unsupported("atomic write")),
-        _ => return Err(libc::EINVAL),
-    })
+        IBV_WR_BIND_MW => crate::mw::bind_wr(ctx, unsafe { &w.ext.bind_mw }),
+        IBV_WR_TSO => Err(guard::unsupported("TSO")),
+        IBV_WR_ATOMIC_WRITE => Err(guard::unsupported("atomic write")),
+        _ => Err(libc::EINVAL),
+    }
 }
 
 /// Builds the device's request from flags and parts.

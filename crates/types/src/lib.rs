@@ -15,6 +15,7 @@
 pub mod attr;
 pub mod device;
 pub mod qp;
+pub mod raw;
 pub mod wr;
 
 pub use attr::{DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState};
@@ -22,4 +23,5 @@ pub use device::{AsyncEvent, QpInit, SendRequest};
 pub use qp::{
     modify_is_ok, required_mask, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType,
 };
+pub use raw::InvalidValue;
 pub use wr::{MwBind, RecvWr, SendOp, SendWr, Sge, UdDest, Wc, WcOpcode, WcStatus};

@@ -149,7 +149,7 @@ impl IbvDevice {
                 });
             }
             let n = usize::try_from(n).unwrap_or(0).min(want);
-            out.extend(buf[..n].iter().map(convert::wc));
+            out.extend(buf[..n].iter().map(Wc::from));
             total += n;
             if n < want {
                 break;
@@ -205,7 +205,7 @@ impl IbvDevice {
         let mut sg: Vec<Vec<ibv_sge>> = reqs.iter().map(|r| sges(&r.wr.sg_list)).collect();
         let mut list = Vec::with_capacity(reqs.len());
         for (i, (r, s)) in reqs.iter().zip(sg.iter_mut()).enumerate() {
-            let (opcode, imm, mut wr) = convert::send_op(&r.wr);
+            let (opcode, imm, mut wr) = rdmakit_ibverbs_abi::convert::send_op_to_c(&r.wr.op);
             if let Some(ud) = &r.wr.ud {
                 let ah = t.ahs.get(&ud.ah.0).copied().ok_or_else(|| Error {
                     bad_wr: Some(i),
