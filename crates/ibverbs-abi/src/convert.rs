@@ -11,7 +11,8 @@
 use libc::c_int;
 use rdmakit_types::{
     Access, AddressHandle, AttrMask, DeviceAttr, GidType, InvalidValue, LinkLayer, Mtu, PortAttr,
-    PortState, QpAttr, QpState, QpType, SendOp, Wc, WcOpcode, WcStatus,
+    PortState, QpAttr, QpState, QpType, SendOp, SendRequest, SendWr, Sge, UdDest, Wc, WcOpcode,
+    WcStatus,
 };
 
 use crate::consts::*;
@@ -189,6 +190,71 @@ pub fn qp_type_from_c(t: u32) -> Option<QpType> {
         IBV_QPT_UC => Some(QpType::Uc),
         IBV_QPT_UD => Some(QpType::Ud),
         _ => None,
+    }
+}
+
+// ---- work requests -----------------------------------------------------------
+
+impl From<&Sge> for ibv_sge {
+    fn from(s: &Sge) -> ibv_sge {
+        ibv_sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        }
+    }
+}
+
+impl From<&ibv_sge> for Sge {
+    fn from(s: &ibv_sge) -> Sge {
+        Sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        }
+    }
+}
+
+/// The `IBV_SEND_*` flags of a request (SIGNALED, FENCE, SOLICITED, INLINE).
+pub fn send_flags_to_c(r: &SendRequest) -> u32 {
+    let w = &r.wr;
+    let mut f = 0;
+    if w.signaled {
+        f |= IBV_SEND_SIGNALED;
+    }
+    if w.fence {
+        f |= IBV_SEND_FENCE;
+    }
+    if w.solicited {
+        f |= IBV_SEND_SOLICITED;
+    }
+    if r.inline {
+        f |= IBV_SEND_INLINE;
+    }
+    f
+}
+
+/// A request from the parts of an `ibv_send_wr` (or of an `ibv_wr_*`
+/// batch): the inverse of [`send_flags_to_c`] for the flags, other
+/// `IBV_SEND_*` bits (IP_CSUM) ignored.
+pub fn send_request_from_c(
+    wr_id: u64,
+    op: SendOp,
+    sg_list: Vec<Sge>,
+    flags: u32,
+    ud: Option<UdDest>,
+) -> SendRequest {
+    SendRequest {
+        wr: SendWr {
+            wr_id,
+            op,
+            sg_list,
+            signaled: flags & IBV_SEND_SIGNALED != 0,
+            fence: flags & IBV_SEND_FENCE != 0,
+            solicited: flags & IBV_SEND_SOLICITED != 0,
+            ud,
+        },
+        inline: flags & IBV_SEND_INLINE != 0,
     }
 }
 
@@ -853,6 +919,30 @@ mod tests {
         }
 
         #[test]
+        fn send_requests_round_trip(
+            op in send_op(),
+            sge in (any::<u64>(), any::<u32>(), any::<u32>()),
+            f in any::<[bool; 4]>(),
+        ) {
+            let sg = Sge { addr: sge.0, length: sge.1, lkey: sge.2 };
+            prop_assert_eq!(Sge::from(&ibv_sge::from(&sg)), sg);
+            let r = SendRequest {
+                wr: SendWr {
+                    signaled: f[0],
+                    fence: f[1],
+                    solicited: f[2],
+                    ..SendWr::new(7, op, vec![sg])
+                },
+                inline: f[3],
+            };
+            let flags = send_flags_to_c(&r);
+            prop_assert_eq!(
+                send_request_from_c(7, op, vec![sg], flags | IBV_SEND_IP_CSUM, None),
+                r
+            );
+        }
+
+        #[test]
         fn port_attr_round_trips(p in port_attr()) {
             let c = ibv_port_attr::from(&p);
             prop_assert_eq!(PortAttr::from(&c), p);
@@ -958,6 +1048,29 @@ mod tests {
                 .1
                 .to_ne_bytes(),
             [1, 2, 3, 4]
+        );
+        let (op, _, u) = send_op_to_c(&SendOp::CompareSwap {
+            remote_addr: 0x1000,
+            rkey: 9,
+            compare: 5,
+            swap: 6,
+        });
+        // SAFETY: an atomic fills the `atomic` member.
+        let at = unsafe { u.atomic };
+        assert_eq!(
+            (op, at.remote_addr, at.compare_add, at.swap, at.rkey),
+            (IBV_WR_ATOMIC_CMP_AND_SWP, 0x1000, 5, 6, 9)
+        );
+        let r = SendRequest {
+            wr: SendWr {
+                fence: true,
+                ..SendWr::new(1, SendOp::Send, vec![])
+            },
+            inline: true,
+        };
+        assert_eq!(
+            send_flags_to_c(&r),
+            IBV_SEND_SIGNALED | IBV_SEND_FENCE | IBV_SEND_INLINE
         );
         assert_eq!(port_state_from_c(IBV_PORT_ACTIVE_DEFER), PortState::Active);
         assert_eq!(port_state_from_c(0), PortState::Down);

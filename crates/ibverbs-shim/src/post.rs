@@ -3,7 +3,7 @@
 
 use libc::c_int;
 use rdmakit_ibverbs_abi::{consts::*, convert, *};
-use rdmakit_soft::proto::{AddressHandle, RecvWr, SendOp, SendWr, Sge, UdDest};
+use rdmakit_soft::proto::{AddressHandle, RecvWr, SendOp, Sge, UdDest};
 use rdmakit_soft::SendRequest;
 
 use crate::device::Ctx;
@@ -22,13 +22,7 @@ pub(crate) fn sges(list: *const ibv_sge, num: c_int) -> Res<Vec<Sge>> {
     }
     // SAFETY: the caller's array holds num_sge entries.
     let s = unsafe { std::slice::from_raw_parts(list, n) };
-    Ok(s.iter()
-        .map(|g| Sge {
-            addr: g.addr,
-            length: g.length,
-            lkey: g.lkey,
-        })
-        .collect())
+    Ok(s.iter().map(Sge::from).collect())
 }
 
 /// The operation of a C send WR (`wr.*` read according to the opcode).
@@ -46,26 +40,7 @@ pub(crate) fn op(ctx: &Ctx, w: &ibv_send_wr) -> Res<SendOp> {
 }
 
 /// Builds the device's request from flags and parts.
-pub(crate) fn request(
-    wr_id: u64,
-    op: SendOp,
-    sg_list: Vec<Sge>,
-    flags: u32,
-    ud: Option<UdDest>,
-) -> SendRequest {
-    SendRequest {
-        wr: SendWr {
-            wr_id,
-            op,
-            sg_list,
-            signaled: flags & IBV_SEND_SIGNALED != 0,
-            fence: flags & IBV_SEND_FENCE != 0,
-            solicited: flags & IBV_SEND_SOLICITED != 0,
-            ud,
-        },
-        inline: flags & IBV_SEND_INLINE != 0,
-    }
-}
+pub(crate) use rdmakit_ibverbs_abi::convert::send_request_from_c as request;
 
 /// Posts `reqs`; on failure returns the index of the first request not
 /// posted and its errno.

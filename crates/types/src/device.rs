@@ -63,7 +63,7 @@ pub struct QpInit {
 }
 
 /// A send work request as the device takes it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SendRequest {
     /// The request; for UD `wr.ud.ah` holds the soft AH handle.
     pub wr: SendWr,

@@ -1,33 +1,11 @@
 //! What the rdma-core provider adds to `rdmakit_ibverbs_abi::convert` (the
-//! C structs ↔ `rdmakit-types` conversions, written once there): send flags
-//! and the choice of a source GID. Pure functions: no calls into the library.
+//! C structs ↔ `rdmakit-types` conversions, written once there): the choice
+//! of a source GID. Pure functions: no calls into the library.
 
-use rdmakit_ibverbs_abi::consts::*;
 pub(crate) use rdmakit_ibverbs_abi::convert::{
     gid_type_from_c, link_layer_from_c, qp_type_from_c, qp_type_to_c,
 };
-#[cfg(test)]
-use rdmakit_proto::SendOp;
-use rdmakit_proto::SendWr;
 use rdmakit_types::{Gid, GidEntry, GidType};
-
-/// `IBV_SEND_*` flags of a WR.
-pub(crate) fn send_flags(w: &SendWr, inline: bool) -> u32 {
-    let mut f = 0;
-    if w.signaled {
-        f |= IBV_SEND_SIGNALED;
-    }
-    if w.fence {
-        f |= IBV_SEND_FENCE;
-    }
-    if w.solicited {
-        f |= IBV_SEND_SOLICITED;
-    }
-    if inline {
-        f |= IBV_SEND_INLINE;
-    }
-    f
-}
 
 /// Whether `g` is an IPv4-mapped GID (`::ffff:a.b.c.d`, RoCE v2 over IPv4).
 pub(crate) fn is_v4_mapped(g: &Gid) -> bool {
@@ -90,19 +68,5 @@ mod tests {
         ];
         assert_eq!(sgid_index_for(&t2, &peer), 1);
         assert_eq!(sgid_index_for(&[], &peer), 0);
-    }
-
-    #[test]
-    fn send_flags_follow_the_request() {
-        let mut w = SendWr::new(1, SendOp::Send, vec![]);
-        assert_eq!(send_flags(&w, false), IBV_SEND_SIGNALED);
-        w.fence = true;
-        assert_eq!(
-            send_flags(&w, true),
-            IBV_SEND_SIGNALED | IBV_SEND_FENCE | IBV_SEND_INLINE
-        );
-        w.signaled = false;
-        w.solicited = true;
-        assert_eq!(send_flags(&w, false), IBV_SEND_FENCE | IBV_SEND_SOLICITED);
     }
 }

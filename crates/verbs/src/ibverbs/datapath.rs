@@ -9,7 +9,6 @@ use rdmakit_ibverbs_abi::*;
 use rdmakit_proto::{RecvWr, Sge, Wc};
 use rdmakit_types::SendRequest;
 
-use super::convert;
 use super::device::{no_such, IbvDevice};
 use super::library::strerror;
 use crate::error::{Errno, Error, Layer, Result};
@@ -51,13 +50,7 @@ fn post_error(verb: &'static str, rc: c_int, index: usize, what: String) -> Erro
 }
 
 fn sges(list: &[Sge]) -> Vec<ibv_sge> {
-    list.iter()
-        .map(|s| ibv_sge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        })
-        .collect()
+    list.iter().map(ibv_sge::from).collect()
 }
 
 /// `ibv_recv_wr`s for `wrs`, linked; the SGE arrays live in the second vector.
@@ -227,7 +220,7 @@ impl IbvDevice {
                 },
                 num_sge: c_int::try_from(s.len()).unwrap_or(c_int::MAX),
                 opcode,
-                send_flags: convert::send_flags(&r.wr, r.inline),
+                send_flags: rdmakit_ibverbs_abi::convert::send_flags_to_c(r),
                 imm_data: imm,
                 wr,
                 remote_srqn: 0,
