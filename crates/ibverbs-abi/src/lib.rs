@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod consts;
+pub mod convert;
 pub mod layout;
 mod types;
 

@@ -198,34 +198,9 @@ pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
 
 /// Fills one `ibv_wc` from a soft completion.
 pub(crate) fn to_ibv(w: &Wc) -> ibv_wc {
-    let mut flags = 0;
-    if w.imm_data.is_some() {
-        flags |= IBV_WC_WITH_IMM;
-    }
-    if w.invalidated_rkey.is_some() {
-        flags |= IBV_WC_WITH_INV;
-    }
-    if w.grh {
-        flags |= IBV_WC_GRH;
-    }
     ibv_wc {
-        wr_id: w.wr_id,
-        status: w.status as u32,
-        opcode: w.opcode as u32,
-        vendor_err: w.vendor_err,
-        byte_len: w.byte_len,
-        imm_data: match (w.imm_data, w.invalidated_rkey) {
-            (Some(imm), _) => imm.to_be(),
-            (None, Some(rkey)) => rkey,
-            (None, None) => 0,
-        },
-        qp_num: w.qp_num,
-        src_qp: w.src_qp,
-        wc_flags: flags,
-        pkey_index: 0,
-        slid: 0,
         sl: sl(w),
-        dlid_path_bits: 0,
+        ..ibv_wc::from(w)
     }
 }
 

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use libc::{c_char, c_int, size_t};
 use rdmakit_ibverbs_abi::{self as abi, consts::*, *};
-use rdmakit_soft::attr::PortState;
 use rdmakit_soft::{AsyncEvent, Device, DeviceConfig};
 
 use crate::cq::Cq;
@@ -365,49 +364,9 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
 
 fn fill_device_attr(ctx: &Ctx, out: &mut ibv_device_attr) {
     let a = ctx.dev.attr();
-    let i = |v: u32| c_int::try_from(v).unwrap_or(c_int::MAX);
-    // SAFETY: plain data.
-    *out = unsafe { std::mem::zeroed() };
-    put_cstr(&mut out.fw_ver, &a.fw_ver);
-    out.node_guid = a.node_guid.to_be();
-    out.sys_image_guid = a.sys_image_guid.to_be();
-    out.max_mr_size = a.max_mr_size;
-    out.page_size_cap = a.page_size_cap;
+    *out = ibv_device_attr::from(a);
     (out.vendor_id, out.vendor_part_id) =
         vendor_override().unwrap_or((a.vendor_id, a.vendor_part_id));
-    out.hw_ver = a.hw_ver;
-    out.max_qp = i(a.max_qp);
-    out.max_qp_wr = i(a.max_qp_wr);
-    out.device_cap_flags = u32::try_from(a.device_cap_flags & 0xffff_ffff).unwrap_or(0);
-    out.max_sge = i(a.max_sge);
-    out.max_sge_rd = i(a.max_sge_rd);
-    out.max_cq = i(a.max_cq);
-    out.max_cqe = i(a.max_cqe);
-    out.max_mr = i(a.max_mr);
-    out.max_pd = i(a.max_pd);
-    out.max_qp_rd_atom = i(a.max_qp_rd_atom);
-    out.max_ee_rd_atom = i(a.max_ee_rd_atom);
-    out.max_res_rd_atom = i(a.max_res_rd_atom);
-    out.max_qp_init_rd_atom = i(a.max_qp_init_rd_atom);
-    out.max_ee_init_rd_atom = i(a.max_ee_init_rd_atom);
-    out.atomic_cap = a.atomic_cap;
-    out.max_ee = i(a.max_ee);
-    out.max_rdd = i(a.max_rdd);
-    out.max_mw = i(a.max_mw);
-    out.max_raw_ipv6_qp = i(a.max_raw_ipv6_qp);
-    out.max_raw_ethy_qp = i(a.max_raw_ethy_qp);
-    out.max_mcast_grp = i(a.max_mcast_grp);
-    out.max_mcast_qp_attach = i(a.max_mcast_qp_attach);
-    out.max_total_mcast_qp_attach = i(a.max_total_mcast_qp_attach);
-    out.max_ah = i(a.max_ah);
-    out.max_fmr = i(a.max_fmr);
-    out.max_map_per_fmr = i(a.max_map_per_fmr);
-    out.max_srq = i(a.max_srq);
-    out.max_srq_wr = i(a.max_srq_wr);
-    out.max_srq_sge = i(a.max_srq_sge);
-    out.max_pkeys = a.max_pkeys;
-    out.local_ca_ack_delay = a.local_ca_ack_delay;
-    out.phys_port_cnt = a.phys_port_cnt;
 }
 
 /// `RDMAKIT_SHIM_VENDOR=VENDOR_ID:PART_ID` (e.g. `0x02c9:4119`, a
@@ -476,38 +435,7 @@ unsafe extern "C" fn query_device_ex(
 
 fn port_attr(ctx: &Ctx, port: u8) -> Res<ibv_port_attr> {
     let p = ctx.dev.port_attr(port).map_err(guard::soft)?;
-    Ok(ibv_port_attr {
-        state: match p.state {
-            PortState::Down => IBV_PORT_DOWN,
-            PortState::Init => IBV_PORT_INIT,
-            PortState::Armed => IBV_PORT_ARMED,
-            PortState::Active => IBV_PORT_ACTIVE,
-        },
-        max_mtu: p.max_mtu as u32,
-        active_mtu: p.active_mtu as u32,
-        gid_tbl_len: c_int::try_from(p.gid_tbl_len).unwrap_or(0),
-        port_cap_flags: p.port_cap_flags,
-        max_msg_sz: p.max_msg_sz,
-        bad_pkey_cntr: p.bad_pkey_cntr,
-        qkey_viol_cntr: p.qkey_viol_cntr,
-        pkey_tbl_len: p.pkey_tbl_len,
-        lid: p.lid,
-        sm_lid: p.sm_lid,
-        lmc: p.lmc,
-        max_vl_num: p.max_vl_num,
-        sm_sl: p.sm_sl,
-        subnet_timeout: p.subnet_timeout,
-        init_type_reply: p.init_type_reply,
-        active_width: p.active_width,
-        active_speed: p.active_speed,
-        phys_state: p.phys_state,
-        link_layer: match p.link_layer {
-            rdmakit_soft::attr::LinkLayer::InfiniBand => IBV_LINK_LAYER_INFINIBAND,
-            rdmakit_soft::attr::LinkLayer::Ethernet => IBV_LINK_LAYER_ETHERNET,
-        },
-        flags: 0,
-        port_cap_flags2: 0,
-    })
+    Ok(ibv_port_attr::from(&p))
 }
 
 /// `ibv_query_port@IBVERBS_1.1`: the 48-byte compat layout.

@@ -2,8 +2,8 @@
 //! `ibv_post_srq_recv` (inline functions in verbs.h that call these).
 
 use libc::c_int;
-use rdmakit_ibverbs_abi::{consts::*, *};
-use rdmakit_soft::proto::{AddressHandle, RecvWr, SendOp, SendWr, Sge, UdDest};
+use rdmakit_ibverbs_abi::{consts::*, convert, *};
+use rdmakit_soft::proto::{AddressHandle, RecvWr, SendOp, Sge, UdDest};
 use rdmakit_soft::SendRequest;
 
 use crate::device::Ctx;
@@ -22,81 +22,25 @@ pub(crate) fn sges(list: *const ibv_sge, num: c_int) -> Res<Vec<Sge>> {
     }
     // SAFETY: the caller's array holds num_sge entries.
     let s = unsafe { std::slice::from_raw_parts(list, n) };
-    Ok(s.iter()
-        .map(|g| Sge {
-            addr: g.addr,
-            length: g.length,
-            lkey: g.lkey,
-        })
-        .collect())
+    Ok(s.iter().map(Sge::from).collect())
 }
 
 /// The operation of a C send WR (`wr.*` read according to the opcode).
 pub(crate) fn op(ctx: &Ctx, w: &ibv_send_wr) -> Res<SendOp> {
-    // SAFETY: the union member read is the one the opcode selects; all are
-    // plain integers (and a pointer for UD, not read here).
-    let (rdma, atomic) = unsafe { (w.wr.rdma, w.wr.atomic) };
-    Ok(match w.opcode {
-        IBV_WR_SEND => SendOp::Send,
-        IBV_WR_SEND_WITH_IMM => SendOp::SendWithImm {
-            imm: u32::from_be(w.imm_data),
-        },
-        IBV_WR_SEND_WITH_INV => SendOp::SendWithInv { rkey: w.imm_data },
-        IBV_WR_RDMA_WRITE => SendOp::Write {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-        },
-        IBV_WR_RDMA_WRITE_WITH_IMM => SendOp::WriteWithImm {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-            imm: u32::from_be(w.imm_data),
-        },
-        IBV_WR_RDMA_READ => SendOp::Read {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-        },
-        IBV_WR_ATOMIC_CMP_AND_SWP => SendOp::CompareSwap {
-            remote_addr: atomic.remote_addr,
-            rkey: atomic.rkey,
-            compare: atomic.compare_add,
-            swap: atomic.swap,
-        },
-        IBV_WR_ATOMIC_FETCH_AND_ADD => SendOp::FetchAdd {
-            remote_addr: atomic.remote_addr,
-            rkey: atomic.rkey,
-            add: atomic.compare_add,
-        },
+    if let Some(op) = convert::send_op_from_c(w.opcode, w.imm_data, &w.wr) {
+        return Ok(op);
+    }
+    match w.opcode {
         // SAFETY: a bind request carries the `bind_mw` member.
-        IBV_WR_BIND_MW => crate::mw::bind_wr(ctx, unsafe { &w.ext.bind_mw })?,
-        // invalidate_rkey shares the field with imm_data, in host order.
-        IBV_WR_LOCAL_INV => SendOp::LocalInv { rkey: w.imm_data },
-        IBV_WR_TSO => return Err(guard::unsupported("TSO")),
-        IBV_WR_ATOMIC_WRITE => return Err(guard::unsupported("atomic write")),
-        _ => return Err(libc::EINVAL),
-    })
+        IBV_WR_BIND_MW => crate::mw::bind_wr(ctx, unsafe { &w.ext.bind_mw }),
+        IBV_WR_TSO => Err(guard::unsupported("TSO")),
+        IBV_WR_ATOMIC_WRITE => Err(guard::unsupported("atomic write")),
+        _ => Err(libc::EINVAL),
+    }
 }
 
 /// Builds the device's request from flags and parts.
-pub(crate) fn request(
-    wr_id: u64,
-    op: SendOp,
-    sg_list: Vec<Sge>,
-    flags: u32,
-    ud: Option<UdDest>,
-) -> SendRequest {
-    SendRequest {
-        wr: SendWr {
-            wr_id,
-            op,
-            sg_list,
-            signaled: flags & IBV_SEND_SIGNALED != 0,
-            fence: flags & IBV_SEND_FENCE != 0,
-            solicited: flags & IBV_SEND_SOLICITED != 0,
-            ud,
-        },
-        inline: flags & IBV_SEND_INLINE != 0,
-    }
-}
+pub(crate) use rdmakit_ibverbs_abi::convert::send_request_from_c as request;
 
 /// Posts `reqs`; on failure returns the index of the first request not
 /// posted and its errno.

@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use libc::c_int;
 use rdmakit_ibverbs_abi::{consts::*, *};
-use rdmakit_soft::proto::{Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};
+use rdmakit_soft::proto::{AttrMask, QpType};
 use rdmakit_soft::{Gid, QpInit};
 
 use crate::cq::cq_of;
@@ -57,10 +57,10 @@ pub(crate) fn srq_of<'a>(srq: *mut ibv_srq) -> Res<(&'a Ctx, &'a Srq)> {
 }
 
 fn qp_type(t: u32) -> Res<QpType> {
+    if let Some(t) = convert::qp_type_from_c(t) {
+        return Ok(t);
+    }
     match t {
-        IBV_QPT_RC => Ok(QpType::Rc),
-        IBV_QPT_UC => Ok(QpType::Uc),
-        IBV_QPT_UD => Ok(QpType::Ud),
         IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV => Err(guard::unsupported("XRC QPs")),
         IBV_QPT_RAW_PACKET => Err(guard::unsupported("raw packet QPs")),
         IBV_QPT_DRIVER => Err(guard::unsupported("driver QPs (DC, SRD)")),
@@ -243,24 +243,6 @@ pub unsafe extern "C" fn ibv_qp_to_qp_ex(qp: *mut ibv_qp) -> *mut ibv_qp_ex {
     }
 }
 
-fn state(s: u32) -> Res<QpState> {
-    QpState::ALL
-        .into_iter()
-        .find(|q| *q as u32 == s)
-        .ok_or(libc::EINVAL)
-}
-
-fn mtu(m: u32) -> Res<Mtu> {
-    Ok(match m {
-        IBV_MTU_256 => Mtu::Mtu256,
-        IBV_MTU_512 => Mtu::Mtu512,
-        IBV_MTU_1024 => Mtu::Mtu1024,
-        IBV_MTU_2048 => Mtu::Mtu2048,
-        IBV_MTU_4096 => Mtu::Mtu4096,
-        _ => return Err(libc::EINVAL),
-    })
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn ibv_modify_qp(
     qp: *mut ibv_qp,
@@ -273,31 +255,7 @@ pub unsafe extern "C" fn ibv_modify_qp(
         // SAFETY: non-NULL attributes from the caller.
         let a = unsafe { &*attr };
         let mask = AttrMask(attr_mask as u32);
-        let mut p = QpAttr::default();
-        if mask.contains(AttrMask::STATE) {
-            p.qp_state = state(a.qp_state)?;
-        }
-        if mask.contains(AttrMask::CUR_STATE) {
-            p.cur_qp_state = state(a.cur_qp_state)?;
-        }
-        if mask.contains(AttrMask::PATH_MTU) {
-            p.path_mtu = mtu(a.path_mtu)?;
-        }
-        p.qkey = a.qkey;
-        p.rq_psn = a.rq_psn;
-        p.sq_psn = a.sq_psn;
-        p.dest_qp_num = a.dest_qp_num;
-        p.qp_access_flags = Access(a.qp_access_flags & 0xf);
-        p.pkey_index = a.pkey_index;
-        p.port_num = a.port_num;
-        p.timeout = a.timeout;
-        p.retry_cnt = a.retry_cnt;
-        p.rnr_retry = a.rnr_retry;
-        p.min_rnr_timer = a.min_rnr_timer;
-        p.max_rd_atomic = a.max_rd_atomic;
-        p.max_dest_rd_atomic = a.max_dest_rd_atomic;
-        p.en_sqd_async_notify = a.en_sqd_async_notify != 0;
-        p.ah = AddressHandle(0);
+        let p = convert::qp_attr_for_modify(a, mask).map_err(|_| libc::EINVAL)?;
         let av = if mask.contains(AttrMask::AV) {
             // RoCE addresses by GID; an AV without a GRH is refused (rxe),
             // except LID 0 on the loopback device (`lid_destination`).
@@ -343,35 +301,15 @@ pub unsafe extern "C" fn ibv_query_qp(
         nonnull(init_attr)?;
         let (p, init) = ctx.dev.query_qp(q.qpn).map_err(guard::soft)?;
         let out = ibv_qp_attr {
-            qp_state: p.qp_state as u32,
+            // The soft NIC's current state is the state.
             cur_qp_state: p.qp_state as u32,
-            path_mtu: p.path_mtu as u32,
             path_mig_state: IBV_MIG_MIGRATED,
-            qkey: p.qkey,
-            rq_psn: p.rq_psn,
-            sq_psn: p.sq_psn,
-            dest_qp_num: p.dest_qp_num,
-            qp_access_flags: p.qp_access_flags.0,
             cap: caps(&init),
             ah_attr: ibv_ah_attr {
                 port_num: p.port_num,
                 ..*q.av.lock().unwrap_or_else(|p| p.into_inner())
             },
-            alt_ah_attr: ibv_ah_attr::default(),
-            pkey_index: p.pkey_index,
-            alt_pkey_index: 0,
-            en_sqd_async_notify: u8::from(p.en_sqd_async_notify),
-            sq_draining: 0,
-            max_rd_atomic: p.max_rd_atomic,
-            max_dest_rd_atomic: p.max_dest_rd_atomic,
-            min_rnr_timer: p.min_rnr_timer,
-            port_num: p.port_num,
-            timeout: p.timeout,
-            retry_cnt: p.retry_cnt,
-            rnr_retry: p.rnr_retry,
-            alt_port_num: 0,
-            alt_timeout: 0,
-            rate_limit: 0,
+            ..ibv_qp_attr::from(&p)
         };
         // SAFETY: both checked non-NULL; q's fields are live.
         unsafe {

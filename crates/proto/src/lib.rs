@@ -40,10 +40,8 @@ mod engine;
 pub mod mem;
 pub mod packet;
 pub mod psn;
-pub mod qp;
 pub mod sim;
 pub mod time;
-pub mod wr;
 
 pub use engine::{
     DropCounts, ModifyError, PostError, Qp, QpConfig, Stats, Transmit, GRH_LEN, MAX_HEADER_LEN,
@@ -53,5 +51,9 @@ pub use psn::Psn;
 pub use qp::{
     modify_is_ok, required_mask, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType,
 };
+/// QP states, attributes and the modify-QP table (in `rdmakit-types`).
+pub use rdmakit_types::qp;
+/// Work requests and completions (in `rdmakit-types`).
+pub use rdmakit_types::wr;
 pub use time::{local_ack_timeout, rnr_timer, Instant};
 pub use wr::{MwBind, RecvWr, SendOp, SendWr, Sge, UdDest, Wc, WcOpcode, WcStatus};

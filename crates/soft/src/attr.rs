@@ -10,6 +10,7 @@
 use std::net::Ipv4Addr;
 
 use rdmakit_proto::Mtu;
+pub use rdmakit_types::attr::{DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState};
 
 /// `IBV_DEVICE_*` capability bits the soft NIC advertises.
 pub mod cap {
@@ -98,175 +99,9 @@ impl Default for Limits {
     }
 }
 
-/// `struct ibv_device_attr` (+ `num_comp_vectors` and `max_inline`), as a
-/// plain struct a `devinfo` renderer can print field by field.
-#[allow(missing_docs)]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceAttr {
-    pub fw_ver: String,
-    pub node_guid: u64,
-    pub sys_image_guid: u64,
-    pub max_mr_size: u64,
-    pub page_size_cap: u64,
-    pub vendor_id: u32,
-    pub vendor_part_id: u32,
-    pub hw_ver: u32,
-    pub max_qp: u32,
-    pub max_qp_wr: u32,
-    pub device_cap_flags: u64,
-    pub max_sge: u32,
-    pub max_sge_rd: u32,
-    pub max_cq: u32,
-    pub max_cqe: u32,
-    pub max_mr: u32,
-    pub max_pd: u32,
-    pub max_qp_rd_atom: u32,
-    pub max_ee_rd_atom: u32,
-    pub max_res_rd_atom: u32,
-    pub max_qp_init_rd_atom: u32,
-    pub max_ee_init_rd_atom: u32,
-    /// 0 NONE, 1 HCA (atomic within this device), 2 GLOB.
-    pub atomic_cap: u32,
-    pub max_ee: u32,
-    pub max_rdd: u32,
-    pub max_mw: u32,
-    pub max_raw_ipv6_qp: u32,
-    pub max_raw_ethy_qp: u32,
-    pub max_mcast_grp: u32,
-    pub max_mcast_qp_attach: u32,
-    pub max_total_mcast_qp_attach: u32,
-    pub max_ah: u32,
-    pub max_fmr: u32,
-    pub max_map_per_fmr: u32,
-    pub max_srq: u32,
-    pub max_srq_wr: u32,
-    pub max_srq_sge: u32,
-    pub max_pkeys: u16,
-    pub local_ca_ack_delay: u8,
-    pub phys_port_cnt: u8,
-    pub num_comp_vectors: u32,
-    pub max_inline: u32,
-    /// `ibv_node_type`: 1 = CA.
-    pub node_type: u32,
-    /// `ibv_transport_type`: 0 = InfiniBand (RoCE reports IB transport).
-    pub transport: u32,
-}
-
-/// `enum ibv_port_state`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PortState {
-    /// 1.
-    Down = 1,
-    /// 2.
-    Init = 2,
-    /// 3.
-    Armed = 3,
-    /// 4.
-    Active = 4,
-}
-
-/// Link layer of a port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LinkLayer {
-    /// InfiniBand.
-    InfiniBand,
-    /// Ethernet (RoCE).
-    Ethernet,
-}
-
-/// A 16-byte GID.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Gid(pub [u8; 16]);
-
-impl Gid {
-    /// The RoCEv2 GID of an IPv4 address: `::ffff:a.b.c.d`.
-    pub fn from_ipv4(a: Ipv4Addr) -> Gid {
-        Gid(a.to_ipv6_mapped().octets())
-    }
-
-    /// The IPv4 address of an IPv4-mapped GID.
-    pub fn to_ipv4(self) -> Option<Ipv4Addr> {
-        std::net::Ipv6Addr::from(self.0).to_ipv4_mapped()
-    }
-
-    /// The GID as an IPv6 address (`ibv_devinfo -v` prints `::ffff:a.b.c.d`).
-    pub fn to_ipv6(self) -> std::net::Ipv6Addr {
-        std::net::Ipv6Addr::from(self.0)
-    }
-
-    /// True for the all-zero GID (an empty table slot).
-    pub fn is_zero(self) -> bool {
-        self.0 == [0; 16]
-    }
-}
-
-impl core::fmt::Display for Gid {
-    /// `ibv_devinfo` style: `0000:0000:0000:0000:0000:ffff:7f00:0001`.
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        for (i, c) in self.0.chunks(2).enumerate() {
-            if i > 0 {
-                f.write_str(":")?;
-            }
-            write!(f, "{:02x}{:02x}", c[0], c[1])?;
-        }
-        Ok(())
-    }
-}
-
-/// GID type of a table entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GidType {
-    /// RoCE v1 (not used by the soft NIC).
-    RoceV1,
-    /// RoCE v2 (UDP/IP).
-    RoceV2,
-}
-
-/// One GID table entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct GidEntry {
-    /// The GID.
-    pub gid: Gid,
-    /// Its type.
-    pub gid_type: GidType,
-}
-
 /// Index of the RoCEv2 IPv4-mapped GID of the bound address in the GID table.
 /// Stable: always 0 (the soft NIC has exactly one address per device).
 pub const ROCEV2_GID_INDEX: u8 = 0;
-
-/// `struct ibv_port_attr` (+ the GID and P_Key tables).
-#[allow(missing_docs)]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PortAttr {
-    pub state: PortState,
-    pub max_mtu: Mtu,
-    pub active_mtu: Mtu,
-    pub gid_tbl_len: u32,
-    pub port_cap_flags: u32,
-    pub max_msg_sz: u32,
-    pub bad_pkey_cntr: u32,
-    pub qkey_viol_cntr: u32,
-    pub pkey_tbl_len: u16,
-    pub lid: u16,
-    pub sm_lid: u16,
-    pub lmc: u8,
-    pub max_vl_num: u8,
-    pub sm_sl: u8,
-    pub subnet_timeout: u8,
-    pub init_type_reply: u8,
-    /// `active_width` encoding: 1 = 1X, 2 = 4X.
-    pub active_width: u8,
-    /// `active_speed` encoding: 1 = 2.5 Gbps (SDR) ... 32 = 25 Gbps (EDR).
-    pub active_speed: u8,
-    /// 5 = LINK_UP.
-    pub phys_state: u8,
-    pub link_layer: LinkLayer,
-    /// The GID table (`gid_tbl_len` entries; unused ones are zero).
-    pub gids: Vec<GidEntry>,
-    /// The P_Key table.
-    pub pkeys: Vec<u16>,
-}
 
 /// Path MTU that fits a netdev MTU (subtract 96 bytes of worst-case headers,
 /// take the largest IB MTU that fits; roce-wire.md).
@@ -285,106 +120,102 @@ pub fn guid_for(addr: Ipv4Addr) -> u64 {
     u64::from_be_bytes([0x02, 0x00, o[0], 0xff, 0xfe, o[1], o[2], o[3]])
 }
 
-impl DeviceAttr {
-    /// The attributes of a device with `limits` bound to `addr`.
-    pub fn new(limits: &Limits, addr: Ipv4Addr) -> DeviceAttr {
-        let guid = guid_for(addr);
-        let vectors = std::thread::available_parallelism()
-            .map(|n| u32::try_from(n.get()).unwrap_or(1))
-            .unwrap_or(1);
-        DeviceAttr {
-            fw_ver: "0.1.0".to_string(),
-            node_guid: guid,
-            sys_image_guid: guid,
-            max_mr_size: limits.max_mr_size,
-            page_size_cap: 0xffff_f000,
-            vendor_id: 0xffffff,
-            vendor_part_id: 0,
-            hw_ver: 0,
-            max_qp: limits.max_qp,
-            max_qp_wr: limits.max_qp_wr,
-            device_cap_flags: cap::BAD_PKEY_CNTR
-                | cap::BAD_QKEY_CNTR
-                | cap::PORT_ACTIVE_EVENT
-                | cap::SYS_IMAGE_GUID
-                | cap::RC_RNR_NAK_GEN
-                | cap::N_NOTIFY_CQ
-                | cap::MEM_WINDOW
-                | cap::MEM_WINDOW_TYPE_2B,
-            max_sge: limits.max_sge,
-            max_sge_rd: limits.max_sge,
-            max_cq: limits.max_cq,
-            max_cqe: limits.max_cqe,
-            max_mr: limits.max_mr,
-            max_pd: limits.max_pd,
-            max_qp_rd_atom: limits.max_qp_rd_atom,
-            max_ee_rd_atom: 0,
-            max_res_rd_atom: limits.max_qp_rd_atom.saturating_mul(limits.max_qp),
-            max_qp_init_rd_atom: limits.max_qp_init_rd_atom,
-            max_ee_init_rd_atom: 0,
-            atomic_cap: 1,
-            max_ee: 0,
-            max_rdd: 0,
-            max_mw: limits.max_mw,
-            max_raw_ipv6_qp: 0,
-            max_raw_ethy_qp: 0,
-            max_mcast_grp: 0,
-            max_mcast_qp_attach: 0,
-            max_total_mcast_qp_attach: 0,
-            max_ah: limits.max_ah,
-            max_fmr: 0,
-            max_map_per_fmr: 0,
-            max_srq: limits.max_srq,
-            max_srq_wr: limits.max_srq_wr,
-            max_srq_sge: limits.max_srq_sge,
-            max_pkeys: 1,
-            local_ca_ack_delay: 15,
-            phys_port_cnt: 1,
-            num_comp_vectors: vectors,
-            max_inline: limits.max_inline,
-            node_type: 1,
-            transport: 0,
-        }
+/// The attributes of a soft device with `limits` bound to `addr`.
+pub fn device_attr(limits: &Limits, addr: Ipv4Addr) -> DeviceAttr {
+    let guid = guid_for(addr);
+    let vectors = std::thread::available_parallelism()
+        .map(|n| u32::try_from(n.get()).unwrap_or(1))
+        .unwrap_or(1);
+    DeviceAttr {
+        fw_ver: "0.1.0".to_string(),
+        node_guid: guid,
+        sys_image_guid: guid,
+        max_mr_size: limits.max_mr_size,
+        page_size_cap: 0xffff_f000,
+        vendor_id: 0xffffff,
+        vendor_part_id: 0,
+        hw_ver: 0,
+        max_qp: limits.max_qp,
+        max_qp_wr: limits.max_qp_wr,
+        device_cap_flags: cap::BAD_PKEY_CNTR
+            | cap::BAD_QKEY_CNTR
+            | cap::PORT_ACTIVE_EVENT
+            | cap::SYS_IMAGE_GUID
+            | cap::RC_RNR_NAK_GEN
+            | cap::N_NOTIFY_CQ
+            | cap::MEM_WINDOW
+            | cap::MEM_WINDOW_TYPE_2B,
+        max_sge: limits.max_sge,
+        max_sge_rd: limits.max_sge,
+        max_cq: limits.max_cq,
+        max_cqe: limits.max_cqe,
+        max_mr: limits.max_mr,
+        max_pd: limits.max_pd,
+        max_qp_rd_atom: limits.max_qp_rd_atom,
+        max_ee_rd_atom: 0,
+        max_res_rd_atom: limits.max_qp_rd_atom.saturating_mul(limits.max_qp),
+        max_qp_init_rd_atom: limits.max_qp_init_rd_atom,
+        max_ee_init_rd_atom: 0,
+        atomic_cap: 1,
+        max_ee: 0,
+        max_rdd: 0,
+        max_mw: limits.max_mw,
+        max_raw_ipv6_qp: 0,
+        max_raw_ethy_qp: 0,
+        max_mcast_grp: 0,
+        max_mcast_qp_attach: 0,
+        max_total_mcast_qp_attach: 0,
+        max_ah: limits.max_ah,
+        max_fmr: 0,
+        max_map_per_fmr: 0,
+        max_srq: limits.max_srq,
+        max_srq_wr: limits.max_srq_wr,
+        max_srq_sge: limits.max_srq_sge,
+        max_pkeys: 1,
+        local_ca_ack_delay: 15,
+        phys_port_cnt: 1,
+        num_comp_vectors: vectors,
+        max_inline: limits.max_inline,
+        node_type: 1,
+        transport: 0,
     }
 }
 
-impl PortAttr {
-    /// Port 1 of a device bound to `addr` with a netdev of `netdev_mtu`.
-    pub fn new(addr: Ipv4Addr, netdev_mtu: u32) -> PortAttr {
-        let mtu = mtu_for_netdev(netdev_mtu);
-        let mut gids = vec![
-            GidEntry {
-                gid: Gid::default(),
-                gid_type: GidType::RoceV2,
-            };
-            16
-        ];
-        gids[usize::from(ROCEV2_GID_INDEX)].gid = Gid::from_ipv4(addr);
-        PortAttr {
-            state: PortState::Active,
-            max_mtu: Mtu::Mtu4096,
-            active_mtu: mtu,
-            gid_tbl_len: 16,
-            // IBV_PORT_CM_SUP, as rxe reports (ibv_devinfo: 0x00010000).
-            port_cap_flags: 1 << 16,
-            max_msg_sz: 0x8000_0000,
-            bad_pkey_cntr: 0,
-            qkey_viol_cntr: 0,
-            pkey_tbl_len: 1,
-            lid: 0,
-            sm_lid: 0,
-            lmc: 0,
-            max_vl_num: 1,
-            sm_sl: 0,
-            subnet_timeout: 0,
-            init_type_reply: 0,
-            active_width: 1,
-            active_speed: 32,
-            phys_state: 5,
-            link_layer: LinkLayer::Ethernet,
-            gids,
-            pkeys: vec![0xffff],
-        }
+/// Port 1 of a soft device bound to `addr` with a netdev of `netdev_mtu`.
+pub fn port_attr(addr: Ipv4Addr, netdev_mtu: u32) -> PortAttr {
+    let mtu = mtu_for_netdev(netdev_mtu);
+    let mut gids = vec![
+        GidEntry {
+            gid: Gid::default(),
+            gid_type: GidType::RoceV2,
+        };
+        16
+    ];
+    gids[usize::from(ROCEV2_GID_INDEX)].gid = Gid::from_ipv4(addr);
+    PortAttr {
+        state: PortState::Active,
+        max_mtu: Mtu::Mtu4096,
+        active_mtu: mtu,
+        gid_tbl_len: 16,
+        // IBV_PORT_CM_SUP, as rxe reports (ibv_devinfo: 0x00010000).
+        port_cap_flags: 1 << 16,
+        max_msg_sz: 0x8000_0000,
+        bad_pkey_cntr: 0,
+        qkey_viol_cntr: 0,
+        pkey_tbl_len: 1,
+        lid: 0,
+        sm_lid: 0,
+        lmc: 0,
+        max_vl_num: 1,
+        sm_sl: 0,
+        subnet_timeout: 0,
+        init_type_reply: 0,
+        active_width: 1,
+        active_speed: 32,
+        phys_state: 5,
+        link_layer: LinkLayer::Ethernet,
+        gids,
+        pkeys: vec![0xffff],
     }
 }
 
@@ -402,7 +233,7 @@ mod tests {
 
     #[test]
     fn gid_is_ipv4_mapped_at_index_0() {
-        let p = PortAttr::new(Ipv4Addr::new(127, 1, 2, 3), 1500);
+        let p = port_attr(Ipv4Addr::new(127, 1, 2, 3), 1500);
         let g = p.gids[usize::from(ROCEV2_GID_INDEX)].gid;
         assert_eq!(g.to_string(), "0000:0000:0000:0000:0000:ffff:7f01:0203");
         assert_eq!(g.to_ipv4(), Some(Ipv4Addr::new(127, 1, 2, 3)));

@@ -22,6 +22,7 @@ use crate::errno::{Errno, Origin, Result, SoftError};
 use crate::net::{self, Net};
 use crate::registry::{Kind, Registry};
 use crate::ring::{FaultInjector, MapFailure, Ring, RingStats};
+pub use rdmakit_types::device::{AsyncEvent, QpInit, SendRequest};
 
 mod cq;
 mod datapath;
@@ -186,73 +187,6 @@ impl Default for DeviceConfig {
             leaky: None,
         }
     }
-}
-
-/// An asynchronous event (`struct ibv_async_event`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AsyncEvent {
-    /// CQ overrun: a completion was lost (`IBV_EVENT_CQ_ERR`).
-    CqErr {
-        /// The CQ.
-        cq: u32,
-    },
-    /// The QP entered ERR on an error that is not an access or request
-    /// violation (`IBV_EVENT_QP_FATAL`).
-    QpFatal {
-        /// The QP.
-        qpn: u32,
-    },
-    /// Invalid request local work queue error (`IBV_EVENT_QP_REQ_ERR`).
-    QpReqErr {
-        /// The QP.
-        qpn: u32,
-    },
-    /// Local access violation (`IBV_EVENT_QP_ACCESS_ERR`).
-    QpAccessErr {
-        /// The QP.
-        qpn: u32,
-    },
-    /// The SRQ fell below its armed limit (`IBV_EVENT_SRQ_LIMIT_REACHED`).
-    SrqLimitReached {
-        /// The SRQ.
-        srq: u32,
-    },
-}
-
-/// Creation parameters of a QP (`struct ibv_qp_init_attr`).
-#[derive(Clone, Debug)]
-pub struct QpInit {
-    /// Transport.
-    pub qp_type: QpType,
-    /// Protection domain.
-    pub pd: u32,
-    /// CQ for send completions.
-    pub send_cq: u32,
-    /// CQ for receive completions.
-    pub recv_cq: u32,
-    /// Shared receive queue, if any.
-    pub srq: Option<u32>,
-    /// Send queue depth.
-    pub max_send_wr: u32,
-    /// Receive queue depth (ignored with an SRQ).
-    pub max_recv_wr: u32,
-    /// SGEs per send WR.
-    pub max_send_sge: u32,
-    /// SGEs per receive WR.
-    pub max_recv_sge: u32,
-    /// Largest inline send.
-    pub max_inline_data: u32,
-    /// Every send WR generates a completion.
-    pub sq_sig_all: bool,
-}
-
-/// A send work request as the device takes it.
-#[derive(Clone, Debug)]
-pub struct SendRequest {
-    /// The request; for UD `wr.ud.ah` holds the soft AH handle.
-    pub wr: SendWr,
-    /// `IBV_SEND_INLINE`: the SGEs are copied at post time, lkeys ignored.
-    pub inline: bool,
 }
 
 /// A failed post: which request and why (`bad_wr`).
@@ -699,9 +633,9 @@ impl Device {
             name,
             registry,
             exhaustion: exhaustion.errno(),
-            attr: DeviceAttr::new(&cfg.limits, addr),
+            attr: crate::attr::device_attr(&cfg.limits, addr),
             port: {
-                let mut p = PortAttr::new(addr, cfg.netdev_mtu);
+                let mut p = crate::attr::port_attr(addr, cfg.netdev_mtu);
                 // The loopback device's port has LID 1: RoCE has no LIDs
                 // (rxe's port_lid is 0, and an AV without a GRH is refused),
                 // but a device that is the whole host can say what an

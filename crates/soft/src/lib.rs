@@ -46,3 +46,4 @@ pub use device::{
 };
 pub use errno::{Errno, Origin, SoftError};
 pub use rdmakit_proto as proto;
+pub use rdmakit_types as types;

@@ -72,7 +72,8 @@ pub use rdmakit_proto::{
     Access, AttrMask, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Stats, UdDest, Wc,
     WcOpcode, WcStatus,
 };
-pub use rdmakit_soft::attr::{GidEntry, GidType, LinkLayer, PortState};
-pub use rdmakit_soft::{
-    AsyncEvent, DeviceAttr, DeviceConfig, Gid, Limits, PortAttr, QpInit, SendRequest,
+pub use rdmakit_soft::{DeviceConfig, Limits};
+pub use rdmakit_types::{
+    AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState, QpInit,
+    SendRequest,
 };

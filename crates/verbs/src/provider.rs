@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdmakit_proto::{Access, AttrMask, QpAttr, RecvWr, Wc};
-use rdmakit_soft::{AsyncEvent, DeviceAttr, DeviceConfig, Gid, PortAttr, QpInit, SendRequest};
+use rdmakit_soft::DeviceConfig;
+use rdmakit_types::{AsyncEvent, DeviceAttr, Gid, PortAttr, QpInit, SendRequest};
 
 use crate::error::Result;
 

@@ -96,7 +96,7 @@ fn two_contexts_share_one_gid_table_and_distinct_qpns() {
     let port = a.ctx.query_port(1).unwrap();
     assert_eq!(
         port.state,
-        rdmakit_verbs::PortAttr::new(ga.to_ipv4().unwrap(), 4192).state
+        rdmakit_soft::attr::port_attr(ga.to_ipv4().unwrap(), 4192).state
     );
     assert_eq!(port.link_layer, rdmakit_soft::attr::LinkLayer::Ethernet);
     assert_eq!(port.active_mtu, Mtu::Mtu4096);

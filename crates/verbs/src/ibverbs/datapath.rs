@@ -7,9 +7,8 @@ use std::ffi::c_int;
 
 use rdmakit_ibverbs_abi::*;
 use rdmakit_proto::{RecvWr, Sge, Wc};
-use rdmakit_soft::SendRequest;
+use rdmakit_types::SendRequest;
 
-use super::convert;
 use super::device::{no_such, IbvDevice};
 use super::library::strerror;
 use crate::error::{Errno, Error, Layer, Result};
@@ -51,13 +50,7 @@ fn post_error(verb: &'static str, rc: c_int, index: usize, what: String) -> Erro
 }
 
 fn sges(list: &[Sge]) -> Vec<ibv_sge> {
-    list.iter()
-        .map(|s| ibv_sge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        })
-        .collect()
+    list.iter().map(ibv_sge::from).collect()
 }
 
 /// `ibv_recv_wr`s for `wrs`, linked; the SGE arrays live in the second vector.
@@ -149,7 +142,7 @@ impl IbvDevice {
                 });
             }
             let n = usize::try_from(n).unwrap_or(0).min(want);
-            out.extend(buf[..n].iter().map(convert::wc));
+            out.extend(buf[..n].iter().map(Wc::from));
             total += n;
             if n < want {
                 break;
@@ -205,7 +198,7 @@ impl IbvDevice {
         let mut sg: Vec<Vec<ibv_sge>> = reqs.iter().map(|r| sges(&r.wr.sg_list)).collect();
         let mut list = Vec::with_capacity(reqs.len());
         for (i, (r, s)) in reqs.iter().zip(sg.iter_mut()).enumerate() {
-            let (opcode, imm, mut wr) = convert::send_op(&r.wr);
+            let (opcode, imm, mut wr) = rdmakit_ibverbs_abi::convert::send_op_to_c(&r.wr.op);
             if let Some(ud) = &r.wr.ud {
                 let ah = t.ahs.get(&ud.ah.0).copied().ok_or_else(|| Error {
                     bad_wr: Some(i),
@@ -227,7 +220,7 @@ impl IbvDevice {
                 },
                 num_sge: c_int::try_from(s.len()).unwrap_or(c_int::MAX),
                 opcode,
-                send_flags: convert::send_flags(&r.wr, r.inline),
+                send_flags: rdmakit_ibverbs_abi::convert::send_flags_to_c(r),
                 imm_data: imm,
                 wr,
                 remote_srqn: 0,

@@ -16,8 +16,9 @@ use libc::c_void;
 use rdmakit_ibverbs_abi::consts::*;
 use rdmakit_ibverbs_abi::*;
 use rdmakit_proto::{Access, AttrMask, QpAttr, RecvWr, Wc};
-use rdmakit_soft::attr::{GidEntry, GidType, LinkLayer};
-use rdmakit_soft::{AsyncEvent, DeviceAttr, Gid, PortAttr, QpInit, SendRequest};
+use rdmakit_types::{
+    AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, QpInit, SendRequest,
+};
 
 use super::convert;
 use super::library::{clear_errno, errno_or, status_errno, verb_error, Library};
@@ -248,7 +249,7 @@ impl IbvDevice {
                             e.gid_index,
                             GidEntry {
                                 gid: Gid(e.gid.raw),
-                                gid_type: convert::gid_type(e.gid_type),
+                                gid_type: convert::gid_type_from_c(e.gid_type),
                             },
                         )
                     })
@@ -282,7 +283,7 @@ impl IbvDevice {
             if rc == 0 {
                 return Ok(GidEntry {
                     gid: Gid(e.gid.raw),
-                    gid_type: convert::gid_type(e.gid_type),
+                    gid_type: convert::gid_type_from_c(e.gid_type),
                 });
             }
         }
@@ -410,12 +411,12 @@ impl DeviceOps for IbvDevice {
         }
         // SAFETY: a live context.
         let vectors = unsafe { (*self.ctx).num_comp_vectors };
-        Ok(convert::device_attr(
-            &a,
-            vectors,
-            self.node_type,
-            self.transport,
-        ))
+        Ok(DeviceAttr {
+            num_comp_vectors: u32::try_from(vectors).unwrap_or(0),
+            node_type: u32::try_from(self.node_type).unwrap_or(u32::MAX),
+            transport: u32::try_from(self.transport).unwrap_or(u32::MAX),
+            ..DeviceAttr::from(&a)
+        })
     }
 
     fn query_port(&self, port: u8) -> Result<PortAttr> {
@@ -440,7 +441,11 @@ impl DeviceOps for IbvDevice {
         let pkeys = (0..a.pkey_tbl_len)
             .map(|i| self.query_pkey(port, i).unwrap_or(0))
             .collect();
-        Ok(convert::port_attr(&a, gids, pkeys))
+        Ok(PortAttr {
+            gids,
+            pkeys,
+            ..PortAttr::from(&a)
+        })
     }
 
     fn query_gid(&self, port: u8, index: u32) -> Result<Gid> {
@@ -744,7 +749,7 @@ impl DeviceOps for IbvDevice {
     }
 
     fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: AttrMask, av: Option<Gid>) -> Result<()> {
-        let mut a = convert::qp_attr_to_c(attr);
+        let mut a = ibv_qp_attr::from(attr);
         if mask.contains(AttrMask::AV) {
             let Some(dgid) = av else {
                 return Err(Error::application(
@@ -837,7 +842,7 @@ impl DeviceOps for IbvDevice {
             mask,
             &mut ia
         );
-        let attr = convert::qp_attr_from_c(&a).ok_or_else(|| Error {
+        let attr = QpAttr::try_from(&a).map_err(|_| Error {
             verb: "ibv_query_qp",
             errno: Errno::EIO,
             layer: Layer::Kernel,
@@ -1025,6 +1030,6 @@ impl IbvDevice {
 
     /// The link layer of port 1 (for tools deciding how to address peers).
     pub fn link_layer(&self) -> Result<LinkLayer> {
-        Ok(convert::port_attr(&self.raw_port(1)?, Vec::new(), Vec::new()).link_layer)
+        Ok(convert::link_layer_from_c(self.raw_port(1)?.link_layer))
     }
 }

@@ -41,7 +41,7 @@ pub use library::{Library, DEFAULT_LIBRARY, LIBRARY_ENV};
 use crate::error::{Errno, Error, Layer, Result};
 use crate::provider::{DeviceOps, Provider};
 use library::{clear_errno, errno_or, verb_error};
-use rdmakit_soft::DeviceAttr;
+use rdmakit_types::DeviceAttr;
 
 /// Real devices through a loaded libibverbs.
 #[derive(Clone, Debug)]

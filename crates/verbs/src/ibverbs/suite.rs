@@ -477,7 +477,7 @@ fn cq_overrun(a: &Side, b: &Side, t: Duration) -> R {
             .ctx
             .get_async_event(deadline.saturating_duration_since(Instant::now()))
         {
-            Some(rdmakit_soft::AsyncEvent::CqErr { cq }) if cq == small.handle() => {
+            Some(rdmakit_types::AsyncEvent::CqErr { cq }) if cq == small.handle() => {
                 return Ok(format!(
                     "{posted} WRITEs on a 2-entry CQ: CQ_ERR async event for CQ {cq:#x}{}",
                     if other.is_empty() {

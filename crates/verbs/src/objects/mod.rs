@@ -11,9 +11,8 @@ use rdmakit_proto::{
     modify_is_ok, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp,
     SendWr, Sge, UdDest, Wc,
 };
-use rdmakit_soft::{
-    AsyncEvent, DeviceAttr, DeviceConfig, Errno, Gid, PortAttr, QpInit, SendRequest,
-};
+use rdmakit_soft::{DeviceConfig, Errno};
+use rdmakit_types::{AsyncEvent, DeviceAttr, Gid, PortAttr, QpInit, SendRequest};
 
 use crate::buf::OwnedMem;
 use crate::error::{Error, Layer, Result};

@@ -176,7 +176,7 @@ impl fmt::Debug for Access {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct AddressHandle(pub u32);
 
-/// Attributes for [`crate::Qp::modify`] (`struct ibv_qp_attr`); only the
+/// Attributes for `ibv_modify_qp` (`rdmakit_proto::Qp::modify`) (`struct ibv_qp_attr`); only the
 /// fields selected by the mask are read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QpAttr {
