@@ -4,8 +4,10 @@
 //! never sees, so the caller (the UDP driver or the simulator) computes and
 //! checks it.
 //!
-//! The bytes are `rdmakit-wire`'s: [`Packet::parse`] and [`Packet::emit`] go
-//! through [`roce::Repr`] (its ICRC-less entry points) and [`opinfo`] is a
+//! The bytes are `rdmakit-wire`'s: [`Packet::parse`] and [`Packet::emit`]
+//! read and write every header through wire's header views and Reprs (the
+//! checks and bytes of `roce::Repr`'s ICRC-less entry points, without
+//! building a whole `roce::Repr` per packet) and [`opinfo`] is a
 //! view of wire's opcode table, so wire's byte-exact proofs against rxe
 //! captures cover what the engine sends. The types here are the engine's
 //! vocabulary (raw AETH syndrome, one [`OpInfo`] per opcode), not a codec.
@@ -14,7 +16,7 @@
 //! transport version or inconsistent pad count is an `Err`.
 
 use rdmakit_wire::opcode::{OpCode, Operation, Position};
-use rdmakit_wire::{aeth, atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth, roce};
+use rdmakit_wire::{aeth, atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth};
 
 use crate::psn::Psn;
 
@@ -323,8 +325,9 @@ impl<'a> Packet<'a> {
             + if info.ieth { ieth::HEADER_LEN } else { 0 }
     }
 
-    /// Parses `b` (starting at the BTH, ending after the pad, no ICRC) with
-    /// [`roce::Repr::parse_without_icrc`].
+    /// Parses `b` (starting at the BTH, ending after the pad, no ICRC): the
+    /// checks of [`rdmakit_wire::roce::Repr::parse_without_icrc`], the fields read
+    /// through wire's header views (each on exactly its header's bytes).
     ///
     /// # Errors
     /// See [`ParseError`]; never panics.
@@ -333,55 +336,96 @@ impl<'a> Packet<'a> {
             return Err(ParseError::Truncated);
         }
         let info = opinfo(b[0]).ok_or(ParseError::UnknownOpcode)?;
-        let header = bth::Packet::new_unchecked(b);
-        if header.tver() != 0 {
+        let h = bth::Packet::new_unchecked(&b[..BTH_LEN]);
+        if h.tver() != 0 {
             return Err(ParseError::BadVersion);
         }
         let hlen = Self::header_len(&info);
-        let r = roce::Repr::parse_without_icrc(b).map_err(|e| match e {
-            // The headers are there: what is missing is pad.
-            rdmakit_wire::Error::Truncated if b.len() >= hlen => ParseError::BadPad,
-            rdmakit_wire::Error::Truncated => ParseError::Truncated,
-            rdmakit_wire::Error::Unsupported => ParseError::UnknownOpcode,
-            rdmakit_wire::Error::Malformed => ParseError::BadPad,
-        })?;
-        let h = r.bth;
-        Ok(Packet {
+        if b.len() < hlen {
+            return Err(ParseError::Truncated);
+        }
+        let pad = usize::from(h.pad_count());
+        let rest = &b[hlen..];
+        let payload = if !info.payload {
+            if pad != 0 || !rest.is_empty() {
+                return Err(ParseError::BadPad);
+            }
+            &rest[..0]
+        } else {
+            if rest.len() < pad || (rest.len() % 4) != 0 {
+                return Err(ParseError::BadPad);
+            }
+            &rest[..rest.len() - pad]
+        };
+        let mut p = Packet {
             bth: Bth {
-                opcode: h.opcode.0,
-                se: h.solicited,
-                mig: h.mig_req,
-                pkey: h.pkey,
-                becn_fecn: (u8::from(h.fecn) << 1) | u8::from(h.becn),
-                dqpn: h.dest_qp,
-                ack_req: h.ack_req,
-                psn: Psn::new(h.psn),
+                opcode: b[0],
+                se: h.solicited(),
+                mig: h.mig_req(),
+                pkey: h.pkey(),
+                becn_fecn: (u8::from(h.fecn()) << 1) | u8::from(h.becn()),
+                dqpn: h.dest_qp(),
+                ack_req: h.ack_req(),
+                psn: Psn::new(h.psn()),
             },
             info,
-            deth: r.deth.map(|d| Deth {
-                qkey: d.qkey,
-                src_qp: d.src_qp,
-            }),
-            reth: r.reth.map(|r| Reth {
-                va: r.va,
-                rkey: r.rkey,
-                len: r.dma_len,
-            }),
-            atomic_eth: r.atomic_eth.map(|a| AtomicEth {
-                va: a.va,
-                rkey: a.rkey,
-                swap_add: a.swap_add,
-                compare: a.compare,
-            }),
-            aeth: r.aeth.map(|a| Aeth {
-                syndrome: a.kind.syndrome(),
-                msn: a.msn,
-            }),
-            atomic_ack: r.atomic_ack_eth.map(|a| a.orig_value),
-            imm: r.immdt.map(|i| i.imm),
-            ieth: r.ieth.map(|i| i.rkey),
-            payload: r.payload,
-        })
+            deth: None,
+            reth: None,
+            atomic_eth: None,
+            aeth: None,
+            atomic_ack: None,
+            imm: None,
+            ieth: None,
+            payload,
+        };
+        let mut i = BTH_LEN;
+        let mut take = |len: usize| {
+            let here = &b[i..i + len];
+            i += len;
+            here
+        };
+        if info.deth {
+            let d = deth::Packet::new_unchecked(take(deth::HEADER_LEN));
+            p.deth = Some(Deth {
+                qkey: d.qkey(),
+                src_qp: d.src_qp(),
+            });
+        }
+        if info.reth {
+            let r = reth::Packet::new_unchecked(take(reth::HEADER_LEN));
+            p.reth = Some(Reth {
+                va: r.va(),
+                rkey: r.rkey(),
+                len: r.dma_len(),
+            });
+        }
+        if info.atomic_eth {
+            let a = atomic_eth::Packet::new_unchecked(take(atomic_eth::HEADER_LEN));
+            p.atomic_eth = Some(AtomicEth {
+                va: a.va(),
+                rkey: a.rkey(),
+                swap_add: a.swap_add(),
+                compare: a.compare(),
+            });
+        }
+        if info.aeth {
+            let a = aeth::Packet::new_unchecked(take(aeth::HEADER_LEN));
+            p.aeth = Some(Aeth {
+                syndrome: a.syndrome(),
+                msn: a.msn(),
+            });
+        }
+        if info.atomic_ack_eth {
+            let a = atomic_ack_eth::Packet::new_unchecked(take(atomic_ack_eth::HEADER_LEN));
+            p.atomic_ack = Some(a.orig_value());
+        }
+        if info.imm {
+            p.imm = Some(immdt::Packet::new_unchecked(take(immdt::HEADER_LEN)).imm());
+        }
+        if info.ieth {
+            p.ieth = Some(ieth::Packet::new_unchecked(take(ieth::HEADER_LEN)).rkey());
+        }
+        Ok(p)
     }
 
     /// Bytes [`Packet::emit`] writes.
@@ -408,88 +452,114 @@ impl<'a> Packet<'a> {
     /// Writes the headers of a packet whose payload is `payload_len` bytes
     /// (`self.payload` is ignored) and the pad bytes after it, leaving the
     /// payload area for the caller to fill in place (no staging copy), with
-    /// [`roce::Repr::emit_header_without_icrc`]. Returns the payload's offset
-    /// and the packet length; `None` if `buf` is too short.
+    /// wire's header Reprs and views (the bytes of
+    /// [`rdmakit_wire::roce::Repr::emit_header_without_icrc`]). Returns the payload's
+    /// offset and the packet length; `None` if `buf` is too short.
     pub fn emit_header(&self, buf: &mut [u8], payload_len: usize) -> Option<(usize, usize)> {
-        self.wire_headers()
-            .emit_header_without_icrc(buf, payload_len)
-            .ok()
-    }
-
-    /// The wire Repr of these headers (no payload): exactly the extension
-    /// headers `info` calls for, zeros for the missing ones.
-    fn wire_headers(&self) -> roce::Repr<'static> {
+        let pad = pad_of(payload_len);
+        let len = Self::header_len(&self.info) + payload_len + pad;
+        let buf = buf.get_mut(..len)?;
         let b = &self.bth;
-        let info = &self.info;
-        let want = |on: bool| if on { Some(()) } else { None };
-        roce::Repr {
-            bth: bth::Repr {
-                opcode: OpCode(b.opcode),
-                solicited: b.se,
-                mig_req: b.mig,
-                pad_count: 0,
-                tver: 0,
-                pkey: b.pkey,
-                fecn: b.becn_fecn & 2 != 0,
-                becn: b.becn_fecn & 1 != 0,
-                dest_qp: b.dqpn,
-                ack_req: b.ack_req,
-                psn: b.psn.value(),
-            },
-            deth: want(info.deth).map(|()| {
-                let d = self.deth.unwrap_or(Deth { qkey: 0, src_qp: 0 });
-                deth::Repr {
-                    qkey: d.qkey,
-                    src_qp: d.src_qp,
-                }
-            }),
-            reth: want(info.reth).map(|()| {
-                let r = self.reth.unwrap_or(Reth {
-                    va: 0,
-                    rkey: 0,
-                    len: 0,
-                });
-                reth::Repr {
-                    va: r.va,
-                    rkey: r.rkey,
-                    dma_len: r.len,
-                }
-            }),
-            atomic_eth: want(info.atomic_eth).map(|()| {
-                let a = self.atomic_eth.unwrap_or(AtomicEth {
-                    va: 0,
-                    rkey: 0,
-                    swap_add: 0,
-                    compare: 0,
-                });
-                atomic_eth::Repr {
-                    va: a.va,
-                    rkey: a.rkey,
-                    swap_add: a.swap_add,
-                    compare: a.compare,
-                }
-            }),
-            aeth: want(info.aeth).map(|()| {
-                let a = self.aeth.unwrap_or(Aeth {
-                    syndrome: 0,
-                    msn: 0,
-                });
-                aeth::Repr {
-                    kind: aeth::AethKind::from_syndrome(a.syndrome),
-                    msn: a.msn,
-                }
-            }),
-            atomic_ack_eth: want(info.atomic_ack_eth).map(|()| atomic_ack_eth::Repr {
-                orig_value: self.atomic_ack.unwrap_or(0),
-            }),
-            immdt: want(info.imm).map(|()| immdt::Repr {
-                imm: self.imm.unwrap_or(0),
-            }),
-            ieth: want(info.ieth).map(|()| ieth::Repr {
-                rkey: self.ieth.unwrap_or(0),
-            }),
-            payload: &[],
+        bth::Repr {
+            opcode: OpCode(b.opcode),
+            solicited: b.se,
+            mig_req: b.mig,
+            pad_count: pad as u8,
+            tver: 0,
+            pkey: b.pkey,
+            fecn: b.becn_fecn & 2 != 0,
+            becn: b.becn_fecn & 1 != 0,
+            dest_qp: b.dqpn,
+            ack_req: b.ack_req,
+            psn: b.psn.value(),
         }
+        .emit(&mut bth::Packet::new_unchecked(&mut buf[..BTH_LEN]));
+        let info = &self.info;
+        let mut i = BTH_LEN;
+        let mut take = |len: usize| {
+            let here = i;
+            i += len;
+            here..here + len
+        };
+        if info.deth {
+            let d = self.deth.unwrap_or(Deth { qkey: 0, src_qp: 0 });
+            deth::Repr {
+                qkey: d.qkey,
+                src_qp: d.src_qp,
+            }
+            .emit(&mut deth::Packet::new_unchecked(
+                &mut buf[take(deth::HEADER_LEN)],
+            ));
+        }
+        if info.reth {
+            let r = self.reth.unwrap_or(Reth {
+                va: 0,
+                rkey: 0,
+                len: 0,
+            });
+            reth::Repr {
+                va: r.va,
+                rkey: r.rkey,
+                dma_len: r.len,
+            }
+            .emit(&mut reth::Packet::new_unchecked(
+                &mut buf[take(reth::HEADER_LEN)],
+            ));
+        }
+        if info.atomic_eth {
+            let a = self.atomic_eth.unwrap_or(AtomicEth {
+                va: 0,
+                rkey: 0,
+                swap_add: 0,
+                compare: 0,
+            });
+            atomic_eth::Repr {
+                va: a.va,
+                rkey: a.rkey,
+                swap_add: a.swap_add,
+                compare: a.compare,
+            }
+            .emit(&mut atomic_eth::Packet::new_unchecked(
+                &mut buf[take(atomic_eth::HEADER_LEN)],
+            ));
+        }
+        if info.aeth {
+            // The raw syndrome, through the view (the Repr's AethKind would
+            // round-trip it).
+            let a = self.aeth.unwrap_or(Aeth {
+                syndrome: 0,
+                msn: 0,
+            });
+            let mut v = aeth::Packet::new_unchecked(&mut buf[take(aeth::HEADER_LEN)]);
+            v.set_syndrome(a.syndrome);
+            v.set_msn(a.msn);
+        }
+        if info.atomic_ack_eth {
+            atomic_ack_eth::Repr {
+                orig_value: self.atomic_ack.unwrap_or(0),
+            }
+            .emit(&mut atomic_ack_eth::Packet::new_unchecked(
+                &mut buf[take(atomic_ack_eth::HEADER_LEN)],
+            ));
+        }
+        if info.imm {
+            immdt::Repr {
+                imm: self.imm.unwrap_or(0),
+            }
+            .emit(&mut immdt::Packet::new_unchecked(
+                &mut buf[take(immdt::HEADER_LEN)],
+            ));
+        }
+        if info.ieth {
+            ieth::Repr {
+                rkey: self.ieth.unwrap_or(0),
+            }
+            .emit(&mut ieth::Packet::new_unchecked(
+                &mut buf[take(ieth::HEADER_LEN)],
+            ));
+        }
+        buf[i + payload_len..].fill(0);
+        Some((i, len))
     }
 }
 

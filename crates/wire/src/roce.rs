@@ -272,29 +272,31 @@ impl<'a> Repr<'a> {
         if (!info.has_payload && !payload.is_empty()) || (payload.len() + pad) % 4 != 0 {
             return Err(Error::Malformed);
         }
-        // Each header below lies inside the layout checked above.
-        let at = |o: Option<usize>| o.map(|o| &bytes[o..]);
+        // Each header below lies inside the layout checked above; the views
+        // get exactly their header's bytes, so their getters need no bounds
+        // checks of their own.
+        let at = |o: Option<usize>, len: usize| o.map(|o| &bytes[o..o + len]);
         Ok(Repr {
-            bth: bth::Repr::parse(&bth)?,
-            deth: at(layout.deth)
+            bth: bth::Repr::parse(&bth::Packet::new_unchecked(&bytes[..bth::HEADER_LEN]))?,
+            deth: at(layout.deth, deth::HEADER_LEN)
                 .map(|b| deth::Repr::parse(&deth::Packet::new_unchecked(b)))
                 .transpose()?,
-            reth: at(layout.reth)
+            reth: at(layout.reth, reth::HEADER_LEN)
                 .map(|b| reth::Repr::parse(&reth::Packet::new_unchecked(b)))
                 .transpose()?,
-            atomic_eth: at(layout.atomic_eth)
+            atomic_eth: at(layout.atomic_eth, atomic_eth::HEADER_LEN)
                 .map(|b| atomic_eth::Repr::parse(&atomic_eth::Packet::new_unchecked(b)))
                 .transpose()?,
-            aeth: at(layout.aeth)
+            aeth: at(layout.aeth, aeth::HEADER_LEN)
                 .map(|b| aeth::Repr::parse(&aeth::Packet::new_unchecked(b)))
                 .transpose()?,
-            atomic_ack_eth: at(layout.atomic_ack_eth)
+            atomic_ack_eth: at(layout.atomic_ack_eth, atomic_ack_eth::HEADER_LEN)
                 .map(|b| atomic_ack_eth::Repr::parse(&atomic_ack_eth::Packet::new_unchecked(b)))
                 .transpose()?,
-            immdt: at(layout.immdt)
+            immdt: at(layout.immdt, immdt::HEADER_LEN)
                 .map(|b| immdt::Repr::parse(&immdt::Packet::new_unchecked(b)))
                 .transpose()?,
-            ieth: at(layout.ieth)
+            ieth: at(layout.ieth, ieth::HEADER_LEN)
                 .map(|b| ieth::Repr::parse(&ieth::Packet::new_unchecked(b)))
                 .transpose()?,
             payload,
@@ -425,37 +427,54 @@ impl<'a> Repr<'a> {
     /// Writes the BTH (pad count for `payload_len`) and the extension headers
     /// into `buf` (long enough: checked by the caller); returns their length.
     fn emit_headers(&self, buf: &mut [u8], payload_len: usize) -> usize {
+        // Each view gets exactly its header's bytes (no bounds check per field).
         let mut b = self.bth;
         b.pad_count = pad_len(payload_len);
-        b.emit(&mut bth::Packet::new_unchecked(&mut buf[..]));
+        b.emit(&mut bth::Packet::new_unchecked(&mut buf[..bth::HEADER_LEN]));
         let mut at = bth::HEADER_LEN;
         if let Some(h) = self.deth {
-            h.emit(&mut deth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut deth::Packet::new_unchecked(
+                &mut buf[at..at + deth::HEADER_LEN],
+            ));
+            at += deth::HEADER_LEN;
         }
         if let Some(h) = self.reth {
-            h.emit(&mut reth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut reth::Packet::new_unchecked(
+                &mut buf[at..at + reth::HEADER_LEN],
+            ));
+            at += reth::HEADER_LEN;
         }
         if let Some(h) = self.atomic_eth {
-            h.emit(&mut atomic_eth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            let len = atomic_eth::HEADER_LEN;
+            h.emit(&mut atomic_eth::Packet::new_unchecked(
+                &mut buf[at..at + len],
+            ));
+            at += len;
         }
         if let Some(h) = self.aeth {
-            h.emit(&mut aeth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut aeth::Packet::new_unchecked(
+                &mut buf[at..at + aeth::HEADER_LEN],
+            ));
+            at += aeth::HEADER_LEN;
         }
         if let Some(h) = self.atomic_ack_eth {
-            h.emit(&mut atomic_ack_eth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            let len = atomic_ack_eth::HEADER_LEN;
+            h.emit(&mut atomic_ack_eth::Packet::new_unchecked(
+                &mut buf[at..at + len],
+            ));
+            at += len;
         }
         if let Some(h) = self.immdt {
-            h.emit(&mut immdt::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut immdt::Packet::new_unchecked(
+                &mut buf[at..at + immdt::HEADER_LEN],
+            ));
+            at += immdt::HEADER_LEN;
         }
         if let Some(h) = self.ieth {
-            h.emit(&mut ieth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut ieth::Packet::new_unchecked(
+                &mut buf[at..at + ieth::HEADER_LEN],
+            ));
+            at += ieth::HEADER_LEN;
         }
         at
     }
