@@ -2,11 +2,21 @@
 //! headers and payload (plus pad), without the IP/UDP encapsulation and
 //! without the ICRC. The ICRC covers the IP and UDP headers, which the engine
 //! never sees, so the caller (the UDP driver or the simulator) computes and
-//! checks it; see `NEEDS-FROM-WIRE.md` for the plan to use `rdmakit-wire`'s
-//! Reprs here once they exist.
+//! checks it.
+//!
+//! The bytes are `rdmakit-wire`'s: [`Packet::parse`] and [`Packet::emit`]
+//! read and write every header through wire's header views and Reprs (the
+//! checks and bytes of `roce::Repr`'s ICRC-less entry points, without
+//! building a whole `roce::Repr` per packet) and [`opinfo`] is a
+//! view of wire's opcode table, so wire's byte-exact proofs against rxe
+//! captures cover what the engine sends. The types here are the engine's
+//! vocabulary (raw AETH syndrome, one [`OpInfo`] per opcode), not a codec.
 //!
 //! [`Packet::parse`] never panics: any truncation, unknown opcode, reserved
 //! transport version or inconsistent pad count is an `Err`.
+
+use rdmakit_wire::opcode::{OpCode, Operation, Position};
+use rdmakit_wire::{aeth, atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth};
 
 use crate::psn::Psn;
 
@@ -96,159 +106,97 @@ pub struct OpInfo {
     pub payload: bool,
 }
 
-const fn op(transport: Transport, kind: Kind, pos: Pos) -> OpInfo {
-    OpInfo {
+/// [`opinfo`] of every byte, built at compile time from wire's table.
+static OPINFO: [Option<OpInfo>; 256] = {
+    let mut t = [None; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = from_wire(OpCode(c as u8));
+        c += 1;
+    }
+    t
+};
+
+/// The engine's view of one entry of wire's opcode table.
+const fn from_wire(code: OpCode) -> Option<OpInfo> {
+    let Some(w) = code.info() else {
+        return None;
+    };
+    let transport = match w.transport {
+        rdmakit_wire::Transport::Rc => Transport::Rc,
+        rdmakit_wire::Transport::Uc => Transport::Uc,
+        rdmakit_wire::Transport::Ud => Transport::Ud,
+        _ => return None,
+    };
+    let kind = match w.operation {
+        Operation::Send | Operation::SendWithImmediate | Operation::SendWithInvalidate => {
+            Kind::Send
+        }
+        Operation::RdmaWrite | Operation::RdmaWriteWithImmediate => Kind::Write,
+        Operation::RdmaReadRequest => Kind::ReadReq,
+        Operation::RdmaReadResponse => Kind::ReadResp,
+        Operation::Acknowledge => Kind::Ack,
+        Operation::AtomicAcknowledge => Kind::AtomicAck,
+        Operation::CompareSwap => Kind::CmpSwap,
+        Operation::FetchAdd => Kind::FetchAdd,
+    };
+    let pos = match w.position {
+        Position::First => Pos::First,
+        Position::Middle => Pos::Middle,
+        Position::Last => Pos::Last,
+        Position::Only => Pos::Only,
+    };
+    let h = w.headers;
+    Some(OpInfo {
         transport,
         kind,
         pos,
-        reth: false,
-        atomic_eth: false,
-        aeth: false,
-        atomic_ack_eth: false,
-        imm: false,
-        ieth: false,
-        deth: false,
-        payload: matches!(kind, Kind::Send | Kind::Write | Kind::ReadResp),
-    }
+        reth: h.reth,
+        atomic_eth: h.atomic_eth,
+        aeth: h.aeth,
+        atomic_ack_eth: h.atomic_ack_eth,
+        imm: h.immdt,
+        ieth: h.ieth,
+        deth: h.deth,
+        payload: w.has_payload,
+    })
 }
 
 /// Looks up an opcode; `None` for opcodes this engine does not speak
 /// (RD, XRC, CNP, reserved).
+#[inline]
 pub fn opinfo(opcode: u8) -> Option<OpInfo> {
-    use Kind::*;
-    use Pos::*;
-    let (t, base) = match opcode >> 5 {
-        0 => (Transport::Rc, opcode),
-        1 => (Transport::Uc, opcode & 0x1f),
-        3 => (Transport::Ud, opcode & 0x1f),
-        _ => return None,
-    };
-    let mut i = match base {
-        0x00 => op(t, Send, First),
-        0x01 => op(t, Send, Middle),
-        0x02 => op(t, Send, Last),
-        0x03 => OpInfo {
-            imm: true,
-            ..op(t, Send, Last)
-        },
-        0x04 => op(t, Send, Only),
-        0x05 => OpInfo {
-            imm: true,
-            ..op(t, Send, Only)
-        },
-        0x06 => OpInfo {
-            reth: true,
-            ..op(t, Write, First)
-        },
-        0x07 => op(t, Write, Middle),
-        0x08 => op(t, Write, Last),
-        0x09 => OpInfo {
-            imm: true,
-            ..op(t, Write, Last)
-        },
-        0x0a => OpInfo {
-            reth: true,
-            ..op(t, Write, Only)
-        },
-        0x0b => OpInfo {
-            reth: true,
-            imm: true,
-            ..op(t, Write, Only)
-        },
-        0x0c => OpInfo {
-            reth: true,
-            ..op(t, ReadReq, Only)
-        },
-        0x0d => OpInfo {
-            aeth: true,
-            ..op(t, ReadResp, First)
-        },
-        0x0e => op(t, ReadResp, Middle),
-        0x0f => OpInfo {
-            aeth: true,
-            ..op(t, ReadResp, Last)
-        },
-        0x10 => OpInfo {
-            aeth: true,
-            ..op(t, ReadResp, Only)
-        },
-        0x11 => OpInfo {
-            aeth: true,
-            ..op(t, Ack, Only)
-        },
-        0x12 => OpInfo {
-            aeth: true,
-            atomic_ack_eth: true,
-            ..op(t, AtomicAck, Only)
-        },
-        0x13 => OpInfo {
-            atomic_eth: true,
-            ..op(t, CmpSwap, Only)
-        },
-        0x14 => OpInfo {
-            atomic_eth: true,
-            ..op(t, FetchAdd, Only)
-        },
-        0x16 => OpInfo {
-            ieth: true,
-            ..op(t, Send, Last)
-        },
-        0x17 => OpInfo {
-            ieth: true,
-            ..op(t, Send, Only)
-        },
-        _ => return None,
-    };
-    let ok = match t {
-        Transport::Rc => true,
-        Transport::Uc => base <= 0x0b,
-        Transport::Ud => base == 0x04 || base == 0x05,
-    };
-    if !ok {
-        return None;
-    }
-    if t == Transport::Ud {
-        i.deth = true;
-    }
-    Some(i)
+    OPINFO[usize::from(opcode)]
 }
 
 /// The opcode for (transport, kind, pos, imm, inv); `None` if no such opcode.
 pub fn opcode_for(t: Transport, kind: Kind, pos: Pos, imm: bool, inv: bool) -> Option<u8> {
-    use Kind::*;
-    use Pos::*;
-    let base = match (kind, pos, imm, inv) {
-        (Send, First, false, false) => 0x00,
-        (Send, Middle, false, false) => 0x01,
-        (Send, Last, false, false) => 0x02,
-        (Send, Last, true, false) => 0x03,
-        (Send, Only, false, false) => 0x04,
-        (Send, Only, true, false) => 0x05,
-        (Send, Last, false, true) => 0x16,
-        (Send, Only, false, true) => 0x17,
-        (Write, First, false, false) => 0x06,
-        (Write, Middle, false, false) => 0x07,
-        (Write, Last, false, false) => 0x08,
-        (Write, Last, true, false) => 0x09,
-        (Write, Only, false, false) => 0x0a,
-        (Write, Only, true, false) => 0x0b,
-        (ReadReq, Only, false, false) => 0x0c,
-        (ReadResp, First, false, false) => 0x0d,
-        (ReadResp, Middle, false, false) => 0x0e,
-        (ReadResp, Last, false, false) => 0x0f,
-        (ReadResp, Only, false, false) => 0x10,
-        (Ack, Only, false, false) => 0x11,
-        (AtomicAck, Only, false, false) => 0x12,
-        (CmpSwap, Only, false, false) => 0x13,
-        (FetchAdd, Only, false, false) => 0x14,
+    let operation = match (kind, imm, inv) {
+        (Kind::Send, false, false) => Operation::Send,
+        (Kind::Send, true, false) => Operation::SendWithImmediate,
+        (Kind::Send, false, true) => Operation::SendWithInvalidate,
+        (Kind::Write, false, false) => Operation::RdmaWrite,
+        (Kind::Write, true, false) => Operation::RdmaWriteWithImmediate,
+        (Kind::ReadReq, false, false) => Operation::RdmaReadRequest,
+        (Kind::ReadResp, false, false) => Operation::RdmaReadResponse,
+        (Kind::Ack, false, false) => Operation::Acknowledge,
+        (Kind::AtomicAck, false, false) => Operation::AtomicAcknowledge,
+        (Kind::CmpSwap, false, false) => Operation::CompareSwap,
+        (Kind::FetchAdd, false, false) => Operation::FetchAdd,
         _ => return None,
     };
-    let code = match t {
-        Transport::Rc => base,
-        Transport::Uc => base | 0x20,
-        Transport::Ud => base | 0x60,
+    let transport = match t {
+        Transport::Rc => rdmakit_wire::Transport::Rc,
+        Transport::Uc => rdmakit_wire::Transport::Uc,
+        Transport::Ud => rdmakit_wire::Transport::Ud,
     };
-    opinfo(code).map(|_| code)
+    let position = match pos {
+        Pos::First => Position::First,
+        Pos::Middle => Position::Middle,
+        Pos::Last => Position::Last,
+        Pos::Only => Position::Only,
+    };
+    OpCode::from_parts(transport, operation, position).map(|o| o.0)
 }
 
 /// Base Transport Header fields.
@@ -356,33 +304,30 @@ pub enum ParseError {
     BadPad,
 }
 
-fn be16(b: &[u8], i: usize) -> u16 {
-    u16::from_be_bytes([b[i], b[i + 1]])
-}
-fn be24(b: &[u8], i: usize) -> u32 {
-    u32::from_be_bytes([0, b[i], b[i + 1], b[i + 2]])
-}
-fn be32(b: &[u8], i: usize) -> u32 {
-    u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
-}
-fn be64(b: &[u8], i: usize) -> u64 {
-    (u64::from(be32(b, i)) << 32) | u64::from(be32(b, i + 4))
-}
-
 impl<'a> Packet<'a> {
     /// Length of the headers (BTH included) for an opcode.
     pub fn header_len(info: &OpInfo) -> usize {
         BTH_LEN
-            + if info.deth { 8 } else { 0 }
-            + if info.reth { 16 } else { 0 }
-            + if info.atomic_eth { 28 } else { 0 }
-            + if info.aeth { 4 } else { 0 }
-            + if info.atomic_ack_eth { 8 } else { 0 }
-            + if info.imm { 4 } else { 0 }
-            + if info.ieth { 4 } else { 0 }
+            + if info.deth { deth::HEADER_LEN } else { 0 }
+            + if info.reth { reth::HEADER_LEN } else { 0 }
+            + if info.atomic_eth {
+                atomic_eth::HEADER_LEN
+            } else {
+                0
+            }
+            + if info.aeth { aeth::HEADER_LEN } else { 0 }
+            + if info.atomic_ack_eth {
+                atomic_ack_eth::HEADER_LEN
+            } else {
+                0
+            }
+            + if info.imm { immdt::HEADER_LEN } else { 0 }
+            + if info.ieth { ieth::HEADER_LEN } else { 0 }
     }
 
-    /// Parses `b` (starting at the BTH, ending after the pad, no ICRC).
+    /// Parses `b` (starting at the BTH, ending after the pad, no ICRC): the
+    /// checks of [`rdmakit_wire::roce::Repr::parse_without_icrc`], the fields read
+    /// through wire's header views (each on exactly its header's bytes).
     ///
     /// # Errors
     /// See [`ParseError`]; never panics.
@@ -391,27 +336,38 @@ impl<'a> Packet<'a> {
             return Err(ParseError::Truncated);
         }
         let info = opinfo(b[0]).ok_or(ParseError::UnknownOpcode)?;
-        if b[1] & 0x0f != 0 {
+        let h = bth::Packet::new_unchecked(&b[..BTH_LEN]);
+        if h.tver() != 0 {
             return Err(ParseError::BadVersion);
         }
-        let pad = usize::from((b[1] >> 4) & 3);
-        let bth = Bth {
-            opcode: b[0],
-            se: b[1] & 0x80 != 0,
-            mig: b[1] & 0x40 != 0,
-            pkey: be16(b, 2),
-            becn_fecn: b[4] >> 6,
-            dqpn: be24(b, 5),
-            ack_req: b[8] & 0x80 != 0,
-            psn: Psn::new(be24(b, 9)),
-        };
         let hlen = Self::header_len(&info);
         if b.len() < hlen {
             return Err(ParseError::Truncated);
         }
-        let mut i = BTH_LEN;
+        let pad = usize::from(h.pad_count());
+        let rest = &b[hlen..];
+        let payload = if !info.payload {
+            if pad != 0 || !rest.is_empty() {
+                return Err(ParseError::BadPad);
+            }
+            &rest[..0]
+        } else {
+            if rest.len() < pad || (rest.len() % 4) != 0 {
+                return Err(ParseError::BadPad);
+            }
+            &rest[..rest.len() - pad]
+        };
         let mut p = Packet {
-            bth,
+            bth: Bth {
+                opcode: b[0],
+                se: h.solicited(),
+                mig: h.mig_req(),
+                pkey: h.pkey(),
+                becn_fecn: (u8::from(h.fecn()) << 1) | u8::from(h.becn()),
+                dqpn: h.dest_qp(),
+                ack_req: h.ack_req(),
+                psn: Psn::new(h.psn()),
+            },
             info,
             deth: None,
             reth: None,
@@ -420,62 +376,55 @@ impl<'a> Packet<'a> {
             atomic_ack: None,
             imm: None,
             ieth: None,
-            payload: &[],
+            payload,
+        };
+        let mut i = BTH_LEN;
+        let mut take = |len: usize| {
+            let here = &b[i..i + len];
+            i += len;
+            here
         };
         if info.deth {
+            let d = deth::Packet::new_unchecked(take(deth::HEADER_LEN));
             p.deth = Some(Deth {
-                qkey: be32(b, i),
-                src_qp: be24(b, i + 5),
+                qkey: d.qkey(),
+                src_qp: d.src_qp(),
             });
-            i += 8;
         }
         if info.reth {
+            let r = reth::Packet::new_unchecked(take(reth::HEADER_LEN));
             p.reth = Some(Reth {
-                va: be64(b, i),
-                rkey: be32(b, i + 8),
-                len: be32(b, i + 12),
+                va: r.va(),
+                rkey: r.rkey(),
+                len: r.dma_len(),
             });
-            i += 16;
         }
         if info.atomic_eth {
+            let a = atomic_eth::Packet::new_unchecked(take(atomic_eth::HEADER_LEN));
             p.atomic_eth = Some(AtomicEth {
-                va: be64(b, i),
-                rkey: be32(b, i + 8),
-                swap_add: be64(b, i + 12),
-                compare: be64(b, i + 20),
+                va: a.va(),
+                rkey: a.rkey(),
+                swap_add: a.swap_add(),
+                compare: a.compare(),
             });
-            i += 28;
         }
         if info.aeth {
+            let a = aeth::Packet::new_unchecked(take(aeth::HEADER_LEN));
             p.aeth = Some(Aeth {
-                syndrome: b[i],
-                msn: be24(b, i + 1),
+                syndrome: a.syndrome(),
+                msn: a.msn(),
             });
-            i += 4;
         }
         if info.atomic_ack_eth {
-            p.atomic_ack = Some(be64(b, i));
-            i += 8;
+            let a = atomic_ack_eth::Packet::new_unchecked(take(atomic_ack_eth::HEADER_LEN));
+            p.atomic_ack = Some(a.orig_value());
         }
         if info.imm {
-            p.imm = Some(be32(b, i));
-            i += 4;
+            p.imm = Some(immdt::Packet::new_unchecked(take(immdt::HEADER_LEN)).imm());
         }
         if info.ieth {
-            p.ieth = Some(be32(b, i));
-            i += 4;
+            p.ieth = Some(ieth::Packet::new_unchecked(take(ieth::HEADER_LEN)).rkey());
         }
-        let rest = &b[i..];
-        if !info.payload {
-            if pad != 0 || !rest.is_empty() {
-                return Err(ParseError::BadPad);
-            }
-            return Ok(p);
-        }
-        if rest.len() < pad || (rest.len() % 4) != 0 {
-            return Err(ParseError::BadPad);
-        }
-        p.payload = &rest[..rest.len() - pad];
         Ok(p)
     }
 
@@ -487,7 +436,8 @@ impl<'a> Packet<'a> {
 
     /// Writes the packet into `buf` and returns its length; `None` if `buf`
     /// is shorter than [`Packet::buffer_len`]. Headers that `info` does not
-    /// call for are ignored; missing ones are written as zeros.
+    /// call for are ignored; missing ones are written as zeros (and so is a
+    /// payload on an opcode without one: a malformed packet, for tests).
     pub fn emit(&self, buf: &mut [u8]) -> Option<usize> {
         let (at, len) = self.emit_header(buf, self.payload.len())?;
         let n = self.payload.len();
@@ -501,28 +451,45 @@ impl<'a> Packet<'a> {
 
     /// Writes the headers of a packet whose payload is `payload_len` bytes
     /// (`self.payload` is ignored) and the pad bytes after it, leaving the
-    /// payload area for the caller to fill in place (no staging copy).
-    /// Returns the payload's offset and the packet length; `None` if `buf`
-    /// is too short.
+    /// payload area for the caller to fill in place (no staging copy), with
+    /// wire's header Reprs and views (the bytes of
+    /// [`rdmakit_wire::roce::Repr::emit_header_without_icrc`]). Returns the payload's
+    /// offset and the packet length; `None` if `buf` is too short.
     pub fn emit_header(&self, buf: &mut [u8], payload_len: usize) -> Option<(usize, usize)> {
         let pad = pad_of(payload_len);
         let len = Self::header_len(&self.info) + payload_len + pad;
         let buf = buf.get_mut(..len)?;
         let b = &self.bth;
-        buf[0] = b.opcode;
-        buf[1] = (u8::from(b.se) << 7) | (u8::from(b.mig) << 6) | ((pad as u8) << 4);
-        buf[2..4].copy_from_slice(&b.pkey.to_be_bytes());
-        buf[4] = (b.becn_fecn & 3) << 6;
-        buf[5..8].copy_from_slice(&b.dqpn.to_be_bytes()[1..]);
-        buf[8] = u8::from(b.ack_req) << 7;
-        buf[9..12].copy_from_slice(&b.psn.value().to_be_bytes()[1..]);
-        let mut i = BTH_LEN;
+        bth::Repr {
+            opcode: OpCode(b.opcode),
+            solicited: b.se,
+            mig_req: b.mig,
+            pad_count: pad as u8,
+            tver: 0,
+            pkey: b.pkey,
+            fecn: b.becn_fecn & 2 != 0,
+            becn: b.becn_fecn & 1 != 0,
+            dest_qp: b.dqpn,
+            ack_req: b.ack_req,
+            psn: b.psn.value(),
+        }
+        .emit(&mut bth::Packet::new_unchecked(&mut buf[..BTH_LEN]));
         let info = &self.info;
+        let mut i = BTH_LEN;
+        let mut take = |len: usize| {
+            let here = i;
+            i += len;
+            here..here + len
+        };
         if info.deth {
             let d = self.deth.unwrap_or(Deth { qkey: 0, src_qp: 0 });
-            buf[i..i + 4].copy_from_slice(&d.qkey.to_be_bytes());
-            buf[i + 4..i + 8].copy_from_slice(&(d.src_qp & 0x00ff_ffff).to_be_bytes());
-            i += 8;
+            deth::Repr {
+                qkey: d.qkey,
+                src_qp: d.src_qp,
+            }
+            .emit(&mut deth::Packet::new_unchecked(
+                &mut buf[take(deth::HEADER_LEN)],
+            ));
         }
         if info.reth {
             let r = self.reth.unwrap_or(Reth {
@@ -530,10 +497,14 @@ impl<'a> Packet<'a> {
                 rkey: 0,
                 len: 0,
             });
-            buf[i..i + 8].copy_from_slice(&r.va.to_be_bytes());
-            buf[i + 8..i + 12].copy_from_slice(&r.rkey.to_be_bytes());
-            buf[i + 12..i + 16].copy_from_slice(&r.len.to_be_bytes());
-            i += 16;
+            reth::Repr {
+                va: r.va,
+                rkey: r.rkey,
+                dma_len: r.len,
+            }
+            .emit(&mut reth::Packet::new_unchecked(
+                &mut buf[take(reth::HEADER_LEN)],
+            ));
         }
         if info.atomic_eth {
             let a = self.atomic_eth.unwrap_or(AtomicEth {
@@ -542,32 +513,50 @@ impl<'a> Packet<'a> {
                 swap_add: 0,
                 compare: 0,
             });
-            buf[i..i + 8].copy_from_slice(&a.va.to_be_bytes());
-            buf[i + 8..i + 12].copy_from_slice(&a.rkey.to_be_bytes());
-            buf[i + 12..i + 20].copy_from_slice(&a.swap_add.to_be_bytes());
-            buf[i + 20..i + 28].copy_from_slice(&a.compare.to_be_bytes());
-            i += 28;
+            atomic_eth::Repr {
+                va: a.va,
+                rkey: a.rkey,
+                swap_add: a.swap_add,
+                compare: a.compare,
+            }
+            .emit(&mut atomic_eth::Packet::new_unchecked(
+                &mut buf[take(atomic_eth::HEADER_LEN)],
+            ));
         }
         if info.aeth {
+            // The raw syndrome, through the view (the Repr's AethKind would
+            // round-trip it).
             let a = self.aeth.unwrap_or(Aeth {
                 syndrome: 0,
                 msn: 0,
             });
-            buf[i] = a.syndrome;
-            buf[i + 1..i + 4].copy_from_slice(&a.msn.to_be_bytes()[1..]);
-            i += 4;
+            let mut v = aeth::Packet::new_unchecked(&mut buf[take(aeth::HEADER_LEN)]);
+            v.set_syndrome(a.syndrome);
+            v.set_msn(a.msn);
         }
         if info.atomic_ack_eth {
-            buf[i..i + 8].copy_from_slice(&self.atomic_ack.unwrap_or(0).to_be_bytes());
-            i += 8;
+            atomic_ack_eth::Repr {
+                orig_value: self.atomic_ack.unwrap_or(0),
+            }
+            .emit(&mut atomic_ack_eth::Packet::new_unchecked(
+                &mut buf[take(atomic_ack_eth::HEADER_LEN)],
+            ));
         }
         if info.imm {
-            buf[i..i + 4].copy_from_slice(&self.imm.unwrap_or(0).to_be_bytes());
-            i += 4;
+            immdt::Repr {
+                imm: self.imm.unwrap_or(0),
+            }
+            .emit(&mut immdt::Packet::new_unchecked(
+                &mut buf[take(immdt::HEADER_LEN)],
+            ));
         }
         if info.ieth {
-            buf[i..i + 4].copy_from_slice(&self.ieth.unwrap_or(0).to_be_bytes());
-            i += 4;
+            ieth::Repr {
+                rkey: self.ieth.unwrap_or(0),
+            }
+            .emit(&mut ieth::Packet::new_unchecked(
+                &mut buf[take(ieth::HEADER_LEN)],
+            ));
         }
         buf[i + payload_len..].fill(0);
         Some((i, len))

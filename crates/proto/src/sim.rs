@@ -19,7 +19,10 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::net::Ipv4Addr;
 use std::time::Duration;
+
+use rdmakit_wire::{bth, ipv4, roce, udp};
 
 use crate::engine::{Qp, QpConfig};
 use crate::mem::{MemTable, Pd};
@@ -202,25 +205,38 @@ impl core::fmt::Debug for Network {
 /// encapsulation, computed by `rdmakit_wire::icrc`.
 fn icrc(from: usize, to: usize, transport: &[u8]) -> u32 {
     let ip = ipv4_header(from, to, transport.len());
-    let u16len = u16::try_from(8 + transport.len() + 4)
-        .unwrap_or(u16::MAX)
-        .to_be_bytes();
-    let sport = (0xc000u16 | (from as u16 & 0x3fff)).to_be_bytes();
-    let udp = [sport[0], sport[1], 0x12, 0xb7, u16len[0], u16len[1], 0, 0];
+    let mut udp = [0u8; udp::HEADER_LEN];
+    udp::Repr {
+        src_port: 0xc000 | (from as u16 & 0x3fff),
+        dst_port: rdmakit_wire::ROCEV2_UDP_PORT,
+        payload_len: transport.len() + roce::ICRC_LEN,
+    }
+    .emit(&mut udp::Packet::new_unchecked(&mut udp[..]));
     // A transport packet from an engine always has a full BTH; a shorter one
     // gets a value that no trailer matches by construction of the caller.
     rdmakit_wire::icrc::compute_parts(&ip, &udp, transport).unwrap_or(0)
 }
 
 /// The synthetic IPv4 header of a packet from node `from` to node `to`
-/// (10.0.0.from+1 -> 10.0.0.to+1, UDP, TTL 64, no checksum).
-fn ipv4_header(from: usize, to: usize, transport_len: usize) -> [u8; 20] {
-    let total = 20 + 8 + transport_len + 4;
-    let t = u16::try_from(total).unwrap_or(u16::MAX).to_be_bytes();
+/// (10.0.0.from+1 -> 10.0.0.to+1, UDP, ECT(0), DF, TTL 64, identification
+/// 0, checksum 0: the ICRC masks it and nothing reads it).
+fn ipv4_header(from: usize, to: usize, transport_len: usize) -> [u8; ipv4::HEADER_LEN] {
     let (f, d) = ((from as u8).wrapping_add(1), (to as u8).wrapping_add(1));
-    [
-        0x45, 0x02, t[0], t[1], 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, f, 10, 0, 0, d,
-    ]
+    let mut h = [0u8; ipv4::HEADER_LEN];
+    let mut p = ipv4::Packet::new_unchecked(&mut h[..]);
+    ipv4::Repr {
+        src_addr: Ipv4Addr::new(10, 0, 0, f),
+        dst_addr: Ipv4Addr::new(10, 0, 0, d),
+        next_header: ipv4::PROTOCOL_UDP,
+        payload_len: udp::HEADER_LEN + transport_len + roce::ICRC_LEN,
+        hop_limit: 64,
+        dscp_ecn: 0x02,
+        ident: 0,
+        dont_frag: true,
+    }
+    .emit(&mut p);
+    p.set_checksum(0);
+    h
 }
 
 /// The 40-byte GRH area a UD receive gets for that packet: 20 zero bytes,
@@ -485,13 +501,13 @@ impl Network {
             return;
         };
         let (pkt, trailer) = f.bytes.split_at(split);
-        if pkt.len() < 12 || trailer != icrc(from, f.to, pkt).to_le_bytes() {
+        let Ok(bth) = bth::Packet::new_checked(pkt) else {
+            return;
+        };
+        if trailer != icrc(from, f.to, pkt).to_le_bytes() {
             return; // ICRC mismatch: dropped like a NIC would.
         }
-        if pkt.len() < 12 {
-            return;
-        }
-        let dqpn = u32::from_be_bytes([0, pkt[5], pkt[6], pkt[7]]);
+        let dqpn = bth.dest_qp();
         let Some(q) = node.qps.iter_mut().find(|q| q.qp.qpn() == dqpn) else {
             self.stats.no_qp += 1;
             return;
@@ -576,5 +592,40 @@ impl Network {
         if t > self.now {
             self.now = t;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The synthetic IPv4 header is the one the simulator always used
+    /// (ECT(0), DF, TTL 64, UDP, identification and checksum 0) and the
+    /// ICRC over it is what wire computes for that flow.
+    #[test]
+    fn the_synthetic_encapsulation_is_unchanged() {
+        let h = ipv4_header(2, 0, 100);
+        let t = (20 + 8 + 100 + 4u16).to_be_bytes();
+        assert_eq!(
+            h,
+            [0x45, 0x02, t[0], t[1], 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 3, 10, 0, 0, 1]
+        );
+        let g = grh_area(2, 0, 100);
+        assert_eq!((&g[..20], &g[20..]), (&[0u8; 20][..], &h[..]));
+        let transport = [
+            0x04, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0x80, 0, 0, 1, 0, 0, 0, 0,
+        ];
+        let flow = rdmakit_wire::icrc::Ipv4Flow {
+            src: Ipv4Addr::new(10, 0, 0, 3),
+            dst: Ipv4Addr::new(10, 0, 0, 1),
+            sport: 0xc002,
+            dport: 4791,
+            ident: 0,
+            dont_frag: true,
+        };
+        assert_eq!(
+            icrc(2, 0, &transport),
+            rdmakit_wire::icrc::compute_ipv4(&flow, &transport).unwrap()
+        );
     }
 }

@@ -111,7 +111,8 @@ pub struct ExtHeaders {
 
 impl ExtHeaders {
     /// Total length in bytes of these extension headers.
-    pub fn len(&self) -> usize {
+    #[inline]
+    pub const fn len(&self) -> usize {
         let mut n = 0;
         if self.deth {
             n += crate::deth::HEADER_LEN;
@@ -164,7 +165,8 @@ pub struct OpInfo {
 
 impl OpInfo {
     /// BTH plus extension headers: the offset of the payload in a RoCE packet.
-    pub fn header_len(&self) -> usize {
+    #[inline]
+    pub const fn header_len(&self) -> usize {
         crate::bth::HEADER_LEN + self.headers.len()
     }
 }
@@ -277,6 +279,63 @@ const NAMES: [(u8, &str); 38] = [
     (0x81, "CNP"),
 ];
 
+/// [`OpCode::info`] of every byte, built from `RC_BASE` and `NAMES`.
+static INFO: [Option<OpInfo>; 256] = build_info();
+
+const fn name_of(code: u8) -> &'static str {
+    let mut i = 0;
+    while i < NAMES.len() {
+        if NAMES[i].0 == code {
+            return NAMES[i].1;
+        }
+        i += 1;
+    }
+    "UNKNOWN"
+}
+
+const fn info_of(code: u8) -> Option<OpInfo> {
+    let transport = match code >> 5 {
+        0 => Transport::Rc,
+        1 => Transport::Uc,
+        3 => Transport::Ud,
+        _ => return None,
+    };
+    let low = code & 0x1f;
+    let mut i = 0;
+    while i < RC_BASE.len() {
+        let (l, operation, position, mut headers, has_payload) = RC_BASE[i];
+        if l == low {
+            match transport {
+                Transport::Uc if low > 0x0b => return None,
+                Transport::Ud if low != 0x04 && low != 0x05 => return None,
+                Transport::Ud => headers.deth = true,
+                _ => {}
+            }
+            return Some(OpInfo {
+                opcode: OpCode(code),
+                name: name_of(code),
+                transport,
+                operation,
+                position,
+                headers,
+                has_payload,
+            });
+        }
+        i += 1;
+    }
+    None
+}
+
+const fn build_info() -> [Option<OpInfo>; 256] {
+    let mut t = [None; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = info_of(c as u8);
+        c += 1;
+    }
+    t
+}
+
 impl OpCode {
     /// RC SEND_FIRST (0x00).
     pub const RC_SEND_FIRST: OpCode = OpCode(0x00);
@@ -368,36 +427,11 @@ impl OpCode {
     }
 
     /// The table entry for this opcode, or `None` if it is not an RC, UC or UD
-    /// opcode this crate knows (RD, CNP, reserved and vendor opcodes).
-    pub fn info(self) -> Option<OpInfo> {
-        let transport = self.transport();
-        let low = self.0 & 0x1f;
-        let (_, operation, position, mut headers, has_payload) =
-            *RC_BASE.iter().find(|e| e.0 == low)?;
-        match transport {
-            Transport::Rc => {}
-            Transport::Uc => {
-                if low > 0x0b {
-                    return None;
-                }
-            }
-            Transport::Ud => {
-                if low != 0x04 && low != 0x05 {
-                    return None;
-                }
-                headers.deth = true;
-            }
-            _ => return None,
-        }
-        Some(OpInfo {
-            opcode: self,
-            name: self.name(),
-            transport,
-            operation,
-            position,
-            headers,
-            has_payload,
-        })
+    /// opcode this crate knows (RD, CNP, reserved and vendor opcodes). One
+    /// index into a table built at compile time (every packet asks).
+    #[inline]
+    pub const fn info(self) -> Option<OpInfo> {
+        INFO[self.0 as usize]
     }
 
     /// The IBTA/rxe name, e.g. `RC_SEND_ONLY`, or `UNKNOWN`.

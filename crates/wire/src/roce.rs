@@ -244,31 +244,61 @@ impl<'a> Repr<'a> {
     /// From `check_len`; [`Error::Malformed`] if an opcode without payload has
     /// payload bytes, or payload + pad is not a multiple of 4.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&'a T>) -> Result<Repr<'a>> {
-        packet.check_len()?;
-        let info = packet.info().ok_or(Error::Unsupported)?;
-        let bytes: &'a [u8] = packet.buffer.as_ref();
-        let view = Packet::new_unchecked(bytes);
-        let payload: &'a [u8] = &bytes[view.payload_range()];
-        let pad = usize::from(view.bth().pad_count());
+        Self::parse_before(packet.buffer.as_ref(), ICRC_LEN)
+    }
+
+    /// Parse a transport packet without its ICRC slot (BTH through pad: what a
+    /// protocol engine sees; its driver checks and strips the ICRC).
+    ///
+    /// # Errors
+    /// As [`Repr::parse`].
+    pub fn parse_without_icrc(bytes: &'a [u8]) -> Result<Repr<'a>> {
+        Self::parse_before(bytes, 0)
+    }
+
+    /// Parse `bytes`, whose last `trailer` bytes follow the pad.
+    fn parse_before(bytes: &'a [u8], trailer: usize) -> Result<Repr<'a>> {
+        if bytes.len() < bth::HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        let info = OpCode(bytes[0]).info().ok_or(Error::Unsupported)?;
+        let layout = Layout::of(&info);
+        let bth = bth::Packet::new_unchecked(bytes);
+        let pad = usize::from(bth.pad_count());
+        if bytes.len() < layout.header_len + pad + trailer {
+            return Err(Error::Truncated);
+        }
+        let payload: &'a [u8] = &bytes[layout.header_len..bytes.len() - trailer - pad];
         if (!info.has_payload && !payload.is_empty()) || (payload.len() + pad) % 4 != 0 {
             return Err(Error::Malformed);
         }
-        // Each view below was length-checked by check_len (the layout fits).
+        // Each header below lies inside the layout checked above; the views
+        // get exactly their header's bytes, so their getters need no bounds
+        // checks of their own.
+        let at = |o: Option<usize>, len: usize| o.map(|o| &bytes[o..o + len]);
         Ok(Repr {
-            bth: bth::Repr::parse(&view.bth())?,
-            deth: view.deth().map(|p| deth::Repr::parse(&p)).transpose()?,
-            reth: view.reth().map(|p| reth::Repr::parse(&p)).transpose()?,
-            atomic_eth: view
-                .atomic_eth()
-                .map(|p| atomic_eth::Repr::parse(&p))
+            bth: bth::Repr::parse(&bth::Packet::new_unchecked(&bytes[..bth::HEADER_LEN]))?,
+            deth: at(layout.deth, deth::HEADER_LEN)
+                .map(|b| deth::Repr::parse(&deth::Packet::new_unchecked(b)))
                 .transpose()?,
-            aeth: view.aeth().map(|p| aeth::Repr::parse(&p)).transpose()?,
-            atomic_ack_eth: view
-                .atomic_ack_eth()
-                .map(|p| atomic_ack_eth::Repr::parse(&p))
+            reth: at(layout.reth, reth::HEADER_LEN)
+                .map(|b| reth::Repr::parse(&reth::Packet::new_unchecked(b)))
                 .transpose()?,
-            immdt: view.immdt().map(|p| immdt::Repr::parse(&p)).transpose()?,
-            ieth: view.ieth().map(|p| ieth::Repr::parse(&p)).transpose()?,
+            atomic_eth: at(layout.atomic_eth, atomic_eth::HEADER_LEN)
+                .map(|b| atomic_eth::Repr::parse(&atomic_eth::Packet::new_unchecked(b)))
+                .transpose()?,
+            aeth: at(layout.aeth, aeth::HEADER_LEN)
+                .map(|b| aeth::Repr::parse(&aeth::Packet::new_unchecked(b)))
+                .transpose()?,
+            atomic_ack_eth: at(layout.atomic_ack_eth, atomic_ack_eth::HEADER_LEN)
+                .map(|b| atomic_ack_eth::Repr::parse(&atomic_ack_eth::Packet::new_unchecked(b)))
+                .transpose()?,
+            immdt: at(layout.immdt, immdt::HEADER_LEN)
+                .map(|b| immdt::Repr::parse(&immdt::Packet::new_unchecked(b)))
+                .transpose()?,
+            ieth: at(layout.ieth, ieth::HEADER_LEN)
+                .map(|b| ieth::Repr::parse(&ieth::Packet::new_unchecked(b)))
+                .transpose()?,
             payload,
         })
     }
@@ -302,6 +332,16 @@ impl<'a> Repr<'a> {
     /// # Errors
     /// [`Error::Unsupported`] for an unknown opcode, [`Error::Malformed`] otherwise.
     pub fn check(&self) -> Result<()> {
+        let info = self.check_headers()?;
+        if info.has_payload || self.payload.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Malformed)
+        }
+    }
+
+    /// The extension-header half of [`Repr::check`]; the opcode's entry.
+    fn check_headers(&self) -> Result<OpInfo> {
         let info = self.info()?;
         let h = info.headers;
         let ok = h.deth == self.deth.is_some()
@@ -310,10 +350,9 @@ impl<'a> Repr<'a> {
             && h.aeth == self.aeth.is_some()
             && h.atomic_ack_eth == self.atomic_ack_eth.is_some()
             && h.immdt == self.immdt.is_some()
-            && h.ieth == self.ieth.is_some()
-            && (info.has_payload || self.payload.is_empty());
+            && h.ieth == self.ieth.is_some();
         if ok {
-            Ok(())
+            Ok(info)
         } else {
             Err(Error::Malformed)
         }
@@ -351,43 +390,93 @@ impl<'a> Repr<'a> {
             return Err(Error::Truncated);
         }
         let buf = packet.buffer.as_mut();
-        let pad = pad_len(self.payload.len());
+        let at = self.emit_headers(buf, self.payload.len());
+        buf[at..at + self.payload.len()].copy_from_slice(self.payload);
+        buf[at + self.payload.len()..].fill(0);
+        Ok(())
+    }
+
+    /// Emit the headers of a packet whose payload is `payload_len` bytes
+    /// (`self.payload` is ignored) and the zero pad after that payload, without
+    /// the ICRC slot: what a protocol engine hands its driver, which appends
+    /// the ICRC. The payload area is left for the caller to fill in place (no
+    /// staging copy). Returns the payload's offset and the packet's length
+    /// (headers + payload + pad).
+    ///
+    /// `payload_len` is not checked against the opcode: a non-zero length on
+    /// an opcode without payload gives a malformed packet (which tests of
+    /// receivers want to send).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for an unknown opcode, [`Error::Malformed`] if
+    /// the extension headers are not the opcode's; [`Error::Truncated`] if
+    /// `buf` is shorter than the packet. Nothing is written on error.
+    pub fn emit_header_without_icrc(
+        &self,
+        buf: &mut [u8],
+        payload_len: usize,
+    ) -> Result<(usize, usize)> {
+        self.check_headers()?;
+        let len = self.header_len() + payload_len + usize::from(pad_len(payload_len));
+        let buf = buf.get_mut(..len).ok_or(Error::Truncated)?;
+        let at = self.emit_headers(buf, payload_len);
+        buf[at + payload_len..].fill(0);
+        Ok((at, len))
+    }
+
+    /// Writes the BTH (pad count for `payload_len`) and the extension headers
+    /// into `buf` (long enough: checked by the caller); returns their length.
+    fn emit_headers(&self, buf: &mut [u8], payload_len: usize) -> usize {
+        // Each view gets exactly its header's bytes (no bounds check per field).
         let mut b = self.bth;
-        b.pad_count = pad;
-        b.emit(&mut bth::Packet::new_unchecked(&mut buf[..]));
+        b.pad_count = pad_len(payload_len);
+        b.emit(&mut bth::Packet::new_unchecked(&mut buf[..bth::HEADER_LEN]));
         let mut at = bth::HEADER_LEN;
         if let Some(h) = self.deth {
-            h.emit(&mut deth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut deth::Packet::new_unchecked(
+                &mut buf[at..at + deth::HEADER_LEN],
+            ));
+            at += deth::HEADER_LEN;
         }
         if let Some(h) = self.reth {
-            h.emit(&mut reth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut reth::Packet::new_unchecked(
+                &mut buf[at..at + reth::HEADER_LEN],
+            ));
+            at += reth::HEADER_LEN;
         }
         if let Some(h) = self.atomic_eth {
-            h.emit(&mut atomic_eth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            let len = atomic_eth::HEADER_LEN;
+            h.emit(&mut atomic_eth::Packet::new_unchecked(
+                &mut buf[at..at + len],
+            ));
+            at += len;
         }
         if let Some(h) = self.aeth {
-            h.emit(&mut aeth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut aeth::Packet::new_unchecked(
+                &mut buf[at..at + aeth::HEADER_LEN],
+            ));
+            at += aeth::HEADER_LEN;
         }
         if let Some(h) = self.atomic_ack_eth {
-            h.emit(&mut atomic_ack_eth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            let len = atomic_ack_eth::HEADER_LEN;
+            h.emit(&mut atomic_ack_eth::Packet::new_unchecked(
+                &mut buf[at..at + len],
+            ));
+            at += len;
         }
         if let Some(h) = self.immdt {
-            h.emit(&mut immdt::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut immdt::Packet::new_unchecked(
+                &mut buf[at..at + immdt::HEADER_LEN],
+            ));
+            at += immdt::HEADER_LEN;
         }
         if let Some(h) = self.ieth {
-            h.emit(&mut ieth::Packet::new_unchecked(&mut buf[at..]));
-            at += h.buffer_len();
+            h.emit(&mut ieth::Packet::new_unchecked(
+                &mut buf[at..at + ieth::HEADER_LEN],
+            ));
+            at += ieth::HEADER_LEN;
         }
-        buf[at..at + self.payload.len()].copy_from_slice(self.payload);
-        at += self.payload.len();
-        buf[at..].fill(0);
-        Ok(())
+        at
     }
 }
 
@@ -555,5 +644,102 @@ mod tests {
         let mut b = ACK_WRITE_BW_S8192;
         b[0] = 0x15;
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Unsupported);
+    }
+
+    /// For every known opcode and payloads of 0..=8 bytes (all pad widths):
+    /// the headers written without the ICRC slot, the payload copied in
+    /// place, are `emit`'s bytes without the ICRC, into a dirty buffer; they
+    /// parse back without the ICRC to the Repr `parse` gives with it; a
+    /// buffer one byte short is refused untouched.
+    #[test]
+    fn without_icrc_is_emit_and_parse_minus_the_icrc() {
+        let data = [9u8, 8, 7, 6, 5, 4, 3, 2];
+        for opcode in OpCode::all_known() {
+            let h = opcode.info().unwrap().headers;
+            for n in 0..=data.len() {
+                let payload = if opcode.info().unwrap().has_payload {
+                    &data[..n]
+                } else {
+                    &data[..0]
+                };
+                let r = Repr {
+                    deth: h.deth.then_some(deth::Repr {
+                        qkey: 0x1111_2222,
+                        src_qp: 0x33,
+                    }),
+                    reth: h.reth.then_some(reth::Repr {
+                        va: 0xabcd,
+                        rkey: 0x44,
+                        dma_len: 5,
+                    }),
+                    atomic_eth: h.atomic_eth.then_some(atomic_eth::Repr {
+                        va: 8,
+                        rkey: 9,
+                        swap_add: 10,
+                        compare: 11,
+                    }),
+                    aeth: h.aeth.then_some(aeth::Repr {
+                        kind: AethKind::from_syndrome(0x61),
+                        msn: 0x55,
+                    }),
+                    atomic_ack_eth: h
+                        .atomic_ack_eth
+                        .then_some(atomic_ack_eth::Repr { orig_value: 0x66 }),
+                    immdt: h.immdt.then_some(immdt::Repr { imm: 0x77 }),
+                    ieth: h.ieth.then_some(ieth::Repr { rkey: 0x88 }),
+                    payload,
+                    ..Repr::new(opcode, 0x01_2345, 0x00ff_fff0 + n as u32)
+                };
+                let mut want = vec![0xa5u8; r.buffer_len()];
+                r.emit(&mut Packet::new_unchecked(&mut want[..])).unwrap();
+                let mut got = [0x5au8; 128];
+                let (at, len) = r.emit_header_without_icrc(&mut got, payload.len()).unwrap();
+                assert_eq!(at, r.header_len());
+                got[at..at + payload.len()].copy_from_slice(payload);
+                assert_eq!(
+                    &got[..len],
+                    &want[..want.len() - ICRC_LEN],
+                    "{opcode} n={n}"
+                );
+                let parsed = Repr::parse(&Packet::new_checked(&want[..]).unwrap()).unwrap();
+                assert_eq!(Repr::parse_without_icrc(&got[..len]), Ok(parsed));
+                let mut short = [0x5au8; 128];
+                assert_eq!(
+                    r.emit_header_without_icrc(&mut short[..len - 1], payload.len()),
+                    Err(Error::Truncated)
+                );
+                assert!(short.iter().all(|&b| b == 0x5a));
+                let missing = Repr {
+                    ieth: None,
+                    reth: None,
+                    aeth: None,
+                    ..r
+                };
+                if h.ieth || h.reth || h.aeth {
+                    assert_eq!(
+                        missing.emit_header_without_icrc(&mut short, payload.len()),
+                        Err(Error::Malformed)
+                    );
+                }
+            }
+        }
+        // Bad pad and truncation without the ICRC slot.
+        let ack = [
+            0x11, 0x00, 0xff, 0xff, 0, 0, 0, 0x13, 0, 0x14, 0xa9, 0x2a, 0x1f, 0, 0, 1,
+        ];
+        assert!(Repr::parse_without_icrc(&ack).is_ok());
+        assert_eq!(Repr::parse_without_icrc(&ack[..15]), Err(Error::Truncated));
+        let mut padded = [0u8; 17];
+        padded[..16].copy_from_slice(&ack);
+        padded[1] = 0x10; // one pad byte on an opcode without payload
+        assert_eq!(
+            Repr::parse_without_icrc(&padded[..16]),
+            Err(Error::Truncated)
+        );
+        assert_eq!(Repr::parse_without_icrc(&padded), Err(Error::Malformed));
+        assert_eq!(
+            Repr::parse_without_icrc(&[0x81; 16]),
+            Err(Error::Unsupported)
+        );
     }
 }

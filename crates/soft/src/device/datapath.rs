@@ -3,6 +3,7 @@
 //! held ACKs, timers, and the per-device progress thread.
 
 use super::*;
+use rdmakit_wire::bth;
 
 impl Shared {
     pub(super) fn now(&self) -> Instant {
@@ -298,7 +299,7 @@ impl Shared {
             let Some(pkt) = self.check_icrc(src, dgram) else {
                 continue;
             };
-            let dqpn = u32::from_be_bytes([0, pkt[5], pkt[6], pkt[7]]);
+            let dqpn = bth::Packet::new_unchecked(pkt).dest_qp();
             if dqpn == GSI_QPN {
                 self.receive_gsi(src, pkt);
                 continue;
@@ -313,11 +314,8 @@ impl Shared {
             // The rest of the run for this QP (a coalesced buffer is one
             // flow, so usually all of it).
             while let Some(next) = segs.peek() {
-                match next.get(5..8) {
-                    Some(b)
-                        if next.len() >= 12
-                            && u32::from_be_bytes([0, b[0], b[1], b[2]]) == dqpn => {}
-                    _ => break,
+                if !bth::Packet::new_checked(next).is_ok_and(|b| b.dest_qp() == dqpn) {
+                    break;
                 }
                 let next = segs.next().unwrap_or_default();
                 if let Some(pkt) = self.check_icrc(src, next) {

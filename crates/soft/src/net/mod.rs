@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::errno::{Errno, Origin, Result, SoftError};
+use rdmakit_wire::{bth, ipv4, udp};
 
 mod offload;
 
@@ -350,10 +351,7 @@ impl Net {
             tx_err.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        let dqpn = match pkt.get(5..8) {
-            Some(q) => u32::from_be_bytes([0, q[0], q[1], q[2]]),
-            None => 0,
-        };
+        let dqpn = bth::Packet::new_checked(&pkt[..]).map_or(0, |b| b.dest_qp());
         let to = self.route(dst, dqpn);
         if let Some(raw) = self.raw.as_ref().filter(|_| !to.ip().is_loopback()) {
             return self.send_raw(
@@ -401,10 +399,7 @@ impl Net {
             tx_err.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let dqpn = match buf.get(at + 5..at + 8) {
-            Some(q) if len >= 8 => u32::from_be_bytes([0, q[0], q[1], q[2]]),
-            _ => 0,
-        };
+        let dqpn = bth::Packet::new_checked(&buf[at..at + len]).map_or(0, |b| b.dest_qp());
         let to = self.route(dst, dqpn);
         let raw = self.raw.as_ref().filter(|_| !to.ip().is_loopback());
         let gso = raw.is_none() && plen <= self.gso_max_seg.load(Ordering::Relaxed);
@@ -502,23 +497,10 @@ impl Net {
         }
         let crc = icrc_with(src, to, &pkt[..len], ident, true);
         pkt[len..].copy_from_slice(&crc.to_le_bytes());
-        let udp_len = 8 + pkt.len();
-        let (Ok(total), Ok(ulen)) = (u16::try_from(20 + udp_len), u16::try_from(udp_len)) else {
+        let Some(d) = raw_datagram(src, to, ident, pkt) else {
             tx_err.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        let mut d = Vec::with_capacity(28 + pkt.len());
-        d.extend_from_slice(&[0x45, 0]);
-        d.extend_from_slice(&total.to_be_bytes());
-        d.extend_from_slice(&ident.to_be_bytes());
-        d.extend_from_slice(&[0x40, 0, 64, 17, 0, 0]);
-        d.extend_from_slice(&src.ip().octets());
-        d.extend_from_slice(&to.ip().octets());
-        d.extend_from_slice(&src.port().to_be_bytes());
-        d.extend_from_slice(&to.port().to_be_bytes());
-        d.extend_from_slice(&ulen.to_be_bytes());
-        d.extend_from_slice(&[0, 0]);
-        d.extend_from_slice(pkt);
         let dst = SocketAddrV4::new(*to.ip(), 0);
         match rustix::net::sendto_v4(raw, &d, rustix::net::SendFlags::empty(), &dst) {
             Ok(_) => tx.fetch_add(1, Ordering::Relaxed),
@@ -603,7 +585,7 @@ impl Net {
         malformed: &AtomicU64,
         bad: &AtomicU64,
     ) -> Option<&'a [u8]> {
-        if dgram.len() < 12 + ICRC_LEN {
+        if dgram.len() < bth::HEADER_LEN + ICRC_LEN {
             malformed.fetch_add(1, Ordering::Relaxed);
             return None;
         }
@@ -644,27 +626,84 @@ fn send_one(sock: &UdpSocket, pkt: &[u8], to: SocketAddrV4, tx: &AtomicU64, tx_e
     };
 }
 
+/// The IPv4 + UDP datagram of the raw send path around `pkt` (ICRC
+/// included): DF, TTL 64, identification `ident`, UDP checksum 0 (allowed
+/// over IPv4; the ICRC covers the payload). `None` if it does not fit one
+/// datagram (wire's Reprs would saturate the length fields).
+fn raw_datagram(src: SocketAddrV4, to: SocketAddrV4, ident: u16, pkt: &[u8]) -> Option<Vec<u8>> {
+    let udp_len = udp::HEADER_LEN + pkt.len();
+    let total = u16::try_from(ipv4::HEADER_LEN + udp_len).ok()?;
+    let ip = ipv4::Repr {
+        src_addr: *src.ip(),
+        dst_addr: *to.ip(),
+        next_header: ipv4::PROTOCOL_UDP,
+        payload_len: udp_len,
+        hop_limit: 64,
+        dscp_ecn: 0,
+        ident,
+        dont_frag: true,
+    };
+    let u = udp::Repr {
+        src_port: src.port(),
+        dst_port: to.port(),
+        payload_len: pkt.len(),
+    };
+    let mut d = vec![0u8; usize::from(total)];
+    ip.emit(&mut ipv4::Packet::new_unchecked(&mut d[..]));
+    u.emit(&mut udp::Packet::new_unchecked(&mut d[ipv4::HEADER_LEN..]));
+    d[ipv4::HEADER_LEN + udp::HEADER_LEN..].copy_from_slice(pkt);
+    Some(d)
+}
+
 /// The 40-byte GRH area of a UD receive for an IPv4 sender: 20 zero bytes,
 /// then the IPv4 header (as rxe places it).
 pub(crate) fn grh_for(src: SocketAddrV4, dst: Ipv4Addr, ip_payload_len: usize) -> [u8; 40] {
     let mut g = [0u8; 40];
-    let total = u16::try_from(20 + ip_payload_len)
-        .unwrap_or(u16::MAX)
-        .to_be_bytes();
-    let h = &mut g[20..];
-    h[0] = 0x45;
-    h[2..4].copy_from_slice(&total);
-    h[6] = 0x40;
-    h[8] = 64;
-    h[9] = 17;
-    h[12..16].copy_from_slice(&src.ip().octets());
-    h[16..20].copy_from_slice(&dst.octets());
+    ipv4::Repr {
+        src_addr: *src.ip(),
+        dst_addr: dst,
+        next_header: ipv4::PROTOCOL_UDP,
+        payload_len: ip_payload_len,
+        hop_limit: 64,
+        dscp_ecn: 0,
+        ident: 0,
+        dont_frag: true,
+    }
+    .emit(&mut ipv4::Packet::new_unchecked(&mut g[20..]));
     g
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The raw path's datagram is the header the ICRC was computed over:
+    /// the bytes the hand-built header had (DF, TTL 64, UDP checksum 0),
+    /// plus a valid IPv4 checksum, and the whole frame passes wire's ICRC
+    /// check; a datagram too long for the length fields is refused.
+    #[test]
+    fn the_raw_datagram_carries_the_header_the_icrc_covers() {
+        let src: SocketAddrV4 = "10.0.0.1:49153".parse().unwrap();
+        let to: SocketAddrV4 = "10.0.0.2:4791".parse().unwrap();
+        let mut pkt = vec![0x04, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0x80, 0, 0, 1];
+        pkt.extend_from_slice(&[1, 2, 3, 4]);
+        let crc = icrc_with(src, to, &pkt, 0x1234, true);
+        pkt.extend_from_slice(&crc.to_le_bytes());
+        let d = raw_datagram(src, to, 0x1234, &pkt).unwrap();
+        let mut want = vec![0x45, 0, 0, 48, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0];
+        want.extend_from_slice(&[
+            10, 0, 0, 1, 10, 0, 0, 2, 0xc0, 0x01, 0x12, 0xb7, 0, 28, 0, 0,
+        ]);
+        want.extend_from_slice(&pkt);
+        let ip = ipv4::Packet::new_checked(&d[..]).unwrap();
+        assert!(ip.verify_checksum());
+        let mut got = d.clone();
+        got[10..12].fill(0);
+        assert_eq!(got, want);
+        assert_eq!(rdmakit_wire::frame::icrc_valid_ip(&d), Ok(true));
+        assert!(raw_datagram(src, to, 1, &vec![0; 65_536 - 28]).is_none());
+        assert!(raw_datagram(src, to, 1, &vec![0; 65_535 - 28]).is_some());
+    }
 
     #[test]
     fn flow_ports_are_in_the_rocev2_entropy_range() {
