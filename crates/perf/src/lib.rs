@@ -374,7 +374,6 @@ mod tests {
 
     #[test]
     fn status_names_match_the_variant_names() {
-        use rdmakit_verbs::WcStatus::*;
         // The names this crate derived from `{:?}` before the vocabulary existed.
         fn from_debug(s: rdmakit_verbs::WcStatus) -> String {
             let mut out = String::new();
@@ -386,33 +385,7 @@ mod tests {
             }
             out
         }
-        let all = [
-            Success,
-            LocLenErr,
-            LocQpOpErr,
-            LocEecOpErr,
-            LocProtErr,
-            WrFlushErr,
-            MwBindErr,
-            BadRespErr,
-            LocAccessErr,
-            RemInvReqErr,
-            RemAccessErr,
-            RemOpErr,
-            RetryExcErr,
-            RnrRetryExcErr,
-            LocRddViolErr,
-            RemInvRdReqErr,
-            RemAbortErr,
-            InvEecnErr,
-            InvEecStateErr,
-            FatalErr,
-            RespTimeoutErr,
-            GeneralErr,
-            TmErr,
-            TmRndvIncomplete,
-        ];
-        for (i, s) in all.into_iter().enumerate() {
+        for (i, s) in rdmakit_verbs::WcStatus::ALL.into_iter().enumerate() {
             assert_eq!(s as usize, i);
             assert_eq!(status_name(s), from_debug(s));
         }

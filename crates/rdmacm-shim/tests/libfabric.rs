@@ -21,7 +21,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{await_listen, command, free_port, have, serial, text, wait};
+use common::{
+    assert_verbs_endpoints, await_listen, command, fi_info_blocks, free_port, have, serial, text,
+    wait,
+};
 
 const LIMIT: Duration = Duration::from_secs(90);
 
@@ -40,11 +43,6 @@ fn host_addr() -> Option<std::net::Ipv4Addr> {
     Some(a)
 }
 
-/// The `provider: ...` blocks of `fi_info` output.
-fn blocks(t: &str) -> Vec<&str> {
-    t.split("provider: ").skip(1).collect()
-}
-
 #[test]
 fn fi_info_lists_msg_dgram_and_both_rdm_endpoints_of_the_default_soft0() {
     if !have("fi_info", "libfabric-bin") {
@@ -58,19 +56,7 @@ fn fi_info_lists_msg_dgram_and_both_rdm_endpoints_of_the_default_soft0() {
     );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    for (prov, dom, ty) in [
-        ("verbs", "soft0", "FI_EP_MSG"),
-        ("verbs", "soft0-dgram", "FI_EP_DGRAM"),
-        ("verbs;ofi_rxm", "soft0", "FI_EP_RDM"),
-        ("verbs;ofi_rxd", "soft0-dgram", "FI_EP_RDM"),
-    ] {
-        let hit = blocks(&t).iter().any(|b| {
-            b.starts_with(&format!("{prov}\n"))
-                && b.contains(&format!("domain: {dom}\n"))
-                && b.contains(&format!("type: {ty}\n"))
-        });
-        assert!(hit, "no {prov} {ty} endpoint on {dom} in\n{t}");
-    }
+    assert_verbs_endpoints(&t);
     // What libfabric found soft0 through: the host's interface address.
     let o = wait(
         command("fi_info", &["-p", "verbs", "-t", "FI_EP_MSG"])
@@ -162,7 +148,7 @@ fn fi_pingpong_verbs_rdm_over_rxm_and_rxd_on_the_default_soft0() {
     );
     let t = text(&o);
     assert!(
-        blocks(&t)
+        fi_info_blocks(&t)
             .first()
             .is_some_and(|b| b.starts_with("verbs;ofi_rxm\n")),
         "{t}"

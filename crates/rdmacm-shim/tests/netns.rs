@@ -23,7 +23,10 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{await_listen, have, lib_dir, registry_dir, serial, text, wait};
+use common::{
+    assert_verbs_endpoints, await_listen, fi_info_blocks, have, lib_dir, registry_dir, serial,
+    text, wait,
+};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -128,11 +131,6 @@ fn netns(addr: &str, peer: &str) -> Option<Netns> {
         .then(|| Netns::new(addr, peer).unwrap_or_else(|e| panic!("network namespace: {e}")))
 }
 
-/// The `provider: ...` blocks of `fi_info` output.
-fn blocks(t: &str) -> Vec<&str> {
-    t.split("provider: ").skip(1).collect()
-}
-
 #[test]
 fn fi_info_lists_verbs_msg_endpoints_of_soft0_on_a_veth_address() {
     if !have("fi_info", "libfabric-bin") {
@@ -150,19 +148,7 @@ fn fi_info_lists_verbs_msg_endpoints_of_soft0_on_a_veth_address() {
     );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    for (prov, dom, ty) in [
-        ("verbs", "soft0", "FI_EP_MSG"),
-        ("verbs", "soft0-dgram", "FI_EP_DGRAM"),
-        ("verbs;ofi_rxm", "soft0", "FI_EP_RDM"),
-        ("verbs;ofi_rxd", "soft0-dgram", "FI_EP_RDM"),
-    ] {
-        let hit = blocks(&t).iter().any(|b| {
-            b.starts_with(&format!("{prov}\n"))
-                && b.contains(&format!("domain: {dom}\n"))
-                && b.contains(&format!("type: {ty}\n"))
-        });
-        assert!(hit, "no {prov} {ty} endpoint on {dom} in\n{t}");
-    }
+    assert_verbs_endpoints(&t);
 
     // The interface address is what libfabric found soft0 through: the
     // MSG endpoint's source address when asked for one.
@@ -220,14 +206,14 @@ fn on_a_host_with_only_lo_soft0_is_on_127_0_0_1_and_has_no_msg_endpoints() {
         "libfabric's reason for no MSG endpoint changed:\n{t}"
     );
     assert!(
-        !blocks(&t)
+        !fi_info_blocks(&t)
             .iter()
             .any(|b| b.starts_with("verbs\n") && b.contains("type: FI_EP_MSG\n")),
         "{t}"
     );
     // DGRAM stays: it needs no IP interface.
     assert!(
-        blocks(&t)
+        fi_info_blocks(&t)
             .iter()
             .any(|b| b.starts_with("verbs\n") && b.contains("type: FI_EP_DGRAM\n")),
         "{t}"

@@ -23,51 +23,56 @@ impl core::fmt::Display for InvalidValue {
 
 impl std::error::Error for InvalidValue {}
 
-/// Every `WcStatus`, in numeric order (0..=23).
-const WC_STATUS: [WcStatus; 24] = {
-    use WcStatus::*;
-    [
-        Success,
-        LocLenErr,
-        LocQpOpErr,
-        LocEecOpErr,
-        LocProtErr,
-        WrFlushErr,
-        MwBindErr,
-        BadRespErr,
-        LocAccessErr,
-        RemInvReqErr,
-        RemAccessErr,
-        RemOpErr,
-        RetryExcErr,
-        RnrRetryExcErr,
-        LocRddViolErr,
-        RemInvRdReqErr,
-        RemAbortErr,
-        InvEecnErr,
-        InvEecStateErr,
-        FatalErr,
-        RespTimeoutErr,
-        GeneralErr,
-        TmErr,
-        TmRndvIncomplete,
-    ]
-};
+impl WcStatus {
+    /// Every status, in numeric order (0..=23).
+    pub const ALL: [WcStatus; 24] = {
+        use WcStatus::*;
+        [
+            Success,
+            LocLenErr,
+            LocQpOpErr,
+            LocEecOpErr,
+            LocProtErr,
+            WrFlushErr,
+            MwBindErr,
+            BadRespErr,
+            LocAccessErr,
+            RemInvReqErr,
+            RemAccessErr,
+            RemOpErr,
+            RetryExcErr,
+            RnrRetryExcErr,
+            LocRddViolErr,
+            RemInvRdReqErr,
+            RemAbortErr,
+            InvEecnErr,
+            InvEecStateErr,
+            FatalErr,
+            RespTimeoutErr,
+            GeneralErr,
+            TmErr,
+            TmRndvIncomplete,
+        ]
+    };
+}
 
-const WC_OPCODE: [WcOpcode; 9] = {
-    use WcOpcode::*;
-    [
-        Send,
-        RdmaWrite,
-        RdmaRead,
-        CompSwap,
-        FetchAdd,
-        BindMw,
-        LocalInv,
-        Recv,
-        RecvRdmaWithImm,
-    ]
-};
+impl WcOpcode {
+    /// Every opcode this crate has a variant for, in numeric order.
+    pub const ALL: [WcOpcode; 9] = {
+        use WcOpcode::*;
+        [
+            Send,
+            RdmaWrite,
+            RdmaRead,
+            CompSwap,
+            FetchAdd,
+            BindMw,
+            LocalInv,
+            Recv,
+            RecvRdmaWithImm,
+        ]
+    };
+}
 
 const MTU: [Mtu; 5] = [
     Mtu::Mtu256,
@@ -109,7 +114,7 @@ impl TryFrom<u32> for WcStatus {
     type Error = InvalidValue;
     /// `IBV_WC_*` status (0..=23) → status.
     fn try_from(v: u32) -> Result<WcStatus, InvalidValue> {
-        find(&WC_STATUS, v, |s| s as u32, "ibv_wc_status")
+        find(&WcStatus::ALL, v, |s| s as u32, "ibv_wc_status")
     }
 }
 
@@ -118,7 +123,7 @@ impl TryFrom<u32> for WcOpcode {
     /// `IBV_WC_*` opcode → opcode; TSO (7), ATOMIC_WRITE (9) and anything
     /// this crate has no variant for are errors.
     fn try_from(v: u32) -> Result<WcOpcode, InvalidValue> {
-        find(&WC_OPCODE, v, |o| o as u32, "ibv_wc_opcode")
+        find(&WcOpcode::ALL, v, |o| o as u32, "ibv_wc_opcode")
     }
 }
 
@@ -136,11 +141,11 @@ mod tests {
         for m in MTU {
             assert_eq!(Mtu::try_from(m as u32), Ok(m));
         }
-        for (i, s) in WC_STATUS.iter().enumerate() {
-            assert_eq!(*s as usize, i, "WC_STATUS is in numeric order");
+        for (i, s) in WcStatus::ALL.iter().enumerate() {
+            assert_eq!(*s as usize, i, "WcStatus::ALL is in numeric order");
             assert_eq!(WcStatus::try_from(*s as u32), Ok(*s));
         }
-        for o in WC_OPCODE {
+        for o in WcOpcode::ALL {
             assert_eq!(WcOpcode::try_from(o as u32), Ok(o));
         }
         let bad = |what, value| InvalidValue { what, value };

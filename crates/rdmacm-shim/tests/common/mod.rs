@@ -225,3 +225,27 @@ pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
+
+/// Asserts `fi_info -p verbs` output `t` lists soft0's endpoints: MSG,
+/// DGRAM (on `soft0-dgram`), RDM over ofi_rxm and RDM over ofi_rxd.
+pub fn assert_verbs_endpoints(t: &str) {
+    let blocks = fi_info_blocks(t);
+    for (prov, dom, ty) in [
+        ("verbs", "soft0", "FI_EP_MSG"),
+        ("verbs", "soft0-dgram", "FI_EP_DGRAM"),
+        ("verbs;ofi_rxm", "soft0", "FI_EP_RDM"),
+        ("verbs;ofi_rxd", "soft0-dgram", "FI_EP_RDM"),
+    ] {
+        let hit = blocks.iter().any(|b| {
+            b.starts_with(&format!("{prov}\n"))
+                && b.contains(&format!("domain: {dom}\n"))
+                && b.contains(&format!("type: {ty}\n"))
+        });
+        assert!(hit, "no {prov} {ty} endpoint on {dom} in\n{t}");
+    }
+}
+
+/// The `provider: ...` blocks of `fi_info` output.
+pub fn fi_info_blocks(t: &str) -> Vec<&str> {
+    t.split("provider: ").skip(1).collect()
+}
