@@ -61,53 +61,16 @@ fn ucx_env(tls: &str) -> Vec<(&'static str, String)> {
     vec![("UCX_TLS", tls.to_string())]
 }
 
-/// A TCP port nothing uses now, from the kernel's ephemeral range: fixed
-/// ports collide with another run of these tests (another checkout, CI
-/// job) on the same host.
+/// A TCP port nothing uses now (fixed ports collide with another run).
 fn free_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port().to_string()
-}
-
-/// True when some socket listens on TCP `port` (IPv4 or IPv6, any address).
-fn listening(port: u16) -> bool {
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                // local_address is ADDR:PORT in hex; st 0A is LISTEN.
-                w.len() > 3
-                    && w[3] == "0A"
-                    && w[1]
-                        .rsplit(':')
-                        .next()
-                        .and_then(|p| u16::from_str_radix(p, 16).ok())
-                        == Some(port)
-            })
-        })
-    })
+    rdmakit_testkit::free_port().to_string()
 }
 
 /// Waits until `server` listens on `port` for its client: a client that
 /// connects too early fails (ucx_perftest, perftest) — a fixed sleep was
-/// too short on two busy cores. Fails with the server's output if it
-/// exits first or never listens.
-fn await_listen(mut server: Child, port: &str, what: &str) -> Child {
-    let port: u16 = port.parse().unwrap();
-    let end = Instant::now() + LIMIT;
-    while !listening(port) {
-        if server.try_wait().unwrap().is_some() || Instant::now() > end {
-            let _ = server.kill();
-            let o = server.wait_with_output().unwrap();
-            panic!(
-                "{what} server never listened on port {port} ({:?})\n{}",
-                o.status,
-                text(&o)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    server
+/// too short on two busy cores.
+fn await_listen(server: Child, port: &str, _what: &str) -> Child {
+    rdmakit_testkit::await_listen(server, port.parse().unwrap(), LIMIT)
 }
 
 fn cmd(tool: &str, args: &[&str], envs: &[(&str, String)]) -> Command {
@@ -200,31 +163,15 @@ fn fi_pingpong_verbs_rdm_with_data_checks() {
 fn fi_pingpong_pair(args: &[&str], size: &str, port: &str) {
     let mut server = args.to_vec();
     server.extend_from_slice(&["-S", size, "-B", port]);
-    let s = await_listen(
-        command("fi_pingpong", &server).spawn().unwrap(),
-        port,
-        "fi_pingpong",
-    );
     let mut client = args.to_vec();
     client.extend_from_slice(&["-S", size, "-P", port, "127.0.0.1"]);
-    let c = wait(
-        command("fi_pingpong", &client).spawn().unwrap(),
+    rdmakit_testkit::fi_pingpong(
+        command("fi_pingpong", &server),
+        command("fi_pingpong", &client),
+        port.parse().unwrap(),
+        100,
         LIMIT,
-        "fi_pingpong client",
-    );
-    let s = wait(s, LIMIT, "fi_pingpong server");
-    let (st, ct) = (text(&s), text(&c));
-    assert!(
-        s.status.success() && c.status.success(),
-        "server {:?}, client {:?}\n--- server\n{st}\n--- client\n{ct}",
-        s.status,
-        c.status
-    );
-    // The result row: every message acknowledged.
-    assert!(
-        ct.lines()
-            .any(|l| l.split_whitespace().nth(2) == Some("=100")),
-        "{size} bytes: {ct}"
+        &format!("fi_pingpong {args:?} {size} bytes"),
     );
 }
 

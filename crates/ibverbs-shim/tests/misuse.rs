@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
 const PROGRAM: &str = r#"
@@ -104,32 +103,19 @@ const EXPECT: &[(&str, i32, i32)] = &[
 
 #[test]
 fn misuse_gets_the_errno_not_an_abort() {
-    if !Path::new("/usr/include/infiniband/verbs.h").exists() {
-        assert!(
-            std::env::var_os("RDMAKIT_REQUIRE_IBVERBS_DEV").is_none(),
-            "verbs.h missing (apt-get install libibverbs-dev)"
-        );
-        eprintln!("SKIP: /usr/include/infiniband/verbs.h missing");
+    if !rdmakit_testkit::have_file(
+        "/usr/include/infiniband/verbs.h",
+        "libibverbs-dev",
+        "RDMAKIT_REQUIRE_IBVERBS_DEV",
+    ) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("misuse.c");
-    let bin = dir.path().join("misuse");
-    std::fs::write(&src, PROGRAM).unwrap();
     let lib = common::shim_dir();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc)
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .arg(format!("-L{}", lib.display()))
-        .arg("-l:libibverbs.so.1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (_dir, bin) = rdmakit_testkit::compile_c_text(
+        PROGRAM,
+        "misuse",
+        &[],
+        &[&format!("-L{}", lib.display()), "-l:libibverbs.so.1"],
     );
     let o = Command::new(&bin)
         .env("LD_LIBRARY_PATH", lib)

@@ -12,19 +12,13 @@
 mod abi;
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::process::Command;
 
 const HEADER: &str = "/usr/include/rdma/rdma_cma.h";
 
 #[test]
 fn every_size_and_offset_matches_the_installed_rdma_cma_h() {
-    if !Path::new(HEADER).exists() {
-        assert!(
-            std::env::var_os("RDMAKIT_REQUIRE_RDMACM_DEV").is_none(),
-            "{HEADER} is missing (apt-get install librdmacm-dev)"
-        );
-        eprintln!("SKIP: {HEADER} missing; install librdmacm-dev to compare layouts");
+    if !rdmakit_testkit::have_file(HEADER, "librdmacm-dev", "RDMAKIT_REQUIRE_RDMACM_DEV") {
         return;
     }
     let mut c = String::from(
@@ -35,22 +29,7 @@ fn every_size_and_offset_matches_the_installed_rdma_cma_h() {
         writeln!(c, "  printf(\"{} %zu\\n\", {});", i.c_expr, i.c_expr).unwrap();
     }
     c.push_str("  return 0;\n}\n");
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("layout.c");
-    let bin = dir.path().join("layout");
-    std::fs::write(&src, c).unwrap();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc)
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{cc} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_dir, bin) = rdmakit_testkit::compile_c_text(&c, "layout", &[], &[]);
     let run = Command::new(&bin).output().unwrap();
     let theirs = String::from_utf8(run.stdout).unwrap();
     let ours: String = abi::LAYOUT

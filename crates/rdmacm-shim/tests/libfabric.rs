@@ -22,8 +22,7 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    assert_verbs_endpoints, await_listen, command, fi_info_blocks, free_port, have, serial, text,
-    wait,
+    assert_verbs_endpoints, command, fi_info_blocks, free_port, have, serial, text, wait,
 };
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -81,29 +80,16 @@ fn pingpong(args: &[&str], size: &str, dst: &str) -> String {
     let ps = port.to_string();
     let mut sargs = args.to_vec();
     sargs.extend_from_slice(&["-I", "100", "-c", "-S", size, "-B", &ps]);
-    let server = await_listen(command("fi_pingpong", &sargs).spawn().unwrap(), port, LIMIT);
     let mut cargs = args.to_vec();
     cargs.extend_from_slice(&["-I", "100", "-c", "-S", size, "-P", &ps, dst]);
-    let c = wait(
-        command("fi_pingpong", &cargs).spawn().unwrap(),
+    rdmakit_testkit::fi_pingpong(
+        command("fi_pingpong", &sargs),
+        command("fi_pingpong", &cargs),
+        port,
+        100,
         LIMIT,
-        "fi_pingpong client",
-    );
-    let s = wait(server, LIMIT, "fi_pingpong server");
-    let (st, ct) = (text(&s), text(&c));
-    assert!(
-        s.status.success() && c.status.success(),
-        "{args:?} {size} bytes to {dst}: server {:?}, client {:?}\n--- server\n{st}\n\
-         --- client\n{ct}",
-        s.status,
-        c.status
-    );
-    assert!(
-        ct.lines()
-            .any(|l| l.split_whitespace().nth(2) == Some("=100")),
-        "{args:?} {size} bytes: {ct}"
-    );
-    ct
+        &format!("fi_pingpong {args:?} {size} bytes to {dst}"),
+    )
 }
 
 #[test]

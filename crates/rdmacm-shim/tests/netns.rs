@@ -24,8 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{
-    assert_verbs_endpoints, await_listen, fi_info_blocks, have, lib_dir, registry_dir, serial,
-    text, wait,
+    assert_verbs_endpoints, fi_info_blocks, have, lib_dir, registry_dir, serial, text, wait,
 };
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -283,35 +282,15 @@ fn fi_pingpong_verbs_msg_between_two_soft_nics_on_one_host() {
     for size in ["1", "65536"] {
         let mut sargs = args.to_vec();
         sargs.extend_from_slice(&["-S", size]);
-        let server = await_listen(
-            ns.command("10.77.0.1", "fi_pingpong", &sargs)
-                .spawn()
-                .unwrap(),
-            port,
-            LIMIT,
-        );
         let mut cargs = sargs.clone();
         cargs.push("10.77.0.1");
-        let c = wait(
-            ns.command("10.77.0.2", "fi_pingpong", &cargs)
-                .spawn()
-                .unwrap(),
+        rdmakit_testkit::fi_pingpong(
+            ns.command("10.77.0.1", "fi_pingpong", &sargs),
+            ns.command("10.77.0.2", "fi_pingpong", &cargs),
+            port,
+            100,
             LIMIT,
-            "fi_pingpong client",
-        );
-        let s = wait(server, LIMIT, "fi_pingpong server");
-        let (st, ct) = (text(&s), text(&c));
-        assert!(
-            s.status.success() && c.status.success(),
-            "{size} bytes: server {:?}, client {:?}\n--- server\n{st}\n--- client\n{ct}",
-            s.status,
-            c.status
-        );
-        // The result row: every message acknowledged.
-        assert!(
-            ct.lines()
-                .any(|l| l.split_whitespace().nth(2) == Some("=100")),
-            "{size} bytes: {ct}"
+            &format!("fi_pingpong {size} bytes"),
         );
     }
 }

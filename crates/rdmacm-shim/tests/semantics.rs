@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -18,29 +17,16 @@ const HEADER: &str = "/usr/include/rdma/rdma_cma.h";
 fn program() -> Option<&'static PathBuf> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
     BIN.get_or_init(|| {
-        if !std::path::Path::new(HEADER).exists() {
-            assert!(
-                std::env::var_os("RDMAKIT_REQUIRE_RDMACM_DEV").is_none(),
-                "{HEADER} is missing (apt-get install librdmacm-dev)"
-            );
-            eprintln!("SKIP: {HEADER} missing; install librdmacm-dev");
+        if !rdmakit_testkit::have_file(HEADER, "librdmacm-dev", "RDMAKIT_REQUIRE_RDMACM_DEV") {
             return None;
         }
         let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/cm_semantics.c");
         let bin = common::lib_dir().join("cm_semantics");
-        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-        let out = Command::new(&cc)
-            .args(["-Wall", "-Werror", "-O1", "-o"])
-            .arg(&bin)
-            .arg(&src)
-            .args(["-lrdmacm", "-libverbs", "-lpthread"])
-            .output()
-            .unwrap_or_else(|e| panic!("{cc}: {e}"));
-        assert!(
-            out.status.success(),
-            "compiling {}:\n{}",
-            src.display(),
-            String::from_utf8_lossy(&out.stderr)
+        rdmakit_testkit::compile_c(
+            &src,
+            &bin,
+            &["-Wall", "-Werror", "-O1"],
+            &["-lrdmacm", "-libverbs", "-lpthread"],
         );
         Some(bin)
     })

@@ -1,0 +1,343 @@
+//! What rdmakit's integration tests share (a dev-dependency only; nothing
+//! in a shipped crate depends on it).
+//!
+//! - **Prerequisites**: [`have`] (a program from a Debian package) and
+//!   [`have_file`] (a header). A missing one skips the test, saying so on
+//!   stderr, unless the named `RDMAKIT_REQUIRE_*` variable is set (scripts/test
+//!   and `.ci/run` set them all): then it is a failure. A test never passes
+//!   silently on a machine that lacks what it checks.
+//! - **Processes**: [`wait`] with a limit (killed, and its output shown, past
+//!   it), [`pair`] a server then a client, [`both_ok`], [`text`], [`tail`].
+//! - **Ports**: [`free_port`], [`listening`], [`await_listen`].
+//! - **C programs**: [`compile_c`] against the drop-in libraries.
+//! - **Libraries**: [`install_libs`] lays out the built cdylibs as
+//!   `rdmakit shim install` does, one directory per test binary.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// True when `tool` is installed. Otherwise the test skips (stderr says
+/// which package provides it), or fails when `require` is set.
+pub fn have(tool: &str, package: &str, require: &str) -> bool {
+    let found = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
+        .iter()
+        .any(|d| Path::new(d).join(tool).exists());
+    if !found {
+        assert!(
+            std::env::var_os(require).is_none(),
+            "{tool} is missing (apt-get install {package}); {require} is set"
+        );
+        eprintln!("SKIP: {tool} not installed (apt-get install {package})");
+    }
+    found
+}
+
+/// True when `path` (a header, say) exists. Otherwise the test skips, or
+/// fails when `require` is set.
+pub fn have_file(path: &str, package: &str, require: &str) -> bool {
+    let found = Path::new(path).exists();
+    if !found {
+        assert!(
+            std::env::var_os(require).is_none(),
+            "{path} is missing (apt-get install {package}); {require} is set"
+        );
+        eprintln!("SKIP: {path} missing (apt-get install {package})");
+    }
+    found
+}
+
+/// One program pair at a time in a test binary: they busy-poll and the
+/// machine may have two cores.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static M: Mutex<()> = Mutex::new(());
+    M.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The last 2000 bytes of some output, as text.
+pub fn tail(b: &[u8]) -> String {
+    String::from_utf8_lossy(&b[b.len().saturating_sub(2000)..]).into_owned()
+}
+
+/// stdout then stderr, as text.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Waits for `child` at most `limit`; past it, kills it and fails showing
+/// the end of its output. Its pipes are read while it runs (a program that
+/// writes more than a pipe holds never blocks on them).
+pub fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
+    fn drain<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    }
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
+    let end = Instant::now() + limit;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (o, e) = (out.join().unwrap(), err.join().unwrap());
+            panic!(
+                "{what} hung for {limit:?}; killed.\nstdout (end):\n{}\nstderr (end):\n{}",
+                tail(&o),
+                tail(&e)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// Starts `server`, gives it `head_start` to listen, runs `client`, and
+/// waits for both (each at most `limit`). Returns (server, client).
+pub fn pair(
+    mut server: Command,
+    mut client: Command,
+    head_start: Duration,
+    limit: Duration,
+    what: &str,
+) -> (Output, Output) {
+    let s = server.spawn().unwrap();
+    std::thread::sleep(head_start);
+    let c = wait(client.spawn().unwrap(), limit, &format!("{what} client"));
+    let s = wait(s, limit, &format!("{what} server"));
+    (s, c)
+}
+
+/// Asserts both sides exited 0, showing both outputs when not; returns
+/// (server, client) text.
+pub fn both_ok(what: &str, (s, c): &(Output, Output)) -> (String, String) {
+    assert!(
+        s.status.success() && c.status.success(),
+        "{what}: server {:?}, client {:?}\n--- server\n{}\n--- client\n{}",
+        s.status,
+        c.status,
+        text(s),
+        text(c)
+    );
+    (text(s), text(c))
+}
+
+/// A TCP port nothing uses now (fixed ports collide with another run).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// True when process `pid` (in whatever network namespace it is) has a
+/// socket listening on TCP `port`, read from its /proc/<pid>/net/tcp{,6}.
+pub fn listening(pid: u32, port: u16) -> bool {
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
+            .is_ok_and(|t| t.lines().skip(1).any(|l| listens_on(l, port)))
+    })
+}
+
+/// One /proc/net/tcp row: local_address is ADDR:PORT in hex, st 0A is LISTEN.
+fn listens_on(row: &str, port: u16) -> bool {
+    let w: Vec<&str> = row.split_whitespace().collect();
+    w.len() > 3
+        && w[3] == "0A"
+        && w[1]
+            .rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok())
+            == Some(port)
+}
+
+/// Waits until `server` listens on TCP `port` (a client that comes earlier
+/// fails); fails with its output if it exits first or never does.
+pub fn await_listen(mut server: Child, port: u16, limit: Duration) -> Child {
+    let end = Instant::now() + limit;
+    while !listening(server.id(), port) {
+        if server.try_wait().unwrap().is_some() || Instant::now() > end {
+            let _ = server.kill();
+            let o = server.wait_with_output().unwrap();
+            panic!(
+                "server never listened on port {port} ({:?})\n{}",
+                o.status,
+                text(&o)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+}
+
+/// Runs libfabric's `fi_pingpong`: `server` (given `-B port`) and, once it
+/// listens on `port`, `client`; asserts both exit 0 and the client's result
+/// row shows all `iterations` messages acknowledged (`=100` in its third
+/// column). Returns the client's output.
+pub fn fi_pingpong(
+    server: Command,
+    mut client: Command,
+    port: u16,
+    iterations: u32,
+    limit: Duration,
+    what: &str,
+) -> String {
+    let mut server = server;
+    let s = await_listen(server.spawn().unwrap(), port, limit);
+    let c = wait(client.spawn().unwrap(), limit, &format!("{what} client"));
+    let s = wait(s, limit, &format!("{what} server"));
+    let (_, ct) = both_ok(what, &(s, c));
+    let row = format!("={iterations}");
+    assert!(
+        ct.lines()
+            .any(|l| l.split_whitespace().nth(2) == Some(row.as_str())),
+        "{what}: not every message acknowledged:\n{ct}"
+    );
+    ct
+}
+
+/// `target/<profile>` of the running test binary (`target/<profile>/deps/<test>`).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// Lays out the built cdylibs `libs` (`(built name, installed name)`, e.g.
+/// `("libibverbs.so", "libibverbs.so.1")`) in `target/<profile>/<kind>/<test>`
+/// with libmlx5.so.1 and libefa.so.1 linked to libibverbs.so.1, as `rdmakit
+/// shim install` does. Inside the target dir, one per test binary, replaced
+/// on every run. Fails, saying what to build, when a library is missing
+/// (`cargo test` does not build a cdylib nothing links).
+pub fn install_libs(kind: &str, libs: &[(&str, &str)]) -> PathBuf {
+    let profile = profile_dir();
+    let exe = std::env::current_exe().unwrap();
+    let name = exe.file_stem().unwrap().to_string_lossy().into_owned();
+    let dir = profile.join(kind).join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (built, as_) in libs {
+        let lib = profile.join(built);
+        assert!(
+            lib.exists(),
+            "{} was not built: `cargo test` does not build a cdylib nothing links; run \
+             `cargo build --workspace` first (scripts/test does)",
+            lib.display()
+        );
+        std::fs::copy(&lib, dir.join(as_)).unwrap();
+    }
+    for link in ["libmlx5.so.1", "libefa.so.1"] {
+        let _ = std::fs::remove_file(dir.join(link));
+        std::os::unix::fs::symlink("libibverbs.so.1", dir.join(link)).unwrap();
+    }
+    dir
+}
+
+/// Compiles the C file `src` into `bin` with `$CC` (default `cc`) and
+/// `args` after the source (libraries, say); fails showing the compiler's
+/// complaint.
+pub fn compile_c(src: &Path, bin: &Path, flags: &[&str], args: &[&str]) {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(flags)
+        .arg("-o")
+        .arg(bin)
+        .arg(src)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {cc}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cc} failed on {}:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Writes `program` to a temporary directory as `<name>.c`, compiles it
+/// (see [`compile_c`]), and returns the directory (keep it alive) and the
+/// binary.
+pub fn compile_c_text(
+    program: &str,
+    name: &str,
+    flags: &[&str],
+    args: &[&str],
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join(format!("{name}.c"));
+    let bin = dir.path().join(name);
+    std::fs::write(&src, program).unwrap();
+    compile_c(&src, &bin, flags, args);
+    (dir, bin)
+}
+
+/// Runs `cmd` with piped output (stdin closed) and returns it.
+pub fn output(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listen_row_is_read_by_port_and_state() {
+        let listen = "   0: 0100007F:4A38 00000000:0000 0A 00000000:00000000 00:00000000 00000000";
+        assert!(listens_on(listen, 0x4A38));
+        assert!(!listens_on(listen, 0x4A39));
+        let established = listen.replace(" 0A ", " 01 ");
+        assert!(!listens_on(&established, 0x4A38));
+        assert!(!listens_on("garbage", 1));
+    }
+
+    #[test]
+    fn a_child_past_its_limit_is_killed_and_reported() {
+        let child = Command::new("sleep")
+            .arg("5")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        let r = std::panic::catch_unwind(|| wait(child, Duration::from_millis(100), "sleep"));
+        assert!(r.is_err());
+        assert!(t.elapsed() < Duration::from_secs(4));
+    }
+
+    #[test]
+    fn wait_collects_more_than_a_pipe_holds() {
+        let child = Command::new("head")
+            .args(["-c", "200000", "/dev/zero"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let o = wait(child, Duration::from_secs(20), "head");
+        assert!(o.status.success());
+        assert_eq!(o.stdout.len(), 200_000);
+    }
+
+    #[test]
+    fn a_missing_tool_skips_unless_required() {
+        assert!(!have(
+            "rdmakit-no-such-tool",
+            "nothing",
+            "RDMAKIT_TESTKIT_UNSET_VAR"
+        ));
+        assert!(have("sh", "dash", "RDMAKIT_TESTKIT_UNSET_VAR"));
+    }
+}
