@@ -376,6 +376,25 @@ impl Network {
         &mut self.nodes[r.node]
     }
 
+    /// Registers `len` bytes at `addr` on `r`'s node in PD 1 with every
+    /// access right; returns (lkey, rkey).
+    pub fn register_all(&mut self, r: QpRef, addr: u64, len: usize) -> (u32, u32) {
+        self.nodes[r.node]
+            .mem
+            .register(Pd(1), addr, len, Access::all())
+    }
+
+    /// Fills the region `lkey` of `r`'s node with `byte(offset)`.
+    ///
+    /// # Panics
+    /// If the region does not exist (test code).
+    pub fn fill(&mut self, r: QpRef, lkey: u32, byte: impl Fn(usize) -> u8) {
+        let region = self.nodes[r.node].mem.region_mut(lkey).expect("region");
+        for (k, x) in region.data.iter_mut().enumerate() {
+            *x = byte(k);
+        }
+    }
+
     /// A QP.
     ///
     /// # Panics

@@ -59,25 +59,9 @@ fn wrap_run(start_a: u32, start_b: u32, seed: u64, loss: f64) {
     let b = net.add_qp(nb, QpConfig::new(0x22, QpType::Rc, Pd(1)));
     net.connect_psn(a, b, start_a, start_b);
     net.connect_psn(b, a, start_b, start_a);
-    let (alk, _) = net
-        .node_mut(a)
-        .mem
-        .register(Pd(1), 0x1000, 8192, Access::all());
-    let (blk, brk) = net
-        .node_mut(b)
-        .mem
-        .register(Pd(1), 0x1000, 8192, Access::all());
-    for (k, x) in net
-        .node_mut(a)
-        .mem
-        .region_mut(alk)
-        .unwrap()
-        .data
-        .iter_mut()
-        .enumerate()
-    {
-        *x = k as u8;
-    }
+    let (alk, _) = net.register_all(a, 0x1000, 8192);
+    let (blk, brk) = net.register_all(b, 0x1000, 8192);
+    net.fill(a, alk, |k| k as u8);
     for i in 0..8 {
         let r = RecvWr {
             wr_id: i,
@@ -326,14 +310,8 @@ fn engine_packets_parse_with_wire() {
     );
     let (a, b) = net.connected_pair(QpType::Rc);
     net.trace = Some(Vec::new());
-    let (alk, _) = net
-        .node_mut(a)
-        .mem
-        .register(Pd(1), 0x1000, 4096, Access::all());
-    let (blk, brk) = net
-        .node_mut(b)
-        .mem
-        .register(Pd(1), 0x1000, 4096, Access::all());
+    let (alk, _) = net.register_all(a, 0x1000, 4096);
+    let (blk, brk) = net.register_all(b, 0x1000, 4096);
     net.qp_mut(b)
         .post_recv(RecvWr {
             wr_id: 1,
@@ -443,25 +421,9 @@ fn uc_and_ud_under_loss_deliver_intact_or_not_at_all() {
         };
         let mut net = Network::new(cfg, 77);
         let (a, b) = net.connected_pair(t);
-        let (alk, _) = net
-            .node_mut(a)
-            .mem
-            .register(Pd(1), 0x1000, 1 << 16, Access::all());
-        let (blk, _) = net
-            .node_mut(b)
-            .mem
-            .register(Pd(1), 0x1000, 1 << 20, Access::all());
-        for (k, x) in net
-            .node_mut(a)
-            .mem
-            .region_mut(alk)
-            .unwrap()
-            .data
-            .iter_mut()
-            .enumerate()
-        {
-            *x = (k / 3) as u8;
-        }
+        let (alk, _) = net.register_all(a, 0x1000, 1 << 16);
+        let (blk, _) = net.register_all(b, 0x1000, 1 << 20);
+        net.fill(a, alk, |k| (k / 3) as u8);
         let slot = 2048u64;
         for i in 0..400 {
             let r = RecvWr {
@@ -609,40 +571,11 @@ fn three_nodes_two_qps_on_one_host_under_loss() {
     net.connect(b1, a);
     net.connect(c, b2);
     net.connect(b2, c);
-    let (alk, _) = net
-        .node_mut(a)
-        .mem
-        .register(Pd(1), 0x1000, 4096, Access::all());
-    let (clk, _) = net
-        .node_mut(c)
-        .mem
-        .register(Pd(1), 0x1000, 4096, Access::all());
-    let (_, brk) = net
-        .node_mut(b1)
-        .mem
-        .register(Pd(1), 0x10_0000, 1 << 16, Access::all());
-    for (k, x) in net
-        .node_mut(a)
-        .mem
-        .region_mut(alk)
-        .unwrap()
-        .data
-        .iter_mut()
-        .enumerate()
-    {
-        *x = k as u8;
-    }
-    for (k, x) in net
-        .node_mut(c)
-        .mem
-        .region_mut(clk)
-        .unwrap()
-        .data
-        .iter_mut()
-        .enumerate()
-    {
-        *x = !(k as u8);
-    }
+    let (alk, _) = net.register_all(a, 0x1000, 4096);
+    let (clk, _) = net.register_all(c, 0x1000, 4096);
+    let (_, brk) = net.register_all(b1, 0x10_0000, 1 << 16);
+    net.fill(a, alk, |k| k as u8);
+    net.fill(c, clk, |k| !(k as u8));
     for i in 0..16u64 {
         for (q, lk, base) in [(a, alk, 0x10_0000u64), (c, clk, 0x10_8000u64)] {
             let op = SendOp::Write {
@@ -703,11 +636,9 @@ proptest! {
         let cfg = LinkConfig { loss: 0.05, mtu: rdmakit_proto::Mtu::Mtu256, timeout: 5, ..LinkConfig::default() };
         let mut net = Network::new(cfg, seed);
         let (a, b) = net.connected_pair(QpType::Rc);
-        let (alk, _) = net.node_mut(a).mem.register(Pd(1), 0x10000, 8192, Access::all());
-        let (blk, brk) = net.node_mut(b).mem.register(Pd(1), 0x10000, 8192, Access::all());
-        for (k, x) in net.node_mut(a).mem.region_mut(alk).unwrap().data.iter_mut().enumerate() {
-            *x = (k * 13 + 1) as u8;
-        }
+        let (alk, _) = net.register_all(a, 0x10000, 8192);
+        let (blk, brk) = net.register_all(b, 0x10000, 8192);
+        net.fill(a, alk, |k| (k * 13 + 1) as u8);
         for (k, x) in net.node_mut(b).mem.region_mut(blk).unwrap().data.iter_mut().enumerate() {
             if k >= 6144 {
                 *x = (k * 7 + 3) as u8;

@@ -7,23 +7,8 @@ use scripted::*;
 
 /// RC's INIT→RTR and RTR→RTS masks as the spec writes them (IBTA table 91,
 /// ib_modify_qp_is_ok), kept apart from the engine's own table under test.
-const RC_RTR: AttrMask = AttrMask(
-    AttrMask::STATE.0
-        | AttrMask::AV.0
-        | AttrMask::PATH_MTU.0
-        | AttrMask::DEST_QPN.0
-        | AttrMask::RQ_PSN.0
-        | AttrMask::MAX_DEST_RD_ATOMIC.0
-        | AttrMask::MIN_RNR_TIMER.0,
-);
-const RC_RTS: AttrMask = AttrMask(
-    AttrMask::STATE.0
-        | AttrMask::TIMEOUT.0
-        | AttrMask::RETRY_CNT.0
-        | AttrMask::RNR_RETRY.0
-        | AttrMask::SQ_PSN.0
-        | AttrMask::MAX_QP_RD_ATOMIC.0,
-);
+const RC_RTR: AttrMask = AttrMask::RC_RTR;
+const RC_RTS: AttrMask = AttrMask::RC_RTS;
 
 // ---------------------------------------------------------------------------
 // Modify-QP table

@@ -306,14 +306,8 @@ fn rnr_through_the_network_with_and_without_retries() {
     };
     let mut net = Network::new(cfg, 3);
     let (a, b) = net.connected_pair(QpType::Rc);
-    let (alk, _) = net
-        .node_mut(a)
-        .mem
-        .register(Pd(1), 0x1000, 64, Access::all());
-    let (blk, _) = net
-        .node_mut(b)
-        .mem
-        .register(Pd(1), 0x1000, 64, Access::all());
+    let (alk, _) = net.register_all(a, 0x1000, 64);
+    let (blk, _) = net.register_all(b, 0x1000, 64);
     let sge = Sge {
         addr: 0x1000,
         length: 8,
@@ -343,10 +337,7 @@ fn rnr_through_the_network_with_and_without_retries() {
     };
     let mut net = Network::new(cfg, 3);
     let (a, _b) = net.connected_pair(QpType::Rc);
-    let (alk, _) = net
-        .node_mut(a)
-        .mem
-        .register(Pd(1), 0x1000, 64, Access::all());
+    let (alk, _) = net.register_all(a, 0x1000, 64);
     let sge = Sge {
         addr: 0x1000,
         length: 8,
@@ -375,10 +366,7 @@ fn retry_exhaustion_through_a_dead_link() {
     };
     let mut net = Network::new(cfg, 9);
     let (a, _b) = net.connected_pair(QpType::Rc);
-    let (alk, _) = net
-        .node_mut(a)
-        .mem
-        .register(Pd(1), 0x1000, 64, Access::all());
+    let (alk, _) = net.register_all(a, 0x1000, 64);
     net.filter = Some(Box::new(|_, _| true));
     let sge = Sge {
         addr: 0x1000,
@@ -654,14 +642,8 @@ fn remote_access_error_end_to_end() {
     // to ERR; the requester completes REM_ACCESS_ERR, flushes the rest.
     let mut net = Network::new(LinkConfig::default(), 5);
     let (a, b) = net.connected_pair(QpType::Rc);
-    let (alk, _) = net
-        .node_mut(a)
-        .mem
-        .register(Pd(1), 0x1000, 64, Access::all());
-    let (blk, brk) = net
-        .node_mut(b)
-        .mem
-        .register(Pd(1), 0x1000, 64, Access::all());
+    let (alk, _) = net.register_all(a, 0x1000, 64);
+    let (blk, brk) = net.register_all(b, 0x1000, 64);
     let r = RecvWr {
         wr_id: 9,
         sg_list: vec![Sge {
@@ -781,14 +763,8 @@ fn path_mtu_above_link_mtu_fails_large_messages_only() {
     };
     let mut net = Network::new(cfg, 1);
     let (a, b) = net.connected_pair(QpType::Rc);
-    let (alk, _) = net
-        .node_mut(a)
-        .mem
-        .register(Pd(1), 0x1000, 8192, Access::all());
-    let (_, brk) = net
-        .node_mut(b)
-        .mem
-        .register(Pd(1), 0x1000, 8192, Access::all());
+    let (alk, _) = net.register_all(a, 0x1000, 8192);
+    let (_, brk) = net.register_all(b, 0x1000, 8192);
     let small = Sge {
         addr: 0x1000,
         length: 512,

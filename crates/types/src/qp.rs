@@ -79,6 +79,29 @@ impl AttrMask {
     pub const DEST_QPN: AttrMask = AttrMask(1 << 20);
     pub const RATE_LIMIT: AttrMask = AttrMask(1 << 25);
 
+    /// What RC's RESET→INIT requires (IBTA table 91, `ib_modify_qp_is_ok`).
+    pub const RC_INIT: AttrMask =
+        AttrMask(Self::STATE.0 | Self::PKEY_INDEX.0 | Self::PORT.0 | Self::ACCESS_FLAGS.0);
+    /// What RC's INIT→RTR requires.
+    pub const RC_RTR: AttrMask = AttrMask(
+        Self::STATE.0
+            | Self::AV.0
+            | Self::PATH_MTU.0
+            | Self::DEST_QPN.0
+            | Self::RQ_PSN.0
+            | Self::MAX_DEST_RD_ATOMIC.0
+            | Self::MIN_RNR_TIMER.0,
+    );
+    /// What RC's RTR→RTS requires.
+    pub const RC_RTS: AttrMask = AttrMask(
+        Self::STATE.0
+            | Self::TIMEOUT.0
+            | Self::RETRY_CNT.0
+            | Self::RNR_RETRY.0
+            | Self::SQ_PSN.0
+            | Self::MAX_QP_RD_ATOMIC.0,
+    );
+
     /// The empty mask.
     pub const fn empty() -> AttrMask {
         AttrMask(0)
