@@ -1,6 +1,8 @@
 //! The soft device through its handle API: limits and errnos, loopback RC,
 //! descriptor rings under concurrency and fault injection.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use rdmakit_soft::proto::{
@@ -141,56 +143,22 @@ fn rc_pair(d: &Device, pd: u32, cq: u32) -> (u32, u32) {
     let b = d.create_qp(&init(pd, cq, QpType::Rc)).unwrap();
     let gid = d.gid(1, 0).unwrap();
     for (me, peer) in [(a, b), (b, a)] {
-        let mut at = QpAttr {
-            qp_state: QpState::Init,
+        let at = QpAttr {
             qp_access_flags: Access::all(),
             port_num: 1,
+            path_mtu: Mtu::Mtu1024,
+            dest_qp_num: peer,
+            rq_psn: 100,
+            max_dest_rd_atomic: 4,
+            min_rnr_timer: 1,
+            sq_psn: 100,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_rd_atomic: 4,
             ..QpAttr::default()
         };
-        d.modify_qp(
-            me,
-            &at,
-            AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-            None,
-        )
-        .unwrap();
-        at.qp_state = QpState::Rtr;
-        at.path_mtu = Mtu::Mtu1024;
-        at.dest_qp_num = peer;
-        at.rq_psn = 100;
-        at.max_dest_rd_atomic = 4;
-        at.min_rnr_timer = 1;
-        d.modify_qp(
-            me,
-            &at,
-            AttrMask::STATE
-                | AttrMask::AV
-                | AttrMask::PATH_MTU
-                | AttrMask::DEST_QPN
-                | AttrMask::RQ_PSN
-                | AttrMask::MAX_DEST_RD_ATOMIC
-                | AttrMask::MIN_RNR_TIMER,
-            Some(gid),
-        )
-        .unwrap();
-        at.qp_state = QpState::Rts;
-        at.sq_psn = 100;
-        at.timeout = 14;
-        at.retry_cnt = 7;
-        at.rnr_retry = 7;
-        at.max_rd_atomic = 4;
-        d.modify_qp(
-            me,
-            &at,
-            AttrMask::STATE
-                | AttrMask::TIMEOUT
-                | AttrMask::RETRY_CNT
-                | AttrMask::RNR_RETRY
-                | AttrMask::SQ_PSN
-                | AttrMask::MAX_QP_RD_ATOMIC,
-            None,
-        )
-        .unwrap();
+        common::to_rts(d, me, &at, gid);
     }
     (a, b)
 }

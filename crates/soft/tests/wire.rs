@@ -1,12 +1,14 @@
 //! What the soft NIC puts on the wire, seen by a plain UDP socket playing the
 //! peer: RoCEv2 on port 4791, flow-entropy source port, BTH, pad, ICRC.
 
+mod common;
+
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
 use rdmakit_soft::net::{flow_port, ROCE_PORT};
-use rdmakit_soft::proto::{Access, AttrMask, Mtu, QpAttr, QpState, QpType, SendOp, SendWr};
-use rdmakit_soft::{Device, DeviceConfig, Gid, QpInit, SendRequest};
+use rdmakit_soft::proto::{Access, Mtu, QpAttr, QpType, SendOp, SendWr};
+use rdmakit_soft::{Device, DeviceConfig, Gid, SendRequest};
 use rdmakit_wire::frame::IpRepr;
 use rdmakit_wire::{ipv4, udp};
 
@@ -31,64 +33,16 @@ fn rc_send_only_on_the_wire_has_entropy_port_bth_pad_and_a_valid_icrc() {
     let d = Device::open(DeviceConfig::default()).unwrap();
     let pd = d.alloc_pd().unwrap();
     let cq = d.create_cq(16, None).unwrap();
-    let qpn = d
-        .create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            max_send_wr: 8,
-            max_recv_wr: 8,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 16,
-            sq_sig_all: false,
-        })
-        .unwrap();
-    let mut a = QpAttr {
-        qp_state: QpState::Init,
+    let qpn = d.create_qp(&common::init(pd, cq, QpType::Rc)).unwrap();
+    let at = QpAttr {
         qp_access_flags: Access::all(),
+        path_mtu: Mtu::Mtu1024,
+        dest_qp_num: 0x123,
+        rq_psn: 7,
+        sq_psn: 0x100,
         ..QpAttr::default()
     };
-    d.modify_qp(
-        qpn,
-        &a,
-        AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-        None,
-    )
-    .unwrap();
-    a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::Mtu1024;
-    a.dest_qp_num = 0x123;
-    a.rq_psn = 7;
-    d.modify_qp(
-        qpn,
-        &a,
-        AttrMask::STATE
-            | AttrMask::AV
-            | AttrMask::PATH_MTU
-            | AttrMask::DEST_QPN
-            | AttrMask::RQ_PSN
-            | AttrMask::MAX_DEST_RD_ATOMIC
-            | AttrMask::MIN_RNR_TIMER,
-        Some(Gid::from_ipv4(peer_ip)),
-    )
-    .unwrap();
-    a.qp_state = QpState::Rts;
-    a.sq_psn = 0x100;
-    d.modify_qp(
-        qpn,
-        &a,
-        AttrMask::STATE
-            | AttrMask::TIMEOUT
-            | AttrMask::RETRY_CNT
-            | AttrMask::RNR_RETRY
-            | AttrMask::SQ_PSN
-            | AttrMask::MAX_QP_RD_ATOMIC,
-        None,
-    )
-    .unwrap();
+    common::to_rts(&d, qpn, &at, Gid::from_ipv4(peer_ip));
     let data = *b"hello";
     let sge = rdmakit_soft::proto::Sge {
         addr: data.as_ptr() as u64,
@@ -150,63 +104,17 @@ fn hostile_datagrams_are_counted_and_dropped_and_the_device_keeps_working() {
     let d = Device::open(DeviceConfig::default()).unwrap();
     let pd = d.alloc_pd().unwrap();
     let cq = d.create_cq(4096, None).unwrap();
-    let init = QpInit {
-        qp_type: QpType::Rc,
-        pd,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        max_send_wr: 8,
-        max_recv_wr: 8,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 16,
-        sq_sig_all: false,
-    };
+    let init = common::init(pd, cq, QpType::Rc);
     let qa = d.create_qp(&init).unwrap();
     let qb = d.create_qp(&init).unwrap();
     let gid = d.gid(1, 0).unwrap();
     for (me, peer) in [(qa, qb), (qb, qa)] {
-        let mut a = QpAttr {
-            qp_state: QpState::Init,
+        let at = QpAttr {
             qp_access_flags: Access::all(),
+            dest_qp_num: peer,
             ..QpAttr::default()
         };
-        d.modify_qp(
-            me,
-            &a,
-            AttrMask::STATE | AttrMask::PKEY_INDEX | AttrMask::PORT | AttrMask::ACCESS_FLAGS,
-            None,
-        )
-        .unwrap();
-        a.qp_state = QpState::Rtr;
-        a.dest_qp_num = peer;
-        d.modify_qp(
-            me,
-            &a,
-            AttrMask::STATE
-                | AttrMask::AV
-                | AttrMask::PATH_MTU
-                | AttrMask::DEST_QPN
-                | AttrMask::RQ_PSN
-                | AttrMask::MAX_DEST_RD_ATOMIC
-                | AttrMask::MIN_RNR_TIMER,
-            Some(gid),
-        )
-        .unwrap();
-        a.qp_state = QpState::Rts;
-        d.modify_qp(
-            me,
-            &a,
-            AttrMask::STATE
-                | AttrMask::TIMEOUT
-                | AttrMask::RETRY_CNT
-                | AttrMask::RNR_RETRY
-                | AttrMask::SQ_PSN
-                | AttrMask::MAX_QP_RD_ATOMIC,
-            None,
-        )
-        .unwrap();
+        common::to_rts(&d, me, &at, gid);
     }
     let evil = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
     let SocketAddr::V4(from) = evil.local_addr().unwrap() else {
