@@ -171,6 +171,18 @@ fn reply(c: &mut protocol::Conn) -> Reply {
     c.recv(Some(Duration::from_secs(30)), "a reply").unwrap()
 }
 
+/// Asks the agent behind `c` to serve test `id` with a client on loopback;
+/// returns its reply.
+fn serve(c: &mut protocol::Conn, id: u64, spec: TestSpec) -> Reply {
+    c.send(&Request::Serve {
+        id,
+        spec,
+        peer: "127.0.0.1".parse().unwrap(),
+    })
+    .unwrap();
+    reply(c)
+}
+
 #[test]
 fn one_test_at_a_time_and_within_bounds() {
     let a = start(3, "b1", |c| c.max_size = 1 << 20);
@@ -179,50 +191,28 @@ fn one_test_at_a_time_and_within_bounds() {
     // Over the size bound.
     let mut big = spec(0.2);
     big.sizes = vec![2 << 20];
-    c1.send(&Request::Serve {
-        id: 1,
-        spec: big,
-        peer: "127.0.0.1".parse().unwrap(),
-    })
-    .unwrap();
     assert!(matches!(
-        reply(&mut c1),
+        serve(&mut c1, 1, big),
         Reply::Refused {
             kind: Refusal::Bounds,
             ..
         }
     ));
     // Over the time bound (60 s by default).
-    c1.send(&Request::Serve {
-        id: 2,
-        spec: spec(61.0),
-        peer: "127.0.0.1".parse().unwrap(),
-    })
-    .unwrap();
     assert!(matches!(
-        reply(&mut c1),
+        serve(&mut c1, 2, spec(61.0)),
         Reply::Refused {
             kind: Refusal::Bounds,
             ..
         }
     ));
     // A test in progress (waiting for its client) keeps a second one out.
-    c1.send(&Request::Serve {
-        id: 3,
-        spec: spec(0.2),
-        peer: "127.0.0.1".parse().unwrap(),
-    })
-    .unwrap();
-    let Reply::Listening { port, .. } = reply(&mut c1) else {
+
+    let Reply::Listening { port, .. } = serve(&mut c1, 3, spec(0.2)) else {
         panic!("not listening")
     };
-    c2.send(&Request::Serve {
-        id: 4,
-        spec: spec(0.2),
-        peer: "127.0.0.1".parse().unwrap(),
-    })
-    .unwrap();
-    match reply(&mut c2) {
+
+    match serve(&mut c2, 4, spec(0.2)) {
         Reply::Refused { kind, message } => {
             assert_eq!(kind, Refusal::Busy, "{message}");
         }
@@ -298,14 +288,8 @@ fn a_coordinator_dying_mid_test_leaves_no_agent_testing() {
     // Both are free at once: a new coordinator's test is not refused busy.
     for r in [&a, &b] {
         let mut c = coord(r);
-        c.send(&Request::Serve {
-            id: 10,
-            spec: spec(0.2),
-            peer: "127.0.0.1".parse().unwrap(),
-        })
-        .unwrap();
         assert!(
-            matches!(reply(&mut c), Reply::Listening { .. }),
+            matches!(serve(&mut c, 10, spec(0.2)), Reply::Listening { .. }),
             "{:#?}",
             r.events()
         );
