@@ -490,6 +490,22 @@ impl RdmaCm {
         Ok(())
     }
 
+    /// A REQ's (or SIDR REQ's) private data: the CMA IP header then the
+    /// caller's bytes, which may not exceed `max` (the message's user-data
+    /// room).
+    fn req_private_data(&self, i: &Id, user: &[u8], max: usize) -> Result<Vec<u8>, Error> {
+        if user.len() > max {
+            return Err(Error::PrivateDataTooLong {
+                len: user.len(),
+                max,
+            });
+        }
+        let mut pd = vec![0u8; ip::HEADER_LEN + user.len()];
+        self.ip_header(i, &mut pd)?;
+        pd[ip::HEADER_LEN..].copy_from_slice(user);
+        Ok(pd)
+    }
+
     fn ip_header(&self, i: &Id, buf: &mut [u8]) -> Result<(), Error> {
         let (Some(src), Some(dst)) = (i.src, i.dst) else {
             return Err(Error::Invalid("connect needs resolved addresses"));
@@ -520,15 +536,7 @@ impl RdmaCm {
         let sid = ip::service_id(i.ps, dport);
         let peer = i.via.unwrap_or(route.dgid);
         let conn = if i.qp_type == QpType::Ud {
-            if p.private_data.len() > SIDR_REQ_USER_DATA_LEN {
-                return Err(Error::PrivateDataTooLong {
-                    len: p.private_data.len(),
-                    max: SIDR_REQ_USER_DATA_LEN,
-                });
-            }
-            let mut pd = vec![0u8; ip::HEADER_LEN + p.private_data.len()];
-            self.ip_header(&i, &mut pd)?;
-            pd[ip::HEADER_LEN..].copy_from_slice(&p.private_data);
+            let pd = self.req_private_data(&i, &p.private_data, SIDR_REQ_USER_DATA_LEN)?;
             self.ib.send_sidr_req(
                 now,
                 &SidrReqParams {
@@ -541,15 +549,7 @@ impl RdmaCm {
                 },
             )?
         } else {
-            if p.private_data.len() > REQ_USER_DATA_LEN {
-                return Err(Error::PrivateDataTooLong {
-                    len: p.private_data.len(),
-                    max: REQ_USER_DATA_LEN,
-                });
-            }
-            let mut pd = vec![0u8; ip::HEADER_LEN + p.private_data.len()];
-            self.ip_header(&i, &mut pd)?;
-            pd[ip::HEADER_LEN..].copy_from_slice(&p.private_data);
+            let pd = self.req_private_data(&i, &p.private_data, REQ_USER_DATA_LEN)?;
             self.ib.send_req(
                 now,
                 &ReqParams {
