@@ -59,16 +59,7 @@ impl Default for HumanOptions {
 }
 
 fn finding(out: &mut String, f: &Finding, verbose: bool) {
-    let s = sev_style(f.severity);
-    let _ = writeln!(
-        out,
-        "{s}{}{s:#} {BOLD}{}{BOLD:#} [{}] {}: {}",
-        sev_label(f.severity),
-        f.code.as_str(),
-        f.layer.as_str(),
-        f.subject,
-        f.message
-    );
+    info_line(out, f);
     let shown = if verbose {
         f.evidence.len()
     } else {
@@ -95,7 +86,8 @@ fn finding(out: &mut String, f: &Finding, verbose: bool) {
     }
 }
 
-/// An info finding in one line (without --verbose).
+/// A finding's first line: severity, code, layer, subject, message (all an
+/// info finding shows without --verbose).
 fn info_line(out: &mut String, f: &Finding) {
     let s = sev_style(f.severity);
     let _ = writeln!(

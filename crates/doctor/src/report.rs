@@ -69,27 +69,8 @@ impl Report {
     pub fn build(facts: &HostFacts, cfg: &Config, tool: &str, source: &str) -> Report {
         let checks = run_all(facts, cfg);
         let mut findings: Vec<Finding> = checks.iter().flat_map(|c| c.findings.clone()).collect();
-        findings.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then(a.layer.cmp(&b.layer))
-                .then(a.code.cmp(&b.code))
-                .then(a.subject.cmp(&b.subject))
-        });
-        let counts = Counts {
-            error: findings
-                .iter()
-                .filter(|f| f.severity == Severity::Error)
-                .count(),
-            warning: findings
-                .iter()
-                .filter(|f| f.severity == Severity::Warning)
-                .count(),
-            info: findings
-                .iter()
-                .filter(|f| f.severity == Severity::Info)
-                .count(),
-        };
+        sort_findings(&mut findings);
+        let counts = count(&findings);
         let devices = facts
             .devices
             .iter()
@@ -256,6 +237,14 @@ fn probe_check(
 }
 
 impl Report {
+    /// Adds `new` findings, keeping the order (severity, layer, code,
+    /// subject) and the counts right.
+    pub fn add_findings(&mut self, new: impl IntoIterator<Item = Finding>) {
+        self.findings.extend(new);
+        sort_findings(&mut self.findings);
+        self.counts = count(&self.findings);
+    }
+
     /// Adds the results of active probes ([`crate::probes::run`]): a failed
     /// probe becomes a finding (RDK-P001..P003). When the probed device is one of
     /// the host's own, the checklist's "Memory registration and mapping" row
@@ -263,9 +252,7 @@ impl Report {
     /// verdict. Pure: the probes ran before.
     pub fn with_probes(mut self, p: ProbeReport, cfg: &Config) -> Report {
         let new = probe_findings(&p, cfg);
-        self.findings.extend(new.iter().cloned());
-        sort_findings(&mut self.findings);
-        self.counts = count(&self.findings);
+        self.add_findings(new.iter().cloned());
         let host_device = self.devices.iter().any(|d| d.name == p.device);
         let mr_ran = host_device && p.of(ProbeKind::MemoryRegistration).any(|r| !r.skipped);
         if mr_ran {

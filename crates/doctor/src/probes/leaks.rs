@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::checks::Config;
 use crate::codes::Code;
 use crate::finding::{Evidence, Finding};
-use crate::report::{Counts, Report};
+use crate::report::Report;
 
 /// One registry record whose owner is not alive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -246,20 +246,7 @@ fn with_findings(mut report: Report, new: Vec<Finding>) -> Report {
     if new.is_empty() {
         return report;
     }
-    report.findings.extend(new);
-    report.findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(a.layer.cmp(&b.layer))
-            .then(a.code.cmp(&b.code))
-            .then(a.subject.cmp(&b.subject))
-    });
-    let n = |s| report.findings.iter().filter(|f| f.severity == s).count();
-    report.counts = Counts {
-        error: n(crate::codes::Severity::Error),
-        warning: n(crate::codes::Severity::Warning),
-        info: n(crate::codes::Severity::Info),
-    };
+    report.add_findings(new);
     report
 }
 

@@ -4,9 +4,9 @@
 //! unless the library rule already reported L001 from the file system.
 
 use crate::checks::Config;
-use crate::codes::{Code, Severity};
+use crate::codes::Code;
 use crate::finding::{Evidence, Finding};
-use crate::report::{Counts, Report};
+use crate::report::Report;
 
 /// The RDK-L001 finding for a libibverbs that does not load. `looked_for`
 /// is what `dlopen` was given, `error` the provider's message (with the
@@ -47,22 +47,7 @@ pub fn with_library_load_error(
     if report.findings.iter().any(|f| f.code == Code::L001) {
         return report;
     }
-    report
-        .findings
-        .push(library_load_finding(looked_for, error, cfg));
-    report.findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(a.layer.cmp(&b.layer))
-            .then(a.code.cmp(&b.code))
-            .then(a.subject.cmp(&b.subject))
-    });
-    let n = |s| report.findings.iter().filter(|f| f.severity == s).count();
-    report.counts = Counts {
-        error: n(Severity::Error),
-        warning: n(Severity::Warning),
-        info: n(Severity::Info),
-    };
+    report.add_findings([library_load_finding(looked_for, error, cfg)]);
     report
 }
 
@@ -80,7 +65,7 @@ mod tests {
         );
         assert_eq!(
             (f.code, f.layer, f.severity),
-            (Code::L001, Layer::Library, Severity::Error)
+            (Code::L001, Layer::Library, crate::codes::Severity::Error)
         );
         assert_eq!(f.evidence[0].path, "dlopen(libibverbs.so.1)");
         assert!(f.evidence[0]
