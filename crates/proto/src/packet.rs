@@ -220,6 +220,23 @@ pub struct Bth {
     pub psn: Psn,
 }
 
+impl Bth {
+    /// A BTH for `opcode` to `dqpn` at `psn` with the default P_Key
+    /// (0xffff) and every flag clear.
+    pub fn new(opcode: u8, dqpn: u32, psn: Psn) -> Bth {
+        Bth {
+            opcode,
+            se: false,
+            mig: false,
+            pkey: 0xffff,
+            becn_fecn: 0,
+            dqpn,
+            ack_req: false,
+            psn,
+        }
+    }
+}
+
 /// RDMA Extended Transport Header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reth {
@@ -305,6 +322,23 @@ pub enum ParseError {
 }
 
 impl<'a> Packet<'a> {
+    /// A packet of `bth` with `payload` and no extension header (set the
+    /// ones `info` calls for).
+    pub fn new(bth: Bth, info: OpInfo, payload: &'a [u8]) -> Packet<'a> {
+        Packet {
+            bth,
+            info,
+            deth: None,
+            reth: None,
+            atomic_eth: None,
+            aeth: None,
+            atomic_ack: None,
+            imm: None,
+            ieth: None,
+            payload,
+        }
+    }
+
     /// Length of the headers (BTH included) for an opcode.
     pub fn header_len(info: &OpInfo) -> usize {
         BTH_LEN
@@ -357,27 +391,17 @@ impl<'a> Packet<'a> {
             }
             &rest[..rest.len() - pad]
         };
-        let mut p = Packet {
-            bth: Bth {
-                opcode: b[0],
-                se: h.solicited(),
-                mig: h.mig_req(),
-                pkey: h.pkey(),
-                becn_fecn: (u8::from(h.fecn()) << 1) | u8::from(h.becn()),
-                dqpn: h.dest_qp(),
-                ack_req: h.ack_req(),
-                psn: Psn::new(h.psn()),
-            },
-            info,
-            deth: None,
-            reth: None,
-            atomic_eth: None,
-            aeth: None,
-            atomic_ack: None,
-            imm: None,
-            ieth: None,
-            payload,
+        let bth = Bth {
+            opcode: b[0],
+            se: h.solicited(),
+            mig: h.mig_req(),
+            pkey: h.pkey(),
+            becn_fecn: (u8::from(h.fecn()) << 1) | u8::from(h.becn()),
+            dqpn: h.dest_qp(),
+            ack_req: h.ack_req(),
+            psn: Psn::new(h.psn()),
         };
+        let mut p = Packet::new(bth, info, payload);
         let mut i = BTH_LEN;
         let mut take = |len: usize| {
             let here = &b[i..i + len];

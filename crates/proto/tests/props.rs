@@ -507,29 +507,16 @@ fn state_after_hostile_input_is_consistent() {
     // A READ request for memory the QP cannot read: NAK, then ERR, then flush.
     let (mut qp, mut mem, _rw, _ro, other) = hostile_target();
     let mut p = Packet {
-        bth: rdmakit_proto::packet::Bth {
-            opcode: 0x0c,
-            se: false,
-            mig: false,
-            pkey: 0xffff,
-            becn_fecn: 0,
-            dqpn: 0x11,
-            ack_req: false,
-            psn: Psn::new(10),
-        },
-        info: opinfo(0x0c).unwrap(),
-        deth: None,
         reth: Some(rdmakit_proto::packet::Reth {
             va: 0x3000,
             rkey: other,
             len: 16,
         }),
-        atomic_eth: None,
-        aeth: None,
-        atomic_ack: None,
-        imm: None,
-        ieth: None,
-        payload: &[],
+        ..Packet::new(
+            rdmakit_proto::packet::Bth::new(0x0c, 0x11, Psn::new(10)),
+            opinfo(0x0c).unwrap(),
+            &[],
+        )
     };
     let mut buf = [0u8; 64];
     let n = p.emit(&mut buf).unwrap();

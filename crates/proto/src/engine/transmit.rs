@@ -96,18 +96,7 @@ impl Qp {
 
     fn empty_packet(&self, opcode: u8, psn: Psn, dqpn: u32) -> Option<Packet<'static>> {
         let info = crate::packet::opinfo(opcode)?;
-        Some(Packet {
-            bth: self.bth(opcode, psn, dqpn),
-            info,
-            deth: None,
-            reth: None,
-            atomic_eth: None,
-            aeth: None,
-            atomic_ack: None,
-            imm: None,
-            ieth: None,
-            payload: &[],
-        })
+        Some(Packet::new(self.bth(opcode, psn, dqpn), info, &[]))
     }
 
     fn poll_responder<M: Memory + ?Sized>(

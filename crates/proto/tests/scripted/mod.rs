@@ -81,27 +81,7 @@ pub fn qp_rts(t: QpType) -> Fix {
 
 pub fn mk(opcode: u8, psn: u32) -> Packet<'static> {
     let info = opinfo(opcode).expect("opcode");
-    Packet {
-        bth: Bth {
-            opcode,
-            se: false,
-            mig: false,
-            pkey: 0xffff,
-            becn_fecn: 0,
-            dqpn: QPN,
-            ack_req: false,
-            psn: Psn::new(psn),
-        },
-        info,
-        deth: None,
-        reth: None,
-        atomic_eth: None,
-        aeth: None,
-        atomic_ack: None,
-        imm: None,
-        ieth: None,
-        payload: &[],
-    }
+    Packet::new(Bth::new(opcode, QPN, Psn::new(psn)), info, &[])
 }
 
 impl Fix {
