@@ -312,36 +312,18 @@ fn engine_packets_parse_with_wire() {
     net.trace = Some(Vec::new());
     let (alk, _) = net.register_all(a, 0x1000, 4096);
     let (blk, brk) = net.register_all(b, 0x1000, 4096);
-    net.qp_mut(b)
-        .post_recv(RecvWr {
-            wr_id: 1,
-            sg_list: vec![Sge {
-                addr: 0x1000,
-                length: 4096,
-                lkey: blk,
-            }],
-        })
-        .unwrap();
-    net.qp_mut(b)
-        .post_recv(RecvWr {
-            wr_id: 3,
-            sg_list: vec![Sge {
-                addr: 0x1000,
-                length: 4096,
-                lkey: blk,
-            }],
-        })
-        .unwrap();
-    net.qp_mut(b)
-        .post_recv(RecvWr {
-            wr_id: 2,
-            sg_list: vec![Sge {
-                addr: 0x1000,
-                length: 4096,
-                lkey: blk,
-            }],
-        })
-        .unwrap();
+    for wr_id in [1, 3, 2] {
+        net.qp_mut(b)
+            .post_recv(RecvWr {
+                wr_id,
+                sg_list: vec![Sge {
+                    addr: 0x1000,
+                    length: 4096,
+                    lkey: blk,
+                }],
+            })
+            .unwrap();
+    }
     let s = |len| {
         vec![Sge {
             addr: 0x1000,

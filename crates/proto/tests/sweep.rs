@@ -66,6 +66,20 @@ fn pattern(idx: u64, k: u64) -> u8 {
     (idx.wrapping_mul(131) ^ k.wrapping_mul(7) ^ (k >> 8)) as u8
 }
 
+/// Asserts slot `slot` of region `key` on `b`'s node holds `p`'s pattern.
+fn check_slot(net: &Network, b: QpRef, key: u32, slot: u64, p: &Planned, what: &str) {
+    let r = net.node(b).mem.region(key).unwrap();
+    let o = (slot * u64::from(MAXLEN)) as usize;
+    for k in 0..p.len as usize {
+        assert_eq!(
+            r.data[o + k],
+            pattern(p.idx, k as u64),
+            "{what} {} byte {k}",
+            p.idx
+        );
+    }
+}
+
 fn plan(n: usize, seed: u64) -> Vec<Planned> {
     let mut r = Rng(seed | 1);
     let edges = [0, 1, 3, MTU - 1, MTU, MTU + 1, 2 * MTU, 3 * MTU, MAXLEN];
@@ -279,16 +293,7 @@ fn run(loss: f64, n: usize, seed: u64, recvs: u64) -> Outcome {
                     assert_eq!(wc.opcode, WcOpcode::Recv);
                     assert_eq!(wc.byte_len, p.len, "op {}", p.idx);
                     assert_eq!(wc.imm_data, (p.op == Op::SendImm).then_some(imm));
-                    let r = net.node(b).mem.region(brk).unwrap();
-                    let o = (slot * u64::from(MAXLEN)) as usize;
-                    for k in 0..p.len as usize {
-                        assert_eq!(
-                            r.data[o + k],
-                            pattern(p.idx, k as u64),
-                            "send {} byte {k}",
-                            p.idx
-                        );
-                    }
+                    check_slot(&net, b, brk, slot, &p, "send");
                 }
                 _ => {
                     assert_eq!(wc.opcode, WcOpcode::RecvRdmaWithImm);
@@ -305,16 +310,7 @@ fn run(loss: f64, n: usize, seed: u64, recvs: u64) -> Outcome {
             let slot = p.idx % SLOTS;
             match p.op {
                 Op::Write | Op::WriteImm => {
-                    let r = net.node(b).mem.region(bwr).unwrap();
-                    let o = (slot * u64::from(MAXLEN)) as usize;
-                    for k in 0..p.len as usize {
-                        assert_eq!(
-                            r.data[o + k],
-                            pattern(p.idx, k as u64),
-                            "write {} byte {k}",
-                            p.idx
-                        );
-                    }
+                    check_slot(&net, b, bwr, slot, &p, "write");
                 }
                 Op::Read => {
                     let src = net.node(b).mem.region(brr).unwrap().data.clone();
