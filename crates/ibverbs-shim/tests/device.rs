@@ -312,20 +312,10 @@ int main(int argc, char **argv) {
 
 #[test]
 fn a_device_as_ucx_libfabric_and_pyverbs_expect_it() {
-    if !rdmakit_testkit::have_file(
-        "/usr/include/infiniband/verbs.h",
-        "libibverbs-dev",
-        "RDMAKIT_REQUIRE_IBVERBS_DEV",
-    ) {
+    let Some((_dir, bin)) = common::verbs_program(PROGRAM, "device", &["-Wall", "-pthread"]) else {
         return;
-    }
+    };
     let lib = common::shim_dir();
-    let (_dir, bin) = rdmakit_testkit::compile_c_text(
-        PROGRAM,
-        "device",
-        &["-Wall", "-pthread"],
-        &[&format!("-L{}", lib.display()), "-l:libibverbs.so.1"],
-    );
     let o = Command::new(&bin)
         .arg(rdmakit_soft::net::host_device_addr().to_string())
         .env("LD_LIBRARY_PATH", lib)

@@ -103,20 +103,10 @@ const EXPECT: &[(&str, i32, i32)] = &[
 
 #[test]
 fn misuse_gets_the_errno_not_an_abort() {
-    if !rdmakit_testkit::have_file(
-        "/usr/include/infiniband/verbs.h",
-        "libibverbs-dev",
-        "RDMAKIT_REQUIRE_IBVERBS_DEV",
-    ) {
+    let Some((_dir, bin)) = common::verbs_program(PROGRAM, "misuse", &[]) else {
         return;
-    }
+    };
     let lib = common::shim_dir();
-    let (_dir, bin) = rdmakit_testkit::compile_c_text(
-        PROGRAM,
-        "misuse",
-        &[],
-        &[&format!("-L{}", lib.display()), "-l:libibverbs.so.1"],
-    );
     let o = Command::new(&bin)
         .env("LD_LIBRARY_PATH", lib)
         .output()

@@ -211,6 +211,27 @@ pub fn fi_pingpong(
     ct
 }
 
+/// The repository's `fixtures/<rel>` (real captures, each with its SOURCE
+/// note), which must exist: a missing fixture fails the test instead of
+/// letting it pass on nothing.
+pub fn fixture(rel: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel);
+    assert!(
+        p.exists(),
+        "fixture {} is missing (fixtures/ is part of the repository)",
+        p.display()
+    );
+    p
+}
+
+/// The bytes of [`fixture`] `rel`.
+pub fn fixture_bytes(rel: &str) -> Vec<u8> {
+    let p = fixture(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 /// `target/<profile>` of the running test binary (`target/<profile>/deps/<test>`).
 pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();

@@ -3,7 +3,6 @@
 //! captures, and over NAK / RNR NAK / READ packets built with the Reprs.
 
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 
 use rdmakit_wire::aeth::{self, AethKind, NakCode};
 use rdmakit_wire::capture::{self, AnomalyKind, CaptureError, CaptureFormat};
@@ -13,15 +12,7 @@ use rdmakit_wire::opcode::OpCode;
 use rdmakit_wire::{ipv4, reth, roce, udp};
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/pcap")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (fixtures/ is part of the repository)",
-            path.display()
-        )
-    })
+    rdmakit_testkit::fixture_bytes(&format!("pcap/{name}"))
 }
 
 /// (timestamp ns, frame bytes) of a fixture.

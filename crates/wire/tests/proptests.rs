@@ -437,15 +437,7 @@ proptest! {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/pcap")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (fixtures/ is part of the repository)",
-            path.display()
-        )
-    })
+    rdmakit_testkit::fixture_bytes(&format!("pcap/{name}"))
 }
 
 proptest! {

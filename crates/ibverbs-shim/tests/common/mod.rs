@@ -72,3 +72,27 @@ pub fn both_ok(what: &str, pair: &(Output, Output)) -> String {
 pub fn port(n: u16) -> String {
     (19000 + n).to_string()
 }
+
+/// `program` (C, against Debian's verbs.h) compiled and linked to the
+/// shim's libibverbs.so.1; None (a skip) without libibverbs-dev unless
+/// `RDMAKIT_REQUIRE_IBVERBS_DEV` makes that a failure. Keep the directory
+/// alive while the binary runs.
+pub fn verbs_program(
+    program: &str,
+    name: &str,
+    flags: &[&str],
+) -> Option<(tempfile::TempDir, PathBuf)> {
+    if !rdmakit_testkit::have_file(
+        "/usr/include/infiniband/verbs.h",
+        "libibverbs-dev",
+        "RDMAKIT_REQUIRE_IBVERBS_DEV",
+    ) {
+        return None;
+    }
+    Some(rdmakit_testkit::compile_c_text(
+        program,
+        name,
+        flags,
+        &[&format!("-L{}", shim_dir().display()), "-l:libibverbs.so.1"],
+    ))
+}
