@@ -127,13 +127,7 @@ fn fi_info_loads_and_lists_the_tcp_provider() {
 #[test]
 fn fi_info_lists_the_verbs_dgram_and_rdm_endpoints_of_soft0() {
     need("fi_info", "libfabric-bin");
-    let o = wait(
-        command("fi_info", &["-p", "verbs"]).spawn().unwrap(),
-        LIMIT,
-        "fi_info",
-    );
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = rdmakit_testkit::run_ok(command("fi_info", &["-p", "verbs"]), LIMIT, "fi_info");
     // Without the drop-in librdmacm (Debian's finds no kernel rdma_cm)
     // there are no MSG endpoints; tests/libfabric.rs of rdmacm-shim has
     // them.
@@ -179,13 +173,7 @@ fn fi_pingpong_pair(args: &[&str], size: &str, port: &str) {
 fn ucx_info_lists_soft0_rc_verbs_and_ud_verbs() {
     need("ucx_info", "ucx-utils");
     need_node();
-    let o = wait(
-        command("ucx_info", &["-d"]).spawn().unwrap(),
-        LIMIT,
-        "ucx_info",
-    );
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = rdmakit_testkit::run_ok(command("ucx_info", &["-d"]), LIMIT, "ucx_info");
     assert!(t.contains("# Memory domain: soft0"), "{t}");
     for tl in ["rc_verbs", "ud_verbs"] {
         let block = t

@@ -48,13 +48,7 @@ fn fi_info_lists_msg_dgram_and_both_rdm_endpoints_of_the_default_soft0() {
         return;
     }
     let Some(addr) = host_addr() else { return };
-    let o = wait(
-        command("fi_info", &["-p", "verbs"]).spawn().unwrap(),
-        LIMIT,
-        "fi_info",
-    );
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let t = rdmakit_testkit::run_ok(command("fi_info", &["-p", "verbs"]), LIMIT, "fi_info");
     assert_verbs_endpoints(&t);
     // What libfabric found soft0 through: the host's interface address.
     let o = wait(

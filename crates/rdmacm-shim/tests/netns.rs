@@ -138,33 +138,25 @@ fn fi_info_lists_verbs_msg_endpoints_of_soft0_on_a_veth_address() {
     let Some(ns) = netns("10.77.0.1", "10.77.0.2") else {
         return;
     };
-    let o = wait(
-        ns.command("10.77.0.1", "fi_info", &["-p", "verbs"])
-            .spawn()
-            .unwrap(),
+    let t = rdmakit_testkit::run_ok(
+        ns.command("10.77.0.1", "fi_info", &["-p", "verbs"]),
         LIMIT,
         "fi_info",
     );
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
     assert_verbs_endpoints(&t);
 
     // The interface address is what libfabric found soft0 through: the
     // MSG endpoint's source address when asked for one.
-    let o = wait(
+    let t = rdmakit_testkit::run_ok(
         ns.command(
             "10.77.0.1",
             "fi_info",
             &["-p", "verbs", "-t", "FI_EP_MSG", "-v"],
         )
-        .env("FI_LOG_LEVEL", "info")
-        .spawn()
-        .unwrap(),
+        .env("FI_LOG_LEVEL", "info"),
         LIMIT,
         "fi_info -t FI_EP_MSG -v",
     );
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
     assert!(
         t.contains("#1 soft0 - IPoIB addresses:") && t.contains("\t10.77.0.1\n"),
         "libfabric did not resolve 10.77.0.1 to soft0:\n{t}"
@@ -190,16 +182,12 @@ fn on_a_host_with_only_lo_soft0_is_on_127_0_0_1_and_has_no_msg_endpoints() {
         o.status.success() && t.contains("::ffff:127.0.0.1"),
         "soft0 is not on 127.0.0.1 without another interface:\n{t}"
     );
-    let o = wait(
+    let t = rdmakit_testkit::run_ok(
         ns.default_command("fi_info", &["-p", "verbs"])
-            .env("FI_LOG_LEVEL", "info")
-            .spawn()
-            .unwrap(),
+            .env("FI_LOG_LEVEL", "info"),
         LIMIT,
         "fi_info",
     );
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
     assert!(
         t.contains("skipping device: soft0 for FI_EP_MSG"),
         "libfabric's reason for no MSG endpoint changed:\n{t}"

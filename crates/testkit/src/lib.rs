@@ -109,6 +109,19 @@ pub fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
     }
 }
 
+/// Runs `cmd` (at most `limit`), asserts it exited 0 showing its output
+/// when not, and returns its output (stdout then stderr) as text.
+pub fn run_ok(
+    mut cmd: impl std::borrow::BorrowMut<Command>,
+    limit: Duration,
+    what: &str,
+) -> String {
+    let o = wait(cmd.borrow_mut().spawn().unwrap(), limit, what);
+    let t = text(&o);
+    assert!(o.status.success(), "{what}: {:?}\n{t}", o.status);
+    t
+}
+
 /// Starts `server`, gives it `head_start` to listen, runs `client`, and
 /// waits for both (each at most `limit`). Returns (server, client).
 pub fn pair(
