@@ -7,8 +7,6 @@ mod common;
 use common::*;
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 const TOKEN: &str = "cli-test-token-0123456789abcdef";
 
@@ -77,43 +75,9 @@ fn pairwise_needs_agents_that_answer() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-struct Agent(std::process::Child);
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// An agent on a loopback address of its own; returns it and its address.
 fn agent(k: u8, name: &str) -> (Agent, String) {
-    let p = std::process::id();
-    let ip = format!(
-        "127.{}.{}.{k}",
-        40 + (p % 50) as u8,
-        (p / 50 % 250) as u8 + 1
-    );
-    let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    drop(l);
-    let child = bin()
-        .args(["fleet", "agent", "--listen", &addr, "--name", name])
-        .args(["--idle-timeout", "120"])
-        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "agent {name} never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (Agent(child), addr)
+    fleet_agent(40, k, name, TOKEN, &[])
 }
 
 #[test]
@@ -192,24 +156,8 @@ fn a_saved_run_renders_again() {
 /// Runs `fleet pairwise` against `agents` with its stderr on a pseudo-terminal:
 /// (exit status, stdout, what the terminal showed).
 fn pairwise_on_a_terminal(agents: &str, extra: &[&str]) -> (Option<i32>, String, String) {
-    use std::io::Read as _;
-    use std::os::fd::{FromRawFd as _, OwnedFd};
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two new descriptors into the locals; no name, termios or size.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened and are owned here alone.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    let child = bin()
-        .args(["fleet", "pairwise", "--agents", agents])
+    let mut c = bin();
+    c.args(["fleet", "pairwise", "--agents", agents])
         .args([
             "--sizes",
             "65536",
@@ -219,32 +167,8 @@ fn pairwise_on_a_terminal(agents: &str, extra: &[&str]) -> (Option<i32>, String,
             "0.1",
         ])
         .args(extra)
-        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
-        .env("TERM", "xterm")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut f = std::fs::File::from(master);
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        // Ends with EIO once the child (the last holder of the slave) has exited.
-        while let Ok(n) = f.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        String::from_utf8_lossy(&buf).into_owned()
-    });
-    let out = child.wait_with_output().unwrap();
-    let shown = reader.join().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        shown,
-    )
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN);
+    on_a_pty(c)
 }
 
 /// Progress on stderr only on a terminal and never with --json: the terminal sees

@@ -101,44 +101,14 @@ fn perf(test: &str, args: &[&str], html: &Path) {
 const TOKEN: &str = "browser-test-token-0123456789abcdef";
 
 /// A fleet agent on a loopback address of its own, killed on drop.
-struct Agent(std::process::Child);
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn agent(k: u8, name: &str) -> (Agent, String) {
-    let p = std::process::id();
-    let ip = format!(
-        "127.{}.{}.{k}",
-        100 + (p % 50) as u8,
-        (p / 50 % 250) as u8 + 1
-    );
-    let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    drop(l);
-    let child = Command::new(BIN)
-        .args(["fleet", "agent", "--listen", &addr, "--name", name])
-        .args(["--idle-timeout", "120"])
-        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
-        .env("RDMAKIT_SOFT_REGISTRY_DIR", registry())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let agent = Agent(child);
-    let t = Instant::now();
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "agent {name} never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (agent, addr)
+    fleet_agent(
+        100,
+        k,
+        name,
+        TOKEN,
+        &[("RDMAKIT_SOFT_REGISTRY_DIR", registry().as_os_str())],
+    )
 }
 
 /// `rdmakit ARGS` that writes a page; `codes` are the exit statuses it may give.

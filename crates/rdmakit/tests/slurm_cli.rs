@@ -252,52 +252,9 @@ fn fake_slurm(dir: &Path) {
 /// Runs rdmakit with its stderr on a pseudo-terminal: (exit status, stdout, what
 /// the terminal showed).
 fn on_a_terminal(args: &[&str], env: &[(&str, String)]) -> (Option<i32>, String, String) {
-    use std::io::Read as _;
-    use std::os::fd::{FromRawFd as _, OwnedFd};
-    use std::process::Stdio;
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two new descriptors into the locals; no name, termios or size.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened and are owned here alone.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    let child = Command::new(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
-        .env_remove("SLURM_CONF")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut f = std::fs::File::from(master);
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        // Ends with EIO once the child (the last holder of the slave) has exited.
-        while let Ok(n) = f.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        String::from_utf8_lossy(&buf).into_owned()
-    });
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        reader.join().unwrap(),
-    )
+    let mut c = bin();
+    c.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+    on_a_pty(c)
 }
 
 /// `fleet sweep` shows its progress bar on a terminal's stderr and nowhere else:

@@ -46,19 +46,7 @@ fn open_as(name: &str, max_qp: u32, exhaustion: Exhaustion, leaky: bool) -> Devi
 }
 
 fn qp_init(pd: u32, cq: u32) -> QpInit {
-    QpInit {
-        qp_type: QpType::Rc,
-        pd,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        max_send_wr: 4,
-        max_recv_wr: 4,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-        sq_sig_all: false,
-    }
+    QpInit::new(QpType::Rc, pd, cq, 4)
 }
 
 /// Creates QPs until `n` exist or one fails; returns (created, errno or 0).

@@ -45,19 +45,7 @@ fn main() {
     let mut made = 0;
     let mut errno = 0;
     for _ in 0..n {
-        let init = QpInit {
-            qp_type: QpType::Rc,
-            pd,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-            sq_sig_all: false,
-        };
+        let init = QpInit::new(QpType::Rc, pd, cq, 4);
         match dev.create_qp(&init) {
             Ok(_) => made += 1,
             Err(e) => {

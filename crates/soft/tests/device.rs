@@ -32,17 +32,10 @@ fn small() -> DeviceConfig {
 
 fn init(pd: u32, cq: u32, t: QpType) -> QpInit {
     QpInit {
-        qp_type: t,
-        pd,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        max_send_wr: 64,
-        max_recv_wr: 64,
         max_send_sge: 4,
         max_recv_sge: 4,
         max_inline_data: 64,
-        sq_sig_all: false,
+        ..QpInit::new(t, pd, cq, 64)
     }
 }
 

@@ -62,6 +62,27 @@ pub struct QpInit {
     pub sq_sig_all: bool,
 }
 
+impl QpInit {
+    /// A `qp_type` QP on `pd` completing to `cq` both ways, no SRQ, `depth`
+    /// WRs and one SGE each way, nothing inline, selective signalling
+    /// (change the fields that matter with struct update syntax).
+    pub fn new(qp_type: QpType, pd: u32, cq: u32, depth: u32) -> QpInit {
+        QpInit {
+            qp_type,
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            max_send_wr: depth,
+            max_recv_wr: depth,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+            sq_sig_all: false,
+        }
+    }
+}
+
 /// A send work request as the device takes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SendRequest {

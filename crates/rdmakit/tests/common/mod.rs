@@ -77,3 +77,104 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free loopback port")
 }
+
+/// Runs `cmd` with its stderr on a pseudo-terminal (progress bars draw only
+/// there): (exit status, stdout, what the terminal showed).
+pub fn on_a_pty(mut cmd: Command) -> (Option<i32>, String, String) {
+    use std::io::Read as _;
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    use std::process::Stdio;
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors into the locals; no name, termios or size.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let child = cmd
+        .env("TERM", "xterm")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    drop(cmd);
+    let reader = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(master);
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // Ends with EIO once the child (the last holder of the slave) has exited.
+        while let Ok(n) = f.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        reader.join().unwrap(),
+    )
+}
+
+/// A fleet agent, killed on drop.
+pub struct Agent(pub std::process::Child);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `rdmakit fleet agent` named `name` (token `token`, extra
+/// environment `env`) on a loopback address of its own, 127.<net + pid
+/// bits>.<pid bits>.<k>, and waits until it listens; returns it and its
+/// address.
+pub fn fleet_agent(
+    net: u8,
+    k: u8,
+    name: &str,
+    token: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (Agent, String) {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let p = std::process::id();
+    let ip = format!(
+        "127.{}.{}.{k}",
+        net + (p % 50) as u8,
+        (p / 50 % 250) as u8 + 1
+    );
+    let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    drop(l);
+    let child = bin()
+        .args(["fleet", "agent", "--listen", &addr, "--name", name])
+        .args(["--idle-timeout", "120"])
+        .env("RDMAKIT_FLEET_TOKEN", token)
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let agent = Agent(child);
+    let t = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "agent {name} never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (agent, addr)
+}

@@ -9,17 +9,8 @@ use rdmakit_soft::{Device, Gid, QpInit};
 /// 16 bytes inline, selective signalling.
 pub fn init(pd: u32, cq: u32, qp_type: QpType) -> QpInit {
     QpInit {
-        qp_type,
-        pd,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        max_send_wr: 8,
-        max_recv_wr: 8,
-        max_send_sge: 1,
-        max_recv_sge: 1,
         max_inline_data: 16,
-        sq_sig_all: false,
+        ..QpInit::new(qp_type, pd, cq, 8)
     }
 }
 
