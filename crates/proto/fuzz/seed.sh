@@ -7,19 +7,14 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:-$here/../../../fixtures/pcap}
 mkdir -p "$here/corpus/responder"
-python3 - "$src" "$here/corpus" <<'PY'
+PYTHONPATH="$here/../../../scripts/lib" python3 - "$src" "$here/corpus" <<'PY'
 import struct, sys, glob, os
+from pcap_frames import frames
 src, out = sys.argv[1], sys.argv[2]
 for path in glob.glob(os.path.join(src, "*.pcap")):
-    d = open(path, "rb").read()
-    off, n = 24, 0
     base = os.path.basename(path)[:-5]
     prev = b""
-    while off + 16 <= len(d):
-        incl = struct.unpack("<I", d[off + 8:off + 12])[0]
-        frame = d[off + 16:off + 16 + incl]
-        off += 16 + incl
-        n += 1
+    for n, frame in enumerate(frames(path), 1):
         pkt = frame[42:-4]  # Ethernet+IPv4+UDP off, ICRC off
         if len(pkt) < 12:
             continue
