@@ -239,6 +239,37 @@ impl Bundle {
         self.records.insert((op, path.to_string()), answer);
     }
 
+    /// Adds process `pid` to the capture's process table: `/proc/<pid>` in
+    /// the `/proc` listing (kept sorted), with its `stat` and `comm` answers
+    /// when given (building scenarios such as dead or zombie QP owners from
+    /// real captures).
+    pub fn add_process(&mut self, pid: u32, stat: Option<&str>, comm: Option<&str>) {
+        let mut listing = self.read_dir("/proc").unwrap_or_default();
+        let name = pid.to_string();
+        if !listing.iter().any(|e| e.name == name) {
+            listing.push(Entry {
+                name,
+                kind: Kind::Dir,
+            });
+            listing.sort();
+        }
+        self.set(Op::Dir, "/proc", Answer::Entries(listing));
+        if let Some(stat) = stat {
+            self.set(
+                Op::Read,
+                &format!("/proc/{pid}/stat"),
+                Answer::Data(stat.as_bytes().to_vec()),
+            );
+        }
+        if let Some(comm) = comm {
+            self.set(
+                Op::Read,
+                &format!("/proc/{pid}/comm"),
+                Answer::Data(format!("{comm}\n").into_bytes()),
+            );
+        }
+    }
+
     /// Removes one answer; returns it.
     pub fn remove(&mut self, op: Op, path: &str) -> Option<Answer> {
         self.records.remove(&(op, path.to_string()))

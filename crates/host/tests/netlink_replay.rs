@@ -10,7 +10,7 @@ mod netlink {
     use rdmakit_host::bundle::Bundle;
     use rdmakit_host::capture::import_capture;
     use rdmakit_host::netlink::{self, msg, requests, Holder, Liveness, NlError, ResKind};
-    use rdmakit_host::source::{Answer, Entry, Errno, Kind, Op, Probe, Source};
+    use rdmakit_host::source::{Answer, Errno, Op, Probe};
 
     fn fixtures() -> PathBuf {
         PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
@@ -158,34 +158,16 @@ mod netlink {
     #[test]
     fn owner_liveness_from_proc() {
         let mut b = scenario("healthy-busy");
-        let mut listing = b.read_dir("/proc").unwrap_or_default();
-        for p in ["1", "342", "345"] {
-            listing.push(Entry {
-                name: p.into(),
-                kind: Kind::Dir,
-            });
-        }
-        listing.sort();
-        b.set(Op::Dir, "/proc", Answer::Entries(listing));
-        b.set(
-            Op::Read,
-            "/proc/342/stat",
-            Answer::Data(b"342 (ibv_rc_pingp) Z 1 342 1 0 -1 4194564 0 0".to_vec()),
+        b.add_process(1, None, None);
+        b.add_process(
+            342,
+            Some("342 (ibv_rc_pingp) Z 1 342 1 0 -1 4194564 0 0"),
+            Some("ibv_rc_pingpong"),
         );
-        b.set(
-            Op::Read,
-            "/proc/342/comm",
-            Answer::Data(b"ibv_rc_pingpong\n".to_vec()),
-        );
-        b.set(
-            Op::Read,
-            "/proc/345/stat",
-            Answer::Data(b"345 (ib_write_bw) S 1 345 1 0 -1".to_vec()),
-        );
-        b.set(
-            Op::Read,
-            "/proc/345/comm",
-            Answer::Data(b"ib_write_bw\n".to_vec()),
+        b.add_process(
+            345,
+            Some("345 (ib_write_bw) S 1 345 1 0 -1"),
+            Some("ib_write_bw"),
         );
         let f = netlink::rdma_netlink(&b);
         assert!(f.proc_listed);

@@ -59,7 +59,7 @@ fn memlock_limit_of_the_process_skips_large_registrations() {
         "ulimit -l 1024 && exec {} doctor --device soft0 --json",
         env!("CARGO_BIN_EXE_rdmakit")
     );
-    let mut cmd = if euid_is_root() {
+    let mut cmd = if rdmakit_testkit::is_root() {
         let mut c = Command::new("setpriv");
         c.args([
             "--reuid",
@@ -106,17 +106,6 @@ fn memlock_limit_of_the_process_skips_large_registrations() {
             .unwrap()
             .contains("RLIMIT_MEMLOCK (1 MiB)")));
     assert_eq!(out.status.code(), Some(0));
-}
-
-fn euid_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
 }
 
 #[test]

@@ -65,12 +65,7 @@ fn report_exit_codes_and_bad_input() {
     ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["schema"], "rdmakit.fleet/v1");
-    let names: Vec<&str> = v["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["name"].as_str().unwrap())
-        .collect();
+    let names = node_names(&v);
     assert_eq!(names, ["healthy", "n1", "n2"]);
 
     // A garbage JSON line and a missing file: named, exit 2, the rest reported.

@@ -11,11 +11,13 @@
 //! The benchmark of the same scenarios is crates/rdmakit/benches/pairwise.rs
 //! (`scripts/bench-pairwise`).
 
+mod common;
 mod fabric;
 
 use std::sync::Mutex;
 use std::time::Instant;
 
+use common::node_names;
 use fabric::{Fabric, TOKEN};
 
 /// One fabric at a time: they share the two CPUs.
@@ -245,12 +247,7 @@ fn slurm_step_starts_agents_coordinates_and_stops_them() {
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {err}"));
     assert_eq!(out.status.code(), Some(0), "{err}\n{v:#}");
     assert_eq!(Fabric::faults(&v), Vec::<String>::new(), "{v:#}");
-    let names: Vec<&str> = v["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["name"].as_str().unwrap())
-        .collect();
+    let names = node_names(&v);
     assert_eq!(names, ["n1", "n2", "n3", "n4", "n5", "n6"]);
     // Each agent was reached at its namespace's address.
     assert_eq!(v["nodes"][2]["addr"], format!("{}:18517", f.ip(2)));

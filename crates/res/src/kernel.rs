@@ -348,15 +348,7 @@ mod tests {
             event_line(&ev),
             format!("[{}] dev 3 mlx5_0 port 1 netdev 7 eth0", names::event(2))
         );
-        let bare = netlink::Event {
-            event: None,
-            dev_index: None,
-            dev_name: None,
-            port: None,
-            netdev_index: None,
-            netdev: None,
-            unknown: vec![],
-        };
+        let bare = netlink::Event::default();
         assert_eq!(event_line(&bare), "[UNKNOWN]");
         assert_eq!(
             port_stat_row(&s).human(),

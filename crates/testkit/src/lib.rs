@@ -224,6 +224,19 @@ pub fn fi_pingpong(
     ct
 }
 
+/// True when this process runs as root (the effective uid on
+/// /proc/self/status's `Uid:` line is 0).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
 /// The repository's `fixtures/<rel>` (real captures, each with its SOURCE
 /// note), which must exist: a missing fixture fails the test instead of
 /// letting it pass on nothing.

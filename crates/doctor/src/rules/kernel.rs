@@ -1,6 +1,6 @@
 //! Kernel layer: RDMA support, core modules, vendor RDMA drivers, uverbs.
 
-use super::{config_infiniband, kernel_lacks_rdma};
+use super::{config_infiniband, kernel_lacks_rdma, listing};
 use crate::checks::{Ctx, Outcome};
 use crate::codes::{Code, Severity};
 use crate::finding::{Evidence, Finding};
@@ -157,9 +157,8 @@ pub fn modules(cx: &Ctx) -> Outcome {
             "/sys/class/infiniband_mad",
             match &f.mad.listing {
                 Ok(v) if v.is_empty() => "empty".to_string(),
-                Ok(v) => v.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(" "),
                 Err(e) if *e == Errno::ENOENT => "<absent>".to_string(),
-                Err(e) => format!("<read failed: {e}>"),
+                r => listing(r),
             },
         ));
         if ib_ports {
@@ -357,14 +356,7 @@ pub fn uverbs(cx: &Ctx) -> Outcome {
     for d in &f.devices {
         let has = f.uverbs.devs.iter().any(|u| u.ibdev.get() == Some(&d.name));
         if !has {
-            let listing = match &f.uverbs.listing {
-                Ok(v) => v
-                    .iter()
-                    .map(|e| e.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                Err(e) => format!("<read failed: {e}>"),
-            };
+            let listing = listing(&f.uverbs.listing);
             out.push(
                 Finding::new(
                     Code::K006,

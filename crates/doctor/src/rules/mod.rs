@@ -18,6 +18,19 @@ use rdmakit_host::source::Errno;
 /// /sys/class/infiniband, and either the kernel config says CONFIG_INFINIBAND is
 /// not set, or (config unknown) the kernel refuses NETLINK_RDMA and ib_core is
 /// neither loaded nor built in.
+/// A directory listing as evidence: its names, space-separated, or
+/// `<read failed: errno>`.
+pub fn listing(r: &Result<Vec<rdmakit_host::source::Entry>, Errno>) -> String {
+    match r {
+        Ok(v) => v
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        Err(e) => format!("<read failed: {e}>"),
+    }
+}
+
 pub fn kernel_lacks_rdma(f: &HostFacts) -> bool {
     if f.kernel.ib_class.is_ok() || !f.covers("sys") {
         return false;

@@ -9,7 +9,7 @@
 //! netns NAME` answers EOPNOTSUPP: it has no disassociate support), so a process in
 //! any other namespace sees no device at all.
 
-use super::hidden_devices;
+use super::{hidden_devices, listing};
 use crate::checks::{Ctx, Outcome};
 use crate::codes::Code;
 use crate::finding::{Evidence, Finding};
@@ -86,12 +86,7 @@ pub fn netns(cx: &Ctx) -> Outcome {
                     "/sys/class/infiniband",
                     match &f.kernel.ib_class {
                         Ok(v) if v.is_empty() => "empty".to_string(),
-                        Ok(v) => v
-                            .iter()
-                            .map(|e| e.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        Err(e) => format!("<read failed: {e}>"),
+                        r => listing(r),
                     },
                 ));
                 for (u, d) in &hidden {

@@ -627,7 +627,7 @@ mod tests {
     use crate::checks::Config;
     use rdmakit_host::capture::import_capture;
     use rdmakit_host::collect::collect;
-    use rdmakit_host::source::{Answer, Entry, Kind, Op, Source};
+    use rdmakit_host::source::{Answer, Op};
 
     fn fixture(name: &str) -> std::path::PathBuf {
         std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures")).join(name)
@@ -637,25 +637,9 @@ mod tests {
     #[test]
     fn healthy_busy_with_dead_and_zombie_owners() {
         let mut b = import_capture(&fixture("healthy-busy")).unwrap();
-        let mut listing = b.read_dir("/proc").unwrap_or_default();
-        for p in ["1", "342", "345"] {
-            listing.push(Entry {
-                name: p.into(),
-                kind: Kind::Dir,
-            });
-        }
-        listing.sort();
-        b.set(Op::Dir, "/proc", Answer::Entries(listing));
-        b.set(
-            Op::Read,
-            "/proc/342/stat",
-            Answer::Data(b"342 (ibv_rc_pingpong) Z 1 342".to_vec()),
-        );
-        b.set(
-            Op::Read,
-            "/proc/345/stat",
-            Answer::Data(b"345 (ib_write_bw) S 1 345".to_vec()),
-        );
+        b.add_process(1, None, None);
+        b.add_process(342, Some("342 (ibv_rc_pingpong) Z 1 342"), None);
+        b.add_process(345, Some("345 (ib_write_bw) S 1 345"), None);
         let facts = collect(&b, &Default::default());
         let cfg = Config::default();
         let Outcome::Findings(v) = dead_owners(&Ctx {

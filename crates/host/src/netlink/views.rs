@@ -296,7 +296,7 @@ pub struct Chardev {
 }
 
 /// A monitor event (RDMA_NL_GROUP_NOTIFY).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Event {
     /// 0 register, 1 unregister, 2 netdev attach, 3 netdev detach, 4 rename,
     /// 5 netdev rename.
@@ -768,15 +768,7 @@ pub fn chardev(attrs: &[RawAttr]) -> Result<Chardev, Malformed> {
 /// # Errors
 /// A known attribute of the wrong size.
 pub fn event(attrs: &[RawAttr]) -> Result<Event, Malformed> {
-    let mut e = Event {
-        event: None,
-        dev_index: None,
-        dev_name: None,
-        port: None,
-        netdev_index: None,
-        netdev: None,
-        unknown: Vec::new(),
-    };
+    let mut e = Event::default();
     for at in attrs {
         match at.kind {
             a::EVENT_TYPE => {

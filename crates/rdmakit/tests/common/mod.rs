@@ -178,3 +178,13 @@ pub fn fleet_agent(
     }
     (agent, addr)
 }
+
+/// The `name` of each node of a fleet or pairwise report, in order.
+pub fn node_names(report: &serde_json::Value) -> Vec<&str> {
+    report["nodes"]
+        .as_array()
+        .expect("a report with nodes")
+        .iter()
+        .map(|n| n["name"].as_str().expect("a node name"))
+        .collect()
+}

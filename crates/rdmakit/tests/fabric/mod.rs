@@ -57,7 +57,7 @@ impl Fabric {
     /// `n` namespaces on a bridge, with their agents running.
     pub fn new(n: usize) -> Fabric {
         assert!(
-            rustix_is_root(),
+            rdmakit_testkit::is_root(),
             "the namespace tier needs root (ip netns, tc); this machine and CI run the tests as root"
         );
         let pid = std::process::id();
@@ -380,18 +380,6 @@ impl Drop for Fabric {
         }
         self.teardown_net();
     }
-}
-
-fn rustix_is_root() -> bool {
-    // /proc/self/status's Uid line: real, effective, ...
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
 }
 
 /// The slow rate for injected faults: an eighth of the clean matrix's
