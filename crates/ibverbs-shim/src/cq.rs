@@ -355,32 +355,24 @@ unsafe extern "C" fn end_poll(cq: *mut ibv_cq_ex) {
     }
 }
 
-unsafe extern "C" fn read_opcode(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq, |w| w.opcode as u32, WcOpcode::Send as u32)
+/// The `ibv_wc_read_*` functions of an extended CQ: each reads one field
+/// of the current completion (`none` before the first poll).
+macro_rules! readers {
+    ($($name:ident -> $t:ty = |$w:ident| $e:expr, $none:expr;)*) => {$(
+        unsafe extern "C" fn $name(cq: *mut ibv_cq_ex) -> $t {
+            cur(cq, |$w| $e, $none)
+        }
+    )*};
 }
 
-unsafe extern "C" fn read_vendor_err(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq, |w| w.vendor_err, 0)
-}
-
-unsafe extern "C" fn read_byte_len(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq, |w| w.byte_len, 0)
-}
-
-unsafe extern "C" fn read_imm_data(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq, |w| to_ibv(w).imm_data, 0)
-}
-
-unsafe extern "C" fn read_qp_num(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq, |w| w.qp_num, 0)
-}
-
-unsafe extern "C" fn read_src_qp(cq: *mut ibv_cq_ex) -> u32 {
-    cur(cq, |w| w.src_qp, 0)
-}
-
-unsafe extern "C" fn read_wc_flags(cq: *mut ibv_cq_ex) -> c_uint {
-    cur(cq, |w| to_ibv(w).wc_flags, 0)
+readers! {
+    read_opcode -> u32 = |w| w.opcode as u32, WcOpcode::Send as u32;
+    read_vendor_err -> u32 = |w| w.vendor_err, 0;
+    read_byte_len -> u32 = |w| w.byte_len, 0;
+    read_imm_data -> u32 = |w| to_ibv(w).imm_data, 0;
+    read_qp_num -> u32 = |w| w.qp_num, 0;
+    read_src_qp -> u32 = |w| w.src_qp, 0;
+    read_wc_flags -> c_uint = |w| to_ibv(w).wc_flags, 0;
 }
 
 unsafe extern "C" fn read_zero32(_cq: *mut ibv_cq_ex) -> u32 {

@@ -103,22 +103,22 @@ pub(crate) unsafe fn getaddrinfo(
             }
             // SAFETY: a successful getaddrinfo returns at least one result.
             let a = unsafe { &*ai };
-            r.ai_qp_type = match h.map_or(0, |h| h.ai_qp_type) {
-                0 => match a.ai_socktype {
-                    libc::SOCK_STREAM => IBV_QPT_RC as c_int,
-                    libc::SOCK_DGRAM => IBV_QPT_UD as c_int,
-                    _ => 0,
-                },
-                t => t,
-            };
-            r.ai_port_space = match h.map_or(0, |h| h.ai_port_space) {
-                0 => match a.ai_protocol {
-                    libc::IPPROTO_TCP => RDMA_PS_TCP as c_int,
-                    libc::IPPROTO_UDP => RDMA_PS_UDP as c_int,
-                    _ => 0,
-                },
-                s => s,
-            };
+            r.ai_qp_type = hinted_or(
+                h.map_or(0, |h| h.ai_qp_type),
+                a.ai_socktype,
+                &[
+                    (libc::SOCK_STREAM, IBV_QPT_RC as c_int),
+                    (libc::SOCK_DGRAM, IBV_QPT_UD as c_int),
+                ],
+            );
+            r.ai_port_space = hinted_or(
+                h.map_or(0, |h| h.ai_port_space),
+                a.ai_protocol,
+                &[
+                    (libc::IPPROTO_TCP, RDMA_PS_TCP as c_int),
+                    (libc::IPPROTO_UDP, RDMA_PS_UDP as c_int),
+                ],
+            );
             r.ai_family = a.ai_family;
             let res = if a.ai_flags & libc::AI_PASSIVE != 0 {
                 r.ai_flags = RAI_PASSIVE;
@@ -267,4 +267,13 @@ pub(crate) fn destroy_ep(id: *mut rdma_cm_id) {
     let _ = crate::qp::destroy_qp(id);
     let _ = crate::qp::destroy_srq(id);
     let _ = crate::id::destroy(id);
+}
+
+/// The caller's hint when it gave one (non-zero), else what the socket
+/// value `from` maps to in `map` (0 when nothing does).
+fn hinted_or(hint: c_int, from: c_int, map: &[(c_int, c_int)]) -> c_int {
+    if hint != 0 {
+        return hint;
+    }
+    map.iter().find(|(k, _)| *k == from).map_or(0, |(_, v)| *v)
 }
