@@ -153,6 +153,15 @@ impl PerfError {
             PerfError::Cancelled => "cancelled",
         }
     }
+
+    /// The exit status of a run that failed so: 2 for bad parameters (as a
+    /// usage error), 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            PerfError::Params(_) => 2,
+            _ => 1,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -220,6 +229,8 @@ mod tests {
         (o.all, o.size) = (true, Some(1));
         assert_eq!(refused(&o), "-a with -s below 2 leaves no sizes to sweep");
         assert_eq!(PerfError::Params(String::new()).kind(), "params");
+        assert_eq!(PerfError::Params(String::new()).exit_code(), 2);
+        assert_eq!(PerfError::Cancelled.exit_code(), 1);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::{ControlTimings, Header, Report, Row};
+use crate::{ControlTimings, Header, PerfError, Report, Row, Test};
 
 const LINE: &str =
     "---------------------------------------------------------------------------------------";
@@ -164,9 +164,28 @@ pub fn json(r: &Report, gbits: bool) -> serde_json::Value {
     v
 }
 
+/// The JSON object of a failed run of `test` (what `--json` prints instead of
+/// the report): the test's name, the error and its kind.
+pub fn error_json(test: Test, e: &PerfError) -> serde_json::Value {
+    json!({ "test": test.name(), "error": e.to_string(), "kind": e.kind() })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_run_is_one_json_object() {
+        let e = PerfError::Params("-s 0".into());
+        let v = error_json(Test::WriteBw, &e);
+        assert_eq!(
+            v.to_string(),
+            format!(
+                "{{\"error\":{},\"kind\":\"params\",\"test\":\"write-bw\"}}",
+                serde_json::Value::from(e.to_string())
+            )
+        );
+    }
 
     #[test]
     fn the_waiting_banner_is_perftests() {

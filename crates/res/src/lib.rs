@@ -6,6 +6,7 @@
 //!
 //! - [`row`]: a [`Row`] is one object; `human()` and [`json`] render it.
 //! - [`kernel`]: rows from [`rdmakit_host::netlink::NetlinkFacts`] (pure).
+//! - [`show`]: the rows of `rdmakit dev`, `link` and `stat` (pure).
 //! - [`soft`]: [`soft::read`] reads the registries and `/proc`; the row builders
 //!   are pure.
 //!
@@ -27,6 +28,7 @@ pub mod kernel;
 pub mod listing;
 pub mod registry;
 pub mod row;
+pub mod show;
 pub mod soft;
 
 pub use row::{json, Field, Row};

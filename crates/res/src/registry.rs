@@ -218,10 +218,52 @@ pub fn reclaim(name: &str, dir: &Path, dry_run: bool, rc: &Reclaim) -> Rendered 
     out
 }
 
+/// What `rdmakit soft leaky on|off` says it set for `device`.
+pub fn leaky_note(device: &str, on: bool) -> String {
+    let what = if on {
+        "leaky driver: objects of processes that exit or die without destroying them \
+         stay until 'rdmakit soft reclaim' (for processes that open it from now on)"
+    } else {
+        "objects go with the last holder of their context, as the kernel's do"
+    };
+    format!("{device}: {what}")
+}
+
+/// The JSON document of `rdmakit soft status|reclaim --json`: `{"devices": [...]}`,
+/// pretty-printed.
+pub fn devices_json(r: &[Rendered]) -> String {
+    let devs: Vec<&Value> = r.iter().map(|d| &d.json).collect();
+    serde_json::to_string_pretty(&json!({ "devices": devs }))
+        .unwrap_or_else(|e| json!({ "error": e.to_string() }).to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::path::PathBuf;
+
+    #[test]
+    fn leaky_notes_say_what_was_set() {
+        assert_eq!(
+            leaky_note("soft0", false),
+            "soft0: objects go with the last holder of their context, as the kernel's do"
+        );
+        assert!(leaky_note("soft1", true).starts_with("soft1: leaky driver: objects of processes"));
+        assert!(leaky_note("soft1", true).ends_with("(for processes that open it from now on)"));
+    }
+
+    #[test]
+    fn devices_json_wraps_each_devices_object() {
+        let r = [Rendered {
+            json: json!({ "device": "soft0" }),
+            ..Rendered::default()
+        }];
+        assert_eq!(
+            devices_json(&r),
+            "{\n  \"devices\": [\n    {\n      \"device\": \"soft0\"\n    }\n  ]\n}"
+        );
+        assert_eq!(devices_json(&[]), "{\n  \"devices\": []\n}");
+    }
 
     fn rec(kind: Kind, handle: u32, pid: u32, holding: Holding) -> Record {
         Record {

@@ -24,170 +24,19 @@ use crate::registry::{Kind, Registry};
 use crate::ring::{FaultInjector, MapFailure, Ring, RingStats};
 pub use rdmakit_types::device::{AsyncEvent, QpInit, SendRequest};
 
+mod config;
 mod cq;
 mod datapath;
 mod gsi;
 mod mem;
 mod qp;
 mod srq;
+pub use config::{DeviceConfig, Exhaustion};
 use datapath::progress_loop;
 pub use gsi::{GsiMad, GSI_QPN};
 
-/// How a soft device is set up.
-#[derive(Clone, Debug)]
-pub struct DeviceConfig {
-    /// Device name; default `"soft0"` ([`DeviceConfig::from_env`]:
-    /// `RDMAKIT_SOFT_NAME`).
-    pub name: Option<String>,
-    /// The device's IPv4 address (its GID); default the host device: the
-    /// host's first non-loopback address (or 127.0.0.1), shared by every
-    /// context on the host (see [`crate::net`]) ([`DeviceConfig::from_env`]:
-    /// `RDMAKIT_SOFT_ADDR`).
-    pub addr: Option<Ipv4Addr>,
-    /// UDP port; default 4791 (RoCEv2) ([`DeviceConfig::from_env`]:
-    /// `RDMAKIT_SOFT_UDP_PORT`). Both
-    /// ends must use the same port. A host whose kernel runs RoCE (rdma_rxe,
-    /// a RoCE NIC) already listens on 0.0.0.0:4791.
-    pub udp_port: u16,
-    /// Resource limits.
-    pub limits: Limits,
-    /// MTU of the (virtual) netdev; the active path MTU follows from it.
-    /// Default 4192 (active MTU 4096) ([`DeviceConfig::from_env`]:
-    /// `RDMAKIT_SOFT_NETDEV_MTU`); on a
-    /// real 1500-byte link use 1500 (active MTU 1024), as rxe derives it.
-    pub netdev_mtu: u32,
-    /// Seed of the descriptor-mapping fault injector (off until enabled).
-    pub fault_seed: u64,
-    /// Busy-poll mode: `poll_cq` on an empty CQ also processes datagrams
-    /// waiting on the socket in the caller's thread (lower latency); with
-    /// `false` only the progress thread receives (event mode).
-    pub busy_poll: bool,
-    /// The errno a create verb returns once a device limit (`max_qp`, ...)
-    /// is reached; default [`Exhaustion::Einval`] ([`DeviceConfig::from_env`]:
-    /// `RDMAKIT_SOFT_EXHAUSTION`, `einval`/`enospc`).
-    pub exhaustion: Option<Exhaustion>,
-    /// Share the device-wide resource registry with every process that
-    /// opens a device of this name (see [`crate::registry`]); limits then
-    /// count across processes. Default `true`.
-    pub shared_registry: bool,
-    /// A leaky driver: objects of a process that exits or dies without
-    /// destroying them stay (counting against the limits) until `rdmakit
-    /// soft reclaim`, instead of going with the last holder of the context
-    /// as the kernel's do — the seed's exhausted-device case, for
-    /// demonstrations and the doctor's tests. Default the device's option
-    /// (`rdmakit soft leaky on`), else off ([`DeviceConfig::from_env`]:
-    /// `RDMAKIT_SOFT_LEAKY=1` turns it on).
-    pub leaky: Option<bool>,
-}
-
 /// The LID of the loopback device's port (see [`Device::lid_destination`]).
 pub const LOOPBACK_LID: u16 = 1;
-
-/// Which errno a create verb returns when a device limit is reached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Exhaustion {
-    /// `EINVAL`: what rxe returns (`__rxe_add_to_pool` past `max_elem`).
-    #[default]
-    Einval,
-    /// `ENOSPC`: what mlx5 returns — the seed's case (leaked QPs, then
-    /// `ibv_create_qp` failing with "No space left on device").
-    Enospc,
-}
-
-impl Exhaustion {
-    /// The errno.
-    pub fn errno(self) -> Errno {
-        match self {
-            Exhaustion::Einval => Errno::EINVAL,
-            Exhaustion::Enospc => Errno::ENOSPC,
-        }
-    }
-}
-
-impl DeviceConfig {
-    /// The defaults with what the environment sets, read here once: the
-    /// edges (the CLI, the shims, a program's `main`) call it and pass the
-    /// configuration down. `RDMAKIT_SOFT_NAME`, `RDMAKIT_SOFT_ADDR`,
-    /// `RDMAKIT_SOFT_UDP_PORT`, `RDMAKIT_SOFT_NETDEV_MTU`,
-    /// `RDMAKIT_SOFT_EXHAUSTION` (`enospc`), `RDMAKIT_SOFT_LEAKY=1`; an
-    /// unset, empty or unusable value leaves the default.
-    ///
-    /// # Errors
-    /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR` (the error opening the
-    /// device reported before).
-    pub fn from_env() -> Result<DeviceConfig> {
-        let var = |k: &str| std::env::var(k).ok();
-        let d = DeviceConfig::default();
-        let addr = match var("RDMAKIT_SOFT_ADDR") {
-            Some(s) if !s.is_empty() => Some(s.trim().parse::<Ipv4Addr>().map_err(|_| {
-                err(
-                    "ibv_open_device",
-                    Errno::EINVAL,
-                    Origin::Library,
-                    format!("RDMAKIT_SOFT_ADDR={s:?} is not an IPv4 address"),
-                )
-            })?),
-            _ => None,
-        };
-        Ok(DeviceConfig {
-            name: var("RDMAKIT_SOFT_NAME"),
-            addr,
-            udp_port: var("RDMAKIT_SOFT_UDP_PORT")
-                .and_then(|p| p.trim().parse().ok())
-                .filter(|&p| p != 0)
-                .unwrap_or(d.udp_port),
-            netdev_mtu: var("RDMAKIT_SOFT_NETDEV_MTU")
-                .and_then(|m| m.trim().parse().ok())
-                .filter(|&m: &u32| m >= 256 + 96)
-                .unwrap_or(d.netdev_mtu),
-            exhaustion: match var("RDMAKIT_SOFT_EXHAUSTION").as_deref() {
-                Some("enospc" | "ENOSPC") => Some(Exhaustion::Enospc),
-                _ => None,
-            },
-            leaky: var("RDMAKIT_SOFT_LEAKY")
-                .is_some_and(|v| matches!(v.trim(), "1" | "on" | "yes"))
-                .then_some(true),
-            ..d
-        })
-    }
-
-    /// The configured device address: `addr`; None for the loopback device.
-    ///
-    /// # Errors
-    /// None today (the address is parsed by [`DeviceConfig::from_env`]).
-    pub fn configured_addr(&self) -> Result<Option<Ipv4Addr>> {
-        Ok(self.addr)
-    }
-
-    /// The address the device will have (its GID's): the configured one,
-    /// else the host device's ([`net::host_device_addr`]). Known before any
-    /// open, like a netdev's address.
-    ///
-    /// # Errors
-    /// As [`DeviceConfig::configured_addr`].
-    pub fn device_addr(&self) -> Result<Ipv4Addr> {
-        Ok(self
-            .configured_addr()?
-            .unwrap_or_else(net::host_device_addr))
-    }
-}
-
-impl Default for DeviceConfig {
-    fn default() -> DeviceConfig {
-        DeviceConfig {
-            name: None,
-            addr: None,
-            udp_port: net::ROCE_PORT,
-            limits: Limits::default(),
-            netdev_mtu: 4096 + 96,
-            fault_seed: 0,
-            busy_poll: true,
-            exhaustion: None,
-            shared_registry: true,
-            leaky: None,
-        }
-    }
-}
 
 /// A failed post: which request and why (`bad_wr`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -586,7 +435,9 @@ impl Device {
         // without write access, no /dev/shm) leaves limits per device
         // instance rather than failing the open.
         let registry = if cfg.shared_registry {
-            Registry::open(&name).ok().filter(|r| r.usable())
+            Registry::open_in(&cfg.registry_root(), &name)
+                .ok()
+                .filter(|r| r.usable())
         } else {
             None
         };
@@ -626,7 +477,11 @@ impl Device {
                 "eventfd for async events failed",
             ))
         })?;
-        let net = Net::bind(addr, cfg.udp_port).map_err(detach)?;
+        let allowed = net::Offloads {
+            gso: cfg.gso,
+            gro: cfg.gro,
+        };
+        let net = Net::bind(addr, cfg.udp_port, allowed, cfg.raw_tx).map_err(detach)?;
         let addr = net.addr();
         let local = *net.endpoint().ip();
         let sh = Arc::new(Shared {
@@ -745,8 +600,8 @@ impl Device {
 
     /// The UDP offloads this context's socket uses, probed when it was
     /// opened: segmentation (UDP_SEGMENT) on send, coalescing (UDP_GRO) on
-    /// receive. Either is off when the kernel lacks it or
-    /// `RDMAKIT_SOFT_GSO=0` / `RDMAKIT_SOFT_GRO=0`.
+    /// receive. Either is off when the kernel lacks it or the configuration
+    /// turned it off ([`DeviceConfig::gso`] / [`DeviceConfig::gro`]).
     pub fn offloads(&self) -> net::Offloads {
         self.sh.net.offloads()
     }

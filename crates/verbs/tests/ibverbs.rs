@@ -44,7 +44,7 @@ fn a_library_that_is_not_libibverbs_is_refused() {
 /// ENOSYS, which is the kernel layer's; with devices it lists them.
 #[test]
 fn the_system_libibverbs_lists_devices_or_reports_the_missing_kernel_support() {
-    let p = match IbverbsProvider::load() {
+    let p = match IbverbsProvider::load_from(&rdmakit_verbs::ibverbs::select::library_from_env()) {
         Ok(p) => p,
         Err(e) => {
             // No libibverbs installed: the error must say so.

@@ -46,6 +46,25 @@ pub enum Action {
     Leave { why: String },
 }
 
+impl Action {
+    /// The health check's log line for this action on `node` (its state
+    /// before): what was done, or with `dry_run` what would be done.
+    pub fn line(&self, node: &NodeState, dry_run: bool) -> String {
+        match (self, dry_run) {
+            (Action::Leave { why }, _) => why.clone(),
+            (Action::Drain { reason }, true) => {
+                format!("would drain ({}): {reason}", node.state_text())
+            }
+            (Action::Resume, true) => "would resume (healthy; drained by rdmakit)".into(),
+            (Action::Drain { reason }, false) => format!("drained: {reason}"),
+            (Action::Resume, false) => {
+                let was = node.reason.as_ref().map(|r| r.text.as_str()).unwrap_or("");
+                format!("resumed (healthy; was drained: {was})")
+            }
+        }
+    }
+}
+
 /// True when rdmakit wrote this drain reason.
 pub fn is_ours(reason: &str) -> bool {
     reason.trim_start().starts_with(REASON_PREFIX)
@@ -233,6 +252,36 @@ mod tests {
             "rxe0 port 1",
             "rxe0 port 1 is DOWN (physical state Disabled)",
         )]
+    }
+
+    #[test]
+    fn action_lines_say_what_was_or_would_be_done() {
+        let idle = state("NodeName=n3 State=IDLE");
+        let drained = state("NodeName=n3 State=IDLE+DRAIN Reason=rdmakit: RDK-H002 x [root@t]");
+        let drain = Action::Drain {
+            reason: "rdmakit: RDK-H002 x".into(),
+        };
+        assert_eq!(
+            drain.line(&idle, true),
+            "would drain (IDLE): rdmakit: RDK-H002 x"
+        );
+        assert_eq!(drain.line(&idle, false), "drained: rdmakit: RDK-H002 x");
+        assert_eq!(
+            Action::Resume.line(&drained, true),
+            "would resume (healthy; drained by rdmakit)"
+        );
+        assert_eq!(
+            Action::Resume.line(&drained, false),
+            "resumed (healthy; was drained: rdmakit: RDK-H002 x)"
+        );
+        assert_eq!(
+            Action::Resume.line(&idle, false),
+            "resumed (healthy; was drained: )"
+        );
+        let leave = Action::Leave {
+            why: "healthy".into(),
+        };
+        assert_eq!(leave.line(&idle, true), "healthy");
     }
 
     #[test]

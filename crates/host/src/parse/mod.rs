@@ -29,7 +29,9 @@
 use std::borrow::Cow;
 
 pub mod cgroup;
+pub mod cpu;
 pub mod kmsg;
+pub mod pci;
 pub mod pkg;
 pub mod proc;
 pub mod sysfs;

@@ -5,16 +5,14 @@
 //! `"%d: %s\n"` for a port state). Numbers a kernel does not know how to name are kept
 //! with their code; names we do not know are kept as text.
 
-use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
 use super::{lossy, ParseError, Result};
 
-/// Largest CPU number accepted in a cpu list or mask (Linux's NR_CPUS tops out at
-/// 8192 today; this leaves room while keeping a hostile `0-4294967295` cheap).
-pub const MAX_CPU: u32 = 65_535;
+pub use super::cpu::{cpulist, cpumask, CpuSet, MAX_CPU};
+pub use super::pci::{numa_node, pcie_speed, pcie_width, PcieSpeed};
 
 /// `ports/<n>/state`, e.g. `"4: ACTIVE"`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,114 +150,6 @@ impl Counter {
         }
     }
 }
-
-/// A set of CPU numbers, sorted and without duplicates.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct CpuSet(pub Vec<u32>);
-
-impl CpuSet {
-    /// A set from any CPU numbers (sorted and deduplicated here).
-    pub fn new(mut cpus: Vec<u32>) -> Self {
-        cpus.sort_unstable();
-        cpus.dedup();
-        CpuSet(cpus)
-    }
-
-    /// Whether `cpu` is in the set.
-    pub fn contains(&self, cpu: u32) -> bool {
-        self.0.binary_search(&cpu).is_ok()
-    }
-
-    /// Number of CPUs in the set.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// The set is empty.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The CPUs in increasing order.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.0.iter().copied()
-    }
-
-    /// CPUs in both sets.
-    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
-        CpuSet(self.iter().filter(|c| other.contains(*c)).collect())
-    }
-
-    /// Every CPU of `self` is in `other`.
-    pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.iter().all(|c| other.contains(c))
-    }
-}
-
-impl FromIterator<u32> for CpuSet {
-    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
-        CpuSet::new(iter.into_iter().collect())
-    }
-}
-
-/// The kernel's list form: `0-3,8,10-11`; the empty set prints as an empty string.
-impl fmt::Display for CpuSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut first = true;
-        let mut iter = self.0.iter().copied().peekable();
-        while let Some(start) = iter.next() {
-            let mut end = start;
-            while let Some(&next) = iter.peek() {
-                if Some(next) == end.checked_add(1) {
-                    end = next;
-                    iter.next();
-                } else {
-                    break;
-                }
-            }
-            if !first {
-                f.write_str(",")?;
-            }
-            first = false;
-            if start == end {
-                write!(f, "{start}")?;
-            } else {
-                write!(f, "{start}-{end}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// PCIe link speed (`current_link_speed`, `max_link_speed`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PcieSpeed {
-    /// Transfer rate per lane in GT/s; `None` when the kernel printed `Unknown`.
-    pub gts: Option<f64>,
-    /// The value as read, without the trailing newline.
-    pub raw: String,
-}
-
-impl PcieSpeed {
-    /// PCIe generation for the transfer rate (2.5 → 1, 5 → 2, 8 → 3, 16 → 4,
-    /// 32 → 5, 64 → 6).
-    pub fn generation(&self) -> Option<u8> {
-        let gts = self.gts?;
-        PCIE_GENERATIONS
-            .iter()
-            .find(|(rate, _)| (gts - rate).abs() < 0.01)
-            .map(|(_, generation)| *generation)
-    }
-}
-
-const PCIE_GENERATIONS: [(f64, u8); 6] = [
-    (2.5, 1),
-    (5.0, 2),
-    (8.0, 3),
-    (16.0, 4),
-    (32.0, 5),
-    (64.0, 6),
-];
 
 const PORT_STATES: [(u8, &str); 6] = [
     (0, "NOP"),
@@ -551,122 +441,6 @@ pub fn hex_u32(s: &str) -> Result<u32> {
         .ok_or_else(|| ParseError::new("hex integer", text))
 }
 
-/// Parses a CPU list as the kernel prints it (`cpu/online`, `local_cpulist`,
-/// `smp_affinity_list`): `"0-3,8,10-11"`; the empty string is the empty set.
-///
-/// # Errors
-/// A malformed item, a reversed range, or a CPU above [`MAX_CPU`].
-pub fn cpulist(s: &str) -> Result<CpuSet> {
-    let text = strip(s).trim();
-    let err = || ParseError::new("CPU list", text);
-    let mut bits = CpuBits::default();
-    if text.is_empty() {
-        return Ok(CpuSet::default());
-    }
-    for item in text.split(',') {
-        let item = item.trim();
-        let (lo, hi) = match item.split_once('-') {
-            Some((lo, hi)) => (cpu_number(lo), cpu_number(hi)),
-            None => (cpu_number(item), cpu_number(item)),
-        };
-        match (lo, hi) {
-            (Some(lo), Some(hi)) if lo <= hi => bits.set_range(lo, hi),
-            _ => return Err(err()),
-        }
-    }
-    Ok(bits.into_set())
-}
-
-/// Parses a hex CPU mask (`smp_affinity`, `local_cpus`): 32-bit groups separated by
-/// commas, most significant first, e.g. `"ff,00000001"` = CPUs 0 and 32-39.
-///
-/// # Errors
-/// A group that is not 1-8 hex digits, or a set bit above [`MAX_CPU`].
-pub fn cpumask(s: &str) -> Result<CpuSet> {
-    let text = strip(s).trim();
-    let err = || ParseError::new("CPU mask", text);
-    if text.is_empty() {
-        return Err(err());
-    }
-    let mut bits = CpuBits::default();
-    for (index, group) in text.rsplit(',').enumerate() {
-        let group = group.trim();
-        if group.is_empty() || group.len() > 8 {
-            return Err(err());
-        }
-        if !group.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(err());
-        }
-        let word = u32::from_str_radix(group, 16).map_err(|_| err())?;
-        for bit in 0..32u32 {
-            if word & (1 << bit) != 0 {
-                let cpu = u32::try_from(index)
-                    .ok()
-                    .and_then(|i| i.checked_mul(32))
-                    .and_then(|base| base.checked_add(bit))
-                    .filter(|cpu| *cpu <= MAX_CPU)
-                    .ok_or_else(err)?;
-                bits.set_range(cpu, cpu);
-            }
-        }
-    }
-    Ok(bits.into_set())
-}
-
-/// Parses a PCIe link speed: `"8.0 GT/s PCIe"`, `"16.0 GT/s PCIe"`, `"2.5 GT/s"`,
-/// `"5 GT/s"`; `"Unknown"` (any text starting with it) gives `gts: None`.
-///
-/// # Errors
-/// Anything else.
-pub fn pcie_speed(s: &str) -> Result<PcieSpeed> {
-    let raw = strip(s);
-    let text = raw.trim();
-    let err = || ParseError::new("PCIe link speed", raw);
-    let first = text.split_whitespace().next().ok_or_else(err)?;
-    if first.eq_ignore_ascii_case("unknown") {
-        return Ok(PcieSpeed {
-            gts: None,
-            raw: raw.to_string(),
-        });
-    }
-    // "8.0 GT/s PCIe" or the unspaced "8.0GT/s".
-    let (number, rest) = match first.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(split) => (&first[..split], &text[split..]),
-        None => (first, &text[first.len()..]),
-    };
-    let gts = decimal(number).ok_or_else(err)?;
-    let unit = rest.split_whitespace().next().ok_or_else(err)?;
-    if !unit.eq_ignore_ascii_case("GT/s") {
-        return Err(err());
-    }
-    Ok(PcieSpeed {
-        gts: Some(gts),
-        raw: raw.to_string(),
-    })
-}
-
-/// Parses a PCIe link width, `"16"` or `"x16"`. `0` and `255` are what some devices
-/// report when the width is unknown; they are returned as they are.
-///
-/// # Errors
-/// Not a number that fits a `u8`.
-pub fn pcie_width(s: &str) -> Result<u8> {
-    let text = strip(s).trim();
-    let digits = text.strip_prefix(['x', 'X']).unwrap_or(text);
-    digits_only(digits)
-        .and_then(|d| d.parse::<u8>().ok())
-        .ok_or_else(|| ParseError::new("PCIe link width", text))
-}
-
-/// Parses `numa_node`; `-1` (no NUMA information) is returned as it is.
-///
-/// # Errors
-/// Not a number that fits an `i32`.
-pub fn numa_node(s: &str) -> Result<i32> {
-    let value = i64_value(s).map_err(|e| ParseError::new("NUMA node", &e.value))?;
-    i32::try_from(value).map_err(|_| ParseError::new("NUMA node", strip(s).trim()))
-}
-
 /// The provider names of a libibverbs config file (`/etc/libibverbs.d/*.driver`):
 /// one `driver <name>` per line; blank lines and `#` comments are skipped. Like
 /// libibverbs, other lines are ignored when at least one valid line is present (see
@@ -746,7 +520,7 @@ fn code_and_name(
 }
 
 /// `Some(s)` when `s` is one or more ASCII digits.
-fn digits_only(s: &str) -> Option<&str> {
+pub(super) fn digits_only(s: &str) -> Option<&str> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         Some(s)
     } else {
@@ -788,47 +562,6 @@ fn is_gbit_unit(unit: &str) -> bool {
     ["Gb/sec", "Gb/s", "Gbps"]
         .iter()
         .any(|u| u.eq_ignore_ascii_case(unit))
-}
-
-fn cpu_number(s: &str) -> Option<u32> {
-    digits_only(s.trim())
-        .and_then(|d| d.parse::<u32>().ok())
-        .filter(|cpu| *cpu <= MAX_CPU)
-}
-
-/// A bitmap of CPUs up to [`MAX_CPU`], grown as needed.
-#[derive(Default)]
-struct CpuBits(Vec<u64>);
-
-impl CpuBits {
-    /// Sets `lo..=hi`; both are at most [`MAX_CPU`] (checked by the callers, and
-    /// clamped here again).
-    fn set_range(&mut self, lo: u32, hi: u32) {
-        let hi = hi.min(MAX_CPU);
-        let words = (hi / 64 + 1) as usize;
-        if self.0.len() < words {
-            self.0.resize(words, 0);
-        }
-        for cpu in lo..=hi {
-            if let Some(word) = self.0.get_mut((cpu / 64) as usize) {
-                *word |= 1 << (cpu % 64);
-            }
-        }
-    }
-
-    fn into_set(self) -> CpuSet {
-        let mut cpus = Vec::new();
-        for (index, word) in self.0.iter().enumerate() {
-            for bit in 0..64u32 {
-                if word & (1 << bit) != 0 {
-                    if let Ok(index) = u32::try_from(index) {
-                        cpus.push(index * 64 + bit);
-                    }
-                }
-            }
-        }
-        CpuSet(cpus)
-    }
 }
 
 #[cfg(test)]
@@ -934,13 +667,6 @@ mod tests {
     #[test]
     fn healthy_rxe0_fw_ver_empty_is_not_a_number() {
         assert!(u64_value("\n").is_err());
-    }
-
-    #[test]
-    fn healthy_cpu_online() {
-        let online = cpulist("0-1\n").unwrap();
-        assert_eq!(online, CpuSet(vec![0, 1]));
-        assert_eq!(online.to_string(), "0-1");
     }
 
     #[test]
@@ -1174,75 +900,6 @@ mod tests {
         assert!(i64_value("--1").is_err());
         assert!(i64_value("+1").is_err());
         assert_eq!(i64_value("42").unwrap(), 42);
-    }
-
-    #[test]
-    fn cpulists() {
-        let set = cpulist("0-3,8,10-11\n").unwrap();
-        assert_eq!(set.0, vec![0, 1, 2, 3, 8, 10, 11]);
-        assert_eq!(set.to_string(), "0-3,8,10-11");
-        assert!(set.contains(8) && !set.contains(9));
-        assert_eq!(set.len(), 7);
-        assert_eq!(cpulist("\n").unwrap(), CpuSet::default());
-        assert_eq!(cpulist("3,1,1-2").unwrap().0, vec![1, 2, 3]);
-        assert!(cpulist("3-1").is_err());
-        assert!(cpulist("0-4294967295").is_err());
-        assert!(cpulist("a").is_err());
-        assert!(cpulist("1,,2").is_err());
-        assert_eq!(cpulist("65535").unwrap().0, vec![65535]);
-    }
-
-    #[test]
-    fn cpumasks() {
-        let set = cpumask("ff,00000001\n").unwrap();
-        assert_eq!(set.to_string(), "0,32-39");
-        assert_eq!(cpumask("00000000,00000003").unwrap().0, vec![0, 1]);
-        assert_eq!(cpumask("0").unwrap(), CpuSet::default());
-        assert!(cpumask("").is_err());
-        assert!(cpumask("123456789").is_err());
-        assert!(cpumask("+1").is_err());
-        assert!(cpumask("g").is_err());
-    }
-
-    #[test]
-    fn cpuset_operations() {
-        let a: CpuSet = [3, 1, 2].into_iter().collect();
-        let b = CpuSet::new(vec![2, 3, 4]);
-        assert_eq!(a.intersection(&b).0, vec![2, 3]);
-        assert!(!a.is_subset(&b));
-        assert!(CpuSet::new(vec![2]).is_subset(&b));
-        assert_eq!(a.iter().collect::<Vec<_>>(), vec![1, 2, 3]);
-    }
-
-    #[test]
-    fn pcie_speeds() {
-        let s = pcie_speed("8.0 GT/s PCIe\n").unwrap();
-        assert_eq!(s.gts, Some(8.0));
-        assert_eq!(s.generation(), Some(3));
-        assert_eq!(s.raw, "8.0 GT/s PCIe");
-        assert_eq!(pcie_speed("16.0 GT/s PCIe").unwrap().generation(), Some(4));
-        assert_eq!(pcie_speed("2.5 GT/s").unwrap().generation(), Some(1));
-        assert_eq!(pcie_speed("5 GT/s").unwrap().gts, Some(5.0));
-        assert_eq!(pcie_speed("32.0GT/s").unwrap().gts, Some(32.0));
-        assert_eq!(pcie_speed("Unknown").unwrap().gts, None);
-        assert_eq!(pcie_speed("Unknown speed").unwrap().generation(), None);
-        assert!(pcie_speed("").is_err());
-        assert!(pcie_speed("fast").is_err());
-        assert!(pcie_speed("8.0").is_err());
-    }
-
-    #[test]
-    fn pcie_widths_and_numa() {
-        assert_eq!(pcie_width("16\n").unwrap(), 16);
-        assert_eq!(pcie_width("x16").unwrap(), 16);
-        assert_eq!(pcie_width("255").unwrap(), 255);
-        assert_eq!(pcie_width("0").unwrap(), 0);
-        assert!(pcie_width("x").is_err());
-        assert!(pcie_width("256").is_err());
-        assert_eq!(numa_node("-1\n").unwrap(), -1);
-        assert_eq!(numa_node("1").unwrap(), 1);
-        assert!(numa_node("4294967296").is_err());
-        assert!(numa_node("node0").is_err());
     }
 
     #[test]

@@ -2,8 +2,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::bail;
-
 use super::res::{emit, load};
 use super::SourceArgs;
 
@@ -21,18 +19,6 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let f = load(&a.source)?;
-    let devs = f.devs.as_deref().unwrap_or_default();
-    let mut rows = Vec::new();
-    for d in devs {
-        if a.dev.as_deref().is_some_and(|x| x != d.name) {
-            continue;
-        }
-        rows.push(rdmakit_res::kernel::dev_row(d));
-    }
-    if let Some(d) = &a.dev {
-        if rows.is_empty() {
-            bail!("no RDMA device {d:?}");
-        }
-    }
+    let rows = rdmakit_res::show::dev_rows(&f, a.dev.as_deref()).map_err(anyhow::Error::msg)?;
     emit(&rows, a.json, false)
 }

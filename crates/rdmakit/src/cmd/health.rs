@@ -74,32 +74,13 @@ pub(super) fn run(a: Args, s: Settings) -> anyhow::Result<ExitCode> {
         }
     };
     let action = health::decide(&verdict, &state);
+    let line = action.line(&state, a.dry_run);
     let done = match (&action, a.dry_run) {
-        (Action::Leave { why }, _) => {
-            say(why);
-            Ok(())
-        }
-        (Action::Drain { reason }, true) => {
-            say(&format!("would drain ({}): {reason}", state.state_text()));
-            Ok(())
-        }
-        (Action::Resume, true) => {
-            say("would resume (healthy; drained by rdmakit)");
-            Ok(())
-        }
-        (Action::Drain { reason }, false) => cmds
-            .drain(&node, reason)
-            .map(|()| say(&format!("drained: {reason}"))),
-        (Action::Resume, false) => {
-            let was = state
-                .reason
-                .as_ref()
-                .map(|r| r.text.clone())
-                .unwrap_or_default();
-            cmds.resume(&node)
-                .map(|()| say(&format!("resumed (healthy; was drained: {was})")))
-        }
-    };
+        (Action::Drain { reason }, false) => cmds.drain(&node, reason),
+        (Action::Resume, false) => cmds.resume(&node),
+        _ => Ok(()),
+    }
+    .map(|()| say(&line));
     if let Err(e) = done {
         say(&format!("error: {e}"));
         return Ok(ExitCode::from(FAILED));

@@ -111,9 +111,5 @@ fn device_limits() -> rdmakit_host::source::LimitsFn {
 /// The libibverbs to load for host devices: `RDMAKIT_IBVERBS_LIB`, else
 /// libibverbs.so.1 (read here, at the edge).
 pub fn ibverbs_library() -> String {
-    use rdmakit_verbs::ibverbs::{DEFAULT_LIBRARY, LIBRARY_ENV};
-    std::env::var(LIBRARY_ENV)
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| DEFAULT_LIBRARY.to_string())
+    rdmakit_verbs::ibverbs::select::library_from_env()
 }

@@ -16,7 +16,6 @@ use rdmakit_perf::options::{parse_duration, parse_mtu, parse_test, parse_ud, Opt
 use rdmakit_perf::{
     render, run_client, run_server, ClientOpts, Header, PerfError, Progress, ServerOpts, Test,
 };
-use serde_json::json;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -199,16 +198,10 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
 /// stderr, exit 2 for bad parameters and 1 otherwise.
 fn failed(test: Test, json: bool, e: PerfError) -> anyhow::Result<ExitCode> {
     if json {
-        println!(
-            "{}",
-            json!({ "test": test.name(), "error": e.to_string(), "kind": e.kind() })
-        );
+        println!("{}", render::error_json(test, &e));
     }
     eprintln!("rdmakit perf: error: {e}");
-    Ok(ExitCode::from(match e {
-        PerfError::Params(_) => 2,
-        _ => 1,
-    }))
+    Ok(ExitCode::from(e.exit_code()))
 }
 
 fn usage(msg: &str) -> ExitCode {

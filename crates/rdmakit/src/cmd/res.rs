@@ -10,8 +10,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use rdmakit_host::netlink::{self, NetlinkFacts, NlError, ResKind};
-use rdmakit_host::source::Errno;
+use rdmakit_host::netlink::{self, NetlinkFacts};
+use rdmakit_res::show::{self, Shown};
 pub(crate) use rdmakit_res::{json, Row};
 
 use super::SourceArgs;
@@ -55,66 +55,33 @@ pub(crate) fn load(source: &SourceArgs) -> anyhow::Result<NetlinkFacts> {
     let (opened, _) = source.open()?;
     let f = netlink::rdma_netlink(opened.source());
     if let Err(e) = &f.devs {
-        return Err(unanswered(e, opened.label()));
+        return Err(anyhow::Error::msg(show::unanswered(e, opened.label())));
     }
     Ok(f)
 }
 
-/// Why a source gave no netlink answers, as the error the subcommands exit 2 with.
-fn unanswered(e: &NlError, label: &str) -> anyhow::Error {
-    match e {
-        NlError::Socket(_) => {
-            anyhow::anyhow!("kernel layer: {e}; check that ib_core is loaded (rdmakit doctor)")
-        }
-        NlError::NotRecorded => anyhow::anyhow!(
-            "{label} holds no RDMA netlink answers (recorded without them, or a tree with no \
-             kernel behind it)"
-        ),
-        _ => anyhow::anyhow!("kernel layer: the device dump failed: {e}"),
+/// Prints what could not be read (stderr), then the rows; exit 1 when
+/// something was missing.
+pub(crate) fn emit_shown(shown: &Shown, as_json: bool) -> anyhow::Result<ExitCode> {
+    for m in &shown.missing {
+        eprintln!("rdmakit: {m}");
     }
-}
-
-/// Reports an answer that is missing on stderr.
-pub(crate) fn warn(what: &str, e: &NlError) {
-    eprintln!("rdmakit: {what}: {e}");
+    emit(&shown.rows, as_json, !shown.missing.is_empty())
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // `rdmakit res soft0` (a device, no kind) is accepted too.
-    let mut dev = a.dev.clone();
-    let kind = match a.kind.as_deref() {
-        None | Some("show") => None,
-        Some(k) => match ResKind::parse(k) {
-            Some(k) => Some(k),
-            None if dev.is_none() && !k.is_empty() => {
-                dev = Some(k.to_string());
-                None
-            }
-            None => bail!("unknown resource {k:?}: expected qp, cq, mr, pd, ctx, srq or cm_id"),
-        },
-    };
+    let (kind, dev) = rdmakit_res::listing::parse_args(a.kind.as_deref(), a.dev.clone())
+        .map_err(anyhow::Error::msg)?;
     let (opened, _) = a.source.open()?;
     let live = a.source.from.is_none() && a.source.root.is_none();
     let f = netlink::rdma_netlink(opened.source());
-    let mut partial = false;
-    // The kernel part: absent on a live host without kernel RDMA (the soft NIC is
-    // still shown), a failure anywhere else.
-    let kernel = match &f.devs {
-        Ok(_) => true,
-        Err(NlError::Socket(e)) if live => {
-            // EPROTONOSUPPORT: no RDMA in the kernel, nothing is missing; any other
-            // errno: the kernel part exists but could not be asked.
-            if *e != Errno::EPROTONOSUPPORT {
-                partial = true;
-            }
-            eprintln!(
-                "rdmakit: note: kernel part absent ({}); showing the rdmakit soft NIC only",
-                NlError::Socket(*e)
-            );
-            false
-        }
-        Err(e) => return Err(unanswered(e, opened.label())),
-    };
+    let part = rdmakit_res::listing::kernel_part(&f.devs, live, opened.label())
+        .map_err(anyhow::Error::msg)?;
+    if let Some(n) = &part.note {
+        eprintln!("rdmakit: {n}");
+    }
+    let (kernel, mut partial) = (part.present, part.partial);
     let soft = if live {
         rdmakit_res::soft::read(&super::soft_names())
     } else {

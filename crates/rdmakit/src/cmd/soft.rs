@@ -14,7 +14,6 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use rdmakit_soft::registry::{self, Registry};
-use serde_json::json;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -65,15 +64,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             let on = state == "on";
             reg.set_leaky(on)
                 .with_context(|| format!("writing {}", reg.dir().join(".options").display()))?;
-            println!(
-                "{device}: {}",
-                if on {
-                    "leaky driver: objects of processes that exit or die without destroying them \
-                     stay until 'rdmakit soft reclaim' (for processes that open it from now on)"
-                } else {
-                    "objects go with the last holder of their context, as the kernel's do"
-                }
-            );
+            println!("{}", rdmakit_res::registry::leaky_note(&device, on));
             Ok(ExitCode::SUCCESS)
         }
         Sub::Reclaim {
@@ -122,11 +113,7 @@ fn reclaim(device: Option<String>, dry_run: bool, as_json: bool) -> anyhow::Resu
 /// Every device's part, as one JSON object or as text.
 fn show(r: &[rdmakit_res::registry::Rendered], as_json: bool) -> anyhow::Result<()> {
     if as_json {
-        let devs: Vec<&serde_json::Value> = r.iter().map(|d| &d.json).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "devices": devs }))?
-        );
+        println!("{}", rdmakit_res::registry::devices_json(r));
     } else {
         for d in r {
             print!("{}", d.text);

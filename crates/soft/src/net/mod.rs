@@ -201,8 +201,14 @@ fn bind_err(verb: &'static str, e: &std::io::Error, what: String) -> SoftError {
 impl Net {
     /// Binds `addr:port` (a configured device address), or a free loopback
     /// slot's endpoint of the host device ([`host_device_addr`]) when
-    /// `addr` is None.
-    pub(crate) fn bind(addr: Option<Ipv4Addr>, port: u16) -> Result<Net> {
+    /// `addr` is None. Uses the offloads `allowed` the kernel offers, and a
+    /// raw send socket when `raw_tx` and the process may.
+    pub(crate) fn bind(
+        addr: Option<Ipv4Addr>,
+        port: u16,
+        allowed: Offloads,
+        raw_tx: bool,
+    ) -> Result<Net> {
         let (sock, dev_addr, slot) = match addr {
             Some(a) => (
                 UdpSocket::bind(SocketAddrV4::new(a, port)).map_err(|e| {
@@ -223,7 +229,7 @@ impl Net {
             Ok(SocketAddr::V4(a)) => *a.ip(),
             _ => dev_addr,
         };
-        let offloads = probe_offloads(&sock);
+        let offloads = probe_offloads(&sock, allowed);
         Ok(Net {
             addr: dev_addr,
             local,
@@ -233,7 +239,7 @@ impl Net {
             flows: Mutex::new(HashMap::new()),
             timeout_ns: AtomicU64::new(0),
             solvers: Mutex::new(HashMap::new()),
-            raw: raw_socket(),
+            raw: raw_tx.then(raw_socket).flatten(),
             ident: std::sync::atomic::AtomicU16::new(1),
             offloads,
             gso_max_seg: AtomicUsize::new(if offloads.gso {
@@ -723,8 +729,8 @@ mod tests {
         }
         assert_eq!(addr_slot(Ipv4Addr::new(127, 77, 0, 0)), None);
         assert_eq!(addr_slot(Ipv4Addr::new(127, 0, 0, 1)), None);
-        let a = Net::bind(None, 0).unwrap();
-        let b = Net::bind(None, 0).unwrap();
+        let a = Net::bind(None, 0, Offloads::ALL, true).unwrap();
+        let b = Net::bind(None, 0, Offloads::ALL, true).unwrap();
         assert_eq!(a.addr(), host_device_addr());
         assert_eq!(a.addr(), b.addr(), "one device address for every context");
         let (ba, bb) = (a.qpn_base().unwrap(), b.qpn_base().unwrap());
@@ -770,12 +776,9 @@ mod tests {
     }
 }
 
-/// The send-only raw IPv4 socket, unless the process lacks CAP_NET_RAW or
-/// `RDMAKIT_SOFT_RAW_TX=0`.
+/// The send-only raw IPv4 socket, unless the process lacks CAP_NET_RAW
+/// (the device configuration's `raw_tx` decides whether to try).
 fn raw_socket() -> Option<std::os::fd::OwnedFd> {
-    if std::env::var("RDMAKIT_SOFT_RAW_TX").is_ok_and(|v| v == "0") {
-        return None;
-    }
     rustix::net::socket_with(
         rustix::net::AddressFamily::INET,
         rustix::net::SocketType::RAW,

@@ -29,6 +29,14 @@ pub struct Offloads {
 }
 
 impl Offloads {
+    /// Both offloads (as allowed: each still only when the kernel has it).
+    pub const ALL: Offloads = Offloads {
+        gso: true,
+        gro: true,
+    };
+}
+
+impl Offloads {
     /// `"gso gro"`, `"gso"`, `"gro"` or `"none"`.
     pub fn describe(self) -> &'static str {
         match (self.gso, self.gro) {
@@ -124,11 +132,6 @@ pub(crate) fn gro_size(control: &[u8]) -> usize {
     0
 }
 
-/// Whether `RDMAKIT_SOFT_<name>` leaves an offload on (anything but `0`).
-pub(crate) fn offload_allowed(name: &str) -> bool {
-    std::env::var(format!("RDMAKIT_SOFT_{name}")).map_or(true, |v| v != "0")
-}
-
 pub(crate) fn set_udp_opt(sock: &UdpSocket, opt: libc::c_int, val: libc::c_int) -> bool {
     // SAFETY: a valid fd and a c_int option value of its size.
     unsafe {
@@ -142,14 +145,15 @@ pub(crate) fn set_udp_opt(sock: &UdpSocket, opt: libc::c_int, val: libc::c_int) 
     }
 }
 
-/// Probes (and turns on) the offloads the kernel offers on `sock`, unless
-/// `RDMAKIT_SOFT_GSO=0` / `RDMAKIT_SOFT_GRO=0` (a packet capture on `lo`
-/// sees one GSO send as one large datagram; these keep one per packet).
-pub(crate) fn probe_offloads(sock: &UdpSocket) -> Offloads {
+/// Probes (and turns on) the offloads the kernel offers on `sock` among
+/// those `allowed` (the device configuration's `gso` / `gro`: a packet
+/// capture on `lo` sees one GSO send as one large datagram; turning them off
+/// keeps one per packet).
+pub(crate) fn probe_offloads(sock: &UdpSocket, allowed: Offloads) -> Offloads {
     Offloads {
         // Segment size 0: per-send control messages only.
-        gso: offload_allowed("GSO") && set_udp_opt(sock, UDP_SEGMENT, 0),
-        gro: offload_allowed("GRO") && set_udp_opt(sock, UDP_GRO, 1),
+        gso: allowed.gso && set_udp_opt(sock, UDP_SEGMENT, 0),
+        gro: allowed.gro && set_udp_opt(sock, UDP_GRO, 1),
     }
 }
 
@@ -412,9 +416,9 @@ mod offload_tests {
 
     /// Two loopback contexts: `b` receives, `a` sends to its endpoint.
     fn pair() -> (Net, Net) {
-        let mut b = Net::bind(None, 0).unwrap();
+        let mut b = Net::bind(None, 0, Offloads::ALL, true).unwrap();
         b.port = b.sock.local_addr().unwrap().port();
-        let a = Net::bind(None, b.port).unwrap();
+        let a = Net::bind(None, b.port, Offloads::ALL, true).unwrap();
         (a, b)
     }
 
@@ -449,7 +453,7 @@ mod offload_tests {
         // Without UDP_GRO the kernel segments a GSO send before the socket.
         let plain = UdpSocket::bind("127.0.0.1:0").unwrap();
         let port = plain.local_addr().unwrap().port();
-        let a = Net::bind(None, port).unwrap();
+        let a = Net::bind(None, port, Offloads::ALL, true).unwrap();
         let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
         let (mut cache, mut batch, mut buf) = (None, TxBatch::default(), Vec::new());
         let lens = [1000usize, 1000, 1000, 500];

@@ -16,7 +16,8 @@
 //!
 //! ```no_run
 //! use rdmakit_verbs::{ibverbs::IbverbsProvider, Context, Provider};
-//! let p = IbverbsProvider::load()?; // RDMAKIT_IBVERBS_LIB or libibverbs.so.1
+//! // RDMAKIT_IBVERBS_LIB or libibverbs.so.1, read at the edge:
+//! let p = IbverbsProvider::load_from(&rdmakit_verbs::ibverbs::select::library_from_env())?;
 //! for name in p.device_names()? {
 //!     let ctx = Context::open(&p, &name)?;
 //!     let a = ctx.query_device()?;
@@ -61,24 +62,13 @@ pub struct DeviceLimits {
 }
 
 impl IbverbsProvider {
-    /// Loads the library named by `RDMAKIT_IBVERBS_LIB`, else
-    /// `libibverbs.so.1` from the dynamic linker's search path.
+    /// Loads the libibverbs at `path` (a path, or a name to search). The
+    /// edges choose it ([`select::library_from_env`]: `RDMAKIT_IBVERBS_LIB`,
+    /// else [`DEFAULT_LIBRARY`]) and pass it down.
     ///
     /// # Errors
     /// Library layer: `dlopen` failed (`ENOENT`, with the `dlerror` text) or
     /// the file is not a libibverbs (`ENOSYS`).
-    pub fn load() -> Result<IbverbsProvider> {
-        let path = std::env::var(LIBRARY_ENV)
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| DEFAULT_LIBRARY.to_string());
-        IbverbsProvider::load_from(&path)
-    }
-
-    /// Loads the libibverbs at `path` (a path, or a name to search).
-    ///
-    /// # Errors
-    /// As [`IbverbsProvider::load`].
     pub fn load_from(path: &str) -> Result<IbverbsProvider> {
         Ok(IbverbsProvider {
             lib: Library::load(path)?,

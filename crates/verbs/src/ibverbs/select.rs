@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use super::IbverbsProvider;
+use super::{IbverbsProvider, DEFAULT_LIBRARY, LIBRARY_ENV};
 use crate::error::{Errno, Error, Layer, Result};
 use crate::objects::Context;
 use crate::provider::{Provider, SoftProvider};
@@ -60,10 +60,24 @@ impl Choice {
     }
 }
 
+/// The libibverbs the tools load, read once at the edge:
+/// `RDMAKIT_IBVERBS_LIB` (e.g. the rdmakit shim), else [`DEFAULT_LIBRARY`].
+pub fn library_from_env() -> String {
+    library_from(std::env::var(LIBRARY_ENV).ok())
+}
+
+/// The library `value` (the variable's) names: an unset or empty value is
+/// [`DEFAULT_LIBRARY`].
+pub fn library_from(value: Option<String>) -> String {
+    value
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| DEFAULT_LIBRARY.to_string())
+}
+
 /// The real-device provider and its device names, when libibverbs loads
 /// and lists at least one device.
 fn real() -> Option<(IbverbsProvider, Vec<String>)> {
-    let p = IbverbsProvider::load().ok()?;
+    let p = IbverbsProvider::load_from(&library_from_env()).ok()?;
     let names = p.device_names().ok()?;
     (!names.is_empty()).then_some((p, names))
 }
@@ -75,7 +89,7 @@ fn real() -> Option<(IbverbsProvider, Vec<String>)> {
 pub fn default_provider(choice: Choice) -> Result<Arc<dyn Provider>> {
     Ok(match choice {
         Choice::Soft => Arc::new(SoftProvider::from_env()?),
-        Choice::Ibverbs => Arc::new(IbverbsProvider::load()?),
+        Choice::Ibverbs => Arc::new(IbverbsProvider::load_from(&library_from_env())?),
         Choice::Auto => match real() {
             Some((p, _)) => Arc::new(p),
             None => Arc::new(SoftProvider::from_env()?),
@@ -99,7 +113,7 @@ pub fn devices(choice: Choice) -> Result<Vec<String>> {
 pub fn open_device(choice: Choice, name: &str) -> Result<Arc<Context>> {
     let mut tried = Vec::new();
     if choice != Choice::Soft {
-        match IbverbsProvider::load() {
+        match IbverbsProvider::load_from(&library_from_env()) {
             Ok(p) => match p.device_names() {
                 Ok(names) if names.iter().any(|n| n == name) => return Context::open(&p, name),
                 Ok(names) => tried.push(format!("libibverbs devices {names:?}")),
@@ -130,6 +144,16 @@ pub fn open_device(choice: Choice, name: &str) -> Result<Arc<Context>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_library_is_the_variables_else_the_default() {
+        assert_eq!(library_from(None), DEFAULT_LIBRARY);
+        assert_eq!(library_from(Some(String::new())), DEFAULT_LIBRARY);
+        assert_eq!(
+            library_from(Some("/opt/shim/libibverbs.so.1".into())),
+            "/opt/shim/libibverbs.so.1"
+        );
+    }
 
     #[test]
     fn choices_parse_and_bad_values_are_application_errors() {

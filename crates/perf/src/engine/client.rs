@@ -1,0 +1,132 @@
+//! The client: its options, connecting to a server and running every size.
+
+use super::bandwidth::client_bw;
+use super::latency::client_lat;
+use super::*;
+
+/// The client's options.
+#[derive(Clone, Debug)]
+pub struct ClientOpts {
+    /// Server host.
+    pub host: String,
+    /// Server TCP port.
+    pub port: u16,
+    /// Device (`None`: the soft NIC).
+    pub device: Option<String>,
+    /// The provider `device` is opened through.
+    pub provider: ProviderChoice,
+    /// The soft NIC's configuration when `device` is `None` (its `addr`
+    /// `None`: the host device's address); the CLI's is
+    /// `DeviceConfig::from_env()`.
+    pub soft: DeviceConfig,
+    /// GID index (reported; the soft NIC's RoCEv2 GID is used).
+    pub gid_index: u32,
+    /// What to run.
+    pub params: Params,
+    /// How long to keep retrying the TCP connect while the server starts.
+    pub connect_timeout: Duration,
+}
+
+/// Runs the client against `opts.host`.
+///
+/// # Errors
+/// [`PerfError`]: verbs, completion (e.g. RETRY_EXC_ERR when the server
+/// vanishes), exchange, validation.
+pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
+    check_params(&opts.params)?;
+    let start = Instant::now();
+    let stream = loop {
+        match TcpStream::connect((opts.host.as_str(), opts.port)) {
+            Ok(s) => break s,
+            Err(e) if start.elapsed() < opts.connect_timeout => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => {
+                return Err(PerfError::Exchange(format!(
+                    "couldn't connect to {}:{}: {e}",
+                    opts.host, opts.port
+                )))
+            }
+        }
+    };
+    client_on(stream, opts, hooks)
+}
+
+/// Runs the client over `stream`, already connected to a server (the
+/// caller chose how: a supervisor that authenticates its peers, say);
+/// `opts.host`, `port` and `connect_timeout` are not used.
+///
+/// # Errors
+/// As [`run_client`]; [`PerfError::Cancelled`] when `hooks.cancel` is set.
+pub fn client_on(
+    stream: TcpStream,
+    opts: &ClientOpts,
+    hooks: &mut Progress<'_>,
+) -> Result<Report, PerfError> {
+    let p = &opts.params;
+    check_params(p)?;
+    let (mut l, init) = bring_up(opts.provider, &opts.device, &opts.soft, p, buf_len(p))?;
+    let stop = hooks.stop();
+    let mut c = Lines::new(stream)?;
+    c.send(&p.to_line())?;
+    c.send(&format!("QP {}", l.info.to_line()))?;
+    let remote = QpInfo::from_line(&c.expect("QP")?)?;
+    connect(&mut l, init, &remote)?;
+    let h = header("client", &l, &remote, p, opts.gid_index);
+    if let Some(f) = hooks.on_header.as_mut() {
+        f(&h);
+    }
+    let mut rows = Vec::new();
+    let validated = p.validate.then_some(true);
+    let mut client_recvs = 0u32;
+    let n = p.sizes.len();
+    for (k, &size) in p.sizes.iter().enumerate() {
+        stop.check()?;
+        c.send(&format!("SIZE {size}"))?;
+        c.expect("GO")?;
+        let mut prog = |f: f64| {
+            if let Some(cb) = hooks.on_progress.as_mut() {
+                cb((k as f64 + f.clamp(0.0, 1.0)) / n as f64);
+            }
+        };
+        let (row, count) = if p.test.is_bw() {
+            let (r, count) = client_bw(&l, &remote, p, size, &mut prog, &stop)?;
+            (Row::Bw(r), count)
+        } else {
+            let mut samples =
+                client_lat(&l, &remote, p, size, &mut client_recvs, &mut prog, &stop)?;
+            let count = samples.len() as u64;
+            let r = lat_row(size, &mut samples).ok_or_else(|| {
+                PerfError::Params("no latency samples (duration too short?)".into())
+            })?;
+            (Row::Lat(r), count)
+        };
+        if p.validate && matches!(p.test, Test::ReadBw | Test::ReadLat) {
+            let got = l.buf().to_vec(0..size)?;
+            if got != pattern(size) {
+                return Err(PerfError::Validation(format!(
+                    "READ of {size} bytes brought back other bytes than the server's pattern"
+                )));
+            }
+        }
+        c.send(&format!("DONE {count}"))?;
+        let verdict = c.recv()?;
+        if let Some(why) = verdict.strip_prefix("BAD ") {
+            return Err(PerfError::Validation(format!("server: {why}")));
+        } else if verdict != "OK" {
+            return Err(PerfError::Exchange(format!("expected OK, got {verdict:?}")));
+        }
+        rows.push(row);
+    }
+    c.send("END")?;
+    let _ = c.recv();
+    let qp_counters = l.qp_counters();
+    Ok(Report {
+        header: h,
+        results: rows,
+        control: l.teardown(),
+        validated,
+        qp_counters,
+    })
+}

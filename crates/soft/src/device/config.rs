@@ -1,0 +1,296 @@
+//! How a soft device is set up ([`DeviceConfig`]), and the one place that
+//! reads it from the environment ([`DeviceConfig::from_env`]); everything
+//! below the edge takes the configuration.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use super::err;
+use crate::attr::Limits;
+use crate::errno::{Errno, Origin, Result};
+use crate::net;
+
+/// How a soft device is set up.
+#[derive(Clone, Debug)]
+pub struct DeviceConfig {
+    /// Device name; default `"soft0"` ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_NAME`).
+    pub name: Option<String>,
+    /// The device's IPv4 address (its GID); default the host device: the
+    /// host's first non-loopback address (or 127.0.0.1), shared by every
+    /// context on the host (see [`crate::net`]) ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_ADDR`).
+    pub addr: Option<Ipv4Addr>,
+    /// UDP port; default 4791 (RoCEv2) ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_UDP_PORT`). Both
+    /// ends must use the same port. A host whose kernel runs RoCE (rdma_rxe,
+    /// a RoCE NIC) already listens on 0.0.0.0:4791.
+    pub udp_port: u16,
+    /// Resource limits.
+    pub limits: Limits,
+    /// MTU of the (virtual) netdev; the active path MTU follows from it.
+    /// Default 4192 (active MTU 4096) ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_NETDEV_MTU`); on a
+    /// real 1500-byte link use 1500 (active MTU 1024), as rxe derives it.
+    pub netdev_mtu: u32,
+    /// Seed of the descriptor-mapping fault injector (off until enabled).
+    pub fault_seed: u64,
+    /// Busy-poll mode: `poll_cq` on an empty CQ also processes datagrams
+    /// waiting on the socket in the caller's thread (lower latency); with
+    /// `false` only the progress thread receives (event mode).
+    pub busy_poll: bool,
+    /// The errno a create verb returns once a device limit (`max_qp`, ...)
+    /// is reached; default [`Exhaustion::Einval`] ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_EXHAUSTION`, `einval`/`enospc`).
+    pub exhaustion: Option<Exhaustion>,
+    /// Share the device-wide resource registry with every process that
+    /// opens a device of this name (see [`crate::registry`]); limits then
+    /// count across processes. Default `true`.
+    pub shared_registry: bool,
+    /// A leaky driver: objects of a process that exits or dies without
+    /// destroying them stay (counting against the limits) until `rdmakit
+    /// soft reclaim`, instead of going with the last holder of the context
+    /// as the kernel's do — the seed's exhausted-device case, for
+    /// demonstrations and the doctor's tests. Default the device's option
+    /// (`rdmakit soft leaky on`), else off ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_LEAKY=1` turns it on).
+    pub leaky: Option<bool>,
+    /// UDP segmentation offload (UDP_SEGMENT) when the kernel offers it.
+    /// Default on ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_GSO=0` turns it
+    /// off, so a capture on `lo` sees one datagram per packet).
+    pub gso: bool,
+    /// UDP receive coalescing (UDP_GRO) when the kernel offers it. Default
+    /// on ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_GRO=0` turns it off).
+    pub gro: bool,
+    /// Send through a raw IPv4 socket when the process has CAP_NET_RAW.
+    /// Default on ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_RAW_TX=0`
+    /// turns it off).
+    pub raw_tx: bool,
+    /// The directory holding every device's registry; None: the default
+    /// root ([`crate::registry::root`]) ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_REGISTRY_DIR`).
+    pub registry_dir: Option<PathBuf>,
+}
+
+/// Which errno a create verb returns when a device limit is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Exhaustion {
+    /// `EINVAL`: what rxe returns (`__rxe_add_to_pool` past `max_elem`).
+    #[default]
+    Einval,
+    /// `ENOSPC`: what mlx5 returns — the seed's case (leaked QPs, then
+    /// `ibv_create_qp` failing with "No space left on device").
+    Enospc,
+}
+
+impl Exhaustion {
+    /// The errno.
+    pub fn errno(self) -> Errno {
+        match self {
+            Exhaustion::Einval => Errno::EINVAL,
+            Exhaustion::Enospc => Errno::ENOSPC,
+        }
+    }
+}
+
+impl DeviceConfig {
+    /// The defaults with what the environment sets, read here once: the
+    /// edges (the CLI, the shims, a program's `main`) call it and pass the
+    /// configuration down. See [`DeviceConfig::from_vars`] for the variables.
+    ///
+    /// # Errors
+    /// As [`DeviceConfig::from_vars`].
+    pub fn from_env() -> Result<DeviceConfig> {
+        DeviceConfig::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// The defaults with what `var` (a variable's value by name) sets:
+    /// `RDMAKIT_SOFT_NAME`, `RDMAKIT_SOFT_ADDR`, `RDMAKIT_SOFT_UDP_PORT`,
+    /// `RDMAKIT_SOFT_NETDEV_MTU`, `RDMAKIT_SOFT_EXHAUSTION` (`enospc`),
+    /// `RDMAKIT_SOFT_LEAKY=1`, `RDMAKIT_SOFT_GSO=0`, `RDMAKIT_SOFT_GRO=0`,
+    /// `RDMAKIT_SOFT_RAW_TX=0`, `RDMAKIT_SOFT_REGISTRY_DIR`. An unset,
+    /// empty or unusable value leaves the default: a port of 0 or not a
+    /// number, an MTU below 352, an unknown exhaustion name; an offload or
+    /// raw-send switch is off only for exactly `0`.
+    ///
+    /// # Errors
+    /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR` (the error opening the
+    /// device reported before).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<DeviceConfig> {
+        let d = DeviceConfig::default();
+        let addr = match var("RDMAKIT_SOFT_ADDR") {
+            Some(s) if !s.is_empty() => Some(s.trim().parse::<Ipv4Addr>().map_err(|_| {
+                err(
+                    "ibv_open_device",
+                    Errno::EINVAL,
+                    Origin::Library,
+                    format!("RDMAKIT_SOFT_ADDR={s:?} is not an IPv4 address"),
+                )
+            })?),
+            _ => None,
+        };
+        let switch = |k: &str| var(k).map_or(true, |v| v != "0");
+        Ok(DeviceConfig {
+            name: var("RDMAKIT_SOFT_NAME"),
+            addr,
+            udp_port: var("RDMAKIT_SOFT_UDP_PORT")
+                .and_then(|p| p.trim().parse().ok())
+                .filter(|&p| p != 0)
+                .unwrap_or(d.udp_port),
+            netdev_mtu: var("RDMAKIT_SOFT_NETDEV_MTU")
+                .and_then(|m| m.trim().parse().ok())
+                .filter(|&m: &u32| m >= 256 + 96)
+                .unwrap_or(d.netdev_mtu),
+            exhaustion: match var("RDMAKIT_SOFT_EXHAUSTION").as_deref() {
+                Some("enospc" | "ENOSPC") => Some(Exhaustion::Enospc),
+                _ => None,
+            },
+            leaky: var("RDMAKIT_SOFT_LEAKY")
+                .is_some_and(|v| matches!(v.trim(), "1" | "on" | "yes"))
+                .then_some(true),
+            gso: switch("RDMAKIT_SOFT_GSO"),
+            gro: switch("RDMAKIT_SOFT_GRO"),
+            raw_tx: switch("RDMAKIT_SOFT_RAW_TX"),
+            registry_dir: var("RDMAKIT_SOFT_REGISTRY_DIR")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from),
+            ..d
+        })
+    }
+
+    /// The configured device address: `addr`; None for the loopback device.
+    ///
+    /// # Errors
+    /// None today (the address is parsed by [`DeviceConfig::from_env`]).
+    pub fn configured_addr(&self) -> Result<Option<Ipv4Addr>> {
+        Ok(self.addr)
+    }
+
+    /// The directory holding every device's registry: `registry_dir`, else
+    /// the default root ([`crate::registry::root`]).
+    pub fn registry_root(&self) -> PathBuf {
+        self.registry_dir
+            .clone()
+            .unwrap_or_else(crate::registry::root)
+    }
+
+    /// The address the device will have (its GID's): the configured one,
+    /// else the host device's ([`net::host_device_addr`]). Known before any
+    /// open, like a netdev's address.
+    ///
+    /// # Errors
+    /// As [`DeviceConfig::configured_addr`].
+    pub fn device_addr(&self) -> Result<Ipv4Addr> {
+        Ok(self
+            .configured_addr()?
+            .unwrap_or_else(net::host_device_addr))
+    }
+}
+
+impl Default for DeviceConfig {
+    fn default() -> DeviceConfig {
+        DeviceConfig {
+            name: None,
+            addr: None,
+            udp_port: net::ROCE_PORT,
+            limits: Limits::default(),
+            netdev_mtu: 4096 + 96,
+            fault_seed: 0,
+            busy_poll: true,
+            exhaustion: None,
+            shared_registry: true,
+            leaky: None,
+            gso: true,
+            gro: true,
+            raw_tx: true,
+            registry_dir: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn no_variables_give_the_defaults() {
+        let c = DeviceConfig::from_vars(|_| None).unwrap();
+        let d = DeviceConfig::default();
+        assert_eq!(c.name, d.name);
+        assert_eq!(c.addr, None);
+        assert_eq!(c.udp_port, net::ROCE_PORT);
+        assert_eq!(c.netdev_mtu, 4096 + 96);
+        assert_eq!(c.exhaustion, None);
+        assert_eq!(c.leaky, None);
+        assert!(c.gso && c.gro && c.raw_tx);
+        assert_eq!(c.registry_dir, None);
+    }
+
+    #[test]
+    fn every_variable_is_read() {
+        let c = DeviceConfig::from_vars(vars(&[
+            ("RDMAKIT_SOFT_NAME", "soft7"),
+            ("RDMAKIT_SOFT_ADDR", " 10.0.0.2 "),
+            ("RDMAKIT_SOFT_UDP_PORT", "4792"),
+            ("RDMAKIT_SOFT_NETDEV_MTU", "1500"),
+            ("RDMAKIT_SOFT_EXHAUSTION", "enospc"),
+            ("RDMAKIT_SOFT_LEAKY", "1"),
+            ("RDMAKIT_SOFT_GSO", "0"),
+            ("RDMAKIT_SOFT_GRO", "0"),
+            ("RDMAKIT_SOFT_RAW_TX", "0"),
+            ("RDMAKIT_SOFT_REGISTRY_DIR", "/tmp/reg"),
+        ]))
+        .unwrap();
+        assert_eq!(c.name.as_deref(), Some("soft7"));
+        assert_eq!(c.addr, Some(Ipv4Addr::new(10, 0, 0, 2)));
+        assert_eq!(c.udp_port, 4792);
+        assert_eq!(c.netdev_mtu, 1500);
+        assert_eq!(c.exhaustion, Some(Exhaustion::Enospc));
+        assert_eq!(c.leaky, Some(true));
+        assert!(!c.gso && !c.gro && !c.raw_tx);
+        assert_eq!(c.registry_dir, Some(PathBuf::from("/tmp/reg")));
+    }
+
+    #[test]
+    fn garbage_address_is_a_clear_error() {
+        let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_ADDR", "10.0.0.300")])).unwrap_err();
+        assert_eq!(e.errno, Errno::EINVAL);
+        let text = e.to_string();
+        assert!(text.contains("ibv_open_device"), "{text}");
+        assert!(text.contains("RDMAKIT_SOFT_ADDR=\"10.0.0.300\""), "{text}");
+    }
+
+    #[test]
+    fn garbage_values_leave_the_documented_defaults() {
+        let c = DeviceConfig::from_vars(vars(&[
+            ("RDMAKIT_SOFT_ADDR", ""),
+            ("RDMAKIT_SOFT_UDP_PORT", "0"),
+            ("RDMAKIT_SOFT_NETDEV_MTU", "100"),
+            ("RDMAKIT_SOFT_EXHAUSTION", "full"),
+            ("RDMAKIT_SOFT_LEAKY", "maybe"),
+            ("RDMAKIT_SOFT_GSO", "off?"),
+            ("RDMAKIT_SOFT_GRO", ""),
+            ("RDMAKIT_SOFT_RAW_TX", "00"),
+            ("RDMAKIT_SOFT_REGISTRY_DIR", ""),
+        ]))
+        .unwrap();
+        assert_eq!(c.addr, None);
+        assert_eq!(c.udp_port, net::ROCE_PORT);
+        assert_eq!(c.netdev_mtu, 4096 + 96);
+        assert_eq!(c.exhaustion, None);
+        assert_eq!(c.leaky, None);
+        assert!(c.gso && c.gro && c.raw_tx);
+        assert_eq!(c.registry_dir, None);
+        let c = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_UDP_PORT", "port")])).unwrap();
+        assert_eq!(c.udp_port, net::ROCE_PORT);
+    }
+}
