@@ -535,7 +535,11 @@ impl Net {
         };
         let seen = match r {
             Some((n, _, seg)) => RecvSeen::Datagram { len: n, seg },
-            None => RecvSeen::Empty,
+            // Only "nothing queued" proves no coalesced buffer is left.
+            None if std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN) => {
+                RecvSeen::Empty
+            }
+            None => return None,
         };
         let (next, set) = sw.observe(seen);
         if next != sw {
