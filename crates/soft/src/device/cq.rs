@@ -219,6 +219,7 @@ impl Device {
                 id,
                 cap: AtomicUsize::new(cqe as usize),
                 queue: Mutex::new(VecDeque::new()),
+                ready: AtomicUsize::new(0),
                 overrun: AtomicBool::new(false),
                 armed: AtomicBool::new(false),
                 channel: ch,
@@ -294,30 +295,38 @@ impl Device {
     /// # Errors
     /// `EINVAL` for an unknown CQ.
     pub fn poll_cq(&self, cq: u32, out: &mut Vec<Wc>, max: usize) -> Result<usize> {
-        let c = self
-            .sh
-            .cq(cq)
+        // A read guard on the table, not a clone of the CQ's Arc per call;
+        // nothing below writes the CQ table.
+        let cqs = read(&self.sh.cqs);
+        let c = cqs
+            .get(&cq)
             .ok_or_else(|| err("ibv_poll_cq", Errno::EINVAL, Origin::Library, "no such CQ"))?;
-        let mut q = lock(&c.queue);
-        if q.is_empty() && self.sh.busy_poll {
-            drop(q);
-            // A counter, not a clock read per spin: the progress thread
-            // notes when it last saw it move (see `progress_loop`).
-            let n = self.sh.busy_polls.load(Ordering::Relaxed);
-            self.sh
-                .busy_polls
-                .store(n.wrapping_add(1), Ordering::Release);
-            self.sh.flush_held_acks();
-            // Stop at the first datagram that completes here: the
-            // application gets its completion without another `recvfrom`
-            // (or the peer's ACK) in between.
-            self.sh
-                .poll_network_until(64, true, || !lock(&c.queue).is_empty());
-            q = lock(&c.queue);
+        // The ready count, not the queue's lock, says whether it is empty:
+        // a spinning poller takes no lock while nothing arrives.
+        if c.ready.load(Ordering::Acquire) == 0 {
+            if self.sh.busy_poll {
+                // A counter, not a clock read per spin: the progress thread
+                // notes when it last saw it move (see `progress_loop`).
+                let n = self.sh.busy_polls.load(Ordering::Relaxed);
+                self.sh
+                    .busy_polls
+                    .store(n.wrapping_add(1), Ordering::Release);
+                self.sh.flush_held_acks();
+                // Stop at the first datagram that completes here: the
+                // application gets its completion without another
+                // `recvfrom` (or the peer's ACK) in between.
+                self.sh
+                    .poll_network_until(64, true, || c.ready.load(Ordering::Acquire) != 0);
+            }
+            if c.ready.load(Ordering::Acquire) == 0 {
+                return Ok(0);
+            }
         }
+        let mut q = lock(&c.queue);
         let n = max.min(q.len());
         if n > 0 {
             out.extend(q.drain(..n));
+            c.ready.store(q.len(), Ordering::Release);
         }
         Ok(n)
     }

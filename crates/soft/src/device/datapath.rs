@@ -7,7 +7,7 @@ use rdmakit_wire::bth;
 
 impl Shared {
     pub(super) fn now(&self) -> Instant {
-        Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        Instant::from_nanos(monotonic_ns().saturating_sub(self.epoch_ns))
     }
 
     pub(super) fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
@@ -64,6 +64,7 @@ impl Shared {
             return;
         }
         q.push_back(wc);
+        c.ready.store(q.len(), Ordering::Release);
         drop(q);
         self.notify(c);
     }
@@ -139,7 +140,10 @@ impl Shared {
             inline: &eng.inline_store,
         };
         for pass in [true, false] {
-            if !pass && hold_acks {
+            // The second pass only sends the plain ACKs the first held
+            // back: with nothing left for the responder (a requester's
+            // post, most datagrams) it would find nothing.
+            if !pass && (hold_acks || !eng.qp.responder_pending()) {
                 break;
             }
             loop {

@@ -268,7 +268,9 @@ impl Device {
             // not surface after the QP is brought up again (pyverbs'
             // test_mr_rereg_* restate their QPs and poll one completion).
             for cq in [&q.send_cq, &q.recv_cq] {
-                lock(&cq.queue).retain(|w| w.qp_num != qpn);
+                let mut wcs = lock(&cq.queue);
+                wcs.retain(|w| w.qp_num != qpn);
+                cq.ready.store(wcs.len(), Ordering::Release);
             }
         }
         self.sh.drive(&q, &mut eng, now);

@@ -152,6 +152,7 @@ pub fn flow_port(lqpn: u32, rqpn: u32) -> u16 {
 
 pub use offload::Offloads;
 pub(crate) use offload::{gro_size, gro_split, probe_offloads, send_segments, TxBatch};
+use offload::{set_udp_opt, GroSwitch, RecvSeen, UDP_GRO};
 
 /// A QP's flow socket, by source port (`None` inside: the port could not be
 /// bound, the device socket sends instead).
@@ -182,6 +183,10 @@ pub(crate) struct Net {
     ident: std::sync::atomic::AtomicU16,
     /// The offloads in use (see [`Offloads`]).
     offloads: Offloads,
+    /// Whether UDP_GRO is on at the moment ([`GroSwitch`], packed), when
+    /// `offloads.gro`. Changed only by the thread receiving (one at a time,
+    /// under the device's receive buffer lock).
+    gro_switch: AtomicU64,
     /// The largest packet (UDP payload) a GSO send may carry: the kernel
     /// refuses segments beyond the route's MTU (EINVAL), or GSO through a
     /// device without checksum offload (EIO); a refused size lowers this
@@ -229,7 +234,7 @@ impl Net {
             Ok(SocketAddr::V4(a)) => *a.ip(),
             _ => dev_addr,
         };
-        let offloads = probe_offloads(&sock, allowed);
+        let (offloads, gro_start) = probe_offloads(&sock, allowed);
         Ok(Net {
             addr: dev_addr,
             local,
@@ -242,6 +247,7 @@ impl Net {
             raw: raw_tx.then(raw_socket).flatten(),
             ident: std::sync::atomic::AtomicU16::new(1),
             offloads,
+            gro_switch: AtomicU64::new(gro_start.to_bits()),
             gso_max_seg: AtomicUsize::new(if offloads.gso {
                 usize::from(u16::MAX)
             } else {
@@ -525,11 +531,42 @@ impl Net {
     /// several datagrams of one flow into it (else 0; see [`gro_split`]).
     pub(crate) fn try_recv(&self, buf: &mut [u8]) -> Option<(usize, SocketAddrV4, usize)> {
         if !self.offloads.gro {
-            return match rustix::net::recvfrom(&self.sock, buf, rustix::net::RecvFlags::DONTWAIT) {
-                Ok((n, Some(rustix::net::SocketAddrAny::V4(a)))) => Some((n, a, 0)),
-                _ => None,
-            };
+            return self.try_recvfrom(buf);
         }
+        let sw = GroSwitch::from_bits(self.gro_switch.load(Ordering::Relaxed));
+        let r = if sw.reads_control() {
+            self.try_recvmsg(buf)
+        } else {
+            self.try_recvfrom(buf)
+        };
+        let seen = match r {
+            Some((n, _, seg)) => RecvSeen::Datagram { len: n, seg },
+            // Only "nothing queued" proves no coalesced buffer is left.
+            None if std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN) => {
+                RecvSeen::Empty
+            }
+            None => return None,
+        };
+        let (next, set) = sw.observe(seen);
+        if next != sw {
+            if let Some(on) = set {
+                let _ = set_udp_opt(&self.sock, UDP_GRO, i32::from(on));
+            }
+            self.gro_switch.store(next.to_bits(), Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// A plain `recvfrom` (no UDP_GRO control message to read).
+    fn try_recvfrom(&self, buf: &mut [u8]) -> Option<(usize, SocketAddrV4, usize)> {
+        match rustix::net::recvfrom(&self.sock, buf, rustix::net::RecvFlags::DONTWAIT) {
+            Ok((n, Some(rustix::net::SocketAddrAny::V4(a)))) => Some((n, a, 0)),
+            _ => None,
+        }
+    }
+
+    /// A `recvmsg` reading the UDP_GRO segment size.
+    fn try_recvmsg(&self, buf: &mut [u8]) -> Option<(usize, SocketAddrV4, usize)> {
         // SAFETY: sockaddr_in is plain integers; all-zero is valid.
         let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         let mut iov = libc::iovec {
