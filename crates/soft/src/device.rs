@@ -17,6 +17,7 @@ use rdmakit_proto::{
 };
 
 use crate::attr::{DeviceAttr, Gid, Limits, PortAttr};
+use crate::cma::SoftTransport;
 use crate::dma::MrTable;
 use crate::errno::{Errno, Origin, Result, SoftError};
 use crate::net::{self, Net};
@@ -24,12 +25,14 @@ use crate::registry::{Kind, Registry};
 use crate::ring::{FaultInjector, MapFailure, Ring, RingStats};
 pub use rdmakit_types::device::{AsyncEvent, QpInit, SendRequest};
 
+mod cma;
 mod cq;
 mod datapath;
 mod gsi;
 mod mem;
 mod qp;
 mod srq;
+pub use cma::DataPath;
 use datapath::progress_loop;
 pub use gsi::{GsiMad, GSI_QPN};
 
@@ -78,6 +81,12 @@ pub struct DeviceConfig {
     /// (`rdmakit soft leaky on`), else off ([`DeviceConfig::from_env`]:
     /// `RDMAKIT_SOFT_LEAKY=1` turns it on).
     pub leaky: Option<bool>,
+    /// How RC data reaches a peer on this host: [`SoftTransport::Auto`]
+    /// (default) copies a large WRITE/SEND/READ with one cross-memory copy
+    /// ([`crate::cma`]), [`SoftTransport::Udp`] sends every byte as
+    /// datagrams ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_TRANSPORT`,
+    /// `udp`/`auto`).
+    pub transport: SoftTransport,
 }
 
 /// The LID of the loopback device's port (see [`Device::lid_destination`]).
@@ -109,12 +118,13 @@ impl DeviceConfig {
     /// edges (the CLI, the shims, a program's `main`) call it and pass the
     /// configuration down. `RDMAKIT_SOFT_NAME`, `RDMAKIT_SOFT_ADDR`,
     /// `RDMAKIT_SOFT_UDP_PORT`, `RDMAKIT_SOFT_NETDEV_MTU`,
-    /// `RDMAKIT_SOFT_EXHAUSTION` (`enospc`), `RDMAKIT_SOFT_LEAKY=1`; an
+    /// `RDMAKIT_SOFT_EXHAUSTION` (`enospc`), `RDMAKIT_SOFT_LEAKY=1`,
+    /// `RDMAKIT_SOFT_TRANSPORT` (`udp`/`auto`); an
     /// unset, empty or unusable value leaves the default.
     ///
     /// # Errors
     /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR` (the error opening the
-    /// device reported before).
+    /// device reported before) or an unknown `RDMAKIT_SOFT_TRANSPORT`.
     pub fn from_env() -> Result<DeviceConfig> {
         let var = |k: &str| std::env::var(k).ok();
         let d = DeviceConfig::default();
@@ -129,7 +139,19 @@ impl DeviceConfig {
             })?),
             _ => None,
         };
+        let transport = match var("RDMAKIT_SOFT_TRANSPORT") {
+            Some(s) if !s.trim().is_empty() => SoftTransport::parse(&s).ok_or_else(|| {
+                err(
+                    "ibv_open_device",
+                    Errno::EINVAL,
+                    Origin::Library,
+                    format!("RDMAKIT_SOFT_TRANSPORT={s:?} is neither \"udp\" nor \"auto\""),
+                )
+            })?,
+            _ => SoftTransport::default(),
+        };
         Ok(DeviceConfig {
+            transport,
             name: var("RDMAKIT_SOFT_NAME"),
             addr,
             udp_port: var("RDMAKIT_SOFT_UDP_PORT")
@@ -185,6 +207,7 @@ impl Default for DeviceConfig {
             exhaustion: None,
             shared_registry: true,
             leaky: None,
+            transport: SoftTransport::default(),
         }
     }
 }
@@ -571,6 +594,28 @@ impl Memory for EngineMem<'_> {
     fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
         self.view.invalidate_local(pd, rkey)
     }
+    fn host_identity(&self) -> Option<rdmakit_proto::HostIdentity> {
+        self.view.host_identity()
+    }
+    fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
+        // Inline data lives in the QP's store: it goes as packets.
+        (key != Key::Local(INLINE_LKEY))
+            .then(|| self.view.host_addr(pd, key, addr, len, need))
+            .flatten()
+    }
+    fn peer_copy(
+        &mut self,
+        pd: Pd,
+        local: &[(Key, u64, u64)],
+        need: Access,
+        peer: &rdmakit_proto::PeerBuffers<'_>,
+        dir: rdmakit_proto::PeerDir,
+    ) -> core::result::Result<u64, rdmakit_proto::PeerError> {
+        if local.iter().any(|l| l.0 == Key::Local(INLINE_LKEY)) {
+            return Err(MemError::AccessDenied.into());
+        }
+        self.view.peer_copy(pd, local, need, peer, dir)
+    }
 }
 
 impl Device {
@@ -649,7 +694,13 @@ impl Device {
             limits: cfg.limits.clone(),
             epoch: std::time::Instant::now(),
             net,
-            mem: RwLock::new(MrTable::new()),
+            mem: RwLock::new({
+                let t = MrTable::new();
+                if cfg.transport == SoftTransport::Auto {
+                    t.same_host().enable();
+                }
+                t
+            }),
             objs: Mutex::new(Objects {
                 next_pd: 1,
                 next_ah: 1,
