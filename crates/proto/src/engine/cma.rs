@@ -141,6 +141,9 @@ impl Qp {
         self.same_host_declined = true;
         if psn == self.una {
             self.rewind(now, psn);
+        } else if !psn.before(self.una) {
+            // An earlier READ lacks its response (implied NAK).
+            self.go_back_once(now);
         }
     }
 
@@ -689,6 +692,30 @@ mod tests {
         assert_eq!(p.a.stats().same_host_fallbacks, 1);
         assert!(!p.a.same_host_active());
         assert_eq!(p.a_sent, 1 + 16, "the request, then the 16 packets");
+        assert_eq!(p.data(100), p.data(200));
+    }
+
+    #[test]
+    fn requests_sent_behind_a_declined_one_go_again_as_packets() {
+        let mut p = pair();
+        p.mb.decline = true;
+        let half = LEN / 2;
+        for (i, off) in [0, half].into_iter().enumerate() {
+            let op = SendOp::Write {
+                remote_addr: B_BUF + u64::from(off),
+                rkey: p.b_rkey,
+            };
+            let sg = sge(A_BUF + u64::from(off), half, p.a_lkey);
+            p.a.post_send(SendWr::new(i as u64, op, sg)).unwrap();
+        }
+        p.run();
+        for i in 0..2 {
+            let wc = p.a.poll_completion().unwrap();
+            assert_eq!((wc.wr_id, wc.status), (i, WcStatus::Success));
+        }
+        // Both requests, then 8 + 8 packets.
+        assert_eq!(p.a_sent, 2 + 16);
+        assert_eq!(p.a.stats().same_host_fallbacks, 1);
         assert_eq!(p.data(100), p.data(200));
     }
 
