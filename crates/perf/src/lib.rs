@@ -195,6 +195,25 @@ pub struct QpCounters {
     pub duplicates: u64,
     /// Packets dropped (sequence, malformed, resources).
     pub dropped: u64,
+    /// Same-host requests sent or executed: messages moved by one
+    /// cross-memory copy instead of datagrams (issue 19).
+    #[serde(default)]
+    pub same_host: u64,
+    /// Same-host requests the peer declined (the QP then sent packets).
+    #[serde(default)]
+    pub same_host_fallbacks: u64,
+}
+
+impl QpCounters {
+    /// The data path this side's QP used: `same-host` when its messages
+    /// went by cross-memory copy and the peer never declined, else `udp`.
+    pub fn data_path(&self) -> &'static str {
+        if self.same_host > 0 && self.same_host_fallbacks == 0 {
+            "same-host"
+        } else {
+            "udp"
+        }
+    }
 }
 
 impl From<&rdmakit_verbs::Stats> for QpCounters {
@@ -209,6 +228,8 @@ impl From<&rdmakit_verbs::Stats> for QpCounters {
             naks_received: s.naks_received + s.rnr_naks_received,
             duplicates: s.duplicates,
             dropped: s.dropped,
+            same_host: s.same_host_sent + s.same_host_executed,
+            same_host_fallbacks: s.same_host_fallbacks,
         }
     }
 }

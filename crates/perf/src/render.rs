@@ -120,6 +120,7 @@ pub fn results(r: &Report, gbits: bool) -> String {
             " QP counters (soft NIC, this side): tx {} rx {} retransmitted {} timeouts {} ACK probes {} ACKs/NAKs sent {} NAKs received {} duplicates {} dropped {}",
             c.tx_packets, c.rx_packets, c.retransmitted, c.timeouts, c.ack_probes, c.acks_sent, c.naks_received, c.duplicates, c.dropped
         );
+        _ = writeln!(o, " Data path : {}", c.data_path());
     }
     _ = writeln!(o, "{LINE}");
     o

@@ -29,6 +29,7 @@ use crate::qp::{modify_is_ok, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpSt
 use crate::time::{local_ack_timeout, rnr_timer, Instant};
 use crate::wr::{RecvWr, SendOp, SendWr, Sge, Wc, WcOpcode, WcStatus};
 
+mod cma;
 mod complete;
 mod receive;
 mod transmit;
@@ -174,6 +175,14 @@ pub struct Stats {
     pub dropped: u64,
     /// Packets dropped, by reason.
     pub drops: DropCounts,
+    /// Same-host requests sent (each replaces a message's packets).
+    pub same_host_sent: u64,
+    /// Same-host requests executed by the responder (one copy each).
+    pub same_host_executed: u64,
+    /// Same-host requests the responder declined (NAK sent).
+    pub same_host_declined: u64,
+    /// Decline NAKs received: this QP now sends packets.
+    pub same_host_fallbacks: u64,
 }
 
 /// Why packets were dropped without an answer (diagnostics: a P_Key or
@@ -228,6 +237,9 @@ struct SendWqe {
     npkts: u32,
     started: bool,
     local_err: Option<WcStatus>,
+    /// Last sent as one same-host request (a READ then completes on the
+    /// ACK: its data arrived by copy).
+    cma: bool,
 }
 
 impl SendWqe {
@@ -351,6 +363,11 @@ pub struct Qp {
     resources: VecDeque<Resource>,
     out: VecDeque<RespOut>,
     fatal_pending: bool,
+    /// The peer is on this host (set by the driver): large RC messages go
+    /// as one same-host request, until the peer declines one.
+    same_host: bool,
+    /// The peer declined a same-host request: packets from now on.
+    same_host_declined: bool,
 }
 
 fn sgl_len(sgl: &[Sge]) -> u64 {
@@ -506,6 +523,8 @@ impl Qp {
             resources: VecDeque::new(),
             out: VecDeque::new(),
             fatal_pending: false,
+            same_host: false,
+            same_host_declined: false,
         }
     }
 
@@ -828,6 +847,7 @@ impl Qp {
             npkts: 0,
             started: false,
             local_err: None,
+            cma: false,
         });
         Ok(())
     }

@@ -46,7 +46,9 @@ pub mod time;
 pub use engine::{
     DropCounts, ModifyError, PostError, Qp, QpConfig, Stats, Transmit, GRH_LEN, MAX_HEADER_LEN,
 };
-pub use mem::{AtomicOp, Key, MemError, MemTable, Memory, Pd};
+pub use mem::{
+    AtomicOp, HostIdentity, Key, MemError, MemTable, Memory, Pd, PeerBuffers, PeerDir, PeerError,
+};
 pub use psn::Psn;
 pub use qp::{
     modify_is_ok, required_mask, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType,

@@ -131,6 +131,85 @@ pub trait Memory {
         let _ = (pd, rkey);
         Err(MemError::BadKey)
     }
+
+    /// Who this memory's process is to a same-host peer: its pid and the
+    /// address and value of its cookie (see [`PeerBuffers`]). `None` (the
+    /// default): peers cannot reach this memory, and the engine sends
+    /// ordinary packets.
+    fn host_identity(&self) -> Option<HostIdentity> {
+        None
+    }
+
+    /// The host address of `[addr, addr + len)` under local key `key`,
+    /// after the usual checks, for a same-host peer to copy from or to.
+    /// `None` (the default) when the range cannot be named that way.
+    fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
+        let _ = (pd, key, addr, len, need);
+        None
+    }
+
+    /// Moves bytes between the local ranges `local` (key, address, length;
+    /// each checked for `need` before any byte moves) and a same-host
+    /// peer's buffers, in one cross-memory copy: [`PeerDir::Pull`] reads
+    /// the peer into `local`, [`PeerDir::Push`] writes `local` into the
+    /// peer. The peer's cookie is checked first. Returns the bytes moved.
+    ///
+    /// # Errors
+    /// [`PeerError::Mem`] for a failed check (nothing moved);
+    /// [`PeerError::Declined`] when the copy cannot be made (no support,
+    /// no permission, the peer gone or its cookie wrong). The default
+    /// declines everything.
+    fn peer_copy(
+        &mut self,
+        pd: Pd,
+        local: &[(Key, u64, u64)],
+        need: Access,
+        peer: &PeerBuffers<'_>,
+        dir: PeerDir,
+    ) -> Result<u64, PeerError> {
+        let _ = (pd, local, need, peer, dir);
+        Err(PeerError::Declined("this memory has no same-host copy"))
+    }
+}
+
+/// A process's identity for same-host copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostIdentity {
+    /// Process id.
+    pub pid: u32,
+    /// Address of the cookie in that process.
+    pub cookie_addr: u64,
+    /// The cookie's value (random per device).
+    pub cookie: u64,
+}
+
+/// A same-host peer's buffers, as a request names them.
+#[derive(Clone, Copy, Debug)]
+pub struct PeerBuffers<'a> {
+    /// Who the peer says it is.
+    pub who: HostIdentity,
+    /// Its buffers: (host address, length).
+    pub iov: &'a [(u64, u64)],
+}
+
+/// Direction of a same-host copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerDir {
+    /// Peer → local (a WRITE or SEND arriving).
+    Pull,
+    /// Local → peer (a READ's data).
+    Push,
+}
+
+/// Why a same-host copy did not happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PeerError {
+    /// A local check failed; nothing moved.
+    #[error(transparent)]
+    Mem(#[from] MemError),
+    /// The copy cannot be made; the requester should send packets.
+    #[error("same-host copy declined: {0}")]
+    Declined(&'static str),
 }
 
 /// One registered region of a [`MemTable`].

@@ -194,6 +194,27 @@ fn json_has_the_same_fields() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert_eq!(v["devices"][0]["soft_udp_offloads"], "none");
+    // The same-host data path: auto by default, udp when forced, and an
+    // unknown value refused naming the variable (issue 19).
+    assert_eq!(d["soft_transport"], "auto");
+    let run = |t: &str| {
+        Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+            .args(["devinfo", "-v", "--json"])
+            .env_remove("RDMAKIT_SOFT_NAME")
+            .env_remove("RDMAKIT_SOFT_ADDR")
+            .env("RDMAKIT_SOFT_TRANSPORT", t)
+            .output()
+            .unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_slice(&run("udp").stdout).expect("valid JSON");
+    assert_eq!(v["devices"][0]["soft_transport"], "udp");
+    let out = run("shm");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("RDMAKIT_SOFT_TRANSPORT") && err.contains("EINVAL"),
+        "{err}"
+    );
 }
 
 #[test]

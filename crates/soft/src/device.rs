@@ -17,6 +17,7 @@ use rdmakit_proto::{
 };
 
 use crate::attr::{DeviceAttr, Gid, Limits, PortAttr};
+use crate::cma::SoftTransport;
 use crate::dma::MrTable;
 use crate::errno::{Errno, Origin, Result, SoftError};
 use crate::net::{self, Net};
@@ -24,6 +25,7 @@ use crate::registry::{Kind, Registry};
 use crate::ring::{FaultInjector, MapFailure, Ring, RingStats};
 pub use rdmakit_types::device::{AsyncEvent, QpInit, SendRequest};
 
+mod cma;
 mod config;
 mod cq;
 mod datapath;
@@ -31,6 +33,7 @@ mod gsi;
 mod mem;
 mod qp;
 mod srq;
+pub use cma::DataPath;
 pub use config::{DeviceConfig, Exhaustion};
 use datapath::progress_loop;
 pub use gsi::{GsiMad, GSI_QPN};
@@ -438,6 +441,28 @@ impl Memory for EngineMem<'_> {
     fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
         self.view.invalidate_local(pd, rkey)
     }
+    fn host_identity(&self) -> Option<rdmakit_proto::HostIdentity> {
+        self.view.host_identity()
+    }
+    fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
+        // Inline data lives in the QP's store: it goes as packets.
+        (key != Key::Local(INLINE_LKEY))
+            .then(|| self.view.host_addr(pd, key, addr, len, need))
+            .flatten()
+    }
+    fn peer_copy(
+        &mut self,
+        pd: Pd,
+        local: &[(Key, u64, u64)],
+        need: Access,
+        peer: &rdmakit_proto::PeerBuffers<'_>,
+        dir: rdmakit_proto::PeerDir,
+    ) -> core::result::Result<u64, rdmakit_proto::PeerError> {
+        if local.iter().any(|l| l.0 == Key::Local(INLINE_LKEY)) {
+            return Err(MemError::AccessDenied.into());
+        }
+        self.view.peer_copy(pd, local, need, peer, dir)
+    }
 }
 
 impl Device {
@@ -522,7 +547,13 @@ impl Device {
             limits: cfg.limits.clone(),
             epoch_ns: monotonic_ns(),
             net,
-            mem: RwLock::new(MrTable::new()),
+            mem: RwLock::new({
+                let t = MrTable::new();
+                if cfg.transport == SoftTransport::Auto {
+                    t.same_host().enable();
+                }
+                t
+            }),
             objs: Mutex::new(Objects {
                 next_pd: 1,
                 next_ah: 1,

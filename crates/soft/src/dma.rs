@@ -67,6 +67,8 @@ pub struct MrTable {
     /// holding the table for reading: they sit behind their own lock.
     windows: std::sync::Mutex<rustc_hash::FxHashMap<u32, Window>>,
     next_index: u32,
+    /// The same-host copy path's identity and switch ([`crate::cma`]).
+    same_host: crate::cma::SameHost,
 }
 
 // SAFETY: the raw pointers in `Region` are only dereferenced through the
@@ -97,7 +99,13 @@ impl MrTable {
             regions: rustc_hash::FxHashMap::default(),
             windows: std::sync::Mutex::new(rustc_hash::FxHashMap::default()),
             next_index: random_u32() & 0x00ff_ffff,
+            same_host: crate::cma::SameHost::default(),
         }
+    }
+
+    /// The same-host copy path of this table's device.
+    pub fn same_host(&self) -> &crate::cma::SameHost {
+        &self.same_host
     }
 
     /// Number of registered regions.
@@ -510,6 +518,33 @@ impl Memory for MemView<'_> {
 
     fn bind_mw(&mut self, pd: Pd, bind: &rdmakit_proto::MwBind) -> Result<(), MemError> {
         self.0.bind(pd, bind)
+    }
+
+    fn host_identity(&self) -> Option<rdmakit_proto::HostIdentity> {
+        self.0.same_host.identity()
+    }
+
+    fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
+        let (r, off) = self.0.locate(pd, key, addr, len, need).ok()?;
+        Some(r.ptr as u64 + off as u64)
+    }
+
+    fn peer_copy(
+        &mut self,
+        pd: Pd,
+        local: &[(Key, u64, u64)],
+        need: Access,
+        peer: &rdmakit_proto::PeerBuffers<'_>,
+        dir: rdmakit_proto::PeerDir,
+    ) -> Result<u64, rdmakit_proto::PeerError> {
+        // Every range is checked (and translated to host addresses) before
+        // the one system call moves a byte.
+        let mut host = Vec::with_capacity(local.len());
+        for &(key, addr, len) in local {
+            let (r, off) = self.0.locate(pd, key, addr, len, need)?;
+            host.push((r.ptr as u64 + off as u64, len));
+        }
+        self.0.same_host.copy(&host, peer, dir)
     }
 
     fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {

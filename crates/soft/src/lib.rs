@@ -30,6 +30,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod attr;
+pub mod cma;
 mod device;
 pub mod devnode;
 pub mod dma;
@@ -40,9 +41,10 @@ pub mod registry;
 pub mod ring;
 
 pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
+pub use cma::SoftTransport;
 pub use device::{
-    flush_held_acks, AsyncEvent, Counters, Device, DeviceConfig, Exhaustion, GsiMad, PostFailure,
-    QpInit, ResourceCounts, SendRequest, GSI_QPN, LOOPBACK_LID,
+    flush_held_acks, AsyncEvent, Counters, DataPath, Device, DeviceConfig, Exhaustion, GsiMad,
+    PostFailure, QpInit, ResourceCounts, SendRequest, GSI_QPN, LOOPBACK_LID,
 };
 pub use errno::{Errno, Origin, SoftError};
 pub use rdmakit_proto as proto;

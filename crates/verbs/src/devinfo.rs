@@ -23,6 +23,10 @@ pub struct DevInfo {
     /// None for other devices. Only in the verbose JSON: the text keeps
     /// ibv_devinfo's keys.
     pub soft_offloads: Option<&'static str>,
+    /// The soft NIC's transport to same-host peers (`"auto"`, `"udp"`;
+    /// `RDMAKIT_SOFT_TRANSPORT`); None for other devices. Only in the
+    /// verbose JSON, as the offloads: the text keeps ibv_devinfo's keys.
+    pub soft_transport: Option<&'static str>,
 }
 
 impl DevInfo {
@@ -59,6 +63,7 @@ impl DevInfo {
             attr,
             ports,
             soft_offloads: ctx.soft().map(|d| d.offloads().describe()),
+            soft_transport: ctx.soft().map(|d| d.soft_transport().as_str()),
         })
     }
 }
@@ -473,6 +478,9 @@ pub fn to_json(i: &DevInfo, verbose: bool) -> Value {
         if let Some(o) = i.soft_offloads {
             put("soft_udp_offloads", json!(o));
         }
+        if let Some(t) = i.soft_transport {
+            put("soft_transport", json!(t));
+        }
     }
     let ports: Vec<Value> = i
         .ports
@@ -571,6 +579,7 @@ mod tests {
             attr: dev.attr().clone(),
             ports: vec![(1, dev.port_attr(1).unwrap())],
             soft_offloads: Some(dev.offloads().describe()),
+            soft_transport: Some(dev.soft_transport().as_str()),
         };
         let ctx = crate::Context::open_soft(rdmakit_soft::DeviceConfig {
             shared_registry: false,
@@ -594,5 +603,7 @@ mod tests {
         assert_eq!(v["node_guid"], guid_str(i.attr.node_guid), "{v:#}");
         assert!(v["soft_udp_offloads"].is_string(), "{v:#}");
         assert!(!text(&i, true).contains("soft_udp_offloads"));
+        assert_eq!(v["soft_transport"], "auto", "{v:#}");
+        assert!(!text(&i, true).contains("soft_transport"));
     }
 }

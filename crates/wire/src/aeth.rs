@@ -72,6 +72,7 @@ impl NakCode {
             NakCode::RemoteAccessError => "REMOTE_ACCESS_ERROR",
             NakCode::RemoteOperationalError => "REMOTE_OPERATIONAL_ERROR",
             NakCode::InvalidRdRequest => "INVALID_RD_REQUEST",
+            NakCode::Reserved(crate::cma::NAK_DECLINE) => "SOFT_SAME_HOST_DECLINE",
             NakCode::Reserved(_) => "RESERVED",
         }
     }

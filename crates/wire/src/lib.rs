@@ -79,6 +79,7 @@ pub mod bth;
 pub mod capture;
 pub mod checksum;
 pub mod cm;
+pub mod cma;
 pub mod deth;
 pub mod ethernet;
 pub mod frame;

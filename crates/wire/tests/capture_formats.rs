@@ -523,3 +523,92 @@ fn a_corrupt_datagram_is_not_split_into_anything() {
     assert_eq!((r.roce_packets, r.icrc_invalid), (1, 1));
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
+
+/// Issue 19: the soft NIC's same-host requests (vendor opcodes 0xC0-0xC2)
+/// decode without being anomalies, the packets after one (whose PSN skips
+/// the span it covered) are no PSN gap, and its decline NAK is named.
+#[test]
+fn soft_same_host_requests_and_the_decline_nak() {
+    use rdmakit_wire::cma;
+    let mut iov = [(0u64, 0u64); cma::MAX_IOV];
+    iov[0] = (0x7f00_0010_0000, 65536);
+    let hdr = cma::Repr {
+        pid: 4242,
+        len: 65536,
+        rkey: 0x1234,
+        va: 0x5500_0000,
+        cookie_addr: 0x5600_0000,
+        cookie: 0xfeed,
+        iov_count: 1,
+        iov,
+    };
+    let mut h = vec![0u8; hdr.buffer_len()];
+    hdr.emit(&mut cma::Packet::new_unchecked(&mut h[..]))
+        .unwrap();
+    let vendor = |op: u8, psn: u32| {
+        // A SEND_ONLY whose payload is the header, relabeled (as the engine
+        // emits it).
+        let mut f = frame(
+            false,
+            roce::Repr {
+                payload: &h,
+                ..roce::Repr::new(OpCode::RC_SEND_ONLY, 0x12, psn)
+            },
+        );
+        f[42] = op;
+        rdmakit_wire::icrc::fill(&mut f[14..]).unwrap();
+        (0, f)
+    };
+    let payload = [0u8; 1024];
+    let send = |psn: u32| {
+        let f = frame(
+            false,
+            roce::Repr {
+                payload: &payload,
+                ..roce::Repr::new(OpCode::RC_SEND_ONLY, 0x12, psn)
+            },
+        );
+        (0, f)
+    };
+    let decline = AethKind::Nak(NakCode::from_bits(cma::NAK_DECLINE));
+    let frames = vec![
+        send(9),
+        vendor(cma::OP_WRITE, 10),
+        vendor(cma::OP_SEND, 74),
+        vendor(cma::OP_READ, 138),
+        send(202),
+        (0, frame(true, ack(202, decline))),
+    ];
+    let r = capture::decode_capture(&pcap(1, false, false, &frames)).unwrap();
+    assert_eq!(r.icrc_valid, 6);
+    let names: Vec<&str> = r.packets.iter().map(|p| p.opcode_name.as_str()).collect();
+    assert_eq!(
+        names[1..4],
+        [
+            "SOFT_SAME_HOST_WRITE",
+            "SOFT_SAME_HOST_SEND",
+            "SOFT_SAME_HOST_READ"
+        ]
+    );
+    assert!(
+        r.packets[1]
+            .summary
+            .contains("SAME-HOST pid 4242 len 65536"),
+        "{}",
+        r.packets[1].summary
+    );
+    assert_eq!(r.packets[1].error, None);
+    assert_eq!(r.anomalies.len(), 1, "only the NAK: {:?}", r.anomalies);
+    assert_eq!(r.anomalies[0].kind, AnomalyKind::Nak);
+    assert!(
+        r.anomalies[0].detail.contains("SOFT_SAME_HOST_DECLINE"),
+        "{}",
+        r.anomalies[0].detail
+    );
+    // A truncated same-host header is malformed, still reported.
+    let mut bad = vendor(cma::OP_WRITE, 300);
+    bad.1[42 + 12 + 4] = 0; // iovec count 0
+    rdmakit_wire::icrc::fill(&mut bad.1[14..]).unwrap();
+    let r = capture::decode_capture(&pcap(1, false, false, &[bad])).unwrap();
+    assert_eq!(r.anomalies.len(), 1, "{:?}", r.anomalies);
+}

@@ -100,7 +100,7 @@ impl Qp {
             if w.last_psn().after(p) {
                 break;
             }
-            if w.wr.op.is_rd_atomic() {
+            if w.wr.op.is_rd_atomic() && !w.cma {
                 ok = false;
                 if !w.first_psn.before(self.una) {
                     una = w.first_psn;
@@ -210,7 +210,9 @@ impl Qp {
                         }
                         let ok = self.ack_through(now, psn.sub(1));
                         let code = syn & 0x1f;
-                        if code == 0 || !ok {
+                        if code == rdmakit_wire::cma::NAK_DECLINE {
+                            self.same_host_decline(now, psn);
+                        } else if code == 0 || !ok {
                             self.go_back_once(now);
                         } else {
                             self.complete_front(nak_status(code));

@@ -39,6 +39,13 @@ impl Qp {
         grh: Option<&[u8; GRH_LEN]>,
         mem: &mut M,
     ) {
+        if bytes
+            .first()
+            .is_some_and(|&op| rdmakit_wire::cma::is_cma_opcode(op))
+        {
+            self.same_host_request(bytes, mem);
+            return;
+        }
         let Ok(p) = Packet::parse(bytes) else {
             self.drop(DropReason::malformed);
             return;
@@ -562,13 +569,13 @@ pub(super) fn pkey_match(a: u16, b: u16) -> bool {
 }
 
 /// The NAK that answers a remote access the memory refused.
-fn rem_access() -> RespErr {
+pub(super) fn rem_access() -> RespErr {
     RespErr::Nak(syndrome::NAK_REM_ACCESS, None)
 }
 
 /// Checks the range a RETH names for `need` before any byte moves; a
 /// zero-length access names no memory and is not checked.
-fn check_reth<M: Memory + ?Sized>(
+pub(super) fn check_reth<M: Memory + ?Sized>(
     mem: &M,
     pd: Pd,
     reth: crate::packet::Reth,

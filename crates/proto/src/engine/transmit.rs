@@ -94,7 +94,7 @@ impl Qp {
         }
     }
 
-    fn empty_packet(&self, opcode: u8, psn: Psn, dqpn: u32) -> Option<Packet<'static>> {
+    pub(super) fn empty_packet(&self, opcode: u8, psn: Psn, dqpn: u32) -> Option<Packet<'static>> {
         let info = crate::packet::opinfo(opcode)?;
         Some(Packet::new(self.bth(opcode, psn, dqpn), info, &[]))
     }
@@ -385,6 +385,9 @@ impl Qp {
         buf: &mut [u8],
         mem: &mut M,
     ) -> Result<Transmit, WcStatus> {
+        if let Some(r) = self.build_same_host(now, idx, buf, mem) {
+            return r;
+        }
         let mtu = self.mtu();
         let t = self.transport();
         let psn = self.next_psn;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::err;
 use crate::attr::Limits;
+use crate::cma::SoftTransport;
 use crate::errno::{Errno, Origin, Result};
 use crate::net;
 
@@ -70,6 +71,12 @@ pub struct DeviceConfig {
     /// root ([`crate::registry::root`]) ([`DeviceConfig::from_env`]:
     /// `RDMAKIT_SOFT_REGISTRY_DIR`).
     pub registry_dir: Option<PathBuf>,
+    /// How RC data reaches a peer on this host: [`SoftTransport::Auto`]
+    /// (default) copies a large WRITE/SEND/READ with one cross-memory copy
+    /// ([`crate::cma`]), [`SoftTransport::Udp`] sends every byte as
+    /// datagrams ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_TRANSPORT`,
+    /// `udp`/`auto`).
+    pub transport: SoftTransport,
 }
 
 /// Which errno a create verb returns when a device limit is reached.
@@ -129,8 +136,20 @@ impl DeviceConfig {
             })?),
             _ => None,
         };
+        let transport = match var("RDMAKIT_SOFT_TRANSPORT") {
+            Some(s) if !s.trim().is_empty() => SoftTransport::parse(&s).ok_or_else(|| {
+                err(
+                    "ibv_open_device",
+                    Errno::EINVAL,
+                    Origin::Library,
+                    format!("RDMAKIT_SOFT_TRANSPORT={s:?} is neither \"udp\" nor \"auto\""),
+                )
+            })?,
+            _ => SoftTransport::default(),
+        };
         let switch = |k: &str| var(k).map_or(true, |v| v != "0");
         Ok(DeviceConfig {
+            transport,
             name: var("RDMAKIT_SOFT_NAME"),
             addr,
             udp_port: var("RDMAKIT_SOFT_UDP_PORT")
@@ -204,6 +223,7 @@ impl Default for DeviceConfig {
             gro: true,
             raw_tx: true,
             registry_dir: None,
+            transport: SoftTransport::default(),
         }
     }
 }
@@ -267,6 +287,22 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("ibv_open_device"), "{text}");
         assert!(text.contains("RDMAKIT_SOFT_ADDR=\"10.0.0.300\""), "{text}");
+    }
+
+    #[test]
+    fn the_transport_is_udp_auto_or_a_clear_error() {
+        assert_eq!(
+            DeviceConfig::from_vars(|_| None).unwrap().transport,
+            SoftTransport::Auto
+        );
+        let udp = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "udp")])).unwrap();
+        assert_eq!(udp.transport, SoftTransport::Udp);
+        let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "shm")])).unwrap_err();
+        assert_eq!(e.errno, Errno::EINVAL);
+        assert!(
+            e.to_string().contains("RDMAKIT_SOFT_TRANSPORT=\"shm\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -194,6 +194,7 @@ impl Device {
             .qp(qpn)
             .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such QP"))?;
         let mut a = attr.clone();
+        let mut peer_ip = None;
         if mask.contains(AttrMask::PORT) && attr.port_num != 1 {
             return Err(err(
                 V,
@@ -242,6 +243,7 @@ impl Device {
                 )
             })?;
             a.ah = AddressHandle(self.sh.intern_path(ip));
+            peer_ip = Some(ip);
         }
         let now = self.sh.now();
         let mut eng = lock(&q.engine);
@@ -257,6 +259,11 @@ impl Device {
         if mask.contains(AttrMask::DEST_QPN) || mask.contains(AttrMask::AV) {
             let dq = eng.qp.attr().dest_qp_num;
             eng.sport = net::flow_port(qpn, dq);
+        }
+        if let Some(ip) = peer_ip {
+            let dq = eng.qp.attr().dest_qp_num;
+            let on = self.sh.same_host_peer(ip, dq);
+            eng.qp.set_same_host(on);
         }
         let st = eng.qp.state();
         eng.last_state = st;

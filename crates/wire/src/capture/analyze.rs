@@ -44,6 +44,18 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
+    /// A soft-NIC same-host request ([`crate::cma`]): it holds the PSNs of
+    /// the packets it replaces, a span the capture cannot know, so the
+    /// flow's sequence expectations start afresh.
+    pub(crate) fn forget(&mut self, rec: &PacketRecord) {
+        self.flows.remove(&FlowKey {
+            src: rec.src,
+            dst: rec.dst,
+            qpn: rec.qpn,
+            src_qp: None,
+        });
+    }
+
     pub(crate) fn observe(
         &mut self,
         rec: &PacketRecord,

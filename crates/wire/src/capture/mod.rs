@@ -285,7 +285,11 @@ fn account(
     record: PacketRecord,
     datagram: Option<&Datagram<'_>>,
 ) {
-    tracker.observe(&record, datagram.map(|d| &d.roce), &mut report.anomalies);
+    if crate::cma::is_cma_opcode(record.opcode) && record.error.is_none() {
+        tracker.forget(&record);
+    } else {
+        tracker.observe(&record, datagram.map(|d| &d.roce), &mut report.anomalies);
+    }
     report.roce_packets += 1;
     match record.icrc_valid {
         Some(true) => report.icrc_valid += 1,
@@ -620,6 +624,20 @@ fn decode_ip<'a>(
             record.payload_len = Some(0);
             record.summary = format!("{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: {bth_text}");
         }
+        // The soft NIC's same-host request: BTH, its header, ICRC.
+        Err(_) if crate::cma::is_cma_opcode(opcode.0) && same_host_header(&bth_view).is_some() => {
+            let bth_text = bth_view
+                .as_ref()
+                .and_then(|b| bth::Repr::parse(b).ok())
+                .map_or_else(String::new, |r| r.to_string());
+            let name = crate::cma::opcode_name(opcode.0).unwrap_or("SOFT_SAME_HOST");
+            let h = same_host_header(&bth_view).map_or_else(String::new, |h| h.to_string());
+            record.opcode_name = name.to_string();
+            record.headers = vec![h.clone()];
+            record.payload_len = Some(0);
+            record.summary =
+                format!("{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: {name} {bth_text} {h}");
+        }
         Err(e) => {
             let kind = if e == crate::Error::Unsupported && opcode.info().is_none() {
                 AnomalyKind::UnknownOpcode
@@ -652,6 +670,13 @@ fn decode_ip<'a>(
         None => record.summary.push_str(", icrc unchecked"),
     }
     Some((record, datagram))
+}
+
+/// The same-host header after a BTH (the ICRC trails it).
+fn same_host_header(b: &Option<bth::Packet<&[u8]>>) -> Option<crate::cma::Repr> {
+    let b = b.as_ref()?;
+    let p = crate::cma::Packet::new_checked(b.payload()).ok()?;
+    crate::cma::Repr::parse(&p).ok()
 }
 
 fn flows(packets: &[PacketRecord], anomalies: &[Anomaly]) -> Vec<FlowSummary> {

@@ -1,0 +1,771 @@
+//! Same-host requests: the soft NIC's one-copy path between two processes
+//! on one host (wire format: [`rdmakit_wire::cma`]).
+//!
+//! The requester sends an RC RDMA WRITE, SEND or RDMA READ longer than the
+//! path MTU as one vendor packet naming its buffers, when the driver said
+//! the peer is on this host ([`Qp::set_same_host`]) and the [`Memory`] can
+//! name them ([`Memory::host_identity`], [`Memory::host_addr`]). The packet
+//! takes the PSNs of the packets it replaces, so ACKs, NAKs, retries and
+//! ordering are the engine's as usual. The responder makes every check a
+//! normal request gets (state, PSN, access flags, R_Key/PD/bounds, receive
+//! WQE and its length) before [`Memory::peer_copy`] moves the bytes, then
+//! ACKs the last PSN. A responder that cannot copy answers a NAK with code
+//! [`rdmakit_wire::cma::NAK_DECLINE`]; the requester then resends from that
+//! PSN as ordinary packets, and keeps doing so on this QP.
+
+use rdmakit_wire::cma as wcma;
+
+use super::receive::{check_reth, rem_access};
+use super::*;
+use crate::mem::{HostIdentity, PeerBuffers, PeerDir, PeerError};
+
+/// Why a same-host request was not executed.
+enum Refusal {
+    /// As a normal request would have been refused.
+    Resp(RespErr),
+    /// The copy cannot be made: decline NAK, the requester falls back.
+    Decline,
+}
+
+impl Qp {
+    /// Lets this RC QP send messages longer than the path MTU as same-host
+    /// requests (the driver knows the peer's address is local), or stops
+    /// it. Turning it on forgets an earlier decline.
+    pub fn set_same_host(&mut self, on: bool) {
+        self.same_host = on;
+        if on {
+            self.same_host_declined = false;
+        }
+    }
+
+    /// Whether large messages currently go as same-host requests (on, RC,
+    /// and not declined by the peer).
+    pub fn same_host_active(&self) -> bool {
+        self.same_host && !self.same_host_declined && self.cfg.qp_type == QpType::Rc
+    }
+
+    /// The same-host request for the WR at `idx`, if it qualifies; `None`
+    /// sends it as packets.
+    pub(super) fn build_same_host<M: Memory + ?Sized>(
+        &mut self,
+        now: Instant,
+        idx: usize,
+        buf: &mut [u8],
+        mem: &M,
+    ) -> Option<Result<Transmit, WcStatus>> {
+        if self.send_off != 0 {
+            return None;
+        }
+        if let Some(w) = self.sq.get_mut(idx) {
+            w.cma = false;
+        }
+        if !self.same_host_active() {
+            return None;
+        }
+        let mtu = self.mtu();
+        let pd = self.cfg.pd;
+        let w = self.sq.get(idx)?;
+        let (opcode, rkey, va, need) = match w.wr.op {
+            SendOp::Write { remote_addr, rkey } => {
+                (wcma::OP_WRITE, rkey, remote_addr, Access::empty())
+            }
+            SendOp::Send => (wcma::OP_SEND, 0, 0, Access::empty()),
+            SendOp::Read { remote_addr, rkey } => {
+                (wcma::OP_READ, rkey, remote_addr, Access::LOCAL_WRITE)
+            }
+            _ => return None,
+        };
+        if w.len <= mtu || w.wr.sg_list.len() > wcma::MAX_IOV {
+            return None;
+        }
+        let who = mem.host_identity()?;
+        let mut iov = [(0u64, 0u64); wcma::MAX_IOV];
+        let mut n = 0usize;
+        for s in w.wr.sg_list.iter().filter(|s| s.length > 0) {
+            let len = u64::from(s.length);
+            let a = mem.host_addr(pd, Key::Local(s.lkey), s.addr, len, need)?;
+            *iov.get_mut(n)? = (a, len);
+            n += 1;
+        }
+        let hdr = wcma::Repr {
+            pid: who.pid,
+            len: w.len,
+            rkey,
+            va,
+            cookie_addr: who.cookie_addr,
+            cookie: who.cookie,
+            iov_count: u8::try_from(n).ok()?,
+            iov,
+        };
+        let npk = pkts_for(w.len, mtu);
+        let psn = self.next_psn;
+        let hlen = hdr.buffer_len();
+        // Emitted as an RC SEND ONLY whose payload is the header, then
+        // relabeled: BTH, P_Key and PSN are the engine's own.
+        let mut p = self.empty_packet(0x04, psn, self.attr.dest_qp_num)?;
+        p.bth.ack_req = true;
+        let (at, len) = p.emit_header(buf, hlen)?;
+        hdr.emit(&mut wcma::Packet::new_unchecked(
+            buf.get_mut(at..at + hlen)?,
+        ))
+        .ok()?;
+        buf[0] = opcode;
+        if let Some(w) = self.sq.get_mut(idx) {
+            w.cma = true;
+        }
+        self.stats.same_host_sent += 1;
+        self.pkts_since_ackreq = 0;
+        self.asked_psn = Some(psn);
+        if psn.before(self.high_psn) {
+            self.stats.retransmitted += 1;
+        }
+        self.next_psn = psn.add(npk);
+        if self.next_psn.after(self.high_psn) {
+            self.high_psn = self.next_psn;
+        }
+        self.send_idx += 1;
+        self.send_off = 0;
+        if self.rto.is_none() {
+            self.rto = local_ack_timeout(self.attr.timeout).map(|d| now + d);
+        }
+        Some(Ok(Transmit {
+            len,
+            ah: self.attr.ah,
+        }))
+    }
+
+    /// The peer declined the same-host request at `psn`: send packets on
+    /// this QP from now on, starting again there (no retry consumed).
+    pub(super) fn same_host_decline(&mut self, now: Instant, psn: Psn) {
+        self.stats.same_host_fallbacks += 1;
+        self.same_host_declined = true;
+        if psn == self.una {
+            self.rewind(now, psn);
+        } else if !psn.before(self.una) {
+            // An earlier READ lacks its response (implied NAK).
+            self.go_back_once(now);
+        }
+    }
+
+    /// A same-host request from the network (the responder).
+    pub(super) fn same_host_request<M: Memory + ?Sized>(&mut self, bytes: &[u8], mem: &mut M) {
+        let Ok(b) = rdmakit_wire::bth::Packet::new_checked(bytes) else {
+            self.drop(DropReason::malformed);
+            return;
+        };
+        let Ok(h) = wcma::Packet::new_checked(b.payload()).and_then(|h| wcma::Repr::parse(&h))
+        else {
+            self.drop(DropReason::malformed);
+            return;
+        };
+        let reason = if !matches!(
+            self.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        ) {
+            Some(DropReason::bad_state)
+        } else if b.dest_qp() != self.cfg.qpn {
+            Some(DropReason::wrong_qpn)
+        } else if self.cfg.qp_type != QpType::Rc {
+            Some(DropReason::wrong_transport)
+        } else if !receive::pkey_match(b.pkey(), self.pkey()) {
+            Some(DropReason::pkey)
+        } else if self.fatal_pending {
+            Some(DropReason::bad_state)
+        } else {
+            None
+        };
+        if let Some(r) = reason {
+            self.drop(r);
+            return;
+        }
+        self.stats.rx_packets += 1;
+        let psn = Psn::new(b.psn());
+        let d = psn.diff(self.epsn);
+        if d > 0 {
+            if !self.nak_sent {
+                self.nak_sent = true;
+                self.out.push_back(RespOut::Ack {
+                    psn: self.epsn,
+                    syndrome: syndrome::NAK_PSN_SEQ,
+                    fatal: false,
+                });
+            }
+            self.drop(DropReason::sequence);
+            return;
+        }
+        if d < 0 {
+            // Executed already (its ACK was lost): acknowledge again.
+            self.stats.duplicates += 1;
+            self.push_ack(self.epsn.sub(1));
+            return;
+        }
+        match self.same_host_execute(b.opcode().0, &h, mem) {
+            Ok(npk) => {
+                self.nak_sent = false;
+                self.stats.same_host_executed += 1;
+                self.epsn = psn.add(npk);
+                self.push_ack(psn.add(npk - 1));
+            }
+            Err(Refusal::Decline) => {
+                self.stats.same_host_declined += 1;
+                self.nak_sent = true;
+                self.out.push_back(RespOut::Ack {
+                    psn,
+                    syndrome: wcma::SYNDROME_DECLINE,
+                    fatal: false,
+                });
+            }
+            Err(Refusal::Resp(RespErr::Rnr)) => {
+                self.nak_sent = true;
+                self.out.push_back(RespOut::Ack {
+                    psn,
+                    syndrome: syndrome::rnr(self.attr.min_rnr_timer),
+                    fatal: false,
+                });
+            }
+            Err(Refusal::Resp(RespErr::Nak(code, _))) => {
+                self.fatal_pending = true;
+                self.out.push_back(RespOut::Ack {
+                    psn,
+                    syndrome: code,
+                    fatal: true,
+                });
+            }
+        }
+    }
+
+    /// Checks and executes an in-sequence same-host request; returns the
+    /// number of PSNs it covers.
+    fn same_host_execute<M: Memory + ?Sized>(
+        &mut self,
+        opcode: u8,
+        h: &wcma::Repr,
+        mem: &mut M,
+    ) -> Result<u32, Refusal> {
+        let mtu = self.mtu();
+        let pd = self.cfg.pd;
+        let acc = self.attr.qp_access_flags;
+        let inv_req = || Refusal::Resp(RespErr::Nak(syndrome::NAK_INV_REQ, None));
+        // A message in progress must continue with its own packets; a
+        // request a packet could carry never comes this way.
+        if self.cur.is_some() || h.len <= mtu || h.len > 1 << 31 {
+            return Err(inv_req());
+        }
+        let peer = PeerBuffers {
+            who: HostIdentity {
+                pid: h.pid,
+                cookie_addr: h.cookie_addr,
+                cookie: h.cookie,
+            },
+            iov: h.iovecs(),
+        };
+        let len = u64::from(h.len);
+        let reth = Reth {
+            va: h.va,
+            rkey: h.rkey,
+            len: h.len,
+        };
+        let refused = |e: PeerError| match e {
+            PeerError::Mem(_) => Refusal::Resp(rem_access()),
+            PeerError::Declined(_) => Refusal::Decline,
+        };
+        match opcode {
+            wcma::OP_WRITE | wcma::OP_READ => {
+                let (right, dir) = if opcode == wcma::OP_WRITE {
+                    (Access::REMOTE_WRITE, PeerDir::Pull)
+                } else {
+                    (Access::REMOTE_READ, PeerDir::Push)
+                };
+                if !acc.contains(right) {
+                    return Err(inv_req());
+                }
+                check_reth(mem, pd, reth, right).map_err(Refusal::Resp)?;
+                let local = [(Key::Remote(h.rkey), h.va, len)];
+                mem.peer_copy(pd, &local, right, &peer, dir)
+                    .map_err(refused)?;
+            }
+            wcma::OP_SEND => {
+                let Some(r) = self.rq.front() else {
+                    return Err(Refusal::Resp(RespErr::Rnr));
+                };
+                let mut local = Vec::with_capacity(r.wr.sg_list.len());
+                let mut left = len;
+                for s in &r.wr.sg_list {
+                    if left == 0 {
+                        break;
+                    }
+                    let n = left.min(u64::from(s.length));
+                    if n > 0 {
+                        local.push((Key::Local(s.lkey), s.addr, n));
+                    }
+                    left -= n;
+                }
+                let fail = if left > 0 {
+                    Some((syndrome::NAK_INV_REQ, WcStatus::LocLenErr))
+                } else if local
+                    .iter()
+                    .any(|&(k, a, n)| mem.check(pd, k, a, n, Access::LOCAL_WRITE).is_err())
+                {
+                    Some((syndrome::NAK_REM_OP, WcStatus::LocProtErr))
+                } else {
+                    match mem.peer_copy(pd, &local, Access::LOCAL_WRITE, &peer, PeerDir::Pull) {
+                        Ok(_) => None,
+                        Err(PeerError::Declined(_)) => return Err(Refusal::Decline),
+                        Err(PeerError::Mem(_)) => {
+                            Some((syndrome::NAK_REM_OP, WcStatus::LocProtErr))
+                        }
+                    }
+                };
+                let Some(r) = self.rq.pop_front() else {
+                    return Err(inv_req());
+                };
+                if let Some((code, status)) = fail {
+                    let wc = self.wc(r.wr.wr_id, status, WcOpcode::Recv);
+                    self.cq.push_back(wc);
+                    return Err(Refusal::Resp(RespErr::Nak(code, None)));
+                }
+                let mut wc = self.wc(r.wr.wr_id, WcStatus::Success, WcOpcode::Recv);
+                wc.byte_len = h.len;
+                wc.src_qp = self.attr.dest_qp_num;
+                self.cq.push_back(wc);
+                Self::keep_sgl(&mut self.spare_recv, r.wr.sg_list);
+            }
+            _ => return Err(inv_req()),
+        }
+        self.msn = self.msn.wrapping_add(1);
+        Ok(pkts_for(h.len, mtu))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::mem::MemTable;
+    use crate::qp::Mtu;
+    use crate::wr::Sge;
+
+    /// Two "processes" on one host: pid → (identity, memory). Host
+    /// addresses are the tables' virtual addresses.
+    type Host = Rc<RefCell<HashMap<u32, (HostIdentity, MemTable)>>>;
+    /// (pid, host address, length).
+    type Span = (u32, u64, u64);
+
+    struct TestMem {
+        pid: u32,
+        host: Host,
+        /// The identity this process claims (a wrong cookie tests the check).
+        claim: HostIdentity,
+        /// Declines every copy (a responder with the feature off).
+        decline: bool,
+        copies: usize,
+    }
+
+    fn with<R>(m: &TestMem, f: impl FnOnce(&MemTable) -> R) -> R {
+        f(&m.host.borrow()[&m.pid].1)
+    }
+
+    fn with_mut<R>(m: &TestMem, f: impl FnOnce(&mut MemTable) -> R) -> R {
+        f(&mut m.host.borrow_mut().get_mut(&m.pid).unwrap().1)
+    }
+
+    /// Bytes at host address `addr` of a table (any region holding them).
+    fn region_at(t: &mut MemTable, addr: u64, len: u64) -> Option<&mut [u8]> {
+        let mut i = 0u32;
+        loop {
+            let r = t.region(i << 8)?;
+            if addr >= r.addr && addr + len <= r.addr + r.data.len() as u64 {
+                let off = (addr - r.addr) as usize;
+                let r = t.region_mut(i << 8)?;
+                return r.data.get_mut(off..off + len as usize);
+            }
+            i += 1;
+        }
+    }
+
+    impl Memory for TestMem {
+        fn check(
+            &self,
+            pd: Pd,
+            key: Key,
+            addr: u64,
+            len: u64,
+            need: Access,
+        ) -> Result<(), MemError> {
+            with(self, |t| t.check(pd, key, addr, len, need))
+        }
+        fn read(
+            &self,
+            pd: Pd,
+            key: Key,
+            addr: u64,
+            out: &mut [u8],
+            need: Access,
+        ) -> Result<(), MemError> {
+            with(self, |t| t.read(pd, key, addr, out, need))
+        }
+        fn write(
+            &mut self,
+            pd: Pd,
+            key: Key,
+            addr: u64,
+            data: &[u8],
+            need: Access,
+        ) -> Result<(), MemError> {
+            with_mut(self, |t| t.write(pd, key, addr, data, need))
+        }
+        fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> Result<u64, MemError> {
+            with_mut(self, |t| t.atomic(pd, rkey, addr, op))
+        }
+        fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+            with_mut(self, |t| t.invalidate(pd, rkey))
+        }
+        fn host_identity(&self) -> Option<HostIdentity> {
+            Some(self.claim)
+        }
+        fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
+            self.check(pd, key, addr, len, need).ok().map(|()| addr)
+        }
+        fn peer_copy(
+            &mut self,
+            pd: Pd,
+            local: &[(Key, u64, u64)],
+            need: Access,
+            peer: &PeerBuffers<'_>,
+            dir: PeerDir,
+        ) -> Result<u64, PeerError> {
+            for &(k, a, n) in local {
+                self.check(pd, k, a, n, need)?;
+            }
+            if self.decline {
+                return Err(PeerError::Declined("feature off"));
+            }
+            let mut host = self.host.borrow_mut();
+            match host.get(&peer.who.pid) {
+                Some((who, _)) if *who == peer.who => {}
+                _ => return Err(PeerError::Declined("wrong cookie")),
+            }
+            // Stage the bytes of the source side, then write the other.
+            let (src, dst): (Vec<Span>, Vec<Span>) = {
+                let l = local.iter().map(|&(_, a, n)| (self.pid, a, n)).collect();
+                let p = peer
+                    .iov
+                    .iter()
+                    .map(|&(a, n)| (peer.who.pid, a, n))
+                    .collect();
+                match dir {
+                    PeerDir::Pull => (p, l),
+                    PeerDir::Push => (l, p),
+                }
+            };
+            let mut bytes = Vec::new();
+            for (pid, a, n) in src {
+                let t = &mut host.get_mut(&pid).unwrap().1;
+                bytes.extend_from_slice(region_at(t, a, n).ok_or(PeerError::Declined("EFAULT"))?);
+            }
+            let mut at = 0;
+            for (pid, a, n) in dst {
+                let t = &mut host.get_mut(&pid).unwrap().1;
+                let d = region_at(t, a, n).ok_or(PeerError::Declined("EFAULT"))?;
+                d.copy_from_slice(&bytes[at..at + n as usize]);
+                at += n as usize;
+            }
+            self.copies += 1;
+            Ok(at as u64)
+        }
+    }
+
+    const LEN: u32 = 16 * 1024;
+    const A_BUF: u64 = 0x10_0000;
+    const B_BUF: u64 = 0x80_0000;
+
+    struct Pair {
+        a: Qp,
+        b: Qp,
+        ma: TestMem,
+        mb: TestMem,
+        a_lkey: u32,
+        b_lkey: u32,
+        b_rkey: u32,
+        /// Packets A sent.
+        a_sent: usize,
+    }
+
+    fn pair() -> Pair {
+        let host: Host = Rc::default();
+        let id = |pid| HostIdentity {
+            pid,
+            cookie_addr: 0x4000,
+            cookie: 0xc0c0_0000 + u64::from(pid),
+        };
+        let mut ta = MemTable::new();
+        let (a_lkey, _) = ta.register(Pd(1), A_BUF, LEN as usize, Access::LOCAL_WRITE);
+        let mut tb = MemTable::new();
+        let (b_lkey, b_rkey) = tb.register(
+            Pd(1),
+            B_BUF,
+            LEN as usize,
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
+        );
+        host.borrow_mut().insert(100, (id(100), ta));
+        host.borrow_mut().insert(200, (id(200), tb));
+        let mem = |pid| TestMem {
+            pid,
+            host: host.clone(),
+            claim: id(pid),
+            decline: false,
+            copies: 0,
+        };
+        let qp = |qpn, dqpn| {
+            let mut c = QpConfig::new(qpn, QpType::Rc, Pd(1));
+            c.port_mtu = Mtu::Mtu1024;
+            let mut q = Qp::new(c);
+            let attr = QpAttr {
+                path_mtu: Mtu::Mtu1024,
+                dest_qp_num: dqpn,
+                qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ,
+                timeout: 8,
+                retry_cnt: 2,
+                rnr_retry: 2,
+                max_rd_atomic: 4,
+                max_dest_rd_atomic: 4,
+                ..QpAttr::default()
+            };
+            q.bring_up(&attr, QpState::Rts).unwrap();
+            q.set_same_host(true);
+            q
+        };
+        for (pid, base) in [(100, A_BUF), (200, B_BUF)] {
+            let mut h = host.borrow_mut();
+            let t = &mut h.get_mut(&pid).unwrap().1;
+            let r = t.region_mut(0).unwrap();
+            for (i, b) in r.data.iter_mut().enumerate() {
+                *b = (i as u64 * 7 + base / 0x1000) as u8;
+            }
+        }
+        Pair {
+            a: qp(0x11, 0x22),
+            b: qp(0x22, 0x11),
+            ma: mem(100),
+            mb: mem(200),
+            a_lkey,
+            b_lkey,
+            b_rkey,
+            a_sent: 0,
+        }
+    }
+
+    impl Pair {
+        /// Moves packets both ways until both sides are quiet.
+        fn run(&mut self) {
+            let now = Instant::ZERO;
+            let mut buf = vec![0u8; 4096];
+            for _ in 0..1000 {
+                let mut moved = false;
+                while let Some(t) = self.a.poll_transmit(now, &mut buf, &mut self.ma) {
+                    self.a_sent += 1;
+                    self.b.handle_packet(now, &buf[..t.len], &mut self.mb);
+                    moved = true;
+                }
+                while let Some(t) = self.b.poll_transmit(now, &mut buf, &mut self.mb) {
+                    self.a.handle_packet(now, &buf[..t.len], &mut self.ma);
+                    moved = true;
+                }
+                if !moved {
+                    return;
+                }
+            }
+        }
+
+        fn data(&self, pid: u32) -> Vec<u8> {
+            self.ma.host.borrow()[&pid]
+                .1
+                .region(0)
+                .unwrap()
+                .data
+                .clone()
+        }
+    }
+
+    fn sge(addr: u64, length: u32, lkey: u32) -> Vec<Sge> {
+        vec![Sge { addr, length, lkey }]
+    }
+
+    fn write(p: &mut Pair, rkey: u32, va: u64) -> Wc {
+        let op = SendOp::Write {
+            remote_addr: va,
+            rkey,
+        };
+        p.a.post_send(SendWr::new(1, op, sge(A_BUF, LEN, p.a_lkey)))
+            .unwrap();
+        p.run();
+        p.a.poll_completion().expect("a completion")
+    }
+
+    #[test]
+    fn a_write_goes_as_one_request_and_one_copy() {
+        let mut p = pair();
+        let b_rkey = p.b_rkey;
+        let wc = write(&mut p, b_rkey, B_BUF);
+        assert_eq!(wc.status, WcStatus::Success);
+        assert_eq!(wc.byte_len, LEN);
+        assert_eq!(p.a_sent, 1, "one packet instead of 16");
+        assert_eq!(p.mb.copies, 1);
+        assert_eq!(p.data(100), p.data(200));
+        assert_eq!(p.a.stats().same_host_sent, 1);
+        assert_eq!(p.b.stats().same_host_executed, 1);
+        // PSNs: the request took 16; the next message follows on.
+        let wc = write(&mut p, b_rkey, B_BUF);
+        assert_eq!(wc.status, WcStatus::Success);
+        assert_eq!(p.b.stats().duplicates, 0);
+    }
+
+    #[test]
+    fn a_read_pushes_into_the_requester() {
+        let mut p = pair();
+        let op = SendOp::Read {
+            remote_addr: B_BUF,
+            rkey: p.b_rkey,
+        };
+        let sg = sge(A_BUF, LEN, p.a_lkey);
+        p.a.post_send(SendWr::new(7, op, sg)).unwrap();
+        p.run();
+        let wc = p.a.poll_completion().unwrap();
+        assert_eq!((wc.status, wc.byte_len), (WcStatus::Success, LEN));
+        assert_eq!(p.a_sent, 1);
+        assert_eq!(p.data(100), p.data(200));
+    }
+
+    #[test]
+    fn a_send_fills_a_receive_wqe() {
+        let mut p = pair();
+        let sg = sge(B_BUF, LEN, p.b_lkey);
+        p.b.post_recv(RecvWr {
+            wr_id: 9,
+            sg_list: sg,
+        })
+        .unwrap();
+        let sg = sge(A_BUF, LEN, p.a_lkey);
+        p.a.post_send(SendWr::new(8, SendOp::Send, sg)).unwrap();
+        p.run();
+        assert_eq!(p.a.poll_completion().unwrap().status, WcStatus::Success);
+        let r = p.b.poll_completion().unwrap();
+        assert_eq!((r.wr_id, r.status, r.byte_len), (9, WcStatus::Success, LEN));
+        assert_eq!(p.a_sent, 1);
+        assert_eq!(p.data(100), p.data(200));
+    }
+
+    #[test]
+    fn a_bad_rkey_is_naked_and_nothing_is_copied() {
+        let mut p = pair();
+        let before = p.data(200);
+        let bad = p.b_rkey ^ 0x100;
+        let wc = write(&mut p, bad, B_BUF);
+        assert_eq!(wc.status, WcStatus::RemAccessErr);
+        assert_eq!(p.mb.copies, 0);
+        assert_eq!(p.data(200), before);
+    }
+
+    #[test]
+    fn an_out_of_bounds_write_is_naked_and_nothing_is_copied() {
+        let mut p = pair();
+        let before = p.data(200);
+        let b_rkey = p.b_rkey;
+        let wc = write(&mut p, b_rkey, B_BUF + 8);
+        assert_eq!(wc.status, WcStatus::RemAccessErr);
+        assert_eq!(p.mb.copies, 0);
+        assert_eq!(p.data(200), before);
+    }
+
+    #[test]
+    fn a_wrong_cookie_is_declined_then_packets_deliver() {
+        let mut p = pair();
+        p.ma.claim.cookie ^= 1;
+        let b_rkey = p.b_rkey;
+        let wc = write(&mut p, b_rkey, B_BUF);
+        assert_eq!(wc.status, WcStatus::Success);
+        assert_eq!(p.mb.copies, 0, "nothing copied under a wrong cookie");
+        assert_eq!(p.b.stats().same_host_declined, 1);
+        assert_eq!(p.a.stats().same_host_fallbacks, 1);
+        assert!(!p.a.same_host_active());
+        assert_eq!(p.a_sent, 1 + 16, "the request, then the 16 packets");
+        assert_eq!(p.data(100), p.data(200));
+    }
+
+    #[test]
+    fn requests_sent_behind_a_declined_one_go_again_as_packets() {
+        let mut p = pair();
+        p.mb.decline = true;
+        let half = LEN / 2;
+        for (i, off) in [0, half].into_iter().enumerate() {
+            let op = SendOp::Write {
+                remote_addr: B_BUF + u64::from(off),
+                rkey: p.b_rkey,
+            };
+            let sg = sge(A_BUF + u64::from(off), half, p.a_lkey);
+            p.a.post_send(SendWr::new(i as u64, op, sg)).unwrap();
+        }
+        p.run();
+        for i in 0..2 {
+            let wc = p.a.poll_completion().unwrap();
+            assert_eq!((wc.wr_id, wc.status), (i, WcStatus::Success));
+        }
+        // Both requests, then 8 + 8 packets.
+        assert_eq!(p.a_sent, 2 + 16);
+        assert_eq!(p.a.stats().same_host_fallbacks, 1);
+        assert_eq!(p.data(100), p.data(200));
+    }
+
+    #[test]
+    fn a_responder_without_the_feature_declines_reads_too() {
+        let mut p = pair();
+        p.mb.decline = true;
+        let op = SendOp::Read {
+            remote_addr: B_BUF,
+            rkey: p.b_rkey,
+        };
+        let sg = sge(A_BUF, LEN, p.a_lkey);
+        p.a.post_send(SendWr::new(7, op, sg)).unwrap();
+        p.run();
+        let wc = p.a.poll_completion().unwrap();
+        assert_eq!((wc.status, wc.byte_len), (WcStatus::Success, LEN));
+        assert_eq!(p.a_sent, 2, "the request, then a READ request");
+        assert_eq!(p.data(100), p.data(200));
+    }
+
+    #[test]
+    fn a_short_receive_wqe_fails_both_sides_without_a_copy() {
+        let mut p = pair();
+        let sg = sge(B_BUF, LEN / 2, p.b_lkey);
+        p.b.post_recv(RecvWr {
+            wr_id: 9,
+            sg_list: sg,
+        })
+        .unwrap();
+        let sg = sge(A_BUF, LEN, p.a_lkey);
+        p.a.post_send(SendWr::new(8, SendOp::Send, sg)).unwrap();
+        p.run();
+        assert_eq!(
+            p.a.poll_completion().unwrap().status,
+            WcStatus::RemInvReqErr
+        );
+        assert_eq!(p.b.poll_completion().unwrap().status, WcStatus::LocLenErr);
+        assert_eq!(p.mb.copies, 0);
+    }
+
+    #[test]
+    fn a_truncated_request_is_dropped_as_malformed() {
+        let mut p = pair();
+        let mut bytes = [0u8; 12 + wcma::FIXED_LEN];
+        bytes[0] = wcma::OP_WRITE;
+        p.b.handle_packet(Instant::ZERO, &bytes, &mut p.mb);
+        assert_eq!(p.b.stats().drops.malformed, 1);
+        assert!(p
+            .b
+            .poll_transmit(Instant::ZERO, &mut [0u8; 256], &mut p.mb)
+            .is_none());
+    }
+}

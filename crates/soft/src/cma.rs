@@ -1,0 +1,268 @@
+//! The same-host data path: one cross-memory copy (`process_vm_readv` /
+//! `process_vm_writev`) between two processes using the soft NIC on one
+//! host, in place of the datagrams of a large RC WRITE, SEND or READ (the
+//! protocol is proto's: [`rdmakit_proto::Memory::peer_copy`]).
+//!
+//! Each device (each [`crate::dma::MrTable`]) has a [`SameHost`]: its pid
+//! and a random cookie at a fixed heap address. A requester names both in
+//! its request; the responder reads the cookie from the requester's memory
+//! before moving a byte, so a recycled pid or a request forged from another
+//! process's stale values moves nothing. Any failure of the copy (Yama
+//! `ptrace_scope` refusing, the peer gone, a bad address, the path off)
+//! *declines*: the requester then sends packets.
+//!
+//! This module and [`crate::dma`] are where the soft NIC's `unsafe` lives.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rdmakit_proto::{HostIdentity, PeerBuffers, PeerDir, PeerError};
+
+/// How a soft device moves the data of RC messages to a peer on this host
+/// (`RDMAKIT_SOFT_TRANSPORT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SoftTransport {
+    /// A large RC WRITE/SEND/READ to a same-host peer is one cross-memory
+    /// copy; everything else (and every peer that declines) is UDP.
+    #[default]
+    Auto,
+    /// Every byte goes through UDP, as to a remote host.
+    Udp,
+}
+
+impl SoftTransport {
+    /// Parses `udp` / `auto` (what `RDMAKIT_SOFT_TRANSPORT` holds).
+    pub fn parse(s: &str) -> Option<SoftTransport> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(SoftTransport::Auto),
+            "udp" => Some(SoftTransport::Udp),
+            _ => None,
+        }
+    }
+
+    /// The name `parse` accepts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SoftTransport::Auto => "auto",
+            SoftTransport::Udp => "udp",
+        }
+    }
+}
+
+/// A device's identity for same-host copies, and whether it takes part.
+#[derive(Debug)]
+pub struct SameHost {
+    /// The cookie; boxed so that its address stays put.
+    cookie: Box<u64>,
+    pid: u32,
+    enabled: AtomicBool,
+}
+
+impl Default for SameHost {
+    fn default() -> SameHost {
+        let cookie =
+            (u64::from(crate::dma::random_u32()) << 32) | u64::from(crate::dma::random_u32()) | 1;
+        SameHost {
+            cookie: Box::new(cookie),
+            pid: std::process::id(),
+            enabled: AtomicBool::new(false),
+        }
+    }
+}
+
+impl SameHost {
+    /// Turns the path on (the device's transport is `auto`): lets any
+    /// process of this user copy from and to this one (Yama `ptrace_scope`
+    /// 1 otherwise allows only ancestors) and starts answering requests.
+    pub fn enable(&self) {
+        allow_any_ptracer();
+        self.enabled.store(true, Ordering::Release);
+    }
+
+    /// Whether the path is on.
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// The identity a request names; `None` when the path is off.
+    pub fn identity(&self) -> Option<HostIdentity> {
+        self.enabled().then(|| HostIdentity {
+            pid: self.pid,
+            cookie_addr: std::ptr::from_ref::<u64>(&self.cookie) as u64,
+            cookie: *self.cookie,
+        })
+    }
+
+    /// Moves bytes between this process's `local` ranges (host address,
+    /// length; validated by the caller against the MR table) and the
+    /// peer's, in one system call, after checking the peer's cookie.
+    ///
+    /// # Errors
+    /// [`PeerError::Declined`] when the path is off, the lengths differ or
+    /// a system call fails (its errno named); nothing moved unless the data
+    /// call itself failed part-way.
+    pub fn copy(
+        &self,
+        local: &[(u64, u64)],
+        peer: &PeerBuffers<'_>,
+        dir: PeerDir,
+    ) -> Result<u64, PeerError> {
+        if !self.enabled() {
+            return Err(PeerError::Declined(
+                "same-host copies are off (RDMAKIT_SOFT_TRANSPORT=udp)",
+            ));
+        }
+        let total = |v: &[(u64, u64)]| v.iter().try_fold(0u64, |a, &(_, n)| a.checked_add(n));
+        let len = total(local).ok_or(PeerError::Declined("length overflow"))?;
+        if total(peer.iov) != Some(len) || peer.iov.is_empty() {
+            return Err(PeerError::Declined("lengths differ"));
+        }
+        let pid =
+            libc::pid_t::try_from(peer.who.pid).map_err(|_| PeerError::Declined("not a pid"))?;
+        // The cookie first: into a local u64, from the peer's address.
+        let mut seen = 0u64;
+        let mut c_local = [iovec(std::ptr::from_mut(&mut seen) as u64, 8)];
+        let c_remote = [iovec(peer.who.cookie_addr, 8)];
+        // SAFETY: the local iovec is `seen`, 8 writable bytes we own; the
+        // remote one is only read in the other process by the kernel.
+        let n = unsafe {
+            libc::process_vm_readv(pid, c_local.as_mut_ptr(), 1, c_remote.as_ptr(), 1, 0)
+        };
+        if n != 8 {
+            return Err(PeerError::Declined(last_errno_name()));
+        }
+        if seen != peer.who.cookie {
+            return Err(PeerError::Declined("cookie mismatch (pid recycled?)"));
+        }
+        let l: Vec<libc::iovec> = local.iter().map(|&(a, n)| iovec(a, n)).collect();
+        let r: Vec<libc::iovec> = peer.iov.iter().map(|&(a, n)| iovec(a, n)).collect();
+        let n = match dir {
+            // SAFETY: `local` holds ranges of registered memory the caller
+            // validated (key, PD, bounds, rights) under the MR table's read
+            // lock, which the registration contract lets the NIC write;
+            // the kernel writes them from the peer's memory.
+            PeerDir::Pull => unsafe {
+                libc::process_vm_readv(pid, l.as_ptr(), l.len() as _, r.as_ptr(), r.len() as _, 0)
+            },
+            // SAFETY: as above; the local ranges are only read.
+            PeerDir::Push => unsafe {
+                libc::process_vm_writev(pid, l.as_ptr(), l.len() as _, r.as_ptr(), r.len() as _, 0)
+            },
+        };
+        if n < 0 {
+            return Err(PeerError::Declined(last_errno_name()));
+        }
+        if n as u64 != len {
+            return Err(PeerError::Declined("partial copy (EFAULT)"));
+        }
+        Ok(len)
+    }
+}
+
+fn iovec(addr: u64, len: u64) -> libc::iovec {
+    libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: len as usize,
+    }
+}
+
+fn last_errno_name() -> &'static str {
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EPERM) => "EPERM (ptrace_scope refuses)",
+        Some(libc::ESRCH) => "ESRCH (peer gone)",
+        Some(libc::EFAULT) => "EFAULT (bad peer address)",
+        Some(libc::ENOSYS) => "ENOSYS (no cross-memory attach)",
+        Some(libc::EINVAL) => "EINVAL",
+        Some(libc::ENOMEM) => "ENOMEM",
+        _ => "copy failed",
+    }
+}
+
+/// `prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)`: under Yama `ptrace_scope`
+/// 1 a peer process may then attach to this one's memory (the copy checks
+/// `PTRACE_MODE_ATTACH`). Failure (no Yama) changes nothing.
+fn allow_any_ptracer() {
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on() -> SameHost {
+        let s = SameHost::default();
+        s.enable();
+        s
+    }
+
+    fn peer<'a>(s: &SameHost, iov: &'a [(u64, u64)]) -> PeerBuffers<'a> {
+        PeerBuffers {
+            who: s.identity().unwrap(),
+            iov,
+        }
+    }
+
+    fn addr(v: &[u8]) -> u64 {
+        v.as_ptr() as u64
+    }
+
+    #[test]
+    fn transport_names_parse() {
+        assert_eq!(SoftTransport::parse("UDP"), Some(SoftTransport::Udp));
+        assert_eq!(SoftTransport::parse(" auto"), Some(SoftTransport::Auto));
+        assert_eq!(SoftTransport::parse("shm"), None);
+    }
+
+    #[test]
+    fn a_pull_from_this_process_copies_across_iovecs() {
+        let s = on();
+        let src: Vec<u8> = (0..8192u32).map(|i| (i * 13) as u8).collect();
+        let mut dst = vec![0u8; 8192];
+        let (d0, d1) = dst.split_at_mut(3000);
+        let local = [(addr(d0), 3000), (addr(d1), 5192)];
+        let remote = [(addr(&src), 100), (addr(&src) + 100, 8092)];
+        assert_eq!(s.copy(&local, &peer(&s, &remote), PeerDir::Pull), Ok(8192));
+        assert_eq!(dst, src);
+    }
+
+    #[test]
+    fn a_wrong_cookie_moves_nothing() {
+        let s = on();
+        let src = vec![7u8; 4096];
+        let dst = vec![0u8; 4096];
+        let remote = [(addr(&src), 4096)];
+        let mut p = peer(&s, &remote);
+        p.who.cookie ^= 2;
+        let local = [(addr(&dst), 4096)];
+        let e = s.copy(&local, &p, PeerDir::Pull).unwrap_err();
+        assert!(
+            matches!(e, PeerError::Declined(m) if m.contains("cookie")),
+            "{e}"
+        );
+        assert!(dst.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_dead_pid_and_the_path_off_decline() {
+        let s = on();
+        let src = vec![7u8; 64];
+        let dst = vec![0u8; 64];
+        let remote = [(addr(&src), 64)];
+        let mut p = peer(&s, &remote);
+        p.who.pid = i32::MAX as u32; // above pid_max
+        let local = [(addr(&dst), 64)];
+        assert!(matches!(
+            s.copy(&local, &p, PeerDir::Push),
+            Err(PeerError::Declined(_))
+        ));
+        let off = SameHost::default();
+        assert!(off.identity().is_none());
+        assert!(matches!(
+            off.copy(&local, &peer(&s, &remote), PeerDir::Pull),
+            Err(PeerError::Declined(m)) if m.contains("udp")
+        ));
+        assert!(dst.iter().all(|&b| b == 0));
+    }
+}

@@ -1,0 +1,264 @@
+//! Issue 19 item 3: the soft NIC's same-host path. Two processes on this
+//! host (this test binary spawned again as the child) move 1 MiB RC WRITE,
+//! READ and SEND; with `transport: auto` on both sides each message is one
+//! vendor request and one cross-memory copy, with `udp` every byte is a
+//! datagram. A responder that declines (its transport `udp`) makes the
+//! requester fall back to packets; a killed responder ends in
+//! RETRY_EXC_ERR.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rdmakit_soft::{DataPath, SoftTransport};
+use rdmakit_verbs::{Access, ConnectOpts, Context, DeviceConfig, Endpoint, RemoteBuf, WcStatus};
+
+const ROLE: &str = "RDMAKIT_SAME_HOST_CHILD";
+const T: Duration = Duration::from_secs(30);
+const LEN: usize = 1 << 20;
+
+fn pattern(seed: u8, n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ (i >> 10) as u8)
+        .collect()
+}
+
+fn config(t: &str) -> DeviceConfig {
+    DeviceConfig {
+        transport: SoftTransport::parse(t).unwrap(),
+        ..DeviceConfig::default()
+    }
+}
+
+/// The responder; a no-op unless spawned by a test below. Its buffer:
+/// [0, 1 MiB) takes the WRITE, [1, 2) is READ, [2, 3) takes the SEND.
+#[test]
+fn child_role() {
+    let Some(mode) = std::env::var_os(ROLE) else {
+        return;
+    };
+    let mode = mode.to_string_lossy().into_owned();
+    let ctx = Context::open_soft(config(mode.split(':').next().unwrap())).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64, None).unwrap();
+    let qp = pd
+        .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
+        .build()
+        .unwrap();
+    let qp = qp.into_init(ConnectOpts::default()).unwrap();
+    let buf = pd.alloc_buf(3 * LEN, Access::all()).unwrap();
+    qp.qp().recv(1, &buf, 2 * LEN..3 * LEN).unwrap();
+    buf.write(LEN, &pattern(0x5a, LEN)).unwrap();
+    let ep = qp.endpoint().unwrap();
+    let r = buf.remote(0);
+    println!("@@EP {} {:x} {:x}", ep.to_wire(), r.addr, r.rkey);
+    let mut stdin = std::io::stdin().lock();
+    let mut line = String::new();
+    stdin.read_line(&mut line).unwrap();
+    let peer = Endpoint::from_wire(line.trim().strip_prefix("EP ").unwrap()).unwrap();
+    let qp = qp.connect(&peer).unwrap().ready_to_send().unwrap();
+    println!("@@READY");
+    if mode.ends_with(":die") {
+        std::thread::sleep(T);
+        return;
+    }
+    let w = cq.wait(1, T).unwrap();
+    assert_eq!(
+        (w[0].status, w[0].byte_len as usize),
+        (WcStatus::Success, LEN)
+    );
+    assert!(
+        buf.to_vec(0..LEN).unwrap() == pattern(0xa5, LEN),
+        "WRITE data"
+    );
+    assert!(
+        buf.to_vec(2 * LEN..3 * LEN).unwrap() == pattern(0x3c, LEN),
+        "SEND data"
+    );
+    let s = ctx.soft().unwrap();
+    let path = s.qp_data_path(qp.qpn()).unwrap();
+    let st = s.qp_stats(qp.qpn()).unwrap();
+    println!("@@CHILD-OK {} {}", path.as_str(), st.same_host_declined);
+    line.clear();
+    stdin.read_line(&mut line).unwrap();
+}
+
+struct Peer {
+    child: Child,
+    stdin: ChildStdin,
+    rx: mpsc::Receiver<String>,
+    ep: Endpoint,
+    remote: RemoteBuf,
+}
+
+impl Peer {
+    fn spawn(mode: &str) -> Peer {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+            .env(ROLE, mode)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(i) = line.find("@@") {
+                    if tx.send(line[i + 2..].to_string()).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let line = rx.recv_timeout(T).expect("child went silent");
+        let mut f = line.strip_prefix("EP ").unwrap().split(' ');
+        let ep = Endpoint::from_wire(f.next().unwrap()).unwrap();
+        let remote = RemoteBuf {
+            addr: u64::from_str_radix(f.next().unwrap(), 16).unwrap(),
+            rkey: u32::from_str_radix(f.next().unwrap(), 16).unwrap(),
+        };
+        Peer {
+            child,
+            stdin,
+            rx,
+            ep,
+            remote,
+        }
+    }
+
+    fn next(&self) -> String {
+        self.rx.recv_timeout(T).expect("child went silent")
+    }
+
+    fn say(&mut self, s: &str) {
+        writeln!(self.stdin, "{s}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Outcome {
+    /// Datagrams the requester sent for the three messages.
+    tx: u64,
+    path: DataPath,
+    fallbacks: u64,
+    /// What the child reported: its QP's data path and declines sent.
+    child: String,
+}
+
+/// WRITE, READ then SEND of 1 MiB each from this process (`me`) to a child
+/// with transport `peer`, all data checked on both sides.
+fn three_messages(me: &str, peer: &str) -> Outcome {
+    let mut p = Peer::spawn(peer);
+    let ctx = Context::open_soft(config(me)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64, None).unwrap();
+    let qp = pd
+        .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
+        .build()
+        .unwrap();
+    let qp = qp.into_init(ConnectOpts::default()).unwrap();
+    let ep = qp.endpoint().unwrap().to_wire();
+    p.say(&format!("EP {ep}"));
+    let qp = qp.connect(&p.ep).unwrap().ready_to_send().unwrap();
+    assert_eq!(p.next(), "READY");
+    let buf = pd.alloc_buf(3 * LEN, Access::all()).unwrap();
+    buf.write(0, &pattern(0xa5, LEN)).unwrap();
+    buf.write(2 * LEN, &pattern(0x3c, LEN)).unwrap();
+    let s = ctx.soft().unwrap();
+    let tx0 = s.counters().tx_packets;
+    qp.write(1, &buf, 0..LEN, p.remote).unwrap();
+    let from = RemoteBuf {
+        addr: p.remote.addr + LEN as u64,
+        ..p.remote
+    };
+    qp.read(2, &buf, LEN..2 * LEN, from).unwrap();
+    qp.send(3, &buf, 2 * LEN..3 * LEN).unwrap();
+    let w = cq.wait(3, T).unwrap();
+    assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
+    let tx = s.counters().tx_packets - tx0;
+    assert!(
+        buf.to_vec(LEN..2 * LEN).unwrap() == pattern(0x5a, LEN),
+        "READ data"
+    );
+    let child = p.next();
+    let child = child
+        .strip_prefix("CHILD-OK ")
+        .expect("child failed")
+        .to_string();
+    p.say("BYE");
+    let st = s.qp_stats(qp.qpn()).unwrap();
+    Outcome {
+        tx,
+        path: s.qp_data_path(qp.qpn()).unwrap(),
+        fallbacks: st.same_host_fallbacks,
+        child,
+    }
+}
+
+#[test]
+fn one_mib_write_read_send_take_a_few_datagrams_on_the_same_host_path() {
+    let o = three_messages("auto", "auto");
+    assert!(o.tx <= 8, "{} datagrams for 3 MiB", o.tx);
+    assert_eq!(o.path, DataPath::SameHost);
+    assert_eq!(o.fallbacks, 0);
+    assert_eq!(o.child, "same-host 0");
+}
+
+#[test]
+fn forced_udp_sends_every_byte_as_datagrams() {
+    let o = three_messages("udp", "udp");
+    // WRITE and SEND: 1024 packets each at the 1024-byte path MTU.
+    assert!(o.tx >= 2048, "{} datagrams", o.tx);
+    assert_eq!(o.path, DataPath::Udp);
+    assert_eq!(o.child, "udp 0");
+}
+
+#[test]
+fn a_declining_responder_gets_packets_and_the_same_data() {
+    let o = three_messages("auto", "udp");
+    assert_eq!(o.fallbacks, 1, "one decline, then packets on that QP");
+    assert_eq!(o.path, DataPath::Udp);
+    assert!(o.tx >= 2048, "{} datagrams", o.tx);
+    assert_eq!(o.child, "udp 1");
+}
+
+#[test]
+fn a_killed_responder_ends_in_retry_exceeded() {
+    let mut p = Peer::spawn("auto:die");
+    let ctx = Context::open_soft(config("auto")).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(64, None).unwrap();
+    let qp = pd
+        .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
+        .build()
+        .unwrap();
+    let opts = ConnectOpts {
+        timeout: 10,
+        retry_cnt: 2,
+        ..ConnectOpts::default()
+    };
+    let qp = qp.into_init(opts).unwrap();
+    let ep = qp.endpoint().unwrap().to_wire();
+    p.say(&format!("EP {ep}"));
+    let qp = qp.connect(&p.ep).unwrap().ready_to_send().unwrap();
+    assert_eq!(p.next(), "READY");
+    p.child.kill().unwrap();
+    p.child.wait().unwrap();
+    let buf = pd.alloc_buf(LEN, Access::all()).unwrap();
+    qp.write(1, &buf, 0..LEN, p.remote).unwrap();
+    let w = cq.wait(1, T).unwrap();
+    assert_eq!(w[0].status, WcStatus::RetryExcErr);
+    let st = ctx.soft().unwrap().qp_stats(qp.qpn()).unwrap();
+    assert!(st.same_host_sent >= 1, "the request went the same-host way");
+}
