@@ -52,8 +52,10 @@ enum Command {
     /// perftest-shaped bandwidth/latency tests over RC (server without HOST), with control-path timings.
     Perf(cmd::perf::Args),
     /// The soft NIC's shared resource registry: objects per owner (status), free dead owners' (reclaim).
+    #[command(subcommand)]
     Soft(cmd::soft::Args),
     /// Install the drop-in libibverbs.so.1: unmodified ibverbs programs and perftest on the soft NIC.
+    #[command(subcommand)]
     Shim(cmd::shim::Args),
     /// The doctor across a cluster: aggregate node reports (report), expected inventory
     /// (baseline), every node of a Slurm partition as one job step (sweep).

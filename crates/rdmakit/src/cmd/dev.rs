@@ -2,23 +2,19 @@
 
 use std::process::ExitCode;
 
-use super::res::{emit, load};
-use super::SourceArgs;
+use super::res::{emit, load, RowsArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Only this device.
     #[arg(value_name = "DEV")]
     dev: Option<String>,
-    /// JSON with the keys of `rdma -j dev show`.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    source: SourceArgs,
+    out: RowsArgs,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let f = load(&a.source)?;
+    let f = load(&a.out.source)?;
     let rows = rdmakit_res::show::dev_rows(&f, a.dev.as_deref()).map_err(anyhow::Error::msg)?;
-    emit(&rows, a.json, false)
+    emit(&rows, a.out.json, false)
 }

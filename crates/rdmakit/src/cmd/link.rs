@@ -2,31 +2,22 @@
 
 use std::process::ExitCode;
 
-use rdmakit_res::show::{self, LinkFilter};
+use rdmakit_res::show;
 
-use super::res::{emit_shown, load};
-use super::SourceArgs;
+use super::res::{emit_shown, link_filter, load, RowsArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Only this device, or this port (DEV/PORT).
     #[arg(value_name = "DEV[/PORT]")]
     link: Option<String>,
-    /// JSON with the keys of `rdma -j link show`.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    source: SourceArgs,
+    out: RowsArgs,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let filter = a
-        .link
-        .as_deref()
-        .map(LinkFilter::parse)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
-    let f = load(&a.source)?;
+    let filter = link_filter(a.link.as_deref())?;
+    let f = load(&a.out.source)?;
     let shown = show::link_rows(&f, filter.as_ref()).map_err(anyhow::Error::msg)?;
-    emit_shown(&shown, a.json)
+    emit_shown(&shown, a.out.json)
 }

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use rdmakit_host::netlink::{self, NetlinkFacts};
-use rdmakit_res::show::{self, Shown};
+use rdmakit_res::show::{self, LinkFilter, Shown};
 pub(crate) use rdmakit_res::{json, Row};
 
 use super::SourceArgs;
@@ -24,11 +24,27 @@ pub struct Args {
     /// Only this device.
     #[arg(value_name = "DEV")]
     dev: Option<String>,
-    /// JSON with the keys of `rdma -j resource show`, plus "owner-state".
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    source: SourceArgs,
+    out: RowsArgs,
+}
+
+/// What `dev`, `link`, `stat` and `res` share: the output form and where the
+/// facts come from.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RowsArgs {
+    /// JSON with the keys `rdma -j` prints for the same command (`res` adds
+    /// "owner-state").
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// `DEV` or `DEV/PORT`, when given.
+pub(crate) fn link_filter(s: Option<&str>) -> anyhow::Result<Option<LinkFilter>> {
+    s.map(LinkFilter::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)
 }
 
 /// Prints rows (JSON or human) and returns the exit code: 0, or 1 when some
@@ -73,8 +89,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // `rdmakit res soft0` (a device, no kind) is accepted too.
     let (kind, dev) = rdmakit_res::listing::parse_args(a.kind.as_deref(), a.dev.clone())
         .map_err(anyhow::Error::msg)?;
-    let (opened, _) = a.source.open()?;
-    let live = a.source.from.is_none() && a.source.root.is_none();
+    let (opened, _) = a.out.source.open()?;
+    let live = a.out.source.from.is_none() && a.out.source.root.is_none();
     let f = netlink::rdma_netlink(opened.source());
     let part = rdmakit_res::listing::kernel_part(&f.devs, live, opened.label())
         .map_err(anyhow::Error::msg)?;
@@ -97,5 +113,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             bail!("no RDMA device {d:?}");
         }
     }
-    emit(&l.rows, a.json, partial)
+    emit(&l.rows, a.out.json, partial)
 }

@@ -19,14 +19,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use serde_json::json;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(subcommand)]
-    cmd: Sub,
-}
-
 #[derive(clap::Subcommand, Debug)]
-enum Sub {
+pub enum Args {
     /// Put libibverbs.so.1, librdmacm.so.1 and the libmlx5.so.1 / libefa.so.1 links in DIR.
     Install {
         /// Target directory (created if missing).
@@ -41,8 +35,8 @@ enum Sub {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    match a.cmd {
-        Sub::Install { dir, from, json } => install(&dir, from, json),
+    match a {
+        Args::Install { dir, from, json } => install(&dir, from, json),
     }
 }
 

@@ -15,14 +15,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use rdmakit_soft::registry::{self, Registry};
 
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(subcommand)]
-    cmd: Sub,
-}
-
 #[derive(clap::Subcommand, Debug)]
-enum Sub {
+pub enum Args {
     /// Objects registered per soft device and owner, with the owner's state (alive/zombie/dead).
     Status {
         /// Only this device (default: every device with a registry).
@@ -56,9 +50,9 @@ enum Sub {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    match a.cmd {
-        Sub::Status { device, json } => status(device, json),
-        Sub::Leaky { state, device } => {
+    match a {
+        Args::Status { device, json } => status(device, json),
+        Args::Leaky { state, device } => {
             let reg = Registry::open(&device)
                 .with_context(|| format!("resource registry of {device}"))?;
             let on = state == "on";
@@ -67,7 +61,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             println!("{}", rdmakit_res::registry::leaky_note(&device, on));
             Ok(ExitCode::SUCCESS)
         }
-        Sub::Reclaim {
+        Args::Reclaim {
             device,
             dry_run,
             json,

@@ -7,7 +7,7 @@ pub mod pairwise;
 pub mod report;
 pub mod sweep;
 
-use std::io::IsTerminal as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use rdmakit_fleet::baseline::{Expected, Previous};
 use rdmakit_fleet::input::{self, LoadOptions, Loaded};
+use rdmakit_fleet::render::{self, HumanOptions};
+use rdmakit_fleet::report::{FleetReport, Options};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -102,4 +104,46 @@ fn previous(path: &str) -> anyhow::Result<Previous> {
 fn expected(path: &str) -> anyhow::Result<Expected> {
     let text = std::fs::read_to_string(path).with_context(|| format!("--expect {path}"))?;
     Ok(Expected::parse(path, &text)?)
+}
+
+/// The report options `--baseline PREVIOUS` and `--expect FILE` give; read before
+/// any work, so a bad file costs nothing.
+fn options(baseline: Option<&str>, expect: Option<&str>) -> anyhow::Result<Options> {
+    Ok(Options {
+        tool: tool(),
+        previous: baseline.map(previous).transpose()?,
+        expected: match expect {
+            Some(p) => Some((p.to_string(), expected(p)?)),
+            None => None,
+        },
+        ..Options::default()
+    })
+}
+
+/// Prints the report (JSON, or human lines followed by `tail`), then writes
+/// `--html FILE`; the exit code is the report's.
+fn emit(
+    r: &FleetReport,
+    json: bool,
+    verbose: bool,
+    tail: Option<String>,
+    html: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let mut out = anstream::stdout();
+    if json {
+        writeln!(out, "{}", render::json(r))?;
+    } else {
+        let o = HumanOptions {
+            verbose,
+            ..HumanOptions::default()
+        };
+        out.write_all(render::human(r, o).as_bytes())?;
+        if let Some(t) = tail {
+            writeln!(out, "{t}")?;
+        }
+    }
+    if let Some(path) = html {
+        crate::cmd::html::fleet(path, r)?;
+    }
+    Ok(ExitCode::from(r.summary.exit_code))
 }

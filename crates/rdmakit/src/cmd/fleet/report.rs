@@ -1,10 +1,8 @@
 //! `rdmakit fleet report INPUT...`.
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
-use rdmakit_fleet::render::{self, HumanOptions};
-use rdmakit_fleet::report::{FleetReport, Options};
+use rdmakit_fleet::report::FleetReport;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -33,29 +31,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let opts = Options {
-        tool: super::tool(),
-        previous: a.baseline.as_deref().map(super::previous).transpose()?,
-        expected: match &a.expect {
-            Some(p) => Some((p.clone(), super::expected(p)?)),
-            None => None,
-        },
-        ..Options::default()
-    };
-    let loaded = super::load(&a.inputs);
-    let r = FleetReport::from_loaded(loaded, &opts);
-    let mut out = anstream::stdout();
-    if a.json {
-        writeln!(out, "{}", render::json(&r))?;
-    } else {
-        let o = HumanOptions {
-            verbose: a.verbose,
-            ..HumanOptions::default()
-        };
-        out.write_all(render::human(&r, o).as_bytes())?;
-    }
-    if let Some(path) = &a.html {
-        crate::cmd::html::fleet(path, &r)?;
-    }
-    Ok(ExitCode::from(r.summary.exit_code))
+    let opts = super::options(a.baseline.as_deref(), a.expect.as_deref())?;
+    let r = FleetReport::from_loaded(super::load(&a.inputs), &opts);
+    super::emit(&r, a.json, a.verbose, None, a.html.as_deref())
 }

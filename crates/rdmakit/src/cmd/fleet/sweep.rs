@@ -1,13 +1,13 @@
 //! `rdmakit fleet sweep`: one doctor per node as one Slurm job step.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rdmakit_fleet::render::{self, HumanOptions};
-use rdmakit_fleet::report::{analyze, Options};
+use rdmakit_fleet::render;
+use rdmakit_fleet::report::analyze;
 use rdmakit_fleet::slurm::run::{self, Commands, Event, SweepSpec};
 use rdmakit_fleet::slurm::sweep::node_reports;
 
@@ -73,15 +73,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         timeout: Duration::from_secs(a.timeout),
     };
     // Read before the sweep: a bad --baseline or --expect should not cost one.
-    let opts = Options {
-        tool: super::tool(),
-        previous: a.baseline.as_deref().map(super::previous).transpose()?,
-        expected: match &a.expect {
-            Some(p) => Some((p.clone(), super::expected(p)?)),
-            None => None,
-        },
-        ..Options::default()
-    };
+    let opts = super::options(a.baseline.as_deref(), a.expect.as_deref())?;
     let cmds = Commands::default();
     let plan = run::plan(&cmds, &spec)?;
     let dir = a.output.clone().unwrap_or_else(|| {
@@ -126,19 +118,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     std::fs::write(&p, format!("{fleet_json}\n"))
         .with_context(|| format!("writing {}", p.display()))?;
 
-    let mut out = anstream::stdout();
-    if a.json {
-        writeln!(out, "{fleet_json}")?;
-    } else {
-        let o = HumanOptions {
-            verbose: a.verbose,
-            ..HumanOptions::default()
-        };
-        out.write_all(render::human(&report, o).as_bytes())?;
-        writeln!(out, "{}", swept.summary(&dir))?;
-    }
-    if let Some(path) = &a.html {
-        crate::cmd::html::fleet(path, &report)?;
-    }
-    Ok(ExitCode::from(report.summary.exit_code))
+    let tail = swept.summary(&dir);
+    super::emit(&report, a.json, a.verbose, Some(tail), a.html.as_deref())
 }
