@@ -21,6 +21,14 @@ fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
 }
 
+/// `rdmakit fleet report ARGS...`, which must exit `code`; its stdout and stderr.
+fn report(args: &[&str], code: i32) -> (Output, String) {
+    let o = rdmakit(&[&["fleet", "report"], args].concat());
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(code), "{text}");
+    (o, text)
+}
+
 /// Two bundles (from `rdmakit collect`) and a doctor JSON (from `rdmakit doctor --json`).
 fn small_fleet(dir: &Path) {
     std::fs::create_dir_all(dir.join("bundles")).unwrap();
@@ -48,21 +56,10 @@ fn report_exit_codes_and_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     small_fleet(d);
-    let o = rdmakit(&["fleet", "report", &p(d, "bundles"), &p(d, "n3.json")]);
-    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
-    assert!(
-        out(&o).contains("rdmakit fleet: 3 nodes (3 ok"),
-        "{}",
-        out(&o)
-    );
+    let (_, text) = report(&[&p(d, "bundles"), &p(d, "n3.json")], 0);
+    assert!(text.contains("rdmakit fleet: 3 nodes (3 ok"), "{text}");
 
-    let o = rdmakit(&[
-        "fleet",
-        "report",
-        "--json",
-        &p(d, "bundles"),
-        &p(d, "n3.json"),
-    ]);
+    let (o, _) = report(&["--json", &p(d, "bundles"), &p(d, "n3.json")], 0);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["schema"], "rdmakit.fleet/v1");
     let names = node_names(&v);
@@ -70,35 +67,23 @@ fn report_exit_codes_and_bad_input() {
 
     // A garbage JSON line and a missing file: named, exit 2, the rest reported.
     std::fs::write(d.join("bad.jsonl"), "garbage\n").unwrap();
-    let o = rdmakit(&[
-        "fleet",
-        "report",
-        &p(d, "bundles"),
-        &p(d, "bad.jsonl"),
-        &p(d, "nope.json"),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
-    let text = out(&o);
+    let (_, text) = report(
+        &[&p(d, "bundles"), &p(d, "bad.jsonl"), &p(d, "nope.json")],
+        2,
+    );
     assert!(text.contains("bad.jsonl:1: not JSON"), "{text}");
     assert!(text.contains("nope.json: cannot read"), "{text}");
     assert!(text.contains("2 nodes (2 ok"), "{text}");
 
     // The same capture twice: both kept, renamed, exit 2.
-    let o = rdmakit(&["fleet", "report", &fixture("healthy"), &p(d, "n3.json")]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
-    assert!(
-        out(&o).contains("duplicate node name healthy from"),
-        "{}",
-        out(&o)
-    );
+    let (_, text) = report(&[&fixture("healthy"), &p(d, "n3.json")], 2);
+    assert!(text.contains("duplicate node name healthy from"), "{text}");
 
     // A node that needs attention: exit 1 (the H100 host's saturated counters).
-    let o = rdmakit(&["fleet", "report", &fixture("gpud-h100")]);
-    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    assert!(out(&o).contains("RDK-H010"), "{}", out(&o));
+    let (_, text) = report(&[&fixture("gpud-h100")], 1);
+    assert!(text.contains("RDK-H010"), "{text}");
 
-    let o = rdmakit(&["fleet", "report"]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    report(&[], 2);
 }
 
 /// `--html FILE`: the page beside the usual output, the report's JSON embedded (the
@@ -109,21 +94,9 @@ fn report_html_embeds_the_json() {
     let d = dir.path();
     small_fleet(d);
     let html = p(d, "fleet.html");
-    let o = rdmakit(&[
-        "fleet",
-        "report",
-        "--html",
-        &html,
-        &p(d, "bundles"),
-        &p(d, "n3.json"),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
-    assert!(
-        out(&o).contains("rdmakit fleet: 3 nodes (3 ok"),
-        "{}",
-        out(&o)
-    );
-    assert!(out(&o).contains("HTML report written to"), "{}", out(&o));
+    let (_, text) = report(&["--html", &html, &p(d, "bundles"), &p(d, "n3.json")], 0);
+    assert!(text.contains("rdmakit fleet: 3 nodes (3 ok"), "{text}");
+    assert!(text.contains("HTML report written to"), "{text}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
     for bad in ["http://", "https://", "//"] {
@@ -132,13 +105,7 @@ fn report_html_embeds_the_json() {
     assert!(page.contains("data-plot=\"fleet-c1-rate-gbps\""));
     let v = rdmakit_report::embedded_json(&page).unwrap();
     assert_eq!(v["kind"], "fleet");
-    let o = rdmakit(&[
-        "fleet",
-        "report",
-        "--json",
-        &p(d, "bundles"),
-        &p(d, "n3.json"),
-    ]);
+    let (o, _) = report(&["--json", &p(d, "bundles"), &p(d, "n3.json")], 0);
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["data"], json);
 }
@@ -160,50 +127,28 @@ fn baseline_and_expect() {
         serde_json::from_str(&std::fs::read_to_string(d.join("expected.json")).unwrap()).unwrap();
     assert_eq!(exp["schema"], "rdmakit.fleet-expect/v1");
     assert_eq!(exp["cohorts"][0]["values"]["kernel"], "6.1.0-57-amd64");
-    let o = rdmakit(&[
-        "fleet",
-        "report",
-        "--expect",
-        &p(d, "expected.json"),
-        &p(d, "n3.json"),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    report(&["--expect", &p(d, "expected.json"), &p(d, "n3.json")], 0);
 
     // The first sweep's report is the second's baseline: a node gone is missing.
-    let o = rdmakit(&[
-        "fleet",
-        "report",
-        "--json",
-        &p(d, "bundles"),
-        &p(d, "n3.json"),
-    ]);
+    let (o, _) = report(&["--json", &p(d, "bundles"), &p(d, "n3.json")], 0);
     std::fs::write(d.join("sweep0.json"), &o.stdout).unwrap();
     std::fs::remove_file(d.join("bundles/n2.json.gz")).unwrap();
-    let o = rdmakit(&[
-        "fleet",
-        "report",
-        "--baseline",
-        &p(d, "sweep0.json"),
-        &p(d, "bundles"),
-        &p(d, "n3.json"),
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    let text = out(&o);
+    let (_, text) = report(
+        &[
+            "--baseline",
+            &p(d, "sweep0.json"),
+            &p(d, "bundles"),
+            &p(d, "n3.json"),
+        ],
+        1,
+    );
     assert!(text.contains("MISSING n2"), "{text}");
     assert!(text.contains("absent from this report"), "{text}");
 
     // A fleet report is not a node report.
-    let o = rdmakit(&["fleet", "report", &p(d, "sweep0.json"), &p(d, "n3.json")]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
-    assert!(out(&o).contains("pass it with --baseline"), "{}", out(&o));
+    let (_, text) = report(&[&p(d, "sweep0.json"), &p(d, "n3.json")], 2);
+    assert!(text.contains("pass it with --baseline"), "{text}");
     // An unreadable --baseline stops before anything is read.
-    let o = rdmakit(&[
-        "fleet",
-        "report",
-        "--baseline",
-        &p(d, "none.json"),
-        &p(d, "n3.json"),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
-    assert!(out(&o).contains("--baseline"), "{}", out(&o));
+    let (_, text) = report(&["--baseline", &p(d, "none.json"), &p(d, "n3.json")], 2);
+    assert!(text.contains("--baseline"), "{text}");
 }

@@ -87,17 +87,9 @@ fn two_agents_on_loopback_render_a_matrix() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("pairwise.html");
     let out = bin()
-        .args(["fleet", "pairwise", "--agents", &format!("{a},{b}")])
+        .args(pairwise_args(&format!("{a},{b}"), "0.2", "0.05"))
         .arg("--html")
         .arg(&html)
-        .args([
-            "--sizes",
-            "65536",
-            "--seconds",
-            "0.2",
-            "--lat-seconds",
-            "0.05",
-        ])
         .env("RDMAKIT_FLEET_TOKEN", TOKEN)
         .output()
         .unwrap();
@@ -157,15 +149,7 @@ fn a_saved_run_renders_again() {
 /// (exit status, stdout, what the terminal showed).
 fn pairwise_on_a_terminal(agents: &str, extra: &[&str]) -> (Option<i32>, String, String) {
     let mut c = bin();
-    c.args(["fleet", "pairwise", "--agents", agents])
-        .args([
-            "--sizes",
-            "65536",
-            "--seconds",
-            "0.3",
-            "--lat-seconds",
-            "0.1",
-        ])
+    c.args(pairwise_args(agents, "0.3", "0.1"))
         .args(extra)
         .env("RDMAKIT_FLEET_TOKEN", TOKEN);
     on_a_pty(c)
@@ -197,15 +181,7 @@ fn progress_only_on_a_terminal() {
     assert_eq!(v["schema"], "rdmakit.pairwise/v1");
     // A pipe: nothing but the report on stdout, no progress on stderr.
     let out = bin()
-        .args(["fleet", "pairwise", "--agents", &agents])
-        .args([
-            "--sizes",
-            "65536",
-            "--seconds",
-            "0.3",
-            "--lat-seconds",
-            "0.1",
-        ])
+        .args(pairwise_args(&agents, "0.3", "0.1"))
         .env("RDMAKIT_FLEET_TOKEN", TOKEN)
         .output()
         .unwrap();

@@ -259,24 +259,10 @@ fn reports_render_in_chromium() {
         let list: Vec<&str> = agents.iter().map(|a| a.1.as_str()).collect();
         let f = d.join("pairwise-live.html");
         // A loaded machine may call a pair slow: exit 0 or 1, a page either way.
-        run_codes(
-            &[
-                "fleet",
-                "pairwise",
-                "--agents",
-                &list.join(","),
-                "--sizes",
-                "65536",
-                "--seconds",
-                "0.2",
-                "--lat-seconds",
-                "0.05",
-                "--html",
-                f.to_str().unwrap(),
-            ],
-            &[("RDMAKIT_FLEET_TOKEN", TOKEN)],
-            &[0, 1],
-        );
+        let mut args = pairwise_args(&list.join(","), "0.2", "0.05");
+        args.extend(["--html".into(), f.display().to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_codes(&args, &[("RDMAKIT_FLEET_TOKEN", TOKEN)], &[0, 1]);
         f
     };
     let mlx4_cohort = {

@@ -188,3 +188,22 @@ pub fn node_names(report: &serde_json::Value) -> Vec<&str> {
         .map(|n| n["name"].as_str().expect("a node name"))
         .collect()
 }
+
+/// `fleet pairwise --agents AGENTS` with one 64 KiB size, `seconds` of bandwidth
+/// and `lat` seconds of latency per pair: the short run the tests use.
+pub fn pairwise_args(agents: &str, seconds: &str, lat: &str) -> Vec<String> {
+    [
+        "fleet",
+        "pairwise",
+        "--agents",
+        agents,
+        "--sizes",
+        "65536",
+        "--seconds",
+        seconds,
+        "--lat-seconds",
+        lat,
+    ]
+    .map(String::from)
+    .to_vec()
+}
