@@ -158,6 +158,32 @@ pub struct Outlier {
     pub message: String,
 }
 
+impl Outlier {
+    /// The outlier `f` flagged: `node`'s `value` of `metric` on `subject`, in cohort `cohort`.
+    fn flagged(
+        cohort: &str,
+        node: &str,
+        metric: &str,
+        subject: &str,
+        value: f64,
+        f: &outlier::Flag,
+        message: String,
+    ) -> Outlier {
+        Outlier {
+            cohort: cohort.to_string(),
+            node: node.to_string(),
+            metric: metric.to_string(),
+            subject: subject.to_string(),
+            value,
+            median: f.spread.median,
+            mad: f.spread.mad,
+            z: round2(f.z),
+            rule: f.rule,
+            message,
+        }
+    }
+}
+
 /// Nodes of the same name from different inputs (kept apart, renamed `NAME#2`...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Duplicate {
@@ -785,22 +811,20 @@ fn cohort_outliers(
         let values: Vec<f64> = samples.iter().map(|s| s.1).collect();
         for f in outlier::low_rates(&values, t) {
             let (node, value) = samples[f.index];
-            out.push(Outlier {
-                cohort: id.to_string(),
-                node: nodes[node].name.clone(),
-                metric: "rate_gbps".into(),
-                message: format!(
-                    "{subject} runs at {value} Gb/s, below {:.0} % of cohort {id}'s median {} Gb/s",
-                    t.rate_fraction * 100.0,
-                    f.spread.median
-                ),
-                subject: subject.clone(),
+            let message = format!(
+                "{subject} runs at {value} Gb/s, below {:.0} % of cohort {id}'s median {} Gb/s",
+                t.rate_fraction * 100.0,
+                f.spread.median
+            );
+            out.push(Outlier::flagged(
+                id,
+                &nodes[node].name,
+                "rate_gbps",
+                &subject,
                 value,
-                median: f.spread.median,
-                mad: f.spread.mad,
-                z: round2(f.z),
-                rule: f.rule,
-            });
+                &f,
+                message,
+            ));
         }
     }
     for ((subject, metric), samples) in counters {
@@ -815,21 +839,19 @@ fn cohort_outliers(
                     t.counter_far_factor, t.counter_far_min
                 ),
             };
-            out.push(Outlier {
-                cohort: id.to_string(),
-                node: nodes[node].name.clone(),
-                message: format!(
-                    "{subject} {counter} = {value}, far above cohort {id}'s median {} ({why})",
-                    f.spread.median
-                ),
-                metric: metric.clone(),
-                subject: subject.clone(),
+            let message = format!(
+                "{subject} {counter} = {value}, far above cohort {id}'s median {} ({why})",
+                f.spread.median
+            );
+            out.push(Outlier::flagged(
+                id,
+                &nodes[node].name,
+                &metric,
+                &subject,
                 value,
-                median: f.spread.median,
-                mad: f.spread.mad,
-                z: round2(f.z),
-                rule: f.rule,
-            });
+                &f,
+                message,
+            ));
         }
     }
     out

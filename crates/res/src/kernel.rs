@@ -307,16 +307,11 @@ mod tests {
             dev_index: 3,
             dev_name: "mlx5_0".into(),
             port: 1,
-            cap_flags: None,
-            subnet_prefix: None,
-            lid: None,
-            sm_lid: None,
-            lmc: None,
             state: Some(4),
             phys_state: Some(5),
             netdev_index: Some(7),
             netdev: Some("eth0".into()),
-            unknown: vec![],
+            ..Default::default()
         };
         let r = port_row(&p);
         assert_eq!(

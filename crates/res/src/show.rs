@@ -200,16 +200,9 @@ mod tests {
             dev_index: 3,
             dev_name: dev.into(),
             port: n,
-            cap_flags: None,
-            subnet_prefix: None,
-            lid: None,
-            sm_lid: None,
-            lmc: None,
             state: Some(4),
             phys_state: Some(5),
-            netdev_index: None,
-            netdev: None,
-            unknown: vec![],
+            ..Default::default()
         }
     }
 

@@ -37,16 +37,52 @@ fn base<'a>(b: Option<&'a Baseline>, d: &Device, p: &Port) -> Base<'a> {
     }
 }
 
+/// What a counter check could read across the ports.
+#[derive(Default)]
+struct Read {
+    /// Some counter held a value.
+    any: bool,
+    /// Some driver printed "N/A".
+    na: bool,
+}
+
 /// A counter's value, or `None` when it is absent, "N/A" or garbage (garbage is
-/// RDK-H009's). `na` is set when the driver printed "N/A".
-fn value(a: Option<&Attr<Counter>>, na: &mut bool) -> Option<u64> {
+/// RDK-H009's); notes in `r` what was read.
+fn value(a: Option<&Attr<Counter>>, r: &mut Read) -> Option<u64> {
     match a?.get()? {
-        Counter::Value(v) => Some(*v),
+        Counter::Value(v) => {
+            r.any = true;
+            Some(*v)
+        }
         Counter::Unavailable(_) => {
-            *na = true;
+            r.na = true;
             None
         }
     }
+}
+
+/// Judges every port (with its baseline record) and collects the findings;
+/// `dir` names the counters when no port had one to read.
+fn each_port(
+    cx: &Ctx,
+    dir: &str,
+    mut judge: impl FnMut(&Device, &Port, Base, &mut Read) -> Option<Finding>,
+) -> Outcome {
+    if let Some(o) = no_devices(cx) {
+        return o;
+    }
+    let mut out = Vec::new();
+    let mut r = Read::default();
+    for d in &cx.facts.devices {
+        for p in &d.ports {
+            let b = base(cx.cfg.baseline.as_ref(), d, p);
+            out.extend(judge(d, p, b, &mut r));
+        }
+    }
+    if !r.any {
+        return nothing_read(cx, r.na, dir);
+    }
+    Outcome::Findings(out)
 }
 
 /// Why a counter check found nothing to read.
@@ -68,237 +104,211 @@ fn nothing_read(cx: &Ctx, na: bool, dir: &str) -> Outcome {
 }
 
 pub fn errors(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_devices(cx) {
-        return o;
-    }
-    let mut out = Vec::new();
-    let (mut read, mut na) = (false, false);
-    for d in &cx.facts.devices {
-        for p in &d.ports {
-            let b = base(cx.cfg.baseline.as_ref(), d, p);
-            let mut parts = Vec::new();
-            let mut evidence = Vec::new();
-            let (mut sev, mut link, mut saturated) = (Severity::Warning, false, false);
-            for c in ERROR_COUNTERS {
-                let a = p.counters.get(c.name);
-                let Some(now) = value(a, &mut na) else {
-                    continue;
-                };
-                read = true;
-                let (was, was_path) = match &b {
-                    Base::Port(_, bp) => (
-                        bp.counters.get(c.name).copied(),
-                        bp.paths.get(c.name).cloned(),
-                    ),
-                    _ => (None, None),
-                };
-                let part = match judge(c, now, was) {
-                    Reading::Quiet => continue,
-                    Reading::Saturated { was: Some(w) } if w == c.max() => format!(
-                        "{} {now} (saturated at the baseline and now: growth unknown until it \
-                         is cleared)",
-                        c.name
-                    ),
-                    Reading::Saturated { was } => {
-                        saturated = true;
-                        if c.bits >= 8 {
-                            sev = Severity::Error;
-                        }
-                        match was {
-                            Some(w) => format!(
-                                "{} {now} (saturated since the baseline's {w}: the {}-bit counter \
-                                 stopped at its maximum, at least +{})",
-                                c.name,
-                                c.bits,
-                                now - w
-                            ),
-                            None => format!(
-                                "{} {now} (saturated: the {}-bit counter stopped at its maximum)",
-                                c.name, c.bits
-                            ),
-                        }
-                    }
-                    Reading::Over {
-                        count,
-                        since_baseline: false,
-                        ..
-                    } => format!("{} {count} (> {})", c.name, c.threshold),
-                    Reading::Over {
-                        count, reset: true, ..
-                    } => format!(
-                        "{} {count} since it was cleared after the baseline (> {})",
-                        c.name, c.threshold
-                    ),
-                    Reading::Over { count, .. } => {
-                        format!("{} +{count} (> {})", c.name, c.threshold)
-                    }
-                };
-                link |= c.link;
-                parts.push(part);
-                if let Some(a) = a {
-                    evidence.push(Evidence::of(a));
-                }
-                if let (Some(w), Some(path)) = (was, was_path) {
-                    evidence.push(Evidence::new(format!("baseline {path}"), w.to_string()));
-                }
-            }
-            if parts.is_empty() {
+    each_port(cx, "PMA error counters (counters/)", |d, p, b, r| {
+        let mut parts = Vec::new();
+        let mut evidence = Vec::new();
+        let (mut sev, mut link, mut saturated) = (Severity::Warning, false, false);
+        for c in ERROR_COUNTERS {
+            let a = p.counters.get(c.name);
+            let Some(now) = value(a, r) else {
                 continue;
-            }
-            let since = match &b {
-                Base::Port(bl, _) => format!("since the baseline ({})", bl.describe()),
-                Base::Unusable(why) => format!("since they were last cleared ({why})"),
-                Base::None => "since they were last cleared".to_string(),
             };
-            let mut remedy = if link {
-                "A physical-link fault: reseat, clean or replace the cable and transceiver on \
-                 both ends, check the peer switch port's counters, and move the cable to \
-                 another port to tell cable from port."
-                    .to_string()
-            } else {
-                "Congestion, credit or configuration trouble: check the switch, the subnet \
-                 manager's log and the partition configuration."
-                    .to_string()
+            let (was, was_path) = match &b {
+                Base::Port(_, bp) => (
+                    bp.counters.get(c.name).copied(),
+                    bp.paths.get(c.name).cloned(),
+                ),
+                _ => (None, None),
             };
-            if saturated {
-                remedy.push_str(
-                    " A saturated counter no longer counts: clear the counters after the fix \
-                     (perfquery -x -R) so new errors show.",
-                );
+            let part = match judge(c, now, was) {
+                Reading::Quiet => continue,
+                Reading::Saturated { was: Some(w) } if w == c.max() => format!(
+                    "{} {now} (saturated at the baseline and now: growth unknown until it \
+                     is cleared)",
+                    c.name
+                ),
+                Reading::Saturated { was } => {
+                    saturated = true;
+                    if c.bits >= 8 {
+                        sev = Severity::Error;
+                    }
+                    match was {
+                        Some(w) => format!(
+                            "{} {now} (saturated since the baseline's {w}: the {}-bit counter \
+                             stopped at its maximum, at least +{})",
+                            c.name,
+                            c.bits,
+                            now - w
+                        ),
+                        None => format!(
+                            "{} {now} (saturated: the {}-bit counter stopped at its maximum)",
+                            c.name, c.bits
+                        ),
+                    }
+                }
+                Reading::Over {
+                    count,
+                    since_baseline: false,
+                    ..
+                } => format!("{} {count} (> {})", c.name, c.threshold),
+                Reading::Over {
+                    count, reset: true, ..
+                } => format!(
+                    "{} {count} since it was cleared after the baseline (> {})",
+                    c.name, c.threshold
+                ),
+                Reading::Over { count, .. } => {
+                    format!("{} +{count} (> {})", c.name, c.threshold)
+                }
+            };
+            link |= c.link;
+            parts.push(part);
+            if let Some(a) = a {
+                evidence.push(Evidence::of(a));
             }
-            if matches!(b, Base::None) {
-                remedy.push_str(
-                    " Record a baseline (rdmakit collect) and compare later runs with \
-                     rdmakit doctor --baseline to see whether the errors still grow.",
-                );
+            if let (Some(w), Some(path)) = (was, was_path) {
+                evidence.push(Evidence::new(format!("baseline {path}"), w.to_string()));
             }
-            let mut fd = Finding::new(
-                Code::H010,
-                port_subject(d, p),
-                format!("error counters {since}: {}", parts.join(", ")),
-            )
-            .severity(sev)
-            .remedy(remedy)
-            .next(format!("perfquery -x -C {} -P {}", d.name, p.num))
-            .next("ibqueryerrors; iblinkinfo");
-            fd.evidence = evidence;
-            out.push(fd);
         }
-    }
-    if !read {
-        return nothing_read(cx, na, "PMA error counters (counters/)");
-    }
-    Outcome::Findings(out)
+        if parts.is_empty() {
+            return None;
+        }
+        let since = match &b {
+            Base::Port(bl, _) => format!("since the baseline ({})", bl.describe()),
+            Base::Unusable(why) => format!("since they were last cleared ({why})"),
+            Base::None => "since they were last cleared".to_string(),
+        };
+        let mut remedy = if link {
+            "A physical-link fault: reseat, clean or replace the cable and transceiver on \
+             both ends, check the peer switch port's counters, and move the cable to \
+             another port to tell cable from port."
+                .to_string()
+        } else {
+            "Congestion, credit or configuration trouble: check the switch, the subnet \
+             manager's log and the partition configuration."
+                .to_string()
+        };
+        if saturated {
+            remedy.push_str(
+                " A saturated counter no longer counts: clear the counters after the fix \
+                 (perfquery -x -R) so new errors show.",
+            );
+        }
+        if matches!(b, Base::None) {
+            remedy.push_str(
+                " Record a baseline (rdmakit collect) and compare later runs with \
+                 rdmakit doctor --baseline to see whether the errors still grow.",
+            );
+        }
+        let mut fd = Finding::new(
+            Code::H010,
+            port_subject(d, p),
+            format!("error counters {since}: {}", parts.join(", ")),
+        )
+        .severity(sev)
+        .remedy(remedy)
+        .next(format!("perfquery -x -C {} -P {}", d.name, p.num))
+        .next("ibqueryerrors; iblinkinfo");
+        fd.evidence = evidence;
+        Some(fd)
+    })
 }
 
 pub fn transport(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_devices(cx) {
-        return o;
-    }
-    let mut out = Vec::new();
-    let (mut read, mut na) = (false, false);
-    for d in &cx.facts.devices {
-        for p in &d.ports {
-            let b = base(cx.cfg.baseline.as_ref(), d, p);
-            let mut parts = Vec::new();
-            let mut evidence = Vec::new();
-            let mut fatal = false;
-            for c in TRANSPORT_COUNTERS {
-                let a = p.hw_counters.get(c.name);
-                let Some(now) = value(a, &mut na) else {
-                    continue;
-                };
-                read = true;
-                let mut then = None;
-                let part = match &b {
-                    Base::Port(_, bp) => {
-                        let Some(was) = bp.counters.get(c.name).copied() else {
-                            continue;
-                        };
-                        let (growth, reset) = if now >= was {
-                            (now - was, false)
-                        } else {
-                            (now, true)
-                        };
-                        if growth <= c.threshold {
-                            continue;
-                        }
-                        then = bp
-                            .paths
-                            .get(c.name)
-                            .map(|path| Evidence::new(format!("baseline {path}"), was.to_string()));
-                        if reset {
-                            format!(
-                                "{} {growth} since the driver reset it after the baseline (> {})",
-                                c.name, c.threshold
-                            )
-                        } else {
-                            format!("{} +{growth} (> {})", c.name, c.threshold)
-                        }
-                    }
-                    _ if now == 0 => continue,
-                    _ => format!("{} {now}", c.name),
-                };
-                fatal |= c.fatal;
-                parts.push(part);
-                if let Some(a) = a {
-                    evidence.push(Evidence::of(a));
-                }
-                evidence.extend(then);
-            }
-            if parts.is_empty() {
+    each_port(cx, "transport counters (hw_counters/)", |d, p, b, r| {
+        let mut parts = Vec::new();
+        let mut evidence = Vec::new();
+        let mut fatal = false;
+        for c in TRANSPORT_COUNTERS {
+            let a = p.hw_counters.get(c.name);
+            let Some(now) = value(a, r) else {
                 continue;
-            }
-            let subject = port_subject(d, p);
-            let mut fd = match &b {
-                Base::Port(bl, _) => Finding::new(
-                    Code::H011,
-                    subject,
-                    format!(
-                        "transport counters since the baseline ({}): {}",
-                        bl.describe(),
-                        parts.join(", ")
-                    ),
-                )
-                .severity(Severity::Warning),
-                Base::Unusable(why) => Finding::new(
-                    Code::H011,
-                    subject,
-                    format!(
-                        "transport counters since the driver loaded ({why}): {}",
-                        parts.join(", ")
-                    ),
-                ),
-                Base::None => Finding::new(
-                    Code::H011,
-                    subject,
-                    format!(
-                        "transport counters since the driver loaded: {}; whether they still \
-                         grow needs a baseline (--baseline)",
-                        parts.join(", ")
-                    ),
-                ),
             };
-            let mut remedy = String::from(
-                "Retransmissions hide packet loss: on RoCE check PFC/ECN on the NICs and every \
-                 switch in the path; on any fabric fix link errors first (RDK-H010).",
-            );
-            if fatal {
-                remedy.push_str(
-                    " Exhausted retries failed QPs (the application saw RETRY_EXC_ERR or \
-                     RNR_RETRY_EXC_ERR): for RNR, the receiver posts receives too slowly.",
-                );
+            let mut then = None;
+            let part = match &b {
+                Base::Port(_, bp) => {
+                    let Some(was) = bp.counters.get(c.name).copied() else {
+                        continue;
+                    };
+                    let (growth, reset) = if now >= was {
+                        (now - was, false)
+                    } else {
+                        (now, true)
+                    };
+                    if growth <= c.threshold {
+                        continue;
+                    }
+                    then = bp
+                        .paths
+                        .get(c.name)
+                        .map(|path| Evidence::new(format!("baseline {path}"), was.to_string()));
+                    if reset {
+                        format!(
+                            "{} {growth} since the driver reset it after the baseline (> {})",
+                            c.name, c.threshold
+                        )
+                    } else {
+                        format!("{} +{growth} (> {})", c.name, c.threshold)
+                    }
+                }
+                _ if now == 0 => continue,
+                _ => format!("{} {now}", c.name),
+            };
+            fatal |= c.fatal;
+            parts.push(part);
+            if let Some(a) = a {
+                evidence.push(Evidence::of(a));
             }
-            fd = fd
-                .remedy(remedy)
-                .next("rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz")
-                .next("rdmakit explain wc:RETRY_EXC_ERR");
-            fd.evidence = evidence;
-            out.push(fd);
+            evidence.extend(then);
         }
-    }
-    if !read {
-        return nothing_read(cx, na, "transport counters (hw_counters/)");
-    }
-    Outcome::Findings(out)
+        if parts.is_empty() {
+            return None;
+        }
+        let subject = port_subject(d, p);
+        let mut fd = match &b {
+            Base::Port(bl, _) => Finding::new(
+                Code::H011,
+                subject,
+                format!(
+                    "transport counters since the baseline ({}): {}",
+                    bl.describe(),
+                    parts.join(", ")
+                ),
+            )
+            .severity(Severity::Warning),
+            Base::Unusable(why) => Finding::new(
+                Code::H011,
+                subject,
+                format!(
+                    "transport counters since the driver loaded ({why}): {}",
+                    parts.join(", ")
+                ),
+            ),
+            Base::None => Finding::new(
+                Code::H011,
+                subject,
+                format!(
+                    "transport counters since the driver loaded: {}; whether they still \
+                     grow needs a baseline (--baseline)",
+                    parts.join(", ")
+                ),
+            ),
+        };
+        let mut remedy = String::from(
+            "Retransmissions hide packet loss: on RoCE check PFC/ECN on the NICs and every \
+             switch in the path; on any fabric fix link errors first (RDK-H010).",
+        );
+        if fatal {
+            remedy.push_str(
+                " Exhausted retries failed QPs (the application saw RETRY_EXC_ERR or \
+                 RNR_RETRY_EXC_ERR): for RNR, the receiver posts receives too slowly.",
+            );
+        }
+        fd = fd
+            .remedy(remedy)
+            .next("rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz")
+            .next("rdmakit explain wc:RETRY_EXC_ERR");
+        fd.evidence = evidence;
+        Some(fd)
+    })
 }

@@ -32,7 +32,7 @@ pub struct Dev {
 }
 
 /// `rdma link`: one port (RDMA_NLDEV_CMD_PORT_GET).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Port {
     pub dev_index: u32,
     pub dev_name: String,
