@@ -8,7 +8,7 @@ use anstyle::{AnsiColor, Style};
 use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
 
 use crate::checks::{Status, CHECKS};
-use crate::codes::Severity;
+use crate::codes::{Code, Layer, Severity};
 use crate::finding::Finding;
 use crate::group::FindingGroup;
 use crate::report::Report;
@@ -89,15 +89,25 @@ fn finding(out: &mut String, f: &Finding, verbose: bool) {
 /// A finding's first line: severity, code, layer, subject, message (all an
 /// info finding shows without --verbose).
 fn info_line(out: &mut String, f: &Finding) {
-    let s = sev_style(f.severity);
+    head_line(out, f.severity, f.code, f.layer, &f.subject, &f.message);
+}
+
+/// "SEVERITY CODE [layer] subject: message", the first line of a finding or a group.
+fn head_line(
+    out: &mut String,
+    sev: Severity,
+    code: Code,
+    layer: Layer,
+    subject: &str,
+    message: &str,
+) {
+    let s = sev_style(sev);
     let _ = writeln!(
         out,
-        "{s}{}{s:#} {BOLD}{}{BOLD:#} [{}] {}: {}",
-        sev_label(f.severity),
-        f.code.as_str(),
-        f.layer.as_str(),
-        f.subject,
-        f.message
+        "{s}{}{s:#} {BOLD}{}{BOLD:#} [{}] {subject}: {message}",
+        sev_label(sev),
+        code.as_str(),
+        layer.as_str(),
     );
 }
 
@@ -119,17 +129,12 @@ fn subjects_inline(subjects: &[String]) -> String {
 /// members' evidence and the fix.
 fn group(out: &mut String, g: &FindingGroup, all: &[Finding], verbose: bool) {
     let members: Vec<&Finding> = g.findings.iter().map(|i| &all[*i]).collect();
-    let s = sev_style(g.severity);
-    let _ = writeln!(
-        out,
-        "{s}{}{s:#} {BOLD}{}{BOLD:#} [{}] {} ({} alike): {}",
-        sev_label(g.severity),
-        g.code.as_str(),
-        g.layer.as_str(),
+    let subject = format!(
+        "{} ({} alike)",
         subjects_inline(&g.subjects),
-        g.subjects.len(),
-        g.message
+        g.subjects.len()
     );
+    head_line(out, g.severity, g.code, g.layer, &subject, &g.message);
     if g.severity == Severity::Info && !verbose {
         return;
     }

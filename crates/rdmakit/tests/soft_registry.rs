@@ -207,12 +207,7 @@ fn two_processes_share_limits() {
     drop(dev);
     assert!(reg.list().unwrap().is_empty(), "Drop removes every record");
     // And the files are gone too: no record, no context file of anyone.
-    let left: Vec<String> = std::fs::read_dir(reg.dir())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !n.starts_with('.'))
-        .collect();
+    let left = rdmakit_testkit::file_names(reg.dir(), |n| !n.starts_with('.'));
     assert!(left.is_empty(), "{left:?}");
 }
 

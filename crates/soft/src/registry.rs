@@ -790,12 +790,7 @@ mod tests {
                 other.add(Kind::Pd, 1, 8).unwrap();
                 other.remove(Kind::Pd, 1).unwrap();
             }
-            let left: Vec<_> = fs::read_dir(root.join("r0"))
-                .unwrap()
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.starts_with('.'))
-                .collect();
+            let left = rdmakit_testkit::file_names(&root.join("r0"), |n| !n.starts_with('.'));
             assert!(left.is_empty(), "{left:?}");
         }
         let _ = fs::remove_dir_all(&root);

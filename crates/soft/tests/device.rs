@@ -338,12 +338,7 @@ fn a_failed_open_leaves_no_context_in_the_registry() {
     assert_eq!(e.errno, Errno::EADDRINUSE, "{e:?}");
     let reg = rdmakit_soft::registry::Registry::open("softfail").unwrap();
     let mine = || -> Vec<String> {
-        std::fs::read_dir(reg.dir())
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(&format!("ctx-{pid}-")))
-            .collect()
+        rdmakit_testkit::file_names(reg.dir(), |n| n.starts_with(&format!("ctx-{pid}-")))
     };
     assert_eq!(
         mine().len(),

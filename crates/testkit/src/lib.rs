@@ -338,6 +338,17 @@ pub fn output(mut cmd: Command) -> Output {
         .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"))
 }
 
+/// The names of the entries of `dir` that `keep` accepts (panics when `dir`
+/// cannot be read: the test expects it).
+pub fn file_names(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| keep(n))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
