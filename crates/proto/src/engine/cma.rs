@@ -17,7 +17,7 @@ use rdmakit_wire::cma as wcma;
 
 use super::receive::{check_reth, rem_access};
 use super::*;
-use crate::mem::{HostIdentity, PeerBuffers, PeerDir, PeerError};
+use crate::mem::{HostIdentity, PeerBuffers, PeerCopy, PeerDir, PeerError};
 
 /// Why a same-host request was not executed.
 enum Refusal {
@@ -281,8 +281,14 @@ impl Qp {
                 }
                 check_reth(mem, pd, reth, right).map_err(Refusal::Resp)?;
                 let local = [(Key::Remote(h.rkey), h.va, len)];
-                mem.peer_copy(pd, &local, right, &peer, dir)
-                    .map_err(refused)?;
+                let copy = PeerCopy {
+                    pd,
+                    local: &local,
+                    need: right,
+                    peer,
+                    dir,
+                };
+                mem.peer_copy(&copy).map_err(refused)?;
             }
             wcma::OP_SEND => {
                 let Some(r) = self.rq.front() else {
@@ -308,7 +314,14 @@ impl Qp {
                 {
                     Some((syndrome::NAK_REM_OP, WcStatus::LocProtErr))
                 } else {
-                    match mem.peer_copy(pd, &local, Access::LOCAL_WRITE, &peer, PeerDir::Pull) {
+                    let copy = PeerCopy {
+                        pd,
+                        local: &local,
+                        need: Access::LOCAL_WRITE,
+                        peer,
+                        dir: PeerDir::Pull,
+                    };
+                    match mem.peer_copy(&copy) {
                         Ok(_) => None,
                         Err(PeerError::Declined(_)) => return Err(Refusal::Decline),
                         Err(PeerError::Mem(_)) => {
@@ -344,7 +357,7 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::mem::MemTable;
+    use crate::mem::{MemResult, MemTable};
     use crate::qp::Mtu;
     use crate::wr::Sge;
 
@@ -387,40 +400,19 @@ mod tests {
     }
 
     impl Memory for TestMem {
-        fn check(
-            &self,
-            pd: Pd,
-            key: Key,
-            addr: u64,
-            len: u64,
-            need: Access,
-        ) -> Result<(), MemError> {
+        fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult {
             with(self, |t| t.check(pd, key, addr, len, need))
         }
-        fn read(
-            &self,
-            pd: Pd,
-            key: Key,
-            addr: u64,
-            out: &mut [u8],
-            need: Access,
-        ) -> Result<(), MemError> {
+        fn read(&self, pd: Pd, key: Key, addr: u64, out: &mut [u8], need: Access) -> MemResult {
             with(self, |t| t.read(pd, key, addr, out, need))
         }
-        fn write(
-            &mut self,
-            pd: Pd,
-            key: Key,
-            addr: u64,
-            data: &[u8],
-            need: Access,
-        ) -> Result<(), MemError> {
+        fn write(&mut self, pd: Pd, key: Key, addr: u64, data: &[u8], need: Access) -> MemResult {
             with_mut(self, |t| t.write(pd, key, addr, data, need))
         }
-        fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> Result<u64, MemError> {
+        fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> MemResult<u64> {
             with_mut(self, |t| t.atomic(pd, rkey, addr, op))
         }
-        fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+        fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult {
             with_mut(self, |t| t.invalidate(pd, rkey))
         }
         fn host_identity(&self) -> Option<HostIdentity> {
@@ -429,14 +421,14 @@ mod tests {
         fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
             self.check(pd, key, addr, len, need).ok().map(|()| addr)
         }
-        fn peer_copy(
-            &mut self,
-            pd: Pd,
-            local: &[(Key, u64, u64)],
-            need: Access,
-            peer: &PeerBuffers<'_>,
-            dir: PeerDir,
-        ) -> Result<u64, PeerError> {
+        fn peer_copy(&mut self, copy: &PeerCopy<'_>) -> Result<u64, PeerError> {
+            let PeerCopy {
+                pd,
+                local,
+                need,
+                peer,
+                dir,
+            } = *copy;
             for &(k, a, n) in local {
                 self.check(pd, k, a, n, need)?;
             }
