@@ -158,45 +158,16 @@ impl Qp {
             self.drop(DropReason::malformed);
             return;
         };
-        let reason = if !matches!(
-            self.state,
-            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        ) {
-            Some(DropReason::bad_state)
-        } else if b.dest_qp() != self.cfg.qpn {
-            Some(DropReason::wrong_qpn)
-        } else if self.cfg.qp_type != QpType::Rc {
-            Some(DropReason::wrong_transport)
-        } else if !receive::pkey_match(b.pkey(), self.pkey()) {
-            Some(DropReason::pkey)
-        } else if self.fatal_pending {
-            Some(DropReason::bad_state)
-        } else {
-            None
-        };
-        if let Some(r) = reason {
-            self.drop(r);
+        let reason = self
+            .refusal(b.dest_qp(), self.cfg.qp_type == QpType::Rc, b.pkey())
+            .or(self.fatal_pending.then_some(DropReason::bad_state));
+        if !self.admit(reason) {
             return;
         }
-        self.stats.rx_packets += 1;
         let psn = Psn::new(b.psn());
-        let d = psn.diff(self.epsn);
-        if d > 0 {
-            if !self.nak_sent {
-                self.nak_sent = true;
-                self.out.push_back(RespOut::Ack {
-                    psn: self.epsn,
-                    syndrome: syndrome::NAK_PSN_SEQ,
-                    fatal: false,
-                });
-            }
-            self.drop(DropReason::sequence);
-            return;
-        }
-        if d < 0 {
-            // Executed already (its ACK was lost): acknowledge again.
-            self.stats.duplicates += 1;
-            self.push_ack(self.epsn.sub(1));
+        // A duplicate was executed already (its ACK was lost): acknowledge
+        // again.
+        if !self.in_sequence(psn, |qp| qp.push_ack(qp.epsn.sub(1))) {
             return;
         }
         match self.same_host_execute(b.opcode().0, &h, mem) {
@@ -208,28 +179,13 @@ impl Qp {
             }
             Err(Refusal::Decline) => {
                 self.stats.same_host_declined += 1;
-                self.nak_sent = true;
-                self.out.push_back(RespOut::Ack {
-                    psn,
-                    syndrome: wcma::SYNDROME_DECLINE,
-                    fatal: false,
-                });
+                self.push_nak(psn, wcma::SYNDROME_DECLINE);
             }
             Err(Refusal::Resp(RespErr::Rnr)) => {
-                self.nak_sent = true;
-                self.out.push_back(RespOut::Ack {
-                    psn,
-                    syndrome: syndrome::rnr(self.attr.min_rnr_timer),
-                    fatal: false,
-                });
+                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer));
             }
             Err(Refusal::Resp(RespErr::Nak(code, _))) => {
-                self.fatal_pending = true;
-                self.out.push_back(RespOut::Ack {
-                    psn,
-                    syndrome: code,
-                    fatal: true,
-                });
+                self.push_fatal_nak(psn, code);
             }
         }
     }
