@@ -179,13 +179,13 @@ impl Qp {
             }
             Err(Refusal::Decline) => {
                 self.stats.same_host_declined += 1;
-                self.push_nak(psn, wcma::SYNDROME_DECLINE);
+                self.push_nak(psn, wcma::SYNDROME_DECLINE, false);
             }
             Err(Refusal::Resp(RespErr::Rnr)) => {
-                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer));
+                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer), false);
             }
             Err(Refusal::Resp(RespErr::Nak(code, _))) => {
-                self.push_fatal_nak(psn, code);
+                self.push_nak(psn, code, true);
             }
         }
     }

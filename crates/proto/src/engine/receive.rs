@@ -139,24 +139,19 @@ impl Qp {
         });
     }
 
-    /// Answers `psn` with a NAK the requester recovers from (RNR, PSN
-    /// sequence error, a declined same-host request).
-    pub(super) fn push_nak(&mut self, psn: Psn, syndrome: u8) {
-        self.nak_sent = true;
+    /// Answers `psn` with a NAK: one the requester recovers from (RNR, PSN
+    /// sequence error, a declined same-host request), or a `fatal` one that
+    /// ends the connection.
+    pub(super) fn push_nak(&mut self, psn: Psn, syndrome: u8, fatal: bool) {
+        if fatal {
+            self.fatal_pending = true;
+        } else {
+            self.nak_sent = true;
+        }
         self.out.push_back(RespOut::Ack {
             psn,
             syndrome,
-            fatal: false,
-        });
-    }
-
-    /// Answers `psn` with a NAK that ends the connection.
-    pub(super) fn push_fatal_nak(&mut self, psn: Psn, syndrome: u8) {
-        self.fatal_pending = true;
-        self.out.push_back(RespOut::Ack {
-            psn,
-            syndrome,
-            fatal: true,
+            fatal,
         });
     }
 
@@ -167,7 +162,7 @@ impl Qp {
         let d = psn.diff(self.epsn);
         if d > 0 {
             if !self.nak_sent {
-                self.push_nak(self.epsn, syndrome::NAK_PSN_SEQ);
+                self.push_nak(self.epsn, syndrome::NAK_PSN_SEQ, false);
             }
             self.drop(DropReason::sequence);
             return false;
@@ -192,7 +187,7 @@ impl Qp {
         match self.execute(p, mem) {
             Ok(()) => self.nak_sent = false,
             Err(RespErr::Rnr) => {
-                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer));
+                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer), false);
             }
             Err(RespErr::Nak(code, status)) => {
                 if let Some(st) = status {
@@ -201,7 +196,7 @@ impl Qp {
                         self.cq.push_back(wc);
                     }
                 }
-                self.push_fatal_nak(psn, code);
+                self.push_nak(psn, code, true);
             }
         }
     }
