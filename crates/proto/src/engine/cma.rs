@@ -553,6 +553,32 @@ mod tests {
         p.a.poll_completion().expect("a completion")
     }
 
+    /// READs `LEN` bytes at `B_BUF` into `A_BUF` (wr 7).
+    fn read(p: &mut Pair) -> Wc {
+        let op = SendOp::Read {
+            remote_addr: B_BUF,
+            rkey: p.b_rkey,
+        };
+        p.a.post_send(SendWr::new(7, op, sge(A_BUF, LEN, p.a_lkey)))
+            .unwrap();
+        p.run();
+        p.a.poll_completion().expect("a completion")
+    }
+
+    /// SENDs `LEN` bytes of `A_BUF` (wr 8) to a receive WQE of `recv_len`
+    /// bytes at `B_BUF` (wr 9).
+    fn send(p: &mut Pair, recv_len: u32) {
+        let sg = sge(B_BUF, recv_len, p.b_lkey);
+        p.b.post_recv(RecvWr {
+            wr_id: 9,
+            sg_list: sg,
+        })
+        .unwrap();
+        let sg = sge(A_BUF, LEN, p.a_lkey);
+        p.a.post_send(SendWr::new(8, SendOp::Send, sg)).unwrap();
+        p.run();
+    }
+
     #[test]
     fn a_write_goes_as_one_request_and_one_copy() {
         let mut p = pair();
@@ -574,14 +600,7 @@ mod tests {
     #[test]
     fn a_read_pushes_into_the_requester() {
         let mut p = pair();
-        let op = SendOp::Read {
-            remote_addr: B_BUF,
-            rkey: p.b_rkey,
-        };
-        let sg = sge(A_BUF, LEN, p.a_lkey);
-        p.a.post_send(SendWr::new(7, op, sg)).unwrap();
-        p.run();
-        let wc = p.a.poll_completion().unwrap();
+        let wc = read(&mut p);
         assert_eq!((wc.status, wc.byte_len), (WcStatus::Success, LEN));
         assert_eq!(p.a_sent, 1);
         assert_eq!(p.data(100), p.data(200));
@@ -590,15 +609,7 @@ mod tests {
     #[test]
     fn a_send_fills_a_receive_wqe() {
         let mut p = pair();
-        let sg = sge(B_BUF, LEN, p.b_lkey);
-        p.b.post_recv(RecvWr {
-            wr_id: 9,
-            sg_list: sg,
-        })
-        .unwrap();
-        let sg = sge(A_BUF, LEN, p.a_lkey);
-        p.a.post_send(SendWr::new(8, SendOp::Send, sg)).unwrap();
-        p.run();
+        send(&mut p, LEN);
         assert_eq!(p.a.poll_completion().unwrap().status, WcStatus::Success);
         let r = p.b.poll_completion().unwrap();
         assert_eq!((r.wr_id, r.status, r.byte_len), (9, WcStatus::Success, LEN));
@@ -606,26 +617,25 @@ mod tests {
         assert_eq!(p.data(100), p.data(200));
     }
 
-    #[test]
-    fn a_bad_rkey_is_naked_and_nothing_is_copied() {
+    /// A WRITE under `b_rkey ^ rkey_xor` to `va` is NAKed and copies nothing.
+    fn assert_write_refused(rkey_xor: u32, va: u64) {
         let mut p = pair();
         let before = p.data(200);
-        let bad = p.b_rkey ^ 0x100;
-        let wc = write(&mut p, bad, B_BUF);
+        let rkey = p.b_rkey ^ rkey_xor;
+        let wc = write(&mut p, rkey, va);
         assert_eq!(wc.status, WcStatus::RemAccessErr);
         assert_eq!(p.mb.copies, 0);
         assert_eq!(p.data(200), before);
     }
 
     #[test]
+    fn a_bad_rkey_is_naked_and_nothing_is_copied() {
+        assert_write_refused(0x100, B_BUF);
+    }
+
+    #[test]
     fn an_out_of_bounds_write_is_naked_and_nothing_is_copied() {
-        let mut p = pair();
-        let before = p.data(200);
-        let b_rkey = p.b_rkey;
-        let wc = write(&mut p, b_rkey, B_BUF + 8);
-        assert_eq!(wc.status, WcStatus::RemAccessErr);
-        assert_eq!(p.mb.copies, 0);
-        assert_eq!(p.data(200), before);
+        assert_write_refused(0, B_BUF + 8);
     }
 
     #[test]
@@ -671,14 +681,7 @@ mod tests {
     fn a_responder_without_the_feature_declines_reads_too() {
         let mut p = pair();
         p.mb.decline = true;
-        let op = SendOp::Read {
-            remote_addr: B_BUF,
-            rkey: p.b_rkey,
-        };
-        let sg = sge(A_BUF, LEN, p.a_lkey);
-        p.a.post_send(SendWr::new(7, op, sg)).unwrap();
-        p.run();
-        let wc = p.a.poll_completion().unwrap();
+        let wc = read(&mut p);
         assert_eq!((wc.status, wc.byte_len), (WcStatus::Success, LEN));
         assert_eq!(p.a_sent, 2, "the request, then a READ request");
         assert_eq!(p.data(100), p.data(200));
@@ -687,15 +690,7 @@ mod tests {
     #[test]
     fn a_short_receive_wqe_fails_both_sides_without_a_copy() {
         let mut p = pair();
-        let sg = sge(B_BUF, LEN / 2, p.b_lkey);
-        p.b.post_recv(RecvWr {
-            wr_id: 9,
-            sg_list: sg,
-        })
-        .unwrap();
-        let sg = sge(A_BUF, LEN, p.a_lkey);
-        p.a.post_send(SendWr::new(8, SendOp::Send, sg)).unwrap();
-        p.run();
+        send(&mut p, LEN / 2);
         assert_eq!(
             p.a.poll_completion().unwrap().status,
             WcStatus::RemInvReqErr
