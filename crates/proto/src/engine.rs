@@ -19,6 +19,7 @@
 //! a [`Memory`], which validates key, PD, bounds and rights first.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
 use crate::mem::{AtomicOp, Key, MemError, Memory, Pd};
 use crate::packet::{
@@ -374,16 +375,18 @@ fn sgl_len(sgl: &[Sge]) -> u64 {
     sgl.iter().map(|s| u64::from(s.length)).sum()
 }
 
-fn gather<M: Memory + ?Sized>(
-    mem: &M,
-    pd: Pd,
+/// Walks `len` bytes of `sgl` starting `off` bytes in: `piece(key, addr,
+/// range)` for each SGE's share, `range` being where those bytes sit in the
+/// walk. Returns how many of the `len` bytes the list does not cover.
+fn walk_sgl(
     sgl: &[Sge],
     mut off: u64,
-    out: &mut [u8],
-) -> Result<(), MemError> {
+    len: usize,
+    mut piece: impl FnMut(Key, u64, Range<usize>) -> Result<(), MemError>,
+) -> Result<usize, MemError> {
     let mut done = 0usize;
     for s in sgl {
-        if done == out.len() {
+        if done == len {
             break;
         }
         let l = u64::from(s.length);
@@ -393,19 +396,26 @@ fn gather<M: Memory + ?Sized>(
         }
         let n = usize::try_from(l - off)
             .unwrap_or(usize::MAX)
-            .min(out.len() - done);
+            .min(len - done);
         let addr = s.addr.checked_add(off).ok_or(MemError::OutOfBounds)?;
-        mem.read(
-            pd,
-            Key::Local(s.lkey),
-            addr,
-            &mut out[done..done + n],
-            Access::empty(),
-        )?;
+        piece(Key::Local(s.lkey), addr, done..done + n)?;
         done += n;
         off = 0;
     }
-    if done < out.len() {
+    Ok(len - done)
+}
+
+fn gather<M: Memory + ?Sized>(
+    mem: &M,
+    pd: Pd,
+    sgl: &[Sge],
+    off: u64,
+    out: &mut [u8],
+) -> Result<(), MemError> {
+    let left = walk_sgl(sgl, off, out.len(), |key, addr, at| {
+        mem.read(pd, key, addr, &mut out[at], Access::empty())
+    })?;
+    if left > 0 {
         return Err(MemError::OutOfBounds);
     }
     Ok(())
@@ -415,54 +425,19 @@ fn scatter<M: Memory + ?Sized>(
     mem: &mut M,
     pd: Pd,
     sgl: &[Sge],
-    mut off: u64,
+    off: u64,
     data: &[u8],
 ) -> Result<(), MemError> {
     // Validate the whole range first so that a failure moves no byte.
-    let mut o = off;
-    let mut left = data.len() as u64;
-    for s in sgl {
-        if left == 0 {
-            break;
-        }
-        let l = u64::from(s.length);
-        if o >= l {
-            o -= l;
-            continue;
-        }
-        let n = (l - o).min(left);
-        let addr = s.addr.checked_add(o).ok_or(MemError::OutOfBounds)?;
-        mem.check(pd, Key::Local(s.lkey), addr, n, Access::LOCAL_WRITE)?;
-        left -= n;
-        o = 0;
-    }
+    let left = walk_sgl(sgl, off, data.len(), |key, addr, at| {
+        mem.check(pd, key, addr, at.len() as u64, Access::LOCAL_WRITE)
+    })?;
     if left > 0 {
         return Err(MemError::OutOfBounds);
     }
-    let mut done = 0usize;
-    for s in sgl {
-        if done == data.len() {
-            break;
-        }
-        let l = u64::from(s.length);
-        if off >= l {
-            off -= l;
-            continue;
-        }
-        let n = usize::try_from(l - off)
-            .unwrap_or(usize::MAX)
-            .min(data.len() - done);
-        let addr = s.addr.checked_add(off).ok_or(MemError::OutOfBounds)?;
-        mem.write(
-            pd,
-            Key::Local(s.lkey),
-            addr,
-            &data[done..done + n],
-            Access::LOCAL_WRITE,
-        )?;
-        done += n;
-        off = 0;
-    }
+    walk_sgl(sgl, off, data.len(), |key, addr, at| {
+        mem.write(pd, key, addr, &data[at], Access::LOCAL_WRITE)
+    })?;
     Ok(())
 }
 

@@ -47,7 +47,8 @@ pub use engine::{
     DropCounts, ModifyError, PostError, Qp, QpConfig, Stats, Transmit, GRH_LEN, MAX_HEADER_LEN,
 };
 pub use mem::{
-    AtomicOp, HostIdentity, Key, MemError, MemTable, Memory, Pd, PeerBuffers, PeerDir, PeerError,
+    AtomicOp, Extent, HostIdentity, Key, MemError, MemResult, MemTable, Memory, Pd, PeerBuffers,
+    PeerCopy, PeerDir, PeerError,
 };
 pub use psn::Psn;
 pub use qp::{

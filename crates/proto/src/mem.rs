@@ -40,6 +40,44 @@ pub enum MemError {
     Misaligned,
 }
 
+/// What a [`Memory`] check or byte move returns.
+pub type MemResult<T = ()> = Result<T, MemError>;
+
+/// A registered range as an access sees it once the key is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// Owning protection domain.
+    pub pd: Pd,
+    /// Address of byte 0.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Access rights granted.
+    pub access: Access,
+}
+
+impl Extent {
+    /// The offset of `[addr, addr + len)` in this extent, after the checks
+    /// every access makes once its key is found, in this order: `pd` owns
+    /// it, the range lies inside without overflow, the rights include `need`.
+    ///
+    /// # Errors
+    /// `WrongPd`, `OutOfBounds` or `AccessDenied`: the first failing check.
+    pub fn offset(&self, pd: Pd, addr: u64, len: u64, need: Access) -> MemResult<usize> {
+        if self.pd != pd {
+            return Err(MemError::WrongPd);
+        }
+        let end = addr.checked_add(len).ok_or(MemError::OutOfBounds)?;
+        if addr < self.addr || end > self.addr + self.len {
+            return Err(MemError::OutOfBounds);
+        }
+        if !self.access.contains(need) {
+            return Err(MemError::AccessDenied);
+        }
+        usize::try_from(addr - self.addr).map_err(|_| MemError::OutOfBounds)
+    }
+}
+
 /// An atomic operation on 8 bytes of remote memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AtomicOp {
@@ -68,33 +106,19 @@ pub trait Memory {
     ///
     /// # Errors
     /// The first failing check.
-    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Result<(), MemError>;
+    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult;
 
     /// Copies `out.len()` bytes from `addr` into `out`.
     ///
     /// # Errors
     /// The first failing check; `out` is then untouched.
-    fn read(
-        &self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        out: &mut [u8],
-        need: Access,
-    ) -> Result<(), MemError>;
+    fn read(&self, pd: Pd, key: Key, addr: u64, out: &mut [u8], need: Access) -> MemResult;
 
     /// Copies `data` to `addr`.
     ///
     /// # Errors
     /// The first failing check; memory is then untouched.
-    fn write(
-        &mut self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        data: &[u8],
-        need: Access,
-    ) -> Result<(), MemError>;
+    fn write(&mut self, pd: Pd, key: Key, addr: u64, data: &[u8], need: Access) -> MemResult;
 
     /// Executes an 8-byte atomic at `addr` (must be 8-byte aligned, region
     /// must grant REMOTE_ATOMIC) and returns the original value. The 8 bytes
@@ -103,13 +127,13 @@ pub trait Memory {
     ///
     /// # Errors
     /// The first failing check; memory is then untouched.
-    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> Result<u64, MemError>;
+    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> MemResult<u64>;
 
     /// Invalidates a remote key (SEND with invalidate).
     ///
     /// # Errors
     /// `BadKey` when no region has the key, `WrongPd` when it belongs to another PD.
-    fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError>;
+    fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult;
 
     /// Binds a memory window for a QP of `pd` (see [`crate::MwBind`]).
     /// Memories without windows refuse every bind.
@@ -117,7 +141,7 @@ pub trait Memory {
     /// # Errors
     /// The first failing check (unknown window or MR, wrong PD, range,
     /// rights, a bound type 2 window, a key of another window).
-    fn bind_mw(&mut self, pd: Pd, bind: &crate::MwBind) -> Result<(), MemError> {
+    fn bind_mw(&mut self, pd: Pd, bind: &crate::MwBind) -> MemResult {
         let _ = (pd, bind);
         Err(MemError::BadKey)
     }
@@ -127,7 +151,7 @@ pub trait Memory {
     ///
     /// # Errors
     /// `BadKey` when no type 2 window has the key, `WrongPd` for another PD.
-    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> MemResult {
         let _ = (pd, rkey);
         Err(MemError::BadKey)
     }
@@ -148,26 +172,20 @@ pub trait Memory {
         None
     }
 
-    /// Moves bytes between the local ranges `local` (key, address, length;
-    /// each checked for `need` before any byte moves) and a same-host
-    /// peer's buffers, in one cross-memory copy: [`PeerDir::Pull`] reads
-    /// the peer into `local`, [`PeerDir::Push`] writes `local` into the
-    /// peer. The peer's cookie is checked first. Returns the bytes moved.
+    /// Moves bytes between the local ranges `copy.local` (key, address,
+    /// length; each checked for `copy.need` before any byte moves) and a
+    /// same-host peer's buffers, in one cross-memory copy: [`PeerDir::Pull`]
+    /// reads the peer into the local ranges, [`PeerDir::Push`] writes them
+    /// into the peer. The peer's cookie is checked first. Returns the bytes
+    /// moved.
     ///
     /// # Errors
     /// [`PeerError::Mem`] for a failed check (nothing moved);
     /// [`PeerError::Declined`] when the copy cannot be made (no support,
     /// no permission, the peer gone or its cookie wrong). The default
     /// declines everything.
-    fn peer_copy(
-        &mut self,
-        pd: Pd,
-        local: &[(Key, u64, u64)],
-        need: Access,
-        peer: &PeerBuffers<'_>,
-        dir: PeerDir,
-    ) -> Result<u64, PeerError> {
-        let _ = (pd, local, need, peer, dir);
+    fn peer_copy(&mut self, copy: &PeerCopy<'_>) -> Result<u64, PeerError> {
+        let _ = copy;
         Err(PeerError::Declined("this memory has no same-host copy"))
     }
 }
@@ -190,6 +208,21 @@ pub struct PeerBuffers<'a> {
     pub who: HostIdentity,
     /// Its buffers: (host address, length).
     pub iov: &'a [(u64, u64)],
+}
+
+/// A same-host copy as [`Memory::peer_copy`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct PeerCopy<'a> {
+    /// Protection domain of the local ranges.
+    pub pd: Pd,
+    /// The local ranges: (key, address, length).
+    pub local: &'a [(Key, u64, u64)],
+    /// The right every local range must grant.
+    pub need: Access,
+    /// The peer's buffers.
+    pub peer: PeerBuffers<'a>,
+    /// Which way the bytes move.
+    pub dir: PeerDir,
 }
 
 /// Direction of a same-host copy.
@@ -278,7 +311,7 @@ impl MemTable {
         addr: u64,
         len: u64,
         need: Access,
-    ) -> Result<(usize, usize), MemError> {
+    ) -> MemResult<(usize, usize)> {
         let (k, remote) = match key {
             Key::Local(k) => (k, false),
             Key::Remote(k) => (k, true),
@@ -292,54 +325,34 @@ impl MemTable {
         } else if r.lkey != k {
             return Err(MemError::BadKey);
         }
-        if r.pd != pd {
-            return Err(MemError::WrongPd);
-        }
-        let end = addr.checked_add(len).ok_or(MemError::OutOfBounds)?;
-        let rend = r.addr + r.data.len() as u64;
-        if addr < r.addr || end > rend {
-            return Err(MemError::OutOfBounds);
-        }
-        if !r.access.contains(need) {
-            return Err(MemError::AccessDenied);
-        }
-        let off = usize::try_from(addr - r.addr).map_err(|_| MemError::OutOfBounds)?;
-        Ok((i, off))
+        let extent = Extent {
+            pd: r.pd,
+            addr: r.addr,
+            len: r.data.len() as u64,
+            access: r.access,
+        };
+        Ok((i, extent.offset(pd, addr, len, need)?))
     }
 }
 
 impl Memory for MemTable {
-    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Result<(), MemError> {
+    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult {
         self.locate(pd, key, addr, len, need).map(|_| ())
     }
 
-    fn read(
-        &self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        out: &mut [u8],
-        need: Access,
-    ) -> Result<(), MemError> {
+    fn read(&self, pd: Pd, key: Key, addr: u64, out: &mut [u8], need: Access) -> MemResult {
         let (i, off) = self.locate(pd, key, addr, out.len() as u64, need)?;
         out.copy_from_slice(&self.regions[i].data[off..off + out.len()]);
         Ok(())
     }
 
-    fn write(
-        &mut self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        data: &[u8],
-        need: Access,
-    ) -> Result<(), MemError> {
+    fn write(&mut self, pd: Pd, key: Key, addr: u64, data: &[u8], need: Access) -> MemResult {
         let (i, off) = self.locate(pd, key, addr, data.len() as u64, need)?;
         self.regions[i].data[off..off + data.len()].copy_from_slice(data);
         Ok(())
     }
 
-    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> Result<u64, MemError> {
+    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> MemResult<u64> {
         let (i, off) = self.locate(pd, Key::Remote(rkey), addr, 8, Access::REMOTE_ATOMIC)?;
         if addr % 8 != 0 {
             return Err(MemError::Misaligned);
@@ -362,7 +375,7 @@ impl Memory for MemTable {
         Ok(orig)
     }
 
-    fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+    fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult {
         let r = self
             .regions
             .get_mut((rkey >> 8) as usize)

@@ -13,11 +13,7 @@ use scripted::*;
 #[test]
 fn requester_segments_by_mtu_and_sets_ackreq_on_last() {
     let mut f = qp_rts(QpType::Rc);
-    let sge = Sge {
-        addr: BASE,
-        length: (2 * MTU + 1) as u32,
-        lkey: f.lkey,
-    };
+    let sge = f.sge((2 * MTU + 1) as u32);
     let wr = SendWr::new(
         1,
         SendOp::WriteWithImm {
@@ -68,11 +64,7 @@ fn ackreq_is_set_for_signaled_ends_pressure_and_retransmissions_only() {
     let mut cfg = QpConfig::new(QPN, QpType::Rc, Pd(1));
     cfg.max_send_wr = 8;
     let mut f = qp_with(cfg, QpState::Rts, &attrs());
-    let sge = Sge {
-        addr: BASE,
-        length: 8,
-        lkey: f.lkey,
-    };
+    let sge = f.sge(8);
     let send = |id: u64, signaled: bool| SendWr {
         signaled,
         ..SendWr::new(id, SendOp::Send, vec![sge])
@@ -124,11 +116,7 @@ fn ack_probe_consumes_no_retry_and_a_dead_peer_still_fails() {
         ..attrs()
     };
     let mut f = qp_with(QpConfig::new(QPN, QpType::Rc, Pd(1)), QpState::Rts, &a);
-    let sge = Sge {
-        addr: BASE,
-        length: 8,
-        lkey: f.lkey,
-    };
+    let sge = f.sge(8);
     let send = |id: u64, signaled: bool| SendWr {
         signaled,
         ..SendWr::new(id, SendOp::Send, vec![sge])
@@ -166,11 +154,7 @@ fn ack_probe_consumes_no_retry_and_a_dead_peer_still_fails() {
 
 fn post_sends(f: &mut Fix, n: u64) {
     for i in 0..n {
-        let sge = Sge {
-            addr: BASE,
-            length: 8,
-            lkey: f.lkey,
-        };
+        let sge = f.sge(8);
         f.qp.post_send(SendWr::new(i, SendOp::Send, vec![sge]))
             .unwrap();
     }
@@ -308,11 +292,7 @@ fn rnr_through_the_network_with_and_without_retries() {
     let (a, b) = net.connected_pair(QpType::Rc);
     let (alk, _) = net.register_all(a, 0x1000, 64);
     let (blk, _) = net.register_all(b, 0x1000, 64);
-    let sge = Sge {
-        addr: 0x1000,
-        length: 8,
-        lkey: alk,
-    };
+    let sge = mk_sge(0x1000, 8, alk);
     net.qp_mut(a)
         .post_send(SendWr::new(1, SendOp::Send, vec![sge]))
         .unwrap();
@@ -320,11 +300,7 @@ fn rnr_through_the_network_with_and_without_retries() {
     assert!(net.qp(a).stats().rnr_naks_received >= 5);
     let r = RecvWr {
         wr_id: 2,
-        sg_list: vec![Sge {
-            addr: 0x1000,
-            length: 64,
-            lkey: blk,
-        }],
+        sg_list: vec![mk_sge(0x1000, 64, blk)],
     };
     net.qp_mut(b).post_recv(r).unwrap();
     assert!(net.run_until_idle());
@@ -338,11 +314,7 @@ fn rnr_through_the_network_with_and_without_retries() {
     let mut net = Network::new(cfg, 3);
     let (a, _b) = net.connected_pair(QpType::Rc);
     let (alk, _) = net.register_all(a, 0x1000, 64);
-    let sge = Sge {
-        addr: 0x1000,
-        length: 8,
-        lkey: alk,
-    };
+    let sge = mk_sge(0x1000, 8, alk);
     net.qp_mut(a)
         .post_send(SendWr::new(1, SendOp::Send, vec![sge]))
         .unwrap();
@@ -368,11 +340,7 @@ fn retry_exhaustion_through_a_dead_link() {
     let (a, _b) = net.connected_pair(QpType::Rc);
     let (alk, _) = net.register_all(a, 0x1000, 64);
     net.filter = Some(Box::new(|_, _| true));
-    let sge = Sge {
-        addr: 0x1000,
-        length: 8,
-        lkey: alk,
-    };
+    let sge = mk_sge(0x1000, 8, alk);
     for i in 0..3 {
         net.qp_mut(a)
             .post_send(SendWr::new(i, SendOp::Send, vec![sge]))
@@ -395,11 +363,7 @@ fn retry_exhaustion_through_a_dead_link() {
 #[test]
 fn local_protection_error_on_bad_lkey() {
     let mut f = qp_rts(QpType::Rc);
-    let sge = Sge {
-        addr: BASE,
-        length: 8,
-        lkey: f.lkey ^ 0x100,
-    };
+    let sge = mk_sge(BASE, 8, f.lkey ^ 0x100);
     f.qp.post_send(SendWr::new(1, SendOp::Send, vec![sge]))
         .unwrap();
     post_sends(&mut f, 1);
@@ -412,26 +376,10 @@ fn local_protection_error_on_bad_lkey() {
 #[test]
 fn bad_read_response_is_bad_resp_err() {
     let mut f = qp_rts(QpType::Rc);
-    let sge = Sge {
-        addr: BASE,
-        length: 16,
-        lkey: f.lkey,
-    };
-    f.qp.post_send(SendWr::new(
-        1,
-        SendOp::Read {
-            remote_addr: 0,
-            rkey: 1,
-        },
-        vec![sge],
-    ))
-    .unwrap();
+    let sge = f.sge(16);
+    f.post_read(1, 0, sge);
     assert_eq!(f.recv()[0].opcode, 0x0c);
-    let mut p = mk(0x10, 500);
-    p.aeth = Some(Aeth {
-        syndrome: syndrome::ACK,
-        msn: 1,
-    });
+    let mut p = resp(0x10, 500, 1);
     let long = [9u8; 20];
     p.payload = &long;
     f.send(&p);
@@ -446,20 +394,8 @@ fn fence_and_max_rd_atomic_hold_back_requests() {
         ..attrs()
     };
     let mut f = qp_in(QpType::Rc, QpState::Rts, &a);
-    let sge = Sge {
-        addr: BASE,
-        length: 8,
-        lkey: f.lkey,
-    };
-    f.qp.post_send(SendWr::new(
-        1,
-        SendOp::Read {
-            remote_addr: 0,
-            rkey: 1,
-        },
-        vec![sge],
-    ))
-    .unwrap();
+    let sge = f.sge(8);
+    f.post_read(1, 0, sge);
     f.qp.post_send(SendWr::new(
         2,
         SendOp::FetchAdd {
@@ -472,11 +408,7 @@ fn fence_and_max_rd_atomic_hold_back_requests() {
     .unwrap();
     let out = f.recv();
     assert_eq!(out.len(), 1, "second READ/atomic waits for max_rd_atomic");
-    let mut p = mk(0x10, 500);
-    p.aeth = Some(Aeth {
-        syndrome: syndrome::ACK,
-        msn: 1,
-    });
+    let mut p = resp(0x10, 500, 1);
     p.payload = &[1, 2, 3, 4, 5, 6, 7, 8];
     f.send(&p);
     let out = f.recv();
@@ -486,11 +418,7 @@ fn fence_and_max_rd_atomic_hold_back_requests() {
     w.fence = true;
     f.qp.post_send(w).unwrap();
     f.recv_nothing();
-    let mut p = mk(0x12, 501);
-    p.aeth = Some(Aeth {
-        syndrome: syndrome::ACK,
-        msn: 2,
-    });
+    let mut p = resp(0x12, 501, 2);
     p.atomic_ack = Some(41);
     f.send(&p);
     assert_eq!(f.recv()[0].psn, 502);
@@ -502,20 +430,8 @@ fn fence_and_max_rd_atomic_hold_back_requests() {
 #[test]
 fn ack_beyond_an_unanswered_read_retries_the_read() {
     let mut f = qp_rts(QpType::Rc);
-    let sge = Sge {
-        addr: BASE,
-        length: 8,
-        lkey: f.lkey,
-    };
-    f.qp.post_send(SendWr::new(
-        1,
-        SendOp::Read {
-            remote_addr: 0x40,
-            rkey: 1,
-        },
-        vec![sge],
-    ))
-    .unwrap();
+    let sge = f.sge(8);
+    f.post_read(1, 0x40, sge);
     f.qp.post_send(SendWr::new(2, SendOp::Send, vec![sge]))
         .unwrap();
     assert_eq!(f.recv().len(), 2);
@@ -528,11 +444,7 @@ fn ack_beyond_an_unanswered_read_retries_the_read() {
 #[test]
 fn ud_send_carries_deth_and_completes_at_once() {
     let mut f = qp_rts(QpType::Ud);
-    let sge = Sge {
-        addr: BASE,
-        length: 4,
-        lkey: f.lkey,
-    };
+    let sge = f.sge(4);
     let mut wr = SendWr::new(1, SendOp::SendWithImm { imm: 5 }, vec![sge]);
     wr.ud = Some(UdDest {
         ah: AddressHandle(3),
@@ -556,11 +468,7 @@ fn ud_send_carries_deth_and_completes_at_once() {
     assert_eq!(f.wcs()[0].status, WcStatus::Success);
     // Longer than the port MTU (1024 here): IBTA C10-93.1.1, no packet and
     // no error.
-    let sge = Sge {
-        addr: BASE,
-        length: 2000,
-        lkey: f.lkey,
-    };
+    let sge = f.sge(2000);
     let mut wr = SendWr::new(2, SendOp::Send, vec![sge]);
     wr.ud = Some(UdDest {
         ah: AddressHandle(3),
@@ -646,18 +554,10 @@ fn remote_access_error_end_to_end() {
     let (blk, brk) = net.register_all(b, 0x1000, 64);
     let r = RecvWr {
         wr_id: 9,
-        sg_list: vec![Sge {
-            addr: 0x1000,
-            length: 64,
-            lkey: blk,
-        }],
+        sg_list: vec![mk_sge(0x1000, 64, blk)],
     };
     net.qp_mut(b).post_recv(r).unwrap();
-    let sge = Sge {
-        addr: 0x1000,
-        length: 8,
-        lkey: alk,
-    };
+    let sge = mk_sge(0x1000, 8, alk);
     let bad = SendOp::Write {
         remote_addr: 0x1000,
         rkey: brk ^ 0x4400,
@@ -704,25 +604,9 @@ fn ud_send_queue_error_recovers_via_sqe_to_rts() {
         remote_qpn: RQPN,
         remote_qkey: 1,
     };
-    let mut big = SendWr::new(
-        1,
-        SendOp::Send,
-        vec![Sge {
-            addr: BASE,
-            length: 10,
-            lkey: f.lkey ^ 0x100,
-        }],
-    );
+    let mut big = SendWr::new(1, SendOp::Send, vec![mk_sge(BASE, 10, f.lkey ^ 0x100)]);
     big.ud = Some(dest);
-    let mut small = SendWr::new(
-        2,
-        SendOp::Send,
-        vec![Sge {
-            addr: BASE,
-            length: 10,
-            lkey: f.lkey,
-        }],
-    );
+    let mut small = SendWr::new(2, SendOp::Send, vec![mk_sge(BASE, 10, f.lkey)]);
     small.ud = Some(dest);
     f.qp.post_send(big).unwrap();
     f.qp.post_send(small.clone()).unwrap();
@@ -765,16 +649,8 @@ fn path_mtu_above_link_mtu_fails_large_messages_only() {
     let (a, b) = net.connected_pair(QpType::Rc);
     let (alk, _) = net.register_all(a, 0x1000, 8192);
     let (_, brk) = net.register_all(b, 0x1000, 8192);
-    let small = Sge {
-        addr: 0x1000,
-        length: 512,
-        lkey: alk,
-    };
-    let big = Sge {
-        addr: 0x1000,
-        length: 8192,
-        lkey: alk,
-    };
+    let small = mk_sge(0x1000, 512, alk);
+    let big = mk_sge(0x1000, 8192, alk);
     let w = |rkey| SendOp::Write {
         remote_addr: 0x1000,
         rkey,

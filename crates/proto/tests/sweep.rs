@@ -144,36 +144,21 @@ fn run(loss: f64, n: usize, seed: u64, recvs: u64) -> Outcome {
     let mut net = Network::new(cfg, seed);
     let (a, b) = net.connected_pair(QpType::Rc);
     let slot_bytes = SLOTS * u64::from(MAXLEN);
-    let (alk, _) =
-        net.node_mut(a)
-            .mem
-            .register(Pd(1), A_SRC, slot_bytes as usize, Access::LOCAL_WRITE);
-    let (adk, _) =
-        net.node_mut(a)
-            .mem
-            .register(Pd(1), A_DST, slot_bytes as usize, Access::LOCAL_WRITE);
-    let (brk, _) = net.node_mut(b).mem.register(
-        Pd(1),
-        B_RECV,
-        (RECVS * u64::from(MAXLEN)) as usize,
-        Access::LOCAL_WRITE,
-    );
-    let (_, bwr) = net.node_mut(b).mem.register(
-        Pd(1),
+    let mut reg = |node, addr, len: u64, access| {
+        let m = &mut net.node_mut(node).mem;
+        m.register(Pd(1), addr, len as usize, access)
+    };
+    let (alk, _) = reg(a, A_SRC, slot_bytes, Access::LOCAL_WRITE);
+    let (adk, _) = reg(a, A_DST, slot_bytes, Access::LOCAL_WRITE);
+    let (brk, _) = reg(b, B_RECV, RECVS * u64::from(MAXLEN), Access::LOCAL_WRITE);
+    let (_, bwr) = reg(
+        b,
         B_WRITE,
-        slot_bytes as usize,
+        slot_bytes,
         Access::LOCAL_WRITE | Access::REMOTE_WRITE,
     );
-    let (_, brr) =
-        net.node_mut(b)
-            .mem
-            .register(Pd(1), B_READ, B_READ_LEN as usize, Access::REMOTE_READ);
-    let (_, bar) = net.node_mut(b).mem.register(
-        Pd(1),
-        B_ATOMIC,
-        16,
-        Access::LOCAL_WRITE | Access::REMOTE_ATOMIC,
-    );
+    let (_, brr) = reg(b, B_READ, B_READ_LEN, Access::REMOTE_READ);
+    let (_, bar) = reg(b, B_ATOMIC, 16, Access::LOCAL_WRITE | Access::REMOTE_ATOMIC);
     {
         let m = &mut net.node_mut(b).mem;
         let r = m.region_mut(brr).unwrap();

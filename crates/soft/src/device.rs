@@ -12,8 +12,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rdmakit_proto::{
-    Access, AddressHandle, AttrMask, Instant, Key, MemError, Memory, Pd, QpAttr, QpConfig, QpState,
-    QpType, RecvWr, SendWr, Wc, WcStatus,
+    Access, AddressHandle, AttrMask, Extent, Instant, Key, MemError, MemResult, Memory, Pd, QpAttr,
+    QpConfig, QpState, QpType, RecvWr, SendWr, Wc, WcStatus,
 };
 
 use crate::attr::{DeviceAttr, Gid, Limits, PortAttr};
@@ -362,27 +362,19 @@ struct EngineMem<'a> {
 }
 
 impl EngineMem<'_> {
-    fn inline_range(&self, pd: Pd, addr: u64, len: u64) -> core::result::Result<usize, MemError> {
-        if pd != self.pd {
-            return Err(MemError::WrongPd);
-        }
-        let end = addr.checked_add(len).ok_or(MemError::OutOfBounds)?;
-        if end > self.inline.len() as u64 {
-            return Err(MemError::OutOfBounds);
-        }
-        usize::try_from(addr).map_err(|_| MemError::OutOfBounds)
+    fn inline_range(&self, pd: Pd, addr: u64, len: u64) -> MemResult<usize> {
+        let store = Extent {
+            pd: self.pd,
+            addr: 0,
+            len: self.inline.len() as u64,
+            access: Access::empty(),
+        };
+        store.offset(pd, addr, len, Access::empty())
     }
 }
 
 impl Memory for EngineMem<'_> {
-    fn check(
-        &self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        len: u64,
-        need: Access,
-    ) -> core::result::Result<(), MemError> {
+    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult {
         if key == Key::Local(INLINE_LKEY) {
             if need.contains(Access::LOCAL_WRITE) {
                 return Err(MemError::AccessDenied);
@@ -391,14 +383,7 @@ impl Memory for EngineMem<'_> {
         }
         self.view.check(pd, key, addr, len, need)
     }
-    fn read(
-        &self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        out: &mut [u8],
-        need: Access,
-    ) -> core::result::Result<(), MemError> {
+    fn read(&self, pd: Pd, key: Key, addr: u64, out: &mut [u8], need: Access) -> MemResult {
         if key == Key::Local(INLINE_LKEY) {
             let off = self.inline_range(pd, addr, out.len() as u64)?;
             out.copy_from_slice(&self.inline[off..off + out.len()]);
@@ -406,14 +391,7 @@ impl Memory for EngineMem<'_> {
         }
         self.view.read(pd, key, addr, out, need)
     }
-    fn write(
-        &mut self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        data: &[u8],
-        need: Access,
-    ) -> core::result::Result<(), MemError> {
+    fn write(&mut self, pd: Pd, key: Key, addr: u64, data: &[u8], need: Access) -> MemResult {
         if key == Key::Local(INLINE_LKEY) {
             return Err(MemError::AccessDenied);
         }
@@ -425,20 +403,16 @@ impl Memory for EngineMem<'_> {
         rkey: u32,
         addr: u64,
         op: rdmakit_proto::AtomicOp,
-    ) -> core::result::Result<u64, MemError> {
+    ) -> MemResult<u64> {
         self.view.atomic(pd, rkey, addr, op)
     }
-    fn invalidate(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
+    fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult {
         self.view.invalidate(pd, rkey)
     }
-    fn bind_mw(
-        &mut self,
-        pd: Pd,
-        bind: &rdmakit_proto::MwBind,
-    ) -> core::result::Result<(), MemError> {
+    fn bind_mw(&mut self, pd: Pd, bind: &rdmakit_proto::MwBind) -> MemResult {
         self.view.bind_mw(pd, bind)
     }
-    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> core::result::Result<(), MemError> {
+    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> MemResult {
         self.view.invalidate_local(pd, rkey)
     }
     fn host_identity(&self) -> Option<rdmakit_proto::HostIdentity> {
@@ -452,16 +426,12 @@ impl Memory for EngineMem<'_> {
     }
     fn peer_copy(
         &mut self,
-        pd: Pd,
-        local: &[(Key, u64, u64)],
-        need: Access,
-        peer: &rdmakit_proto::PeerBuffers<'_>,
-        dir: rdmakit_proto::PeerDir,
+        copy: &rdmakit_proto::PeerCopy<'_>,
     ) -> core::result::Result<u64, rdmakit_proto::PeerError> {
-        if local.iter().any(|l| l.0 == Key::Local(INLINE_LKEY)) {
+        if copy.local.iter().any(|l| l.0 == Key::Local(INLINE_LKEY)) {
             return Err(MemError::AccessDenied.into());
         }
-        self.view.peer_copy(pd, local, need, peer, dir)
+        self.view.peer_copy(copy)
     }
 }
 
@@ -926,12 +896,7 @@ fn map_failure(verb: &'static str, e: MapFailure<MemError>) -> SoftError {
     }
 }
 
-fn map_sges(
-    mem: &MrTable,
-    pd: Pd,
-    sges: &[rdmakit_proto::Sge],
-    need: Access,
-) -> core::result::Result<(), MemError> {
+fn map_sges(mem: &MrTable, pd: Pd, sges: &[rdmakit_proto::Sge], need: Access) -> MemResult {
     let v = mem.view();
     for s in sges {
         v.check(pd, Key::Local(s.lkey), s.addr, u64::from(s.length), need)?;

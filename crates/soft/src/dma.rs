@@ -22,7 +22,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rdmakit_proto::{Access, AtomicOp, Key, MemError, Memory, Pd};
+use rdmakit_proto::{Access, AtomicOp, Extent, Key, MemError, MemResult, Memory, Pd};
 
 /// One registered region.
 #[derive(Debug)]
@@ -227,7 +227,7 @@ impl MrTable {
     /// keeps its index, the MR allows binding (`MW_BIND`) and covers the
     /// range, remote write or atomic rights need local write on the MR. A
     /// zero length unbinds a type 1 window.
-    fn bind(&self, pd: Pd, b: &rdmakit_proto::MwBind) -> Result<(), MemError> {
+    fn bind(&self, pd: Pd, b: &rdmakit_proto::MwBind) -> MemResult {
         let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
         let w = windows
             .get_mut(&(b.mw_rkey >> 8))
@@ -282,7 +282,7 @@ impl MrTable {
 
     /// Unbinds the type 2 window with `rkey` (local invalidate, or a remote
     /// SEND with invalidate naming a window).
-    fn invalidate_window(&self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+    fn invalidate_window(&self, pd: Pd, rkey: u32) -> MemResult {
         let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
         let w = windows
             .get_mut(&(rkey >> 8))
@@ -305,7 +305,7 @@ impl MrTable {
         addr: u64,
         len: u64,
         need: Access,
-    ) -> Result<(&Region, usize), MemError> {
+    ) -> MemResult<(&Region, usize)> {
         let b = {
             let windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
             let w = windows
@@ -393,7 +393,7 @@ impl MrTable {
         addr: u64,
         len: u64,
         need: Access,
-    ) -> Result<(&Region, usize), MemError> {
+    ) -> MemResult<(&Region, usize)> {
         let (k, remote) = match key {
             Key::Local(k) => (k, false),
             Key::Remote(k) => (k, true),
@@ -409,18 +409,13 @@ impl MrTable {
         if remote && !r.rkey_valid.load(Ordering::Acquire) {
             return Err(MemError::BadKey);
         }
-        if r.pd != pd {
-            return Err(MemError::WrongPd);
-        }
-        let end = addr.checked_add(len).ok_or(MemError::OutOfBounds)?;
-        if addr < r.addr || end > r.addr + r.len {
-            return Err(MemError::OutOfBounds);
-        }
-        if !r.access.contains(need) {
-            return Err(MemError::AccessDenied);
-        }
-        let off = usize::try_from(addr - r.addr).map_err(|_| MemError::OutOfBounds)?;
-        Ok((r, off))
+        let extent = Extent {
+            pd: r.pd,
+            addr: r.addr,
+            len: r.len,
+            access: r.access,
+        };
+        Ok((r, extent.offset(pd, addr, len, need)?))
     }
 
     /// The view the engine uses (validated accesses through `&self`).
@@ -434,18 +429,11 @@ impl MrTable {
 pub struct MemView<'a>(&'a MrTable);
 
 impl Memory for MemView<'_> {
-    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Result<(), MemError> {
+    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult {
         self.0.locate(pd, key, addr, len, need).map(|_| ())
     }
 
-    fn read(
-        &self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        out: &mut [u8],
-        need: Access,
-    ) -> Result<(), MemError> {
+    fn read(&self, pd: Pd, key: Key, addr: u64, out: &mut [u8], need: Access) -> MemResult {
         let (r, off) = self.0.locate(pd, key, addr, out.len() as u64, need)?;
         // SAFETY: `locate` proved [off, off + out.len()) lies inside the
         // registered buffer, which the registration contract keeps valid
@@ -458,14 +446,7 @@ impl Memory for MemView<'_> {
         Ok(())
     }
 
-    fn write(
-        &mut self,
-        pd: Pd,
-        key: Key,
-        addr: u64,
-        data: &[u8],
-        need: Access,
-    ) -> Result<(), MemError> {
+    fn write(&mut self, pd: Pd, key: Key, addr: u64, data: &[u8], need: Access) -> MemResult {
         let (r, off) = self.0.locate(pd, key, addr, data.len() as u64, need)?;
         // SAFETY: as in `read`: the destination range was validated against
         // the registered buffer, which is valid for writes under the
@@ -476,7 +457,7 @@ impl Memory for MemView<'_> {
         Ok(())
     }
 
-    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> Result<u64, MemError> {
+    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> MemResult<u64> {
         let (r, off) = self
             .0
             .locate(pd, Key::Remote(rkey), addr, 8, Access::REMOTE_ATOMIC)?;
@@ -500,7 +481,7 @@ impl Memory for MemView<'_> {
         })
     }
 
-    fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+    fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult {
         let Some(r) = self
             .0
             .regions
@@ -516,7 +497,7 @@ impl Memory for MemView<'_> {
         Ok(())
     }
 
-    fn bind_mw(&mut self, pd: Pd, bind: &rdmakit_proto::MwBind) -> Result<(), MemError> {
+    fn bind_mw(&mut self, pd: Pd, bind: &rdmakit_proto::MwBind) -> MemResult {
         self.0.bind(pd, bind)
     }
 
@@ -531,23 +512,19 @@ impl Memory for MemView<'_> {
 
     fn peer_copy(
         &mut self,
-        pd: Pd,
-        local: &[(Key, u64, u64)],
-        need: Access,
-        peer: &rdmakit_proto::PeerBuffers<'_>,
-        dir: rdmakit_proto::PeerDir,
+        copy: &rdmakit_proto::PeerCopy<'_>,
     ) -> Result<u64, rdmakit_proto::PeerError> {
         // Every range is checked (and translated to host addresses) before
         // the one system call moves a byte.
-        let mut host = Vec::with_capacity(local.len());
-        for &(key, addr, len) in local {
-            let (r, off) = self.0.locate(pd, key, addr, len, need)?;
+        let mut host = Vec::with_capacity(copy.local.len());
+        for &(key, addr, len) in copy.local {
+            let (r, off) = self.0.locate(copy.pd, key, addr, len, copy.need)?;
             host.push((r.ptr as u64 + off as u64, len));
         }
-        self.0.same_host.copy(&host, peer, dir)
+        self.0.same_host.copy(&host, &copy.peer, copy.dir)
     }
 
-    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+    fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> MemResult {
         self.0.invalidate_window(pd, rkey)
     }
 }

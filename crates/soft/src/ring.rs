@@ -236,6 +236,29 @@ impl<T> Ring<T> {
     }
 }
 
+impl Ring<rdmakit_proto::RecvWr> {
+    /// Posts a copy of the receive WR `wr` (its scatter/gather list built
+    /// in a spare one, see [`Ring::sgl`]) as [`Ring::take_and_map`] does.
+    ///
+    /// # Errors
+    /// As [`Ring::take_and_map`]; the mapping itself never fails (lkeys
+    /// are checked when data lands, as rxe does).
+    pub(crate) fn post_recv(
+        &mut self,
+        faults: &FaultInjector,
+        wr: &rdmakit_proto::RecvWr,
+    ) -> Result<(), MapFailure<rdmakit_proto::MemError>> {
+        let mut sg_list = self.sgl();
+        sg_list.extend_from_slice(&wr.sg_list);
+        self.take_and_map(faults, || {
+            Ok(rdmakit_proto::RecvWr {
+                wr_id: wr.wr_id,
+                sg_list,
+            })
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rdmakit_soft::proto::{
     Access, AttrMask, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Wc, WcStatus,
 };
-use rdmakit_soft::{Device, DeviceConfig, Errno, Limits, QpInit, SendRequest};
+use rdmakit_soft::{Device, DeviceConfig, Errno, GsiMad, Limits, QpInit, SendRequest};
 
 fn small() -> DeviceConfig {
     DeviceConfig {
@@ -156,6 +156,56 @@ fn rc_pair(d: &Device, pd: u32, cq: u32) -> (u32, u32) {
     (a, b)
 }
 
+/// A device with a registry of its own (parallel tests must not share
+/// soft0's).
+fn open_private() -> Device {
+    Device::open(DeviceConfig {
+        shared_registry: false,
+        ..DeviceConfig::default()
+    })
+    .unwrap()
+}
+
+/// [`open_private`] with a PD and a 64-entry CQ.
+fn device_pd_cq() -> (Device, u32, u32) {
+    let d = open_private();
+    let pd = d.alloc_pd().unwrap();
+    let cq = d.create_cq(64, None).unwrap();
+    (d, pd, cq)
+}
+
+/// Posts one receive of `sge` on `qp`.
+fn post_recv_one(d: &Device, qp: u32, wr_id: u64, sge: Sge) {
+    d.post_recv(
+        qp,
+        &[RecvWr {
+            wr_id,
+            sg_list: vec![sge],
+        }],
+    )
+    .unwrap();
+}
+
+/// Posts one signalled SEND of `sge` (not inline) on `qp`.
+///
+/// # Safety
+/// `sge` names registered memory that stays valid until the send completes.
+unsafe fn post_send_one(d: &Device, qp: u32, wr_id: u64, sge: Sge) {
+    let wr = SendWr::new(wr_id, SendOp::Send, vec![sge]);
+    // SAFETY: the caller's guarantee.
+    unsafe { d.post_send(qp, &[SendRequest { wr, inline: false }]) }.unwrap();
+}
+
+/// A MAD arriving on `d`'s QP1 within about two seconds.
+fn gsi_recv_wait(d: &Device) -> Option<GsiMad> {
+    (0..2000).find_map(|_| {
+        d.gsi_recv().or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            None
+        })
+    })
+}
+
 fn wait_wcs(d: &Device, cq: u32, n: usize) -> Vec<Wc> {
     let mut v = Vec::new();
     let t = Instant::now();
@@ -244,13 +294,7 @@ fn many_threads_post_to_one_qp_with_fault_injection_and_no_descriptor_leaks() {
 /// behind an ACK `sendto`.
 #[test]
 fn reposting_a_receive_does_not_send_the_ack_a_busy_poller_held() {
-    let d = Device::open(DeviceConfig {
-        shared_registry: false,
-        ..DeviceConfig::default()
-    })
-    .unwrap();
-    let pd = d.alloc_pd().unwrap();
-    let cq = d.create_cq(64, None).unwrap();
+    let (d, pd, cq) = device_pd_cq();
     let (a, b) = rc_pair(&d, pd, cq);
     let msg = 8u32;
     let mut bufs = vec![0u8; 4 * msg as usize];
@@ -266,21 +310,9 @@ fn reposting_a_receive_does_not_send_the_ack_a_busy_poller_held() {
         length: msg,
         lkey: key,
     };
-    let recv = |qp: u32, slot: u64| {
-        d.post_recv(
-            qp,
-            &[RecvWr {
-                wr_id: slot,
-                sg_list: vec![sge(slot)],
-            }],
-        )
-        .unwrap()
-    };
-    let send = |qp: u32, slot: u64| {
-        let wr = SendWr::new(slot, SendOp::Send, vec![sge(slot)]);
-        // SAFETY: the SGE names the registered `bufs`.
-        unsafe { d.post_send(qp, &[SendRequest { wr, inline: false }]) }.unwrap()
-    };
+    let recv = |qp: u32, slot: u64| post_recv_one(&d, qp, slot, sge(slot));
+    // SAFETY: the SGE names the registered `bufs`.
+    let send = |qp: u32, slot: u64| unsafe { post_send_one(&d, qp, slot, sge(slot)) };
     let wait_recv = |qp: u32| -> Wc {
         let t = Instant::now();
         let mut v = Vec::new();
@@ -363,28 +395,14 @@ fn qp1_mads_reach_a_context_at_its_endpoint_and_name_the_shared_gid() {
     a.gsi_attach().unwrap();
     let mad: Vec<u8> = (0..=255u8).collect();
     a.gsi_send(*b.endpoint().ip(), &mad).unwrap();
-    let got = (0..2000)
-        .find_map(|_| {
-            b.gsi_recv().or_else(|| {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                None
-            })
-        })
-        .expect("the MAD reaches b's QP1");
+    let got = gsi_recv_wait(&b).expect("the MAD reaches b's QP1");
     assert!(efd >= 0);
     assert_eq!(got.mad, mad);
     assert_eq!(got.src, a.addr(), "the GRH names the shared device address");
     assert_eq!(got.via, *a.endpoint().ip(), "answers go to a's endpoint");
     assert_eq!(got.src_qp, 1);
     b.gsi_send(got.via, &mad[..24]).unwrap();
-    let back = (0..2000)
-        .find_map(|_| {
-            a.gsi_recv().or_else(|| {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                None
-            })
-        })
-        .expect("the answer reaches a's QP1");
+    let back = gsi_recv_wait(&a).expect("the answer reaches a's QP1");
     assert_eq!(back.mad, &mad[..24]);
     assert_eq!(back.via, *b.endpoint().ip());
 }
@@ -396,13 +414,7 @@ fn qp1_mads_reach_a_context_at_its_endpoint_and_name_the_shared_gid() {
 /// rdma_server's DREP).
 #[test]
 fn moving_a_qp_to_err_sends_the_ack_a_busy_poller_held() {
-    let d = Device::open(DeviceConfig {
-        shared_registry: false,
-        ..DeviceConfig::default()
-    })
-    .unwrap();
-    let pd = d.alloc_pd().unwrap();
-    let cq = d.create_cq(64, None).unwrap();
+    let (d, pd, cq) = device_pd_cq();
     let mut buf = vec![0u8; 64];
     // SAFETY: `buf` outlives the device (dropped first below) and is not
     // accessed while the device runs.
@@ -416,17 +428,9 @@ fn moving_a_qp_to_err_sends_the_ack_a_busy_poller_held() {
     let mut failed = Vec::new();
     for round in 0..rounds {
         let (a, b) = rc_pair(&d, pd, cq);
-        d.post_recv(
-            b,
-            &[RecvWr {
-                wr_id: 1,
-                sg_list: vec![sge],
-            }],
-        )
-        .unwrap();
-        let wr = SendWr::new(2, SendOp::Send, vec![sge]);
+        post_recv_one(&d, b, 1, sge);
         // SAFETY: the SGE names the registered `buf`.
-        unsafe { d.post_send(a, &[SendRequest { wr, inline: false }]) }.unwrap();
+        unsafe { post_send_one(&d, a, 2, sge) };
         let mut v = Vec::new();
         let t = Instant::now();
         while !v.iter().any(|w: &Wc| w.is_recv()) {
@@ -462,11 +466,7 @@ fn moving_a_qp_to_err_sends_the_ack_a_busy_poller_held() {
 /// reserved, would add ~230 MB of VmSize).
 #[test]
 fn cqs_as_large_as_ofi_rxm_asks_for_are_created_and_cost_nothing_empty() {
-    let d = Device::open(DeviceConfig {
-        shared_registry: false,
-        ..DeviceConfig::default()
-    })
-    .unwrap();
+    let d = open_private();
     let max = d.attr().max_cqe;
     assert_eq!(max, 4_194_303, "mlx5's max_cqe");
     // VmSize (pages): reserved memory counts, not only touched memory.

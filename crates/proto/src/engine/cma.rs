@@ -17,7 +17,7 @@ use rdmakit_wire::cma as wcma;
 
 use super::receive::{check_reth, rem_access};
 use super::*;
-use crate::mem::{HostIdentity, PeerBuffers, PeerDir, PeerError};
+use crate::mem::{HostIdentity, PeerBuffers, PeerCopy, PeerDir, PeerError};
 
 /// Why a same-host request was not executed.
 enum Refusal {
@@ -158,45 +158,16 @@ impl Qp {
             self.drop(DropReason::malformed);
             return;
         };
-        let reason = if !matches!(
-            self.state,
-            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        ) {
-            Some(DropReason::bad_state)
-        } else if b.dest_qp() != self.cfg.qpn {
-            Some(DropReason::wrong_qpn)
-        } else if self.cfg.qp_type != QpType::Rc {
-            Some(DropReason::wrong_transport)
-        } else if !receive::pkey_match(b.pkey(), self.pkey()) {
-            Some(DropReason::pkey)
-        } else if self.fatal_pending {
-            Some(DropReason::bad_state)
-        } else {
-            None
-        };
-        if let Some(r) = reason {
-            self.drop(r);
+        let reason = self
+            .refusal(b.dest_qp(), self.cfg.qp_type == QpType::Rc, b.pkey())
+            .or(self.fatal_pending.then_some(DropReason::bad_state));
+        if !self.admit(reason) {
             return;
         }
-        self.stats.rx_packets += 1;
         let psn = Psn::new(b.psn());
-        let d = psn.diff(self.epsn);
-        if d > 0 {
-            if !self.nak_sent {
-                self.nak_sent = true;
-                self.out.push_back(RespOut::Ack {
-                    psn: self.epsn,
-                    syndrome: syndrome::NAK_PSN_SEQ,
-                    fatal: false,
-                });
-            }
-            self.drop(DropReason::sequence);
-            return;
-        }
-        if d < 0 {
-            // Executed already (its ACK was lost): acknowledge again.
-            self.stats.duplicates += 1;
-            self.push_ack(self.epsn.sub(1));
+        // A duplicate was executed already (its ACK was lost): acknowledge
+        // again.
+        if !self.in_sequence(psn, |qp| qp.push_ack(qp.epsn.sub(1))) {
             return;
         }
         match self.same_host_execute(b.opcode().0, &h, mem) {
@@ -208,28 +179,13 @@ impl Qp {
             }
             Err(Refusal::Decline) => {
                 self.stats.same_host_declined += 1;
-                self.nak_sent = true;
-                self.out.push_back(RespOut::Ack {
-                    psn,
-                    syndrome: wcma::SYNDROME_DECLINE,
-                    fatal: false,
-                });
+                self.push_nak(psn, wcma::SYNDROME_DECLINE, false);
             }
             Err(Refusal::Resp(RespErr::Rnr)) => {
-                self.nak_sent = true;
-                self.out.push_back(RespOut::Ack {
-                    psn,
-                    syndrome: syndrome::rnr(self.attr.min_rnr_timer),
-                    fatal: false,
-                });
+                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer), false);
             }
             Err(Refusal::Resp(RespErr::Nak(code, _))) => {
-                self.fatal_pending = true;
-                self.out.push_back(RespOut::Ack {
-                    psn,
-                    syndrome: code,
-                    fatal: true,
-                });
+                self.push_nak(psn, code, true);
             }
         }
     }
@@ -281,8 +237,14 @@ impl Qp {
                 }
                 check_reth(mem, pd, reth, right).map_err(Refusal::Resp)?;
                 let local = [(Key::Remote(h.rkey), h.va, len)];
-                mem.peer_copy(pd, &local, right, &peer, dir)
-                    .map_err(refused)?;
+                let copy = PeerCopy {
+                    pd,
+                    local: &local,
+                    need: right,
+                    peer,
+                    dir,
+                };
+                mem.peer_copy(&copy).map_err(refused)?;
             }
             wcma::OP_SEND => {
                 let Some(r) = self.rq.front() else {
@@ -308,7 +270,14 @@ impl Qp {
                 {
                     Some((syndrome::NAK_REM_OP, WcStatus::LocProtErr))
                 } else {
-                    match mem.peer_copy(pd, &local, Access::LOCAL_WRITE, &peer, PeerDir::Pull) {
+                    let copy = PeerCopy {
+                        pd,
+                        local: &local,
+                        need: Access::LOCAL_WRITE,
+                        peer,
+                        dir: PeerDir::Pull,
+                    };
+                    match mem.peer_copy(&copy) {
                         Ok(_) => None,
                         Err(PeerError::Declined(_)) => return Err(Refusal::Decline),
                         Err(PeerError::Mem(_)) => {
@@ -344,7 +313,7 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::mem::MemTable;
+    use crate::mem::{MemResult, MemTable};
     use crate::qp::Mtu;
     use crate::wr::Sge;
 
@@ -387,40 +356,19 @@ mod tests {
     }
 
     impl Memory for TestMem {
-        fn check(
-            &self,
-            pd: Pd,
-            key: Key,
-            addr: u64,
-            len: u64,
-            need: Access,
-        ) -> Result<(), MemError> {
+        fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult {
             with(self, |t| t.check(pd, key, addr, len, need))
         }
-        fn read(
-            &self,
-            pd: Pd,
-            key: Key,
-            addr: u64,
-            out: &mut [u8],
-            need: Access,
-        ) -> Result<(), MemError> {
+        fn read(&self, pd: Pd, key: Key, addr: u64, out: &mut [u8], need: Access) -> MemResult {
             with(self, |t| t.read(pd, key, addr, out, need))
         }
-        fn write(
-            &mut self,
-            pd: Pd,
-            key: Key,
-            addr: u64,
-            data: &[u8],
-            need: Access,
-        ) -> Result<(), MemError> {
+        fn write(&mut self, pd: Pd, key: Key, addr: u64, data: &[u8], need: Access) -> MemResult {
             with_mut(self, |t| t.write(pd, key, addr, data, need))
         }
-        fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> Result<u64, MemError> {
+        fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> MemResult<u64> {
             with_mut(self, |t| t.atomic(pd, rkey, addr, op))
         }
-        fn invalidate(&mut self, pd: Pd, rkey: u32) -> Result<(), MemError> {
+        fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult {
             with_mut(self, |t| t.invalidate(pd, rkey))
         }
         fn host_identity(&self) -> Option<HostIdentity> {
@@ -429,14 +377,14 @@ mod tests {
         fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
             self.check(pd, key, addr, len, need).ok().map(|()| addr)
         }
-        fn peer_copy(
-            &mut self,
-            pd: Pd,
-            local: &[(Key, u64, u64)],
-            need: Access,
-            peer: &PeerBuffers<'_>,
-            dir: PeerDir,
-        ) -> Result<u64, PeerError> {
+        fn peer_copy(&mut self, copy: &PeerCopy<'_>) -> Result<u64, PeerError> {
+            let PeerCopy {
+                pd,
+                local,
+                need,
+                peer,
+                dir,
+            } = *copy;
             for &(k, a, n) in local {
                 self.check(pd, k, a, n, need)?;
             }
@@ -605,6 +553,32 @@ mod tests {
         p.a.poll_completion().expect("a completion")
     }
 
+    /// READs `LEN` bytes at `B_BUF` into `A_BUF` (wr 7).
+    fn read(p: &mut Pair) -> Wc {
+        let op = SendOp::Read {
+            remote_addr: B_BUF,
+            rkey: p.b_rkey,
+        };
+        p.a.post_send(SendWr::new(7, op, sge(A_BUF, LEN, p.a_lkey)))
+            .unwrap();
+        p.run();
+        p.a.poll_completion().expect("a completion")
+    }
+
+    /// SENDs `LEN` bytes of `A_BUF` (wr 8) to a receive WQE of `recv_len`
+    /// bytes at `B_BUF` (wr 9).
+    fn send(p: &mut Pair, recv_len: u32) {
+        let sg = sge(B_BUF, recv_len, p.b_lkey);
+        p.b.post_recv(RecvWr {
+            wr_id: 9,
+            sg_list: sg,
+        })
+        .unwrap();
+        let sg = sge(A_BUF, LEN, p.a_lkey);
+        p.a.post_send(SendWr::new(8, SendOp::Send, sg)).unwrap();
+        p.run();
+    }
+
     #[test]
     fn a_write_goes_as_one_request_and_one_copy() {
         let mut p = pair();
@@ -626,14 +600,7 @@ mod tests {
     #[test]
     fn a_read_pushes_into_the_requester() {
         let mut p = pair();
-        let op = SendOp::Read {
-            remote_addr: B_BUF,
-            rkey: p.b_rkey,
-        };
-        let sg = sge(A_BUF, LEN, p.a_lkey);
-        p.a.post_send(SendWr::new(7, op, sg)).unwrap();
-        p.run();
-        let wc = p.a.poll_completion().unwrap();
+        let wc = read(&mut p);
         assert_eq!((wc.status, wc.byte_len), (WcStatus::Success, LEN));
         assert_eq!(p.a_sent, 1);
         assert_eq!(p.data(100), p.data(200));
@@ -642,15 +609,7 @@ mod tests {
     #[test]
     fn a_send_fills_a_receive_wqe() {
         let mut p = pair();
-        let sg = sge(B_BUF, LEN, p.b_lkey);
-        p.b.post_recv(RecvWr {
-            wr_id: 9,
-            sg_list: sg,
-        })
-        .unwrap();
-        let sg = sge(A_BUF, LEN, p.a_lkey);
-        p.a.post_send(SendWr::new(8, SendOp::Send, sg)).unwrap();
-        p.run();
+        send(&mut p, LEN);
         assert_eq!(p.a.poll_completion().unwrap().status, WcStatus::Success);
         let r = p.b.poll_completion().unwrap();
         assert_eq!((r.wr_id, r.status, r.byte_len), (9, WcStatus::Success, LEN));
@@ -658,26 +617,25 @@ mod tests {
         assert_eq!(p.data(100), p.data(200));
     }
 
-    #[test]
-    fn a_bad_rkey_is_naked_and_nothing_is_copied() {
+    /// A WRITE under `b_rkey ^ rkey_xor` to `va` is NAKed and copies nothing.
+    fn assert_write_refused(rkey_xor: u32, va: u64) {
         let mut p = pair();
         let before = p.data(200);
-        let bad = p.b_rkey ^ 0x100;
-        let wc = write(&mut p, bad, B_BUF);
+        let rkey = p.b_rkey ^ rkey_xor;
+        let wc = write(&mut p, rkey, va);
         assert_eq!(wc.status, WcStatus::RemAccessErr);
         assert_eq!(p.mb.copies, 0);
         assert_eq!(p.data(200), before);
     }
 
     #[test]
+    fn a_bad_rkey_is_naked_and_nothing_is_copied() {
+        assert_write_refused(0x100, B_BUF);
+    }
+
+    #[test]
     fn an_out_of_bounds_write_is_naked_and_nothing_is_copied() {
-        let mut p = pair();
-        let before = p.data(200);
-        let b_rkey = p.b_rkey;
-        let wc = write(&mut p, b_rkey, B_BUF + 8);
-        assert_eq!(wc.status, WcStatus::RemAccessErr);
-        assert_eq!(p.mb.copies, 0);
-        assert_eq!(p.data(200), before);
+        assert_write_refused(0, B_BUF + 8);
     }
 
     #[test]
@@ -723,14 +681,7 @@ mod tests {
     fn a_responder_without_the_feature_declines_reads_too() {
         let mut p = pair();
         p.mb.decline = true;
-        let op = SendOp::Read {
-            remote_addr: B_BUF,
-            rkey: p.b_rkey,
-        };
-        let sg = sge(A_BUF, LEN, p.a_lkey);
-        p.a.post_send(SendWr::new(7, op, sg)).unwrap();
-        p.run();
-        let wc = p.a.poll_completion().unwrap();
+        let wc = read(&mut p);
         assert_eq!((wc.status, wc.byte_len), (WcStatus::Success, LEN));
         assert_eq!(p.a_sent, 2, "the request, then a READ request");
         assert_eq!(p.data(100), p.data(200));
@@ -739,15 +690,7 @@ mod tests {
     #[test]
     fn a_short_receive_wqe_fails_both_sides_without_a_copy() {
         let mut p = pair();
-        let sg = sge(B_BUF, LEN / 2, p.b_lkey);
-        p.b.post_recv(RecvWr {
-            wr_id: 9,
-            sg_list: sg,
-        })
-        .unwrap();
-        let sg = sge(A_BUF, LEN, p.a_lkey);
-        p.a.post_send(SendWr::new(8, SendOp::Send, sg)).unwrap();
-        p.run();
+        send(&mut p, LEN / 2);
         assert_eq!(
             p.a.poll_completion().unwrap().status,
             WcStatus::RemInvReqErr

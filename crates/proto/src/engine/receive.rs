@@ -50,25 +50,10 @@ impl Qp {
             self.drop(DropReason::malformed);
             return;
         };
-        let reason = if !matches!(
-            self.state,
-            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        ) {
-            Some(DropReason::bad_state)
-        } else if p.bth.dqpn != self.cfg.qpn {
-            Some(DropReason::wrong_qpn)
-        } else if p.info.transport != self.transport() {
-            Some(DropReason::wrong_transport)
-        } else if !pkey_match(p.bth.pkey, self.pkey()) {
-            Some(DropReason::pkey)
-        } else {
-            None
-        };
-        if let Some(r) = reason {
-            self.drop(r);
+        let transport_ok = p.info.transport == self.transport();
+        if !self.admit(self.refusal(p.bth.dqpn, transport_ok, p.bth.pkey)) {
             return;
         }
-        self.stats.rx_packets += 1;
         match self.cfg.qp_type {
             QpType::Rc => {
                 if matches!(p.info.kind, Kind::Ack | Kind::ReadResp | Kind::AtomicAck) {
@@ -84,6 +69,37 @@ impl Qp {
             QpType::Uc => self.uc_request(&p, mem),
             QpType::Ud => self.ud_request(&p, grh, mem),
         }
+    }
+
+    /// Why a packet for `dqpn` under `pkey` must be dropped, if it must:
+    /// the QP cannot receive, or the packet is not addressed to it (QPN,
+    /// transport, P_Key).
+    pub(super) fn refusal(&self, dqpn: u32, transport_ok: bool, pkey: u16) -> Option<DropReason> {
+        if !matches!(
+            self.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        ) {
+            Some(DropReason::bad_state)
+        } else if dqpn != self.cfg.qpn {
+            Some(DropReason::wrong_qpn)
+        } else if !transport_ok {
+            Some(DropReason::wrong_transport)
+        } else if !pkey_match(pkey, self.pkey()) {
+            Some(DropReason::pkey)
+        } else {
+            None
+        }
+    }
+
+    /// Drops a packet for `reason`, or counts it received; true when it
+    /// is to be processed.
+    pub(super) fn admit(&mut self, reason: Option<DropReason>) -> bool {
+        if let Some(r) = reason {
+            self.drop(r);
+            return false;
+        }
+        self.stats.rx_packets += 1;
+        true
     }
 
     pub(super) fn drop(&mut self, r: DropReason) {
@@ -123,39 +139,55 @@ impl Qp {
         });
     }
 
+    /// Answers `psn` with a NAK: one the requester recovers from (RNR, PSN
+    /// sequence error, a declined same-host request), or a `fatal` one that
+    /// ends the connection.
+    pub(super) fn push_nak(&mut self, psn: Psn, syndrome: u8, fatal: bool) {
+        if fatal {
+            self.fatal_pending = true;
+        } else {
+            self.nak_sent = true;
+        }
+        self.out.push_back(RespOut::Ack {
+            psn,
+            syndrome,
+            fatal,
+        });
+    }
+
+    /// True for a request with the expected PSN. One beyond it gets one
+    /// sequence NAK per gap and is dropped; a duplicate is counted and
+    /// handed to `duplicate`.
+    pub(super) fn in_sequence(&mut self, psn: Psn, duplicate: impl FnOnce(&mut Self)) -> bool {
+        let d = psn.diff(self.epsn);
+        if d > 0 {
+            if !self.nak_sent {
+                self.push_nak(self.epsn, syndrome::NAK_PSN_SEQ, false);
+            }
+            self.drop(DropReason::sequence);
+            return false;
+        }
+        if d < 0 {
+            self.stats.duplicates += 1;
+            duplicate(self);
+            return false;
+        }
+        true
+    }
+
     pub(super) fn rc_request<M: Memory + ?Sized>(&mut self, p: &Packet<'_>, mem: &mut M) {
         if self.fatal_pending {
             self.drop(DropReason::bad_state);
             return;
         }
         let psn = p.bth.psn;
-        let d = psn.diff(self.epsn);
-        if d > 0 {
-            if !self.nak_sent {
-                self.nak_sent = true;
-                self.out.push_back(RespOut::Ack {
-                    psn: self.epsn,
-                    syndrome: syndrome::NAK_PSN_SEQ,
-                    fatal: false,
-                });
-            }
-            self.drop(DropReason::sequence);
-            return;
-        }
-        if d < 0 {
-            self.stats.duplicates += 1;
-            self.rc_duplicate(p);
+        if !self.in_sequence(psn, |qp| qp.rc_duplicate(p)) {
             return;
         }
         match self.execute(p, mem) {
             Ok(()) => self.nak_sent = false,
             Err(RespErr::Rnr) => {
-                self.nak_sent = true;
-                self.out.push_back(RespOut::Ack {
-                    psn,
-                    syndrome: syndrome::rnr(self.attr.min_rnr_timer),
-                    fatal: false,
-                });
+                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer), false);
             }
             Err(RespErr::Nak(code, status)) => {
                 if let Some(st) = status {
@@ -164,12 +196,7 @@ impl Qp {
                         self.cq.push_back(wc);
                     }
                 }
-                self.fatal_pending = true;
-                self.out.push_back(RespOut::Ack {
-                    psn,
-                    syndrome: code,
-                    fatal: true,
-                });
+                self.push_nak(psn, code, true);
             }
         }
     }

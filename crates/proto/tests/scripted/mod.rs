@@ -79,6 +79,10 @@ pub fn qp_rts(t: QpType) -> Fix {
     qp_in(t, QpState::Rts, &attrs())
 }
 
+pub fn mk_sge(addr: u64, length: u32, lkey: u32) -> Sge {
+    Sge { addr, length, lkey }
+}
+
 pub fn mk(opcode: u8, psn: u32) -> Packet<'static> {
     let info = opinfo(opcode).expect("opcode");
     Packet::new(Bth::new(opcode, QPN, Psn::new(psn)), info, &[])
@@ -131,6 +135,20 @@ impl Fix {
             })
             .unwrap();
     }
+    /// One SGE of `length` bytes at `BASE` under the fixture's lkey.
+    pub fn sge(&self, length: u32) -> Sge {
+        mk_sge(BASE, length, self.lkey)
+    }
+    /// Posts a READ into `sge` from `remote_addr` under rkey 1.
+    pub fn post_read(&mut self, wr_id: u64, remote_addr: u64, sge: Sge) {
+        let op = SendOp::Read {
+            remote_addr,
+            rkey: 1,
+        };
+        self.qp
+            .post_send(SendWr::new(wr_id, op, vec![sge]))
+            .unwrap();
+    }
     pub fn bytes(&self, off: usize, len: usize) -> Vec<u8> {
         self.mem.region(self.lkey).unwrap().data[off..off + len].to_vec()
     }
@@ -144,6 +162,16 @@ pub fn ack(psn: u32, syn: u8) -> Packet<'static> {
     p.aeth = Some(Aeth {
         syndrome: syn,
         msn: 0,
+    });
+    p
+}
+
+/// A response (`opcode`) to `psn` with a positive AETH of `msn`.
+pub fn resp(opcode: u8, psn: u32, msn: u32) -> Packet<'static> {
+    let mut p = mk(opcode, psn);
+    p.aeth = Some(Aeth {
+        syndrome: syndrome::ACK,
+        msn,
     });
     p
 }

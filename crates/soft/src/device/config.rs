@@ -241,11 +241,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn no_variables_give_the_defaults() {
-        let c = DeviceConfig::from_vars(|_| None).unwrap();
-        let d = DeviceConfig::default();
-        assert_eq!(c.name, d.name);
+    /// Every setting but the name is at its default.
+    fn assert_defaults(c: &DeviceConfig) {
         assert_eq!(c.addr, None);
         assert_eq!(c.udp_port, net::ROCE_PORT);
         assert_eq!(c.netdev_mtu, 4096 + 96);
@@ -253,6 +250,14 @@ mod tests {
         assert_eq!(c.leaky, None);
         assert!(c.gso && c.gro && c.raw_tx);
         assert_eq!(c.registry_dir, None);
+    }
+
+    #[test]
+    fn no_variables_give_the_defaults() {
+        let c = DeviceConfig::from_vars(|_| None).unwrap();
+        let d = DeviceConfig::default();
+        assert_eq!(c.name, d.name);
+        assert_defaults(&c);
     }
 
     #[test]
@@ -319,13 +324,7 @@ mod tests {
             ("RDMAKIT_SOFT_REGISTRY_DIR", ""),
         ]))
         .unwrap();
-        assert_eq!(c.addr, None);
-        assert_eq!(c.udp_port, net::ROCE_PORT);
-        assert_eq!(c.netdev_mtu, 4096 + 96);
-        assert_eq!(c.exhaustion, None);
-        assert_eq!(c.leaky, None);
-        assert!(c.gso && c.gro && c.raw_tx);
-        assert_eq!(c.registry_dir, None);
+        assert_defaults(&c);
         let c = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_UDP_PORT", "port")])).unwrap();
         assert_eq!(c.udp_port, net::ROCE_PORT);
     }

@@ -11,30 +11,19 @@ impl Device {
     /// # Errors
     /// `EMFILE`-like failures of eventfd as `ENOMEM`.
     pub fn create_comp_channel(&self) -> Result<u32> {
-        let efd = rustix::event::eventfd(
-            0,
-            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
-        )
-        .map_err(|e| {
-            err(
-                "ibv_create_comp_channel",
-                Errno(e.raw_os_error()),
-                Origin::Kernel,
-                "eventfd failed",
-            )
-        })?;
-        let bell = rustix::event::eventfd(
-            0,
-            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::SEMAPHORE,
-        )
-        .map_err(|e| {
-            err(
-                "ibv_create_comp_channel",
-                Errno(e.raw_os_error()),
-                Origin::Kernel,
-                "eventfd failed",
-            )
-        })?;
+        use rustix::event::EventfdFlags;
+        let eventfd = |flags| {
+            rustix::event::eventfd(0, EventfdFlags::CLOEXEC | flags).map_err(|e| {
+                err(
+                    "ibv_create_comp_channel",
+                    Errno(e.raw_os_error()),
+                    Origin::Kernel,
+                    "eventfd failed",
+                )
+            })
+        };
+        let efd = eventfd(EventfdFlags::NONBLOCK)?;
+        let bell = eventfd(EventfdFlags::SEMAPHORE)?;
         let mut og = lock(&self.sh.objs);
         let o = &mut *og;
         let id = o.next_channel;

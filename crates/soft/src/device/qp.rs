@@ -578,16 +578,7 @@ impl Device {
             // bad one completes this receive with LOC_PROT_ERR and NAKs the
             // sender (REM_OP_ERR); only the descriptor (and an injected
             // mapping fault) can fail the post.
-            let mut ring = lock(&q.rq);
-            let mut sg_list = ring.sgl();
-            sg_list.extend_from_slice(&wr.sg_list);
-            let r = ring.take_and_map(&self.sh.faults, || {
-                Ok::<_, MemError>(RecvWr {
-                    wr_id: wr.wr_id,
-                    sg_list,
-                })
-            });
-            drop(ring);
+            let r = lock(&q.rq).post_recv(&self.sh.faults, wr);
             if let Err(e) = r {
                 result = Err(fail(self.sh.map_failure(V, e)));
                 break;

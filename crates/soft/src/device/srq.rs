@@ -127,16 +127,7 @@ impl Device {
                 )));
             }
             // lkeys are checked when data lands (see `post_recv`).
-            let mut ring = lock(&s.ring);
-            let mut sg_list = ring.sgl();
-            sg_list.extend_from_slice(&wr.sg_list);
-            let r = ring.take_and_map(&self.sh.faults, || {
-                Ok::<_, MemError>(RecvWr {
-                    wr_id: wr.wr_id,
-                    sg_list,
-                })
-            });
-            drop(ring);
+            let r = lock(&s.ring).post_recv(&self.sh.faults, wr);
             if let Err(e) = r {
                 return Err(fail(self.sh.map_failure(V, e)));
             }

@@ -574,14 +574,8 @@ impl Net {
             iov_len: buf.len(),
         };
         let mut ctrl = [0u64; 8];
-        // SAFETY: msghdr is plain integers and pointers; all-zero is valid.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_name = (&mut addr as *mut libc::sockaddr_in).cast();
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = ctrl.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&ctrl) as _;
+        let len = std::mem::size_of_val(&ctrl);
+        let mut msg = offload::msghdr(&mut addr, &mut iov, &mut ctrl, len);
         // SAFETY: every pointer in `msg` is valid for the call; a direct
         // syscall, not libc's cancellation point (see `send`).
         let r = unsafe {

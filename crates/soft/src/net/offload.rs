@@ -277,6 +277,26 @@ pub(crate) fn sockaddr_v4(a: SocketAddrV4) -> libc::sockaddr_in {
     s
 }
 
+/// A `msghdr` for one datagram: the peer `addr`, the one buffer `iov` and
+/// the first `ctrl_len` bytes of `ctrl` as control messages. The pointers
+/// it holds must stay valid until the system call has returned.
+pub(crate) fn msghdr(
+    addr: &mut libc::sockaddr_in,
+    iov: &mut libc::iovec,
+    ctrl: &mut [u64; 8],
+    ctrl_len: usize,
+) -> libc::msghdr {
+    // SAFETY: msghdr is plain integers and pointers; all-zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (addr as *mut libc::sockaddr_in).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctrl.as_mut_ptr().cast();
+    msg.msg_controllen = ctrl_len as _;
+    msg
+}
+
 /// One `sendmsg` of `data` to `to` with a UDP_SEGMENT control message of
 /// `seg`: the kernel sends `data` as datagrams of `seg` bytes, the last
 /// perhaps shorter. A direct syscall, as rustix's sendto (see
@@ -306,14 +326,7 @@ pub(crate) fn send_segments(
         std::ptr::write_unaligned(p.cast::<libc::cmsghdr>(), c);
         std::ptr::write_unaligned(p.add(hdr).cast::<u16>(), seg);
     }
-    // SAFETY: msghdr is plain integers and pointers; all-zero is valid.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut addr as *mut libc::sockaddr_in).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctrl.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
+    let msg = msghdr(&mut addr, &mut iov, &mut ctrl, space);
     // SAFETY: every pointer in `msg` is valid for the call.
     let r = unsafe {
         libc::syscall(
