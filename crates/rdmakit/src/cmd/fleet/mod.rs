@@ -106,44 +106,65 @@ fn expected(path: &str) -> anyhow::Result<Expected> {
     Ok(Expected::parse(path, &text)?)
 }
 
-/// The report options `--baseline PREVIOUS` and `--expect FILE` give; read before
-/// any work, so a bad file costs nothing.
-fn options(baseline: Option<&str>, expect: Option<&str>) -> anyhow::Result<Options> {
-    Ok(Options {
-        tool: tool(),
-        previous: baseline.map(previous).transpose()?,
-        expected: match expect {
-            Some(p) => Some((p.to_string(), expected(p)?)),
-            None => None,
-        },
-        ..Options::default()
-    })
+/// How `fleet report` and `fleet sweep` judge and show the fleet report.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Print the fleet report as JSON (schema rdmakit.fleet/v1, docs/fleet.md; a sweep's
+    /// own account, rdmakit.sweep/v1, is DIR/sweep.json).
+    #[arg(long)]
+    json: bool,
+    /// Also write the report as one self-contained HTML file: the nodes needing attention,
+    /// drift per cohort, each numeric metric as a dot plot with its outliers; the report's
+    /// JSON embedded.
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
+    /// Every reason of every node, cohort members, every change.
+    #[arg(short, long)]
+    verbose: bool,
+    /// The previous sweep: its `fleet report --json` (a sweep's DIR/fleet.json), or its
+    /// node reports. Error counters that grew, links that went down, firmware that
+    /// changed; nodes gone are `missing`.
+    #[arg(long, value_name = "PREVIOUS")]
+    baseline: Option<String>,
+    /// Check every node against an expected inventory (`rdmakit fleet baseline -o FILE`).
+    #[arg(long, value_name = "FILE")]
+    expect: Option<String>,
 }
 
-/// Prints the report (JSON, or human lines followed by `tail`), then writes
-/// `--html FILE`; the exit code is the report's.
-fn emit(
-    r: &FleetReport,
-    json: bool,
-    verbose: bool,
-    tail: Option<String>,
-    html: Option<&str>,
-) -> anyhow::Result<ExitCode> {
-    let mut out = anstream::stdout();
-    if json {
-        writeln!(out, "{}", render::json(r))?;
-    } else {
-        let o = HumanOptions {
-            verbose,
-            ..HumanOptions::default()
-        };
-        out.write_all(render::human(r, o).as_bytes())?;
-        if let Some(t) = tail {
-            writeln!(out, "{t}")?;
+impl ReportArgs {
+    /// The report options `--baseline` and `--expect` give; read before any
+    /// work, so a bad file costs nothing.
+    fn options(&self) -> anyhow::Result<Options> {
+        Ok(Options {
+            tool: tool(),
+            previous: self.baseline.as_deref().map(previous).transpose()?,
+            expected: match &self.expect {
+                Some(p) => Some((p.clone(), expected(p)?)),
+                None => None,
+            },
+            ..Options::default()
+        })
+    }
+
+    /// Prints the report (JSON, or human lines followed by `tail`), then
+    /// writes `--html FILE`; the exit code is the report's.
+    fn emit(&self, r: &FleetReport, tail: Option<String>) -> anyhow::Result<ExitCode> {
+        let mut out = anstream::stdout();
+        if self.json {
+            writeln!(out, "{}", render::json(r))?;
+        } else {
+            let o = HumanOptions {
+                verbose: self.verbose,
+                ..HumanOptions::default()
+            };
+            out.write_all(render::human(r, o).as_bytes())?;
+            if let Some(t) = tail {
+                writeln!(out, "{t}")?;
+            }
         }
+        if let Some(path) = &self.html {
+            crate::cmd::html::fleet(path, r)?;
+        }
+        Ok(ExitCode::from(r.summary.exit_code))
     }
-    if let Some(path) = html {
-        crate::cmd::html::fleet(path, r)?;
-    }
-    Ok(ExitCode::from(r.summary.exit_code))
 }

@@ -30,22 +30,8 @@ pub struct Args {
     /// Seconds to wait for every report; a node still silent then is missing (hung).
     #[arg(long, value_name = "S", default_value_t = 60)]
     timeout: u64,
-    /// Print the fleet report as JSON (schema rdmakit.fleet/v1; the sweep's own account,
-    /// rdmakit.sweep/v1, is DIR/sweep.json).
-    #[arg(long)]
-    json: bool,
-    /// Also write the fleet report as one self-contained HTML file (as `fleet report --html`).
-    #[arg(long, value_name = "FILE")]
-    html: Option<String>,
-    /// Every reason of every node, cohort members, every change.
-    #[arg(short, long)]
-    verbose: bool,
-    /// The previous sweep: its `fleet report --json` (DIR/fleet.json), or its node reports.
-    #[arg(long, value_name = "PREVIOUS")]
-    baseline: Option<String>,
-    /// Check every node against an expected inventory (`rdmakit fleet baseline -o FILE`).
-    #[arg(long, value_name = "FILE")]
-    expect: Option<String>,
+    #[command(flatten)]
+    report: super::ReportArgs,
     /// rdmakit's path on the nodes [default: this binary's path].
     #[arg(long, value_name = "PATH")]
     rdmakit: Option<String>,
@@ -73,7 +59,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         timeout: Duration::from_secs(a.timeout),
     };
     // Read before the sweep: a bad --baseline or --expect should not cost one.
-    let opts = super::options(a.baseline.as_deref(), a.expect.as_deref())?;
+    let opts = a.report.options()?;
     let cmds = Commands::default();
     let plan = run::plan(&cmds, &spec)?;
     let dir = a.output.clone().unwrap_or_else(|| {
@@ -119,5 +105,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("writing {}", p.display()))?;
 
     let tail = swept.summary(&dir);
-    super::emit(&report, a.json, a.verbose, Some(tail), a.html.as_deref())
+    a.report.emit(&report, Some(tail))
 }
