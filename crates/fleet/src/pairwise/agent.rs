@@ -652,6 +652,22 @@ fn claim<'a>(
     }
 }
 
+/// Claims the agent for one test and checks the test against its bounds:
+/// `None` when it is busy or the test is out of bounds (answered already).
+fn admit<'a>(
+    conn: &mut Conn,
+    sh: &'a Shared,
+    spec: &TestSpec,
+) -> Result<Option<(std::sync::MutexGuard<'a, ()>, Params)>, ProtoError> {
+    let Some(busy) = claim(conn, sh)? else {
+        return Ok(None);
+    };
+    match params_of(spec, &sh.cfg) {
+        Ok(p) => Ok(Some((busy, p))),
+        Err(why) => decline(conn, sh, Refusal::Bounds, why).map(|()| None),
+    }
+}
+
 fn decline(conn: &mut Conn, sh: &Shared, kind: Refusal, why: String) -> Result<(), ProtoError> {
     (sh.log)(&Event::Declined {
         peer: conn.peer().to_string(),
@@ -743,12 +759,8 @@ fn serve(
     peer: IpAddr,
 ) -> Result<(), ProtoError> {
     let cfg = &sh.cfg;
-    let Some(_busy) = claim(conn, sh)? else {
+    let Some((_busy, params)) = admit(conn, sh, spec)? else {
         return Ok(());
-    };
-    let params = match params_of(spec, cfg) {
-        Ok(p) => p,
-        Err(why) => return decline(conn, sh, Refusal::Bounds, why),
     };
     let ip = match test_ip(cfg, peer) {
         Ok(ip) => ip,
@@ -895,12 +907,8 @@ fn run(
     ticket: &str,
 ) -> Result<(), ProtoError> {
     let cfg = &sh.cfg;
-    let Some(_busy) = claim(conn, sh)? else {
+    let Some((_busy, params)) = admit(conn, sh, spec)? else {
         return Ok(());
-    };
-    let params = match params_of(spec, cfg) {
-        Ok(p) => p,
-        Err(why) => return decline(conn, sh, Refusal::Bounds, why),
     };
     if server.ip() != peer {
         return decline(
