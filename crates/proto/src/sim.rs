@@ -225,14 +225,12 @@ fn ipv4_header(from: usize, to: usize, transport_len: usize) -> [u8; ipv4::HEADE
     let mut h = [0u8; ipv4::HEADER_LEN];
     let mut p = ipv4::Packet::new_unchecked(&mut h[..]);
     ipv4::Repr {
-        src_addr: Ipv4Addr::new(10, 0, 0, f),
-        dst_addr: Ipv4Addr::new(10, 0, 0, d),
-        next_header: ipv4::PROTOCOL_UDP,
-        payload_len: udp::HEADER_LEN + transport_len + roce::ICRC_LEN,
-        hop_limit: 64,
         dscp_ecn: 0x02,
-        ident: 0,
-        dont_frag: true,
+        ..ipv4::Repr::udp(
+            Ipv4Addr::new(10, 0, 0, f),
+            Ipv4Addr::new(10, 0, 0, d),
+            udp::HEADER_LEN + transport_len + roce::ICRC_LEN,
+        )
     }
     .emit(&mut p);
     p.set_checksum(0);

@@ -77,16 +77,7 @@ fn rc_send_only_on_the_wire_has_entropy_port_bth_pad_and_a_valid_icrc() {
     assert_eq!(&pkt[5..8], &[0x00, 0x01, 0x23], "DestQP");
     assert_eq!(&pkt[9..12], &[0x00, 0x01, 0x00], "PSN");
     assert_eq!(&pkt[12..17], b"hello");
-    let ip = IpRepr::Ipv4(ipv4::Repr {
-        src_addr: *d.endpoint().ip(),
-        dst_addr: peer_ip,
-        next_header: 17,
-        payload_len: 8 + n,
-        hop_limit: 64,
-        dscp_ecn: 0,
-        ident: 0,
-        dont_frag: true,
-    });
+    let ip = IpRepr::Ipv4(ipv4::Repr::udp(*d.endpoint().ip(), peer_ip, 8 + n));
     let u = udp::Repr {
         src_port: src.port(),
         dst_port: ROCE_PORT,
@@ -134,16 +125,7 @@ fn hostile_datagrams_are_counted_and_dropped_and_the_device_keeps_working() {
         let len = 12 + (rnd() % 80) as usize;
         let mut p: Vec<u8> = (0..len).map(|_| rnd() as u8).collect();
         p[5..8].copy_from_slice(&qb.to_be_bytes()[1..]);
-        let ip = IpRepr::Ipv4(ipv4::Repr {
-            src_addr: *from.ip(),
-            dst_addr: *d.endpoint().ip(),
-            next_header: 17,
-            payload_len: 8 + len + 4,
-            hop_limit: 64,
-            dscp_ecn: 0,
-            ident: 0,
-            dont_frag: true,
-        });
+        let ip = IpRepr::Ipv4(ipv4::Repr::udp(*from.ip(), *d.endpoint().ip(), 8 + len + 4));
         let u = udp::Repr {
             src_port: from.port(),
             dst_port: ROCE_PORT,

@@ -20,14 +20,12 @@ fn packet() -> Vec<u8> {
     let payload: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
     let d = Datagram {
         ip: IpRepr::Ipv4(ipv4::Repr {
-            src_addr: Ipv4Addr::new(192, 168, 100, 2),
-            dst_addr: Ipv4Addr::new(192, 168, 100, 1),
-            next_header: 17,
-            payload_len: 0,
-            hop_limit: 64,
-            dscp_ecn: 0,
             ident: 0x1234,
-            dont_frag: true,
+            ..ipv4::Repr::udp(
+                Ipv4Addr::new(192, 168, 100, 2),
+                Ipv4Addr::new(192, 168, 100, 1),
+                0,
+            )
         }),
         udp: udp::Repr {
             src_port: 0xc123,

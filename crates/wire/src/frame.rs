@@ -419,14 +419,12 @@ mod tests {
             },
             vlan: None,
             ip: IpRepr::Ipv4(ipv4::Repr {
-                src_addr: Ipv4Addr::new(192, 168, 100, 1),
-                dst_addr: Ipv4Addr::new(192, 168, 100, 2),
-                next_header: ipv4::PROTOCOL_UDP,
-                payload_len: 28,
-                hop_limit: 64,
-                dscp_ecn: 0,
                 ident: 0x4698,
-                dont_frag: true,
+                ..ipv4::Repr::udp(
+                    Ipv4Addr::new(192, 168, 100, 1),
+                    Ipv4Addr::new(192, 168, 100, 2),
+                    28,
+                )
             }),
             udp: udp::Repr {
                 src_port: 0xc169,

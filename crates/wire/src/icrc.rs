@@ -146,14 +146,9 @@ impl Ipv4Flow {
     pub fn reprs(&self, transport_len: usize) -> (IpRepr, udp::Repr) {
         let udp_len = transport_len + ICRC_LEN;
         let ip = IpRepr::Ipv4(ipv4::Repr {
-            src_addr: self.src,
-            dst_addr: self.dst,
-            next_header: 17,
-            payload_len: udp::HEADER_LEN + udp_len,
-            hop_limit: 64,
-            dscp_ecn: 0,
             ident: self.ident,
             dont_frag: self.dont_frag,
+            ..ipv4::Repr::udp(self.src, self.dst, udp::HEADER_LEN + udp_len)
         });
         let udp = udp::Repr {
             src_port: self.sport,

@@ -244,6 +244,21 @@ pub struct Repr {
 }
 
 impl Repr {
+    /// The header Linux puts on a RoCEv2 datagram: UDP, TTL 64, TOS 0, DF,
+    /// identification 0 (set `ident` and `dscp_ecn` with struct update).
+    pub fn udp(src_addr: Ipv4Addr, dst_addr: Ipv4Addr, payload_len: usize) -> Repr {
+        Repr {
+            src_addr,
+            dst_addr,
+            next_header: PROTOCOL_UDP,
+            payload_len,
+            hop_limit: 64,
+            dscp_ecn: 0,
+            ident: 0,
+            dont_frag: true,
+        }
+    }
+
     /// Parse an IPv4 header. The header checksum is not verified here (a capture
     /// taken on the sender may show offloaded checksums); see
     /// [`Packet::verify_checksum`].

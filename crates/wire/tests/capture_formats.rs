@@ -222,14 +222,8 @@ fn frame(server_to_client: bool, roce: roce::Repr<'_>) -> Vec<u8> {
         },
         vlan: None,
         ip: IpRepr::Ipv4(ipv4::Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: 17,
-            payload_len: 0,
-            hop_limit: 64,
-            dscp_ecn: 0,
             ident: 1,
-            dont_frag: true,
+            ..ipv4::Repr::udp(src, dst, 0)
         }),
         udp: udp::Repr {
             src_port: 0xc123,

@@ -671,14 +671,8 @@ fn raw_datagram(src: SocketAddrV4, to: SocketAddrV4, ident: u16, pkt: &[u8]) -> 
     let udp_len = udp::HEADER_LEN + pkt.len();
     let total = u16::try_from(ipv4::HEADER_LEN + udp_len).ok()?;
     let ip = ipv4::Repr {
-        src_addr: *src.ip(),
-        dst_addr: *to.ip(),
-        next_header: ipv4::PROTOCOL_UDP,
-        payload_len: udp_len,
-        hop_limit: 64,
-        dscp_ecn: 0,
         ident,
-        dont_frag: true,
+        ..ipv4::Repr::udp(*src.ip(), *to.ip(), udp_len)
     };
     let u = udp::Repr {
         src_port: src.port(),
@@ -696,17 +690,8 @@ fn raw_datagram(src: SocketAddrV4, to: SocketAddrV4, ident: u16, pkt: &[u8]) -> 
 /// then the IPv4 header (as rxe places it).
 pub(crate) fn grh_for(src: SocketAddrV4, dst: Ipv4Addr, ip_payload_len: usize) -> [u8; 40] {
     let mut g = [0u8; 40];
-    ipv4::Repr {
-        src_addr: *src.ip(),
-        dst_addr: dst,
-        next_header: ipv4::PROTOCOL_UDP,
-        payload_len: ip_payload_len,
-        hop_limit: 64,
-        dscp_ecn: 0,
-        ident: 0,
-        dont_frag: true,
-    }
-    .emit(&mut ipv4::Packet::new_unchecked(&mut g[20..]));
+    ipv4::Repr::udp(*src.ip(), dst, ip_payload_len)
+        .emit(&mut ipv4::Packet::new_unchecked(&mut g[20..]));
     g
 }
 
