@@ -99,20 +99,38 @@ fn index_of<T>(base: *const T, bad: *const T, len: usize) -> usize {
     off.min(len.saturating_sub(1))
 }
 
-/// A post verb's outcome: `Ok` for `rc` 0, else the error naming the work
-/// request the provider refused (`bad`, an element of `list`).
-fn posted<W>(
+/// A provider op that posts a linked list of `W` to an `O`.
+type PostOp<O, W> = unsafe extern "C" fn(*mut O, *mut W, *mut *mut W) -> c_int;
+
+/// Posts the linked `list` to `obj` (`what` `num`, as errors name it)
+/// through the ops-table entry `f`; an error names the work request the
+/// provider refused (`bad_wr`).
+///
+/// # Safety
+/// `obj` is a live object of `f`'s kind; the list, its SGE arrays and any
+/// inline data stay valid and readable for the call.
+unsafe fn post_list<O, W>(
     verb: &'static str,
-    rc: c_int,
-    list: &[W],
-    bad: *const W,
-    what: impl FnOnce() -> String,
+    f: Option<PostOp<O, W>>,
+    obj: *mut O,
+    list: &mut [W],
+    what: &str,
+    num: u32,
 ) -> Result<()> {
+    let f = f.ok_or_else(|| missing_op(verb))?;
+    let mut bad: *mut W = core::ptr::null_mut();
+    // SAFETY: per the contract.
+    let rc = unsafe { f(obj, list.as_mut_ptr(), &mut bad) };
     if rc == 0 {
         return Ok(());
     }
     let i = index_of(list.as_ptr(), bad, list.len());
-    Err(post_error(verb, rc, i, what()))
+    Err(post_error(
+        verb,
+        rc,
+        i,
+        format!("{what} {num:#x}, {} work requests", list.len()),
+    ))
 }
 
 impl IbvDevice {
@@ -229,17 +247,19 @@ impl IbvDevice {
             });
         }
         link(&mut list, |w, n| w.next = n);
-        // SAFETY: a live QP of this context.
-        let f = unsafe { ops((*qp).context) }
-            .post_send
-            .ok_or_else(|| missing_op("ibv_post_send"))?;
-        let mut bad: *mut ibv_send_wr = core::ptr::null_mut();
-        // SAFETY: a live QP; the list and its SGE arrays outlive the call;
-        // inline data is readable per this function's contract.
-        let rc = unsafe { f(qp, list.as_mut_ptr(), &mut bad) };
-        posted("ibv_post_send", rc, &list, bad, || {
-            format!("QP {qpn:#x}, {} work requests", list.len())
-        })
+        // SAFETY: a live QP of this context; the list and its SGE arrays
+        // outlive the call; inline data is readable per this function's
+        // contract.
+        unsafe {
+            post_list(
+                "ibv_post_send",
+                ops((*qp).context).post_send,
+                qp,
+                &mut list,
+                "QP",
+                qpn,
+            )
+        }
     }
 
     pub(super) fn post_recv_impl(&self, qpn: u32, wrs: &[RecvWr]) -> Result<()> {
@@ -253,17 +273,18 @@ impl IbvDevice {
             .map(|r| r.qp)
             .ok_or_else(|| no_such("ibv_post_recv", "QP", qpn))?;
         let (mut list, _sg) = recv_list(wrs);
-        // SAFETY: a live QP of this context.
-        let f = unsafe { ops((*qp).context) }
-            .post_recv
-            .ok_or_else(|| missing_op("ibv_post_recv"))?;
-        let mut bad: *mut ibv_recv_wr = core::ptr::null_mut();
-        // SAFETY: a live QP; the list and SGE arrays outlive the call; the
-        // SGEs name registered memory, checked by the provider.
-        let rc = unsafe { f(qp, list.as_mut_ptr(), &mut bad) };
-        posted("ibv_post_recv", rc, &list, bad, || {
-            format!("QP {qpn:#x}, {} work requests", list.len())
-        })
+        // SAFETY: a live QP of this context; the list and SGE arrays outlive
+        // the call; the SGEs name registered memory, checked by the provider.
+        unsafe {
+            post_list(
+                "ibv_post_recv",
+                ops((*qp).context).post_recv,
+                qp,
+                &mut list,
+                "QP",
+                qpn,
+            )
+        }
     }
 
     pub(super) fn post_srq_recv_impl(&self, srq: u32, wrs: &[RecvWr]) -> Result<()> {
@@ -276,16 +297,17 @@ impl IbvDevice {
             .get(&srq)
             .ok_or_else(|| no_such("ibv_post_srq_recv", "SRQ", srq))?;
         let (mut list, _sg) = recv_list(wrs);
-        // SAFETY: a live SRQ of this context.
-        let f = unsafe { ops((*p).context) }
-            .post_srq_recv
-            .ok_or_else(|| missing_op("ibv_post_srq_recv"))?;
-        let mut bad: *mut ibv_recv_wr = core::ptr::null_mut();
-        // SAFETY: as in post_recv_impl.
-        let rc = unsafe { f(p, list.as_mut_ptr(), &mut bad) };
-        posted("ibv_post_srq_recv", rc, &list, bad, || {
-            format!("SRQ {srq:#x}, {} work requests", list.len())
-        })
+        // SAFETY: a live SRQ of this context; as in post_recv_impl.
+        unsafe {
+            post_list(
+                "ibv_post_srq_recv",
+                ops((*p).context).post_srq_recv,
+                p,
+                &mut list,
+                "SRQ",
+                srq,
+            )
+        }
     }
 }
 

@@ -306,6 +306,22 @@ impl IbvDevice {
     }
 }
 
+/// Destroys every object in `objs` with `destroy`, when the library has it.
+///
+/// # Safety
+/// Every object is live and destroyed nowhere else.
+unsafe fn destroy_all<T>(
+    objs: impl Iterator<Item = *mut T>,
+    destroy: Option<unsafe extern "C" fn(*mut T) -> c_int>,
+) {
+    if let Some(d) = destroy {
+        for p in objs {
+            // SAFETY: per the contract.
+            unsafe { d(p) };
+        }
+    }
+}
+
 impl Drop for IbvDevice {
     fn drop(&mut self) {
         let t = std::mem::take(self.t.get_mut().unwrap_or_else(|e| e.into_inner()));
@@ -313,27 +329,13 @@ impl Drop for IbvDevice {
         // SAFETY: every pointer is a live object of this context, destroyed
         // once, children before parents; then the context is closed.
         unsafe {
-            for r in t.qps.values() {
-                f.destroy_qp.map(|d| d(r.qp));
-            }
-            for &p in t.srqs.values() {
-                f.destroy_srq.map(|d| d(p));
-            }
-            for &p in t.ahs.values() {
-                f.destroy_ah.map(|d| d(p));
-            }
-            for &p in t.mrs.values() {
-                f.dereg_mr.map(|d| d(p));
-            }
-            for &p in t.cqs.values() {
-                f.destroy_cq.map(|d| d(p));
-            }
-            for &p in t.chans.values() {
-                f.destroy_comp_channel.map(|d| d(p));
-            }
-            for &p in t.pds.values() {
-                f.dealloc_pd.map(|d| d(p));
-            }
+            destroy_all(t.qps.values().map(|r| r.qp), f.destroy_qp);
+            destroy_all(t.srqs.values().copied(), f.destroy_srq);
+            destroy_all(t.ahs.values().copied(), f.destroy_ah);
+            destroy_all(t.mrs.values().copied(), f.dereg_mr);
+            destroy_all(t.cqs.values().copied(), f.destroy_cq);
+            destroy_all(t.chans.values().copied(), f.destroy_comp_channel);
+            destroy_all(t.pds.values().copied(), f.dealloc_pd);
             (f.close_device)(self.ctx);
         }
     }
