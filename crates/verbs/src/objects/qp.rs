@@ -20,31 +20,27 @@ pub struct QpBuilder {
     pub(super) sq_sig_all: bool,
 }
 
+/// Builder methods that set the field of their name.
+macro_rules! setters {
+    ($($field:ident: $t:ty),* $(,)?) => {
+        $(
+            pub fn $field(mut self, value: $t) -> Self {
+                self.$field = value;
+                self
+            }
+        )*
+    };
+}
+
 #[allow(missing_docs)]
 impl QpBuilder {
-    pub fn max_send_wr(mut self, n: u32) -> Self {
-        self.max_send_wr = n;
-        self
-    }
-    pub fn max_recv_wr(mut self, n: u32) -> Self {
-        self.max_recv_wr = n;
-        self
-    }
-    pub fn max_send_sge(mut self, n: u32) -> Self {
-        self.max_send_sge = n;
-        self
-    }
-    pub fn max_recv_sge(mut self, n: u32) -> Self {
-        self.max_recv_sge = n;
-        self
-    }
-    pub fn max_inline_data(mut self, n: u32) -> Self {
-        self.max_inline_data = n;
-        self
-    }
-    pub fn sq_sig_all(mut self, on: bool) -> Self {
-        self.sq_sig_all = on;
-        self
+    setters! {
+        max_send_wr: u32,
+        max_recv_wr: u32,
+        max_send_sge: u32,
+        max_recv_sge: u32,
+        max_inline_data: u32,
+        sq_sig_all: bool,
     }
     pub fn recv_cq(mut self, cq: &Arc<Cq>) -> Self {
         self.recv_cq = Arc::clone(cq);
