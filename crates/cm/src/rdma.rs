@@ -894,6 +894,29 @@ impl RdmaCm {
         id
     }
 
+    /// The child ID a request for `service_id` from `src` (source address
+    /// and port) to `dst` creates on `listener`, and its CONNECT_REQUEST
+    /// event.
+    fn request_child(
+        &mut self,
+        listener: u32,
+        conn: u32,
+        service_id: u64,
+        (src, dst): (Ipv4Addr, Ipv4Addr),
+        src_port: u16,
+    ) -> RdmaEvent {
+        let port = ip::split_service_id(service_id).map_or(0, |(_, p)| p);
+        let id = self.child(
+            listener,
+            conn,
+            SocketAddrV4::new(dst, port),
+            SocketAddrV4::new(src, src_port),
+        );
+        let mut ev = event(id, EventKind::ConnectRequest, 0);
+        ev.listen_id = Some(listener);
+        ev
+    }
+
     fn on_req(&mut self, now: Instant, conn: u32, req: &req::Repr) {
         let hdr = ip::Packet::new_checked(&req.private_data[..])
             .and_then(|p| ip::Repr::parse(&p).map(|r| (r, p.user_data().to_vec())));
@@ -918,16 +941,8 @@ impl RdmaCm {
             self.ib.destroy(now, conn);
             return;
         };
-        let port = ip::split_service_id(req.service_id).map_or(0, |(_, p)| p);
-        let id = self.child(
-            listener,
-            conn,
-            SocketAddrV4::new(d, port),
-            SocketAddrV4::new(s, hdr.src_port),
-        );
+        let mut ev = self.request_child(listener, conn, req.service_id, (s, d), hdr.src_port);
         let _ = self.ib.send_mra(conn, MRA_SERVICE_TIMEOUT, true);
-        let mut ev = event(id, EventKind::ConnectRequest, 0);
-        ev.listen_id = Some(listener);
         ev.conn = ConnParam {
             private_data: user,
             responder_resources: req.initiator_depth,
@@ -962,15 +977,7 @@ impl RdmaCm {
             self.ib.destroy(now, conn);
             return;
         };
-        let port = ip::split_service_id(req.service_id).map_or(0, |(_, p)| p);
-        let id = self.child(
-            listener,
-            conn,
-            SocketAddrV4::new(d, port),
-            SocketAddrV4::new(s, hdr.src_port),
-        );
-        let mut ev = event(id, EventKind::ConnectRequest, 0);
-        ev.listen_id = Some(listener);
+        let mut ev = self.request_child(listener, conn, req.service_id, (s, d), hdr.src_port);
         ev.ud.private_data = user;
         self.events.push_back(ev);
     }

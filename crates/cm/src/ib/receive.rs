@@ -109,13 +109,9 @@ impl Cm {
         // Answers go where the REQ came from (the GRH), not to the GID the
         // REQ names: that is how Linux builds the response AV.
         let id = self.alloc_conn(conn_type, src, path);
-        self.remote_ids.insert(key, id);
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = self.bind_remote(id, key, m.local_comm_id, State::ReqRcvd) else {
             return;
         };
-        c.state = State::ReqRcvd;
-        c.remote_id = m.local_comm_id;
-        c.remote_key = Some(key);
         c.service_id = m.service_id;
         c.tid = tid;
         c.timeout = Duration::from_millis(iba_time_ms(m.local_cm_response_timeout));
@@ -133,6 +129,23 @@ impl Cm {
             listen,
             req: Box::new(m),
         });
+    }
+
+    /// Ties connection `id` to the peer's connection `key` (comm ID
+    /// `remote_id`) and moves it to `state`; `None` when it is gone.
+    fn bind_remote(
+        &mut self,
+        id: u32,
+        key: RemoteKey,
+        remote_id: u32,
+        state: State,
+    ) -> Option<&mut Conn> {
+        self.remote_ids.insert(key, id);
+        let c = self.conns.get_mut(&id)?;
+        c.state = state;
+        c.remote_id = remote_id;
+        c.remote_key = Some(key);
+        Some(c)
     }
 
     fn on_rep(&mut self, src: Gid, m: rep::Repr) {
@@ -158,13 +171,9 @@ impl Cm {
         if self.remote_ids.contains_key(&key) {
             return;
         }
-        self.remote_ids.insert(key, id);
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = self.bind_remote(id, key, m.local_comm_id, State::RepRcvd) else {
             return;
         };
-        c.state = State::RepRcvd;
-        c.remote_id = m.local_comm_id;
-        c.remote_key = Some(key);
         c.remote_qpn = m.local_qpn;
         c.remote_ca_guid = m.local_ca_guid;
         c.initiator_depth = m.responder_resources;
