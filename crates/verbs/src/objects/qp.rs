@@ -185,6 +185,14 @@ impl Default for ConnectOpts {
     }
 }
 
+/// `buf[range]` as the SGE of a one-WR post (an error names WR 0).
+fn sge0(buf: &MrBuf, range: Range<usize>) -> Result<Sge> {
+    buf.sge(range).map_err(|e| Error {
+        bad_wr: Some(0),
+        ..e
+    })
+}
+
 fn random_psn() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -456,10 +464,7 @@ impl Qp {
     /// # Errors
     /// As [`Qp::post_send`].
     pub fn send(&self, wr_id: u64, buf: &MrBuf, range: Range<usize>) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         self.one(wr_id, SendOp::Send, vec![s], None)
     }
 
@@ -494,10 +499,7 @@ impl Qp {
         buf: &MrBuf,
         range: Range<usize>,
     ) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         let ud = UdDest {
             ah: AddressHandle(ah.handle),
             remote_qpn,
@@ -517,10 +519,7 @@ impl Qp {
         range: Range<usize>,
         remote: RemoteBuf,
     ) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         self.one(
             wr_id,
             SendOp::Write {
@@ -543,10 +542,7 @@ impl Qp {
         range: Range<usize>,
         remote: RemoteBuf,
     ) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         self.one(
             wr_id,
             SendOp::Read {
@@ -571,10 +567,7 @@ impl Qp {
         remote: RemoteBuf,
         add: u64,
     ) -> Result<()> {
-        let s = buf.sge(off..off + 8).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, off..off + 8)?;
         self.one(
             wr_id,
             SendOp::FetchAdd {
@@ -601,10 +594,7 @@ impl Qp {
         compare: u64,
         swap: u64,
     ) -> Result<()> {
-        let s = buf.sge(off..off + 8).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, off..off + 8)?;
         self.one(
             wr_id,
             SendOp::CompareSwap {
@@ -623,10 +613,7 @@ impl Qp {
     /// # Errors
     /// As [`Qp::post_send`].
     pub fn recv(&self, wr_id: u64, buf: &MrBuf, range: Range<usize>) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         self.post_recv(&[RecvWr {
             wr_id,
             sg_list: vec![s],
