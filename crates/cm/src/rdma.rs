@@ -644,18 +644,22 @@ impl RdmaCm {
         self.ib.send_rej(now, conn, r, &[], private_data)
     }
 
+    /// The IB CM connection of ID `id`.
+    fn conn_of(&self, id: u32) -> Result<u32, Error> {
+        self.ids
+            .get(&id)
+            .ok_or(Error::UnknownId)?
+            .conn
+            .ok_or(Error::Invalid("no connection"))
+    }
+
     /// Active side, after `CONNECT_RESPONSE`: sends the RTU
     /// (librdmacm's accept on the active side, `rdma_establish`).
     ///
     /// # Errors
     /// [`Error::State`] unless a REP waits for its RTU.
     pub fn establish(&mut self, id: u32) -> Result<(), Error> {
-        let conn = self
-            .ids
-            .get(&id)
-            .ok_or(Error::UnknownId)?
-            .conn
-            .ok_or(Error::Invalid("no connection"))?;
+        let conn = self.conn_of(id)?;
         self.ib.send_rtu(conn, &[])
     }
 
@@ -664,12 +668,7 @@ impl RdmaCm {
     /// # Errors
     /// [`Error::State`] unless the REP waits for its RTU.
     pub fn notify_established(&mut self, id: u32) -> Result<(), Error> {
-        let conn = self
-            .ids
-            .get(&id)
-            .ok_or(Error::UnknownId)?
-            .conn
-            .ok_or(Error::Invalid("no connection"))?;
+        let conn = self.conn_of(id)?;
         self.ib.establish(conn)
     }
 
