@@ -175,17 +175,10 @@ pub(crate) fn create_qp(
     // SAFETY: the caller's struct.
     let a = unsafe { caller_mut(attr) }?;
     let mut ex = ibv_qp_init_attr_ex {
-        qp_context: a.qp_context,
-        send_cq: a.send_cq,
-        recv_cq: a.recv_cq,
-        srq: a.srq,
-        cap: a.cap,
-        qp_type: a.qp_type,
-        sq_sig_all: a.sq_sig_all,
         comp_mask: IBV_QP_INIT_ATTR_PD,
         pd,
-        // SAFETY: plain data; the extended fields stay zero (comp_mask PD).
-        ..unsafe { std::mem::zeroed() }
+        // The other extended fields stay zero (comp_mask PD).
+        ..rdmakit_ibverbs_abi::convert::qp_init_attr_ex(a)
     };
     let r = create_qp_ex(id, &mut ex);
     a.send_cq = ex.send_cq;
@@ -244,15 +237,7 @@ pub(crate) fn create_qp_ex(id: *mut rdma_cm_id, attr: *mut ibv_qp_init_attr_ex) 
         a.srq = p.id.srq;
     }
     let qp = if a.comp_mask & !IBV_QP_INIT_ATTR_PD == 0 {
-        let mut basic = ibv_qp_init_attr {
-            qp_context: a.qp_context,
-            send_cq: a.send_cq,
-            recv_cq: a.recv_cq,
-            srq: a.srq,
-            cap: a.cap,
-            qp_type: a.qp_type,
-            sq_sig_all: a.sq_sig_all,
-        };
+        let mut basic = rdmakit_ibverbs_abi::convert::qp_init_attr_basic(a);
         // SAFETY: a PD of the ID's context.
         let qp = unsafe { (g.v.ibv_create_qp)(a.pd, &mut basic) };
         a.cap = basic.cap;
