@@ -644,18 +644,22 @@ impl RdmaCm {
         self.ib.send_rej(now, conn, r, &[], private_data)
     }
 
+    /// The IB CM connection of ID `id`.
+    fn conn_of(&self, id: u32) -> Result<u32, Error> {
+        self.ids
+            .get(&id)
+            .ok_or(Error::UnknownId)?
+            .conn
+            .ok_or(Error::Invalid("no connection"))
+    }
+
     /// Active side, after `CONNECT_RESPONSE`: sends the RTU
     /// (librdmacm's accept on the active side, `rdma_establish`).
     ///
     /// # Errors
     /// [`Error::State`] unless a REP waits for its RTU.
     pub fn establish(&mut self, id: u32) -> Result<(), Error> {
-        let conn = self
-            .ids
-            .get(&id)
-            .ok_or(Error::UnknownId)?
-            .conn
-            .ok_or(Error::Invalid("no connection"))?;
+        let conn = self.conn_of(id)?;
         self.ib.send_rtu(conn, &[])
     }
 
@@ -664,12 +668,7 @@ impl RdmaCm {
     /// # Errors
     /// [`Error::State`] unless the REP waits for its RTU.
     pub fn notify_established(&mut self, id: u32) -> Result<(), Error> {
-        let conn = self
-            .ids
-            .get(&id)
-            .ok_or(Error::UnknownId)?
-            .conn
-            .ok_or(Error::Invalid("no connection"))?;
+        let conn = self.conn_of(id)?;
         self.ib.establish(conn)
     }
 
@@ -894,6 +893,29 @@ impl RdmaCm {
         id
     }
 
+    /// The child ID a request for `service_id` from `src` (source address
+    /// and port) to `dst` creates on `listener`, and its CONNECT_REQUEST
+    /// event.
+    fn request_child(
+        &mut self,
+        listener: u32,
+        conn: u32,
+        service_id: u64,
+        (src, dst): (Ipv4Addr, Ipv4Addr),
+        src_port: u16,
+    ) -> RdmaEvent {
+        let port = ip::split_service_id(service_id).map_or(0, |(_, p)| p);
+        let id = self.child(
+            listener,
+            conn,
+            SocketAddrV4::new(dst, port),
+            SocketAddrV4::new(src, src_port),
+        );
+        let mut ev = event(id, EventKind::ConnectRequest, 0);
+        ev.listen_id = Some(listener);
+        ev
+    }
+
     fn on_req(&mut self, now: Instant, conn: u32, req: &req::Repr) {
         let hdr = ip::Packet::new_checked(&req.private_data[..])
             .and_then(|p| ip::Repr::parse(&p).map(|r| (r, p.user_data().to_vec())));
@@ -918,16 +940,8 @@ impl RdmaCm {
             self.ib.destroy(now, conn);
             return;
         };
-        let port = ip::split_service_id(req.service_id).map_or(0, |(_, p)| p);
-        let id = self.child(
-            listener,
-            conn,
-            SocketAddrV4::new(d, port),
-            SocketAddrV4::new(s, hdr.src_port),
-        );
+        let mut ev = self.request_child(listener, conn, req.service_id, (s, d), hdr.src_port);
         let _ = self.ib.send_mra(conn, MRA_SERVICE_TIMEOUT, true);
-        let mut ev = event(id, EventKind::ConnectRequest, 0);
-        ev.listen_id = Some(listener);
         ev.conn = ConnParam {
             private_data: user,
             responder_resources: req.initiator_depth,
@@ -962,15 +976,7 @@ impl RdmaCm {
             self.ib.destroy(now, conn);
             return;
         };
-        let port = ip::split_service_id(req.service_id).map_or(0, |(_, p)| p);
-        let id = self.child(
-            listener,
-            conn,
-            SocketAddrV4::new(d, port),
-            SocketAddrV4::new(s, hdr.src_port),
-        );
-        let mut ev = event(id, EventKind::ConnectRequest, 0);
-        ev.listen_id = Some(listener);
+        let mut ev = self.request_child(listener, conn, req.service_id, (s, d), hdr.src_port);
         ev.ud.private_data = user;
         self.events.push_back(ev);
     }

@@ -258,6 +258,35 @@ pub fn send_request_from_c(
     }
 }
 
+/// The `ibv_qp_init_attr_ex` that says what `a` says: its fields, no
+/// `comp_mask` bit, every extended field zero.
+pub fn qp_init_attr_ex(a: &ibv_qp_init_attr) -> ibv_qp_init_attr_ex {
+    ibv_qp_init_attr_ex {
+        qp_context: a.qp_context,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: a.srq,
+        cap: a.cap,
+        qp_type: a.qp_type,
+        sq_sig_all: a.sq_sig_all,
+        // SAFETY: plain data (integers and pointers); all-zero is valid.
+        ..unsafe { core::mem::zeroed() }
+    }
+}
+
+/// The basic `ibv_qp_init_attr` part of `a` (its extended fields dropped).
+pub fn qp_init_attr_basic(a: &ibv_qp_init_attr_ex) -> ibv_qp_init_attr {
+    ibv_qp_init_attr {
+        qp_context: a.qp_context,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: a.srq,
+        cap: a.cap,
+        qp_type: a.qp_type,
+        sq_sig_all: a.sq_sig_all,
+    }
+}
+
 // ---- send operations -----------------------------------------------------------
 
 /// A send operation as `ibv_send_wr` carries it: opcode, `imm_data` (network

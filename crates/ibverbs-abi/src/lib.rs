@@ -26,6 +26,7 @@
 pub mod consts;
 pub mod convert;
 pub mod layout;
+pub mod rdmakit;
 mod types;
 
 pub use types::*;

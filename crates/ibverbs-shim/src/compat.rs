@@ -43,10 +43,9 @@ extern "C" fn refuse_int() -> c_int {
     -1
 }
 
-/// One assembly thunk per 1.0 symbol, bound to `name@IBVERBS_1.0`. The
-/// thunks are not Rust items, so rustc's version script keeps their own
-/// names (`name_v1_0`) local and only the versioned alias is exported;
-/// they jump to a Rust function with the return value of the verb's kind.
+/// One assembly thunk per 1.0 symbol (`name_v1_0`, see `thunk!`), bound to
+/// `name@IBVERBS_1.0`; it jumps to a Rust function with the return value of
+/// the verb's kind.
 macro_rules! v1_0 {
     ($($kind:ident $name:ident;)*) => {
         $(v1_0!(@thunk $kind $name);)*
@@ -57,23 +56,10 @@ macro_rules! v1_0 {
     (@thunk int $name:ident) => { v1_0!(@asm $name, refuse_int); };
     (@thunk ptr $name:ident) => { v1_0!(@asm $name, refuse_null); };
     (@asm $name:ident, $target:ident) => {
-        #[cfg(target_arch = "x86_64")]
-        std::arch::global_asm!(
-            concat!(".globl ", stringify!($name), "_v1_0"),
-            concat!(".type ", stringify!($name), "_v1_0, @function"),
-            concat!(stringify!($name), "_v1_0:"),
-            "jmp {f}",
-            concat!(".symver ", stringify!($name), "_v1_0, ", stringify!($name), "@IBVERBS_1.0"),
-            f = sym $target,
-        );
-        #[cfg(target_arch = "aarch64")]
-        std::arch::global_asm!(
-            concat!(".globl ", stringify!($name), "_v1_0"),
-            concat!(".type ", stringify!($name), "_v1_0, %function"),
-            concat!(stringify!($name), "_v1_0:"),
-            "b {f}",
-            concat!(".symver ", stringify!($name), "_v1_0, ", stringify!($name), "@IBVERBS_1.0"),
-            f = sym $target,
+        thunk!(
+            concat!(stringify!($name), "_v1_0"),
+            concat!(stringify!($name), "@IBVERBS_1.0"),
+            $target
         );
     };
 }
@@ -119,23 +105,10 @@ v1_0! {
 /// stays for old libfabric usnic providers, and does nothing.
 extern "C" fn register_driver_noop() {}
 
-#[cfg(target_arch = "x86_64")]
-std::arch::global_asm!(
-    ".globl ibv_register_driver_v1_1",
-    ".type ibv_register_driver_v1_1, @function",
-    "ibv_register_driver_v1_1:",
-    "jmp {f}",
-    ".symver ibv_register_driver_v1_1, ibv_register_driver@IBVERBS_1.1",
-    f = sym register_driver_noop,
-);
-#[cfg(target_arch = "aarch64")]
-std::arch::global_asm!(
-    ".globl ibv_register_driver_v1_1",
-    ".type ibv_register_driver_v1_1, %function",
-    "ibv_register_driver_v1_1:",
-    "b {f}",
-    ".symver ibv_register_driver_v1_1, ibv_register_driver@IBVERBS_1.1",
-    f = sym register_driver_noop,
+thunk!(
+    "ibv_register_driver_v1_1",
+    "ibv_register_driver@IBVERBS_1.1",
+    register_driver_noop
 );
 
 /// IB static rates (`enum ibv_rate`) and their multiples of 2.5 Gb/s.

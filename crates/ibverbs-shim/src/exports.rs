@@ -5,15 +5,7 @@
 //! version does not resolve. The IBVERBS_1.0 compatibility versions are
 //! bound in `compat`, the libmlx5 / libefa entry points in `providers`.
 
-macro_rules! versioned {
-    ($($ver:literal: [$($sym:ident),* $(,)?])*) => {
-        $($(
-            std::arch::global_asm!(concat!(
-                ".symver ", stringify!($sym), ", ", stringify!($sym), "@@", $ver
-            ));
-        )*)*
-    };
-}
+use rdmakit_ibverbs_abi::versioned;
 
 versioned! {
     "IBVERBS_1.0": [

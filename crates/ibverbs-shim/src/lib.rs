@@ -31,6 +31,33 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![allow(clippy::missing_safety_doc)]
 
+/// An assembly thunk `$local` that jumps to the Rust function `$target`,
+/// bound with `.symver` to `$versioned` (`name@NODE`). The thunk is not a
+/// Rust item, so rustc's version script keeps its own name local and only
+/// the versioned alias is exported.
+macro_rules! thunk {
+    ($local:expr, $versioned:expr, $target:path) => {
+        #[cfg(target_arch = "x86_64")]
+        std::arch::global_asm!(
+            concat!(".globl ", $local),
+            concat!(".type ", $local, ", @function"),
+            concat!($local, ":"),
+            "jmp {f}",
+            concat!(".symver ", $local, ", ", $versioned),
+            f = sym $target,
+        );
+        #[cfg(target_arch = "aarch64")]
+        std::arch::global_asm!(
+            concat!(".globl ", $local),
+            concat!(".type ", $local, ", %function"),
+            concat!($local, ":"),
+            "b {f}",
+            concat!(".symver ", $local, ", ", $versioned),
+            f = sym $target,
+        );
+    };
+}
+
 mod compat;
 mod cq;
 mod device;

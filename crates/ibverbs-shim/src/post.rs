@@ -51,13 +51,34 @@ pub(crate) fn post(ctx: &Ctx, q: &Qp, reqs: &[SendRequest]) -> Result<(), (usize
     unsafe { ctx.dev.post_send(q.qpn, reqs) }.map_err(|f| (f.index, guard::soft(f.error)))
 }
 
+/// The frame of the three posts: runs `body` inside [`guard::int`] with the
+/// WR to blame on failure (the one being read, or the first not posted),
+/// and stores that WR in `*bad_wr` when the post fails.
+fn post_list<W>(
+    verb: &'static str,
+    wr: *mut W,
+    bad_wr: *mut *mut W,
+    body: impl FnOnce(&mut *mut W) -> Res<()>,
+) -> c_int {
+    let mut failed = wr;
+    let r = guard::int(verb, || {
+        body(&mut failed)?;
+        failed = std::ptr::null_mut();
+        Ok(())
+    });
+    if r != 0 && !bad_wr.is_null() {
+        // SAFETY: the caller passes a writable pointer slot.
+        unsafe { *bad_wr = failed };
+    }
+    r
+}
+
 pub(crate) unsafe extern "C" fn post_send(
     qp: *mut ibv_qp,
     wr: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,
 ) -> c_int {
-    let mut failed = wr;
-    let r = guard::int("ibv_post_send", || {
+    post_list("ibv_post_send", wr, bad_wr, |failed| {
         let (ctx, q) = qp_of(qp)?;
         let mut reqs = Vec::new();
         let mut ptrs = Vec::new();
@@ -65,7 +86,7 @@ pub(crate) unsafe extern "C" fn post_send(
         while !cur.is_null() {
             // SAFETY: a linked list of WRs from the caller.
             let w = unsafe { &*cur };
-            failed = cur;
+            *failed = cur;
             let ud = if q.qp_type == rdmakit_soft::proto::QpType::Ud {
                 // SAFETY: UD WRs carry the `ud` member.
                 let u = unsafe { w.wr.ud };
@@ -88,17 +109,10 @@ pub(crate) unsafe extern "C" fn post_send(
             cur = w.next;
         }
         post(ctx, q, &reqs).map_err(|(i, e)| {
-            failed = ptrs[i];
+            *failed = ptrs[i];
             e
-        })?;
-        failed = std::ptr::null_mut();
-        Ok(())
-    });
-    if r != 0 && !bad_wr.is_null() {
-        // SAFETY: the caller passes a writable pointer slot.
-        unsafe { *bad_wr = failed };
-    }
-    r
+        })
+    })
 }
 
 fn recv_list(
@@ -127,22 +141,14 @@ pub(crate) unsafe extern "C" fn post_recv(
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    let mut failed = wr;
-    let r = guard::int("ibv_post_recv", || {
+    post_list("ibv_post_recv", wr, bad_wr, |failed| {
         let (ctx, q) = qp_of(qp)?;
-        let (wrs, ptrs) = recv_list(wr, &mut failed)?;
+        let (wrs, ptrs) = recv_list(wr, failed)?;
         ctx.dev.post_recv(q.qpn, &wrs).map_err(|f| {
-            failed = ptrs[f.index];
+            *failed = ptrs[f.index];
             guard::soft(f.error)
-        })?;
-        failed = std::ptr::null_mut();
-        Ok(())
-    });
-    if r != 0 && !bad_wr.is_null() {
-        // SAFETY: the caller passes a writable pointer slot.
-        unsafe { *bad_wr = failed };
-    }
-    r
+        })
+    })
 }
 
 pub(crate) unsafe extern "C" fn post_srq_recv(
@@ -150,20 +156,12 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    let mut failed = wr;
-    let r = guard::int("ibv_post_srq_recv", || {
+    post_list("ibv_post_srq_recv", wr, bad_wr, |failed| {
         let (ctx, s) = srq_of(srq)?;
-        let (wrs, ptrs) = recv_list(wr, &mut failed)?;
+        let (wrs, ptrs) = recv_list(wr, failed)?;
         ctx.dev.post_srq_recv(s.srq.handle, &wrs).map_err(|f| {
-            failed = ptrs[f.index];
+            *failed = ptrs[f.index];
             guard::soft(f.error)
-        })?;
-        failed = std::ptr::null_mut();
-        Ok(())
-    });
-    if r != 0 && !bad_wr.is_null() {
-        // SAFETY: the caller passes a writable pointer slot.
-        unsafe { *bad_wr = failed };
-    }
-    r
+        })
+    })
 }

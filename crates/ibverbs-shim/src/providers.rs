@@ -253,21 +253,8 @@ stand_ins! {
 // `mlx5dv_init_obj` has two versions in libmlx5: the 1.0 one (older binaries)
 // and the default 1.2 one above.
 // A thunk, not a Rust item, so its own name stays local (see `compat`).
-#[cfg(target_arch = "x86_64")]
-std::arch::global_asm!(
-    ".globl mlx5dv_init_obj_v1_0",
-    ".type mlx5dv_init_obj_v1_0, @function",
-    "mlx5dv_init_obj_v1_0:",
-    "jmp {f}",
-    ".symver mlx5dv_init_obj_v1_0, mlx5dv_init_obj@MLX5_1.0",
-    f = sym mlx5dv_init_obj,
-);
-#[cfg(target_arch = "aarch64")]
-std::arch::global_asm!(
-    ".globl mlx5dv_init_obj_v1_0",
-    ".type mlx5dv_init_obj_v1_0, %function",
-    "mlx5dv_init_obj_v1_0:",
-    "b {f}",
-    ".symver mlx5dv_init_obj_v1_0, mlx5dv_init_obj@MLX5_1.0",
-    f = sym mlx5dv_init_obj,
+thunk!(
+    "mlx5dv_init_obj_v1_0",
+    "mlx5dv_init_obj@MLX5_1.0",
+    mlx5dv_init_obj
 );

@@ -144,15 +144,7 @@ pub unsafe extern "C" fn ibv_create_qp(
         nonnull(attr)?;
         // SAFETY: non-NULL attributes from the caller.
         let a = unsafe { &mut *attr };
-        // SAFETY: plain data.
-        let mut ex: ibv_qp_init_attr_ex = unsafe { std::mem::zeroed() };
-        ex.qp_context = a.qp_context;
-        ex.send_cq = a.send_cq;
-        ex.recv_cq = a.recv_cq;
-        ex.srq = a.srq;
-        ex.cap = a.cap;
-        ex.qp_type = a.qp_type;
-        ex.sq_sig_all = a.sq_sig_all;
+        let mut ex = convert::qp_init_attr_ex(a);
         let q = create(ctx, pd, &mut ex)?;
         a.cap = ex.cap;
         Ok(q.cast())

@@ -5,45 +5,13 @@
 //! Plain C types only (the two libraries are built separately); not part of
 //! libibverbs' ABI, so unversioned.
 
-use libc::{c_char, c_int, c_void, size_t, ssize_t};
+use libc::{c_int, c_void, size_t, ssize_t};
 use rdmakit_ibverbs_abi::ibv_context;
 
 use crate::device::Ctx;
 use crate::guard;
 
-/// What librdmacm needs to know of a context's device
-/// (`struct rdmakit_dev_info`; version 1).
-#[repr(C)]
-pub struct RdmakitDevInfo {
-    /// Size of this struct as the caller knows it.
-    pub size: u32,
-    /// The device's IPv4 address, network order.
-    pub ipv4: u32,
-    /// Its RoCEv2 GID.
-    pub gid: [u8; 16],
-    /// GID table index of `gid`.
-    pub gid_index: u32,
-    /// Node GUID (host order).
-    pub node_guid: u64,
-    /// Active path MTU in bytes.
-    pub active_mtu: u32,
-    /// `local_ca_ack_delay`.
-    pub ack_delay: u32,
-    /// Device limits librdmacm adopts.
-    pub max_qp_rd_atom: u32,
-    /// See `max_qp_rd_atom`.
-    pub max_qp_init_rd_atom: u32,
-    /// See `max_qp_rd_atom`.
-    pub max_qp_wr: u32,
-    /// NUL-terminated directory shared by every process using this device
-    /// name (the rdma_cm port table lives there).
-    pub shared_dir: [c_char; 256],
-    /// Where this context's QP1 is reached (IPv4, network order): the
-    /// device's address, or on a loopback device — whose contexts share
-    /// 127.0.0.1 and are told apart by QPN, which QP1 lacks — the
-    /// context's private endpoint 127.77.s.t.
-    pub endpoint_ipv4: u32,
-}
+pub use rdmakit_ibverbs_abi::rdmakit::RdmakitDevInfo;
 
 /// Fills `info` for the device of `ctx`. Returns 0 or an errno.
 #[no_mangle]

@@ -14,15 +14,7 @@ use crate::channel::Channel;
 use crate::guard::{self, minus1, value};
 use crate::state::state;
 
-macro_rules! versioned {
-    ($($ver:literal: [$($sym:ident),* $(,)?])*) => {
-        $($(
-            std::arch::global_asm!(concat!(
-                ".symver ", stringify!($sym), ", ", stringify!($sym), "@@", $ver
-            ));
-        )*)*
-    };
-}
+use rdmakit_ibverbs_abi::versioned;
 
 versioned! {
     "RDMACM_1.0": [

@@ -7,6 +7,15 @@ use libc::c_int;
 /// A failed call: the errno to hand back.
 pub(crate) type Res<T> = Result<T, c_int>;
 
+/// The caller's struct behind `p`; EINVAL when it is NULL.
+///
+/// # Safety
+/// `p` is NULL or points at a live `T` nothing else touches for `'a`.
+pub(crate) unsafe fn caller_mut<'a, T>(p: *mut T) -> Res<&'a mut T> {
+    // SAFETY: per the contract.
+    unsafe { p.as_mut() }.ok_or(libc::EINVAL)
+}
+
 pub(crate) fn set_errno(e: c_int) {
     // SAFETY: __errno_location returns this thread's errno slot.
     unsafe { *libc::__errno_location() = e };

@@ -9,7 +9,7 @@ use rdmakit_ibverbs_abi::{
 };
 
 use crate::abi::*;
-use crate::guard::{why, Res};
+use crate::guard::{caller_mut, why, Res};
 use crate::id::{locked, qp_attrs, to_ibv, IdPriv};
 use crate::state::Global;
 
@@ -172,23 +172,13 @@ pub(crate) fn create_qp(
     pd: *mut ibv_pd,
     attr: *mut ibv_qp_init_attr,
 ) -> Res<()> {
-    if attr.is_null() {
-        return Err(libc::EINVAL);
-    }
     // SAFETY: the caller's struct.
-    let a = unsafe { &mut *attr };
+    let a = unsafe { caller_mut(attr) }?;
     let mut ex = ibv_qp_init_attr_ex {
-        qp_context: a.qp_context,
-        send_cq: a.send_cq,
-        recv_cq: a.recv_cq,
-        srq: a.srq,
-        cap: a.cap,
-        qp_type: a.qp_type,
-        sq_sig_all: a.sq_sig_all,
         comp_mask: IBV_QP_INIT_ATTR_PD,
         pd,
-        // SAFETY: plain data; the extended fields stay zero (comp_mask PD).
-        ..unsafe { std::mem::zeroed() }
+        // The other extended fields stay zero (comp_mask PD).
+        ..rdmakit_ibverbs_abi::convert::qp_init_attr_ex(a)
     };
     let r = create_qp_ex(id, &mut ex);
     a.send_cq = ex.send_cq;
@@ -200,12 +190,9 @@ pub(crate) fn create_qp(
 
 /// `rdma_create_qp_ex`.
 pub(crate) fn create_qp_ex(id: *mut rdma_cm_id, attr: *mut ibv_qp_init_attr_ex) -> Res<()> {
-    if attr.is_null() {
-        return Err(libc::EINVAL);
-    }
-    let (g, p) = locked(id)?;
     // SAFETY: the caller's struct.
-    let a = unsafe { &mut *attr };
+    let a = unsafe { caller_mut(attr) }?;
+    let (g, p) = locked(id)?;
     if !p.id.qp.is_null() {
         return Err(libc::EINVAL);
     }
@@ -250,15 +237,7 @@ pub(crate) fn create_qp_ex(id: *mut rdma_cm_id, attr: *mut ibv_qp_init_attr_ex) 
         a.srq = p.id.srq;
     }
     let qp = if a.comp_mask & !IBV_QP_INIT_ATTR_PD == 0 {
-        let mut basic = ibv_qp_init_attr {
-            qp_context: a.qp_context,
-            send_cq: a.send_cq,
-            recv_cq: a.recv_cq,
-            srq: a.srq,
-            cap: a.cap,
-            qp_type: a.qp_type,
-            sq_sig_all: a.sq_sig_all,
-        };
+        let mut basic = rdmakit_ibverbs_abi::convert::qp_init_attr_basic(a);
         // SAFETY: a PD of the ID's context.
         let qp = unsafe { (g.v.ibv_create_qp)(a.pd, &mut basic) };
         a.cap = basic.cap;
@@ -306,12 +285,9 @@ pub(crate) fn destroy_qp(id: *mut rdma_cm_id) -> Res<()> {
 
 /// `rdma_create_srq_ex`: basic SRQs (XRC is not supported by the soft NIC).
 pub(crate) fn create_srq_ex(id: *mut rdma_cm_id, attr: *mut ibv_srq_init_attr_ex) -> Res<()> {
-    if attr.is_null() {
-        return Err(libc::EINVAL);
-    }
-    let (g, p) = locked(id)?;
     // SAFETY: the caller's struct.
-    let a = unsafe { &mut *attr };
+    let a = unsafe { caller_mut(attr) }?;
+    let (g, p) = locked(id)?;
     if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE != 0 && a.srq_type != IBV_SRQT_BASIC {
         return Err(crate::guard::unsupported(
             "XRC / tag-matching SRQs through rdma_cm",
@@ -347,11 +323,8 @@ pub(crate) fn create_srq(
     pd: *mut ibv_pd,
     attr: *mut ibv_srq_init_attr,
 ) -> Res<()> {
-    if attr.is_null() {
-        return Err(libc::EINVAL);
-    }
     // SAFETY: the caller's struct.
-    let a = unsafe { &mut *attr };
+    let a = unsafe { caller_mut(attr) }?;
     let mut ex = ibv_srq_init_attr_ex {
         srq_context: a.srq_context,
         attr: a.attr,

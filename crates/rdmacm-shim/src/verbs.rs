@@ -7,71 +7,14 @@
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
-use libc::{c_char, c_int, c_void, size_t, ssize_t};
+use libc::{c_int, c_void, size_t, ssize_t};
 use rdmakit_ibverbs_abi::{
     ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_pd, ibv_qp,
     ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr,
 };
 
 /// `struct rdmakit_dev_info` of the drop-in libibverbs (its src/rdmakit.rs).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct DevInfo {
-    pub size: u32,
-    pub ipv4: u32,
-    pub gid: [u8; 16],
-    pub gid_index: u32,
-    pub node_guid: u64,
-    pub active_mtu: u32,
-    pub ack_delay: u32,
-    pub max_qp_rd_atom: u32,
-    pub max_qp_init_rd_atom: u32,
-    pub max_qp_wr: u32,
-    pub shared_dir: [c_char; 256],
-    pub endpoint_ipv4: u32,
-}
-
-impl DevInfo {
-    pub(crate) fn zeroed() -> DevInfo {
-        DevInfo {
-            size: std::mem::size_of::<DevInfo>() as u32,
-            ipv4: 0,
-            gid: [0; 16],
-            gid_index: 0,
-            node_guid: 0,
-            active_mtu: 0,
-            ack_delay: 0,
-            max_qp_rd_atom: 0,
-            max_qp_init_rd_atom: 0,
-            max_qp_wr: 0,
-            shared_dir: [0; 256],
-            endpoint_ipv4: 0,
-        }
-    }
-
-    pub(crate) fn addr(&self) -> std::net::Ipv4Addr {
-        std::net::Ipv4Addr::from(u32::from_be(self.ipv4))
-    }
-
-    /// Where our QP1 is reached (the device address from a libibverbs
-    /// that does not say).
-    pub(crate) fn endpoint(&self) -> std::net::Ipv4Addr {
-        match u32::from_be(self.endpoint_ipv4) {
-            0 => self.addr(),
-            a => std::net::Ipv4Addr::from(a),
-        }
-    }
-
-    pub(crate) fn shared_dir(&self) -> std::path::PathBuf {
-        let bytes: Vec<u8> = self
-            .shared_dir
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        std::path::PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
-    }
-}
+pub(crate) use rdmakit_ibverbs_abi::rdmakit::RdmakitDevInfo as DevInfo;
 
 /// The version node of libibverbs' `rdmakit_*` exports this library calls
 /// (crates/ibverbs-shim/build.rs).

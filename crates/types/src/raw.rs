@@ -94,37 +94,32 @@ fn find<T: Copy>(
         .ok_or(InvalidValue { what, value })
 }
 
-impl TryFrom<u32> for QpState {
-    type Error = InvalidValue;
+/// `TryFrom<u32>` for C enums: the member of the list whose discriminant is
+/// the number, else [`InvalidValue`] naming the C enum.
+macro_rules! try_from_u32 {
+    ($($(#[$doc:meta])* $t:ident in $all:expr, $what:literal;)*) => {
+        $(
+            impl TryFrom<u32> for $t {
+                type Error = InvalidValue;
+                $(#[$doc])*
+                fn try_from(v: u32) -> Result<$t, InvalidValue> {
+                    find(&$all, v, |x| x as u32, $what)
+                }
+            }
+        )*
+    };
+}
+
+try_from_u32! {
     /// `IBV_QPS_*` → state; UNKNOWN (7) and anything else is an error.
-    fn try_from(v: u32) -> Result<QpState, InvalidValue> {
-        find(&QpState::ALL, v, |s| s as u32, "ibv_qp_state")
-    }
-}
-
-impl TryFrom<u32> for Mtu {
-    type Error = InvalidValue;
+    QpState in QpState::ALL, "ibv_qp_state";
     /// `IBV_MTU_*` (1..=5) → MTU.
-    fn try_from(v: u32) -> Result<Mtu, InvalidValue> {
-        find(&MTU, v, |m| m as u32, "ibv_mtu")
-    }
-}
-
-impl TryFrom<u32> for WcStatus {
-    type Error = InvalidValue;
+    Mtu in MTU, "ibv_mtu";
     /// `IBV_WC_*` status (0..=23) → status.
-    fn try_from(v: u32) -> Result<WcStatus, InvalidValue> {
-        find(&WcStatus::ALL, v, |s| s as u32, "ibv_wc_status")
-    }
-}
-
-impl TryFrom<u32> for WcOpcode {
-    type Error = InvalidValue;
+    WcStatus in WcStatus::ALL, "ibv_wc_status";
     /// `IBV_WC_*` opcode → opcode; TSO (7), ATOMIC_WRITE (9) and anything
     /// this crate has no variant for are errors.
-    fn try_from(v: u32) -> Result<WcOpcode, InvalidValue> {
-        find(&WcOpcode::ALL, v, |o| o as u32, "ibv_wc_opcode")
-    }
+    WcOpcode in WcOpcode::ALL, "ibv_wc_opcode";
 }
 
 #[cfg(test)]

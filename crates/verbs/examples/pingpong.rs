@@ -5,9 +5,12 @@
 //! `cargo run --release -p rdmakit-verbs --example pingpong [ITERS]`
 
 use std::net::UdpSocket;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdmakit_verbs::{Access, ConnectOpts, Context, DeviceConfig, QpType, WcStatus};
+use rdmakit_verbs::{
+    Access, ConnectOpts, Context, Cq, DeviceConfig, Pd, Qp, QpBuilder, QpType, WcStatus,
+};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -37,31 +40,34 @@ fn raw_udp(iters: usize) -> Duration {
     median(rtts)
 }
 
+/// A soft device configured from the environment, a PD and a CQ of `cqe`.
+fn side(cqe: u32) -> (Arc<Context>, Arc<Pd>, Arc<Cq>) {
+    let ctx = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(cqe, None).unwrap();
+    (ctx, pd, cq)
+}
+
+/// The QPs `a` and `b` build, connected to each other and at RTS.
+fn rc_pair(a: QpBuilder, b: QpBuilder, o: ConnectOpts) -> (Qp, Qp) {
+    let qa = a.build().unwrap().into_init(o).unwrap();
+    let qb = b.build().unwrap().into_init(o).unwrap();
+    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
+    (
+        qa.connect(&eb).unwrap().ready_to_send().unwrap(),
+        qb.connect(&ea).unwrap().ready_to_send().unwrap(),
+    )
+}
+
 fn rc_send(iters: usize) -> Duration {
     let t = Duration::from_secs(10);
-    let a = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
-    let b = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
-    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
-    let (ca, cb) = (
-        a.create_cq(256, None).unwrap(),
-        b.create_cq(256, None).unwrap(),
+    let (_a, pa, ca) = side(256);
+    let (_b, pb, cb) = side(256);
+    let (qa, qb) = rc_pair(
+        pa.qp_builder(QpType::Rc, &ca),
+        pb.qp_builder(QpType::Rc, &cb),
+        ConnectOpts::default(),
     );
-    let o = ConnectOpts::default();
-    let qa = pa
-        .qp_builder(QpType::Rc, &ca)
-        .build()
-        .unwrap()
-        .into_init(o)
-        .unwrap();
-    let qb = pb
-        .qp_builder(QpType::Rc, &cb)
-        .build()
-        .unwrap()
-        .into_init(o)
-        .unwrap();
-    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
-    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
-    let qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
     let ba = pa.alloc_buf(64, Access::all()).unwrap();
     let bb = pb.alloc_buf(64, Access::all()).unwrap();
     qb.recv(0, &bb, 0..64).unwrap();
@@ -159,33 +165,17 @@ pub fn raw_udp_bw(msgs: usize, size: usize) -> f64 {
 /// RC WRITE bandwidth: `msgs` WRITEs of `size` bytes, `depth` in flight.
 pub fn rc_write_bw(msgs: usize, size: usize, depth: usize) -> f64 {
     let t = Duration::from_secs(30);
-    let a = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
-    let b = Context::open_soft(DeviceConfig::from_env().unwrap()).unwrap();
-    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
-    let (ca, cb) = (
-        a.create_cq(1024, None).unwrap(),
-        b.create_cq(1024, None).unwrap(),
-    );
+    let (a, pa, ca) = side(1024);
+    let (_b, pb, cb) = side(1024);
     let o = ConnectOpts {
         path_mtu: rdmakit_verbs::Mtu::Mtu4096,
         ..ConnectOpts::default()
     };
-    let qa = pa
-        .qp_builder(QpType::Rc, &ca)
-        .max_send_wr(depth as u32)
-        .build()
-        .unwrap()
-        .into_init(o)
-        .unwrap();
-    let qb = pb
-        .qp_builder(QpType::Rc, &cb)
-        .build()
-        .unwrap()
-        .into_init(o)
-        .unwrap();
-    let (ea, eb) = (qa.endpoint().unwrap(), qb.endpoint().unwrap());
-    let qa = qa.connect(&eb).unwrap().ready_to_send().unwrap();
-    let _qb = qb.connect(&ea).unwrap().ready_to_send().unwrap();
+    let (qa, _qb) = rc_pair(
+        pa.qp_builder(QpType::Rc, &ca).max_send_wr(depth as u32),
+        pb.qp_builder(QpType::Rc, &cb),
+        o,
+    );
     let ba = pa.alloc_buf(size, Access::all()).unwrap();
     let bb = pb.alloc_buf(size, Access::all()).unwrap();
     let start = Instant::now();

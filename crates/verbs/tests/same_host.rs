@@ -6,13 +6,15 @@
 //! requester fall back to packets; a killed responder ends in
 //! RETRY_EXC_ERR.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::{BufRead, Write};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use rdmakit_soft::{DataPath, SoftTransport};
 use rdmakit_verbs::{Access, ConnectOpts, Context, DeviceConfig, Endpoint, RemoteBuf, WcStatus};
+
+mod common;
 
 const ROLE: &str = "RDMAKIT_SAME_HOST_CHILD";
 const T: Duration = Duration::from_secs(30);
@@ -40,13 +42,7 @@ fn child_role() {
     };
     let mode = mode.to_string_lossy().into_owned();
     let ctx = Context::open_soft(config(mode.split(':').next().unwrap())).unwrap();
-    let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(64, None).unwrap();
-    let qp = pd
-        .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
-        .build()
-        .unwrap();
-    let qp = qp.into_init(ConnectOpts::default()).unwrap();
+    let (pd, cq, qp) = common::rc_qp(&ctx, ConnectOpts::default());
     let buf = pd.alloc_buf(3 * LEN, Access::all()).unwrap();
     qp.qp().recv(1, &buf, 2 * LEN..3 * LEN).unwrap();
     buf.write(LEN, &pattern(0x5a, LEN)).unwrap();
@@ -94,33 +90,9 @@ struct Peer {
 
 impl Peer {
     fn spawn(mode: &str) -> Peer {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
-            .env(ROLE, mode)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(i) = line.find("@@") {
-                    if tx.send(line[i + 2..].to_string()).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
-        let stdin = child.stdin.take().unwrap();
+        let (child, stdin, rx) = common::spawn_child(ROLE, mode);
         let line = rx.recv_timeout(T).expect("child went silent");
-        let mut f = line.strip_prefix("EP ").unwrap().split(' ');
-        let ep = Endpoint::from_wire(f.next().unwrap()).unwrap();
-        let remote = RemoteBuf {
-            addr: u64::from_str_radix(f.next().unwrap(), 16).unwrap(),
-            rkey: u32::from_str_radix(f.next().unwrap(), 16).unwrap(),
-        };
+        let (ep, remote) = common::parse_ep(&line);
         Peer {
             child,
             stdin,
@@ -161,13 +133,7 @@ struct Outcome {
 fn three_messages(me: &str, peer: &str) -> Outcome {
     let mut p = Peer::spawn(peer);
     let ctx = Context::open_soft(config(me)).unwrap();
-    let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(64, None).unwrap();
-    let qp = pd
-        .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
-        .build()
-        .unwrap();
-    let qp = qp.into_init(ConnectOpts::default()).unwrap();
+    let (pd, cq, qp) = common::rc_qp(&ctx, ConnectOpts::default());
     let ep = qp.endpoint().unwrap().to_wire();
     p.say(&format!("EP {ep}"));
     let qp = qp.connect(&p.ep).unwrap().ready_to_send().unwrap();
@@ -237,18 +203,12 @@ fn a_declining_responder_gets_packets_and_the_same_data() {
 fn a_killed_responder_ends_in_retry_exceeded() {
     let mut p = Peer::spawn("auto:die");
     let ctx = Context::open_soft(config("auto")).unwrap();
-    let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(64, None).unwrap();
-    let qp = pd
-        .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
-        .build()
-        .unwrap();
     let opts = ConnectOpts {
         timeout: 10,
         retry_cnt: 2,
         ..ConnectOpts::default()
     };
-    let qp = qp.into_init(opts).unwrap();
+    let (pd, cq, qp) = common::rc_qp(&ctx, opts);
     let ep = qp.endpoint().unwrap().to_wire();
     p.say(&format!("EP {ep}"));
     let qp = qp.connect(&p.ep).unwrap().ready_to_send().unwrap();

@@ -4,12 +4,13 @@
 //! `child_role` test, selected by an environment variable); the two exchange
 //! endpoints over the child's stdin/stdout.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::io::{BufRead, Write};
+use std::process::Command;
 use std::time::Duration;
 
 use rdmakit_verbs::{Access, ConnectOpts, Context, DeviceConfig, Endpoint, RemoteBuf, WcStatus};
+
+mod common;
 
 const ROLE: &str = "RDMAKIT_TWO_PROCESS_CHILD";
 const T: Duration = Duration::from_secs(20);
@@ -25,13 +26,7 @@ fn child_role() {
         return;
     }
     let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
-    let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(64, None).unwrap();
-    let qp = pd
-        .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
-        .build()
-        .unwrap();
-    let qp = qp.into_init(ConnectOpts::default()).unwrap();
+    let (pd, cq, qp) = common::rc_qp(&ctx, ConnectOpts::default());
     let buf = pd.alloc_buf(8192, Access::all()).unwrap();
     qp.qp().recv(1, &buf, 0..1024).unwrap();
     qp.qp().recv(2, &buf, 1024..2048).unwrap();
@@ -62,44 +57,12 @@ fn child_role() {
 
 #[test]
 fn rc_send_write_read_between_two_processes_over_udp_loopback() {
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(exe)
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
-        .env(ROLE, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(i) = line.find("@@") {
-                if tx.send(line[i + 2..].to_string()).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin, rx) = common::spawn_child(ROLE, "1");
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let next = || rx.recv_timeout(T).expect("child went silent");
         let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
-        let pd = ctx.alloc_pd().unwrap();
-        let cq = ctx.create_cq(64, None).unwrap();
-        let qp = pd
-            .qp_builder(rdmakit_verbs::QpType::Rc, &cq)
-            .build()
-            .unwrap();
-        let qp = qp.into_init(ConnectOpts::default()).unwrap();
-        let line = next();
-        let mut f = line.strip_prefix("EP ").unwrap().split(' ');
-        let peer = Endpoint::from_wire(f.next().unwrap()).unwrap();
-        let remote = RemoteBuf {
-            addr: u64::from_str_radix(f.next().unwrap(), 16).unwrap(),
-            rkey: u32::from_str_radix(f.next().unwrap(), 16).unwrap(),
-        };
+        let (pd, cq, qp) = common::rc_qp(&ctx, ConnectOpts::default());
+        let (peer, remote) = common::parse_ep(&next());
         let me = qp.endpoint().unwrap();
         // One device for the host: the same GID in both processes, the QPN
         // tells the QPs apart (issue 20).

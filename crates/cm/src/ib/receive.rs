@@ -8,6 +8,19 @@ use rdmakit_wire::cm::{self, drep, dreq, mra, rej, rep, req, rtu, sidr_rep, sidr
 
 use super::*;
 
+/// Records in connection `$c` what the peer's REQ or REP `$m` (the two
+/// share these field names) says of its QP: our initiator depth is its
+/// responder resources and the other way round.
+macro_rules! adopt_peer_qp {
+    ($c:ident, $m:ident) => {
+        $c.remote_qpn = $m.local_qpn;
+        $c.remote_ca_guid = $m.local_ca_guid;
+        $c.initiator_depth = $m.responder_resources;
+        $c.responder_resources = $m.initiator_depth;
+        $c.sq_psn = $m.starting_psn;
+    };
+}
+
 impl Cm {
     /// Feeds a MAD received on QP1 from `src` (the transport address answers
     /// go to). Malformed MADs and messages for no connection are dropped
@@ -75,12 +88,7 @@ impl Cm {
             let _ = self.send_dreq(now, old, &[]);
             return;
         }
-        let Some(listen) = self
-            .listens
-            .iter()
-            .find(|(_, &s)| s == m.service_id)
-            .map(|(&h, _)| h)
-        else {
+        let Some(listen) = self.listen_for(m.service_id) else {
             issue_rej(self, reason::INVALID_SERVICE_ID);
             return;
         };
@@ -109,22 +117,14 @@ impl Cm {
         // Answers go where the REQ came from (the GRH), not to the GID the
         // REQ names: that is how Linux builds the response AV.
         let id = self.alloc_conn(conn_type, src, path);
-        self.remote_ids.insert(key, id);
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = self.bind_remote(id, key, m.local_comm_id, State::ReqRcvd) else {
             return;
         };
-        c.state = State::ReqRcvd;
-        c.remote_id = m.local_comm_id;
-        c.remote_key = Some(key);
         c.service_id = m.service_id;
         c.tid = tid;
         c.timeout = Duration::from_millis(iba_time_ms(m.local_cm_response_timeout));
         c.max_cm_retries = m.max_cm_retries;
-        c.remote_qpn = m.local_qpn;
-        c.remote_ca_guid = m.local_ca_guid;
-        c.initiator_depth = m.responder_resources;
-        c.responder_resources = m.initiator_depth;
-        c.sq_psn = m.starting_psn;
+        adopt_peer_qp!(c, m);
         c.retry_count = m.retry_count;
         c.rnr_retry_count = m.rnr_retry_count;
         c.av_timeout = path.packet_life_time.saturating_add(1);
@@ -133,6 +133,23 @@ impl Cm {
             listen,
             req: Box::new(m),
         });
+    }
+
+    /// Ties connection `id` to the peer's connection `key` (comm ID
+    /// `remote_id`) and moves it to `state`; `None` when it is gone.
+    fn bind_remote(
+        &mut self,
+        id: u32,
+        key: RemoteKey,
+        remote_id: u32,
+        state: State,
+    ) -> Option<&mut Conn> {
+        self.remote_ids.insert(key, id);
+        let c = self.conns.get_mut(&id)?;
+        c.state = state;
+        c.remote_id = remote_id;
+        c.remote_key = Some(key);
+        Some(c)
     }
 
     fn on_rep(&mut self, src: Gid, m: rep::Repr) {
@@ -158,18 +175,10 @@ impl Cm {
         if self.remote_ids.contains_key(&key) {
             return;
         }
-        self.remote_ids.insert(key, id);
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = self.bind_remote(id, key, m.local_comm_id, State::RepRcvd) else {
             return;
         };
-        c.state = State::RepRcvd;
-        c.remote_id = m.local_comm_id;
-        c.remote_key = Some(key);
-        c.remote_qpn = m.local_qpn;
-        c.remote_ca_guid = m.local_ca_guid;
-        c.initiator_depth = m.responder_resources;
-        c.responder_resources = m.initiator_depth;
-        c.sq_psn = m.starting_psn;
+        adopt_peer_qp!(c, m);
         c.rnr_retry_count = m.rnr_retry_count;
         c.av_timeout = ack_timeout(m.target_ack_delay, c.av_timeout.saturating_sub(1));
         c.msg = None;
@@ -315,18 +324,21 @@ impl Cm {
         self.events.push_back(Event::DrepReceived { conn: id });
     }
 
+    /// The listen on `service_id`, if any.
+    fn listen_for(&self, service_id: u64) -> Option<u32> {
+        self.listens
+            .iter()
+            .find(|(_, &s)| s == service_id)
+            .map(|(&h, _)| h)
+    }
+
     fn on_sidr_req(&mut self, from: Peer, tid: u64, m: sidr_req::Repr) {
         let src = from.via;
         let key = (src, m.request_id);
         if self.sidr_ids.contains_key(&key) {
             return; // duplicate of one in progress
         }
-        let Some(listen) = self
-            .listens
-            .iter()
-            .find(|(_, &s)| s == m.service_id)
-            .map(|(&h, _)| h)
-        else {
+        let Some(listen) = self.listen_for(m.service_id) else {
             let rep = sidr_rep::Repr {
                 request_id: m.request_id,
                 status: sidr_rep::status::UNSUPPORTED,

@@ -53,21 +53,30 @@ fn sges(list: &[Sge]) -> Vec<ibv_sge> {
     list.iter().map(ibv_sge::from).collect()
 }
 
+/// A WR's `sg_list` and `num_sge` for the SGE array `s` (NULL when empty).
+fn sg_parts(s: &mut [ibv_sge]) -> (*mut ibv_sge, c_int) {
+    let list = if s.is_empty() {
+        core::ptr::null_mut()
+    } else {
+        s.as_mut_ptr()
+    };
+    (list, c_int::try_from(s.len()).unwrap_or(c_int::MAX))
+}
+
 /// `ibv_recv_wr`s for `wrs`, linked; the SGE arrays live in the second vector.
 fn recv_list(wrs: &[RecvWr]) -> (Vec<ibv_recv_wr>, Vec<Vec<ibv_sge>>) {
     let mut sg: Vec<Vec<ibv_sge>> = wrs.iter().map(|w| sges(&w.sg_list)).collect();
     let mut list: Vec<ibv_recv_wr> = wrs
         .iter()
         .zip(sg.iter_mut())
-        .map(|(w, s)| ibv_recv_wr {
-            wr_id: w.wr_id,
-            next: core::ptr::null_mut(),
-            sg_list: if s.is_empty() {
-                core::ptr::null_mut()
-            } else {
-                s.as_mut_ptr()
-            },
-            num_sge: c_int::try_from(s.len()).unwrap_or(c_int::MAX),
+        .map(|(w, s)| {
+            let (sg_list, num_sge) = sg_parts(s);
+            ibv_recv_wr {
+                wr_id: w.wr_id,
+                next: core::ptr::null_mut(),
+                sg_list,
+                num_sge,
+            }
         })
         .collect();
     link(&mut list, |w, n| w.next = n);
@@ -99,20 +108,38 @@ fn index_of<T>(base: *const T, bad: *const T, len: usize) -> usize {
     off.min(len.saturating_sub(1))
 }
 
-/// A post verb's outcome: `Ok` for `rc` 0, else the error naming the work
-/// request the provider refused (`bad`, an element of `list`).
-fn posted<W>(
+/// A provider op that posts a linked list of `W` to an `O`.
+type PostOp<O, W> = unsafe extern "C" fn(*mut O, *mut W, *mut *mut W) -> c_int;
+
+/// Posts the linked `list` to `obj` (`what` `num`, as errors name it)
+/// through the ops-table entry `f`; an error names the work request the
+/// provider refused (`bad_wr`).
+///
+/// # Safety
+/// `obj` is a live object of `f`'s kind; the list, its SGE arrays and any
+/// inline data stay valid and readable for the call.
+unsafe fn post_list<O, W>(
     verb: &'static str,
-    rc: c_int,
-    list: &[W],
-    bad: *const W,
-    what: impl FnOnce() -> String,
+    f: Option<PostOp<O, W>>,
+    obj: *mut O,
+    list: &mut [W],
+    what: &str,
+    num: u32,
 ) -> Result<()> {
+    let f = f.ok_or_else(|| missing_op(verb))?;
+    let mut bad: *mut W = core::ptr::null_mut();
+    // SAFETY: per the contract.
+    let rc = unsafe { f(obj, list.as_mut_ptr(), &mut bad) };
     if rc == 0 {
         return Ok(());
     }
     let i = index_of(list.as_ptr(), bad, list.len());
-    Err(post_error(verb, rc, i, what()))
+    Err(post_error(
+        verb,
+        rc,
+        i,
+        format!("{what} {num:#x}, {} work requests", list.len()),
+    ))
 }
 
 impl IbvDevice {
@@ -189,12 +216,7 @@ impl IbvDevice {
         if reqs.is_empty() {
             return Ok(());
         }
-        let t = self.read();
-        let qp = t
-            .qps
-            .get(&qpn)
-            .map(|r| r.qp)
-            .ok_or_else(|| no_such("ibv_post_send", "QP", qpn))?;
+        let (t, qp) = self.qp_ptr("ibv_post_send", qpn)?;
         let mut sg: Vec<Vec<ibv_sge>> = reqs.iter().map(|r| sges(&r.wr.sg_list)).collect();
         let mut list = Vec::with_capacity(reqs.len());
         for (i, (r, s)) in reqs.iter().zip(sg.iter_mut()).enumerate() {
@@ -210,15 +232,12 @@ impl IbvDevice {
                     remote_qkey: ud.remote_qkey,
                 };
             }
+            let (sg_list, num_sge) = sg_parts(s);
             list.push(ibv_send_wr {
                 wr_id: r.wr.wr_id,
                 next: core::ptr::null_mut(),
-                sg_list: if s.is_empty() {
-                    core::ptr::null_mut()
-                } else {
-                    s.as_mut_ptr()
-                },
-                num_sge: c_int::try_from(s.len()).unwrap_or(c_int::MAX),
+                sg_list,
+                num_sge,
                 opcode,
                 send_flags: rdmakit_ibverbs_abi::convert::send_flags_to_c(r),
                 imm_data: imm,
@@ -230,40 +249,23 @@ impl IbvDevice {
         }
         link(&mut list, |w, n| w.next = n);
         // SAFETY: a live QP of this context.
-        let f = unsafe { ops((*qp).context) }
-            .post_send
-            .ok_or_else(|| missing_op("ibv_post_send"))?;
-        let mut bad: *mut ibv_send_wr = core::ptr::null_mut();
-        // SAFETY: a live QP; the list and its SGE arrays outlive the call;
+        let f = unsafe { ops((*qp).context) }.post_send;
+        // SAFETY: as above; the list and its SGE arrays outlive the call;
         // inline data is readable per this function's contract.
-        let rc = unsafe { f(qp, list.as_mut_ptr(), &mut bad) };
-        posted("ibv_post_send", rc, &list, bad, || {
-            format!("QP {qpn:#x}, {} work requests", list.len())
-        })
+        unsafe { post_list("ibv_post_send", f, qp, &mut list, "QP", qpn) }
     }
 
     pub(super) fn post_recv_impl(&self, qpn: u32, wrs: &[RecvWr]) -> Result<()> {
         if wrs.is_empty() {
             return Ok(());
         }
-        let t = self.read();
-        let qp = t
-            .qps
-            .get(&qpn)
-            .map(|r| r.qp)
-            .ok_or_else(|| no_such("ibv_post_recv", "QP", qpn))?;
+        let (_t, qp) = self.qp_ptr("ibv_post_recv", qpn)?;
         let (mut list, _sg) = recv_list(wrs);
         // SAFETY: a live QP of this context.
-        let f = unsafe { ops((*qp).context) }
-            .post_recv
-            .ok_or_else(|| missing_op("ibv_post_recv"))?;
-        let mut bad: *mut ibv_recv_wr = core::ptr::null_mut();
-        // SAFETY: a live QP; the list and SGE arrays outlive the call; the
+        let f = unsafe { ops((*qp).context) }.post_recv;
+        // SAFETY: as above; the list and SGE arrays outlive the call; the
         // SGEs name registered memory, checked by the provider.
-        let rc = unsafe { f(qp, list.as_mut_ptr(), &mut bad) };
-        posted("ibv_post_recv", rc, &list, bad, || {
-            format!("QP {qpn:#x}, {} work requests", list.len())
-        })
+        unsafe { post_list("ibv_post_recv", f, qp, &mut list, "QP", qpn) }
     }
 
     pub(super) fn post_srq_recv_impl(&self, srq: u32, wrs: &[RecvWr]) -> Result<()> {
@@ -277,15 +279,9 @@ impl IbvDevice {
             .ok_or_else(|| no_such("ibv_post_srq_recv", "SRQ", srq))?;
         let (mut list, _sg) = recv_list(wrs);
         // SAFETY: a live SRQ of this context.
-        let f = unsafe { ops((*p).context) }
-            .post_srq_recv
-            .ok_or_else(|| missing_op("ibv_post_srq_recv"))?;
-        let mut bad: *mut ibv_recv_wr = core::ptr::null_mut();
+        let f = unsafe { ops((*p).context) }.post_srq_recv;
         // SAFETY: as in post_recv_impl.
-        let rc = unsafe { f(p, list.as_mut_ptr(), &mut bad) };
-        posted("ibv_post_srq_recv", rc, &list, bad, || {
-            format!("SRQ {srq:#x}, {} work requests", list.len())
-        })
+        unsafe { post_list("ibv_post_srq_recv", f, p, &mut list, "SRQ", srq) }
     }
 }
 

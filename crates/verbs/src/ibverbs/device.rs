@@ -224,6 +224,24 @@ impl IbvDevice {
     }
 
     /// The valid entries of a port's GID table: (index, entry).
+    /// The address vector that reaches `dgid` from `port` (attributes
+    /// `pa`) through a GRH, sent from the GID entry that matches it.
+    fn grh_ah_attr(&self, port: u8, pa: &ibv_port_attr, dgid: Gid) -> ibv_ah_attr {
+        let table = self.gid_table(port, u32::try_from(pa.gid_tbl_len).unwrap_or(0));
+        ibv_ah_attr {
+            grh: ibv_global_route {
+                dgid: ibv_gid { raw: dgid.0 },
+                flow_label: 0,
+                sgid_index: convert::sgid_index_for(&table, &dgid),
+                hop_limit: 64,
+                traffic_class: 0,
+            },
+            is_global: 1,
+            port_num: port,
+            ..ibv_ah_attr::default()
+        }
+    }
+
     pub(super) fn gid_table(&self, port: u8, len: u32) -> Vec<(u32, GidEntry)> {
         if let Some(f) = self.lib.f.query_gid_table {
             // Every port's entries, so room for all of them.
@@ -293,6 +311,15 @@ impl IbvDevice {
         })
     }
 
+    /// The QP `qpn`, with the read lock that keeps it alive.
+    pub(super) fn qp_ptr(
+        &self,
+        verb: &'static str,
+        qpn: u32,
+    ) -> Result<(RwLockReadGuard<'_, Tables>, *mut ibv_qp)> {
+        self.ptr_of(|t| t.qps.get(&qpn).map(|r| r.qp), verb, "QP", qpn)
+    }
+
     fn ptr_of<T>(
         &self,
         map: impl FnOnce(&Tables) -> Option<*mut T>,
@@ -306,6 +333,22 @@ impl IbvDevice {
     }
 }
 
+/// Destroys every object in `objs` with `destroy`, when the library has it.
+///
+/// # Safety
+/// Every object is live and destroyed nowhere else.
+unsafe fn destroy_all<T>(
+    objs: impl Iterator<Item = *mut T>,
+    destroy: Option<unsafe extern "C" fn(*mut T) -> c_int>,
+) {
+    if let Some(d) = destroy {
+        for p in objs {
+            // SAFETY: per the contract.
+            unsafe { d(p) };
+        }
+    }
+}
+
 impl Drop for IbvDevice {
     fn drop(&mut self) {
         let t = std::mem::take(self.t.get_mut().unwrap_or_else(|e| e.into_inner()));
@@ -313,27 +356,13 @@ impl Drop for IbvDevice {
         // SAFETY: every pointer is a live object of this context, destroyed
         // once, children before parents; then the context is closed.
         unsafe {
-            for r in t.qps.values() {
-                f.destroy_qp.map(|d| d(r.qp));
-            }
-            for &p in t.srqs.values() {
-                f.destroy_srq.map(|d| d(p));
-            }
-            for &p in t.ahs.values() {
-                f.destroy_ah.map(|d| d(p));
-            }
-            for &p in t.mrs.values() {
-                f.dereg_mr.map(|d| d(p));
-            }
-            for &p in t.cqs.values() {
-                f.destroy_cq.map(|d| d(p));
-            }
-            for &p in t.chans.values() {
-                f.destroy_comp_channel.map(|d| d(p));
-            }
-            for &p in t.pds.values() {
-                f.dealloc_pd.map(|d| d(p));
-            }
+            destroy_all(t.qps.values().map(|r| r.qp), f.destroy_qp);
+            destroy_all(t.srqs.values().copied(), f.destroy_srq);
+            destroy_all(t.ahs.values().copied(), f.destroy_ah);
+            destroy_all(t.mrs.values().copied(), f.dereg_mr);
+            destroy_all(t.cqs.values().copied(), f.destroy_cq);
+            destroy_all(t.chans.values().copied(), f.destroy_comp_channel);
+            destroy_all(t.pds.values().copied(), f.dealloc_pd);
             (f.close_device)(self.ctx);
         }
     }
@@ -771,26 +800,9 @@ impl DeviceOps for IbvDevice {
                     ),
                 ));
             }
-            let table = self.gid_table(port, u32::try_from(pa.gid_tbl_len).unwrap_or(0));
-            a.ah_attr = ibv_ah_attr {
-                grh: ibv_global_route {
-                    dgid: ibv_gid { raw: dgid.0 },
-                    flow_label: 0,
-                    sgid_index: convert::sgid_index_for(&table, &dgid),
-                    hop_limit: 64,
-                    traffic_class: 0,
-                },
-                is_global: 1,
-                port_num: port,
-                ..ibv_ah_attr::default()
-            };
+            a.ah_attr = self.grh_ah_attr(port, &pa, dgid);
         }
-        let (_g, r) = self.ptr_of(
-            |t| t.qps.get(&qpn).map(|r| r.qp),
-            "ibv_modify_qp",
-            "QP",
-            qpn,
-        )?;
+        let (_g, r) = self.qp_ptr("ibv_modify_qp", qpn)?;
         let m = c_int::try_from(mask.0).unwrap_or(c_int::MAX);
         status!(
             self,
@@ -938,19 +950,7 @@ impl DeviceOps for IbvDevice {
 
     fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32> {
         let pa = self.raw_port(1)?;
-        let table = self.gid_table(1, u32::try_from(pa.gid_tbl_len).unwrap_or(0));
-        let mut a = ibv_ah_attr {
-            grh: ibv_global_route {
-                dgid: ibv_gid { raw: dgid.0 },
-                flow_label: 0,
-                sgid_index: convert::sgid_index_for(&table, &dgid),
-                hop_limit: 64,
-                traffic_class: 0,
-            },
-            is_global: 1,
-            port_num: 1,
-            ..ibv_ah_attr::default()
-        };
+        let mut a = self.grh_ah_attr(1, &pa, dgid);
         let mut t = self.write();
         let p = *t
             .pds

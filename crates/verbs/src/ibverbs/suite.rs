@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rdmakit_proto::{AttrMask, QpAttr, QpState, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
 
 use crate::error::Error;
-use crate::objects::{ConnectOpts, Context, Cq, MrBuf, Pd, Qp};
+use crate::objects::{ConnectOpts, Context, Cq, Endpoint, InitQp, MrBuf, Pd, Qp, QpBuilder};
 use crate::{Access, PortState, QpType};
 
 /// One case's outcome.
@@ -65,14 +65,32 @@ fn side(ctx: &Arc<Context>) -> Result<Side, Fail> {
     })
 }
 
-fn pair(a: &Side, b: &Side, t: QpType, opts: ConnectOpts) -> Result<(Qp, Qp), Fail> {
-    let qa = a.pd.qp_builder(t, &a.cq).build()?.into_init(opts)?;
-    let qb = b.pd.qp_builder(t, &b.cq).build()?.into_init(opts)?;
-    let (ea, eb) = (qa.endpoint()?, qb.endpoint()?);
+/// Builds both QPs and brings them to INIT.
+fn init_pair(a: QpBuilder, b: QpBuilder, opts: ConnectOpts) -> Result<(InitQp, InitQp), Fail> {
+    Ok((a.build()?.into_init(opts)?, b.build()?.into_init(opts)?))
+}
+
+/// Connects two QPs in INIT to the given endpoints of each other and brings
+/// both to RTS.
+fn connect_to(qa: InitQp, ea: &Endpoint, qb: InitQp, eb: &Endpoint) -> Result<(Qp, Qp), Fail> {
     Ok((
-        qa.connect(&eb)?.ready_to_send()?,
-        qb.connect(&ea)?.ready_to_send()?,
+        qa.connect(eb)?.ready_to_send()?,
+        qb.connect(ea)?.ready_to_send()?,
     ))
+}
+
+/// Connects two QPs in INIT to each other and brings both to RTS.
+fn connect((qa, qb): (InitQp, InitQp)) -> Result<(Qp, Qp), Fail> {
+    let (ea, eb) = (qa.endpoint()?, qb.endpoint()?);
+    connect_to(qa, &ea, qb, &eb)
+}
+
+fn pair(a: &Side, b: &Side, t: QpType, opts: ConnectOpts) -> Result<(Qp, Qp), Fail> {
+    connect(init_pair(
+        a.pd.qp_builder(t, &a.cq),
+        b.pd.qp_builder(t, &b.cq),
+        opts,
+    )?)
 }
 
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
@@ -222,14 +240,11 @@ fn rc_ipv4_gid(a: &Side, b: &Side, t: Duration) -> R {
             .ok_or_else(|| Fail(format!("{}: no IPv4-mapped GID", s.ctx.name())))
     };
     let opts = ConnectOpts::default();
-    let qa =
-        a.pd.qp_builder(QpType::Rc, &a.cq)
-            .build()?
-            .into_init(opts)?;
-    let qb =
-        b.pd.qp_builder(QpType::Rc, &b.cq)
-            .build()?
-            .into_init(opts)?;
+    let (qa, qb) = init_pair(
+        a.pd.qp_builder(QpType::Rc, &a.cq),
+        b.pd.qp_builder(QpType::Rc, &b.cq),
+        opts,
+    )?;
     let ea = crate::Endpoint {
         gid: v4(a)?,
         ..qa.endpoint()?
@@ -238,8 +253,7 @@ fn rc_ipv4_gid(a: &Side, b: &Side, t: Duration) -> R {
         gid: v4(b)?,
         ..qb.endpoint()?
     };
-    let qa = qa.connect(&eb)?.ready_to_send()?;
-    let qb = qb.connect(&ea)?.ready_to_send()?;
+    let (qa, qb) = connect_to(qa, &ea, qb, &eb)?;
     let ba = a.pd.alloc_buf(8192, Access::all())?;
     let bb = b.pd.alloc_buf(8192, Access::all())?;
     let data = pattern(5000, 17);
@@ -254,20 +268,14 @@ fn rc_ipv4_gid(a: &Side, b: &Side, t: Duration) -> R {
 
 fn ud(a: &Side, b: &Side, t: Duration) -> R {
     let opts = ConnectOpts::default();
-    let qa =
-        a.pd.qp_builder(QpType::Ud, &a.cq)
-            .build()?
-            .into_init(opts)?;
-    let qb =
-        b.pd.qp_builder(QpType::Ud, &b.cq)
-            .build()?
-            .into_init(opts)?;
+    let (qa, qb) = init_pair(
+        a.pd.qp_builder(QpType::Ud, &a.cq),
+        b.pd.qp_builder(QpType::Ud, &b.cq),
+        opts,
+    )?;
     // The GID B hands out in its endpoint, as an application would use it.
     let ep = qb.endpoint()?.gid;
-    let ea = qa.endpoint()?;
-    let eb = qb.endpoint()?;
-    let qa = qa.connect(&eb)?.ready_to_send()?;
-    let qb = qb.connect(&ea)?.ready_to_send()?;
+    let (qa, qb) = connect((qa, qb))?;
     let ah = a.pd.create_ah(ep)?;
     let ba = a.pd.alloc_buf(8192, Access::all())?;
     let bb = b.pd.alloc_buf(8192, Access::all())?;
@@ -330,20 +338,11 @@ fn srq(a: &Side, b: &Side, t: Duration) -> R {
     s.post_recv(&wrs)?;
     let mut qps = Vec::new();
     for _ in 0..2 {
-        let qa =
-            a.pd.qp_builder(QpType::Rc, &a.cq)
-                .build()?
-                .into_init(opts)?;
-        let qb =
-            b.pd.qp_builder(QpType::Rc, &b.cq)
-                .srq(&s)
-                .build()?
-                .into_init(opts)?;
-        let (ea, eb) = (qa.endpoint()?, qb.endpoint()?);
-        qps.push((
-            qa.connect(&eb)?.ready_to_send()?,
-            qb.connect(&ea)?.ready_to_send()?,
-        ));
+        qps.push(connect(init_pair(
+            a.pd.qp_builder(QpType::Rc, &a.cq),
+            b.pd.qp_builder(QpType::Rc, &b.cq).srq(&s),
+            opts,
+        )?)?);
     }
     for (i, (qa, _)) in qps.iter().enumerate() {
         ba.write(i * 100, &pattern(100, i as u32))?;
@@ -368,14 +367,11 @@ fn channel(a: &Side, b: &Side, t: Duration) -> R {
     let ch = b.ctx.create_comp_channel()?;
     let cqb = b.ctx.create_cq(64, Some(&ch))?;
     let opts = ConnectOpts::default();
-    let qa =
-        a.pd.qp_builder(QpType::Rc, &a.cq)
-            .build()?
-            .into_init(opts)?;
-    let qb = b.pd.qp_builder(QpType::Rc, &cqb).build()?.into_init(opts)?;
-    let (ea, eb) = (qa.endpoint()?, qb.endpoint()?);
-    let qa = qa.connect(&eb)?.ready_to_send()?;
-    let qb = qb.connect(&ea)?.ready_to_send()?;
+    let (qa, qb) = connect(init_pair(
+        a.pd.qp_builder(QpType::Rc, &a.cq),
+        b.pd.qp_builder(QpType::Rc, &cqb),
+        opts,
+    )?)?;
     let ba = a.pd.alloc_buf(4096, Access::all())?;
     let bb = b.pd.alloc_buf(4096, Access::all())?;
     ba.write(0, b"event")?;
@@ -448,17 +444,11 @@ fn inline(a: &Side, b: &Side, t: Duration) -> R {
 fn cq_overrun(a: &Side, b: &Side, t: Duration) -> R {
     let small = a.ctx.create_cq(2, None)?;
     let opts = ConnectOpts::default();
-    let qa =
-        a.pd.qp_builder(QpType::Rc, &small)
-            .build()?
-            .into_init(opts)?;
-    let qb =
-        b.pd.qp_builder(QpType::Rc, &b.cq)
-            .build()?
-            .into_init(opts)?;
-    let (ea, eb) = (qa.endpoint()?, qb.endpoint()?);
-    let qa = qa.connect(&eb)?.ready_to_send()?;
-    let _qb = qb.connect(&ea)?.ready_to_send()?;
+    let (qa, _qb) = connect(init_pair(
+        a.pd.qp_builder(QpType::Rc, &small),
+        b.pd.qp_builder(QpType::Rc, &b.cq),
+        opts,
+    )?)?;
     let ba = a.pd.alloc_buf(64, Access::all())?;
     let bb = b.pd.alloc_buf(64, Access::all())?;
     // Far more signaled completions than the CQ holds (providers round its

@@ -20,31 +20,27 @@ pub struct QpBuilder {
     pub(super) sq_sig_all: bool,
 }
 
+/// Builder methods that set the field of their name.
+macro_rules! setters {
+    ($($field:ident: $t:ty),* $(,)?) => {
+        $(
+            pub fn $field(mut self, value: $t) -> Self {
+                self.$field = value;
+                self
+            }
+        )*
+    };
+}
+
 #[allow(missing_docs)]
 impl QpBuilder {
-    pub fn max_send_wr(mut self, n: u32) -> Self {
-        self.max_send_wr = n;
-        self
-    }
-    pub fn max_recv_wr(mut self, n: u32) -> Self {
-        self.max_recv_wr = n;
-        self
-    }
-    pub fn max_send_sge(mut self, n: u32) -> Self {
-        self.max_send_sge = n;
-        self
-    }
-    pub fn max_recv_sge(mut self, n: u32) -> Self {
-        self.max_recv_sge = n;
-        self
-    }
-    pub fn max_inline_data(mut self, n: u32) -> Self {
-        self.max_inline_data = n;
-        self
-    }
-    pub fn sq_sig_all(mut self, on: bool) -> Self {
-        self.sq_sig_all = on;
-        self
+    setters! {
+        max_send_wr: u32,
+        max_recv_wr: u32,
+        max_send_sge: u32,
+        max_recv_sge: u32,
+        max_inline_data: u32,
+        sq_sig_all: bool,
     }
     pub fn recv_cq(mut self, cq: &Arc<Cq>) -> Self {
         self.recv_cq = Arc::clone(cq);
@@ -187,6 +183,14 @@ impl Default for ConnectOpts {
             qkey: 0x1111_1111,
         }
     }
+}
+
+/// `buf[range]` as the SGE of a one-WR post (an error names WR 0).
+fn sge0(buf: &MrBuf, range: Range<usize>) -> Result<Sge> {
+    buf.sge(range).map_err(|e| Error {
+        bad_wr: Some(0),
+        ..e
+    })
 }
 
 fn random_psn() -> u32 {
@@ -460,10 +464,7 @@ impl Qp {
     /// # Errors
     /// As [`Qp::post_send`].
     pub fn send(&self, wr_id: u64, buf: &MrBuf, range: Range<usize>) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         self.one(wr_id, SendOp::Send, vec![s], None)
     }
 
@@ -498,10 +499,7 @@ impl Qp {
         buf: &MrBuf,
         range: Range<usize>,
     ) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         let ud = UdDest {
             ah: AddressHandle(ah.handle),
             remote_qpn,
@@ -521,10 +519,7 @@ impl Qp {
         range: Range<usize>,
         remote: RemoteBuf,
     ) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         self.one(
             wr_id,
             SendOp::Write {
@@ -547,10 +542,7 @@ impl Qp {
         range: Range<usize>,
         remote: RemoteBuf,
     ) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         self.one(
             wr_id,
             SendOp::Read {
@@ -575,10 +567,7 @@ impl Qp {
         remote: RemoteBuf,
         add: u64,
     ) -> Result<()> {
-        let s = buf.sge(off..off + 8).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, off..off + 8)?;
         self.one(
             wr_id,
             SendOp::FetchAdd {
@@ -605,10 +594,7 @@ impl Qp {
         compare: u64,
         swap: u64,
     ) -> Result<()> {
-        let s = buf.sge(off..off + 8).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, off..off + 8)?;
         self.one(
             wr_id,
             SendOp::CompareSwap {
@@ -627,10 +613,7 @@ impl Qp {
     /// # Errors
     /// As [`Qp::post_send`].
     pub fn recv(&self, wr_id: u64, buf: &MrBuf, range: Range<usize>) -> Result<()> {
-        let s = buf.sge(range).map_err(|e| Error {
-            bad_wr: Some(0),
-            ..e
-        })?;
+        let s = sge0(buf, range)?;
         self.post_recv(&[RecvWr {
             wr_id,
             sg_list: vec![s],
