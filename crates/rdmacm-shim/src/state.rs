@@ -11,7 +11,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
+use std::time::Duration;
 
 use libc::c_int;
 use rdmakit_cm::rdma::{Device, EventKind, RdmaCm, RdmaEvent};
@@ -178,8 +179,9 @@ fn init() -> Res<Global> {
 /// waiting for retries to run out. Runs at exit (not on a fatal signal).
 fn close_all() {
     let Ok(m) = &shared().0 else { return };
-    // Another thread may hold the lock at exit; then leave it.
-    let Ok(mut g) = m.try_lock() else { return };
+    let Some(mut g) = lock_for_exit(m, EXIT_LOCK_WAIT) else {
+        return;
+    };
     let now = g.now();
     let handles: Vec<u32> = g.ids.keys().copied().collect();
     for h in handles {
@@ -188,6 +190,28 @@ fn close_all() {
     g.ids.clear();
     g.live.clear();
     g.send_and_deliver();
+}
+
+/// How long [`close_all`] waits for the lock.
+const EXIT_LOCK_WAIT: Duration = Duration::from_secs(1);
+
+/// The lock for the exit-time teardown. The agent thread holds it for a
+/// pump at a time, so the teardown waits for it (a bare `try_lock` lost to
+/// the agent on a loaded machine and the peers were never told); but at
+/// most `limit`, as the exiting thread may hold it itself (exit from a
+/// signal handler) or another thread may be stuck with it.
+fn lock_for_exit<T>(m: &Mutex<T>, limit: Duration) -> Option<MutexGuard<'_, T>> {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() < end => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(TryLockError::WouldBlock) => return None,
+        }
+    }
 }
 
 /// The agent thread: MADs in, timers, MADs out, events to channels.
@@ -499,5 +523,45 @@ impl Global {
     /// The local socket address an ID shows for `port`.
     pub(crate) fn local(&self, port: u16) -> SocketAddrV4 {
         SocketAddrV4::new(self.dev_addr(), port)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+
+    #[test]
+    fn exit_teardown_waits_for_a_lock_held_briefly() {
+        // The agent thread in the middle of a pump when the process exits.
+        let m = Arc::new(Mutex::new(0u32));
+        let held = Arc::new(Barrier::new(2));
+        let agent = {
+            let (m, held) = (Arc::clone(&m), Arc::clone(&held));
+            std::thread::spawn(move || {
+                let mut g = m.lock().unwrap();
+                held.wait();
+                std::thread::sleep(Duration::from_millis(50));
+                *g += 1;
+            })
+        };
+        held.wait();
+        let g = lock_for_exit(&m, Duration::from_secs(5));
+        assert_eq!(
+            g.as_deref(),
+            Some(&1),
+            "the teardown gave up on a busy lock"
+        );
+        drop(g);
+        agent.join().unwrap();
+    }
+
+    #[test]
+    fn exit_teardown_gives_up_on_a_lock_never_released() {
+        let m = Mutex::new(());
+        let _mine = m.lock().unwrap();
+        let t = std::time::Instant::now();
+        assert!(lock_for_exit(&m, Duration::from_millis(30)).is_none());
+        assert!(t.elapsed() >= Duration::from_millis(30));
     }
 }
