@@ -365,6 +365,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// See [`ParseError`]; never panics.
+    #[inline]
     pub fn parse(b: &'a [u8]) -> Result<Packet<'a>, ParseError> {
         if b.len() < BTH_LEN {
             return Err(ParseError::Truncated);

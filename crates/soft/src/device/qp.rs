@@ -334,7 +334,7 @@ impl Device {
         reqs: &[SendRequest],
     ) -> core::result::Result<(), PostFailure> {
         const V: &str = "ibv_post_send";
-        let q = self.sh.qp(qpn).ok_or(PostFailure {
+        let q = self.sh.qp(qpn).ok_or_else(|| PostFailure {
             index: 0,
             error: err(V, Errno::EINVAL, Origin::Library, "no such QP"),
         })?;
@@ -536,7 +536,7 @@ impl Device {
     /// SGEs), `ENOMEM` (receive queue full or an injected mapping fault).
     pub fn post_recv(&self, qpn: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostFailure> {
         const V: &str = "ibv_post_recv";
-        let q = self.sh.qp(qpn).ok_or(PostFailure {
+        let q = self.sh.qp(qpn).ok_or_else(|| PostFailure {
             index: 0,
             error: err(V, Errno::EINVAL, Origin::Library, "no such QP"),
         })?;

@@ -112,10 +112,13 @@ impl Device {
     /// (SRQ full or injected mapping fault).
     pub fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostFailure> {
         const V: &str = "ibv_post_srq_recv";
-        let s = read(&self.sh.srqs).get(&srq).cloned().ok_or(PostFailure {
-            index: 0,
-            error: err(V, Errno::EINVAL, Origin::Library, "no such SRQ"),
-        })?;
+        let s = read(&self.sh.srqs)
+            .get(&srq)
+            .cloned()
+            .ok_or_else(|| PostFailure {
+                index: 0,
+                error: err(V, Errno::EINVAL, Origin::Library, "no such SRQ"),
+            })?;
         for (i, wr) in wrs.iter().enumerate() {
             let fail = |e| PostFailure { index: i, error: e };
             if wr.sg_list.len() > s.max_sge as usize {
