@@ -150,6 +150,13 @@ pub(crate) struct Shared {
     /// Bumped by every busy poll of an empty CQ (the progress thread
     /// watches it move; see `progress_loop`).
     busy_polls: AtomicU64,
+    /// CQs armed (`ibv_req_notify_cq`) and not yet notified: an application
+    /// may be blocked on their channel, so the progress thread receives for
+    /// it instead of napping on the strength of earlier busy polls (see
+    /// `progress_loop`).
+    armed_cqs: AtomicUsize,
+    /// The progress thread, unparked from its nap when a CQ is armed.
+    progress: std::sync::OnceLock<std::thread::Thread>,
     poll_buf: Mutex<Vec<u8>>,
     /// QPs whose plain ACKs an application thread held back (see
     /// [`Shared::drive_with`]); `acks_held` says the list may be non-empty.
@@ -550,6 +557,8 @@ impl Device {
             wake_at: AtomicU64::new(u64::MAX),
             rescan: AtomicBool::new(false),
             busy_polls: AtomicU64::new(0),
+            armed_cqs: AtomicUsize::new(0),
+            progress: std::sync::OnceLock::new(),
             busy_poll: cfg.busy_poll,
             poll_buf: Mutex::new(vec![0; 65536]),
             held_acks: Mutex::new(Vec::new()),

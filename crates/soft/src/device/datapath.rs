@@ -43,6 +43,7 @@ impl Shared {
         if !c.armed.swap(false, Ordering::AcqRel) {
             return;
         }
+        self.armed_cqs.fetch_sub(1, Ordering::AcqRel);
         if let Some(ch) = &c.channel {
             let mut q = lock(&ch.queue);
             q.push_back(c.id);
@@ -480,6 +481,7 @@ impl Shared {
 }
 
 pub(super) fn progress_loop(sh: &Shared) {
+    let _ = sh.progress.set(std::thread::current());
     let mut next_timer: Option<u64> = None;
     // When this thread last saw `busy_polls` move (ns since epoch, 0 =
     // never): the time of the application's last busy poll, to within a
@@ -512,12 +514,16 @@ pub(super) fn progress_loop(sh: &Shared) {
         // open) contends for the engine lock and a core, which cost a
         // sending application 3-11% of its bandwidth.
         let polled = observe(now);
-        let wait = if polled != 0 && now.saturating_sub(polled) < 1_000_000 {
+        let napping = polled != 0
+            && now.saturating_sub(polled) < 1_000_000
+            && sh.armed_cqs.load(Ordering::Acquire) == 0;
+        let wait = if napping {
             // 1 ms naps, not 200 µs: each wake-up on a 2-core host preempts
             // a spinning thread and contends for its locks (8-byte RTT -12%,
             // 6 of 6 interleaved pairs; bandwidth unchanged); engine timers
             // still cut the nap short.
-            std::thread::sleep(wait.min(Duration::from_millis(1)));
+            // (A CQ armed for a blocking wait unparks it.)
+            std::thread::park_timeout(wait.min(Duration::from_millis(1)));
             sh.flush_held_acks();
             let t = sh.now().as_nanos();
             if t.saturating_sub(observe(t)) >= 200_000 {
