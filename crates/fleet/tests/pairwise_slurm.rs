@@ -6,12 +6,26 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use rdmakit_fleet::pairwise::auth::Token;
 use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig, SlurmError};
 
+/// A test that forks while another writes its fake srun leaves the child a
+/// copy of the write descriptor until it execs, and exec of that srun then
+/// fails with ETXTBSY: scripts are written under the write lock, srun is
+/// started under the read lock.
+static FORKS: RwLock<()> = RwLock::new(());
+
+/// `AgentStep::launch` under the read side of [`FORKS`].
+fn launch(c: &SlurmConfig) -> Result<AgentStep, SlurmError> {
+    let _r = FORKS.read().unwrap_or_else(|e| e.into_inner());
+    AgentStep::launch(c, &token())
+}
+
 fn fake(dir: &Path, body: &str) -> PathBuf {
+    let _w = FORKS.write().unwrap_or_else(|e| e.into_inner());
     let p = dir.join("srun");
     std::fs::write(&p, format!("#!/bin/bash\n{body}\n")).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -46,7 +60,7 @@ while true; do sleep 0.1; done
 fn one_step_token_in_env_ready_lines_parsed_then_stopped() {
     let d = tempfile::tempdir().unwrap();
     let body = format!("D={}\n{THREE}", d.path().display());
-    let mut step = AgentStep::launch(&cfg(fake(d.path(), &body)), &token()).unwrap();
+    let mut step = launch(&cfg(fake(d.path(), &body))).unwrap();
     let names: Vec<&str> = step.agents.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["n1", "n2", "n3"], "sorted by rank");
     assert_eq!(step.agents[1].addr, "10.250.0.12:18516".parse().unwrap());
@@ -81,7 +95,7 @@ fn a_failing_srun_is_reported_with_what_it_said() {
         d.path(),
         "echo 'srun: error: Unable to allocate resources: Invalid partition name specified'; exit 1",
     );
-    let Err(e) = AgentStep::launch(&cfg(srun), &token()) else {
+    let Err(e) = launch(&cfg(srun)) else {
         panic!("a failing srun launched")
     };
     assert!(matches!(e, SlurmError::Exited { ready: 0, .. }), "{e}");
@@ -101,7 +115,7 @@ while true; do sleep 0.1; done"#,
     );
     let mut c = cfg(srun);
     c.ready_timeout = Duration::from_millis(800);
-    let Err(e) = AgentStep::launch(&c, &token()) else {
+    let Err(e) = launch(&c) else {
         panic!("launched with one of two agents")
     };
     let msg = e.to_string();
@@ -111,7 +125,7 @@ while true; do sleep 0.1; done"#,
 
 #[test]
 fn a_missing_srun_is_named() {
-    let Err(e) = AgentStep::launch(&cfg("/nonexistent/srun".into()), &token()) else {
+    let Err(e) = launch(&cfg("/nonexistent/srun".into())) else {
         panic!("launched nothing")
     };
     assert!(e.to_string().contains("/nonexistent/srun"), "{e}");
