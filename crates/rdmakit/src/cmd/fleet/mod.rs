@@ -148,10 +148,19 @@ impl ReportArgs {
 
     /// Prints the report (JSON, or human lines followed by `tail`), then
     /// writes `--html FILE`; the exit code is the report's.
-    fn emit(&self, r: &FleetReport, tail: Option<String>) -> anyhow::Result<ExitCode> {
+    /// `json` is the report's JSON when the caller rendered it already.
+    fn emit(
+        &self,
+        r: &FleetReport,
+        json: Option<&str>,
+        tail: Option<String>,
+    ) -> anyhow::Result<ExitCode> {
         let mut out = anstream::stdout();
         if self.json {
-            writeln!(out, "{}", render::json(r))?;
+            match json {
+                Some(j) => writeln!(out, "{j}")?,
+                None => writeln!(out, "{}", render::json(r))?,
+            }
         } else {
             let o = HumanOptions {
                 verbose: self.verbose,

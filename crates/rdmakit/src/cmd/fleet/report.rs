@@ -17,5 +17,5 @@ pub struct Args {
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = a.report.options()?;
     let r = FleetReport::from_loaded(super::load(&a.inputs), &opts);
-    a.report.emit(&r, None)
+    a.report.emit(&r, None, None)
 }

@@ -105,5 +105,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("writing {}", p.display()))?;
 
     let tail = swept.summary(&dir);
-    a.report.emit(&report, Some(tail))
+    a.report.emit(&report, Some(&fleet_json), Some(tail))
 }
