@@ -4,31 +4,21 @@
 //! with what it said, and a lingering step signalled when stopped. (The
 //! namespaced end-to-end run is in crates/rdmakit/tests/fleet_pairwise_netns.rs.)
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use rdmakit_fleet::pairwise::auth::Token;
 use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig, SlurmError};
 
-/// A test that forks while another writes its fake srun leaves the child a
-/// copy of the write descriptor until it execs, and exec of that srun then
-/// fails with ETXTBSY: scripts are written under the write lock, srun is
-/// started under the read lock.
-static FORKS: RwLock<()> = RwLock::new(());
-
-/// `AgentStep::launch` under the read side of [`FORKS`].
 fn launch(c: &SlurmConfig) -> Result<AgentStep, SlurmError> {
-    let _r = FORKS.read().unwrap_or_else(|e| e.into_inner());
     AgentStep::launch(c, &token())
 }
 
+/// The stand-in srun, written so that no test's fork can make it "busy"
+/// (see `rdmakit_testkit::write_script`).
 fn fake(dir: &Path, body: &str) -> PathBuf {
-    let _w = FORKS.write().unwrap_or_else(|e| e.into_inner());
     let p = dir.join("srun");
-    std::fs::write(&p, format!("#!/bin/bash\n{body}\n")).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    rdmakit_testkit::write_script(&p, &format!("#!/bin/bash\n{body}\n"));
     p
 }
 

@@ -211,7 +211,6 @@ exit "$st"
 
 #[test]
 fn slurm_step_starts_agents_coordinates_and_stops_them() {
-    use std::os::unix::fs::PermissionsExt;
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let mut f = Fabric::new(6);
     // The by-hand agents are not part of this: the step starts its own.
@@ -219,8 +218,7 @@ fn slurm_step_starts_agents_coordinates_and_stops_them() {
         f.kill_agent(i);
     }
     let srun = f.dir().join("srun");
-    std::fs::write(&srun, FAKE_SRUN).unwrap();
-    std::fs::set_permissions(&srun, std::fs::Permissions::from_mode(0o755)).unwrap();
+    rdmakit_testkit::write_script(&srun, FAKE_SRUN);
     let namespaces: Vec<String> = (0..6).map(|i| f.ns(i)).collect();
     let launch_ip = f.ip(0).to_string().rsplit_once('.').unwrap().0.to_string() + ".1";
     let out = std::process::Command::new(fabric::bin())

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -77,9 +76,7 @@ fn fake_scontrol(dir: &Path, state: &str) {
         "#!/bin/sh\ncase \"$1\" in\n  show) cat '{d}/state' ;;\n  update) echo \"$@\" >> '{d}/calls' ;;\n  *) exit 9 ;;\nesac\necho \"SLURM_CONF=$SLURM_CONF\" >> '{d}/env'\n",
         d = dir.display()
     );
-    let p = dir.join("scontrol");
-    std::fs::write(&p, script).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    rdmakit_testkit::write_script(&dir.join("scontrol"), &script);
 }
 
 /// fixtures/healthy with rxe0's port 1 down (files copied, symlinks kept flattened).
@@ -186,13 +183,10 @@ fn health_check_exits_2_when_slurm_cannot_be_asked() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // scontrol that fails like a node whose controller is unreachable.
-    let p = d.join("scontrol");
-    std::fs::write(
-        &p,
+    rdmakit_testkit::write_script(
+        &d.join("scontrol"),
         "#!/bin/sh\necho 'slurm_load_node error: Unable to contact slurm controller' >&2\nexit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let sick = port_down_capture(d);
     let (code, out, _) = health(d, &sick, &[]);
     assert_eq!(code, Some(2), "{out}");
@@ -243,9 +237,7 @@ fn fake_slurm(dir: &Path) {
           i=$((i + 1))\n\
         done\n";
     for (name, text) in [("scontrol", scontrol), ("srun", srun)] {
-        let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        rdmakit_testkit::write_script(&dir.join(name), text);
     }
 }
 

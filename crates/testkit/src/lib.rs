@@ -349,6 +349,35 @@ pub fn file_names(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
         .collect()
 }
 
+/// Writes an executable script (mode 755) at `path` for a test to run —
+/// without this process ever holding a write descriptor to it.
+///
+/// A script written with `std::fs::write` and then executed fails now and
+/// then with ETXTBSY ("Text file busy") when another test thread forks
+/// meanwhile: the child holds a copy of the write descriptor until it execs,
+/// and Linux refuses to execute a file open for writing. Here the text goes
+/// to a side file and coreutils' `install` (its own process, waited for)
+/// writes the script, so no fork of this process can inherit a descriptor
+/// open for writing to it.
+pub fn write_script(path: &Path, text: &str) {
+    let side = path.with_extension("script-text");
+    std::fs::write(&side, text).unwrap_or_else(|e| panic!("{}: {e}", side.display()));
+    let out = Command::new("install")
+        .arg("-m")
+        .arg("755")
+        .arg(&side)
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("install (coreutils): {e}"));
+    assert!(
+        out.status.success(),
+        "install {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_file(&side);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
