@@ -144,6 +144,9 @@ pub(crate) struct Shared {
     closing: AtomicBool,
     counters: AtomicCounters,
     wake_at: AtomicU64,
+    /// When the progress thread's nap ends (0: not napping); an earlier
+    /// engine deadline unparks it.
+    nap_until: AtomicU64,
     /// A deadline earlier than the progress thread's plan was set.
     rescan: AtomicBool,
     busy_poll: bool,
@@ -555,6 +558,7 @@ impl Device {
             closing: AtomicBool::new(false),
             counters: AtomicCounters::default(),
             wake_at: AtomicU64::new(u64::MAX),
+            nap_until: AtomicU64::new(0),
             rescan: AtomicBool::new(false),
             busy_polls: AtomicU64::new(0),
             armed_cqs: AtomicUsize::new(0),

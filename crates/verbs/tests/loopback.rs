@@ -460,9 +460,11 @@ fn uc_multi_packet_messages_survive_busy_poll_and_progress_thread_handoffs() {
                     qb.recv(w.wr_id, &bb, at..at + 4096).unwrap();
                     n += 1;
                     got.store(n, std::sync::atomic::Ordering::Release);
-                    if n % 7 == 0 {
-                        // Long enough for the progress thread to take over.
-                        std::thread::sleep(Duration::from_micros(1500));
+                    if n % 15 == 0 {
+                        // Long enough for the progress thread to take over:
+                        // it notices a stopped poller within two naps of at
+                        // most 8 ms.
+                        std::thread::sleep(Duration::from_millis(20));
                     }
                 }
             }

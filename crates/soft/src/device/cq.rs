@@ -351,7 +351,7 @@ impl Device {
         }
         // The caller may block on the channel next: the progress thread
         // stops napping on the strength of earlier busy polls and receives
-        // for it (a nap would add up to 1 ms to each completion).
+        // for it (a nap would add up to 8 ms to each completion).
         if let Some(t) = self.sh.progress.get() {
             t.unpark();
         }

@@ -85,7 +85,7 @@ impl Shared {
     /// whose reply (if any) goes out before the ACK — the ACK is never on
     /// the peer's critical path, which reaps send completions lazily and
     /// times out in milliseconds. The next poll of an empty CQ, the QP's
-    /// next post, or the progress thread (within ~1 ms) sends them.
+    /// next post, or the progress thread (within a nap, ≤ 8 ms) sends them.
     pub(super) fn drive_with(&self, q: &QpShared, eng: &mut Engine, now: Instant, hold_acks: bool) {
         self.drive_inner(q, eng, now, hold_acks, true);
     }
@@ -263,12 +263,19 @@ impl Shared {
         q.state.store(st as u8, Ordering::Release);
         let d = eng.qp.poll_timeout().map_or(u64::MAX, Instant::as_nanos);
         q.deadline.store(d, Ordering::Release);
-        // The progress thread sleeps in recv until `wake_at`; an earlier
-        // timer wakes it with an empty datagram to our own socket.
+        // The progress thread sleeps in recv until `wake_at`, or naps until
+        // `nap_until`; an earlier timer wakes it with an empty datagram to
+        // our own socket, or an unpark.
         if d < self.wake_at.load(Ordering::Acquire) {
             self.wake_at.store(0, Ordering::Release);
             self.rescan.store(true, Ordering::Release);
             self.net.kick();
+        }
+        if d < self.nap_until.load(Ordering::Acquire) {
+            self.nap_until.store(0, Ordering::Release);
+            if let Some(t) = self.progress.get() {
+                t.unpark();
+            }
         }
     }
 
@@ -480,6 +487,17 @@ impl Shared {
     }
 }
 
+/// The progress thread's first nap beside a busy poller; each nap the
+/// poller keeps polling through doubles it, up to [`NAP_MAX`].
+const NAP_MIN: Duration = Duration::from_millis(1);
+
+/// The longest nap. The thread notices that the poller stopped (and takes
+/// the datagrams waiting since) within two naps: after a long busy-polling
+/// phase, within 16 ms. Engine timers, an earlier deadline and an armed CQ
+/// still cut any nap short. (4 ms instead: the VM tier's 1 KiB ping-pong
+/// gained half as much and less steadily, 3 rounds in one guest.)
+const NAP_MAX: Duration = Duration::from_millis(8);
+
 pub(super) fn progress_loop(sh: &Shared) {
     let _ = sh.progress.set(std::thread::current());
     let mut next_timer: Option<u64> = None;
@@ -496,6 +514,7 @@ pub(super) fn progress_loop(sh: &Shared) {
         }
         polled
     };
+    let mut nap = NAP_MIN;
     while !sh.shutdown.load(Ordering::Acquire) {
         let now = sh.now().as_nanos();
         let wait = match next_timer {
@@ -518,19 +537,32 @@ pub(super) fn progress_loop(sh: &Shared) {
             && now.saturating_sub(polled) < 1_000_000
             && sh.armed_cqs.load(Ordering::Acquire) == 0;
         let wait = if napping {
-            // 1 ms naps, not 200 µs: each wake-up on a 2-core host preempts
-            // a spinning thread and contends for its locks (8-byte RTT -12%,
-            // 6 of 6 interleaved pairs; bandwidth unchanged); engine timers
-            // still cut the nap short.
-            // (A CQ armed for a blocking wait unparks it.)
-            std::thread::park_timeout(wait.min(Duration::from_millis(1)));
+            // Each wake-up on a 2-core host preempts a spinning thread and
+            // contends for its locks: 1 ms naps rather than 200 µs (8-byte
+            // RTT -12%, 6 of 6 interleaved pairs), and longer while the
+            // poller keeps polling (up to NAP_MAX; under qemu's TCG, where a
+            // wake-up costs ~170 µs of CPU, a 1 ms nap took a core's sixth
+            // from each spinning ping-pong side). Engine timers still cut
+            // the nap short, and so does arming a CQ for a blocking wait
+            // (`req_notify_cq` unparks) or an earlier deadline (`nap_until`).
+            let this = wait.min(nap);
+            sh.nap_until.store(
+                now.saturating_add(u64::try_from(this.as_nanos()).unwrap_or(u64::MAX)),
+                Ordering::Release,
+            );
+            std::thread::park_timeout(this);
+            sh.nap_until.store(0, Ordering::Release);
             sh.flush_held_acks();
             let t = sh.now().as_nanos();
             if t.saturating_sub(observe(t)) >= 200_000 {
                 sh.poll_network(64, false);
+                nap = NAP_MIN;
+            } else {
+                nap = (nap * 2).min(NAP_MAX);
             }
             Duration::ZERO
         } else {
+            nap = NAP_MIN;
             wait
         };
         let planned = now.saturating_add(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX));
