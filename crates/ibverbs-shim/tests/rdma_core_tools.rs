@@ -68,11 +68,15 @@ fn ibv_devinfo_verbose_shows_limits_and_the_rocev2_gid_at_index_0() {
 }
 
 fn pingpong(tool: &str, n: u16, extra: &[&str]) -> String {
+    pingpong_env(tool, n, extra, &[])
+}
+
+fn pingpong_env(tool: &str, n: u16, extra: &[&str], env: &[(&str, &str)]) -> String {
     let _g = serial();
     let p = port(n);
     let mut args = vec!["-g", "0", "-p", &p];
     args.extend_from_slice(extra);
-    let out = pair(tool, &args, &[], LIMIT);
+    let out = pair(tool, &args, env, LIMIT);
     let c = both_ok(&format!("{tool} {extra:?}"), &out);
     // "<bytes> bytes in <s> seconds = <rate> Mbit/sec" and "<n> iters in ...".
     let iters = c
@@ -139,5 +143,34 @@ fn uc_and_srq_pingpong() {
     }
     if have("ibv_srq_pingpong") {
         pingpong("ibv_srq_pingpong", 9, &[]);
+    }
+}
+
+/// Both processes on `RDMAKIT_SOFT_TRANSPORT=shm`: every packet between
+/// them goes through a shared-memory ring. Busy-polling and blocking
+/// (`-e`: the progress thread sleeps and a ring's sender wakes it), single-
+/// and multi-packet messages (16 packets of 4 KiB), contents validated, and
+/// the other connection types.
+#[test]
+fn pingpongs_over_same_host_rings() {
+    const SHM: &[(&str, &str)] = &[("RDMAKIT_SOFT_TRANSPORT", "shm")];
+    if have("ibv_rc_pingpong") {
+        pingpong_env("ibv_rc_pingpong", 60, &["-c", "-n", "2000"], SHM);
+        pingpong_env("ibv_rc_pingpong", 61, &["-c", "-e", "-n", "500"], SHM);
+        pingpong_env(
+            "ibv_rc_pingpong",
+            62,
+            &["-s", "65536", "-n", "200", "-c"],
+            SHM,
+        );
+    }
+    if have("ibv_uc_pingpong") {
+        pingpong_env("ibv_uc_pingpong", 63, &["-c"], SHM);
+    }
+    if have("ibv_ud_pingpong") {
+        pingpong_env("ibv_ud_pingpong", 64, &[], SHM);
+    }
+    if have("ibv_srq_pingpong") {
+        pingpong_env("ibv_srq_pingpong", 65, &[], SHM);
     }
 }

@@ -194,8 +194,8 @@ fn json_has_the_same_fields() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert_eq!(v["devices"][0]["soft_udp_offloads"], "none");
-    // The same-host data path: auto by default, udp when forced, and an
-    // unknown value refused naming the variable (issue 19).
+    // The same-host data path: auto by default, udp when forced, shm for
+    // the rings, and an unknown value refused naming the variable (issue 19).
     assert_eq!(d["soft_transport"], "auto");
     let run = |t: &str| {
         Command::new(env!("CARGO_BIN_EXE_rdmakit"))
@@ -208,7 +208,9 @@ fn json_has_the_same_fields() {
     };
     let v: serde_json::Value = serde_json::from_slice(&run("udp").stdout).expect("valid JSON");
     assert_eq!(v["devices"][0]["soft_transport"], "udp");
-    let out = run("shm");
+    let v: serde_json::Value = serde_json::from_slice(&run("shm").stdout).expect("valid JSON");
+    assert_eq!(v["devices"][0]["soft_transport"], "shm");
+    let out = run("ring");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

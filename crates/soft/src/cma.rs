@@ -27,14 +27,20 @@ pub enum SoftTransport {
     Auto,
     /// Every byte goes through UDP, as to a remote host.
     Udp,
+    /// As `Auto`, and every packet to another soft device context on this
+    /// host that takes them goes through a ring in shared memory
+    /// (`net::shm`; docs/soft-nic.md): no system call per packet, nothing for
+    /// `rdmakit pcap` to see.
+    Shm,
 }
 
 impl SoftTransport {
-    /// Parses `udp` / `auto` (what `RDMAKIT_SOFT_TRANSPORT` holds).
+    /// Parses `udp` / `auto` / `shm` (what `RDMAKIT_SOFT_TRANSPORT` holds).
     pub fn parse(s: &str) -> Option<SoftTransport> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Some(SoftTransport::Auto),
             "udp" => Some(SoftTransport::Udp),
+            "shm" => Some(SoftTransport::Shm),
             _ => None,
         }
     }
@@ -44,6 +50,7 @@ impl SoftTransport {
         match self {
             SoftTransport::Auto => "auto",
             SoftTransport::Udp => "udp",
+            SoftTransport::Shm => "shm",
         }
     }
 }
@@ -212,7 +219,11 @@ mod tests {
     fn transport_names_parse() {
         assert_eq!(SoftTransport::parse("UDP"), Some(SoftTransport::Udp));
         assert_eq!(SoftTransport::parse(" auto"), Some(SoftTransport::Auto));
-        assert_eq!(SoftTransport::parse("shm"), None);
+        assert_eq!(SoftTransport::parse("Shm"), Some(SoftTransport::Shm));
+        assert_eq!(SoftTransport::parse("ring"), None);
+        for t in [SoftTransport::Auto, SoftTransport::Udp, SoftTransport::Shm] {
+            assert_eq!(SoftTransport::parse(t.as_str()), Some(t));
+        }
     }
 
     #[test]

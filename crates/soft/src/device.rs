@@ -71,6 +71,12 @@ pub struct Counters {
     /// Descriptor mappings that failed as a device fault (injected): the
     /// soft NIC's "DMA mapping error" lines in dmesg.
     pub dma_map_errors: u64,
+    /// Packets written into same-host rings (`RDMAKIT_SOFT_TRANSPORT=shm`;
+    /// counted in `tx_packets` too).
+    pub ring_tx_packets: u64,
+    /// Packets taken from same-host rings (counted in `rx_packets` too
+    /// when a QP took them).
+    pub ring_rx_packets: u64,
 }
 
 /// Numbers of live objects.
@@ -504,7 +510,8 @@ impl Device {
             gso: cfg.gso,
             gro: cfg.gro,
         };
-        let net = Net::bind(addr, cfg.udp_port, allowed, cfg.raw_tx).map_err(detach)?;
+        let rings = cfg.transport == SoftTransport::Shm;
+        let net = Net::bind(addr, cfg.udp_port, allowed, cfg.raw_tx, rings).map_err(detach)?;
         let addr = net.addr();
         let local = *net.endpoint().ip();
         let sh = Arc::new(Shared {
@@ -529,7 +536,7 @@ impl Device {
             net,
             mem: RwLock::new({
                 let t = MrTable::new();
-                if cfg.transport == SoftTransport::Auto {
+                if cfg.transport != SoftTransport::Udp {
                     t.same_host().enable();
                 }
                 t
@@ -747,6 +754,8 @@ impl Device {
             tx_errors: c.tx_errors.load(Ordering::Relaxed),
             cq_overruns: c.cq_overruns.load(Ordering::Relaxed),
             dma_map_errors: c.dma_map_errors.load(Ordering::Relaxed),
+            ring_tx_packets: self.sh.net.rings().map_or(0, |r| r.counts().0),
+            ring_rx_packets: self.sh.net.rings().map_or(0, |r| r.counts().1),
         }
     }
 

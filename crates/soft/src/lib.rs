@@ -6,10 +6,12 @@
 //! (docs/soft-nic.md has the table), per-queue descriptor rings where taking
 //! a descriptor and "DMA-mapping" its buffers happen under one lock
 //! ([`ring`]), registered memory reached through validated accesses only
-//! ([`dma`], the only module that dereferences raw pointers; elsewhere
-//! `unsafe` only forwards documented contracts), a progress thread per device that
-//! runs the passive side of WRITE/READ/atomics while the application does
-//! nothing, and a RoCEv2-over-UDP driver ([`net`]) on port 4791.
+//! ([`dma`]; besides it only the cross-memory copy ([`cma`]) and the
+//! same-host rings' shared mapping (`net::shm`) touch raw pointers;
+//! elsewhere `unsafe` only forwards documented contracts), a progress
+//! thread per device that runs the passive side of WRITE/READ/atomics while
+//! the application does nothing, and a RoCEv2-over-UDP driver ([`net`]) on
+//! port 4791.
 //!
 //! The API is handle-based, like a driver's: objects are `u32` handles
 //! (QPNs for QPs, keys for MRs). `rdmakit-verbs` wraps it in safe,

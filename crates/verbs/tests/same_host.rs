@@ -120,8 +120,11 @@ impl Drop for Peer {
 }
 
 struct Outcome {
-    /// Datagrams the requester sent for the three messages.
+    /// Packets the requester sent for the three messages.
     tx: u64,
+    /// Of them, through a same-host ring; and packets taken from rings.
+    ring_tx: u64,
+    ring_rx: u64,
     path: DataPath,
     fallbacks: u64,
     /// What the child reported: its QP's data path and declines sent.
@@ -142,7 +145,7 @@ fn three_messages(me: &str, peer: &str) -> Outcome {
     buf.write(0, &pattern(0xa5, LEN)).unwrap();
     buf.write(2 * LEN, &pattern(0x3c, LEN)).unwrap();
     let s = ctx.soft().unwrap();
-    let tx0 = s.counters().tx_packets;
+    let c0 = s.counters();
     qp.write(1, &buf, 0..LEN, p.remote).unwrap();
     let from = RemoteBuf {
         addr: p.remote.addr + LEN as u64,
@@ -152,7 +155,8 @@ fn three_messages(me: &str, peer: &str) -> Outcome {
     qp.send(3, &buf, 2 * LEN..3 * LEN).unwrap();
     let w = cq.wait(3, T).unwrap();
     assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
-    let tx = s.counters().tx_packets - tx0;
+    let c = s.counters();
+    let tx = c.tx_packets - c0.tx_packets;
     assert!(
         buf.to_vec(LEN..2 * LEN).unwrap() == pattern(0x5a, LEN),
         "READ data"
@@ -166,6 +170,8 @@ fn three_messages(me: &str, peer: &str) -> Outcome {
     let st = s.qp_stats(qp.qpn()).unwrap();
     Outcome {
         tx,
+        ring_tx: c.ring_tx_packets - c0.ring_tx_packets,
+        ring_rx: c.ring_rx_packets - c0.ring_rx_packets,
         path: s.qp_data_path(qp.qpn()).unwrap(),
         fallbacks: st.same_host_fallbacks,
         child,
@@ -178,6 +184,27 @@ fn one_mib_write_read_send_take_a_few_datagrams_on_the_same_host_path() {
     assert!(o.tx <= 8, "{} datagrams for 3 MiB", o.tx);
     assert_eq!(o.path, DataPath::SameHost);
     assert_eq!(o.fallbacks, 0);
+    assert_eq!(o.child, "same-host 0");
+}
+
+/// `shm` on both sides: the same vendor requests and copies, and every
+/// packet each way goes through a ring instead of the socket.
+#[test]
+fn shm_on_both_sides_carries_every_packet_through_rings() {
+    let o = three_messages("shm", "shm");
+    assert!(o.tx <= 8, "{} packets for 3 MiB", o.tx);
+    assert_eq!(o.ring_tx, o.tx, "every packet through the ring");
+    assert!(o.ring_rx >= 1, "the responses came back through a ring");
+    assert_eq!(o.path, DataPath::SameHost);
+    assert_eq!(o.child, "same-host 0");
+}
+
+/// A peer that takes no rings (`auto`: no marker) gets datagrams.
+#[test]
+fn shm_to_a_peer_without_rings_sends_datagrams() {
+    let o = three_messages("shm", "auto");
+    assert_eq!((o.ring_tx, o.ring_rx), (0, 0));
+    assert_eq!(o.path, DataPath::SameHost);
     assert_eq!(o.child, "same-host 0");
 }
 

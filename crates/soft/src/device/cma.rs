@@ -43,10 +43,12 @@ impl Shared {
 impl Device {
     /// How this device moves RC data to a peer on this host.
     pub fn soft_transport(&self) -> SoftTransport {
-        if super::read(&self.sh.mem).same_host().enabled() {
-            SoftTransport::Auto
-        } else {
+        if !super::read(&self.sh.mem).same_host().enabled() {
             SoftTransport::Udp
+        } else if self.sh.net.rings().is_some() {
+            SoftTransport::Shm
+        } else {
+            SoftTransport::Auto
         }
     }
 

@@ -74,8 +74,10 @@ pub struct DeviceConfig {
     /// How RC data reaches a peer on this host: [`SoftTransport::Auto`]
     /// (default) copies a large WRITE/SEND/READ with one cross-memory copy
     /// ([`crate::cma`]), [`SoftTransport::Udp`] sends every byte as
-    /// datagrams ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_TRANSPORT`,
-    /// `udp`/`auto`).
+    /// datagrams, [`SoftTransport::Shm`] also moves every packet to another
+    /// soft context on this host through a shared-memory ring
+    /// ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_TRANSPORT`,
+    /// `udp`/`auto`/`shm`).
     pub transport: SoftTransport,
 }
 
@@ -142,7 +144,7 @@ impl DeviceConfig {
                     "ibv_open_device",
                     Errno::EINVAL,
                     Origin::Library,
-                    format!("RDMAKIT_SOFT_TRANSPORT={s:?} is neither \"udp\" nor \"auto\""),
+                    format!("RDMAKIT_SOFT_TRANSPORT={s:?} is not \"udp\", \"auto\" or \"shm\""),
                 )
             })?,
             _ => SoftTransport::default(),
@@ -295,17 +297,19 @@ mod tests {
     }
 
     #[test]
-    fn the_transport_is_udp_auto_or_a_clear_error() {
+    fn the_transport_is_udp_auto_shm_or_a_clear_error() {
         assert_eq!(
             DeviceConfig::from_vars(|_| None).unwrap().transport,
             SoftTransport::Auto
         );
         let udp = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "udp")])).unwrap();
         assert_eq!(udp.transport, SoftTransport::Udp);
-        let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "shm")])).unwrap_err();
+        let shm = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "shm")])).unwrap();
+        assert_eq!(shm.transport, SoftTransport::Shm);
+        let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "ring")])).unwrap_err();
         assert_eq!(e.errno, Errno::EINVAL);
         assert!(
-            e.to_string().contains("RDMAKIT_SOFT_TRANSPORT=\"shm\""),
+            e.to_string().contains("RDMAKIT_SOFT_TRANSPORT=\"ring\""),
             "{e}"
         );
     }

@@ -297,21 +297,43 @@ impl Shared {
 
     /// Feeds what one receive returned from `src` (a datagram, or several
     /// of one flow coalesced by UDP_GRO with segment size `seg`; see
-    /// [`net::gro_split`]). Every packet's ICRC is checked on its own; a
-    /// run of packets for one QP is fed under one engine lock and the
-    /// engine driven (transmit, completions) once after the run, so the
-    /// 16 packets of a 64 KiB write cost one lookup, one lock and one
-    /// pass, and their ACKs coalesce.
+    /// [`net::gro_split`]). Every packet's ICRC is checked on its own; an
+    /// attach datagram maps a same-host ring ([`net::shm`]).
     pub(super) fn receive(&self, src: SocketAddrV4, buf: &[u8], seg: usize, hold_acks: bool) {
-        let mut segs = net::gro_split(buf, seg).peekable();
-        while let Some(dgram) = segs.next() {
-            if dgram.is_empty() {
-                continue; // a wake-up from `Net::kick`
-            }
-            let Some(pkt) = self.check_icrc(src, dgram) else {
+        let mut pkts = net::gro_split(buf, seg)
+            .filter_map(|d| {
+                if d.is_empty() {
+                    return None; // a wake-up from `Net::kick` or a ring's sender
+                }
+                if let Some(msg) = d.strip_prefix(net::shm::ATTACH_MAGIC) {
+                    if let Some(r) = self.net.rings() {
+                        r.attach(src, msg);
+                    }
+                    return None;
+                }
+                self.check_icrc(src, d)
+            })
+            .peekable();
+        self.deliver(src, &mut pkts, hold_acks);
+    }
+
+    /// Hands transport packets from `src` (checked, without ICRC) to their
+    /// QPs: a run of packets for one QP is fed under one engine lock and
+    /// the engine driven (transmit, completions) once after the run, so the
+    /// 16 packets of a 64 KiB write cost one lookup, one lock and one pass,
+    /// and their ACKs coalesce.
+    pub(super) fn deliver<'a>(
+        &self,
+        src: SocketAddrV4,
+        pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
+        hold_acks: bool,
+    ) {
+        let qp_of = |p: &[u8]| bth::Packet::new_checked(p).map(|b| b.dest_qp()).ok();
+        while let Some(pkt) = pkts.next() {
+            let Some(dqpn) = qp_of(pkt) else {
+                self.counters.rx_malformed.fetch_add(1, Ordering::Relaxed);
                 continue;
             };
-            let dqpn = bth::Packet::new_unchecked(pkt).dest_qp();
             if dqpn == GSI_QPN {
                 self.receive_gsi(src, pkt);
                 continue;
@@ -325,14 +347,8 @@ impl Shared {
             self.feed(&q, &mut eng, src, pkt, now);
             // The rest of the run for this QP (a coalesced buffer is one
             // flow, so usually all of it).
-            while let Some(next) = segs.peek() {
-                if !bth::Packet::new_checked(next).is_ok_and(|b| b.dest_qp() == dqpn) {
-                    break;
-                }
-                let next = segs.next().unwrap_or_default();
-                if let Some(pkt) = self.check_icrc(src, next) {
-                    self.feed(&q, &mut eng, src, pkt, now);
-                }
+            while let Some(next) = pkts.next_if(|p| qp_of(p) == Some(dqpn)) {
+                self.feed(&q, &mut eng, src, next, now);
             }
             self.drive_inner(&q, &mut eng, now, hold_acks, false);
         }
@@ -445,7 +461,19 @@ impl Shared {
         hold_acks: bool,
         done: impl Fn() -> bool,
     ) {
-        for _ in 0..max {
+        // Same-host rings first: a memory load each, no system call.
+        let took = self.net.rings().map_or(0, |r| {
+            r.drain(
+                b,
+                max,
+                |src, pkt| self.deliver(src, &mut std::iter::once(pkt).peekable(), hold_acks),
+                &done,
+            )
+        });
+        if took > 0 && done() {
+            return;
+        }
+        for _ in took..max {
             match self.net.try_recv(b) {
                 Some((n, src, seg)) => self.receive(src, &b[..n], seg, hold_acks),
                 None => break,
@@ -568,9 +596,15 @@ pub(super) fn progress_loop(sh: &Shared) {
         let planned = now.saturating_add(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX));
         if !wait.is_zero() {
             sh.wake_at.store(planned, Ordering::Release);
-            if sh.net.wait_readable(wait) {
+            // A ring's sender wakes us through the socket once the rings'
+            // flags are up; what it wrote before is taken now.
+            let rings = sh.net.rings();
+            if rings.is_some_and(|r| r.sleep()) || sh.net.wait_readable(wait) {
                 let mut b = lock(&sh.poll_buf);
                 sh.drain_network(&mut b, 64, false, || false);
+            }
+            if let Some(r) = rings {
+                r.wake();
             }
             sh.flush_held_acks();
         }
@@ -578,6 +612,9 @@ pub(super) fn progress_loop(sh: &Shared) {
         // drive set an earlier deadline (not on every datagram).
         if sh.now().as_nanos() >= planned || sh.rescan.swap(false, Ordering::AcqRel) {
             next_timer = sh.fire_timers();
+            if let Some(r) = sh.net.rings() {
+                r.prune();
+            }
         }
     }
 }

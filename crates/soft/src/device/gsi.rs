@@ -143,7 +143,7 @@ impl Device {
         g.agent = Some(Agent {
             queue: VecDeque::new(),
             efd,
-            flow: None,
+            flow: net::FlowCache::default(),
             buf: vec![0; bth::HEADER_LEN + deth::HEADER_LEN + MAD_LEN + net::ICRC_LEN],
         });
         Ok(fd)

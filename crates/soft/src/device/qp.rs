@@ -128,7 +128,7 @@ impl Device {
                 txbuf: vec![0; txlen],
                 batch: net::TxBatch::default(),
                 sport: net::flow_port(qpn, 0),
-                flow: None,
+                flow: net::FlowCache::default(),
                 path: None,
                 last_state: QpState::Reset,
                 last_error: None,

@@ -41,6 +41,7 @@ use crate::errno::{Errno, Origin, Result, SoftError};
 use rdmakit_wire::{bth, ipv4, udp};
 
 mod offload;
+pub(crate) mod shm;
 
 /// The RoCEv2 UDP destination port.
 pub const ROCE_PORT: u16 = 4791;
@@ -154,9 +155,15 @@ pub use offload::Offloads;
 pub(crate) use offload::{gro_size, gro_split, probe_offloads, send_segments, TxBatch};
 use offload::{set_udp_opt, GroSwitch, RecvSeen, UDP_GRO};
 
-/// A QP's flow socket, by source port (`None` inside: the port could not be
-/// bound, the device socket sends instead).
-pub(crate) type FlowCache = Option<(u16, Option<Arc<UdpSocket>>)>;
+/// A QP's sending state, cached per engine: its flow socket by source port
+/// (`None` inside: the port could not be bound, the device socket sends
+/// instead), and its last destination's ring (`None` inside: that
+/// destination takes none, UDP carries its packets; see [`shm`]).
+#[derive(Debug, Default)]
+pub(crate) struct FlowCache {
+    sock: Option<(u16, Option<Arc<UdpSocket>>)>,
+    ring: shm::RingCache,
+}
 
 #[derive(Debug)]
 pub(crate) struct Net {
@@ -192,6 +199,9 @@ pub(crate) struct Net {
     /// device without checksum offload (EIO); a refused size lowers this
     /// and packets that large leave one per send.
     gso_max_seg: AtomicUsize,
+    /// Same-host rings, when the transport is `shm` and the marker could
+    /// be written.
+    rings: Option<shm::Rings>,
 }
 
 fn bind_err(verb: &'static str, e: &std::io::Error, what: String) -> SoftError {
@@ -206,13 +216,15 @@ fn bind_err(verb: &'static str, e: &std::io::Error, what: String) -> SoftError {
 impl Net {
     /// Binds `addr:port` (a configured device address), or a free loopback
     /// slot's endpoint of the host device ([`host_device_addr`]) when
-    /// `addr` is None. Uses the offloads `allowed` the kernel offers, and a
-    /// raw send socket when `raw_tx` and the process may.
+    /// `addr` is None. Uses the offloads `allowed` the kernel offers, a
+    /// raw send socket when `raw_tx` and the process may, and same-host
+    /// rings when `rings` (and the ring directory takes a marker).
     pub(crate) fn bind(
         addr: Option<Ipv4Addr>,
         port: u16,
         allowed: Offloads,
         raw_tx: bool,
+        rings: bool,
     ) -> Result<Net> {
         let (sock, dev_addr, slot) = match addr {
             Some(a) => (
@@ -235,6 +247,9 @@ impl Net {
             _ => dev_addr,
         };
         let (offloads, gro_start) = probe_offloads(&sock, allowed);
+        let rings = rings
+            .then(|| shm::Rings::new(SocketAddrV4::new(local, port)))
+            .flatten();
         Ok(Net {
             addr: dev_addr,
             local,
@@ -253,6 +268,7 @@ impl Net {
             } else {
                 0
             }),
+            rings,
         })
     }
 
@@ -351,10 +367,10 @@ impl Net {
         tx: &AtomicU64,
         tx_err: &AtomicU64,
     ) {
-        if !matches!(cache, Some((p, _)) if *p == sport) {
-            *cache = Some((sport, self.flow_socket(sport)));
+        if !matches!(cache.sock, Some((p, _)) if p == sport) {
+            cache.sock = Some((sport, self.flow_socket(sport)));
         }
-        let flow = cache.as_ref().and_then(|(_, s)| s.as_deref());
+        let flow = cache.sock.as_ref().and_then(|(_, s)| s.as_deref());
         let (sock, sport) = match flow {
             Some(s) => (s, sport),
             None => (&self.sock, self.port),
@@ -413,6 +429,26 @@ impl Net {
         }
         let dqpn = bth::Packet::new_checked(&buf[at..at + len]).map_or(0, |b| b.dest_qp());
         let to = self.route(dst, dqpn);
+        if let Some(ob) = self.outbox(cache, to) {
+            // A ring: no ICRC, no socket. What the batch holds (for another
+            // destination) leaves first.
+            if batch.count > 0 {
+                self.flush(cache, batch, buf, tx, tx_err);
+            }
+            let pushed = ob.push(&buf[at..at + len]);
+            if pushed == shm::Pushed::Wake {
+                let _ = self.sock.send_to(&[], to);
+            }
+            if pushed == shm::Pushed::Dropped {
+                tx_err.fetch_add(1, Ordering::Relaxed);
+            } else {
+                tx.fetch_add(1, Ordering::Relaxed);
+                if let Some(r) = &self.rings {
+                    r.pushed();
+                }
+            }
+            return;
+        }
         let raw = self.raw.as_ref().filter(|_| !to.ip().is_loopback());
         let gso = raw.is_none() && plen <= self.gso_max_seg.load(Ordering::Relaxed);
         if batch.count > 0 && !(gso && batch.admits(to, sport, plen)) {
@@ -424,10 +460,10 @@ impl Net {
         }
         // The flow socket is looked up after the flush: the batch went out
         // from the socket of its own port.
-        if !matches!(cache, Some((p, _)) if *p == sport) {
-            *cache = Some((sport, self.flow_socket(sport)));
+        if !matches!(cache.sock, Some((p, _)) if p == sport) {
+            cache.sock = Some((sport, self.flow_socket(sport)));
         }
-        let flow = cache.as_ref().and_then(|(_, s)| s.as_deref());
+        let flow = cache.sock.as_ref().and_then(|(_, s)| s.as_deref());
         let (sock, src_port) = match flow {
             Some(s) => (s, sport),
             None => (&self.sock, self.port),
@@ -463,7 +499,7 @@ impl Net {
         let (Some(to), Some(data)) = (b.to, buf.get(..b.bytes)) else {
             return;
         };
-        let sock = match cache {
+        let sock = match &cache.sock {
             Some((p, Some(s))) if *p == b.port => &**s,
             _ => &self.sock,
         };
@@ -518,6 +554,19 @@ impl Net {
             Ok(_) => tx.fetch_add(1, Ordering::Relaxed),
             Err(_) => tx_err.fetch_add(1, Ordering::Relaxed),
         };
+    }
+
+    /// The ring into the context at `to` when this context uses rings and
+    /// that one takes them ([`shm::Rings::outbox`]).
+    fn outbox(&self, cache: &mut FlowCache, to: SocketAddrV4) -> Option<Arc<shm::Outbox>> {
+        let r = self.rings.as_ref()?;
+        let same_host = to.ip().is_loopback() || *to.ip() == self.local || *to.ip() == self.addr;
+        r.outbox(&mut cache.ring, to, same_host, &self.sock)
+    }
+
+    /// This context's same-host rings, if it uses them.
+    pub(crate) fn rings(&self) -> Option<&shm::Rings> {
+        self.rings.as_ref()
     }
 
     /// Wakes the progress thread blocked in [`Net::recv`] (an empty datagram
@@ -745,8 +794,8 @@ mod tests {
         }
         assert_eq!(addr_slot(Ipv4Addr::new(127, 77, 0, 0)), None);
         assert_eq!(addr_slot(Ipv4Addr::new(127, 0, 0, 1)), None);
-        let a = Net::bind(None, 0, Offloads::ALL, true).unwrap();
-        let b = Net::bind(None, 0, Offloads::ALL, true).unwrap();
+        let a = Net::bind(None, 0, Offloads::ALL, true, false).unwrap();
+        let b = Net::bind(None, 0, Offloads::ALL, true, false).unwrap();
         assert_eq!(a.addr(), host_device_addr());
         assert_eq!(a.addr(), b.addr(), "one device address for every context");
         let (ba, bb) = (a.qpn_base().unwrap(), b.qpn_base().unwrap());

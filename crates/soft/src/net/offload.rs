@@ -554,7 +554,7 @@ mod offload_tests {
     fn round_trip(a: &Net, b: &Net, lens: &[usize]) -> (Vec<(usize, u8)>, usize) {
         let dqpn = b.qpn_base().unwrap() | 5;
         let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
-        let mut cache = None;
+        let mut cache = FlowCache::default();
         let mut batch = TxBatch::default();
         let mut buf = Vec::new();
         for (i, &len) in lens.iter().enumerate() {
@@ -600,9 +600,9 @@ mod offload_tests {
 
     /// Two loopback contexts: `b` receives, `a` sends to its endpoint.
     fn pair() -> (Net, Net) {
-        let mut b = Net::bind(None, 0, Offloads::ALL, true).unwrap();
+        let mut b = Net::bind(None, 0, Offloads::ALL, true, false).unwrap();
         b.port = b.sock.local_addr().unwrap().port();
-        let a = Net::bind(None, b.port, Offloads::ALL, true).unwrap();
+        let a = Net::bind(None, b.port, Offloads::ALL, true, false).unwrap();
         (a, b)
     }
 
@@ -641,9 +641,10 @@ mod offload_tests {
         // Without UDP_GRO the kernel segments a GSO send before the socket.
         let plain = UdpSocket::bind("127.0.0.1:0").unwrap();
         let port = plain.local_addr().unwrap().port();
-        let a = Net::bind(None, port, Offloads::ALL, true).unwrap();
+        let a = Net::bind(None, port, Offloads::ALL, true, false).unwrap();
         let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
-        let (mut cache, mut batch, mut buf) = (None, TxBatch::default(), Vec::new());
+        let (mut cache, mut batch, mut buf) =
+            (FlowCache::default(), TxBatch::default(), Vec::new());
         let lens = [1000usize, 1000, 1000, 500];
         for &len in &lens {
             let at = batch.tail();

@@ -4,8 +4,10 @@
 #                  on rdma-core it sees rxe0 — the same binary, two libraries.
 #   p4_*           P4: ibv_rc_pingpong's own throughput on the soft NIC through
 #                  the shim versus on rxe, same VM, same tool, same sizes, two
-#                  processes each; /results/shim/p4.tsv holds
-#                  size, iterations, rxe Mbit/s, soft Mbit/s (host.sh prints ratios).
+#                  processes each; the soft NIC with its default transport and
+#                  with RDMAKIT_SOFT_TRANSPORT=shm (packets through same-host
+#                  rings); /results/shim/p4.tsv holds size, iterations, rxe,
+#                  soft and soft-shm Mbit/s (host.sh prints ratios).
 S=$R/shim
 mkdir -p $S
 SHIM=/usr/local/lib/rdmakit
@@ -36,14 +38,14 @@ rxe_v4_gid_index() {
   return 1
 }
 
-# pingpong_rate LABEL ENV_LIBPATH GIDX SIZE ITERS [DEV]: Mbit/s of the client.
+# pingpong_rate LABEL ENV_LIBPATH GIDX SIZE ITERS [DEV] [TRANSPORT]: Mbit/s of the client.
 pingpong_rate() {
-  _l=$1 _lp=$2 _g=$3 _s=$4 _n=$5 _d=$6
+  _l=$1 _lp=$2 _g=$3 _s=$4 _n=$5 _d=$6 _tr=$7
   _dev=""; [ -n "$_d" ] && _dev="-d $_d"
-  env ${_lp:+LD_LIBRARY_PATH=$_lp} timeout 120 ibv_rc_pingpong $_dev -g $_g -s $_s -n $_n -p 18700 > $S/p4_${_l}_${_s}_srv.txt 2>&1 &
+  env ${_lp:+LD_LIBRARY_PATH=$_lp} ${_tr:+RDMAKIT_SOFT_TRANSPORT=$_tr} timeout 120 ibv_rc_pingpong $_dev -g $_g -s $_s -n $_n -p 18700 > $S/p4_${_l}_${_s}_srv.txt 2>&1 &
   _sp=$!
   sleep 1
-  env ${_lp:+LD_LIBRARY_PATH=$_lp} timeout 120 ibv_rc_pingpong $_dev -g $_g -s $_s -n $_n -p 18700 127.0.0.1 > $S/p4_${_l}_${_s}_cli.txt 2>&1
+  env ${_lp:+LD_LIBRARY_PATH=$_lp} ${_tr:+RDMAKIT_SOFT_TRANSPORT=$_tr} timeout 120 ibv_rc_pingpong $_dev -g $_g -s $_s -n $_n -p 18700 127.0.0.1 > $S/p4_${_l}_${_s}_cli.txt 2>&1
   _rc=$?
   wait $_sp; _src=$?
   cat $S/p4_${_l}_${_s}_cli.txt >&2
@@ -53,12 +55,13 @@ pingpong_rate() {
 
 p4() {
   gi=$(rxe_v4_gid_index) || { echo "no RoCE v2 IPv4 GID on rxe0"; return 1; }
-  printf 'size\titers\trxe_mbit_s\tsoft_mbit_s\n' > $S/p4.tsv
+  printf 'size\titers\trxe_mbit_s\tsoft_mbit_s\tsoft_shm_mbit_s\n' > $S/p4.tsv
   for sz in 1024 4096 65536; do
     n=500; [ $sz -ge 65536 ] && n=200
     rxe=$(pingpong_rate rxe "" "$gi" $sz $n rxe0) || return 1
     soft=$(pingpong_rate soft "$SHIM" 0 $sz $n) || return 1
-    printf '%s\t%s\t%s\t%s\n' $sz $n "$rxe" "$soft" >> $S/p4.tsv
+    shm=$(pingpong_rate soft_shm "$SHIM" 0 $sz $n "" shm) || return 1
+    printf '%s\t%s\t%s\t%s\t%s\n' $sz $n "$rxe" "$soft" "$shm" >> $S/p4.tsv
   done
   cat $S/p4.tsv
 }

@@ -8,8 +8,10 @@ import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 if not rows:
     sys.exit("shim: p4.tsv is empty")
-print("P4 ibv_rc_pingpong in the guest (TCG), soft NIC via the drop-in libibverbs vs rxe:")
+print("P4 ibv_rc_pingpong in the guest (TCG), soft NIC via the drop-in libibverbs vs rxe")
+print("(soft: the default transport; shm: RDMAKIT_SOFT_TRANSPORT=shm, same-host rings):")
 for r in rows:
-    rxe, soft = float(r["rxe_mbit_s"]), float(r["soft_mbit_s"])
-    print(f"  {int(r['size']):>6} B x {r['iters']:>4}: rxe {rxe:9.2f} Mbit/s  soft {soft:9.2f} Mbit/s  soft/rxe {soft/rxe:5.2f}")
+    rxe, soft, shm = float(r["rxe_mbit_s"]), float(r["soft_mbit_s"]), float(r["soft_shm_mbit_s"])
+    print(f"  {int(r['size']):>6} B x {r['iters']:>4}: rxe {rxe:9.2f} Mbit/s  soft {soft:9.2f}  shm {shm:9.2f}"
+          f"  soft/rxe {soft/rxe:5.2f}  shm/rxe {shm/rxe:5.2f}")
 PY
