@@ -84,13 +84,19 @@ impl Names {
         format!("{}-from-", self.endpoint(e))
     }
 
+    /// A new ring's name: unique in this process (a second ring to an
+    /// endpoint whose process changed must not share the first's name,
+    /// which the first's sender removes when it is dropped), the creator's
+    /// pid before the count.
     pub(super) fn ring(&self, to: SocketAddrV4, from: SocketAddrV4) -> PathBuf {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
         self.dir.join(format!(
-            "{}{}-{}-{}.ring",
+            "{}{}-{}-{}-{}.ring",
             self.ring_prefix(to),
             from.ip(),
             from.port(),
-            std::process::id()
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
         ))
     }
 }
@@ -129,7 +135,7 @@ fn sweep(names: &Names) {
             continue;
         };
         let pid = if let Some(r) = rest.strip_suffix(".ring") {
-            r.rsplit('-').next().and_then(|p| p.parse::<u32>().ok())
+            r.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok())
         } else if rest.ends_with(".inbox") {
             std::fs::read_to_string(e.path())
                 .ok()
@@ -402,7 +408,7 @@ mod tests {
         let (a, b) = (ep(1, 4791), ep(2, 4791));
         let dead_ring = d
             .path()
-            .join(format!("{}1.2.3.4-5-999999999.ring", n.ring_prefix(b)));
+            .join(format!("{}1.2.3.4-5-999999999-0.ring", n.ring_prefix(b)));
         std::fs::write(&dead_ring, b"x").unwrap();
         std::fs::write(n.marker(b), "999999999").unwrap();
         let live = Outbox::create(&n, a, b).unwrap();

@@ -408,6 +408,22 @@ mod tests {
         assert_eq!(ib.pop(&mut buf), Some(20));
     }
 
+    /// A second ring to one endpoint (its process changed) is a file of its
+    /// own: dropping the first ring's sender leaves it for its receiver.
+    #[test]
+    fn a_second_ring_to_an_endpoint_outlives_the_first() {
+        let (_d, n) = names();
+        let (a, b) = (ep(1, 4791), ep(2, 4791));
+        let first = Outbox::create(&n, a, b).unwrap();
+        let second = Outbox::create(&n, a, b).unwrap();
+        assert_ne!(first.path, second.path);
+        drop(first);
+        assert!(second.path.exists());
+        let msg = second.attach_datagram();
+        assert!(Inbox::attach(&n, b, a, &msg[8..]).is_ok());
+        assert!(!second.path.exists(), "the receiver unlinks the name");
+    }
+
     #[test]
     fn attach_refuses_foreign_names_files_and_senders() {
         let (d, n) = names();
@@ -424,11 +440,11 @@ mod tests {
             Err(AttachError::Bad(_))
         ));
         // A path outside the directory, a file of the wrong size.
-        let outside = format!("/etc/{}1-1-1.ring", n.ring_prefix(b));
+        let outside = format!("/etc/{}1-1-1-0.ring", n.ring_prefix(b));
         assert!(Inbox::attach(&n, b, a, outside.as_bytes()).is_err());
         let small = d
             .path()
-            .join(format!("{}9.9.9.9-1-1.ring", n.ring_prefix(b)));
+            .join(format!("{}9.9.9.9-1-1-0.ring", n.ring_prefix(b)));
         std::fs::write(&small, b"short").unwrap();
         assert!(matches!(
             Inbox::attach(&n, b, a, small.as_os_str().as_encoded_bytes()),
