@@ -531,6 +531,29 @@ pub fn write_dir(dir: &Path, run: &SweepRun) -> Result<(), SlurmError> {
     Ok(())
 }
 
+/// Files a finished sweep under `dir` ([`write_dir`]) with its fleet report —
+/// every node, reported or missing — as `fleet.json` (what `rdmakit fleet report
+/// --baseline` reads next time). Returns the report and that JSON, rendered once.
+///
+/// # Errors
+/// A file could not be written (named in the error).
+pub fn write_report(
+    dir: &Path,
+    run: &SweepRun,
+    opts: &crate::report::Options,
+) -> Result<(crate::report::FleetReport, String), SlurmError> {
+    let nodes = super::sweep::node_reports(&run.results);
+    let report = crate::report::analyze(nodes, vec![], vec![], opts);
+    write_dir(dir, run)?;
+    let json = crate::render::json(&report);
+    let p = dir.join("fleet.json");
+    std::fs::write(&p, format!("{json}\n")).map_err(|source| SlurmError::Io {
+        what: p.display().to_string(),
+        source,
+    })?;
+    Ok((report, json))
+}
+
 fn file_safe(node: &str) -> String {
     node.chars()
         .map(|c| {

@@ -157,10 +157,8 @@ impl ReportArgs {
     ) -> anyhow::Result<ExitCode> {
         let mut out = anstream::stdout();
         if self.json {
-            match json {
-                Some(j) => writeln!(out, "{j}")?,
-                None => writeln!(out, "{}", render::json(r))?,
-            }
+            let j = json.map_or_else(|| render::json(r).into(), std::borrow::Cow::Borrowed);
+            writeln!(out, "{j}")?;
         } else {
             let o = HumanOptions {
                 verbose: self.verbose,

@@ -6,10 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rdmakit_fleet::render;
-use rdmakit_fleet::report::analyze;
 use rdmakit_fleet::slurm::run::{self, Commands, Event, SweepSpec};
-use rdmakit_fleet::slurm::sweep::node_reports;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -96,14 +93,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         pb.finish_and_clear();
     }
 
-    // Every node, reported or missing, through the fleet report.
-    let report = analyze(node_reports(&swept.results), vec![], vec![], &opts);
-    run::write_dir(&dir, &swept)?;
-    let fleet_json = render::json(&report);
-    let p = dir.join("fleet.json");
-    std::fs::write(&p, format!("{fleet_json}\n"))
-        .with_context(|| format!("writing {}", p.display()))?;
-
-    let tail = swept.summary(&dir);
-    a.report.emit(&report, Some(&fleet_json), Some(tail))
+    let (report, json) = run::write_report(&dir, &swept, &opts)?;
+    a.report
+        .emit(&report, Some(&json), Some(swept.summary(&dir)))
 }
