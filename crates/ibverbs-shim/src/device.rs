@@ -342,6 +342,21 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
         let ctx = Ctx::from_ptr(context)?;
         let addr = ctx as *const Ctx as usize;
         live_contexts().remove(&addr);
+        if guard::debug_on() {
+            // Which way the context's packets went (same-host rings or the
+            // socket): the transport a run really used.
+            let c = ctx.dev.counters();
+            eprintln!(
+                "rdmakit libibverbs: ibv_close_device {} ({}): {} packets sent, {} through \
+                 same-host rings; {} received, {} from rings",
+                ctx.dev.name(),
+                ctx.dev.soft_transport().as_str(),
+                c.tx_packets,
+                c.ring_tx_packets,
+                c.rx_packets,
+                c.ring_rx_packets
+            );
+        }
         // A thread blocked in ibv_get_cq_event / ibv_get_async_event of this
         // context would wait for an event that can no longer come: wake it
         // (it returns -1, EIO) and let it leave before the memory goes.

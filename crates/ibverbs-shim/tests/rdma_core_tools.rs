@@ -150,27 +150,45 @@ fn uc_and_srq_pingpong() {
 /// them goes through a shared-memory ring. Busy-polling and blocking
 /// (`-e`: the progress thread sleeps and a ring's sender wakes it), single-
 /// and multi-packet messages (16 packets of 4 KiB), contents validated, and
-/// the other connection types.
+/// the other connection types. The client's closing line (with
+/// `RDMAKIT_SHIM_DEBUG`) shows its packets went both ways through rings and
+/// none through the socket.
 #[test]
 fn pingpongs_over_same_host_rings() {
-    const SHM: &[(&str, &str)] = &[("RDMAKIT_SOFT_TRANSPORT", "shm")];
+    const SHM: &[(&str, &str)] = &[
+        ("RDMAKIT_SOFT_TRANSPORT", "shm"),
+        ("RDMAKIT_SHIM_DEBUG", "1"),
+    ];
+    let on_rings = |tool: &str, n: u16, extra: &[&str]| {
+        let out = pingpong_env(tool, n, extra, SHM);
+        let close = out
+            .lines()
+            .find(|l| l.contains("ibv_close_device"))
+            .unwrap_or_else(|| panic!("{tool}: no closing line in\n{out}"));
+        // "... (shm): T packets sent, R through same-host rings; ..."
+        let nums: Vec<u64> = close
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let [.., tx, ring_tx, rx, ring_rx] = nums[..] else {
+            panic!("{tool}: {close}");
+        };
+        assert!(close.contains("(shm)"), "{tool}: {close}");
+        assert!(tx > 0 && ring_tx == tx, "{tool}: {close}");
+        assert!(rx > 0 && ring_rx == rx, "{tool}: {close}");
+    };
     if have("ibv_rc_pingpong") {
-        pingpong_env("ibv_rc_pingpong", 60, &["-c", "-n", "2000"], SHM);
-        pingpong_env("ibv_rc_pingpong", 61, &["-c", "-e", "-n", "500"], SHM);
-        pingpong_env(
-            "ibv_rc_pingpong",
-            62,
-            &["-s", "65536", "-n", "200", "-c"],
-            SHM,
-        );
+        on_rings("ibv_rc_pingpong", 60, &["-c", "-n", "2000"]);
+        on_rings("ibv_rc_pingpong", 61, &["-c", "-e", "-n", "500"]);
+        on_rings("ibv_rc_pingpong", 62, &["-s", "65536", "-n", "200", "-c"]);
     }
     if have("ibv_uc_pingpong") {
-        pingpong_env("ibv_uc_pingpong", 63, &["-c"], SHM);
+        on_rings("ibv_uc_pingpong", 63, &["-c"]);
     }
     if have("ibv_ud_pingpong") {
-        pingpong_env("ibv_ud_pingpong", 64, &[], SHM);
+        on_rings("ibv_ud_pingpong", 64, &[]);
     }
     if have("ibv_srq_pingpong") {
-        pingpong_env("ibv_srq_pingpong", 65, &[], SHM);
+        on_rings("ibv_srq_pingpong", 65, &[]);
     }
 }

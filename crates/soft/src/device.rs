@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use crate::errno::{Errno, Origin, Result, SoftError};
 use crate::net::{self, Net};
 use crate::registry::{Kind, Registry};
 use crate::ring::{FaultInjector, MapFailure, Ring, RingStats};
+use crate::{lock, read, write};
 pub use rdmakit_types::device::{AsyncEvent, QpInit, SendRequest};
 
 mod cma;
@@ -347,16 +348,6 @@ fn monotonic_ns() -> u64 {
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    m.read().unwrap_or_else(|e| e.into_inner())
-}
-fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    m.write().unwrap_or_else(|e| e.into_inner())
 }
 
 fn err(verb: &'static str, errno: Errno, origin: Origin, detail: impl Into<String>) -> SoftError {
@@ -745,6 +736,7 @@ impl Device {
     /// Device counters.
     pub fn counters(&self) -> Counters {
         let c = &self.sh.counters;
+        let (ring_tx_packets, ring_rx_packets) = self.sh.net.rings().map_or((0, 0), |r| r.counts());
         Counters {
             tx_packets: c.tx_packets.load(Ordering::Relaxed),
             rx_packets: c.rx_packets.load(Ordering::Relaxed),
@@ -754,8 +746,8 @@ impl Device {
             tx_errors: c.tx_errors.load(Ordering::Relaxed),
             cq_overruns: c.cq_overruns.load(Ordering::Relaxed),
             dma_map_errors: c.dma_map_errors.load(Ordering::Relaxed),
-            ring_tx_packets: self.sh.net.rings().map_or(0, |r| r.counts().0),
-            ring_rx_packets: self.sh.net.rings().map_or(0, |r| r.counts().1),
+            ring_tx_packets,
+            ring_rx_packets,
         }
     }
 

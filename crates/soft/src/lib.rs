@@ -51,3 +51,20 @@ pub use device::{
 pub use errno::{Errno, Origin, SoftError};
 pub use rdmakit_proto as proto;
 pub use rdmakit_types as types;
+
+/// A mutex's guard, poisoned or not: a panicking thread leaves the device's
+/// tables as consistent as any step of theirs (every critical section is
+/// one table update), and the next call must still answer.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// [`lock`] for an `RwLock` read.
+pub(crate) fn read<T>(m: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// [`lock`] for an `RwLock` write.
+pub(crate) fn write<T>(m: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(|e| e.into_inner())
+}

@@ -359,21 +359,17 @@ pub fn file_names(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
 /// to a side file and coreutils' `install` (its own process, waited for)
 /// writes the script, so no fork of this process can inherit a descriptor
 /// open for writing to it.
-pub fn write_script(path: &Path, text: &str) {
+pub fn write_script(path: &Path, script: &str) {
     let side = path.with_extension("script-text");
-    std::fs::write(&side, text).unwrap_or_else(|e| panic!("{}: {e}", side.display()));
-    let out = Command::new("install")
-        .arg("-m")
-        .arg("755")
-        .arg(&side)
-        .arg(path)
-        .output()
-        .unwrap_or_else(|e| panic!("install (coreutils): {e}"));
+    std::fs::write(&side, script).unwrap_or_else(|e| panic!("{}: {e}", side.display()));
+    let mut install = Command::new("install");
+    install.args(["-m", "755"]).arg(&side).arg(path);
+    let out = output(install);
     assert!(
         out.status.success(),
         "install {}: {}",
         path.display(),
-        String::from_utf8_lossy(&out.stderr)
+        text(&out)
     );
     let _ = std::fs::remove_file(&side);
 }

@@ -339,7 +339,7 @@ impl Net {
     }
 
     fn flow_socket(&self, sport: u16) -> Option<Arc<UdpSocket>> {
-        let mut f = self.flows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = crate::lock(&self.flows);
         f.entry(sport)
             .or_insert_with(|| {
                 UdpSocket::bind(SocketAddrV4::new(self.local, sport))
@@ -687,7 +687,7 @@ impl Net {
         // identification (Linux rxe: __ip_select_ident) is accepted when some
         // (identification, DF) explains the difference exactly.
         let solver = {
-            let mut m = self.solvers.lock().unwrap_or_else(|p| p.into_inner());
+            let mut m = crate::lock(&self.solvers);
             if m.len() > 4096 {
                 m.clear();
             }

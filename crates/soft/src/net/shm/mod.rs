@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod ring;
+use crate::lock;
 pub(crate) use ring::{Inbox, Outbox, Pushed, ATTACH_MAGIC};
 
 /// Where rings and markers live: `/dev/shm` (memory) when it is there,
@@ -137,9 +138,7 @@ fn sweep(names: &Names) {
         let pid = if let Some(r) = rest.strip_suffix(".ring") {
             r.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok())
         } else if rest.ends_with(".inbox") {
-            std::fs::read_to_string(e.path())
-                .ok()
-                .and_then(|s| s.trim().parse::<u32>().ok())
+            marker_pid(&e.path())
         } else {
             continue;
         };
@@ -159,7 +158,7 @@ pub(super) fn alive(pid: u32) -> bool {
 /// Removes a context's marker when it names this process.
 pub(crate) fn unmark(names: &Names, me: SocketAddrV4) {
     let p = names.marker(me);
-    if std::fs::read_to_string(&p).is_ok_and(|s| s.trim() == std::process::id().to_string()) {
+    if marker_pid(&p) == Some(std::process::id()) {
         let _ = std::fs::remove_file(&p);
     }
 }
@@ -167,19 +166,23 @@ pub(crate) fn unmark(names: &Names, me: SocketAddrV4) {
 /// The pid of the context at `to` when it takes rings: its marker names a
 /// live process.
 pub(crate) fn ring_pid(names: &Names, to: SocketAddrV4) -> Option<u32> {
+    marker_pid(&names.marker(to)).filter(|&p| alive(p))
+}
+
+/// The pid a marker holds: a file of this user (a marker another user put
+/// in the shared directory names no context of ours), not through a link.
+fn marker_pid(path: &Path) -> Option<u32> {
     let mut f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(names.marker(to))
+        .open(path)
         .ok()?;
-    // A marker another user put there names no context of ours.
     if f.metadata().ok()?.uid() != rustix::process::geteuid().as_raw() {
         return None;
     }
     let mut s = String::new();
     std::io::Read::read_to_string(&mut f, &mut s).ok()?;
-    let pid = s.trim().parse::<u32>().ok()?;
-    alive(pid).then_some(pid)
+    s.trim().parse().ok()
 }
 
 /// A ring into another context and the pid its marker named.
@@ -368,22 +371,20 @@ impl Drop for Rings {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::Ipv4Addr;
 
-    fn names() -> (tempfile::TempDir, Names) {
+    /// A ring directory of its own (keep the guard) and its names.
+    pub(super) fn names() -> (tempfile::TempDir, Names) {
         let d = tempfile::tempdir().unwrap();
         let n = Names::new(d.path().to_path_buf());
         (d, n)
     }
 
-    fn ep(last: u8, port: u16) -> SocketAddrV4 {
+    /// A loopback slot endpoint.
+    pub(super) fn ep(last: u8, port: u16) -> SocketAddrV4 {
         SocketAddrV4::new(Ipv4Addr::new(127, 77, 0, last), port)
     }
 

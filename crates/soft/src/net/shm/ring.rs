@@ -166,7 +166,7 @@ impl Outbox {
         if pkt.len() > CELL_DATA {
             return Pushed::Dropped;
         }
-        let mut head = self.head.lock().unwrap_or_else(|e| e.into_inner());
+        let mut head = crate::lock(&self.head);
         let tail = self.map.u64_at(OFF_TAIL).load(Ordering::Acquire);
         if head.wrapping_sub(tail) >= CELLS {
             return Pushed::Dropped;
@@ -342,17 +342,8 @@ impl Inbox {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{ep, names};
     use super::*;
-
-    fn names() -> (tempfile::TempDir, Names) {
-        let d = tempfile::tempdir().unwrap();
-        let n = Names::new(d.path().to_path_buf());
-        (d, n)
-    }
-
-    fn ep(last: u8, port: u16) -> SocketAddrV4 {
-        SocketAddrV4::new(Ipv4Addr::new(127, 77, 0, last), port)
-    }
 
     #[test]
     fn packets_arrive_in_order_across_wraps_and_a_full_ring_drops() {
