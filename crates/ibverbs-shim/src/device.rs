@@ -1,8 +1,8 @@
 //! Devices and contexts: list, open, close, query, async events, and the
 //! object table every context keeps.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
 use libc::{c_char, c_int, size_t};
@@ -118,11 +118,27 @@ impl Drop for Waiting<'_> {
     }
 }
 
-fn live_contexts() -> MutexGuard<'static, HashSet<usize>> {
-    static SET: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
-    SET.get_or_init(|| Mutex::new(HashSet::new()))
-        .lock()
+/// The open contexts, checked by every verb (poll_cq and post_send
+/// included): a read lock and an FxHash lookup, not a mutex and SipHash.
+fn live_contexts() -> &'static RwLock<HashSet<usize>> {
+    static SET: OnceLock<RwLock<HashSet<usize>>> = OnceLock::new();
+    SET.get_or_init(|| RwLock::new(HashSet::default()))
+}
+
+fn context_is_open(addr: usize) -> bool {
+    live_contexts()
+        .read()
         .unwrap_or_else(|p| p.into_inner())
+        .contains(&addr)
+}
+
+fn set_context_open(addr: usize, open: bool) {
+    let mut s = live_contexts().write().unwrap_or_else(|p| p.into_inner());
+    if open {
+        s.insert(addr);
+    } else {
+        s.remove(&addr);
+    }
 }
 
 impl Ctx {
@@ -133,7 +149,7 @@ impl Ctx {
         // `verbs_context` at the start of a live `Ctx`; the address check
         // below refuses anything else before it is dereferenced.
         let c = unsafe { abi::verbs_context_of(ctx) }.cast::<Ctx>();
-        if !live_contexts().contains(&(c as usize)) {
+        if !context_is_open(c as usize) {
             return Err(libc::EINVAL);
         }
         // SAFETY: checked just above; contexts live until ibv_close_device.
@@ -330,7 +346,7 @@ pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_conte
             objs: Mutex::new(Objects::default()),
             waiters: std::sync::atomic::AtomicUsize::new(0),
         }));
-        live_contexts().insert(ctx as usize);
+        set_context_open(ctx as usize, true);
         // SAFETY: just allocated.
         Ok(unsafe { (*ctx).ibv() })
     })
@@ -341,7 +357,7 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
     guard::minus1("ibv_close_device", || {
         let ctx = Ctx::from_ptr(context)?;
         let addr = ctx as *const Ctx as usize;
-        live_contexts().remove(&addr);
+        set_context_open(addr, false);
         if guard::debug_on() {
             // Which way the context's packets went (same-host rings or the
             // socket): the transport a run really used.
@@ -524,7 +540,7 @@ pub unsafe extern "C" fn ibv_get_async_event(
                 Some(ev) => break ev,
                 None if nonblock => return Err(libc::EAGAIN),
                 // Closed while waiting: no event can come any more.
-                None if !live_contexts().contains(&(ctx as *const Ctx as usize)) => {
+                None if !context_is_open(ctx as *const Ctx as usize) => {
                     return Err(guard::refuse(
                         libc::EIO,
                         "ibv_get_async_event",
