@@ -146,7 +146,7 @@ fn uc_and_srq_pingpong() {
     }
 }
 
-/// Both processes on `RDMAKIT_SOFT_TRANSPORT=shm`: every packet between
+/// Both processes on the default transport (`auto`): every packet between
 /// them goes through a shared-memory ring. Busy-polling and blocking
 /// (`-e`: the progress thread sleeps and a ring's sender wakes it), single-
 /// and multi-packet messages (16 packets of 4 KiB), contents validated, and
@@ -155,25 +155,8 @@ fn uc_and_srq_pingpong() {
 /// none through the socket.
 #[test]
 fn pingpongs_over_same_host_rings() {
-    const SHM: &[(&str, &str)] = &[
-        ("RDMAKIT_SOFT_TRANSPORT", "shm"),
-        ("RDMAKIT_SHIM_DEBUG", "1"),
-    ];
     let on_rings = |tool: &str, n: u16, extra: &[&str]| {
-        let out = pingpong_env(tool, n, extra, SHM);
-        let close = out
-            .lines()
-            .find(|l| l.contains("ibv_close_device"))
-            .unwrap_or_else(|| panic!("{tool}: no closing line in\n{out}"));
-        // "... (shm): T packets sent, R through same-host rings; ..."
-        let nums: Vec<u64> = close
-            .split(|c: char| !c.is_ascii_digit())
-            .filter_map(|w| w.parse().ok())
-            .collect();
-        let [.., tx, ring_tx, rx, ring_rx] = nums[..] else {
-            panic!("{tool}: {close}");
-        };
-        assert!(close.contains("(shm)"), "{tool}: {close}");
+        let (close, tx, ring_tx, rx, ring_rx) = closing_counts(tool, n, extra, "auto");
         assert!(tx > 0 && ring_tx == tx, "{tool}: {close}");
         assert!(rx > 0 && ring_rx == rx, "{tool}: {close}");
     };
@@ -191,4 +174,57 @@ fn pingpongs_over_same_host_rings() {
     if have("ibv_srq_pingpong") {
         on_rings("ibv_srq_pingpong", 65, &[]);
     }
+}
+
+/// With `RDMAKIT_SOFT_TRANSPORT=udp` the same tools put every packet on the
+/// socket (what a capture sees) and none in a ring.
+#[test]
+fn pingpongs_over_forced_udp() {
+    let on_udp = |tool: &str, n: u16, extra: &[&str]| {
+        let (close, tx, ring_tx, rx, ring_rx) = closing_counts(tool, n, extra, "udp");
+        assert!(tx > 0 && ring_tx == 0, "{tool}: {close}");
+        assert!(rx > 0 && ring_rx == 0, "{tool}: {close}");
+    };
+    if have("ibv_rc_pingpong") {
+        on_udp("ibv_rc_pingpong", 66, &["-c", "-n", "500"]);
+        on_udp(
+            "ibv_rc_pingpong",
+            67,
+            &["-s", "65536", "-n", "100", "-c", "-e"],
+        );
+    }
+    if have("ibv_ud_pingpong") {
+        on_udp("ibv_ud_pingpong", 68, &[]);
+    }
+}
+
+/// Runs a ping-pong pair on `transport` with `RDMAKIT_SHIM_DEBUG` and reads
+/// the client's closing line, "... (<transport>): T packets sent, R through
+/// same-host rings; T received, R from rings": the line and its four
+/// counts.
+fn closing_counts(
+    tool: &str,
+    n: u16,
+    extra: &[&str],
+    transport: &str,
+) -> (String, u64, u64, u64, u64) {
+    let env = [
+        ("RDMAKIT_SOFT_TRANSPORT", transport),
+        ("RDMAKIT_SHIM_DEBUG", "1"),
+    ];
+    let out = pingpong_env(tool, n, extra, &env);
+    let close = out
+        .lines()
+        .find(|l| l.contains("ibv_close_device"))
+        .unwrap_or_else(|| panic!("{tool}: no closing line in\n{out}"))
+        .to_string();
+    assert!(close.contains(&format!("({transport})")), "{tool}: {close}");
+    let nums: Vec<u64> = close
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [.., tx, ring_tx, rx, ring_rx] = nums[..] else {
+        panic!("{tool}: {close}");
+    };
+    (close, tx, ring_tx, rx, ring_rx)
 }

@@ -202,16 +202,25 @@ pub struct QpCounters {
     /// Same-host requests the peer declined (the QP then sent packets).
     #[serde(default)]
     pub same_host_fallbacks: u64,
+    /// Its packets went through a same-host ring, not the socket.
+    #[serde(default)]
+    pub ring: bool,
 }
 
 impl QpCounters {
     /// The data path this side's QP used: `same-host` when its messages
-    /// went by cross-memory copy and the peer never declined, else `udp`.
+    /// went by cross-memory copy and the peer never declined, else `udp`
+    /// (datagrams); `+rings` when its packets went through a same-host
+    /// ring instead of the socket.
     pub fn data_path(&self) -> &'static str {
-        if self.same_host > 0 && self.same_host_fallbacks == 0 {
-            "same-host"
-        } else {
-            "udp"
+        match (
+            self.same_host > 0 && self.same_host_fallbacks == 0,
+            self.ring,
+        ) {
+            (true, true) => "same-host+rings",
+            (true, false) => "same-host",
+            (false, true) => "rings",
+            (false, false) => "udp",
         }
     }
 }
@@ -230,6 +239,7 @@ impl From<&rdmakit_verbs::Stats> for QpCounters {
             dropped: s.dropped,
             same_host: s.same_host_sent + s.same_host_executed,
             same_host_fallbacks: s.same_host_fallbacks,
+            ring: false,
         }
     }
 }

@@ -72,6 +72,11 @@ fn write_bw_validates_and_reports_json() {
     assert_eq!(r["n_iterations"], 50);
     assert!(r["BW_average"].as_f64().unwrap() > 0.0);
     assert!(r["BW_peak"].as_f64().unwrap() >= r["BW_average"].as_f64().unwrap());
+    // Two processes of this host on the default transport: each 64 KiB
+    // message one cross-memory copy, its packets through a same-host ring.
+    let c = &v["qp_counters"];
+    assert!(c["same_host"].as_u64().unwrap() > 0, "{c}");
+    assert_eq!(c["ring"], true, "{c}");
 }
 
 #[test]
@@ -148,6 +153,9 @@ fn human_output_is_perftest_shaped() {
         " remote address: LID",
         "#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]",
         "create_qp",
+        // 1 KiB SENDs between two processes of this host: packets in a
+        // same-host ring, no cross-memory copy (one packet each).
+        " Data path : rings",
     ] {
         assert!(out.contains(want), "missing {want:?} in\n{out}");
     }

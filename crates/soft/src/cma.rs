@@ -21,26 +21,30 @@ use rdmakit_proto::{HostIdentity, PeerBuffers, PeerDir, PeerError};
 /// (`RDMAKIT_SOFT_TRANSPORT`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SoftTransport {
-    /// A large RC WRITE/SEND/READ to a same-host peer is one cross-memory
-    /// copy; everything else (and every peer that declines) is UDP.
+    /// Every packet to another soft device context on this host that takes
+    /// them goes through a ring in shared memory (`net::shm`;
+    /// docs/soft-nic.md: no system call per packet, nothing for `rdmakit
+    /// pcap` to see), and a large RC WRITE/SEND/READ to a same-host peer is
+    /// one cross-memory copy; everything else (and every peer that
+    /// declines) is UDP.
     #[default]
     Auto,
+    /// As `Auto` without the rings: the large RC messages take the copy,
+    /// every packet goes through UDP (a capture sees all of them).
+    Cma,
     /// Every byte goes through UDP, as to a remote host.
     Udp,
-    /// As `Auto`, and every packet to another soft device context on this
-    /// host that takes them goes through a ring in shared memory
-    /// (`net::shm`; docs/soft-nic.md): no system call per packet, nothing for
-    /// `rdmakit pcap` to see.
-    Shm,
 }
 
 impl SoftTransport {
-    /// Parses `udp` / `auto` / `shm` (what `RDMAKIT_SOFT_TRANSPORT` holds).
+    /// Parses `auto` / `cma` / `udp` (what `RDMAKIT_SOFT_TRANSPORT` holds);
+    /// `shm`, the opt-in name the rings had before they were part of
+    /// `auto`, still means `auto`.
     pub fn parse(s: &str) -> Option<SoftTransport> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Some(SoftTransport::Auto),
+            "auto" | "shm" => Some(SoftTransport::Auto),
+            "cma" => Some(SoftTransport::Cma),
             "udp" => Some(SoftTransport::Udp),
-            "shm" => Some(SoftTransport::Shm),
             _ => None,
         }
     }
@@ -49,8 +53,8 @@ impl SoftTransport {
     pub fn as_str(self) -> &'static str {
         match self {
             SoftTransport::Auto => "auto",
+            SoftTransport::Cma => "cma",
             SoftTransport::Udp => "udp",
-            SoftTransport::Shm => "shm",
         }
     }
 }
@@ -219,9 +223,10 @@ mod tests {
     fn transport_names_parse() {
         assert_eq!(SoftTransport::parse("UDP"), Some(SoftTransport::Udp));
         assert_eq!(SoftTransport::parse(" auto"), Some(SoftTransport::Auto));
-        assert_eq!(SoftTransport::parse("Shm"), Some(SoftTransport::Shm));
+        assert_eq!(SoftTransport::parse("Shm"), Some(SoftTransport::Auto));
+        assert_eq!(SoftTransport::parse("cma\n"), Some(SoftTransport::Cma));
         assert_eq!(SoftTransport::parse("ring"), None);
-        for t in [SoftTransport::Auto, SoftTransport::Udp, SoftTransport::Shm] {
+        for t in [SoftTransport::Auto, SoftTransport::Cma, SoftTransport::Udp] {
             assert_eq!(SoftTransport::parse(t.as_str()), Some(t));
         }
     }

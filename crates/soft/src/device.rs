@@ -116,6 +116,36 @@ struct AtomicCounters {
     dma_map_errors: AtomicU64,
 }
 
+/// The receive buffer every datagram and ring packet is taken into (one
+/// thread at a time), and what busy polls know about where traffic comes
+/// from.
+#[derive(Debug)]
+pub(crate) struct PollBuf {
+    buf: Vec<u8>,
+    /// The last packet came from a same-host ring, not the socket: a busy
+    /// poll then reads the socket only every [`SOCKET_EVERY`]th time it
+    /// finds the rings empty, instead of a `recvfrom` per spin (the one
+    /// system call left on a ring's busy poll).
+    rings_last: bool,
+    /// Ring-empty busy polls until the socket is read again.
+    socket_in: u32,
+}
+
+/// How often a busy poll reads the socket while the rings carry the
+/// traffic: a datagram from a peer that takes no rings waits at most this
+/// many spins, and its arrival makes every poll read the socket again.
+const SOCKET_EVERY: u32 = 16;
+
+impl Default for PollBuf {
+    fn default() -> PollBuf {
+        PollBuf {
+            buf: vec![0; 65536],
+            rings_last: false,
+            socket_in: 0,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Shared {
     name: String,
@@ -167,7 +197,7 @@ pub(crate) struct Shared {
     armed_cqs: AtomicUsize,
     /// The progress thread, unparked from its nap when a CQ is armed.
     progress: std::sync::OnceLock<std::thread::Thread>,
-    poll_buf: Mutex<Vec<u8>>,
+    poll_buf: Mutex<PollBuf>,
     /// QPs whose plain ACKs an application thread held back (see
     /// [`Shared::drive_with`]); `acks_held` says the list may be non-empty.
     held_acks: Mutex<Vec<u32>>,
@@ -501,7 +531,7 @@ impl Device {
             gso: cfg.gso,
             gro: cfg.gro,
         };
-        let rings = cfg.transport == SoftTransport::Shm;
+        let rings = cfg.transport == SoftTransport::Auto;
         let net = Net::bind(addr, cfg.udp_port, allowed, cfg.raw_tx, rings).map_err(detach)?;
         let addr = net.addr();
         let local = *net.endpoint().ip();
@@ -562,7 +592,7 @@ impl Device {
             armed_cqs: AtomicUsize::new(0),
             progress: std::sync::OnceLock::new(),
             busy_poll: cfg.busy_poll,
-            poll_buf: Mutex::new(vec![0; 65536]),
+            poll_buf: Mutex::new(PollBuf::default()),
             held_acks: Mutex::new(Vec::new()),
             acks_held: AtomicBool::new(false),
             gsi: Mutex::new(gsi::Gsi::new()),

@@ -1,8 +1,9 @@
 //! Issue 19 item 3: the soft NIC's same-host path. Two processes on this
 //! host (this test binary spawned again as the child) move 1 MiB RC WRITE,
-//! READ and SEND; with `transport: auto` on both sides each message is one
-//! vendor request and one cross-memory copy, with `udp` every byte is a
-//! datagram. A responder that declines (its transport `udp`) makes the
+//! READ and SEND; with `transport: auto` (the default) or `cma` on both
+//! sides each message is one vendor request and one cross-memory copy —
+//! its packets in same-host rings with `auto`, datagrams with `cma` — and
+//! with `udp` every byte is a datagram. A responder that declines (its transport `udp`) makes the
 //! requester fall back to packets; a killed responder ends in
 //! RETRY_EXC_ERR.
 
@@ -178,31 +179,36 @@ fn three_messages(me: &str, peer: &str) -> Outcome {
     }
 }
 
+/// `cma` on both sides: each message one vendor request and one copy, the
+/// requests and responses datagrams.
 #[test]
 fn one_mib_write_read_send_take_a_few_datagrams_on_the_same_host_path() {
-    let o = three_messages("auto", "auto");
+    let o = three_messages("cma", "cma");
     assert!(o.tx <= 8, "{} datagrams for 3 MiB", o.tx);
+    assert_eq!((o.ring_tx, o.ring_rx), (0, 0));
     assert_eq!(o.path, DataPath::SameHost);
     assert_eq!(o.fallbacks, 0);
     assert_eq!(o.child, "same-host 0");
 }
 
-/// `shm` on both sides: the same vendor requests and copies, and every
-/// packet each way goes through a ring instead of the socket.
+/// `auto` (the default) on both sides: the same vendor requests and
+/// copies, and every packet each way goes through a ring instead of the
+/// socket.
 #[test]
-fn shm_on_both_sides_carries_every_packet_through_rings() {
-    let o = three_messages("shm", "shm");
+fn auto_on_both_sides_carries_every_packet_through_rings() {
+    let o = three_messages("auto", "auto");
     assert!(o.tx <= 8, "{} packets for 3 MiB", o.tx);
     assert_eq!(o.ring_tx, o.tx, "every packet through the ring");
     assert!(o.ring_rx >= 1, "the responses came back through a ring");
     assert_eq!(o.path, DataPath::SameHost);
+    assert_eq!(o.fallbacks, 0);
     assert_eq!(o.child, "same-host 0");
 }
 
-/// A peer that takes no rings (`auto`: no marker) gets datagrams.
+/// A peer that takes no rings (`cma`: no marker) gets datagrams.
 #[test]
-fn shm_to_a_peer_without_rings_sends_datagrams() {
-    let o = three_messages("shm", "auto");
+fn auto_to_a_peer_without_rings_sends_datagrams() {
+    let o = three_messages("auto", "cma");
     assert_eq!((o.ring_tx, o.ring_rx), (0, 0));
     assert!((1..=8).contains(&o.tx), "{} datagrams for 3 MiB", o.tx);
     assert_eq!(o.path, DataPath::SameHost);

@@ -143,8 +143,12 @@ impl Local {
     /// The soft NIC's counters of this side's QP (None on other providers).
     fn qp_counters(&self) -> Option<crate::QpCounters> {
         let qp = self.qp.as_ref()?;
-        let s = self._ctx.soft()?.qp_stats(qp.qpn())?;
-        Some(crate::QpCounters::from(&s))
+        let soft = self._ctx.soft()?;
+        let s = soft.qp_stats(qp.qpn())?;
+        Some(crate::QpCounters {
+            ring: soft.qp_on_ring(qp.qpn()).unwrap_or(false),
+            ..crate::QpCounters::from(&s)
+        })
     }
 
     /// Destroys the QP and the MR, timing both.

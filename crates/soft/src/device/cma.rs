@@ -41,14 +41,17 @@ impl Shared {
 }
 
 impl Device {
-    /// How this device moves RC data to a peer on this host.
+    /// How this device moves packets and RC data to a peer on this host:
+    /// `Cma` for a device configured `Auto` that could not leave its ring
+    /// marker (the ring directory not writable), so `devinfo -v` says what
+    /// is really in use.
     pub fn soft_transport(&self) -> SoftTransport {
         if !super::read(&self.sh.mem).same_host().enabled() {
             SoftTransport::Udp
         } else if self.sh.net.rings().is_some() {
-            SoftTransport::Shm
-        } else {
             SoftTransport::Auto
+        } else {
+            SoftTransport::Cma
         }
     }
 

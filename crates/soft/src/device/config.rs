@@ -71,13 +71,13 @@ pub struct DeviceConfig {
     /// root ([`crate::registry::root`]) ([`DeviceConfig::from_env`]:
     /// `RDMAKIT_SOFT_REGISTRY_DIR`).
     pub registry_dir: Option<PathBuf>,
-    /// How RC data reaches a peer on this host: [`SoftTransport::Auto`]
-    /// (default) copies a large WRITE/SEND/READ with one cross-memory copy
-    /// ([`crate::cma`]), [`SoftTransport::Udp`] sends every byte as
-    /// datagrams, [`SoftTransport::Shm`] also moves every packet to another
-    /// soft context on this host through a shared-memory ring
-    /// ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_TRANSPORT`,
-    /// `udp`/`auto`/`shm`).
+    /// How packets and RC data reach a peer on this host:
+    /// [`SoftTransport::Auto`] (default) moves every packet to another soft
+    /// context on this host through a shared-memory ring and a large
+    /// WRITE/SEND/READ with one cross-memory copy ([`crate::cma`]),
+    /// [`SoftTransport::Cma`] only the copy, [`SoftTransport::Udp`] sends
+    /// every byte as datagrams ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_TRANSPORT`, `auto`/`cma`/`udp`).
     pub transport: SoftTransport,
 }
 
@@ -144,7 +144,7 @@ impl DeviceConfig {
                     "ibv_open_device",
                     Errno::EINVAL,
                     Origin::Library,
-                    format!("RDMAKIT_SOFT_TRANSPORT={s:?} is not \"udp\", \"auto\" or \"shm\""),
+                    format!("RDMAKIT_SOFT_TRANSPORT={s:?} is not \"auto\", \"cma\" or \"udp\""),
                 )
             })?,
             _ => SoftTransport::default(),
@@ -297,15 +297,17 @@ mod tests {
     }
 
     #[test]
-    fn the_transport_is_udp_auto_shm_or_a_clear_error() {
+    fn the_transport_is_auto_cma_udp_or_a_clear_error() {
         assert_eq!(
             DeviceConfig::from_vars(|_| None).unwrap().transport,
             SoftTransport::Auto
         );
         let udp = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "udp")])).unwrap();
         assert_eq!(udp.transport, SoftTransport::Udp);
+        let cma = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "cma")])).unwrap();
+        assert_eq!(cma.transport, SoftTransport::Cma);
         let shm = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "shm")])).unwrap();
-        assert_eq!(shm.transport, SoftTransport::Shm);
+        assert_eq!(shm.transport, SoftTransport::Auto, "the rings' old name");
         let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "ring")])).unwrap_err();
         assert_eq!(e.errno, Errno::EINVAL);
         assert!(

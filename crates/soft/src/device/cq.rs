@@ -308,7 +308,7 @@ impl Device {
                 // application gets its completion without another
                 // `recvfrom` (or the peer's ACK) in between.
                 self.sh
-                    .poll_network_until(64, true, || c.ready.load(Ordering::Acquire) != 0);
+                    .busy_poll_network(64, || c.ready.load(Ordering::Acquire) != 0);
             }
             if c.ready.load(Ordering::Acquire) == 0 {
                 return Ok(0);

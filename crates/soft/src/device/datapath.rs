@@ -438,16 +438,21 @@ impl Shared {
     /// in the caller's thread (busy-poll mode). Skips when another thread
     /// is doing the same.
     pub(super) fn poll_network(&self, max: usize, hold_acks: bool) {
-        self.poll_network_until(max, hold_acks, || false);
-    }
-
-    /// [`Shared::poll_network`], stopping early once `done` holds after a
-    /// datagram.
-    pub(super) fn poll_network_until(&self, max: usize, hold_acks: bool, done: impl Fn() -> bool) {
         let Ok(mut b) = self.poll_buf.try_lock() else {
             return;
         };
-        self.drain_network(&mut b, max, hold_acks, done);
+        self.drain_network(&mut b, max, hold_acks, false, || false);
+    }
+
+    /// An application thread's busy poll: [`Shared::poll_network`] holding
+    /// ACKs, stopping early once `done` holds after a datagram, and while
+    /// the rings carry the traffic reading the socket only now and then
+    /// ([`super::PollBuf`]).
+    pub(super) fn busy_poll_network(&self, max: usize, done: impl Fn() -> bool) {
+        let Ok(mut b) = self.poll_buf.try_lock() else {
+            return;
+        };
+        self.drain_network(&mut b, max, true, true, done);
     }
 
     /// Takes and processes up to `max` waiting datagrams, stopping early once
@@ -456,11 +461,13 @@ impl Shared {
     /// packets are processed in arrival order.
     pub(super) fn drain_network(
         &self,
-        b: &mut [u8],
+        pb: &mut super::PollBuf,
         max: usize,
         hold_acks: bool,
+        busy: bool,
         done: impl Fn() -> bool,
     ) {
+        let b = &mut pb.buf[..];
         // Same-host rings first: a memory load each, no system call.
         let took = self.net.rings().map_or(0, |r| {
             r.drain(
@@ -470,12 +477,27 @@ impl Shared {
                 &done,
             )
         });
-        if took > 0 && done() {
-            return;
+        if took > 0 {
+            pb.rings_last = true;
+            if done() {
+                return;
+            }
+        } else if busy && pb.rings_last {
+            if pb.socket_in > 0 {
+                pb.socket_in -= 1;
+                return;
+            }
+            pb.socket_in = super::SOCKET_EVERY - 1;
         }
         for _ in took..max {
             match self.net.try_recv(b) {
-                Some((n, src, seg)) => self.receive(src, &b[..n], seg, hold_acks),
+                Some((n, src, seg)) => {
+                    // A wake-up (empty) or an attach is not traffic.
+                    if n > 0 && !b[..n].starts_with(net::shm::ATTACH_MAGIC) {
+                        pb.rings_last = false;
+                    }
+                    self.receive(src, &b[..n], seg, hold_acks);
+                }
                 None => break,
             }
             if done() {
@@ -601,7 +623,7 @@ pub(super) fn progress_loop(sh: &Shared) {
             let rings = sh.net.rings();
             if rings.is_some_and(|r| r.sleep()) || sh.net.wait_readable(wait) {
                 let mut b = lock(&sh.poll_buf);
-                sh.drain_network(&mut b, 64, false, || false);
+                sh.drain_network(&mut b, 64, false, false, || false);
             }
             if let Some(r) = rings {
                 r.wake();

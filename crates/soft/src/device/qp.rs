@@ -264,6 +264,10 @@ impl Device {
             let dq = eng.qp.attr().dest_qp_num;
             let on = self.sh.same_host_peer(ip, dq);
             eng.qp.set_same_host(on);
+            if q.qp_type != QpType::Ud {
+                let e = &mut *eng;
+                self.sh.net.prepare(&mut e.flow, ip, dq);
+            }
         }
         let st = eng.qp.state();
         eng.last_state = st;
@@ -300,6 +304,12 @@ impl Device {
     /// Engine counters of a QP.
     pub fn qp_stats(&self, qpn: u32) -> Option<rdmakit_proto::Stats> {
         self.sh.qp(qpn).map(|q| *lock(&q.engine).qp.stats())
+    }
+
+    /// Whether QP `qpn`'s packets to its (last) destination go through a
+    /// same-host ring rather than the socket; None for an unknown QP.
+    pub fn qp_on_ring(&self, qpn: u32) -> Option<bool> {
+        self.sh.qp(qpn).map(|q| lock(&q.engine).flow.on_ring())
     }
 
     /// Descriptor-ring counters of a QP's send and receive queues.

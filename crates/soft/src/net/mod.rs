@@ -165,6 +165,13 @@ pub(crate) struct FlowCache {
     ring: shm::RingCache,
 }
 
+impl FlowCache {
+    /// Whether the last destination's packets go through a ring.
+    pub(crate) fn on_ring(&self) -> bool {
+        matches!(self.ring, Some((_, Some(_))))
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Net {
     /// The device's address (its GID).
@@ -562,6 +569,15 @@ impl Net {
         let r = self.rings.as_ref()?;
         let same_host = to.ip().is_loopback() || *to.ip() == self.local || *to.ip() == self.addr;
         r.outbox(&mut cache.ring, to, same_host, &self.sock)
+    }
+
+    /// Decides a connected QP's path to `dst`/`dqpn` when its AV is set
+    /// (RTR), not at its first packet: a ring to a context that takes
+    /// them is made, populated and announced then, so connection setup pays
+    /// for it and the first messages do not.
+    pub(crate) fn prepare(&self, cache: &mut FlowCache, dst: Ipv4Addr, dqpn: u32) {
+        let to = self.route(dst, dqpn);
+        let _ = self.outbox(cache, to);
     }
 
     /// This context's same-host rings, if it uses them.

@@ -4,10 +4,11 @@
 #                  on rdma-core it sees rxe0 — the same binary, two libraries.
 #   p4_*           P4: ibv_rc_pingpong's own throughput on the soft NIC through
 #                  the shim versus on rxe, same VM, same tool, same sizes, two
-#                  processes each; the soft NIC with its default transport and
-#                  with RDMAKIT_SOFT_TRANSPORT=shm (packets through same-host
-#                  rings); /results/shim/p4.tsv holds size, iterations, rxe,
-#                  soft and soft-shm Mbit/s (host.sh prints ratios).
+#                  processes each; the soft NIC with its default transport
+#                  (auto: packets through same-host rings) and with
+#                  RDMAKIT_SOFT_TRANSPORT=udp (every packet through the guest
+#                  kernel's UDP); /results/shim/p4.tsv holds size, iterations,
+#                  rxe, soft and soft-udp Mbit/s (host.sh prints ratios).
 S=$R/shim
 mkdir -p $S
 SHIM=/usr/local/lib/rdmakit
@@ -55,13 +56,13 @@ pingpong_rate() {
 
 p4() {
   gi=$(rxe_v4_gid_index) || { echo "no RoCE v2 IPv4 GID on rxe0"; return 1; }
-  printf 'size\titers\trxe_mbit_s\tsoft_mbit_s\tsoft_shm_mbit_s\n' > $S/p4.tsv
+  printf 'size\titers\trxe_mbit_s\tsoft_mbit_s\tsoft_udp_mbit_s\n' > $S/p4.tsv
   for sz in 1024 4096 65536; do
     n=500; [ $sz -ge 65536 ] && n=200
     rxe=$(pingpong_rate rxe "" "$gi" $sz $n rxe0) || return 1
     soft=$(pingpong_rate soft "$SHIM" 0 $sz $n) || return 1
-    shm=$(pingpong_rate soft_shm "$SHIM" 0 $sz $n "" shm) || return 1
-    printf '%s\t%s\t%s\t%s\t%s\n' $sz $n "$rxe" "$soft" "$shm" >> $S/p4.tsv
+    udp=$(pingpong_rate soft_udp "$SHIM" 0 $sz $n "" udp) || return 1
+    printf '%s\t%s\t%s\t%s\t%s\n' $sz $n "$rxe" "$soft" "$udp" >> $S/p4.tsv
   done
   cat $S/p4.tsv
 }

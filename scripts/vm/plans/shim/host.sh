@@ -9,9 +9,9 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 if not rows:
     sys.exit("shim: p4.tsv is empty")
 print("P4 ibv_rc_pingpong in the guest (TCG), soft NIC via the drop-in libibverbs vs rxe")
-print("(soft: the default transport; shm: RDMAKIT_SOFT_TRANSPORT=shm, same-host rings):")
+print("(soft: the default transport, same-host rings; udp: RDMAKIT_SOFT_TRANSPORT=udp):")
 for r in rows:
-    rxe, soft, shm = float(r["rxe_mbit_s"]), float(r["soft_mbit_s"]), float(r["soft_shm_mbit_s"])
-    print(f"  {int(r['size']):>6} B x {r['iters']:>4}: rxe {rxe:9.2f} Mbit/s  soft {soft:9.2f}  shm {shm:9.2f}"
-          f"  soft/rxe {soft/rxe:5.2f}  shm/rxe {shm/rxe:5.2f}")
+    rxe, soft, udp = float(r["rxe_mbit_s"]), float(r["soft_mbit_s"]), float(r["soft_udp_mbit_s"])
+    print(f"  {int(r['size']):>6} B x {r['iters']:>4}: rxe {rxe:9.2f} Mbit/s  soft {soft:9.2f}  udp {udp:9.2f}"
+          f"  soft/rxe {soft/rxe:5.2f}  udp/rxe {udp/rxe:5.2f}")
 PY

@@ -1,4 +1,4 @@
-//! Same-host packet rings (`RDMAKIT_SOFT_TRANSPORT=shm`): the packets one
+//! Same-host packet rings (`RDMAKIT_SOFT_TRANSPORT=auto`, the default): the packets one
 //! soft device context sends to another context on this host go through a
 //! ring in shared memory instead of a UDP socket, so a busy-polling receiver
 //! finds them with a memory load and neither side makes a system call per
@@ -8,9 +8,10 @@
 //! - A context that takes rings leaves a **marker** in the ring directory,
 //!   named by its UDP endpoint (and the user and network namespace), holding
 //!   its pid. A sender uses a ring to an endpoint only when that marker names
-//!   a live process — decided before its first packet to that endpoint, so
-//!   a flow never moves between UDP and a ring (no reordering) — and UDP
-//!   otherwise (kernel rxe, a remote host, a context on `udp`/`auto`).
+//!   a live process — decided when a connected QP's AV is set, or before a
+//!   UD QP's first packet to that endpoint, so a flow never moves between
+//!   UDP and a ring (no reordering) — and UDP otherwise (kernel rxe, a
+//!   remote host, a context on `cma`/`udp`).
 //! - One ring per (sending context, receiving context), single producer,
 //!   single consumer: the sender creates it, and tells the receiver with an
 //!   **attach** datagram (UDP, [`ATTACH_MAGIC`] and the ring's path); the
@@ -26,7 +27,7 @@
 //!   socket buffer would; RC retransmits.
 //!
 //! Packets carry no ICRC (nothing crosses a wire) and are invisible to
-//! `rdmakit pcap`; `RDMAKIT_SOFT_TRANSPORT=auto` or `udp` keeps them on UDP.
+//! `rdmakit pcap`; `RDMAKIT_SOFT_TRANSPORT=cma` or `udp` keeps them on UDP.
 //! With [`crate::cma`], [`ring`] and [`crate::dma`] are where the soft NIC's
 //! `unsafe` lives: the mapping, and atomics in it.
 
@@ -231,7 +232,8 @@ impl Rings {
 
     /// The ring into the context at `to` (`same_host`: its address is this
     /// host's), if that context takes rings; cached in the engine's `cache`
-    /// and per destination. A QP's first packet reads the destination's
+    /// and per destination. A QP's first look (its RTR, or a UD QP's first
+    /// packet) reads the destination's
     /// marker, so a new process at an endpoint gets a new ring (or UDP); a
     /// UD QP moving between destinations uses the context's decision. A new
     /// ring is announced to its receiver with an attach datagram from

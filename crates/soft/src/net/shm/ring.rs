@@ -52,6 +52,10 @@ unsafe impl Sync for Map {}
 
 impl Map {
     fn new(file: &File) -> std::io::Result<Map> {
+        // Populated: the ring's ~270 pages are allocated and mapped in this
+        // one call instead of one page fault each during the first lap,
+        // which the VM tier's TCG guest charges ~50 ms for per run of a
+        // ping-pong (docs/soft-nic.md, "Same-host rings").
         // SAFETY: a fresh shared mapping of SIZE bytes of `file` (the caller
         // checked or set its length); nothing else in this process uses the
         // address range.
@@ -60,7 +64,7 @@ impl Map {
                 std::ptr::null_mut(),
                 SIZE,
                 rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-                rustix::mm::MapFlags::SHARED,
+                rustix::mm::MapFlags::SHARED | rustix::mm::MapFlags::POPULATE,
                 file,
                 0,
             )
