@@ -529,3 +529,68 @@ fn a_polled_send_completion_has_already_freed_its_slot() {
     }
     assert_eq!(done, TOTAL);
 }
+
+/// Issue 19: a context on `auto` whose one CQ serves a peer on a same-host
+/// ring (B, `auto`) and a peer on UDP (C, `cma`: no rings). While the ring
+/// carries the last packet, A's busy poll reads its socket only every 16th
+/// empty spin; C's datagrams must still all arrive, in turn with B's, and
+/// nothing is lost or reordered.
+#[test]
+fn a_busy_poller_with_ring_and_udp_peers_takes_both() {
+    let cma = DeviceConfig {
+        transport: rdmakit_soft::SoftTransport::Cma,
+        ..DeviceConfig::default()
+    };
+    let (a, b, c) = (side(), side(), side_with(cma, 256));
+    let (ab, ba) = connect(&a, &b, QpType::Rc, ConnectOpts::default());
+    let (ac, ca) = connect(&a, &c, QpType::Rc, ConnectOpts::default());
+    let bufa = a.pd.alloc_buf(64, Access::all()).unwrap();
+    let bufb = b.pd.alloc_buf(64, Access::all()).unwrap();
+    let bufc = c.pd.alloc_buf(64, Access::all()).unwrap();
+    let soft = a.ctx.soft().unwrap();
+    // Decided (and B's ring made) when the AV was set, before any packet.
+    assert_eq!(soft.qp_on_ring(ab.qpn()), Some(true));
+    assert_eq!(soft.qp_on_ring(ac.qpn()), Some(false));
+    let c0 = soft.counters();
+    assert_eq!(c0.ring_tx_packets, 0, "nothing sent yet");
+    const ROUNDS: u64 = 200;
+    for i in 0..ROUNDS {
+        // B sends first (through its ring into A), then C (through UDP):
+        // A's poll sees the ring's packet, then must find C's datagram.
+        ab.recv(i * 2, &bufa, 0..32).unwrap();
+        ac.recv(i * 2 + 1, &bufa, 32..64).unwrap();
+        bufb.write(0, &i.to_le_bytes()).unwrap();
+        bufc.write(0, &(!i).to_le_bytes()).unwrap();
+        ba.send(i, &bufb, 0..8).unwrap();
+        ca.send(i, &bufc, 0..8).unwrap();
+        let w = a.cq.wait(2, T).unwrap();
+        assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
+        let mut ids: Vec<u64> = w.iter().map(|w| w.wr_id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [i * 2, i * 2 + 1], "round {i}");
+        assert_eq!(bufa.to_vec(0..8).unwrap(), i.to_le_bytes());
+        assert_eq!(bufa.to_vec(32..40).unwrap(), (!i).to_le_bytes());
+        // The senders' completions wait for A's ACKs (held while A
+        // polls, sent at its next poll): taken as they come.
+        for side in [&b, &c] {
+            let w = side.cq.poll(4).unwrap();
+            assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
+        }
+    }
+    let c1 = soft.counters();
+    let ring_rx = c1.ring_rx_packets - c0.ring_rx_packets;
+    let udp_rx = (c1.rx_packets - c0.rx_packets) - ring_rx;
+    assert!(
+        ring_rx >= ROUNDS,
+        "B's SENDs came through the ring: {ring_rx}"
+    );
+    assert!(
+        udp_rx >= ROUNDS,
+        "C's SENDs came through the socket: {udp_rx}"
+    );
+    assert_eq!(soft.soft_transport(), rdmakit_soft::SoftTransport::Auto);
+    assert_eq!(
+        c.ctx.soft().unwrap().soft_transport(),
+        rdmakit_soft::SoftTransport::Cma
+    );
+}
