@@ -136,6 +136,23 @@ pub(crate) struct PollBuf {
 /// many spins, and its arrival makes every poll read the socket again.
 const SOCKET_EVERY: u32 = 16;
 
+impl PollBuf {
+    /// Whether a busy poll that found the rings empty leaves the socket
+    /// alone this time: while a ring carried the last packet, all but every
+    /// [`SOCKET_EVERY`]th time.
+    fn spare_socket(&mut self) -> bool {
+        if !self.rings_last {
+            return false;
+        }
+        if self.socket_in > 0 {
+            self.socket_in -= 1;
+            return true;
+        }
+        self.socket_in = SOCKET_EVERY - 1;
+        false
+    }
+}
+
 impl Default for PollBuf {
     fn default() -> PollBuf {
         PollBuf {

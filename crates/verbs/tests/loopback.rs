@@ -533,8 +533,8 @@ fn a_polled_send_completion_has_already_freed_its_slot() {
 /// Issue 19: a context on `auto` whose one CQ serves a peer on a same-host
 /// ring (B, `auto`) and a peer on UDP (C, `cma`: no rings). While the ring
 /// carries the last packet, A's busy poll reads its socket only every 16th
-/// empty spin; C's datagrams must still all arrive, in turn with B's, and
-/// nothing is lost or reordered.
+/// empty spin; C's datagrams must still all arrive, in turn with B's, with
+/// their data, and every SEND of B and C completes.
 #[test]
 fn a_busy_poller_with_ring_and_udp_peers_takes_both() {
     let cma = DeviceConfig {
@@ -554,6 +554,7 @@ fn a_busy_poller_with_ring_and_udp_peers_takes_both() {
     let c0 = soft.counters();
     assert_eq!(c0.ring_tx_packets, 0, "nothing sent yet");
     const ROUNDS: u64 = 200;
+    let mut sent = [0usize; 2];
     for i in 0..ROUNDS {
         // B sends first (through its ring into A), then C (through UDP):
         // A's poll sees the ring's packet, then must find C's datagram.
@@ -572,10 +573,15 @@ fn a_busy_poller_with_ring_and_udp_peers_takes_both() {
         assert_eq!(bufa.to_vec(32..40).unwrap(), (!i).to_le_bytes());
         // The senders' completions wait for A's ACKs (held while A
         // polls, sent at its next poll): taken as they come.
-        for side in [&b, &c] {
+        for (side, n) in [&b, &c].into_iter().zip(&mut sent) {
             let w = side.cq.poll(4).unwrap();
             assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
+            *n += w.len();
         }
+    }
+    for (side, n) in [&b, &c].into_iter().zip(sent) {
+        let w = side.cq.wait(ROUNDS as usize - n, T).unwrap();
+        assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
     }
     let c1 = soft.counters();
     let ring_rx = c1.ring_rx_packets - c0.ring_rx_packets;

@@ -298,8 +298,15 @@ impl Shared {
     /// Feeds what one receive returned from `src` (a datagram, or several
     /// of one flow coalesced by UDP_GRO with segment size `seg`; see
     /// [`net::gro_split`]). Every packet's ICRC is checked on its own; an
-    /// attach datagram maps a same-host ring ([`net::shm`]).
-    pub(super) fn receive(&self, src: SocketAddrV4, buf: &[u8], seg: usize, hold_acks: bool) {
+    /// attach datagram maps a same-host ring ([`net::shm`]). Whether it
+    /// held a transport packet (not only a wake-up or an attach).
+    pub(super) fn receive(
+        &self,
+        src: SocketAddrV4,
+        buf: &[u8],
+        seg: usize,
+        hold_acks: bool,
+    ) -> bool {
         let mut pkts = net::gro_split(buf, seg)
             .filter_map(|d| {
                 if d.is_empty() {
@@ -314,7 +321,9 @@ impl Shared {
                 self.check_icrc(src, d)
             })
             .peekable();
+        let traffic = pkts.peek().is_some();
         self.deliver(src, &mut pkts, hold_acks);
+        traffic
     }
 
     /// Hands transport packets from `src` (checked, without ICRC) to their
@@ -437,43 +446,43 @@ impl Shared {
     /// Processes up to `max` datagrams already waiting, without blocking,
     /// in the caller's thread (busy-poll mode). Skips when another thread
     /// is doing the same.
-    pub(super) fn poll_network(&self, max: usize, hold_acks: bool) {
+    pub(super) fn poll_network(&self, max: usize) {
         let Ok(mut b) = self.poll_buf.try_lock() else {
             return;
         };
-        self.drain_network(&mut b, max, hold_acks, false, || false);
+        self.drain_network(&mut b, max, false, || false);
     }
 
     /// An application thread's busy poll: [`Shared::poll_network`] holding
     /// ACKs, stopping early once `done` holds after a datagram, and while
     /// the rings carry the traffic reading the socket only now and then
-    /// ([`super::PollBuf`]).
+    /// ([`super::PollBuf::spare_socket`]).
     pub(super) fn busy_poll_network(&self, max: usize, done: impl Fn() -> bool) {
         let Ok(mut b) = self.poll_buf.try_lock() else {
             return;
         };
-        self.drain_network(&mut b, max, true, true, done);
+        self.drain_network(&mut b, max, true, done);
     }
 
     /// Takes and processes up to `max` waiting datagrams, stopping early once
     /// `done` holds after one. Every datagram is taken and processed under
     /// `poll_buf`'s lock (`b`), by whichever thread holds it, so a flow's
-    /// packets are processed in arrival order.
+    /// packets are processed in arrival order. `app`: an application
+    /// thread's busy poll, which holds plain ACKs back and spares the
+    /// socket while the rings carry the traffic.
     pub(super) fn drain_network(
         &self,
         pb: &mut super::PollBuf,
         max: usize,
-        hold_acks: bool,
-        busy: bool,
+        app: bool,
         done: impl Fn() -> bool,
     ) {
-        let b = &mut pb.buf[..];
         // Same-host rings first: a memory load each, no system call.
         let took = self.net.rings().map_or(0, |r| {
             r.drain(
-                b,
+                &mut pb.buf,
                 max,
-                |src, pkt| self.deliver(src, &mut std::iter::once(pkt).peekable(), hold_acks),
+                |src, pkt| self.deliver(src, &mut std::iter::once(pkt).peekable(), app),
                 &done,
             )
         });
@@ -482,21 +491,15 @@ impl Shared {
             if done() {
                 return;
             }
-        } else if busy && pb.rings_last {
-            if pb.socket_in > 0 {
-                pb.socket_in -= 1;
-                return;
-            }
-            pb.socket_in = super::SOCKET_EVERY - 1;
+        } else if app && pb.spare_socket() {
+            return;
         }
         for _ in took..max {
-            match self.net.try_recv(b) {
+            match self.net.try_recv(&mut pb.buf) {
                 Some((n, src, seg)) => {
-                    // A wake-up (empty) or an attach is not traffic.
-                    if n > 0 && !b[..n].starts_with(net::shm::ATTACH_MAGIC) {
+                    if self.receive(src, &pb.buf[..n], seg, app) {
                         pb.rings_last = false;
                     }
-                    self.receive(src, &b[..n], seg, hold_acks);
                 }
                 None => break,
             }
@@ -605,7 +608,7 @@ pub(super) fn progress_loop(sh: &Shared) {
             sh.flush_held_acks();
             let t = sh.now().as_nanos();
             if t.saturating_sub(observe(t)) >= 200_000 {
-                sh.poll_network(64, false);
+                sh.poll_network(64);
                 nap = NAP_MIN;
             } else {
                 nap = (nap * 2).min(NAP_MAX);
@@ -623,7 +626,7 @@ pub(super) fn progress_loop(sh: &Shared) {
             let rings = sh.net.rings();
             if rings.is_some_and(|r| r.sleep()) || sh.net.wait_readable(wait) {
                 let mut b = lock(&sh.poll_buf);
-                sh.drain_network(&mut b, 64, false, false, || false);
+                sh.drain_network(&mut b, 64, false, || false);
             }
             if let Some(r) = rings {
                 r.wake();

@@ -154,7 +154,7 @@ impl Device {
     /// while MADs wait.
     pub fn gsi_recv(&self) -> Option<GsiMad> {
         // MADs may be waiting on the socket with nobody else polling it.
-        self.sh.poll_network(64, false);
+        self.sh.poll_network(64);
         let mut g = lock(&self.sh.gsi);
         let a = g.agent.as_mut()?;
         let m = a.queue.pop_front();

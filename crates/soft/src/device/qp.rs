@@ -265,8 +265,7 @@ impl Device {
             let on = self.sh.same_host_peer(ip, dq);
             eng.qp.set_same_host(on);
             if q.qp_type != QpType::Ud {
-                let e = &mut *eng;
-                self.sh.net.prepare(&mut e.flow, ip, dq);
+                self.sh.net.prepare(&mut eng.flow, ip, dq);
             }
         }
         let st = eng.qp.state();

@@ -233,8 +233,8 @@ impl Rings {
     /// The ring into the context at `to` (`same_host`: its address is this
     /// host's), if that context takes rings; cached in the engine's `cache`
     /// and per destination. A QP's first look (its RTR, or a UD QP's first
-    /// packet) reads the destination's
-    /// marker, so a new process at an endpoint gets a new ring (or UDP); a
+    /// packet) reads the destination's marker, so a new process at an
+    /// endpoint gets a new ring (or UDP); a
     /// UD QP moving between destinations uses the context's decision. A new
     /// ring is announced to its receiver with an attach datagram from
     /// `sock`.
