@@ -27,7 +27,7 @@ use crate::packet::{
 };
 use crate::psn::Psn;
 use crate::qp::{modify_is_ok, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};
-use crate::time::{local_ack_timeout, rnr_timer, Instant};
+use crate::time::{local_ack_timeout, rnr_timer, Clock, Instant};
 use crate::wr::{RecvWr, SendOp, SendWr, Sge, Wc, WcOpcode, WcStatus};
 
 mod cma;
@@ -912,11 +912,11 @@ impl Qp {
     /// from the oldest unacknowledged PSN (or fails the oldest WR with
     /// `RETRY_EXC_ERR` once retries are exhausted); an expired RNR wait lets
     /// the requester resend.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        if self.rnr_wait.is_some_and(|t| t <= now) {
+    pub fn handle_timeout(&mut self, now: impl Clock) {
+        if self.rnr_wait.is_some_and(|t| t <= now.now()) {
             self.rnr_wait = None;
         }
-        if self.rto.is_some_and(|t| t <= now) {
+        if self.rto.is_some_and(|t| t <= now.now()) {
             self.rto = None;
             if self.state == QpState::Err || self.cfg.qp_type != QpType::Rc {
                 return;

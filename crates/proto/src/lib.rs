@@ -58,5 +58,5 @@ pub use qp::{
 pub use rdmakit_types::qp;
 /// Work requests and completions (in `rdmakit-types`).
 pub use rdmakit_types::wr;
-pub use time::{local_ack_timeout, rnr_timer, Instant};
+pub use time::{local_ack_timeout, rnr_timer, Clock, Instant, LazyClock};
 pub use wr::{MwBind, RecvWr, SendOp, SendWr, Sge, UdDest, Wc, WcOpcode, WcStatus};

@@ -1,11 +1,66 @@
 //! Virtual time and the IBTA timer encodings.
 //!
 //! The engine never reads a clock: every entry point takes `now` from the
-//! caller. [`Instant`] is a count of nanoseconds since an epoch the caller
-//! chooses (a simulator starts at zero, a driver uses a monotonic clock).
+//! caller, as a [`Clock`]. [`Instant`] is a count of nanoseconds since an
+//! epoch the caller chooses (a simulator starts at zero, a driver uses a
+//! monotonic clock).
 
+use core::cell::Cell;
 use core::ops::{Add, Sub};
 use core::time::Duration;
+
+/// The time an engine entry point runs at: an [`Instant`] already known
+/// (a simulator's), or a [`LazyClock`] the engine reads only when it arms
+/// or checks a timer. Most calls need neither: a packet that acknowledges
+/// everything outstanding clears the timer, a responder's packet never
+/// sets one.
+pub trait Clock: Copy {
+    /// The current time.
+    fn now(self) -> Instant;
+}
+
+impl Clock for Instant {
+    fn now(self) -> Instant {
+        self
+    }
+}
+
+/// A clock read at most once: the first [`Clock::now`] calls `read`, later
+/// ones return that reading. A driver makes one per engine pass; where a
+/// clock read costs a system call (a guest whose clock source has no vDSO
+/// path, ~1 µs), a pass that arms no timer pays none.
+pub struct LazyClock<F> {
+    read: F,
+    at: Cell<Option<Instant>>,
+}
+
+impl<F: Fn() -> Instant> LazyClock<F> {
+    /// A clock that calls `read` on first use.
+    pub fn new(read: F) -> LazyClock<F> {
+        LazyClock {
+            read,
+            at: Cell::new(None),
+        }
+    }
+
+    /// Whether a reading was taken.
+    pub fn was_read(&self) -> bool {
+        self.at.get().is_some()
+    }
+}
+
+impl<F: Fn() -> Instant> Clock for &LazyClock<F> {
+    fn now(self) -> Instant {
+        match self.at.get() {
+            Some(t) => t,
+            None => {
+                let t = (self.read)();
+                self.at.set(Some(t));
+                t
+            }
+        }
+    }
+}
 
 /// A point in (virtual) time, in nanoseconds since the caller's epoch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -12,8 +12,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rdmakit_proto::{
-    Access, AddressHandle, AttrMask, Extent, Instant, Key, MemError, MemResult, Memory, Pd, QpAttr,
-    QpConfig, QpState, QpType, RecvWr, SendWr, Wc, WcStatus,
+    Access, AddressHandle, AttrMask, Clock, Extent, Instant, Key, LazyClock, MemError, MemResult,
+    Memory, Pd, QpAttr, QpConfig, QpState, QpType, RecvWr, SendWr, Wc, WcStatus,
 };
 
 use crate::attr::{DeviceAttr, Gid, Limits, PortAttr};

@@ -48,7 +48,7 @@ impl Qp {
     /// sends it as packets.
     pub(super) fn build_same_host<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         idx: usize,
         buf: &mut [u8],
         mem: &M,
@@ -126,7 +126,7 @@ impl Qp {
         self.send_idx += 1;
         self.send_off = 0;
         if self.rto.is_none() {
-            self.rto = local_ack_timeout(self.attr.timeout).map(|d| now + d);
+            self.rto = local_ack_timeout(self.attr.timeout).map(|d| now.now() + d);
         }
         Some(Ok(Transmit {
             len,
@@ -136,7 +136,7 @@ impl Qp {
 
     /// The peer declined the same-host request at `psn`: send packets on
     /// this QP from now on, starting again there (no retry consumed).
-    pub(super) fn same_host_decline(&mut self, now: Instant, psn: Psn) {
+    pub(super) fn same_host_decline(&mut self, now: impl Clock, psn: Psn) {
         self.stats.same_host_fallbacks += 1;
         self.same_host_declined = true;
         if psn == self.una {

@@ -10,7 +10,7 @@ impl Qp {
 
     /// Restart from the oldest unacknowledged PSN. `count` consumes a retry;
     /// with none left the oldest WR fails with `RETRY_EXC_ERR`.
-    pub(super) fn go_back(&mut self, now: Instant, count: bool) {
+    pub(super) fn go_back(&mut self, now: impl Clock, count: bool) {
         if self.una == self.next_psn {
             return;
         }
@@ -31,7 +31,7 @@ impl Qp {
 
     /// Sends again from `psn` (a PSN of a started WR): the send pointer,
     /// `next_psn` and the ACK timer restart there. False if no WR holds it.
-    pub(super) fn rewind(&mut self, now: Instant, psn: Psn) -> bool {
+    pub(super) fn rewind(&mut self, now: impl Clock, psn: Psn) -> bool {
         let mtu = self.mtu();
         let mut found = None;
         for (i, w) in self.sq.iter().enumerate() {
@@ -53,14 +53,14 @@ impl Qp {
         self.send_off = off;
         self.next_psn = psn;
         self.pkts_since_ackreq = 0;
-        self.rto = local_ack_timeout(self.attr.timeout).map(|d| now + d);
+        self.rto = local_ack_timeout(self.attr.timeout).map(|d| now.now() + d);
         true
     }
 
     /// A go-back triggered by the peer (NAK, implied NAK, response gap):
     /// at most one per una value, so that reordered or duplicated packets
     /// do not restart the same retransmission again and again.
-    pub(super) fn go_back_once(&mut self, now: Instant) {
+    pub(super) fn go_back_once(&mut self, now: impl Clock) {
         if self.goback_guard == Some(self.una) {
             return;
         }
@@ -69,12 +69,12 @@ impl Qp {
     }
 
     /// Forward progress: una moved.
-    pub(super) fn progress(&mut self, now: Instant) {
+    pub(super) fn progress(&mut self, now: impl Clock) {
         self.retry_left = self.attr.retry_cnt;
         self.rnr_left = self.attr.rnr_retry;
         self.goback_guard = None;
         self.rto = if self.una != self.next_psn {
-            local_ack_timeout(self.attr.timeout).map(|d| now + d)
+            local_ack_timeout(self.attr.timeout).map(|d| now.now() + d)
         } else {
             None
         };
@@ -83,7 +83,7 @@ impl Qp {
     /// Everything up to and including `p` is acknowledged. Returns false when
     /// a READ/atomic inside that range lacks its response (implied NAK; the
     /// caller retries).
-    pub(super) fn ack_through(&mut self, now: Instant, p: Psn) -> bool {
+    pub(super) fn ack_through(&mut self, now: impl Clock, p: Psn) -> bool {
         if p.diff(self.una) < 0 || p.diff(self.high_psn) >= 0 {
             return true;
         }
@@ -156,7 +156,7 @@ impl Qp {
 
     pub(super) fn handle_response<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         p: &Packet<'_>,
         mem: &mut M,
     ) {
@@ -201,7 +201,7 @@ impl Qp {
                         }
                         self.go_back(now, false);
                         self.rto = None;
-                        self.rnr_wait = Some(now + rnr_timer(syn & 0x1f));
+                        self.rnr_wait = Some(now.now() + rnr_timer(syn & 0x1f));
                     }
                     3 => {
                         self.stats.naks_received += 1;
@@ -229,7 +229,7 @@ impl Qp {
 
     pub(super) fn handle_rd_response<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         p: &Packet<'_>,
         mem: &mut M,
     ) {

@@ -16,7 +16,12 @@ impl Qp {
     ///
     /// For UD the 40-byte GRH area of the receive buffer is zeroed; use
     /// [`Qp::handle_packet_with_grh`] to supply the real header.
-    pub fn handle_packet<M: Memory + ?Sized>(&mut self, now: Instant, bytes: &[u8], mem: &mut M) {
+    pub fn handle_packet<M: Memory + ?Sized>(
+        &mut self,
+        now: impl Clock,
+        bytes: &[u8],
+        mem: &mut M,
+    ) {
         self.handle_packet_inner(now, bytes, None, mem);
     }
 
@@ -24,7 +29,7 @@ impl Qp {
     /// GRH area (an IPv6 header, or 20 zero bytes then the IPv4 header).
     pub fn handle_packet_with_grh<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         bytes: &[u8],
         grh: &[u8; GRH_LEN],
         mem: &mut M,
@@ -34,7 +39,7 @@ impl Qp {
 
     pub(super) fn handle_packet_inner<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         bytes: &[u8],
         grh: Option<&[u8; GRH_LEN]>,
         mem: &mut M,

@@ -19,7 +19,7 @@ impl Qp {
     /// nothing is produced.
     pub fn poll_transmit<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         buf: &mut [u8],
         mem: &mut M,
     ) -> Option<Transmit> {
@@ -66,7 +66,7 @@ impl Qp {
     /// is milliseconds). Requests still go out.
     pub fn poll_transmit_deferring_acks<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         buf: &mut [u8],
         mem: &mut M,
     ) -> Option<Transmit> {
@@ -206,12 +206,12 @@ impl Qp {
 
     fn poll_requester<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         buf: &mut [u8],
         mem: &mut M,
     ) -> Option<Transmit> {
         let rc = self.cfg.qp_type == QpType::Rc;
-        if rc && self.rnr_wait.is_some_and(|t| now < t) {
+        if rc && self.rnr_wait.is_some_and(|t| now.now() < t) {
             return None;
         }
         self.rnr_wait = None;
@@ -380,7 +380,7 @@ impl Qp {
 
     fn build_request<M: Memory + ?Sized>(
         &mut self,
-        now: Instant,
+        now: impl Clock,
         idx: usize,
         buf: &mut [u8],
         mem: &mut M,
@@ -552,7 +552,7 @@ impl Qp {
         }
         if t == Transport::Rc {
             if self.rto.is_none() {
-                self.rto = local_ack_timeout(self.attr.timeout).map(|d| now + d);
+                self.rto = local_ack_timeout(self.attr.timeout).map(|d| now.now() + d);
             }
         } else if ends {
             // UC and UD complete as soon as the last packet leaves.

@@ -10,6 +10,14 @@ impl Shared {
         Instant::from_nanos(monotonic_ns().saturating_sub(self.epoch_ns))
     }
 
+    /// The engine's clock for one pass: read when the engine first arms or
+    /// checks a timer, at most once ([`LazyClock`]). A ping-pong side read
+    /// the clock four times per round (its post, the peer's message, the
+    /// peer's ACK, its own held ACK); only the post arms a timer.
+    pub(super) fn clock(&self) -> LazyClock<impl Fn() -> Instant + '_> {
+        LazyClock::new(move || self.now())
+    }
+
     pub(super) fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
         read(&self.qps).get(&qpn).cloned()
     }
@@ -73,7 +81,7 @@ impl Shared {
     /// Runs the engine of `q` until it has nothing more to do right now:
     /// fetches posted descriptors (the doorbell), transmits, delivers
     /// completions, frees the descriptors of completed WRs, re-arms the timer.
-    pub(super) fn drive(&self, q: &QpShared, eng: &mut Engine, now: Instant) {
+    pub(super) fn drive(&self, q: &QpShared, eng: &mut Engine, now: impl Clock) {
         self.drive_with(q, eng, now, false);
     }
 
@@ -86,7 +94,13 @@ impl Shared {
     /// the peer's critical path, which reaps send completions lazily and
     /// times out in milliseconds. The next poll of an empty CQ, the QP's
     /// next post, or the progress thread (within a nap, ≤ 8 ms) sends them.
-    pub(super) fn drive_with(&self, q: &QpShared, eng: &mut Engine, now: Instant, hold_acks: bool) {
+    pub(super) fn drive_with(
+        &self,
+        q: &QpShared,
+        eng: &mut Engine,
+        now: impl Clock,
+        hold_acks: bool,
+    ) {
         self.drive_inner(q, eng, now, hold_acks, true);
     }
 
@@ -97,7 +111,7 @@ impl Shared {
         &self,
         q: &QpShared,
         eng: &mut Engine,
-        now: Instant,
+        now: impl Clock,
         hold_acks: bool,
         doorbell: bool,
     ) {
@@ -306,6 +320,7 @@ impl Shared {
         buf: &[u8],
         seg: usize,
         hold_acks: bool,
+        now: impl Clock,
     ) -> bool {
         let mut pkts = net::gro_split(buf, seg)
             .filter_map(|d| {
@@ -322,7 +337,7 @@ impl Shared {
             })
             .peekable();
         let traffic = pkts.peek().is_some();
-        self.deliver(src, &mut pkts, hold_acks);
+        self.deliver(src, &mut pkts, hold_acks, now);
         traffic
     }
 
@@ -336,6 +351,7 @@ impl Shared {
         src: SocketAddrV4,
         pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
         hold_acks: bool,
+        now: impl Clock,
     ) {
         let qp_of = |p: &[u8]| bth::Packet::new_checked(p).map(|b| b.dest_qp()).ok();
         while let Some(pkt) = pkts.next() {
@@ -351,7 +367,6 @@ impl Shared {
                 self.counters.rx_unknown_qp.fetch_add(1, Ordering::Relaxed);
                 continue;
             };
-            let now = self.now();
             let mut eng = lock(&q.engine);
             self.feed(&q, &mut eng, src, pkt, now);
             // The rest of the run for this QP (a coalesced buffer is one
@@ -377,7 +392,7 @@ impl Shared {
     /// Hands one checked packet to the QP's engine (locked by the caller):
     /// first the receives posted since the last pass (post_recv leaves them
     /// in the ring) or one from the SRQ.
-    fn feed(&self, q: &QpShared, eng: &mut Engine, src: SocketAddrV4, pkt: &[u8], now: Instant) {
+    fn feed(&self, q: &QpShared, eng: &mut Engine, src: SocketAddrV4, pkt: &[u8], now: impl Clock) {
         self.counters.rx_packets.fetch_add(1, Ordering::Relaxed);
         self.fetch_recvs(q, eng);
         if let Some(s) = &q.srq {
@@ -429,6 +444,7 @@ impl Shared {
         // for the next push (one held ACK per message in a ping-pong).
         // Entries pushed meanwhile are sent too; their flag is set again
         // and a later call finds the list empty.
+        let clock = self.clock();
         loop {
             let Some(qpn) = lock(&self.held_acks).pop() else {
                 break;
@@ -436,8 +452,7 @@ impl Shared {
             if let Some(q) = self.qp(qpn) {
                 let mut eng = lock(&q.engine);
                 if eng.ack_held {
-                    let now = self.now();
-                    self.drive(&q, &mut eng, now);
+                    self.drive(&q, &mut eng, &clock);
                 }
             }
         }
@@ -477,12 +492,17 @@ impl Shared {
         app: bool,
         done: impl Fn() -> bool,
     ) {
+        // One clock for the pass, read only if a packet arms a timer.
+        let clock = self.clock();
         // Same-host rings first: a memory load each, no system call.
         let took = self.net.rings().map_or(0, |r| {
             r.drain(
                 &mut pb.buf,
                 max,
-                |src, pkt| self.deliver(src, &mut std::iter::once(pkt).peekable(), app),
+                |src, pkt| {
+                    let pkts = &mut std::iter::once(pkt).peekable();
+                    self.deliver(src, pkts, app, &clock);
+                },
                 &done,
             )
         });
@@ -497,7 +517,7 @@ impl Shared {
         for _ in took..max {
             match self.net.try_recv(&mut pb.buf) {
                 Some((n, src, seg)) => {
-                    if self.receive(src, &pb.buf[..n], seg, app) {
+                    if self.receive(src, &pb.buf[..n], seg, app, &clock) {
                         pb.rings_last = false;
                     }
                 }

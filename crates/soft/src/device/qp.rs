@@ -245,7 +245,8 @@ impl Device {
             a.ah = AddressHandle(self.sh.intern_path(ip));
             peer_ip = Some(ip);
         }
-        let now = self.sh.now();
+        let clock = self.sh.clock();
+        let now = &clock;
         let mut eng = lock(&q.engine);
         let cur = eng.qp.state();
         eng.qp.modify(&a, mask).map_err(|e| {
@@ -403,7 +404,8 @@ impl Device {
                 Err(MapFailure::Refused((_, wr))) => {
                     // Completes with LOC_PROT_ERR in order: hand the earlier
                     // descriptors and then this request to the engine.
-                    let now = self.sh.now();
+                    let clock = self.sh.clock();
+                    let now = &clock;
                     let mut eng = lock(&q.engine);
                     self.sh.drive(&q, &mut eng, now);
                     let posted = eng.qp.post_send(wr);
@@ -432,7 +434,8 @@ impl Device {
                 }
             }
         }
-        let now = self.sh.now();
+        let clock = self.sh.clock();
+        let now = &clock;
         let mut eng = lock(&q.engine);
         self.sh.drive(&q, &mut eng, now);
         result
@@ -599,7 +602,8 @@ impl Device {
         // no engine pass and leaves a held ACK held — the reply goes first.
         // In ERR the receives complete at once, flushed.
         if state_from_u8(q.state.load(Ordering::Acquire)) == QpState::Err {
-            let now = self.sh.now();
+            let clock = self.sh.clock();
+            let now = &clock;
             let mut eng = lock(&q.engine);
             let hold = eng.ack_held;
             self.sh.drive_with(&q, &mut eng, now, hold);
