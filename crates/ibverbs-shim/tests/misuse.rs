@@ -56,6 +56,22 @@ int main(void) {
     memset(&qa, 0, sizeof qa);
     qa.qp_state = IBV_QPS_RTS;
     errno = 0; SHOW("modify_reset_to_rts", ibv_modify_qp(qp, &qa, IBV_QP_STATE));
+    /* A list of receives whose second WR has too many SGEs: the first is
+       posted, *bad_wr names the second; the next post starts afresh. */
+    memset(&qa, 0, sizeof qa);
+    qa.qp_state = IBV_QPS_INIT; qa.port_num = 1; qa.pkey_index = 0;
+    qa.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+    errno = 0; SHOW("modify_to_init", ibv_modify_qp(qp, &qa,
+        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    struct ibv_sge two[2] = { { (uintptr_t)buf, 32, mr->lkey }, { (uintptr_t)buf + 32, 32, mr->lkey } };
+    struct ibv_recv_wr r2 = { .wr_id = 2, .next = NULL, .sg_list = two, .num_sge = 2 };
+    struct ibv_recv_wr r1 = { .wr_id = 1, .next = &r2, .sg_list = &sge, .num_sge = 1 };
+    struct ibv_recv_wr *rbad = NULL;
+    errno = 0; SHOW("post_recv_second_bad", ibv_post_recv(qp, &r1, &rbad));
+    printf("recv_bad_wr_is_second %d 0\n", rbad == &r2);
+    r1.next = NULL; rbad = NULL;
+    errno = 0; SHOW("post_recv_after_failure", ibv_post_recv(qp, &r1, &rbad));
+    printf("recv_bad_wr_untouched %d 0\n", rbad == NULL);
     errno = 0; SHOW("destroy_cq_in_use", ibv_destroy_cq(cq));
     errno = 0; SHOW("destroy_qp", ibv_destroy_qp(qp));
     errno = 0; SHOW("post_send_destroyed", ibv_post_send(qp, &wr, &bad));
@@ -89,6 +105,11 @@ const EXPECT: &[(&str, i32, i32)] = &[
     ("post_send_reset", libc::EINVAL, -1),
     ("bad_wr_is_first", 1, 0),
     ("modify_reset_to_rts", libc::EINVAL, -1),
+    ("modify_to_init", 0, -1),
+    ("post_recv_second_bad", libc::EINVAL, -1),
+    ("recv_bad_wr_is_second", 1, 0),
+    ("post_recv_after_failure", 0, -1),
+    ("recv_bad_wr_untouched", 1, 0),
     ("destroy_cq_in_use", libc::EBUSY, -1),
     ("destroy_qp", 0, -1),
     ("post_send_destroyed", libc::EINVAL, -1),
