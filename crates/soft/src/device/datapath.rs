@@ -530,7 +530,10 @@ impl Shared {
     }
 
     pub(super) fn fire_timers(&self) -> Option<u64> {
-        let now = self.now();
+        // Read at once (every deadline is compared), but as the passes'
+        // clock type: one instance of the engine's code, not two.
+        let clock = self.clock();
+        let now = (&clock).now();
         let mut next = None::<u64>;
         let due: Vec<Arc<QpShared>> = read(&self.qps)
             .values()
@@ -549,8 +552,8 @@ impl Shared {
             .collect();
         for q in due {
             let mut eng = lock(&q.engine);
-            eng.qp.handle_timeout(now);
-            self.drive(&q, &mut eng, now);
+            eng.qp.handle_timeout(&clock);
+            self.drive(&q, &mut eng, &clock);
             let d = q.deadline.load(Ordering::Acquire);
             if d != u64::MAX {
                 next = Some(next.map_or(d, |n| n.min(d)));
