@@ -70,7 +70,10 @@ p4() {
   printf 'size\titers\trxe_mbit_s\tsoft_mbit_s\tsoft_udp_mbit_s\n' > $S/p4.tsv
   printf 'size\titers\tround\trxe_mbit_s\tsoft_mbit_s\tsoft_udp_mbit_s\n' > $S/p4_rounds.tsv
   for sz in 1024 4096 65536; do
-    n=500; [ $sz -ge 65536 ] && n=200
+    # ibv_rc_pingpong's own default count (1,000) below 64 KiB: the
+    # 500 used before left a 1 KiB run ~50 ms, short enough that one
+    # scheduling stall of the 2-vCPU guest moved it by half.
+    n=1000; [ $sz -ge 65536 ] && n=200
     # One untimed run of each first: TCG translates code on its first
     # execution, and a fresh process's first iterations would otherwise
     # measure qemu's translator (tens of ms in a 500-iteration run of the
