@@ -42,11 +42,6 @@ impl<F: Fn() -> Instant> LazyClock<F> {
             at: Cell::new(None),
         }
     }
-
-    /// Whether a reading was taken.
-    pub fn was_read(&self) -> bool {
-        self.at.get().is_some()
-    }
 }
 
 impl<F: Fn() -> Instant> Clock for &LazyClock<F> {

@@ -162,9 +162,6 @@ impl Shared {
                 break;
             }
             loop {
-                if !eng.qp.transmit_pending() {
-                    break;
-                }
                 let at = eng.batch.tail();
                 if eng.txbuf.len() < at + need {
                     eng.txbuf.resize(at + need, 0);

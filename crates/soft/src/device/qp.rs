@@ -246,7 +246,6 @@ impl Device {
             peer_ip = Some(ip);
         }
         let clock = self.sh.clock();
-        let now = &clock;
         let mut eng = lock(&q.engine);
         let cur = eng.qp.state();
         eng.qp.modify(&a, mask).map_err(|e| {
@@ -284,7 +283,7 @@ impl Device {
                 cq.ready.store(wcs.len(), Ordering::Release);
             }
         }
-        self.sh.drive(&q, &mut eng, now);
+        self.sh.drive(&q, &mut eng, &clock);
         Ok(())
     }
 
@@ -405,14 +404,13 @@ impl Device {
                     // Completes with LOC_PROT_ERR in order: hand the earlier
                     // descriptors and then this request to the engine.
                     let clock = self.sh.clock();
-                    let now = &clock;
                     let mut eng = lock(&q.engine);
-                    self.sh.drive(&q, &mut eng, now);
+                    self.sh.drive(&q, &mut eng, &clock);
                     let posted = eng.qp.post_send(wr);
                     if posted.is_ok() {
                         eng.fifo.push_back(false);
                     }
-                    self.sh.drive(&q, &mut eng, now);
+                    self.sh.drive(&q, &mut eng, &clock);
                     if posted.is_err() {
                         result = Err(fail(err(
                             V,
@@ -435,9 +433,8 @@ impl Device {
             }
         }
         let clock = self.sh.clock();
-        let now = &clock;
         let mut eng = lock(&q.engine);
-        self.sh.drive(&q, &mut eng, now);
+        self.sh.drive(&q, &mut eng, &clock);
         result
     }
 
@@ -603,10 +600,9 @@ impl Device {
         // In ERR the receives complete at once, flushed.
         if state_from_u8(q.state.load(Ordering::Acquire)) == QpState::Err {
             let clock = self.sh.clock();
-            let now = &clock;
             let mut eng = lock(&q.engine);
             let hold = eng.ack_held;
-            self.sh.drive_with(&q, &mut eng, now, hold);
+            self.sh.drive_with(&q, &mut eng, &clock, hold);
         }
         result
     }
