@@ -19,6 +19,12 @@ use super::receive::{check_reth, rem_access};
 use super::*;
 use crate::mem::{HostIdentity, PeerBuffers, PeerCopy, PeerDir, PeerError};
 
+/// Most PSNs a requester keeps unacknowledged while it sends same-host
+/// requests (each is one packet however many PSNs it takes; the window
+/// counts packets, [`Qp::window_full`]): 1 GiB of messages at MTU 1024, and
+/// a sixteenth of the PSN space.
+pub(super) const SAME_HOST_MAX_PSNS: i32 = 1 << 20;
+
 /// Why a same-host request was not executed.
 enum Refusal {
     /// As a normal request would have been refused.
@@ -697,6 +703,61 @@ mod tests {
         );
         assert_eq!(p.b.poll_completion().unwrap().status, WcStatus::LocLenErr);
         assert_eq!(p.mb.copies, 0);
+    }
+
+    /// Posts `n` WRITEs of `LEN` bytes (16 PSNs each at MTU 1024).
+    fn post_writes(p: &mut Pair, n: u64) {
+        for i in 0..n {
+            let op = SendOp::Write {
+                remote_addr: B_BUF,
+                rkey: p.b_rkey,
+            };
+            let wr = SendWr::new(i, op, sge(A_BUF, LEN, p.a_lkey));
+            p.a.post_send(wr).unwrap();
+        }
+    }
+
+    /// The packets A sends now, not yet delivered.
+    fn burst(p: &mut Pair) -> Vec<Vec<u8>> {
+        let mut buf = vec![0u8; 4096];
+        let mut out = Vec::new();
+        while let Some(t) = p.a.poll_transmit(Instant::ZERO, &mut buf, &mut p.ma) {
+            out.push(buf[..t.len].to_vec());
+        }
+        out
+    }
+
+    #[test]
+    fn the_window_counts_a_same_host_request_as_one_packet() {
+        let mut p = pair();
+        // 140 requests of 16 PSNs: the 128-packet window lets 128 go (8
+        // when it counted PSNs), and the rest once ACKs come.
+        post_writes(&mut p, 140);
+        let sent = burst(&mut p);
+        assert_eq!(sent.len(), 128);
+        for pkt in &sent {
+            p.b.handle_packet(Instant::ZERO, pkt, &mut p.mb);
+        }
+        p.run();
+        assert_eq!(p.a_sent, 12);
+        for i in 0..140 {
+            let wc = p.a.poll_completion().expect("a completion");
+            assert_eq!((wc.wr_id, wc.status), (i, WcStatus::Success));
+        }
+        assert_eq!(p.mb.copies, 140);
+        assert_eq!(p.b.stats().duplicates, 0);
+    }
+
+    #[test]
+    fn a_declined_qp_counts_its_window_in_psns_again() {
+        let mut p = pair();
+        p.ma.claim.cookie ^= 1;
+        post_writes(&mut p, 2);
+        // The first request goes, is declined, and the QP falls back.
+        p.run();
+        assert!(!p.a.same_host_active());
+        post_writes(&mut p, 12);
+        assert_eq!(burst(&mut p).len(), 128, "8 messages of 16 packets");
     }
 
     #[test]

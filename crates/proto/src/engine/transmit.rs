@@ -3,6 +3,7 @@
 //! packets built from the send queue, and the local operations executed in
 //! its order.
 
+use super::cma::SAME_HOST_MAX_PSNS;
 use super::*;
 
 impl Qp {
@@ -243,6 +244,38 @@ impl Qp {
         }
     }
 
+    /// Whether the requester may not send: `max_inflight` packets are
+    /// unacknowledged (rxe's 128 PSNs). A same-host request is one packet
+    /// for all the PSNs of its message (16 for a 64 KiB WRITE at MTU
+    /// 4096), so the window counts it once: counted in PSNs, a stream of
+    /// them kept 8 in flight and the responder, woken for each one the
+    /// ACKs let out, copied one per wake-up. PSNs in flight stay below
+    /// [`SAME_HOST_MAX_PSNS`] (far from the half of the PSN space where
+    /// before/after comparisons turn).
+    fn window_full(&self) -> bool {
+        let window = self.cfg.max_inflight as i32;
+        let psns = self.next_psn.diff(self.una);
+        if psns < window {
+            return false;
+        }
+        if psns >= SAME_HOST_MAX_PSNS || !self.same_host_active() {
+            return true;
+        }
+        // The PSNs that same-host requests in flight stand for beyond
+        // their one packet; enough of them leave room.
+        let need = psns - window + 1;
+        let mut extra = 0i32;
+        for w in self.sq.iter().take(self.send_idx) {
+            if w.cma {
+                extra += w.npkts.saturating_sub(1) as i32;
+                if extra >= need {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     fn poll_requester<M: Memory + ?Sized>(
         &mut self,
         now: impl Clock,
@@ -305,7 +338,7 @@ impl Qp {
                 self.send_idx += 1;
                 continue;
             }
-            if rc && self.next_psn.diff(self.una) >= self.cfg.max_inflight as i32 {
+            if rc && self.window_full() {
                 return None;
             }
             match self.build_request(now, idx, buf, mem) {

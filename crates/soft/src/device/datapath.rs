@@ -194,7 +194,7 @@ impl Shared {
                 );
             }
         }
-        self.net.flush(
+        self.net.finish(
             &eng.flow,
             &mut eng.batch,
             &eng.txbuf,
@@ -494,6 +494,9 @@ impl Shared {
     ) {
         // One clock for the pass, read only if a packet arms a timer.
         let clock = self.clock();
+        // The rings' receivers this drain's packets wake are woken once,
+        // when it ends (`net::shm::wake`).
+        let _wakes = self.net.hold_wakes();
         // Same-host rings first: a memory load each, no system call.
         let took = self.net.rings().map_or(0, |r| {
             r.drain(

@@ -415,7 +415,7 @@ impl Net {
     /// batch when the packet cannot join it (another destination or flow,
     /// longer than its segments, a limit reached) and moves the packet to
     /// the front. A packet that cannot go by GSO (offload off, too large,
-    /// the raw socket's path) leaves at once. [`Net::flush`] sends the rest.
+    /// the raw socket's path) leaves at once. [`Net::finish`] sends the rest.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn queue(
         &self,
@@ -444,7 +444,13 @@ impl Net {
             }
             let pushed = ob.push(&buf[at..at + len]);
             if pushed == shm::Pushed::Wake {
-                let _ = self.sock.send_to(&[], to);
+                // Woken when the pass ends, with every packet the pass has
+                // for it waiting: woken at the first, a receiver takes it
+                // alone, and on a shared core preempts this thread before
+                // the next (`shm::wake`).
+                if let Some(earlier) = batch.wake.replace(to).filter(|&e| e != to) {
+                    shm::wake(&self.sock, earlier);
+                }
             }
             if pushed == shm::Pushed::Dropped {
                 tx_err.fetch_add(1, Ordering::Relaxed);
@@ -502,7 +508,9 @@ impl Net {
         tx: &AtomicU64,
         tx_err: &AtomicU64,
     ) {
+        let wake = batch.wake.take();
         let b = std::mem::take(batch);
+        batch.wake = wake;
         let (Some(to), Some(data)) = (b.to, buf.get(..b.bytes)) else {
             return;
         };
@@ -530,6 +538,28 @@ impl Net {
                 }
             }
         }
+    }
+
+    /// Ends a transmit pass: [`Net::flush`], then wakes the ring receiver
+    /// the pass owes a wake-up ([`TxBatch`]'s `wake`).
+    pub(crate) fn finish(
+        &self,
+        cache: &FlowCache,
+        batch: &mut TxBatch,
+        buf: &[u8],
+        tx: &AtomicU64,
+        tx_err: &AtomicU64,
+    ) {
+        self.flush(cache, batch, buf, tx, tx_err);
+        if let Some(to) = batch.wake.take() {
+            shm::wake(&self.sock, to);
+        }
+    }
+
+    /// Holds the ring wake-ups this thread owes until the guard drops (a
+    /// receive drain: [`shm::hold_wakes`]).
+    pub(crate) fn hold_wakes(&self) -> shm::HeldWakes<'_> {
+        shm::hold_wakes(&self.sock)
     }
 
     /// Sends through the raw socket with an IPv4 header of our own

@@ -52,6 +52,10 @@ impl Offloads {
 /// ICRC) back to back at the start of the engine's transmit buffer, all
 /// `seg` bytes but the last, which may be shorter, to one destination from
 /// one flow port — what one UDP_SEGMENT `sendmsg` carries.
+///
+/// `wake` is not part of the batch's packets: a same-host ring whose
+/// receiver was asleep when this pass pushed into it, woken once the pass
+/// ends ([`crate::net::Net::finish`]) rather than at that packet.
 #[derive(Debug, Default)]
 pub(crate) struct TxBatch {
     pub(crate) bytes: usize,
@@ -59,6 +63,7 @@ pub(crate) struct TxBatch {
     pub(crate) count: usize,
     pub(crate) to: Option<SocketAddrV4>,
     pub(crate) port: u16,
+    pub(crate) wake: Option<SocketAddrV4>,
 }
 
 impl TxBatch {

@@ -22,7 +22,8 @@
 //! - A receiver about to block (the progress thread waiting on its socket)
 //!   sets each ring's `sleeping` flag and looks once more; a sender that
 //!   finds the flag set after publishing clears it and wakes the receiver
-//!   with an empty datagram.
+//!   with an empty datagram ([`wake`]: at the end of its transmit pass, or
+//!   of the receive drain it is in).
 //! - A full ring drops the packet (counted as a send error), as a full
 //!   socket buffer would; RC retransmits.
 //!
@@ -40,8 +41,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod ring;
+mod wake;
 use crate::lock;
 pub(crate) use ring::{Inbox, Outbox, Pushed, ATTACH_MAGIC};
+pub(crate) use wake::{hold as hold_wakes, wake, Hold as HeldWakes};
 
 /// Where rings and markers live: `/dev/shm` (memory) when it is there,
 /// else the temporary directory.
