@@ -495,14 +495,16 @@ impl Shared {
         // One clock for the pass, read only if a packet arms a timer.
         let clock = self.clock();
         // The rings' receivers this drain's packets wake are woken once,
-        // when it ends (`net::shm::wake`).
-        let _wakes = self.net.hold_wakes();
+        // when it ends (`net::shm::wake`); held from the first packet, so
+        // an empty poll pays nothing for it.
+        let mut wakes = None;
         // Same-host rings first: a memory load each, no system call.
         let took = self.net.rings().map_or(0, |r| {
             r.drain(
                 &mut pb.buf,
                 max,
                 |src, pkt| {
+                    wakes.get_or_insert_with(|| self.net.hold_wakes());
                     let pkts = &mut std::iter::once(pkt).peekable();
                     self.deliver(src, pkts, app, &clock);
                 },
@@ -520,6 +522,7 @@ impl Shared {
         for _ in took..max {
             match self.net.try_recv(&mut pb.buf) {
                 Some((n, src, seg)) => {
+                    wakes.get_or_insert_with(|| self.net.hold_wakes());
                     if self.receive(src, &pb.buf[..n], seg, app, &clock) {
                         pb.rings_last = false;
                     }
