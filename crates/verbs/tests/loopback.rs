@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rdmakit_verbs::{
     Access, AsyncEvent, ConnectOpts, Context, Cq, DeviceConfig, InitQp, Layer, Mtu, Pd, Qp,
-    QpBuilder, QpType, RecvWr, WcOpcode, WcStatus,
+    QpBuilder, QpType, RecvWr, SendOp, SendWr, WcOpcode, WcStatus,
 };
 
 const T: Duration = Duration::from_secs(10);
@@ -599,4 +599,43 @@ fn a_busy_poller_with_ring_and_udp_peers_takes_both() {
         c.ctx.soft().unwrap().soft_transport(),
         rdmakit_soft::SoftTransport::Cma
     );
+}
+
+/// A responder's progress thread drains what a ring holds and answers it
+/// with one cumulative ACK, not one per request: 16 signaled WRITEs posted
+/// in one call wake it once with all 16 waiting (the wake-up goes when the
+/// requester's pass ends). The fewest ACKs of three rounds is taken: a
+/// progress thread awake for another reason may start draining before the
+/// 16th arrives.
+#[test]
+fn a_progress_thread_acknowledges_a_drained_batch_once() {
+    const N: usize = 16;
+    let (a, b) = (side(), side_with(no_busy_poll(), 256));
+    let (ab, _ba) = connect(&a, &b, QpType::Rc, ConnectOpts::default());
+    assert_eq!(a.ctx.soft().unwrap().qp_on_ring(ab.qpn()), Some(true));
+    let src = a.pd.alloc_buf(64 * N, Access::all()).unwrap();
+    let dst = b.pd.alloc_buf(64 * N, Access::all()).unwrap();
+    let soft_b = b.ctx.soft().unwrap();
+    let mut fewest = u64::MAX;
+    for round in 0..3u8 {
+        src.write(0, &[round + 1; 64 * N]).unwrap();
+        let wrs: Vec<SendWr> = (0..N)
+            .map(|i| {
+                let to = dst.remote(i * 64);
+                let op = SendOp::Write {
+                    remote_addr: to.addr,
+                    rkey: to.rkey,
+                };
+                let sge = src.sge(i * 64..(i + 1) * 64).unwrap();
+                SendWr::new(i as u64, op, vec![sge])
+            })
+            .collect();
+        let before = soft_b.counters().tx_packets;
+        ab.post_send_wrs(&wrs).unwrap();
+        let w = a.cq.wait(N, T).unwrap();
+        assert!(w.iter().all(|w| w.status == WcStatus::Success), "{w:?}");
+        assert_eq!(dst.to_vec(0..64 * N).unwrap(), vec![round + 1; 64 * N]);
+        fewest = fewest.min(soft_b.counters().tx_packets - before);
+    }
+    assert_eq!(fewest, 1, "ACKs for {N} requests drained at once");
 }
