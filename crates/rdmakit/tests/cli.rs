@@ -230,3 +230,33 @@ fn pcap_decodes_the_real_captures() {
         assert!(v["icrc_valid"].as_u64().unwrap() > 0, "{name}");
     }
 }
+
+/// Output into a pipe nobody reads any more ends rdmakit by SIGPIPE, as any
+/// Unix tool, without a panic message: the pipe's read end is closed before
+/// the process starts, so its first write fails.
+#[test]
+fn a_closed_stdout_ends_rdmakit_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills the two descriptors of `fds`.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just created and are owned here.
+    let (r, w) = unsafe {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+    };
+    drop(r);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rdmakit"))
+        .args(["explain", "ENOSPC"])
+        .stdout(std::process::Stdio::from(w))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        o.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {err}",
+        o.status
+    );
+}
