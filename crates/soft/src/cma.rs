@@ -7,13 +7,23 @@
 //! and a random cookie at a fixed heap address. A requester names both in
 //! its request; the responder reads the cookie from the requester's memory
 //! before moving a byte, so a recycled pid or a request forged from another
-//! process's stale values moves nothing. Any failure of the copy (Yama
+//! process's stale values moves nothing. A pull from a peer verified before
+//! checks instead that the process that held the cookie is still alive
+//! (its pidfd, opened before the cookie was read): ~0.4 µs against ~1.5-2
+//! µs for the read on this VM, a sixth of a 64 KiB same-host WRITE. A push
+//! (writing into the peer) reads the cookie every time: a process that
+//! exec'd keeps its pid and pidfd, not its memory. (A pull from one that
+//! exec'd since reads the new image into an MR the old one was allowed to
+//! write: bytes this process may read anyway, as the copy needs ptrace
+//! rights on it.) Any failure of the copy (Yama
 //! `ptrace_scope` refusing, the peer gone, a bad address, the path off)
 //! *declines*: the requester then sends packets.
 //!
 //! This module and [`crate::dma`] are where the soft NIC's `unsafe` lives.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use rdmakit_proto::{HostIdentity, PeerBuffers, PeerDir, PeerError};
 
@@ -66,7 +76,15 @@ pub struct SameHost {
     cookie: Box<u64>,
     pid: u32,
     enabled: AtomicBool,
+    /// Peers whose cookie was read, each with a pidfd on the process
+    /// that held it (see the module's docs); the oldest goes first.
+    verified: Mutex<Vec<(HostIdentity, OwnedFd)>>,
+    /// Cookie reads tried (for tests).
+    cookie_reads: AtomicU64,
 }
+
+/// Most peers [`SameHost`] keeps verified.
+const VERIFIED_MAX: usize = 16;
 
 impl Default for SameHost {
     fn default() -> SameHost {
@@ -76,6 +94,8 @@ impl Default for SameHost {
             cookie: Box::new(cookie),
             pid: std::process::id(),
             enabled: AtomicBool::new(false),
+            verified: Mutex::new(Vec::new()),
+            cookie_reads: AtomicU64::new(0),
         }
     }
 }
@@ -105,7 +125,8 @@ impl SameHost {
 
     /// Moves bytes between this process's `local` ranges (host address,
     /// length; validated by the caller against the MR table) and the
-    /// peer's, in one system call, after checking the peer's cookie.
+    /// peer's, in one system call, after checking the peer: its cookie, or
+    /// for a pull from a peer verified before, that its process lives.
     ///
     /// # Errors
     /// [`PeerError::Declined`] when the path is off, the lengths differ or
@@ -129,20 +150,8 @@ impl SameHost {
         }
         let pid =
             libc::pid_t::try_from(peer.who.pid).map_err(|_| PeerError::Declined("not a pid"))?;
-        // The cookie first: into a local u64, from the peer's address.
-        let mut seen = 0u64;
-        let mut c_local = [iovec(std::ptr::from_mut(&mut seen) as u64, 8)];
-        let c_remote = [iovec(peer.who.cookie_addr, 8)];
-        // SAFETY: the local iovec is `seen`, 8 writable bytes we own; the
-        // remote one is only read in the other process by the kernel.
-        let n = unsafe {
-            libc::process_vm_readv(pid, c_local.as_mut_ptr(), 1, c_remote.as_ptr(), 1, 0)
-        };
-        if n != 8 {
-            return Err(PeerError::Declined(last_errno_name()));
-        }
-        if seen != peer.who.cookie {
-            return Err(PeerError::Declined("cookie mismatch (pid recycled?)"));
+        if !(dir == PeerDir::Pull && self.verified_alive(&peer.who)) {
+            self.verify(pid, &peer.who, dir == PeerDir::Pull)?;
         }
         let l: Vec<libc::iovec> = local.iter().map(|&(a, n)| iovec(a, n)).collect();
         let r: Vec<libc::iovec> = peer.iov.iter().map(|&(a, n)| iovec(a, n)).collect();
@@ -166,6 +175,64 @@ impl SameHost {
             return Err(PeerError::Declined("partial copy (EFAULT)"));
         }
         Ok(len)
+    }
+}
+
+impl SameHost {
+    /// Whether `who` was verified and its process has not exited since.
+    /// An exited one is forgotten.
+    fn verified_alive(&self, who: &HostIdentity) -> bool {
+        let mut v = crate::lock(&self.verified);
+        let Some(i) = v.iter().position(|(w, _)| w == who) else {
+            return false;
+        };
+        let mut fds = [rustix::event::PollFd::new(
+            &v[i].1,
+            rustix::event::PollFlags::IN,
+        )];
+        // A pidfd polls readable once its process has exited.
+        let alive = rustix::event::poll(&mut fds, 0).is_ok_and(|n| n == 0);
+        if !alive {
+            v.remove(i);
+        }
+        alive
+    }
+
+    /// Reads the cookie from `who`'s memory; with `keep`, remembers `who`
+    /// with a pidfd opened before the read (so it names the process that
+    /// held the cookie).
+    fn verify(&self, pid: libc::pid_t, who: &HostIdentity, keep: bool) -> Result<(), PeerError> {
+        let pidfd = keep
+            .then(|| rustix::process::Pid::from_raw(pid))
+            .flatten()
+            .and_then(|p| {
+                rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
+            });
+        self.cookie_reads.fetch_add(1, Ordering::Relaxed);
+        // The cookie first: into a local u64, from the peer's address.
+        let mut seen = 0u64;
+        let mut c_local = [iovec(std::ptr::from_mut(&mut seen) as u64, 8)];
+        let c_remote = [iovec(who.cookie_addr, 8)];
+        // SAFETY: the local iovec is `seen`, 8 writable bytes we own; the
+        // remote one is only read in the other process by the kernel.
+        let n = unsafe {
+            libc::process_vm_readv(pid, c_local.as_mut_ptr(), 1, c_remote.as_ptr(), 1, 0)
+        };
+        if n != 8 {
+            return Err(PeerError::Declined(last_errno_name()));
+        }
+        if seen != who.cookie {
+            return Err(PeerError::Declined("cookie mismatch (pid recycled?)"));
+        }
+        if let Some(fd) = pidfd {
+            let mut v = crate::lock(&self.verified);
+            v.retain(|(w, _)| w != who);
+            if v.len() >= VERIFIED_MAX {
+                v.remove(0);
+            }
+            v.push((*who, fd));
+        }
+        Ok(())
     }
 }
 
@@ -280,5 +347,89 @@ mod tests {
             Err(PeerError::Declined(m)) if m.contains("udp")
         ));
         assert!(dst.iter().all(|&b| b == 0));
+    }
+
+    fn reads(s: &SameHost) -> u64 {
+        s.cookie_reads.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn pulls_from_a_verified_peer_read_its_cookie_once_pushes_every_time() {
+        let s = on();
+        let src = vec![5u8; 4096];
+        let mut dst = vec![0u8; 4096];
+        let (remote, local) = ([(addr(&src), 4096)], [(addr(&dst), 4096)]);
+        for _ in 0..3 {
+            assert_eq!(s.copy(&local, &peer(&s, &remote), PeerDir::Pull), Ok(4096));
+        }
+        assert_eq!(reads(&s), 1);
+        dst.fill(9);
+        let (remote, local) = ([(addr(&dst), 4096)], [(addr(&src), 4096)]);
+        for _ in 0..2 {
+            assert_eq!(s.copy(&local, &peer(&s, &remote), PeerDir::Push), Ok(4096));
+        }
+        assert_eq!(reads(&s), 3);
+        assert_eq!(dst, vec![5u8; 4096]);
+    }
+
+    /// A forked child, killed and reaped when dropped (a failed assertion
+    /// must not leave it holding the test's output pipes).
+    struct Child(libc::pid_t);
+
+    impl Child {
+        fn kill(&mut self) {
+            if self.0 > 0 {
+                // SAFETY: our own child, reaped here.
+                unsafe {
+                    libc::kill(self.0, libc::SIGKILL);
+                    libc::waitpid(self.0, std::ptr::null_mut(), 0);
+                }
+                self.0 = 0;
+            }
+        }
+    }
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            self.kill();
+        }
+    }
+
+    /// A child made by fork holds the same cookie at the same address: a
+    /// pull from it verifies once; once it has exited (and been reaped),
+    /// the next pull reads the cookie again and declines, moving nothing.
+    #[test]
+    fn a_verified_peer_that_exited_is_verified_again_and_declines() {
+        let s = on();
+        let src = vec![3u8; 4096];
+        // SAFETY: the child only waits in pause(2) until killed.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            loop {
+                // SAFETY: async-signal-safe; the child runs nothing else.
+                unsafe { libc::pause() };
+            }
+        }
+        assert!(pid > 0, "fork failed");
+        let mut child = Child(pid);
+        let mut who = s.identity().unwrap();
+        who.pid = pid as u32;
+        let dst = vec![0u8; 4096];
+        let (remote, local) = ([(addr(&src), 4096)], [(addr(&dst), 4096)]);
+        let p = PeerBuffers { who, iov: &remote };
+        assert_eq!(s.copy(&local, &p, PeerDir::Pull), Ok(4096));
+        assert_eq!(s.copy(&local, &p, PeerDir::Pull), Ok(4096));
+        assert_eq!(reads(&s), 1);
+        child.kill();
+        let before = dst.clone();
+        let blank = vec![0u8; 4096];
+        let local = [(addr(&blank), 4096)];
+        assert!(matches!(
+            s.copy(&local, &p, PeerDir::Pull),
+            Err(PeerError::Declined(_))
+        ));
+        assert_eq!(reads(&s), 2, "the exited peer's cookie was read again");
+        assert!(blank.iter().all(|&b| b == 0));
+        assert_eq!(dst, before);
     }
 }
