@@ -28,4 +28,5 @@ pub mod model;
 pub mod netlink;
 pub mod open;
 pub mod parse;
+pub mod process;
 pub mod source;

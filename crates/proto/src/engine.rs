@@ -369,6 +369,10 @@ pub struct Qp {
     same_host: bool,
     /// The peer declined a same-host request: packets from now on.
     same_host_declined: bool,
+    /// The PSNs that the same-host requests among the sent WRs
+    /// (`sq[..send_idx]`) stand for beyond their one packet each: what
+    /// the requester's window does not count ([`Qp::window_full`]).
+    same_host_extra: i32,
 }
 
 fn sgl_len(sgl: &[Sge]) -> u64 {
@@ -525,6 +529,7 @@ impl Qp {
             fatal_pending: false,
             same_host: false,
             same_host_declined: false,
+            same_host_extra: 0,
         }
     }
 
@@ -781,6 +786,7 @@ impl Qp {
             self.cq.push_back(wc);
         }
         self.send_idx = 0;
+        self.same_host_extra = 0;
         self.send_off = 0;
         self.rd_atomic_inflight = 0;
         self.rto = None;

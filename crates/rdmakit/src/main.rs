@@ -71,14 +71,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Output into a closed pipe (`rdmakit doctor --json | head`) ends the
-    // process quietly, as it ends any Unix tool, not with a panic in
-    // `println!`. Sockets keep their errors: std writes them with
-    // MSG_NOSIGNAL, and the soft NIC's are datagram sockets.
-    // SAFETY: sets a signal disposition to its default; no handler runs.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    rdmakit_host::process::end_quietly_on_closed_pipe();
     let cli = Cli::parse();
     cli.color.apply();
     // The provider is read once, here, and passed down: `--provider`, else

@@ -130,6 +130,7 @@ impl Qp {
             self.high_psn = self.next_psn;
         }
         self.send_idx += 1;
+        self.same_host_extra += npk.saturating_sub(1) as i32;
         self.send_off = 0;
         if self.rto.is_none() {
             self.rto = local_ack_timeout(self.attr.timeout).map(|d| now.now() + d);

@@ -50,6 +50,7 @@ impl Qp {
         }
         let Some((i, off)) = found else { return false };
         self.send_idx = i;
+        self.same_host_extra = self.same_host_extra_sent();
         self.send_off = off;
         self.next_psn = psn;
         self.pkts_since_ackreq = 0;
@@ -149,6 +150,7 @@ impl Qp {
             }
         }
         self.send_idx = idx;
+        self.same_host_extra = self.same_host_extra_sent();
         self.send_off = off;
         self.next_psn = una;
         self.pkts_since_ackreq = 0;
@@ -308,8 +310,9 @@ impl Qp {
     /// Completes the oldest send WQE with `status` (successes only when
     /// signaled) and pops it.
     pub(super) fn complete_front(&mut self, status: WcStatus) {
-        let Some(w) = self.sq.pop_front() else { return };
-        self.send_idx = self.send_idx.saturating_sub(1);
+        let Some(w) = self.pop_sent_front() else {
+            return;
+        };
         if w.wr.op.is_rd_atomic() && w.started {
             self.rd_atomic_inflight = self.rd_atomic_inflight.saturating_sub(1);
         }

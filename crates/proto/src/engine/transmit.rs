@@ -253,27 +253,32 @@ impl Qp {
     /// [`SAME_HOST_MAX_PSNS`] (far from the half of the PSN space where
     /// before/after comparisons turn).
     fn window_full(&self) -> bool {
-        let window = self.cfg.max_inflight as i32;
+        debug_assert_eq!(self.same_host_extra, self.same_host_extra_sent());
         let psns = self.next_psn.diff(self.una);
-        if psns < window {
-            return false;
-        }
-        if psns >= SAME_HOST_MAX_PSNS || !self.same_host_active() {
-            return true;
-        }
-        // The PSNs that same-host requests in flight stand for beyond
-        // their one packet; enough of them leave room.
-        let need = psns - window + 1;
-        let mut extra = 0i32;
-        for w in self.sq.iter().take(self.send_idx) {
+        psns >= SAME_HOST_MAX_PSNS || psns - self.same_host_extra >= self.cfg.max_inflight as i32
+    }
+
+    /// [`Qp::same_host_extra`] counted from the send queue (after the
+    /// send pointer moved back).
+    pub(super) fn same_host_extra_sent(&self) -> i32 {
+        self.sq
+            .iter()
+            .take(self.send_idx)
+            .filter(|w| w.cma)
+            .map(|w| w.npkts.saturating_sub(1) as i32)
+            .sum()
+    }
+
+    /// Pops the oldest send WQE, moving the send pointer with it.
+    pub(super) fn pop_sent_front(&mut self) -> Option<SendWqe> {
+        let w = self.sq.pop_front()?;
+        if self.send_idx > 0 {
+            self.send_idx -= 1;
             if w.cma {
-                extra += w.npkts.saturating_sub(1) as i32;
-                if extra >= need {
-                    return false;
-                }
+                self.same_host_extra -= w.npkts.saturating_sub(1) as i32;
             }
         }
-        true
+        Some(w)
     }
 
     fn poll_requester<M: Memory + ?Sized>(
@@ -439,8 +444,7 @@ impl Qp {
         let Some(w) = self.sq.front() else { return };
         let Some(status) = w.local_err else { return };
         let wc = self.wc(w.wr.wr_id, status, w.wr.op.wc_opcode());
-        self.sq.pop_front();
-        self.send_idx = self.send_idx.saturating_sub(1);
+        self.pop_sent_front();
         self.cq.push_back(wc);
         if self.cfg.qp_type == QpType::Rc {
             self.enter_error();

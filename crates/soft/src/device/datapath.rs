@@ -194,7 +194,7 @@ impl Shared {
                 );
             }
         }
-        self.net.finish(
+        self.net.flush(
             &eng.flow,
             &mut eng.batch,
             &eng.txbuf,

@@ -415,7 +415,7 @@ impl Net {
     /// batch when the packet cannot join it (another destination or flow,
     /// longer than its segments, a limit reached) and moves the packet to
     /// the front. A packet that cannot go by GSO (offload off, too large,
-    /// the raw socket's path) leaves at once. [`Net::finish`] sends the rest.
+    /// the raw socket's path) leaves at once. [`Net::flush`] sends the rest.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn queue(
         &self,
@@ -508,9 +508,13 @@ impl Net {
         tx: &AtomicU64,
         tx_err: &AtomicU64,
     ) {
-        let wake = batch.wake.take();
         let b = std::mem::take(batch);
-        batch.wake = wake;
+        // The ring receiver the pass owes a wake-up ([`TxBatch`]'s `wake`):
+        // a pass flushes at its end, or earlier only when it mixes ring
+        // and socket packets.
+        if let Some(to) = b.wake {
+            shm::wake(&self.sock, to);
+        }
         let (Some(to), Some(data)) = (b.to, buf.get(..b.bytes)) else {
             return;
         };
@@ -537,22 +541,6 @@ impl Net {
                     send_one(sock, p, to, tx, tx_err);
                 }
             }
-        }
-    }
-
-    /// Ends a transmit pass: [`Net::flush`], then wakes the ring receiver
-    /// the pass owes a wake-up ([`TxBatch`]'s `wake`).
-    pub(crate) fn finish(
-        &self,
-        cache: &FlowCache,
-        batch: &mut TxBatch,
-        buf: &[u8],
-        tx: &AtomicU64,
-        tx_err: &AtomicU64,
-    ) {
-        self.flush(cache, batch, buf, tx, tx_err);
-        if let Some(to) = batch.wake.take() {
-            shm::wake(&self.sock, to);
         }
     }
 

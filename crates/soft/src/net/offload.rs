@@ -55,7 +55,7 @@ impl Offloads {
 ///
 /// `wake` is not part of the batch's packets: a same-host ring whose
 /// receiver was asleep when this pass pushed into it, woken once the pass
-/// ends ([`crate::net::Net::finish`]) rather than at that packet.
+/// ends ([`crate::net::Net::flush`]) rather than at that packet.
 #[derive(Debug, Default)]
 pub(crate) struct TxBatch {
     pub(crate) bytes: usize,
