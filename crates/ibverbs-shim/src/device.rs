@@ -364,11 +364,12 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
             let c = ctx.dev.counters();
             eprintln!(
                 "rdmakit libibverbs: ibv_close_device {} ({}): {} packets sent, {} through \
-                 same-host rings; {} received, {} from rings",
+                 same-host rings ({} woke the receiver); {} received, {} from rings",
                 ctx.dev.name(),
                 ctx.dev.soft_transport().as_str(),
                 c.tx_packets,
                 c.ring_tx_packets,
+                c.ring_wakeups,
                 c.rx_packets,
                 c.ring_rx_packets
             );

@@ -156,13 +156,19 @@ fn uc_and_srq_pingpong() {
 #[test]
 fn pingpongs_over_same_host_rings() {
     let on_rings = |tool: &str, n: u16, extra: &[&str]| {
-        let (close, tx, ring_tx, rx, ring_rx) = closing_counts(tool, n, extra, "auto");
-        assert!(tx > 0 && ring_tx == tx, "{tool}: {close}");
-        assert!(rx > 0 && ring_rx == rx, "{tool}: {close}");
+        let c = closing_counts(tool, n, extra, "auto");
+        let close = &c.line;
+        assert!(c.tx > 0 && c.ring_tx == c.tx, "{tool}: {close}");
+        assert!(c.rx > 0 && c.ring_rx == c.rx, "{tool}: {close}");
+        assert!(c.woke <= c.ring_tx, "{tool}: {close}");
+        c.woke
     };
     if have("ibv_rc_pingpong") {
         on_rings("ibv_rc_pingpong", 60, &["-c", "-n", "2000"]);
-        on_rings("ibv_rc_pingpong", 61, &["-c", "-e", "-n", "500"]);
+        // Blocking on events, the server's progress thread sleeps between
+        // messages and the client's pushes wake it.
+        let woke = on_rings("ibv_rc_pingpong", 61, &["-c", "-e", "-n", "500"]);
+        assert!(woke > 0, "-e: no push woke the server's progress thread");
         on_rings("ibv_rc_pingpong", 62, &["-s", "65536", "-n", "200", "-c"]);
     }
     if have("ibv_uc_pingpong") {
@@ -181,9 +187,10 @@ fn pingpongs_over_same_host_rings() {
 #[test]
 fn pingpongs_over_forced_udp() {
     let on_udp = |tool: &str, n: u16, extra: &[&str]| {
-        let (close, tx, ring_tx, rx, ring_rx) = closing_counts(tool, n, extra, "udp");
-        assert!(tx > 0 && ring_tx == 0, "{tool}: {close}");
-        assert!(rx > 0 && ring_rx == 0, "{tool}: {close}");
+        let c = closing_counts(tool, n, extra, "udp");
+        let close = &c.line;
+        assert!(c.tx > 0 && c.ring_tx == 0 && c.woke == 0, "{tool}: {close}");
+        assert!(c.rx > 0 && c.ring_rx == 0, "{tool}: {close}");
     };
     if have("ibv_rc_pingpong") {
         on_udp("ibv_rc_pingpong", 66, &["-c", "-n", "500"]);
@@ -198,16 +205,21 @@ fn pingpongs_over_forced_udp() {
     }
 }
 
+/// The client's closing line with `RDMAKIT_SHIM_DEBUG`, "... (<transport>):
+/// T packets sent, R through same-host rings (W woke the receiver); T
+/// received, R from rings", and its counts.
+struct Closing {
+    line: String,
+    tx: u64,
+    ring_tx: u64,
+    woke: u64,
+    rx: u64,
+    ring_rx: u64,
+}
+
 /// Runs a ping-pong pair on `transport` with `RDMAKIT_SHIM_DEBUG` and reads
-/// the client's closing line, "... (<transport>): T packets sent, R through
-/// same-host rings; T received, R from rings": the line and its four
-/// counts.
-fn closing_counts(
-    tool: &str,
-    n: u16,
-    extra: &[&str],
-    transport: &str,
-) -> (String, u64, u64, u64, u64) {
+/// the client's closing line.
+fn closing_counts(tool: &str, n: u16, extra: &[&str], transport: &str) -> Closing {
     let env = [
         ("RDMAKIT_SOFT_TRANSPORT", transport),
         ("RDMAKIT_SHIM_DEBUG", "1"),
@@ -223,8 +235,15 @@ fn closing_counts(
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|w| w.parse().ok())
         .collect();
-    let [.., tx, ring_tx, rx, ring_rx] = nums[..] else {
+    let [.., tx, ring_tx, woke, rx, ring_rx] = nums[..] else {
         panic!("{tool}: {close}");
     };
-    (close, tx, ring_tx, rx, ring_rx)
+    Closing {
+        line: close,
+        tx,
+        ring_tx,
+        woke,
+        rx,
+        ring_rx,
+    }
 }

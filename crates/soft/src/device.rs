@@ -78,6 +78,10 @@ pub struct Counters {
     /// Packets taken from same-host rings (counted in `rx_packets` too
     /// when a QP took them).
     pub ring_rx_packets: u64,
+    /// Ring pushes that found the receiving context's progress thread
+    /// asleep: each owed it a wake-up datagram (one per receiver and
+    /// transmit pass).
+    pub ring_wakeups: u64,
 }
 
 /// Numbers of live objects.
@@ -783,7 +787,8 @@ impl Device {
     /// Device counters.
     pub fn counters(&self) -> Counters {
         let c = &self.sh.counters;
-        let (ring_tx_packets, ring_rx_packets) = self.sh.net.rings().map_or((0, 0), |r| r.counts());
+        let (ring_tx_packets, ring_rx_packets, ring_wakeups) =
+            self.sh.net.rings().map_or((0, 0, 0), |r| r.counts());
         Counters {
             tx_packets: c.tx_packets.load(Ordering::Relaxed),
             rx_packets: c.rx_packets.load(Ordering::Relaxed),
@@ -795,6 +800,7 @@ impl Device {
             dma_map_errors: c.dma_map_errors.load(Ordering::Relaxed),
             ring_tx_packets,
             ring_rx_packets,
+            ring_wakeups,
         }
     }
 

@@ -485,14 +485,15 @@ impl Shared {
     /// packets are processed in arrival order. `app`: an application
     /// thread's busy poll, which holds the plain ACKs of socket datagrams
     /// back too (those of ring packets every drain holds) and spares the
-    /// socket while the rings carry the traffic.
+    /// socket while the rings carry the traffic. How many packets it took
+    /// from same-host rings.
     pub(super) fn drain_network(
         &self,
         pb: &mut super::PollBuf,
         max: usize,
         app: bool,
         done: impl Fn() -> bool,
-    ) {
+    ) -> usize {
         // One clock for the pass, read only if a packet arms a timer.
         let clock = self.clock();
         // The rings' receivers this drain's packets wake are woken once,
@@ -523,10 +524,10 @@ impl Shared {
                 self.flush_held_acks();
             }
             if done() {
-                return;
+                return took;
             }
         } else if app && pb.spare_socket() {
-            return;
+            return took;
         }
         for _ in took..max {
             match self.net.try_recv(&mut pb.buf) {
@@ -542,6 +543,7 @@ impl Shared {
                 break;
             }
         }
+        took
     }
 
     pub(super) fn fire_timers(&self) -> Option<u64> {
@@ -588,6 +590,38 @@ const NAP_MIN: Duration = Duration::from_millis(1);
 /// still cut any nap short. (4 ms instead: the VM tier's 1 KiB ping-pong
 /// gained half as much and less steadily, 3 rounds in one guest.)
 const NAP_MAX: Duration = Duration::from_millis(8);
+
+/// How long the progress thread keeps looking at the rings after a drain
+/// of ring packets, before it blocks.
+const LINGER: Duration = Duration::from_micros(50);
+
+/// A `sched_yield` that took longer ran another thread on this core.
+const YIELDED: Duration = Duration::from_micros(5);
+
+/// After a drain of ring packets pushed from another CPU, whose ACKs their
+/// sender is about to answer with more: looks at the rings for up to
+/// [`LINGER`] before the progress thread blocks, so the next batch is
+/// taken without a wake-up datagram and an idle CPU's wake-up (~0.1-2 ms
+/// on a VM's halted vCPU, per batch of a same-host WRITE stream). Not when
+/// the sender shares this core, nor once a yield ran another thread:
+/// there a spinning receiver only takes the sender's time, and sleeping
+/// keeps the wake-up's preemption (docs/soft-nic.md, "Lingering").
+fn linger(r: &crate::net::shm::Rings) {
+    if !r.sender_elsewhere() {
+        return;
+    }
+    let start = std::time::Instant::now();
+    let mut t = start;
+    while !r.ready() && t.duration_since(start) < LINGER {
+        // SAFETY: sched_yield takes no arguments and cannot fail.
+        unsafe { libc::sched_yield() };
+        let after = std::time::Instant::now();
+        if after.duration_since(t) > YIELDED {
+            return;
+        }
+        t = after;
+    }
+}
 
 pub(super) fn progress_loop(sh: &Shared) {
     let _ = sh.progress.set(std::thread::current());
@@ -662,14 +696,18 @@ pub(super) fn progress_loop(sh: &Shared) {
             // A ring's sender wakes us through the socket once the rings'
             // flags are up; what it wrote before is taken now.
             let rings = sh.net.rings();
+            let mut from_rings = 0;
             if rings.is_some_and(|r| r.sleep()) || sh.net.wait_readable(wait) {
                 let mut b = lock(&sh.poll_buf);
-                sh.drain_network(&mut b, 64, false, || false);
+                from_rings = sh.drain_network(&mut b, 64, false, || false);
             }
             if let Some(r) = rings {
                 r.wake();
             }
             sh.flush_held_acks();
+            if let Some(r) = rings.filter(|_| from_rings > 0) {
+                linger(r);
+            }
         }
         // Scan the QPs' timers only when the planned wake-up passed or a
         // drive set an earlier deadline (not on every datagram).

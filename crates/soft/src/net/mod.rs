@@ -457,7 +457,7 @@ impl Net {
             } else {
                 tx.fetch_add(1, Ordering::Relaxed);
                 if let Some(r) = &self.rings {
-                    r.pushed();
+                    r.pushed(pushed == shm::Pushed::Wake);
                 }
             }
             return;

@@ -207,9 +207,13 @@ pub(crate) struct Rings {
     inboxes: Mutex<Vec<Inbox>>,
     /// Whether `inboxes` is non-empty (a load per busy poll, not a lock).
     any: AtomicBool,
-    /// Packets written into rings, taken from rings.
+    /// Packets written into rings, taken from rings; pushes that found
+    /// their receiver asleep.
     pushed: AtomicU64,
     taken: AtomicU64,
+    woke: AtomicU64,
+    /// Whether the last drain took a packet pushed from another CPU.
+    elsewhere: AtomicBool,
 }
 
 /// An engine's cached choice for its last destination: the ring into it,
@@ -230,6 +234,8 @@ impl Rings {
             any: AtomicBool::new(false),
             pushed: AtomicU64::new(0),
             taken: AtomicU64::new(0),
+            woke: AtomicU64::new(0),
+            elsewhere: AtomicBool::new(false),
         })
     }
 
@@ -276,9 +282,13 @@ impl Rings {
         ob
     }
 
-    /// Counts a packet written into a ring.
-    pub(crate) fn pushed(&self) {
+    /// Counts a packet written into a ring (`woke`: its receiver was
+    /// asleep and is owed a wake-up).
+    pub(crate) fn pushed(&self, woke: bool) {
         self.pushed.fetch_add(1, Ordering::Relaxed);
+        if woke {
+            self.woke.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Maps the ring an attach datagram from `src` names (`msg`: what
@@ -308,24 +318,42 @@ impl Rings {
         }
         let mut ibs = lock(&self.inboxes);
         let mut n = 0;
-        while n < max {
+        let mut cpu = None;
+        let mut elsewhere = false;
+        'drain: while n < max {
             let before = n;
             for ib in ibs.iter_mut() {
                 let Some(len) = ib.pop(buf) else {
                     continue;
                 };
+                elsewhere |= ib.sender_cpu() != *cpu.get_or_insert_with(ring::this_cpu);
                 self.taken.fetch_add(1, Ordering::Relaxed);
                 f(ib.src(), &buf[..len]);
                 n += 1;
                 if n >= max || done() {
-                    return n;
+                    break 'drain;
                 }
             }
             if n == before {
                 break;
             }
         }
+        if n > 0 {
+            self.elsewhere.store(elsewhere, Ordering::Relaxed);
+        }
         n
+    }
+
+    /// Whether the last drain that took packets took one its sender pushed
+    /// from another CPU than the drain's: a sender that is likely to push
+    /// again soon without sharing this thread's core.
+    pub(crate) fn sender_elsewhere(&self) -> bool {
+        self.elsewhere.load(Ordering::Relaxed)
+    }
+
+    /// Whether a ring has a packet waiting (no flag raised).
+    pub(crate) fn ready(&self) -> bool {
+        self.any.load(Ordering::Acquire) && lock(&self.inboxes).iter().any(Inbox::ready)
     }
 
     /// Before the progress thread blocks on the socket: raises every ring's
@@ -361,11 +389,13 @@ impl Rings {
         }
     }
 
-    /// Packets written into rings and taken from them.
-    pub(crate) fn counts(&self) -> (u64, u64) {
+    /// Packets written into rings, taken from them, and pushes that found
+    /// their receiver asleep.
+    pub(crate) fn counts(&self) -> (u64, u64, u64) {
         (
             self.pushed.load(Ordering::Relaxed),
             self.taken.load(Ordering::Relaxed),
+            self.woke.load(Ordering::Relaxed),
         )
     }
 }

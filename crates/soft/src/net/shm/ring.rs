@@ -27,13 +27,15 @@ const CELL: usize = (8 + CELL_DATA).div_ceil(64) * 64;
 const HEADER: usize = 256;
 const SIZE: usize = HEADER + CELLS as usize * CELL;
 // Header offsets: fields written once before `magic`, then one cache line
-// for each side's counter and one for the flag.
+// for each side's counter (the sender's with its CPU) and one for the flag.
 const OFF_MAGIC: usize = 0;
 const OFF_CELLS: usize = 8;
 const OFF_PID: usize = 12;
 const OFF_SRC_IP: usize = 16;
 const OFF_SRC_PORT: usize = 20;
 const OFF_HEAD: usize = 64;
+/// The CPU the sender ran on at its last push (beside `head`: read with it).
+const OFF_SENDER_CPU: usize = 72;
 const OFF_TAIL: usize = 128;
 const OFF_SLEEPING: usize = 192;
 
@@ -97,6 +99,13 @@ impl Drop for Map {
         // SAFETY: the mapping made in `Map::new`, no longer referenced.
         let _ = unsafe { rustix::mm::munmap(self.ptr.cast(), SIZE) };
     }
+}
+
+/// The CPU this thread runs on (u32::MAX when unknown): read through the
+/// vDSO or rseq, a few nanoseconds.
+pub(crate) fn this_cpu() -> u32 {
+    // SAFETY: sched_getcpu takes no arguments; -1 (unknown) maps to MAX.
+    u32::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(u32::MAX)
 }
 
 /// What a push did.
@@ -184,6 +193,9 @@ impl Outbox {
             std::ptr::copy_nonoverlapping(pkt.as_ptr(), cell.add(8), pkt.len());
         }
         *head += 1;
+        self.map
+            .u32_at(OFF_SENDER_CPU)
+            .store(this_cpu(), Ordering::Relaxed);
         self.map.u64_at(OFF_HEAD).store(*head, Ordering::Release);
         drop(head);
         // Against the receiver's store of `sleeping` and load of `head`
@@ -294,6 +306,11 @@ impl Inbox {
         !alive(self.pid)
     }
 
+    /// The CPU the sender ran on at its last push ([`this_cpu`]'s value).
+    pub(crate) fn sender_cpu(&self) -> u32 {
+        self.map.u32_at(OFF_SENDER_CPU).load(Ordering::Relaxed)
+    }
+
     /// Whether a packet is waiting.
     pub(crate) fn ready(&self) -> bool {
         self.map.u64_at(OFF_HEAD).load(Ordering::Acquire) != self.tail
@@ -401,6 +418,60 @@ mod tests {
         assert_eq!(ob.push(&[7; 20]), Pushed::Queued, "the flag was lowered");
         let mut buf = [0u8; 64];
         assert_eq!(ib.pop(&mut buf), Some(20));
+    }
+
+    /// Pins the calling thread to `cpu`.
+    fn pin(cpu: usize) {
+        // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and
+        // sched_setaffinity read and write only that set.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            let rc = libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+            assert_eq!(
+                rc,
+                0,
+                "sched_setaffinity({cpu}): {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+
+    /// The CPUs this thread may run on.
+    fn allowed_cpus() -> Vec<usize> {
+        // SAFETY: as in `pin`.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let rc = libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set);
+            assert_eq!(rc, 0);
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    /// The receiver learns, with each push, which CPU its sender ran on
+    /// (its progress thread lingers only for a sender on another core).
+    #[test]
+    fn each_push_says_which_cpu_its_sender_ran_on() {
+        let (_d, n) = names();
+        let (a, b) = (ep(1, 4791), ep(2, 4791));
+        let ob = std::sync::Arc::new(Outbox::create(&n, a, b).unwrap());
+        let mut ib = Inbox::attach(&n, b, a, &ob.attach_datagram()[8..]).unwrap();
+        let cpus = allowed_cpus();
+        assert!(cpus.len() >= 2, "this test needs 2 CPUs, has {cpus:?}");
+        let mut buf = [0u8; 64];
+        for &cpu in cpus.iter().chain(cpus.iter().rev()) {
+            let o = std::sync::Arc::clone(&ob);
+            std::thread::spawn(move || {
+                pin(cpu);
+                assert_eq!(o.push(&[1; 20]), Pushed::Queued);
+            })
+            .join()
+            .unwrap();
+            assert_eq!(ib.sender_cpu(), cpu as u32);
+            assert_eq!(ib.pop(&mut buf), Some(20));
+        }
     }
 
     /// A second ring to one endpoint (its process changed) is a file of its
