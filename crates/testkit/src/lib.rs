@@ -12,6 +12,8 @@
 //! - **C programs**: [`compile_c`] against the drop-in libraries.
 //! - **Libraries**: [`install_libs`] lays out the built cdylibs as
 //!   `rdmakit shim install` does, one directory per test binary.
+//! - **CPUs**: [`two_cpus`] and [`pin_to_cpu`], for tests of what depends
+//!   on where threads run.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -372,6 +374,44 @@ pub fn write_script(path: &Path, script: &str) {
         text(&out)
     );
     let _ = std::fs::remove_file(&side);
+}
+
+/// Pins the calling thread (and the threads it starts later) to `cpu`.
+pub fn pin_to_cpu(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and
+    // sched_setaffinity read and write only that set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        let rc = libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+        assert_eq!(
+            rc,
+            0,
+            "sched_setaffinity({cpu}): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Two CPUs the calling thread may run on. A test that needs two fails on
+/// a machine (or cgroup) that offers one.
+pub fn two_cpus() -> (usize, usize) {
+    // SAFETY: as in `pin_to_cpu`.
+    let cpus: Vec<usize> = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let rc = libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set);
+        assert_eq!(
+            rc,
+            0,
+            "sched_getaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    };
+    assert!(cpus.len() >= 2, "this test needs 2 CPUs, has {cpus:?}");
+    (cpus[0], cpus[1])
 }
 
 #[cfg(test)]

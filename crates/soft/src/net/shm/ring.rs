@@ -420,36 +420,6 @@ mod tests {
         assert_eq!(ib.pop(&mut buf), Some(20));
     }
 
-    /// Pins the calling thread to `cpu`.
-    fn pin(cpu: usize) {
-        // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and
-        // sched_setaffinity read and write only that set.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            let rc = libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
-            assert_eq!(
-                rc,
-                0,
-                "sched_setaffinity({cpu}): {}",
-                std::io::Error::last_os_error()
-            );
-        }
-    }
-
-    /// The CPUs this thread may run on.
-    fn allowed_cpus() -> Vec<usize> {
-        // SAFETY: as in `pin`.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            let rc = libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set);
-            assert_eq!(rc, 0);
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect()
-        }
-    }
-
     /// The receiver learns, with each push, which CPU its sender ran on
     /// (its progress thread lingers only for a sender on another core).
     #[test]
@@ -458,13 +428,12 @@ mod tests {
         let (a, b) = (ep(1, 4791), ep(2, 4791));
         let ob = std::sync::Arc::new(Outbox::create(&n, a, b).unwrap());
         let mut ib = Inbox::attach(&n, b, a, &ob.attach_datagram()[8..]).unwrap();
-        let cpus = allowed_cpus();
-        assert!(cpus.len() >= 2, "this test needs 2 CPUs, has {cpus:?}");
+        let (x, y) = rdmakit_testkit::two_cpus();
         let mut buf = [0u8; 64];
-        for &cpu in cpus.iter().chain(cpus.iter().rev()) {
+        for cpu in [x, y, x] {
             let o = std::sync::Arc::clone(&ob);
             std::thread::spawn(move || {
-                pin(cpu);
+                rdmakit_testkit::pin_to_cpu(cpu);
                 assert_eq!(o.push(&[1; 20]), Pushed::Queued);
             })
             .join()
