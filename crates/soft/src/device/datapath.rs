@@ -595,31 +595,23 @@ const NAP_MAX: Duration = Duration::from_millis(8);
 /// of ring packets, before it blocks.
 const LINGER: Duration = Duration::from_micros(50);
 
-/// A `sched_yield` that took longer ran another thread on this core.
-const YIELDED: Duration = Duration::from_micros(5);
-
 /// After a drain of ring packets pushed from another CPU, whose ACKs their
 /// sender is about to answer with more: looks at the rings for up to
 /// [`LINGER`] before the progress thread blocks, so the next batch is
 /// taken without a wake-up datagram and an idle CPU's wake-up (~0.1-2 ms
 /// on a VM's halted vCPU, per batch of a same-host WRITE stream). Not when
-/// the sender shares this core, nor once a yield ran another thread:
-/// there a spinning receiver only takes the sender's time, and sleeping
-/// keeps the wake-up's preemption (docs/soft-nic.md, "Lingering").
+/// the sender shares this core: there a spinning receiver only takes the
+/// sender's time, and sleeping keeps the wake-up's preemption
+/// (docs/soft-nic.md, "Lingering"). A yield that hands the core to another
+/// thread for longer than the budget ends it too.
 fn linger(r: &crate::net::shm::Rings) {
     if !r.sender_elsewhere() {
         return;
     }
     let start = std::time::Instant::now();
-    let mut t = start;
-    while !r.ready() && t.duration_since(start) < LINGER {
+    while !r.ready() && start.elapsed() < LINGER {
         // SAFETY: sched_yield takes no arguments and cannot fail.
         unsafe { libc::sched_yield() };
-        let after = std::time::Instant::now();
-        if after.duration_since(t) > YIELDED {
-            return;
-        }
-        t = after;
     }
 }
 
