@@ -160,7 +160,6 @@ fn pingpongs_over_same_host_rings() {
         let close = &c.line;
         assert!(c.tx > 0 && c.ring_tx == c.tx, "{tool}: {close}");
         assert!(c.rx > 0 && c.ring_rx == c.rx, "{tool}: {close}");
-        assert!(c.woke <= c.ring_tx, "{tool}: {close}");
         c.woke
     };
     if have("ibv_rc_pingpong") {
