@@ -239,6 +239,63 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// The unprivileged uid and gid attacks run as (`nobody` on Debian).
+pub const ATTACKER_UID: u32 = 65534;
+
+/// A command that runs `program` as [`ATTACKER_UID`] with no supplementary
+/// groups (`setpriv`), for tests that run an attack as an unprivileged user
+/// against a root rdmakit. `None` when this process is not root: the test
+/// then skips, saying so, unless `RDMAKIT_REQUIRE_ROOT` is set (scripts/test
+/// sets it; CI runs as root), when it fails. The attacker's files must be
+/// reachable by that uid (a directory of [`attacker_dir`]).
+pub fn as_attacker(program: impl AsRef<std::ffi::OsStr>) -> Option<Command> {
+    if !is_root() {
+        assert!(
+            std::env::var_os("RDMAKIT_REQUIRE_ROOT").is_none(),
+            "this attack test needs root (to run the attacker as uid {ATTACKER_UID}); \
+             RDMAKIT_REQUIRE_ROOT is set"
+        );
+        eprintln!("SKIP: not root: cannot run the attacker as uid {ATTACKER_UID}");
+        return None;
+    }
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid",
+        &ATTACKER_UID.to_string(),
+        "--regid",
+        &ATTACKER_UID.to_string(),
+        "--clear-groups",
+        "--",
+    ])
+    .arg(program);
+    Some(c)
+}
+
+/// A fresh temporary directory owned by [`ATTACKER_UID`] (mode 0755), for
+/// the files an attacker prepares; removed when the guard drops.
+pub fn attacker_dir() -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix("rdk-attacker-")
+        .tempdir()
+        .expect("temporary directory");
+    let c = std::ffi::CString::new(d.path().as_os_str().as_encoded_bytes()).expect("no NUL");
+    // SAFETY: a valid NUL-terminated path; chown(2) reads it only.
+    let rc = unsafe { libc::chown(c.as_ptr(), ATTACKER_UID, ATTACKER_UID) };
+    assert_eq!(
+        rc,
+        0,
+        "chown {}: {}",
+        d.path().display(),
+        std::io::Error::last_os_error()
+    );
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    d
+}
+
 /// The repository's `fixtures/<rel>` (real captures, each with its SOURCE
 /// note), which must exist: a missing fixture fails the test instead of
 /// letting it pass on nothing.
