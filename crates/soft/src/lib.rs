@@ -41,6 +41,7 @@ pub mod install;
 pub mod net;
 pub mod registry;
 pub mod ring;
+pub mod userdir;
 
 pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
 pub use cma::SoftTransport;
