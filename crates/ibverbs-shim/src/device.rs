@@ -364,15 +364,21 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
             let c = ctx.dev.counters();
             eprintln!(
                 "rdmakit libibverbs: ibv_close_device {} ({}): {} packets sent, {} through \
-                 same-host rings ({} woke the receiver); {} received, {} from rings",
+                 same-host rings ({} woke the receiver); {} received, {} from rings; refused \
+                 {} rings and {} same-host requests",
                 ctx.dev.name(),
                 ctx.dev.soft_transport().as_str(),
                 c.tx_packets,
                 c.ring_tx_packets,
                 c.ring_wakeups,
                 c.rx_packets,
-                c.ring_rx_packets
+                c.ring_rx_packets,
+                c.ring_refused,
+                c.rx_same_host_refused
             );
+            if let Some(why) = ctx.dev.ring_miss() {
+                eprintln!("rdmakit libibverbs: {why}");
+            }
         }
         // A thread blocked in ibv_get_cq_event / ibv_get_async_event of this
         // context would wait for an event that can no longer come: wake it

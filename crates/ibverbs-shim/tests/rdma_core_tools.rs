@@ -234,9 +234,13 @@ fn closing_counts(tool: &str, n: u16, extra: &[&str], transport: &str) -> Closin
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|w| w.parse().ok())
         .collect();
-    let [.., tx, ring_tx, woke, rx, ring_rx] = nums[..] else {
+    let [.., tx, ring_tx, woke, rx, ring_rx, refused_rings, refused_requests] = nums[..] else {
         panic!("{tool}: {close}");
     };
+    // Between two processes of one user, nothing is refused (issue 34: a
+    // refusal is another user's ring, or a same-host request not on its
+    // peer's ring).
+    assert_eq!((refused_rings, refused_requests), (0, 0), "{tool}: {close}");
     Closing {
         line: close,
         tx,

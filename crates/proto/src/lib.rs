@@ -47,8 +47,7 @@ pub use engine::{
     DropCounts, ModifyError, PostError, Qp, QpConfig, Stats, Transmit, GRH_LEN, MAX_HEADER_LEN,
 };
 pub use mem::{
-    AtomicOp, Extent, HostIdentity, Key, MemError, MemResult, MemTable, Memory, Pd, PeerBuffers,
-    PeerCopy, PeerDir, PeerError,
+    AtomicOp, Extent, Key, MemError, MemResult, MemTable, Memory, Pd, PeerCopy, PeerDir, PeerError,
 };
 pub use psn::Psn;
 pub use qp::{

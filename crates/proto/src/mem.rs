@@ -156,58 +156,37 @@ pub trait Memory {
         Err(MemError::BadKey)
     }
 
-    /// Who this memory's process is to a same-host peer: its pid and the
-    /// address and value of its cookie (see [`PeerBuffers`]). `None` (the
-    /// default): peers cannot reach this memory, and the engine sends
-    /// ordinary packets.
-    fn host_identity(&self) -> Option<HostIdentity> {
-        None
-    }
-
     /// The host address of `[addr, addr + len)` under local key `key`,
     /// after the usual checks, for a same-host peer to copy from or to.
-    /// `None` (the default) when the range cannot be named that way.
+    /// `None` (the default) when the range cannot be named that way: the
+    /// engine then sends ordinary packets.
     fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
         let _ = (pd, key, addr, len, need);
         None
     }
 
     /// Moves bytes between the local ranges `copy.local` (key, address,
-    /// length; each checked for `copy.need` before any byte moves) and a
-    /// same-host peer's buffers, in one cross-memory copy: [`PeerDir::Pull`]
-    /// reads the peer into the local ranges, [`PeerDir::Push`] writes them
-    /// into the peer. The peer's cookie is checked first. Returns the bytes
-    /// moved.
+    /// length; each checked for `copy.need` before any byte moves) and the
+    /// buffers `copy.peer` of the same-host peer that sent the request, in
+    /// one cross-memory copy: [`PeerDir::Pull`] reads the peer into the
+    /// local ranges, [`PeerDir::Push`] writes them into the peer. Returns
+    /// the bytes moved.
+    ///
+    /// Which process the peer is comes from the channel the request
+    /// arrived on, never from the request: the implementation knows it (the
+    /// soft NIC binds each same-host ring to the process the kernel named
+    /// when the ring was set up) and declines a request that came another
+    /// way.
     ///
     /// # Errors
     /// [`PeerError::Mem`] for a failed check (nothing moved);
-    /// [`PeerError::Declined`] when the copy cannot be made (no support,
-    /// no permission, the peer gone or its cookie wrong). The default
+    /// [`PeerError::Declined`] when the copy cannot be made (no support, no
+    /// authenticated channel, no permission, the peer gone). The default
     /// declines everything.
     fn peer_copy(&mut self, copy: &PeerCopy<'_>) -> Result<u64, PeerError> {
         let _ = copy;
         Err(PeerError::Declined("this memory has no same-host copy"))
     }
-}
-
-/// A process's identity for same-host copies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HostIdentity {
-    /// Process id.
-    pub pid: u32,
-    /// Address of the cookie in that process.
-    pub cookie_addr: u64,
-    /// The cookie's value (random per device).
-    pub cookie: u64,
-}
-
-/// A same-host peer's buffers, as a request names them.
-#[derive(Clone, Copy, Debug)]
-pub struct PeerBuffers<'a> {
-    /// Who the peer says it is.
-    pub who: HostIdentity,
-    /// Its buffers: (host address, length).
-    pub iov: &'a [(u64, u64)],
 }
 
 /// A same-host copy as [`Memory::peer_copy`] takes it.
@@ -219,8 +198,9 @@ pub struct PeerCopy<'a> {
     pub local: &'a [(Key, u64, u64)],
     /// The right every local range must grant.
     pub need: Access,
-    /// The peer's buffers.
-    pub peer: PeerBuffers<'a>,
+    /// The peer's own buffers (host address, length), as its request names
+    /// them: only ever reached in the process the channel identified.
+    pub peer: &'a [(u64, u64)],
     /// Which way the bytes move.
     pub dir: PeerDir,
 }

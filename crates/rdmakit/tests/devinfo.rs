@@ -194,9 +194,10 @@ fn json_has_the_same_fields() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert_eq!(v["devices"][0]["soft_udp_offloads"], "none");
-    // The same-host data path: auto (rings and the copy) by default, cma
-    // (the copy only) or udp when asked, shm the rings' old name for auto,
-    // and an unknown value refused naming the variable (issue 19).
+    // The same-host data path: auto (rings and the copy) by default or udp
+    // when asked; shm and cma (the copy over UDP, gone with issue 34: a copy
+    // takes the rings' authenticated channel) mean auto; an unknown value is
+    // refused naming the variable (issue 19).
     assert_eq!(d["soft_transport"], "auto");
     let run = |t: &str| {
         Command::new(env!("CARGO_BIN_EXE_rdmakit"))
@@ -210,7 +211,7 @@ fn json_has_the_same_fields() {
     let v: serde_json::Value = serde_json::from_slice(&run("udp").stdout).expect("valid JSON");
     assert_eq!(v["devices"][0]["soft_transport"], "udp");
     let v: serde_json::Value = serde_json::from_slice(&run("cma").stdout).expect("valid JSON");
-    assert_eq!(v["devices"][0]["soft_transport"], "cma");
+    assert_eq!(v["devices"][0]["soft_transport"], "auto");
     let v: serde_json::Value = serde_json::from_slice(&run("shm").stdout).expect("valid JSON");
     assert_eq!(v["devices"][0]["soft_transport"], "auto");
     let out = run("ring");

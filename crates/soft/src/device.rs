@@ -82,6 +82,14 @@ pub struct Counters {
     /// asleep: each owed it a wake-up datagram (one per receiver and
     /// transmit pass).
     pub ring_wakeups: u64,
+    /// Rings other contexts offered this one and it refused (another
+    /// user's process, a bad hello, a pidfd naming another process, a ring
+    /// that is not one).
+    pub ring_refused: u64,
+    /// Same-host requests dropped: they came in a UDP datagram (they are
+    /// taken only from same-host rings) or on a ring that is not the QP's
+    /// peer's.
+    pub rx_same_host_refused: u64,
 }
 
 /// Numbers of live objects.
@@ -118,6 +126,7 @@ struct AtomicCounters {
     tx_errors: AtomicU64,
     cq_overruns: AtomicU64,
     dma_map_errors: AtomicU64,
+    rx_same_host_refused: AtomicU64,
 }
 
 /// The receive buffer every datagram and ring packet is taken into (one
@@ -375,6 +384,9 @@ struct Engine {
     sport: u16,
     /// The flow socket of `sport`, looked up once per port, not per packet.
     flow: net::FlowCache,
+    /// A connected QP's peer endpoint (from its AV, set at RTR): the only
+    /// sender whose same-host ring may carry same-host requests to it.
+    remote: Option<std::net::SocketAddrV4>,
     /// The last path looked up, `(AddressHandle, address)`: interned paths
     /// never change, so a packet to the same one skips the path table.
     path: Option<(u32, Ipv4Addr)>,
@@ -417,6 +429,10 @@ struct EngineMem<'a> {
     view: crate::dma::MemView<'a>,
     pd: Pd,
     inline: &'a [u8],
+    /// The process the packet being handled came from, when it came on a
+    /// same-host ring (the kernel identified it when the ring was handed
+    /// over); None for a datagram, and when transmitting.
+    peer: Option<&'a crate::net::shm::Peer>,
 }
 
 impl EngineMem<'_> {
@@ -473,9 +489,6 @@ impl Memory for EngineMem<'_> {
     fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> MemResult {
         self.view.invalidate_local(pd, rkey)
     }
-    fn host_identity(&self) -> Option<rdmakit_proto::HostIdentity> {
-        self.view.host_identity()
-    }
     fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
         // Inline data lives in the QP's store: it goes as packets.
         (key != Key::Local(INLINE_LKEY))
@@ -489,7 +502,7 @@ impl Memory for EngineMem<'_> {
         if copy.local.iter().any(|l| l.0 == Key::Local(INLINE_LKEY)) {
             return Err(MemError::AccessDenied.into());
         }
-        self.view.peer_copy(copy)
+        self.view.peer_copy_from(copy, self.peer)
     }
 }
 
@@ -801,6 +814,8 @@ impl Device {
             ring_tx_packets,
             ring_rx_packets,
             ring_wakeups,
+            ring_refused: self.sh.net.rings().map_or(0, |r| r.refused()),
+            rx_same_host_refused: c.rx_same_host_refused.load(Ordering::Relaxed),
         }
     }
 

@@ -428,6 +428,29 @@ impl MrTable {
 #[derive(Debug)]
 pub struct MemView<'a>(&'a MrTable);
 
+impl MemView<'_> {
+    /// [`Memory::peer_copy`] for a request taken from the same-host ring of
+    /// `peer` (None: it came another way, and is declined): every local
+    /// range is checked against this table (key, PD, bounds, rights) and
+    /// translated to host addresses before the one system call moves a
+    /// byte, which reaches `peer`'s memory alone ([`crate::cma`]).
+    ///
+    /// # Errors
+    /// As [`Memory::peer_copy`].
+    pub(crate) fn peer_copy_from(
+        &self,
+        copy: &rdmakit_proto::PeerCopy<'_>,
+        peer: Option<&crate::net::shm::Peer>,
+    ) -> Result<u64, rdmakit_proto::PeerError> {
+        let mut host = Vec::with_capacity(copy.local.len());
+        for &(key, addr, len) in copy.local {
+            let (r, off) = self.0.locate(copy.pd, key, addr, len, copy.need)?;
+            host.push((r.ptr as u64 + off as u64, len));
+        }
+        self.0.same_host.copy(&host, peer, copy.peer, copy.dir)
+    }
+}
+
 impl Memory for MemView<'_> {
     fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult {
         self.0.locate(pd, key, addr, len, need).map(|_| ())
@@ -501,27 +524,18 @@ impl Memory for MemView<'_> {
         self.0.bind(pd, bind)
     }
 
-    fn host_identity(&self) -> Option<rdmakit_proto::HostIdentity> {
-        self.0.same_host.identity()
-    }
-
     fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
         let (r, off) = self.0.locate(pd, key, addr, len, need).ok()?;
         Some(r.ptr as u64 + off as u64)
     }
 
+    /// Declines: a copy needs the channel a request arrived on
+    /// ([`MemView::peer_copy_from`]), which this view does not know.
     fn peer_copy(
         &mut self,
         copy: &rdmakit_proto::PeerCopy<'_>,
     ) -> Result<u64, rdmakit_proto::PeerError> {
-        // Every range is checked (and translated to host addresses) before
-        // the one system call moves a byte.
-        let mut host = Vec::with_capacity(copy.local.len());
-        for &(key, addr, len) in copy.local {
-            let (r, off) = self.0.locate(copy.pd, key, addr, len, copy.need)?;
-            host.push((r.ptr as u64 + off as u64, len));
-        }
-        self.0.same_host.copy(&host, &copy.peer, copy.dir)
+        self.peer_copy_from(copy, None)
     }
 
     fn invalidate_local(&mut self, pd: Pd, rkey: u32) -> MemResult {

@@ -531,17 +531,17 @@ fn a_polled_send_completion_has_already_freed_its_slot() {
 }
 
 /// Issue 19: a context on `auto` whose one CQ serves a peer on a same-host
-/// ring (B, `auto`) and a peer on UDP (C, `cma`: no rings). While the ring
+/// ring (B, `auto`) and a peer on UDP (C, `udp`: no rings). While the ring
 /// carries the last packet, A's busy poll reads its socket only every 16th
 /// empty spin; C's datagrams must still all arrive, in turn with B's, with
 /// their data, and every SEND of B and C completes.
 #[test]
 fn a_busy_poller_with_ring_and_udp_peers_takes_both() {
-    let cma = DeviceConfig {
-        transport: rdmakit_soft::SoftTransport::Cma,
+    let udp = DeviceConfig {
+        transport: rdmakit_soft::SoftTransport::Udp,
         ..DeviceConfig::default()
     };
-    let (a, b, c) = (side(), side(), side_with(cma, 256));
+    let (a, b, c) = (side(), side(), side_with(udp, 256));
     let (ab, ba) = connect(&a, &b, QpType::Rc, ConnectOpts::default());
     let (ac, ca) = connect(&a, &c, QpType::Rc, ConnectOpts::default());
     let bufa = a.pd.alloc_buf(64, Access::all()).unwrap();
@@ -597,7 +597,7 @@ fn a_busy_poller_with_ring_and_udp_peers_takes_both() {
     assert_eq!(soft.soft_transport(), rdmakit_soft::SoftTransport::Auto);
     assert_eq!(
         c.ctx.soft().unwrap().soft_transport(),
-        rdmakit_soft::SoftTransport::Cma
+        rdmakit_soft::SoftTransport::Udp
     );
 }
 

@@ -1,11 +1,11 @@
-//! Issue 19 item 3: the soft NIC's same-host path. Two processes on this
-//! host (this test binary spawned again as the child) move 1 MiB RC WRITE,
-//! READ and SEND; with `transport: auto` (the default) or `cma` on both
-//! sides each message is one vendor request and one cross-memory copy —
-//! its packets in same-host rings with `auto`, datagrams with `cma` — and
-//! with `udp` every byte is a datagram. A responder that declines (its transport `udp`) makes the
-//! requester fall back to packets; a killed responder ends in
-//! RETRY_EXC_ERR.
+//! Issue 19 item 3 and issue 34: the soft NIC's same-host path. Two
+//! processes on this host (this test binary spawned again as the child)
+//! move 1 MiB RC WRITE, READ and SEND; with `transport: auto` (the default)
+//! on both sides each message is one vendor request and one cross-memory
+//! copy, every packet in same-host rings, and with `udp` on either side
+//! every byte is a datagram. A responder the kernel does not let reach the
+//! requester's memory declines and the requester falls back to packets; a
+//! killed responder ends in RETRY_EXC_ERR.
 
 use std::io::{BufRead, Write};
 use std::process::{Child, ChildStdin};
@@ -32,6 +32,13 @@ fn config(t: &str) -> DeviceConfig {
         transport: SoftTransport::parse(t).unwrap(),
         ..DeviceConfig::default()
     }
+}
+
+/// This file's tests one at a time: one of them makes the process
+/// non-dumpable for a while, which every same-host copy from it meets.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    M.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The responder; a no-op unless spawned by a test below. Its buffer:
@@ -91,7 +98,12 @@ struct Peer {
 
 impl Peer {
     fn spawn(mode: &str) -> Peer {
-        let (child, stdin, rx) = common::spawn_child(ROLE, mode);
+        Peer::spawn_with(mode, &[])
+    }
+
+    /// With `wrapper` (a program and its arguments) in front of the child.
+    fn spawn_with(mode: &str, wrapper: &[&str]) -> Peer {
+        let (child, stdin, rx) = common::spawn_child_with(ROLE, mode, wrapper);
         let line = rx.recv_timeout(T).expect("child went silent");
         let (ep, remote) = common::parse_ep(&line);
         Peer {
@@ -135,7 +147,10 @@ struct Outcome {
 /// WRITE, READ then SEND of 1 MiB each from this process (`me`) to a child
 /// with transport `peer`, all data checked on both sides.
 fn three_messages(me: &str, peer: &str) -> Outcome {
-    let mut p = Peer::spawn(peer);
+    three_messages_with(me, Peer::spawn(peer))
+}
+
+fn three_messages_with(me: &str, mut p: Peer) -> Outcome {
     let ctx = Context::open_soft(config(me)).unwrap();
     let (pd, cq, qp) = common::rc_qp(&ctx, ConnectOpts::default());
     let ep = qp.endpoint().unwrap().to_wire();
@@ -179,23 +194,12 @@ fn three_messages(me: &str, peer: &str) -> Outcome {
     }
 }
 
-/// `cma` on both sides: each message one vendor request and one copy, the
-/// requests and responses datagrams.
-#[test]
-fn one_mib_write_read_send_take_a_few_datagrams_on_the_same_host_path() {
-    let o = three_messages("cma", "cma");
-    assert!(o.tx <= 8, "{} datagrams for 3 MiB", o.tx);
-    assert_eq!((o.ring_tx, o.ring_rx), (0, 0));
-    assert_eq!(o.path, DataPath::SameHost);
-    assert_eq!(o.fallbacks, 0);
-    assert_eq!(o.child, "same-host 0");
-}
-
 /// `auto` (the default) on both sides: the same vendor requests and
 /// copies, and every packet each way goes through a ring instead of the
 /// socket.
 #[test]
 fn auto_on_both_sides_carries_every_packet_through_rings() {
+    let _one = one_at_a_time();
     let o = three_messages("auto", "auto");
     assert!(o.tx <= 8, "{} packets for 3 MiB", o.tx);
     assert_eq!(o.ring_tx, o.tx, "every packet through the ring");
@@ -205,18 +209,22 @@ fn auto_on_both_sides_carries_every_packet_through_rings() {
     assert_eq!(o.child, "same-host 0");
 }
 
-/// A peer that takes no rings (`cma`: no marker) gets datagrams.
+/// A peer that takes no rings (`udp`) gets datagrams, every byte: a
+/// same-host request travels only in a ring (issue 34), so none is sent.
 #[test]
-fn auto_to_a_peer_without_rings_sends_datagrams() {
-    let o = three_messages("auto", "cma");
+fn auto_to_a_peer_without_rings_sends_every_byte_as_datagrams() {
+    let _one = one_at_a_time();
+    let o = three_messages("auto", "udp");
     assert_eq!((o.ring_tx, o.ring_rx), (0, 0));
-    assert!((1..=8).contains(&o.tx), "{} datagrams for 3 MiB", o.tx);
-    assert_eq!(o.path, DataPath::SameHost);
-    assert_eq!(o.child, "same-host 0");
+    assert!(o.tx >= 2048, "{} datagrams", o.tx);
+    assert_eq!(o.path, DataPath::Udp);
+    assert_eq!(o.fallbacks, 0, "no request was tried");
+    assert_eq!(o.child, "udp 0");
 }
 
 #[test]
 fn forced_udp_sends_every_byte_as_datagrams() {
+    let _one = one_at_a_time();
     let o = three_messages("udp", "udp");
     // WRITE and SEND: 1024 packets each at the 1024-byte path MTU.
     assert!(o.tx >= 2048, "{} datagrams", o.tx);
@@ -224,17 +232,50 @@ fn forced_udp_sends_every_byte_as_datagrams() {
     assert_eq!(o.child, "udp 0");
 }
 
+/// `PR_SET_DUMPABLE`: while false, only a process with CAP_SYS_PTRACE
+/// may reach this one's memory.
+fn set_dumpable(on: bool) {
+    // SAFETY: prctl with integer arguments only.
+    let r = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, libc::c_ulong::from(on), 0, 0, 0) };
+    assert_eq!(r, 0, "prctl(PR_SET_DUMPABLE)");
+}
+
+/// A responder the kernel does not let reach the requester's memory
+/// declines its first request; the requester falls back to packets, in the
+/// same ring, and every byte arrives. The child runs without
+/// CAP_SYS_PTRACE, as any unprivileged process does; the kernel then
+/// refuses it this process's memory — as root because this process holds
+/// capabilities the child lacks (commoncap's ptrace check), as another
+/// user because this process is made non-dumpable.
 #[test]
-fn a_declining_responder_gets_packets_and_the_same_data() {
-    let o = three_messages("auto", "udp");
+fn a_responder_the_kernel_refuses_declines_and_packets_deliver() {
+    let _one = one_at_a_time();
+    // As root, the child keeps uid 0 (the same user: a ring) but none of
+    // the capabilities.
+    let wrapper: &[&str] = if rdmakit_testkit::is_root() {
+        &[
+            "setpriv",
+            "--inh-caps=-all",
+            "--bounding-set=-sys_ptrace",
+            "--",
+        ]
+    } else {
+        &[]
+    };
+    let p = Peer::spawn_with("auto", wrapper);
+    set_dumpable(false);
+    let o = three_messages_with("auto", p);
+    set_dumpable(true);
     assert_eq!(o.fallbacks, 1, "one decline, then packets on that QP");
     assert_eq!(o.path, DataPath::Udp);
-    assert!(o.tx >= 2048, "{} datagrams", o.tx);
+    assert!(o.tx >= 2048, "{} packets", o.tx);
+    assert_eq!(o.ring_tx, o.tx, "the packets still go through the ring");
     assert_eq!(o.child, "udp 1");
 }
 
 #[test]
 fn a_killed_responder_ends_in_retry_exceeded() {
+    let _one = one_at_a_time();
     let mut p = Peer::spawn("auto:die");
     let ctx = Context::open_soft(config("auto")).unwrap();
     let opts = ConnectOpts {

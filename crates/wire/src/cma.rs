@@ -9,18 +9,21 @@
 //! packets it replaces, followed by this header and no payload:
 //!
 //! ```text
-//!  0  requester pid (u32)
-//!  4  iovec count (u8, 1..=16) | flags (u8, 0) | reserved (u16, 0)
-//!  8  message length (u32)           12  R_Key (u32; 0 for SEND)
+//!  0  iovec count (u8, 1..=16) | flags (u8, 0) | reserved (u16, 0)
+//!  4  message length (u32)
+//!  8  R_Key (u32; 0 for SEND)        12  reserved (u32, 0)
 //! 16  remote virtual address (u64; 0 for SEND)
-//! 24  cookie address (u64)           32  cookie (u64)
-//! 40  iovec[i]: host address (u64), length (u64) — the requester's buffers
+//! 24  iovec[i]: host address (u64), length (u64, not 0) — the requester's
+//!     own buffers
 //! ```
 //!
-//! The responder checks the cookie at `cookie address` in the requester's
-//! memory before moving a byte (a recycled pid or address then fails), and
-//! answers a request it cannot copy with a NAK of code [`NAK_DECLINE`]; the
-//! requester then sends that QP's messages as ordinary packets.
+//! The header names no process: such a request is only ever taken from a
+//! same-host ring, whose sender the kernel identified when the ring was set
+//! up (`SO_PEERCRED` and a pidfd on a Unix socket, in the soft NIC), and the
+//! copy reaches that process's memory alone. A receiver drops these opcodes
+//! when they arrive in a UDP datagram. A responder that cannot copy answers
+//! a NAK of code [`NAK_DECLINE`]; the requester then sends that QP's
+//! messages as ordinary packets.
 
 use core::fmt;
 
@@ -40,7 +43,7 @@ pub const SYNDROME_DECLINE: u8 = 0x60 | NAK_DECLINE;
 /// Most iovecs one request names.
 pub const MAX_IOV: usize = 16;
 /// Length of the fixed part (before the iovecs).
-pub const FIXED_LEN: usize = 40;
+pub const FIXED_LEN: usize = 24;
 /// Length of one iovec entry.
 pub const IOV_LEN: usize = 16;
 
@@ -61,15 +64,13 @@ pub const fn opcode_name(op: u8) -> Option<&'static str> {
 
 mod field {
     use crate::field::Field;
-    pub const PID: Field = 0..4;
-    pub const NIOV: usize = 4;
-    pub const FLAGS: usize = 5;
-    pub const RESERVED: Field = 6..8;
-    pub const LEN: Field = 8..12;
-    pub const RKEY: Field = 12..16;
+    pub const NIOV: usize = 0;
+    pub const FLAGS: usize = 1;
+    pub const RESERVED: Field = 2..4;
+    pub const LEN: Field = 4..8;
+    pub const RKEY: Field = 8..12;
+    pub const RESERVED2: Field = 12..16;
     pub const VA: Field = 16..24;
-    pub const COOKIE_ADDR: Field = 24..32;
-    pub const COOKIE: Field = 32..40;
 }
 
 fn be32(b: &[u8]) -> u32 {
@@ -127,10 +128,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
         Ok(())
     }
 
-    /// The requester's process id.
-    pub fn pid(&self) -> u32 {
-        be32(&self.buffer.as_ref()[field::PID])
-    }
     /// Number of iovecs.
     pub fn iov_count(&self) -> u8 {
         self.buffer.as_ref()[field::NIOV]
@@ -155,14 +152,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn va(&self) -> u64 {
         be64(&self.buffer.as_ref()[field::VA])
     }
-    /// Address of the cookie in the requester's memory.
-    pub fn cookie_addr(&self) -> u64 {
-        be64(&self.buffer.as_ref()[field::COOKIE_ADDR])
-    }
-    /// The cookie's value.
-    pub fn cookie(&self) -> u64 {
-        be64(&self.buffer.as_ref()[field::COOKIE])
-    }
     /// Iovec `i` (host address, length); `(0, 0)` past the count.
     pub fn iov(&self, i: usize) -> (u64, u64) {
         if i >= usize::from(self.iov_count()) || i >= MAX_IOV {
@@ -177,10 +166,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the pid.
-    pub fn set_pid(&mut self, v: u32) {
-        self.buffer.as_mut()[field::PID].copy_from_slice(&v.to_be_bytes());
-    }
     /// Sets the iovec count, flags and reserved bytes.
     pub fn set_iov_count(&mut self, v: u8) {
         let b = self.buffer.as_mut();
@@ -192,21 +177,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     pub fn set_len(&mut self, v: u32) {
         self.buffer.as_mut()[field::LEN].copy_from_slice(&v.to_be_bytes());
     }
-    /// Sets the R_Key.
+    /// Sets the R_Key (and the reserved word after it).
     pub fn set_rkey(&mut self, v: u32) {
-        self.buffer.as_mut()[field::RKEY].copy_from_slice(&v.to_be_bytes());
+        let b = self.buffer.as_mut();
+        b[field::RKEY].copy_from_slice(&v.to_be_bytes());
+        b[field::RESERVED2].fill(0);
     }
     /// Sets the virtual address.
     pub fn set_va(&mut self, v: u64) {
         self.buffer.as_mut()[field::VA].copy_from_slice(&v.to_be_bytes());
-    }
-    /// Sets the cookie address.
-    pub fn set_cookie_addr(&mut self, v: u64) {
-        self.buffer.as_mut()[field::COOKIE_ADDR].copy_from_slice(&v.to_be_bytes());
-    }
-    /// Sets the cookie.
-    pub fn set_cookie(&mut self, v: u64) {
-        self.buffer.as_mut()[field::COOKIE].copy_from_slice(&v.to_be_bytes());
     }
     /// Sets iovec `i` (must be below the buffer's room).
     pub fn set_iov(&mut self, i: usize, addr: u64, len: u64) {
@@ -220,18 +199,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 /// A same-host request header as plain data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Repr {
-    /// Requester pid.
-    pub pid: u32,
     /// Message length (the sum of the iovec lengths).
     pub len: u32,
     /// R_Key (WRITE, READ; 0 for SEND).
     pub rkey: u32,
     /// Remote virtual address (WRITE, READ; 0 for SEND).
     pub va: u64,
-    /// Address of the cookie in the requester.
-    pub cookie_addr: u64,
-    /// The cookie.
-    pub cookie: u64,
     /// Number of iovecs in use.
     pub iov_count: u8,
     /// The requester's buffers (host address, length); the first
@@ -244,11 +217,12 @@ impl Repr {
     ///
     /// # Errors
     /// `check_len`'s errors; `Malformed` when flags or reserved bytes are
-    /// set or the iovec lengths do not add up to the message length.
+    /// set, an iovec is empty, or the iovec lengths do not add up to the
+    /// message length.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(p: &Packet<&T>) -> Result<Repr> {
         p.check_len()?;
         let b = p.buffer.as_ref();
-        if p.flags() != 0 || b[field::RESERVED] != [0, 0] {
+        if p.flags() != 0 || b[field::RESERVED] != [0, 0] || b[field::RESERVED2] != [0; 4] {
             return Err(Error::Malformed);
         }
         let n = usize::from(p.iov_count());
@@ -256,18 +230,18 @@ impl Repr {
         let mut total = 0u64;
         for (i, e) in iov.iter_mut().enumerate().take(n) {
             *e = p.iov(i);
+            if e.1 == 0 {
+                return Err(Error::Malformed);
+            }
             total = total.checked_add(e.1).ok_or(Error::Malformed)?;
         }
         if total != u64::from(p.len()) {
             return Err(Error::Malformed);
         }
         Ok(Repr {
-            pid: p.pid(),
             len: p.len(),
             rkey: p.rkey(),
             va: p.va(),
-            cookie_addr: p.cookie_addr(),
-            cookie: p.cookie(),
             iov_count: p.iov_count(),
             iov,
         })
@@ -291,13 +265,10 @@ impl Repr {
         if p.buffer.as_ref().len() < self.buffer_len() {
             return Err(Error::Truncated);
         }
-        p.set_pid(self.pid);
         p.set_iov_count(self.iov_count.min(MAX_IOV as u8));
         p.set_len(self.len);
         p.set_rkey(self.rkey);
         p.set_va(self.va);
-        p.set_cookie_addr(self.cookie_addr);
-        p.set_cookie(self.cookie);
         for (i, &(a, l)) in self.iovecs().iter().enumerate() {
             p.set_iov(i, a, l);
         }
@@ -309,8 +280,8 @@ impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "SAME-HOST pid {} len {} rkey 0x{:x} va 0x{:x} iov {}",
-            self.pid, self.len, self.rkey, self.va, self.iov_count
+            "SAME-HOST len {} rkey 0x{:x} va 0x{:x} iov {}",
+            self.len, self.rkey, self.va, self.iov_count
         )
     }
 }
@@ -319,14 +290,13 @@ impl fmt::Display for Repr {
 mod tests {
     use super::*;
 
-    // A two-iovec WRITE header as the soft NIC emits it (pid 4242, 96 KiB
-    // into rkey 0x1234 at 0x7f00_0000_1000).
-    static HDR: [u8; 72] = [
-        0x00, 0x00, 0x10, 0x92, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x80, 0x00, 0x00, 0x00, 0x12,
-        0x34, 0x00, 0x00, 0x7f, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x55, 0x55, 0x00, 0x00,
-        0x20, 0x00, 0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x56, 0x00, 0x00,
-        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x56, 0x00,
-        0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00,
+    // A two-iovec WRITE header as the soft NIC emits it: 96 KiB into rkey
+    // 0x1234 at 0x7f00_0000_1000.
+    static HDR: [u8; 56] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x80, 0x00, 0x00, 0x00, 0x12, 0x34, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x7f, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x56, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x56, 0x00, 0x00,
+        0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00,
     ];
 
     fn repr() -> Repr {
@@ -334,12 +304,9 @@ mod tests {
         iov[0] = (0x5600_0000_0000, 0x1_0000);
         iov[1] = (0x5600_0010_0000, 0x8000);
         Repr {
-            pid: 4242,
             len: 0x1_8000,
             rkey: 0x1234,
             va: 0x7f00_0000_1000,
-            cookie_addr: 0x5555_0000_2000,
-            cookie: 0xdead_beef_0102_0304,
             iov_count: 2,
             iov,
         }
@@ -348,28 +315,22 @@ mod tests {
     #[test]
     fn deconstruct() {
         let p = Packet::new_checked(&HDR[..]).unwrap();
-        assert_eq!(p.pid(), 4242);
         assert_eq!(p.iov_count(), 2);
         assert_eq!(p.len(), 0x1_8000);
         assert_eq!(p.rkey(), 0x1234);
         assert_eq!(p.va(), 0x7f00_0000_1000);
-        assert_eq!(p.cookie_addr(), 0x5555_0000_2000);
-        assert_eq!(p.cookie(), 0xdead_beef_0102_0304);
         assert_eq!(p.iov(1), (0x5600_0010_0000, 0x8000));
         assert_eq!(p.iov(2), (0, 0));
     }
 
     #[test]
     fn construct() {
-        let mut b = [0xa5u8; 72];
+        let mut b = [0xa5u8; 56];
         let mut p = Packet::new_unchecked(&mut b[..]);
-        p.set_pid(4242);
         p.set_iov_count(2);
         p.set_len(0x1_8000);
         p.set_rkey(0x1234);
         p.set_va(0x7f00_0000_1000);
-        p.set_cookie_addr(0x5555_0000_2000);
-        p.set_cookie(0xdead_beef_0102_0304);
         p.set_iov(0, 0x5600_0000_0000, 0x1_0000);
         p.set_iov(1, 0x5600_0010_0000, 0x8000);
         assert_eq!(b, HDR);
@@ -384,11 +345,11 @@ mod tests {
     #[test]
     fn emit() {
         let r = repr();
-        assert_eq!(r.buffer_len(), 72);
-        let mut b = [0xa5u8; 72];
+        assert_eq!(r.buffer_len(), 56);
+        let mut b = [0xa5u8; 56];
         r.emit(&mut Packet::new_unchecked(&mut b[..])).unwrap();
         assert_eq!(b, HDR);
-        let mut short = [0u8; 71];
+        let mut short = [0u8; 55];
         assert_eq!(
             r.emit(&mut Packet::new_unchecked(&mut short[..])),
             Err(Error::Truncated)
@@ -398,28 +359,36 @@ mod tests {
     #[test]
     fn malformed_headers_are_errors() {
         assert_eq!(
-            Packet::new_checked(&HDR[..39]).unwrap_err(),
+            Packet::new_checked(&HDR[..FIXED_LEN - 1]).unwrap_err(),
             Error::Truncated
         );
         assert_eq!(
-            Packet::new_checked(&HDR[..71]).unwrap_err(),
+            Packet::new_checked(&HDR[..55]).unwrap_err(),
             Error::Truncated
         );
         let mut b = HDR;
-        b[4] = 0;
+        b[0] = 0;
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed);
-        b[4] = 17;
+        b[0] = 17;
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed);
+        let parsed = |b: &[u8]| Repr::parse(&Packet::new_checked(b).unwrap());
         // Lengths that do not add up.
         let mut b = HDR;
-        b[11] = 1;
-        let p = Packet::new_checked(&b[..]).unwrap();
-        assert_eq!(Repr::parse(&p), Err(Error::Malformed));
-        // A flag set.
-        let mut b = HDR;
-        b[5] = 1;
-        let p = Packet::new_checked(&b[..]).unwrap();
-        assert_eq!(Repr::parse(&p), Err(Error::Malformed));
+        b[7] = 1;
+        assert_eq!(parsed(&b), Err(Error::Malformed));
+        // A flag or a reserved byte set.
+        for at in [1, 2, 3, 12, 15] {
+            let mut b = HDR;
+            b[at] = 1;
+            assert_eq!(parsed(&b), Err(Error::Malformed), "byte {at}");
+        }
+        // An empty iovec (the message length lowered to match).
+        let mut r = repr();
+        r.iov[1].1 = 0;
+        r.len = 0x1_0000;
+        let mut b = [0u8; 56];
+        r.emit(&mut Packet::new_unchecked(&mut b[..])).unwrap();
+        assert_eq!(parsed(&b), Err(Error::Malformed));
     }
 
     #[test]

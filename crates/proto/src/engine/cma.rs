@@ -2,9 +2,11 @@
 //! on one host (wire format: [`rdmakit_wire::cma`]).
 //!
 //! The requester sends an RC RDMA WRITE, SEND or RDMA READ longer than the
-//! path MTU as one vendor packet naming its buffers, when the driver said
-//! the peer is on this host ([`Qp::set_same_host`]) and the [`Memory`] can
-//! name them ([`Memory::host_identity`], [`Memory::host_addr`]). The packet
+//! path MTU as one vendor packet naming its own buffers, when the driver
+//! said the QP's packets reach the peer over a channel the kernel
+//! authenticated ([`Qp::set_same_host`]) and the [`Memory`] can name them
+//! ([`Memory::host_addr`]). The request names no process: the responder's
+//! [`Memory::peer_copy`] reaches the process its channel identified. The packet
 //! takes the PSNs of the packets it replaces, so ACKs, NAKs, retries and
 //! ordering are the engine's as usual. The responder makes every check a
 //! normal request gets (state, PSN, access flags, R_Key/PD/bounds, receive
@@ -17,7 +19,7 @@ use rdmakit_wire::cma as wcma;
 
 use super::receive::{check_reth, rem_access};
 use super::*;
-use crate::mem::{HostIdentity, PeerBuffers, PeerCopy, PeerDir, PeerError};
+use crate::mem::{PeerCopy, PeerDir, PeerError};
 
 /// Most PSNs a requester keeps unacknowledged while it sends same-host
 /// requests (each is one packet however many PSNs it takes; the window
@@ -35,8 +37,10 @@ enum Refusal {
 
 impl Qp {
     /// Lets this RC QP send messages longer than the path MTU as same-host
-    /// requests (the driver knows the peer's address is local), or stops
-    /// it. Turning it on forgets an earlier decline.
+    /// requests (the driver carries this QP's packets to the peer over a
+    /// same-host channel the kernel authenticated, and only there does a
+    /// peer take them), or stops it. Turning it on forgets an earlier
+    /// decline.
     pub fn set_same_host(&mut self, on: bool) {
         self.same_host = on;
         if on {
@@ -84,7 +88,6 @@ impl Qp {
         if w.len <= mtu || w.wr.sg_list.len() > wcma::MAX_IOV {
             return None;
         }
-        let who = mem.host_identity()?;
         let mut iov = [(0u64, 0u64); wcma::MAX_IOV];
         let mut n = 0usize;
         for s in w.wr.sg_list.iter().filter(|s| s.length > 0) {
@@ -94,12 +97,9 @@ impl Qp {
             n += 1;
         }
         let hdr = wcma::Repr {
-            pid: who.pid,
             len: w.len,
             rkey,
             va,
-            cookie_addr: who.cookie_addr,
-            cookie: who.cookie,
             iov_count: u8::try_from(n).ok()?,
             iov,
         };
@@ -214,14 +214,7 @@ impl Qp {
         if self.cur.is_some() || h.len <= mtu || h.len > 1 << 31 {
             return Err(inv_req());
         }
-        let peer = PeerBuffers {
-            who: HostIdentity {
-                pid: h.pid,
-                cookie_addr: h.cookie_addr,
-                cookie: h.cookie,
-            },
-            iov: h.iovecs(),
-        };
+        let peer = h.iovecs();
         let len = u64::from(h.len);
         let reth = Reth {
             va: h.va,
@@ -324,28 +317,29 @@ mod tests {
     use crate::qp::Mtu;
     use crate::wr::Sge;
 
-    /// Two "processes" on one host: pid → (identity, memory). Host
-    /// addresses are the tables' virtual addresses.
-    type Host = Rc<RefCell<HashMap<u32, (HostIdentity, MemTable)>>>;
+    /// "Processes" on one host: pid → memory. Host addresses are the
+    /// tables' virtual addresses.
+    type Host = Rc<RefCell<HashMap<u32, MemTable>>>;
     /// (pid, host address, length).
     type Span = (u32, u64, u64);
 
     struct TestMem {
         pid: u32,
         host: Host,
-        /// The identity this process claims (a wrong cookie tests the check).
-        claim: HostIdentity,
+        /// The process the channel requests arrive on identified (None: a
+        /// request that came another way, as over UDP).
+        channel: Option<u32>,
         /// Declines every copy (a responder with the feature off).
         decline: bool,
         copies: usize,
     }
 
     fn with<R>(m: &TestMem, f: impl FnOnce(&MemTable) -> R) -> R {
-        f(&m.host.borrow()[&m.pid].1)
+        f(&m.host.borrow()[&m.pid])
     }
 
     fn with_mut<R>(m: &TestMem, f: impl FnOnce(&mut MemTable) -> R) -> R {
-        f(&mut m.host.borrow_mut().get_mut(&m.pid).unwrap().1)
+        f(m.host.borrow_mut().get_mut(&m.pid).unwrap())
     }
 
     /// Bytes at host address `addr` of a table (any region holding them).
@@ -378,9 +372,6 @@ mod tests {
         fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult {
             with_mut(self, |t| t.invalidate(pd, rkey))
         }
-        fn host_identity(&self) -> Option<HostIdentity> {
-            Some(self.claim)
-        }
         fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
             self.check(pd, key, addr, len, need).ok().map(|()| addr)
         }
@@ -398,19 +389,14 @@ mod tests {
             if self.decline {
                 return Err(PeerError::Declined("feature off"));
             }
+            let Some(peer_pid) = self.channel else {
+                return Err(PeerError::Declined("no authenticated channel"));
+            };
             let mut host = self.host.borrow_mut();
-            match host.get(&peer.who.pid) {
-                Some((who, _)) if *who == peer.who => {}
-                _ => return Err(PeerError::Declined("wrong cookie")),
-            }
             // Stage the bytes of the source side, then write the other.
             let (src, dst): (Vec<Span>, Vec<Span>) = {
                 let l = local.iter().map(|&(_, a, n)| (self.pid, a, n)).collect();
-                let p = peer
-                    .iov
-                    .iter()
-                    .map(|&(a, n)| (peer.who.pid, a, n))
-                    .collect();
+                let p = peer.iter().map(|&(a, n)| (peer_pid, a, n)).collect();
                 match dir {
                     PeerDir::Pull => (p, l),
                     PeerDir::Push => (l, p),
@@ -418,12 +404,12 @@ mod tests {
             };
             let mut bytes = Vec::new();
             for (pid, a, n) in src {
-                let t = &mut host.get_mut(&pid).unwrap().1;
+                let t = host.get_mut(&pid).unwrap();
                 bytes.extend_from_slice(region_at(t, a, n).ok_or(PeerError::Declined("EFAULT"))?);
             }
             let mut at = 0;
             for (pid, a, n) in dst {
-                let t = &mut host.get_mut(&pid).unwrap().1;
+                let t = host.get_mut(&pid).unwrap();
                 let d = region_at(t, a, n).ok_or(PeerError::Declined("EFAULT"))?;
                 d.copy_from_slice(&bytes[at..at + n as usize]);
                 at += n as usize;
@@ -451,11 +437,6 @@ mod tests {
 
     fn pair() -> Pair {
         let host: Host = Rc::default();
-        let id = |pid| HostIdentity {
-            pid,
-            cookie_addr: 0x4000,
-            cookie: 0xc0c0_0000 + u64::from(pid),
-        };
         let mut ta = MemTable::new();
         let (a_lkey, _) = ta.register(Pd(1), A_BUF, LEN as usize, Access::LOCAL_WRITE);
         let mut tb = MemTable::new();
@@ -465,12 +446,12 @@ mod tests {
             LEN as usize,
             Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
         );
-        host.borrow_mut().insert(100, (id(100), ta));
-        host.borrow_mut().insert(200, (id(200), tb));
-        let mem = |pid| TestMem {
+        host.borrow_mut().insert(100, ta);
+        host.borrow_mut().insert(200, tb);
+        let mem = |pid, peer| TestMem {
             pid,
             host: host.clone(),
-            claim: id(pid),
+            channel: Some(peer),
             decline: false,
             copies: 0,
         };
@@ -495,7 +476,7 @@ mod tests {
         };
         for (pid, base) in [(100, A_BUF), (200, B_BUF)] {
             let mut h = host.borrow_mut();
-            let t = &mut h.get_mut(&pid).unwrap().1;
+            let t = h.get_mut(&pid).unwrap();
             let r = t.region_mut(0).unwrap();
             for (i, b) in r.data.iter_mut().enumerate() {
                 *b = (i as u64 * 7 + base / 0x1000) as u8;
@@ -504,8 +485,8 @@ mod tests {
         Pair {
             a: qp(0x11, 0x22),
             b: qp(0x22, 0x11),
-            ma: mem(100),
-            mb: mem(200),
+            ma: mem(100, 200),
+            mb: mem(200, 100),
             a_lkey,
             b_lkey,
             b_rkey,
@@ -536,12 +517,7 @@ mod tests {
         }
 
         fn data(&self, pid: u32) -> Vec<u8> {
-            self.ma.host.borrow()[&pid]
-                .1
-                .region(0)
-                .unwrap()
-                .data
-                .clone()
+            self.ma.host.borrow()[&pid].region(0).unwrap().data.clone()
         }
     }
 
@@ -645,19 +621,55 @@ mod tests {
         assert_write_refused(0, B_BUF + 8);
     }
 
+    /// Issue 34: a request that did not come on an authenticated channel
+    /// (UDP) moves nothing; the requester falls back to packets.
     #[test]
-    fn a_wrong_cookie_is_declined_then_packets_deliver() {
+    fn a_request_without_an_authenticated_channel_is_declined_then_packets_deliver() {
         let mut p = pair();
-        p.ma.claim.cookie ^= 1;
+        p.mb.channel = None;
         let b_rkey = p.b_rkey;
         let wc = write(&mut p, b_rkey, B_BUF);
         assert_eq!(wc.status, WcStatus::Success);
-        assert_eq!(p.mb.copies, 0, "nothing copied under a wrong cookie");
+        assert_eq!(p.mb.copies, 0, "nothing copied without a channel");
         assert_eq!(p.b.stats().same_host_declined, 1);
         assert_eq!(p.a.stats().same_host_fallbacks, 1);
         assert!(!p.a.same_host_active());
         assert_eq!(p.a_sent, 1 + 16, "the request, then the 16 packets");
         assert_eq!(p.data(100), p.data(200));
+    }
+
+    /// Issue 34: the request names buffers, never a process. A READ's data
+    /// goes into the process the channel identified; another process with
+    /// memory at the very addresses the request names is not touched.
+    #[test]
+    fn a_read_reaches_the_channels_process_and_no_other() {
+        let mut p = pair();
+        let mut bystander = MemTable::new();
+        bystander.register(Pd(1), A_BUF, LEN as usize, Access::LOCAL_WRITE);
+        p.ma.host.borrow_mut().insert(300, bystander);
+        let untouched = p.data(300);
+        let wc = read(&mut p);
+        assert_eq!((wc.status, wc.byte_len), (WcStatus::Success, LEN));
+        assert_eq!(p.data(100), p.data(200));
+        assert_eq!(p.data(300), untouched);
+        // The channel names the bystander: its memory is what the copy
+        // reaches, whatever the request says (the soft NIC binds a channel
+        // to the process the kernel identified; this pins the engine to
+        // asking the memory, not the packet).
+        let mut p = pair();
+        let mut bystander = MemTable::new();
+        bystander.register(Pd(1), A_BUF, LEN as usize, Access::LOCAL_WRITE);
+        p.ma.host.borrow_mut().insert(300, bystander);
+        p.mb.channel = Some(300);
+        let before = p.data(100);
+        let wc = read(&mut p);
+        assert_eq!(wc.status, WcStatus::Success);
+        assert_eq!(p.data(300), p.data(200));
+        assert_eq!(
+            p.data(100),
+            before,
+            "the requester's buffer was not the target"
+        );
     }
 
     #[test]
@@ -752,7 +764,7 @@ mod tests {
     #[test]
     fn a_declined_qp_counts_its_window_in_psns_again() {
         let mut p = pair();
-        p.ma.claim.cookie ^= 1;
+        p.mb.channel = None;
         post_writes(&mut p, 2);
         // The first request goes, is declined, and the QP falls back.
         p.run();

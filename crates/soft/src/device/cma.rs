@@ -1,8 +1,6 @@
 //! The device side of the same-host data path ([`crate::cma`]): which QPs
 //! use it, and what the tools report about it.
 
-use std::net::Ipv4Addr;
-
 use super::{Device, Shared};
 use crate::cma::SoftTransport;
 
@@ -27,32 +25,33 @@ impl DataPath {
 }
 
 impl Shared {
-    /// Whether a peer at `ip` (QP `dqpn`) is a soft device of this host
-    /// that the same-host path may reach: the path is on here, and the
-    /// peer's endpoint is a loopback address (a private `127.77.s.t`
-    /// endpoint or 127.0.0.0/8) or this host's device address. Decided per
-    /// QP when the AV is set (INIT → RTR).
-    pub(super) fn same_host_peer(&self, ip: Ipv4Addr, dqpn: u32) -> bool {
-        let on = super::read(&self.mem).same_host().enabled();
-        on && (self.net.route(ip, dqpn).ip().is_loopback()
-            || ip == self.net.addr()
-            || ip == crate::net::host_device_addr())
+    /// Whether an RC QP's large messages may go as same-host requests: the
+    /// path is on here and the QP's packets go through a same-host ring to
+    /// its peer (`on_ring`, decided when the AV is set): a request travels
+    /// nowhere else, as a receiver takes one only from the ring of the
+    /// process the kernel identified.
+    pub(super) fn same_host_path(&self, on_ring: bool) -> bool {
+        on_ring && super::read(&self.mem).same_host().enabled()
     }
 }
 
 impl Device {
     /// How this device moves packets and RC data to a peer on this host:
-    /// `Cma` for a device configured `Auto` that could not leave its ring
-    /// marker (the ring directory not writable), so `devinfo -v` says what
-    /// is really in use.
+    /// `Udp` for a device configured `Auto` that could not listen for rings
+    /// (its user's directory refused or not writable), so `devinfo -v` says
+    /// what is really in use.
     pub fn soft_transport(&self) -> SoftTransport {
-        if !super::read(&self.sh.mem).same_host().enabled() {
-            SoftTransport::Udp
-        } else if self.sh.net.rings().is_some() {
+        if super::read(&self.sh.mem).same_host().enabled() && self.sh.net.rings().is_some() {
             SoftTransport::Auto
         } else {
-            SoftTransport::Cma
+            SoftTransport::Udp
         }
+    }
+
+    /// Why the last same-host ring this context tried to hand over, or was
+    /// offered, did not come about (None: none failed, or no rings).
+    pub fn ring_miss(&self) -> Option<String> {
+        self.sh.net.rings().and_then(|r| r.last_miss())
     }
 
     /// The data path QP `qpn` used: same-host once it sent or executed a

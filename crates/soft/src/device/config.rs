@@ -73,11 +73,11 @@ pub struct DeviceConfig {
     pub registry_dir: Option<PathBuf>,
     /// How packets and RC data reach a peer on this host:
     /// [`SoftTransport::Auto`] (default) moves every packet to another soft
-    /// context on this host through a shared-memory ring and a large
-    /// WRITE/SEND/READ with one cross-memory copy ([`crate::cma`]),
-    /// [`SoftTransport::Cma`] only the copy, [`SoftTransport::Udp`] sends
-    /// every byte as datagrams ([`DeviceConfig::from_env`]:
-    /// `RDMAKIT_SOFT_TRANSPORT`, `auto`/`cma`/`udp`).
+    /// context of this user on this host through a shared-memory ring and a
+    /// large WRITE/SEND/READ on it with one cross-memory copy
+    /// ([`crate::cma`]), [`SoftTransport::Udp`] sends every byte as
+    /// datagrams ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_TRANSPORT`,
+    /// `auto`/`udp`; `shm` and `cma` mean `auto`).
     pub transport: SoftTransport,
 }
 
@@ -297,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn the_transport_is_auto_cma_udp_or_a_clear_error() {
+    fn the_transport_is_auto_udp_or_a_clear_error() {
         assert_eq!(
             DeviceConfig::from_vars(|_| None).unwrap().transport,
             SoftTransport::Auto
@@ -305,7 +305,11 @@ mod tests {
         let udp = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "udp")])).unwrap();
         assert_eq!(udp.transport, SoftTransport::Udp);
         let cma = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "cma")])).unwrap();
-        assert_eq!(cma.transport, SoftTransport::Cma);
+        assert_eq!(
+            cma.transport,
+            SoftTransport::Auto,
+            "the copy over UDP is gone: a copy takes the rings' channel"
+        );
         let shm = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "shm")])).unwrap();
         assert_eq!(shm.transport, SoftTransport::Auto, "the rings' old name");
         let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_TRANSPORT", "ring")])).unwrap_err();

@@ -3,7 +3,7 @@
 //! held ACKs, timers, and the per-device progress thread.
 
 use super::*;
-use rdmakit_wire::bth;
+use rdmakit_wire::{bth, cma as wcma};
 
 impl Shared {
     pub(super) fn now(&self) -> Instant {
@@ -153,6 +153,7 @@ impl Shared {
             view: mem.view(),
             pd: Pd(q.pd),
             inline: &eng.inline_store,
+            peer: None,
         };
         for pass in [true, false] {
             // The second pass only sends the plain ACKs the first held
@@ -311,9 +312,11 @@ impl Shared {
 
     /// Feeds what one receive returned from `src` (a datagram, or several
     /// of one flow coalesced by UDP_GRO with segment size `seg`; see
-    /// [`net::gro_split`]). Every packet's ICRC is checked on its own; an
-    /// attach datagram maps a same-host ring ([`net::shm`]). Whether it
-    /// held a transport packet (not only a wake-up or an attach).
+    /// [`net::gro_split`]). Every packet's ICRC is checked on its own; a
+    /// notify datagram makes the rings accept what their channel was handed
+    /// ([`net::shm`]); a same-host request is dropped and counted: it is
+    /// taken only from a same-host ring, never from the network. Whether it
+    /// held a transport packet (not only a wake-up or a notify).
     pub(super) fn receive(
         &self,
         src: SocketAddrV4,
@@ -327,17 +330,24 @@ impl Shared {
                 if d.is_empty() {
                     return None; // a wake-up from `Net::kick` or a ring's sender
                 }
-                if let Some(msg) = d.strip_prefix(net::shm::ATTACH_MAGIC) {
+                if d == net::shm::NOTIFY {
                     if let Some(r) = self.net.rings() {
-                        r.attach(src, msg);
+                        r.accept();
                     }
                     return None;
                 }
-                self.check_icrc(src, d)
+                let pkt = self.check_icrc(src, d)?;
+                if pkt.first().is_some_and(|&op| wcma::is_cma_opcode(op)) {
+                    self.counters
+                        .rx_same_host_refused
+                        .fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+                Some(pkt)
             })
             .peekable();
         let traffic = pkts.peek().is_some();
-        self.deliver(src, &mut pkts, hold_acks, now);
+        self.deliver(src, None, &mut pkts, hold_acks, now);
         traffic
     }
 
@@ -345,10 +355,12 @@ impl Shared {
     /// QPs: a run of packets for one QP is fed under one engine lock and
     /// the engine driven (transmit, completions) once after the run, so the
     /// 16 packets of a 64 KiB write cost one lookup, one lock and one pass,
-    /// and their ACKs coalesce.
+    /// and their ACKs coalesce. `peer`: the process the kernel identified
+    /// as their sender, when they came on a same-host ring.
     pub(super) fn deliver<'a>(
         &self,
         src: SocketAddrV4,
+        peer: Option<&net::shm::Peer>,
         pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
         hold_acks: bool,
         now: impl Clock,
@@ -368,11 +380,11 @@ impl Shared {
                 continue;
             };
             let mut eng = lock(&q.engine);
-            self.feed(&q, &mut eng, src, pkt, now);
+            self.feed(&q, &mut eng, src, peer, pkt, now);
             // The rest of the run for this QP (a coalesced buffer is one
             // flow, so usually all of it).
             while let Some(next) = pkts.next_if(|p| qp_of(p) == Some(dqpn)) {
-                self.feed(&q, &mut eng, src, next, now);
+                self.feed(&q, &mut eng, src, peer, next, now);
             }
             self.drive_inner(&q, &mut eng, now, hold_acks, false);
         }
@@ -391,8 +403,27 @@ impl Shared {
 
     /// Hands one checked packet to the QP's engine (locked by the caller):
     /// first the receives posted since the last pass (post_recv leaves them
-    /// in the ring) or one from the SRQ.
-    fn feed(&self, q: &QpShared, eng: &mut Engine, src: SocketAddrV4, pkt: &[u8], now: impl Clock) {
+    /// in the ring) or one from the SRQ. A same-host request reaches the
+    /// engine only from a same-host ring (`peer`: bound to the process the
+    /// kernel identified) whose sender is the QP's own peer (the endpoint
+    /// its AV names): from anywhere else it is dropped and counted.
+    fn feed(
+        &self,
+        q: &QpShared,
+        eng: &mut Engine,
+        src: SocketAddrV4,
+        peer: Option<&net::shm::Peer>,
+        pkt: &[u8],
+        now: impl Clock,
+    ) {
+        if pkt.first().is_some_and(|&op| wcma::is_cma_opcode(op))
+            && (peer.is_none() || eng.remote != Some(src))
+        {
+            self.counters
+                .rx_same_host_refused
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         self.counters.rx_packets.fetch_add(1, Ordering::Relaxed);
         self.fetch_recvs(q, eng);
         if let Some(s) = &q.srq {
@@ -421,6 +452,7 @@ impl Shared {
             view: mem.view(),
             pd: Pd(q.pd),
             inline: inline_store,
+            peer,
         };
         if q.qp_type == QpType::Ud {
             // Another context's private endpoint is the device's address.
@@ -510,10 +542,10 @@ impl Shared {
             r.drain(
                 &mut pb.buf,
                 max,
-                |src, pkt| {
+                |src, peer, pkt| {
                     wakes.get_or_insert_with(|| self.net.hold_wakes());
                     let pkts = &mut std::iter::once(pkt).peekable();
-                    self.deliver(src, pkts, true, &clock);
+                    self.deliver(src, Some(peer.as_ref()), pkts, true, &clock);
                 },
                 &done,
             )

@@ -129,6 +129,7 @@ impl Device {
                 batch: net::TxBatch::default(),
                 sport: net::flow_port(qpn, 0),
                 flow: net::FlowCache::default(),
+                remote: None,
                 path: None,
                 last_state: QpState::Reset,
                 last_error: None,
@@ -262,11 +263,12 @@ impl Device {
         }
         if let Some(ip) = peer_ip {
             let dq = eng.qp.attr().dest_qp_num;
-            let on = self.sh.same_host_peer(ip, dq);
-            eng.qp.set_same_host(on);
             if q.qp_type != QpType::Ud {
                 self.sh.net.prepare(&mut eng.flow, ip, dq);
+                eng.remote = Some(self.sh.net.route(ip, dq));
             }
+            let on = self.sh.same_host_path(eng.flow.on_ring());
+            eng.qp.set_same_host(on);
         }
         let st = eng.qp.state();
         eng.last_state = st;

@@ -255,7 +255,7 @@ impl Net {
         };
         let (offloads, gro_start) = probe_offloads(&sock, allowed);
         let rings = rings
-            .then(|| shm::Rings::new(SocketAddrV4::new(local, port)))
+            .then(|| shm::Rings::new(SocketAddrV4::new(local, port)).ok())
             .flatten();
         Ok(Net {
             addr: dev_addr,

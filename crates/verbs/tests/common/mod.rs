@@ -10,8 +10,29 @@ use rdmakit_verbs::{ConnectOpts, Context, Cq, Endpoint, InitQp, Pd, QpType, Remo
 /// Spawns this test binary running only `child_role`, with `role` set to
 /// `mode` in its environment. The receiver yields what follows `@@` on each
 /// line the child prints.
+#[allow(dead_code)]
 pub fn spawn_child(role: &str, mode: &str) -> (Child, ChildStdin, mpsc::Receiver<String>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    spawn_child_with(role, mode, &[])
+}
+
+/// [`spawn_child`] with `wrapper` (a program and its arguments, such as
+/// `setpriv …`) in front of the test binary.
+#[allow(dead_code)]
+pub fn spawn_child_with(
+    role: &str,
+    mode: &str,
+    wrapper: &[&str],
+) -> (Child, ChildStdin, mpsc::Receiver<String>) {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match wrapper.split_first() {
+        Some((prog, args)) => {
+            let mut c = Command::new(prog);
+            c.args(args).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    let mut child = cmd
         .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
         .env(role, mode)
         .stdin(Stdio::piped())
@@ -35,6 +56,7 @@ pub fn spawn_child(role: &str, mode: &str) -> (Child, ChildStdin, mpsc::Receiver
 }
 
 /// The child's `EP <endpoint> <addr hex> <rkey hex>` line.
+#[allow(dead_code)]
 pub fn parse_ep(line: &str) -> (Endpoint, RemoteBuf) {
     let mut f = line.strip_prefix("EP ").unwrap().split(' ');
     let ep = Endpoint::from_wire(f.next().unwrap()).unwrap();

@@ -163,6 +163,12 @@ pub enum AnomalyKind {
     PsnGap,
     /// A request PSN at or below one already seen: a retransmission.
     Retransmission,
+    /// A soft-NIC same-host request (vendor opcode 0xC0-0xC2) in a UDP
+    /// datagram: they travel only in same-host rings between processes the
+    /// kernel identified, and every rdmakit receiver drops them from the
+    /// network. From an rdmakit older than the authenticated path, or an
+    /// attempt to reach a process's memory from the network.
+    SameHostOnWire,
 }
 
 impl AnomalyKind {
@@ -176,6 +182,7 @@ impl AnomalyKind {
             AnomalyKind::RnrNak => "rnr_nak",
             AnomalyKind::PsnGap => "psn_gap",
             AnomalyKind::Retransmission => "retransmission",
+            AnomalyKind::SameHostOnWire => "same_host_on_wire",
         }
     }
 }
@@ -637,6 +644,14 @@ fn decode_ip<'a>(
             record.payload_len = Some(0);
             record.summary =
                 format!("{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: {name} {bth_text} {h}");
+            anomalies.push(anomaly(
+                AnomalyKind::SameHostOnWire,
+                format!(
+                    "{name} in a UDP datagram: rdmakit receivers drop it (same-host requests \
+                     travel only in rings between processes the kernel identified); an older \
+                     rdmakit, or an attempt to reach a process's memory from the network"
+                ),
+            ));
         }
         Err(e) => {
             let kind = if e == crate::Error::Unsupported && opcode.info().is_none() {

@@ -5,20 +5,23 @@
 //! packet (what kernel rxe's mapped queues give its users; a socket receive
 //! costs at least one call, ~0.5 µs in the VM tier's TCG guest).
 //!
-//! - A context that takes rings leaves a **marker** in the ring directory,
-//!   named by its UDP endpoint (and the user and network namespace), holding
-//!   its pid. A sender uses a ring to an endpoint only when that marker names
-//!   a live process — decided when a connected QP's AV is set, or before a
-//!   UD QP's first packet to that endpoint, so a flow never moves between
-//!   UDP and a ring (no reordering) — and UDP otherwise (kernel rxe, a
-//!   remote host, a context on `cma`/`udp`).
+//! - A context that takes rings listens on a Unix socket named by its UDP
+//!   endpoint in its user's private directory ([`channel`]). A sender uses a
+//!   ring to an endpoint only when it can connect there and the kernel says
+//!   the listener is a process of the same user — decided when a connected
+//!   QP's AV is set, or before a UD QP's first packet to that endpoint, so
+//!   a flow never moves between UDP and a ring (no reordering) — and UDP
+//!   otherwise (kernel rxe, a remote host, another user, a context on
+//!   `udp`).
 //! - One ring per (sending context, receiving context), single producer,
-//!   single consumer: the sender creates it, and tells the receiver with an
-//!   **attach** datagram (UDP, [`ATTACH_MAGIC`] and the ring's path); the
-//!   receiver checks the file (its own directory and name prefix, owned by
-//!   this user, the right size and header), maps it and unlinks the name.
-//!   Packets written before the receiver attached wait in the ring. A
-//!   sender that dies stalls only its own ring.
+//!   single consumer: the sender makes it (anonymous sealed memory) and hands
+//!   it over on the connection with a pidfd of itself; the receiver checks
+//!   both against the kernel's credentials of the connection, maps the ring
+//!   and binds it to that process ([`channel::Peer`]): the same-host
+//!   requests it carries reach that process's memory and no other's. The
+//!   sender then sends a [`NOTIFY`] datagram so the receiver accepts at
+//!   once; packets written before it did wait in the ring. A sender that
+//!   dies stalls only its own ring.
 //! - A receiver about to block (the progress thread waiting on its socket)
 //!   sets each ring's `sleeping` flag and looks once more; a sender that
 //!   finds the flag set after publishing clears it and wakes the receiver
@@ -28,181 +31,41 @@
 //!   socket buffer would; RC retransmits.
 //!
 //! Packets carry no ICRC (nothing crosses a wire) and are invisible to
-//! `rdmakit pcap`; `RDMAKIT_SOFT_TRANSPORT=cma` or `udp` keeps them on UDP.
-//! With [`crate::cma`], [`ring`] and [`crate::dma`] are where the soft NIC's
+//! `rdmakit pcap`; `RDMAKIT_SOFT_TRANSPORT=udp` keeps them on UDP. With
+//! [`crate::cma`], [`ring`] and [`crate::dma`] are where the soft NIC's
 //! `unsafe` lives: the mapping, and atomics in it.
 
 use std::collections::HashMap;
-use std::fs::OpenOptions;
 use std::net::{SocketAddrV4, UdpSocket};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub(crate) mod channel;
 mod ring;
 mod wake;
 use crate::lock;
-pub(crate) use ring::{Inbox, Outbox, Pushed, ATTACH_MAGIC};
+use crate::userdir::UserDir;
+pub(crate) use channel::Peer;
+pub(crate) use ring::{Inbox, Outbox, Pushed, NOTIFY};
 pub(crate) use wake::{hold as hold_wakes, wake, Hold as HeldWakes};
 
-/// Where rings and markers live: `/dev/shm` (memory) when it is there,
-/// else the temporary directory.
-pub(crate) fn dir() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
-}
-
-/// The names of one context's files: user, network namespace (two
-/// namespaces may each have a context at the same address) and endpoint.
-#[derive(Clone, Debug)]
-pub(crate) struct Names {
-    pub(super) dir: PathBuf,
-    scope: String,
-}
-
-impl Names {
-    pub(crate) fn new(dir: PathBuf) -> Names {
-        let netns = std::fs::metadata("/proc/self/ns/net").map_or(0, |m| m.ino());
-        let uid = rustix::process::geteuid().as_raw();
-        Names {
-            dir,
-            scope: format!("rdmakit-soft-{uid}-{netns}"),
-        }
-    }
-
-    fn endpoint(&self, e: SocketAddrV4) -> String {
-        format!("{}-{}-{}", self.scope, e.ip(), e.port())
-    }
-
-    /// The marker of the context at `e`.
-    pub(crate) fn marker(&self, e: SocketAddrV4) -> PathBuf {
-        self.dir.join(format!("{}.inbox", self.endpoint(e)))
-    }
-
-    /// The prefix of every ring into the context at `e`.
-    pub(super) fn ring_prefix(&self, e: SocketAddrV4) -> String {
-        format!("{}-from-", self.endpoint(e))
-    }
-
-    /// A new ring's name: unique in this process (a second ring to an
-    /// endpoint whose process changed must not share the first's name,
-    /// which the first's sender removes when it is dropped), the creator's
-    /// pid before the count.
-    pub(super) fn ring(&self, to: SocketAddrV4, from: SocketAddrV4) -> PathBuf {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        self.dir.join(format!(
-            "{}{}-{}-{}-{}.ring",
-            self.ring_prefix(to),
-            from.ip(),
-            from.port(),
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-}
-
-/// Leaves this context's marker (replacing a stale one of a process that
-/// held the endpoint before), after sweeping what processes of this user
-/// and namespace that are gone left behind: rings no receiver attached,
-/// markers of contexts that were never closed.
-pub(crate) fn mark(names: &Names, me: SocketAddrV4) -> std::io::Result<()> {
-    sweep(names);
-    let p = names.marker(me);
-    let _ = std::fs::remove_file(&p);
-    // Not through a link, not over a file someone else made (the directory
-    // is shared by every user): then this context takes no rings.
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&p)?;
-    std::io::Write::write_all(&mut f, std::process::id().to_string().as_bytes())
-}
-
-/// Removes this scope's rings and markers whose process is gone (the pid
-/// ends a ring's name; a marker holds it).
-fn sweep(names: &Names) {
-    let Ok(rd) = std::fs::read_dir(&names.dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else {
-            continue;
-        };
-        let Some(rest) = name.strip_prefix(&names.scope) else {
-            continue;
-        };
-        let pid = if let Some(r) = rest.strip_suffix(".ring") {
-            r.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok())
-        } else if rest.ends_with(".inbox") {
-            marker_pid(&e.path())
-        } else {
-            continue;
-        };
-        if pid.is_some_and(|p| !alive(p)) {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
-}
-
-pub(super) fn alive(pid: u32) -> bool {
-    i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-        .is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
-}
-
-/// Removes a context's marker when it names this process.
-pub(crate) fn unmark(names: &Names, me: SocketAddrV4) {
-    let p = names.marker(me);
-    if marker_pid(&p) == Some(std::process::id()) {
-        let _ = std::fs::remove_file(&p);
-    }
-}
-
-/// The pid of the context at `to` when it takes rings: its marker names a
-/// live process.
-pub(crate) fn ring_pid(names: &Names, to: SocketAddrV4) -> Option<u32> {
-    marker_pid(&names.marker(to)).filter(|&p| alive(p))
-}
-
-/// The pid a marker holds: a file of this user (a marker another user put
-/// in the shared directory names no context of ours), not through a link.
-fn marker_pid(path: &Path) -> Option<u32> {
-    let mut f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .ok()?;
-    if f.metadata().ok()?.uid() != rustix::process::geteuid().as_raw() {
-        return None;
-    }
-    let mut s = String::new();
-    std::io::Read::read_to_string(&mut f, &mut s).ok()?;
-    s.trim().parse().ok()
-}
-
-/// A ring into another context and the pid its marker named.
-type RingTo = (u32, Arc<Outbox>);
+/// Most rings into one context: each maps ~1.1 MB. A sender past it gets
+/// UDP.
+const MAX_INBOXES: usize = 1024;
 
 /// A context's same-host rings: the rings it sends into (per destination)
-/// and the rings into it. Dropping it removes the context's marker.
+/// and the rings into it. Dropping it removes the context's socket.
 #[derive(Debug)]
 pub(crate) struct Rings {
-    names: Names,
+    /// This user's `net` directory (0700), where the sockets are.
+    dir: UserDir,
+    /// This context's listening socket.
+    listener: channel::Listener,
     /// This context's endpoint.
     me: SocketAddrV4,
-    /// Per destination: the ring into it and the pid its marker named when
-    /// the ring was made (a new process at the endpoint gets a new ring),
-    /// or None: it takes no rings.
-    out: Mutex<HashMap<SocketAddrV4, Option<RingTo>>>,
+    /// Per destination: the ring into it, or None: it takes no rings.
+    out: Mutex<HashMap<SocketAddrV4, Option<Arc<Outbox>>>>,
     /// Rings into this context; read under the device's receive lock.
     inboxes: Mutex<Vec<Inbox>>,
     /// Whether `inboxes` is non-empty (a load per busy poll, not a lock).
@@ -214,6 +77,12 @@ pub(crate) struct Rings {
     woke: AtomicU64,
     /// Whether the last drain took a packet pushed from another CPU.
     elsewhere: AtomicBool,
+    /// Connections refused (another user, a bad hello or ring, a pidfd of
+    /// another process, too many rings).
+    refused: AtomicU64,
+    /// Why the last ring this context tried to hand over or accept did not
+    /// come about (for `RDMAKIT_SHIM_DEBUG` and the tests).
+    last_miss: Mutex<Option<String>>,
 }
 
 /// An engine's cached choice for its last destination: the ring into it,
@@ -221,13 +90,19 @@ pub(crate) struct Rings {
 pub(crate) type RingCache = Option<(SocketAddrV4, Option<Arc<Outbox>>)>;
 
 impl Rings {
-    /// The rings of the context at `me`, whose marker this leaves in the
-    /// ring directory; None when it cannot (the context then uses UDP).
-    pub(crate) fn new(me: SocketAddrV4) -> Option<Rings> {
-        let names = Names::new(dir());
-        mark(&names, me).ok()?;
-        Some(Rings {
-            names,
+    /// The rings of the context at `me`, listening in this user's `net`
+    /// directory ([`UserDir::own`]); the error says why it cannot (the
+    /// context then uses UDP).
+    ///
+    /// # Errors
+    /// The directory is not safe to use or the socket cannot listen.
+    pub(crate) fn new(me: SocketAddrV4) -> std::io::Result<Rings> {
+        let net = || UserDir::own()?.subdir("net", 0o700);
+        let listener = channel::Listener::bind(net()?, me)?;
+        let dir = net()?;
+        Ok(Rings {
+            dir,
+            listener,
             me,
             out: Mutex::new(HashMap::new()),
             inboxes: Mutex::new(Vec::new()),
@@ -236,17 +111,20 @@ impl Rings {
             taken: AtomicU64::new(0),
             woke: AtomicU64::new(0),
             elsewhere: AtomicBool::new(false),
+            refused: AtomicU64::new(0),
+            last_miss: Mutex::new(None),
         })
     }
 
     /// The ring into the context at `to` (`same_host`: its address is this
     /// host's), if that context takes rings; cached in the engine's `cache`
     /// and per destination. A QP's first look (its RTR, or a UD QP's first
-    /// packet) reads the destination's marker, so a new process at an
-    /// endpoint gets a new ring (or UDP); a
-    /// UD QP moving between destinations uses the context's decision. A new
-    /// ring is announced to its receiver with an attach datagram from
-    /// `sock`.
+    /// packet) makes a new ring when there is none to `to` or its receiver
+    /// hung up (a new process at the endpoint gets a new ring), and tries
+    /// again where the last try gave UDP; a UD QP moving between
+    /// destinations uses the context's decision. A new ring is handed over
+    /// on the channel ([`channel`]) and announced with a [`NOTIFY`]
+    /// datagram from `sock`.
     pub(crate) fn outbox(
         &self,
         cache: &mut RingCache,
@@ -262,24 +140,37 @@ impl Rings {
         let mut out = lock(&self.out);
         let known = out.get(&to).cloned();
         let ob = match known {
-            Some(v) if !first => v.map(|(_, ob)| ob),
+            Some(v) if !first => v,
+            Some(Some(ob)) if !ob.receiver_gone() => Some(ob),
             _ => {
-                let pid = same_host.then(|| ring_pid(&self.names, to)).flatten();
-                let v = match (pid, known.flatten()) {
-                    (Some(p), Some((q, ob))) if p == q => Some((q, ob)),
-                    (Some(p), _) => Outbox::create(&self.names, self.me, to).ok().map(|ob| {
-                        let _ = sock.send_to(&ob.attach_datagram(), to);
-                        (p, Arc::new(ob))
-                    }),
-                    (None, _) => None,
-                };
+                let v = same_host.then(|| self.hand_over(to, sock)).flatten();
                 out.insert(to, v.clone());
-                v.map(|(_, ob)| ob)
+                v
             }
         };
         drop(out);
         *cache = Some((to, ob.clone()));
         ob
+    }
+
+    /// Makes a ring into the context at `to` and hands it over: None (UDP)
+    /// when nobody of this user listens there.
+    fn hand_over(&self, to: SocketAddrV4, sock: &UdpSocket) -> Option<Arc<Outbox>> {
+        let miss = |what: &str, e: &dyn std::fmt::Display| {
+            *lock(&self.last_miss) = Some(format!("ring to {to}: {what}: {e}"));
+        };
+        let (conn, pid) = channel::connect(&self.dir, to)
+            .map_err(|e| miss("connect", &e))
+            .ok()?;
+        let (ob, ring) = Outbox::create(conn).map_err(|e| miss("create", &e)).ok()?;
+        channel::send_hello(ob.conn(), self.me, ring.as_fd())
+            .map_err(|e| miss("hello", &e))
+            .ok()?;
+        // The receiver copies from and to this process's memory: under
+        // Yama `ptrace_scope` 1 that takes its consent.
+        channel::allow_ptracer(pid);
+        let _ = sock.send_to(NOTIFY, to);
+        Some(Arc::new(ob))
     }
 
     /// Counts a packet written into a ring (`woke`: its receiver was
@@ -291,15 +182,28 @@ impl Rings {
         }
     }
 
-    /// Maps the ring an attach datagram from `src` names (`msg`: what
-    /// follows [`ATTACH_MAGIC`]). Called under the device's receive lock. A
-    /// refused attach is dropped: its sender's packets are lost as to an
-    /// unreachable peer.
-    pub(crate) fn attach(&self, src: SocketAddrV4, msg: &[u8]) {
-        if let Ok(ib) = Inbox::attach(&self.names, self.me, src, msg) {
-            lock(&self.inboxes).push(ib);
-            self.any.store(true, Ordering::Release);
-        }
+    /// Accepts the rings handed over on this context's channel (a
+    /// [`NOTIFY`] datagram came, or the timers ran). Called under the
+    /// device's receive lock. A refused one is counted and dropped: its
+    /// sender's packets are lost as to an unreachable peer.
+    pub(crate) fn accept(&self) {
+        let mut ibs = lock(&self.inboxes);
+        self.listener.accept(|r| {
+            let attached = r.map_err(|e| e.to_string()).and_then(|a| {
+                if ibs.len() >= MAX_INBOXES {
+                    return Err(format!("{MAX_INBOXES} rings already"));
+                }
+                Inbox::attach(&a.ring, a.src, Arc::new(a.peer)).map_err(|e| e.to_string())
+            });
+            match attached {
+                Ok(ib) => ibs.push(ib),
+                Err(why) => {
+                    self.refused.fetch_add(1, Ordering::Relaxed);
+                    *lock(&self.last_miss) = Some(format!("refused a ring: {why}"));
+                }
+            }
+        });
+        self.any.store(!ibs.is_empty(), Ordering::Release);
     }
 
     /// Takes up to `max` packets from the rings into `buf`, one ring after
@@ -310,7 +214,7 @@ impl Rings {
         &self,
         buf: &mut [u8],
         max: usize,
-        mut f: impl FnMut(SocketAddrV4, &[u8]),
+        mut f: impl FnMut(SocketAddrV4, &Arc<Peer>, &[u8]),
         done: impl Fn() -> bool,
     ) -> usize {
         if !self.any.load(Ordering::Acquire) {
@@ -328,7 +232,7 @@ impl Rings {
                 };
                 elsewhere |= ib.sender_cpu() != *cpu.get_or_insert_with(ring::this_cpu);
                 self.taken.fetch_add(1, Ordering::Relaxed);
-                f(ib.src(), &buf[..len]);
+                f(ib.src(), ib.peer(), &buf[..len]);
                 n += 1;
                 if n >= max || done() {
                     break 'drain;
@@ -380,8 +284,10 @@ impl Rings {
         }
     }
 
-    /// Unmaps the rings of senders that are gone and left nothing to read.
+    /// Unmaps the rings of senders that are gone and left nothing to read,
+    /// and accepts rings whose [`NOTIFY`] was lost.
     pub(crate) fn prune(&self) {
+        self.accept();
         if self.any.load(Ordering::Acquire) {
             let mut ibs = lock(&self.inboxes);
             ibs.retain(|ib| ib.ready() || !ib.sender_gone());
@@ -398,61 +304,27 @@ impl Rings {
             self.woke.load(Ordering::Relaxed),
         )
     }
-}
 
-impl Drop for Rings {
-    fn drop(&mut self) {
-        unmark(&self.names, self.me);
+    /// Rings offered to this context and refused.
+    pub(crate) fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Why the last ring this context tried to hand over or was offered
+    /// did not come about.
+    pub(crate) fn last_miss(&self) -> Option<String> {
+        lock(&self.last_miss).clone()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use std::net::Ipv4Addr;
 
-    /// A ring directory of its own (keep the guard) and its names.
-    pub(super) fn names() -> (tempfile::TempDir, Names) {
-        let d = tempfile::tempdir().unwrap();
-        let n = Names::new(d.path().to_path_buf());
-        (d, n)
-    }
+    use super::*;
 
     /// A loopback slot endpoint.
     pub(super) fn ep(last: u8, port: u16) -> SocketAddrV4 {
         SocketAddrV4::new(Ipv4Addr::new(127, 77, 0, last), port)
-    }
-
-    #[test]
-    fn markers_say_which_endpoints_take_rings() {
-        let (_d, n) = names();
-        let (a, b) = (ep(1, 4791), ep(2, 4791));
-        assert_eq!(ring_pid(&n, a), None);
-        mark(&n, a).unwrap();
-        assert_eq!(ring_pid(&n, a), Some(std::process::id()));
-        assert_eq!(ring_pid(&n, b), None);
-        // A marker of a process that is gone does not count.
-        std::fs::write(n.marker(b), "999999999").unwrap();
-        assert_eq!(ring_pid(&n, b), None);
-        unmark(&n, a);
-        assert_eq!(ring_pid(&n, a), None);
-    }
-
-    #[test]
-    fn marking_sweeps_what_dead_processes_left() {
-        let (d, n) = names();
-        let (a, b) = (ep(1, 4791), ep(2, 4791));
-        let dead_ring = d
-            .path()
-            .join(format!("{}1.2.3.4-5-999999999-0.ring", n.ring_prefix(b)));
-        std::fs::write(&dead_ring, b"x").unwrap();
-        std::fs::write(n.marker(b), "999999999").unwrap();
-        let live = Outbox::create(&n, a, b).unwrap();
-        let other = d.path().join("someone-else.ring");
-        std::fs::write(&other, b"x").unwrap();
-        mark(&n, a).unwrap();
-        assert!(!dead_ring.exists() && !n.marker(b).exists(), "swept");
-        assert!(live.path.exists() && other.exists(), "kept");
-        assert!(n.marker(a).exists());
     }
 }

@@ -1,18 +1,22 @@
-//! One ring between two soft device contexts: the shared file's layout,
+//! One ring between two soft device contexts: the shared memory's layout,
 //! the sending side ([`Outbox`]) and the receiving side ([`Inbox`]). What
-//! uses them and why is in [`super`].
+//! uses them and why is in [`super`]; how a ring gets from one to the other
+//! is [`super::channel`].
 
-use std::fs::{File, OpenOptions};
-use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::net::SocketAddrV4;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::{alive, Names};
+use rustix::fs::SealFlags;
 
-/// The first bytes of an attach datagram; the ring's path follows.
-pub(crate) const ATTACH_MAGIC: &[u8; 8] = b"RDKSHM01";
+use super::channel::Peer;
+
+/// The datagram a sender sends a receiver's UDP socket once it has handed
+/// it a ring: "accept your channel's connections now". It carries nothing
+/// else, and anyone may send it: it only makes the receiver look at its
+/// own listening socket.
+pub(crate) const NOTIFY: &[u8; 8] = b"RDKSHM02";
 
 const MAGIC: u64 = u64::from_le_bytes(*b"RDKRING1");
 /// Cells per ring: with [`CELL_DATA`] ~1.1 MB, a 128-PSN window of 4 KiB
@@ -30,16 +34,13 @@ const SIZE: usize = HEADER + CELLS as usize * CELL;
 // for each side's counter (the sender's with its CPU) and one for the flag.
 const OFF_MAGIC: usize = 0;
 const OFF_CELLS: usize = 8;
-const OFF_PID: usize = 12;
-const OFF_SRC_IP: usize = 16;
-const OFF_SRC_PORT: usize = 20;
 const OFF_HEAD: usize = 64;
 /// The CPU the sender ran on at its last push (beside `head`: read with it).
 const OFF_SENDER_CPU: usize = 72;
 const OFF_TAIL: usize = 128;
 const OFF_SLEEPING: usize = 192;
 
-/// A shared mapping of one ring file.
+/// A shared mapping of one ring's memory.
 #[derive(Debug)]
 struct Map {
     ptr: *mut u8,
@@ -53,21 +54,21 @@ unsafe impl Send for Map {}
 unsafe impl Sync for Map {}
 
 impl Map {
-    fn new(file: &File) -> std::io::Result<Map> {
+    fn new(fd: &OwnedFd) -> std::io::Result<Map> {
         // Populated: the ring's ~270 pages are allocated and mapped in this
         // one call instead of one page fault each during the first lap,
         // which the VM tier's TCG guest charges ~50 ms for per run of a
         // ping-pong (docs/soft-nic.md, "Same-host rings").
-        // SAFETY: a fresh shared mapping of SIZE bytes of `file` (the caller
-        // checked or set its length); nothing else in this process uses the
-        // address range.
+        // SAFETY: a fresh shared mapping of SIZE bytes of `fd` (the caller
+        // checked or set its length, and sealed it against shrinking);
+        // nothing else in this process uses the address range.
         let ptr = unsafe {
             rustix::mm::mmap(
                 std::ptr::null_mut(),
                 SIZE,
                 rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
                 rustix::mm::MapFlags::SHARED | rustix::mm::MapFlags::POPULATE,
-                file,
+                fd,
                 0,
             )
         }
@@ -123,55 +124,55 @@ pub(crate) enum Pushed {
 #[derive(Debug)]
 pub(crate) struct Outbox {
     map: Map,
-    pub(super) path: PathBuf,
+    /// The channel the ring was handed over on: kept open for the ring's
+    /// life, so that its receiver sees this side hang up when this context
+    /// closes, exits or execs.
+    conn: OwnedFd,
     /// The next cell to write (the producer's own count; also published).
     head: Mutex<u64>,
 }
 
 impl Outbox {
-    /// Creates the ring from `from` (this context) to `to`.
-    pub(crate) fn create(
-        names: &Names,
-        from: SocketAddrV4,
-        to: SocketAddrV4,
-    ) -> std::io::Result<Outbox> {
-        let path = names.ring(to, from);
-        let _ = std::fs::remove_file(&path);
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)?;
-        let ob = f.set_len(SIZE as u64).and_then(|()| Map::new(&f));
-        let map = match ob {
-            Ok(m) => m,
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                return Err(e);
-            }
-        };
+    /// Makes a ring and the sending side of it, to be handed over on
+    /// `conn` ([`super::channel::send_hello`]): anonymous memory (a
+    /// `memfd`), sealed at its size so its receiver can map it without a
+    /// shrink under its feet. Returns the descriptor to hand over.
+    ///
+    /// # Errors
+    /// The memory cannot be made, sized, sealed or mapped.
+    pub(crate) fn create(conn: OwnedFd) -> std::io::Result<(Outbox, OwnedFd)> {
+        let fd = rustix::fs::memfd_create(
+            "rdmakit-soft-ring",
+            rustix::fs::MemfdFlags::CLOEXEC | rustix::fs::MemfdFlags::ALLOW_SEALING,
+        )?;
+        rustix::fs::ftruncate(&fd, SIZE as u64)?;
+        rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
+        let map = Map::new(&fd)?;
         map.u32_at(OFF_CELLS).store(CELLS as u32, Ordering::Relaxed);
-        map.u32_at(OFF_PID)
-            .store(std::process::id(), Ordering::Relaxed);
-        map.u32_at(OFF_SRC_IP)
-            .store(u32::from(*from.ip()), Ordering::Relaxed);
-        map.u32_at(OFF_SRC_PORT)
-            .store(u32::from(from.port()), Ordering::Relaxed);
         map.u64_at(OFF_MAGIC).store(MAGIC, Ordering::Release);
-        Ok(Outbox {
-            map,
-            path,
-            head: Mutex::new(0),
-        })
+        Ok((
+            Outbox {
+                map,
+                conn,
+                head: Mutex::new(0),
+            },
+            fd,
+        ))
     }
 
-    /// The attach datagram that tells the receiver where the ring is.
-    pub(crate) fn attach_datagram(&self) -> Vec<u8> {
-        let mut d = ATTACH_MAGIC.to_vec();
-        d.extend_from_slice(self.path.as_os_str().as_encoded_bytes());
-        d
+    /// The channel the ring is handed over on.
+    pub(crate) fn conn(&self) -> &OwnedFd {
+        &self.conn
+    }
+
+    /// Whether the receiver hung the channel up (it closed, exited or
+    /// exec'd): packets pushed now would never be read.
+    pub(crate) fn receiver_gone(&self) -> bool {
+        let mut fds = [rustix::event::PollFd::new(
+            &self.conn,
+            rustix::event::PollFlags::empty(),
+        )];
+        rustix::event::poll(&mut fds, 0).is_ok_and(|n| n > 0)
     }
 
     /// Writes one packet into the ring.
@@ -210,90 +211,63 @@ impl Outbox {
     }
 }
 
-impl Drop for Outbox {
-    fn drop(&mut self) {
-        // The receiver unlinks the name when it attaches; one that never
-        // did leaves it to us.
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
 /// The receiving side of one ring.
 #[derive(Debug)]
 pub(crate) struct Inbox {
     map: Map,
     /// The sender's endpoint (the source of every packet).
     src: SocketAddrV4,
-    /// The sender's pid.
-    pid: u32,
+    /// The sender, as the kernel identified it when the ring was handed over.
+    peer: Arc<Peer>,
     /// The next cell to read (the consumer's own count; also published).
     tail: u64,
 }
 
-/// Why an attach was refused.
+/// Why a ring handed over was refused.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AttachError {
-    #[error("not a ring of this context: {0}")]
-    Name(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    #[error("ring file {0}")]
+    #[error("ring memory {0}")]
     Bad(&'static str),
 }
 
 impl Inbox {
-    /// Maps the ring an attach datagram (`msg`, after [`ATTACH_MAGIC`])
-    /// names, from `src`, into the context at `me`; unlinks its name.
+    /// Maps the ring `ring` that `peer`, at endpoint `src`, handed over.
+    ///
+    /// # Errors
+    /// It is not a sealed ring of the right size with a ring's header.
     pub(crate) fn attach(
-        names: &Names,
-        me: SocketAddrV4,
+        ring: &OwnedFd,
         src: SocketAddrV4,
-        msg: &[u8],
+        peer: Arc<Peer>,
     ) -> Result<Inbox, AttachError> {
-        let path = PathBuf::from(
-            std::str::from_utf8(msg).map_err(|_| AttachError::Name("not UTF-8".into()))?,
-        );
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if path.parent() != Some(names.dir.as_path())
-            || !name.starts_with(&names.ring_prefix(me))
-            || !name.ends_with(".ring")
-        {
-            return Err(AttachError::Name(path.display().to_string()));
+        let st = rustix::fs::fstat(ring).map_err(std::io::Error::from)?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size != SIZE as i64 {
+            return Err(AttachError::Bad("is not a ring's size"));
         }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)?;
-        let m = f.metadata()?;
-        if !m.is_file() || m.uid() != rustix::process::geteuid().as_raw() || m.len() != SIZE as u64
-        {
-            return Err(AttachError::Bad("not this user's, or not a ring's size"));
+        let seals = rustix::fs::fcntl_get_seals(ring).map_err(std::io::Error::from)?;
+        if !seals.contains(SealFlags::SHRINK) {
+            return Err(AttachError::Bad("is not sealed against shrinking"));
         }
-        let map = Map::new(&f)?;
-        let _ = std::fs::remove_file(&path);
+        let map = Map::new(ring)?;
         if map.u64_at(OFF_MAGIC).load(Ordering::Acquire) != MAGIC
             || u64::from(map.u32_at(OFF_CELLS).load(Ordering::Relaxed)) != CELLS
         {
             return Err(AttachError::Bad("has no ring header"));
         }
-        let ip = Ipv4Addr::from(map.u32_at(OFF_SRC_IP).load(Ordering::Relaxed));
-        let port = map.u32_at(OFF_SRC_PORT).load(Ordering::Relaxed) as u16;
-        let from = SocketAddrV4::new(ip, port);
-        if from != src {
-            return Err(AttachError::Bad("names another sender"));
-        }
-        let pid = map.u32_at(OFF_PID).load(Ordering::Relaxed);
         let tail = map.u64_at(OFF_TAIL).load(Ordering::Acquire);
         Ok(Inbox {
             map,
             src,
-            pid,
+            peer,
             tail,
         })
+    }
+
+    /// The sender, as the kernel identified it.
+    pub(crate) fn peer(&self) -> &Arc<Peer> {
+        &self.peer
     }
 
     /// The sender's endpoint.
@@ -301,9 +275,9 @@ impl Inbox {
         self.src
     }
 
-    /// Whether the sender's process is gone.
+    /// Whether the sender is gone (exited, exec'd or closed the ring).
     pub(crate) fn sender_gone(&self) -> bool {
-        !alive(self.pid)
+        !self.peer.present()
     }
 
     /// The CPU the sender ran on at its last push ([`this_cpu`]'s value).
@@ -363,18 +337,22 @@ impl Inbox {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{ep, names};
+    use super::super::channel::test_peer;
+    use super::super::tests::ep;
     use super::*;
+
+    /// A ring handed over within this process: its two sides.
+    fn ring_pair() -> (Outbox, Inbox) {
+        let (peer, conn) = test_peer();
+        let (ob, fd) = Outbox::create(conn).unwrap();
+        let ib = Inbox::attach(&fd, ep(1, 4791), Arc::new(peer)).unwrap();
+        (ob, ib)
+    }
 
     #[test]
     fn packets_arrive_in_order_across_wraps_and_a_full_ring_drops() {
-        let (_d, n) = names();
-        let (a, b) = (ep(1, 4791), ep(2, 4791));
-        let ob = Outbox::create(&n, a, b).unwrap();
-        let msg = ob.attach_datagram();
-        assert!(msg.starts_with(ATTACH_MAGIC));
-        let mut ib = Inbox::attach(&n, b, a, &msg[8..]).unwrap();
-        assert_eq!(ib.src(), a);
+        let (ob, mut ib) = ring_pair();
+        assert_eq!(ib.src(), ep(1, 4791));
         assert!(!ib.sender_gone());
         let mut buf = vec![0u8; CELL_DATA];
         let mut next = 0u32;
@@ -406,10 +384,7 @@ mod tests {
 
     #[test]
     fn a_sleeping_receiver_is_woken_once_and_not_put_to_sleep_over_a_packet() {
-        let (_d, n) = names();
-        let (a, b) = (ep(1, 4791), ep(2, 4791));
-        let ob = Outbox::create(&n, a, b).unwrap();
-        let mut ib = Inbox::attach(&n, b, a, &ob.attach_datagram()[8..]).unwrap();
+        let (ob, mut ib) = ring_pair();
         assert!(!ib.sleep(), "empty: may block");
         assert_eq!(ob.push(&[7; 20]), Pushed::Wake);
         assert_eq!(ob.push(&[7; 20]), Pushed::Queued, "one wake-up per sleep");
@@ -424,10 +399,8 @@ mod tests {
     /// (its progress thread lingers only for a sender on another core).
     #[test]
     fn each_push_says_which_cpu_its_sender_ran_on() {
-        let (_d, n) = names();
-        let (a, b) = (ep(1, 4791), ep(2, 4791));
-        let ob = std::sync::Arc::new(Outbox::create(&n, a, b).unwrap());
-        let mut ib = Inbox::attach(&n, b, a, &ob.attach_datagram()[8..]).unwrap();
+        let (ob, mut ib) = ring_pair();
+        let ob = Arc::new(ob);
         let (x, y) = rdmakit_testkit::two_cpus();
         let mut buf = [0u8; 64];
         for cpu in [x, y, x] {
@@ -443,57 +416,56 @@ mod tests {
         }
     }
 
-    /// A second ring to one endpoint (its process changed) is a file of its
-    /// own: dropping the first ring's sender leaves it for its receiver.
+    /// Each side sees the other hang the channel up.
     #[test]
-    fn a_second_ring_to_an_endpoint_outlives_the_first() {
-        let (_d, n) = names();
-        let (a, b) = (ep(1, 4791), ep(2, 4791));
-        let first = Outbox::create(&n, a, b).unwrap();
-        let second = Outbox::create(&n, a, b).unwrap();
-        assert_ne!(first.path, second.path);
-        drop(first);
-        assert!(second.path.exists());
-        let msg = second.attach_datagram();
-        assert!(Inbox::attach(&n, b, a, &msg[8..]).is_ok());
-        assert!(!second.path.exists(), "the receiver unlinks the name");
+    fn each_side_sees_the_other_go() {
+        let (ob, ib) = ring_pair();
+        assert!(!ib.sender_gone() && !ob.receiver_gone());
+        drop(ob);
+        assert!(ib.sender_gone());
+        let (ob, ib) = ring_pair();
+        drop(ib);
+        assert!(ob.receiver_gone());
     }
 
     #[test]
-    fn attach_refuses_foreign_names_files_and_senders() {
-        let (d, n) = names();
-        let (a, b, c) = (ep(1, 4791), ep(2, 4791), ep(3, 4791));
-        let ob = Outbox::create(&n, a, b).unwrap();
-        let msg = ob.attach_datagram();
-        // A ring into another context, a sender that is not the ring's.
+    fn attach_refuses_memory_that_is_not_a_sealed_ring() {
+        let peer = || Arc::new(test_peer().0);
+        let memfd = |seal: bool, len: u64| {
+            let fd = rustix::fs::memfd_create(
+                "t",
+                rustix::fs::MemfdFlags::CLOEXEC | rustix::fs::MemfdFlags::ALLOW_SEALING,
+            )
+            .unwrap();
+            rustix::fs::ftruncate(&fd, len).unwrap();
+            if seal {
+                rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK).unwrap();
+            }
+            fd
+        };
+        let src = ep(1, 4791);
+        // Unsealed: a sender could shrink it under the receiver (SIGBUS).
         assert!(matches!(
-            Inbox::attach(&n, c, a, &msg[8..]),
-            Err(AttachError::Name(_))
+            Inbox::attach(&memfd(false, SIZE as u64), src, peer()),
+            Err(AttachError::Bad(m)) if m.contains("sealed")
         ));
         assert!(matches!(
-            Inbox::attach(&n, b, c, &msg[8..]),
-            Err(AttachError::Bad(_))
+            Inbox::attach(&memfd(true, 4096), src, peer()),
+            Err(AttachError::Bad(m)) if m.contains("size")
         ));
-        // A path outside the directory, a file of the wrong size.
-        let outside = format!("/etc/{}1-1-1-0.ring", n.ring_prefix(b));
-        assert!(Inbox::attach(&n, b, a, outside.as_bytes()).is_err());
-        let small = d
-            .path()
-            .join(format!("{}9.9.9.9-1-1-0.ring", n.ring_prefix(b)));
-        std::fs::write(&small, b"short").unwrap();
+        // The right size and seal, no header.
         assert!(matches!(
-            Inbox::attach(&n, b, a, small.as_os_str().as_encoded_bytes()),
-            Err(AttachError::Bad(_))
+            Inbox::attach(&memfd(true, SIZE as u64), src, peer()),
+            Err(AttachError::Bad(m)) if m.contains("header")
         ));
-        assert!(Inbox::attach(&n, b, a, b"\xff\xfe").is_err());
+        // Not memory at all: a socket.
+        let (_, conn) = test_peer();
+        assert!(Inbox::attach(&conn, src, peer()).is_err());
     }
 
     #[test]
     fn one_producer_thread_and_one_consumer_thread_move_every_packet() {
-        let (_d, n) = names();
-        let (a, b) = (ep(1, 4791), ep(2, 4791));
-        let ob = Outbox::create(&n, a, b).unwrap();
-        let mut ib = Inbox::attach(&n, b, a, &ob.attach_datagram()[8..]).unwrap();
+        let (ob, mut ib) = ring_pair();
         const N: u32 = 200_000;
         std::thread::scope(|s| {
             s.spawn(|| {
