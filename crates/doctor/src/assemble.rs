@@ -227,8 +227,11 @@ pub fn assemble(
         let p = probe_soft(a.soft, dev, &probe_config(facts))?;
         let kernel = facts.kernel.release.text().map(str::to_string);
         let r = Report::for_probed_device(p, cfg, a.tool, kernel);
-        let r = probes::with_soft_leaks(r, &probes::soft_leaks(dev), cfg);
-        return Ok(probes::with_soft_headroom(r, &probes::soft_usage(dev), cfg));
+        return Ok(probes::with_soft_registry(
+            r,
+            &probes::soft_registry(dev),
+            cfg,
+        ));
     }
     let mut report = Report::build(facts, cfg, a.tool, a.source_label);
     if let (Some(input), Some(inv)) = (a.input, report.inventory.as_mut()) {
@@ -272,8 +275,8 @@ pub fn assemble(
                 match probe_soft(a.soft, name, &probe_config(facts)) {
                     Ok(p) => {
                         report = report.with_probes(p, cfg);
-                        report = probes::with_soft_leaks(report, &probes::soft_leaks(name), cfg);
-                        report = probes::with_soft_headroom(report, &probes::soft_usage(name), cfg);
+                        report =
+                            probes::with_soft_registry(report, &probes::soft_registry(name), cfg);
                     }
                     Err(e) => report
                         .notes

@@ -33,7 +33,12 @@ pub unsafe extern "C" fn rdmakit_dev_info(
         let attr = dev.attr();
         let gid_index = u32::from(rdmakit_soft::ROCEV2_GID_INDEX);
         let gid = dev.gid(1, gid_index).map_err(guard::soft)?;
-        let dir = rdmakit_soft::registry::root().join(dev.name()).join(".cm");
+        // rdma_cm's port table lives in this user's registry directory of
+        // the device, which no other user can write.
+        let dir = dev
+            .registry_dir()
+            .map(|d| d.join(".cm"))
+            .unwrap_or_default();
         // SAFETY: checked non-NULL and large enough above.
         let o = unsafe { &mut *out };
         o.ipv4 = u32::from(dev.addr()).to_be();

@@ -3,8 +3,10 @@
 //! connection request for an address goes.
 //!
 //! The kernel's rdma_cm owns one port table per port space for the host and
-//! one listen table per device; the soft NIC's processes share them through
-//! files in the device's shared directory (`<registry>/<device>/.cm/`): one
+//! one listen table per device; the soft NIC's processes of one user share
+//! them through files in that user's registry directory of the device
+//! (`<base>/rdmakit-soft.<uid>/<device>/.cm/`, which no other user can
+//! write): one
 //! file per bound (port space, port, address), naming the owning process,
 //! where its QP1 is reached, its device's address, and whether it listens. A file whose process is
 //! gone is stale and taken over.
@@ -104,11 +106,9 @@ impl PortTable {
     }
 
     fn lock(&self) -> io::Result<File> {
+        // Inside this user's own registry directory of the device: no other
+        // user can write there, so it is never made world-writable.
         fs::create_dir_all(&self.dir)?;
-        let _ = fs::set_permissions(
-            &self.dir,
-            std::os::unix::fs::PermissionsExt::from_mode(0o1777),
-        );
         let f = OpenOptions::new()
             .create(true)
             .truncate(false)

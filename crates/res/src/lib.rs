@@ -16,10 +16,11 @@
 //! use rdmakit_soft::registry::{Kind, OwnerState};
 //! let d = SoftDevice {
 //!     name: "soft0".into(),
-//!     dir: "/dev/shm/rdmakit-soft/soft0".into(),
+//!     base: "/dev/shm".into(),
 //!     objects: Ok(vec![SoftObject {
 //!         kind: Kind::Qp, handle: 17, pid: 4242, owner: OwnerState::Dead, comm: None,
 //!     }]),
+//!     notes: Vec::new(),
 //! };
 //! assert_eq!(rows(ResKind::Qp, &d)[0].human(), "link soft0/1 lqpn 17 pid 4242 owner-state dead");
 //! ```

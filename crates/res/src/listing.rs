@@ -80,6 +80,9 @@ pub struct Listing {
     pub rows: Vec<Row>,
     /// What could not be read, one line each (`what: why`), in order.
     pub missing: Vec<String>,
+    /// What was read but ignored (the soft NIC registry's forged or foreign
+    /// entries, refused directories), one line each with the path and why.
+    pub notes: Vec<String>,
 }
 
 /// The rows of `kind` (None: the summary) for device `dev` (None: every
@@ -117,6 +120,7 @@ pub fn listing(
         if let Err(e) = &d.objects {
             l.missing.push(format!("{}: {e}", d.name));
         }
+        l.notes.extend(d.notes.iter().cloned());
         match kind {
             None => l.rows.push(soft::summary_row(d)),
             Some(k) => l.rows.extend(soft::rows(k, d)),

@@ -1,22 +1,26 @@
 //! `rdmakit soft status` and `rdmakit soft reclaim` as text and JSON: a soft
-//! device's registered objects per owner, with the owner's state (alive /
-//! zombie / dead) and who keeps a dead owner's objects (the process holding
-//! the context, or the leaky driver); what a reclaim freed and what it
-//! refused, and why. The command reads the registry and prints these.
+//! device's registered objects per owner — every user's, read-only — with the
+//! owner's state (alive / zombie / dead) and who keeps a dead owner's objects
+//! (the process holding the context, or the leaky driver); what the registry
+//! ignored (forged records, FIFOs, links, refused directories) with the path
+//! and why; what a reclaim freed and what it refused, and why. The command
+//! reads the registry and prints these.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rdmakit_soft::registry::{self, Holding, Kind, OwnerState, Reclaim, Record};
+use rdmakit_soft::registry::{self, Holding, Kind, OwnerState, Reclaim, Record, Survey};
+use rdmakit_soft::userdir::{euid, Refused};
 use serde_json::{json, Value};
 
 /// One device's part of a status or reclaim: human lines, lines for stderr
-/// (refusals), its JSON object, and whether anything was refused.
+/// (refusals, ignored entries), its JSON object, and whether anything was
+/// refused.
 #[derive(Debug, Default)]
 pub struct Rendered {
     /// Lines for stdout.
     pub text: String,
-    /// Lines for stderr (a reclaim's refusals).
+    /// Lines for stderr (a reclaim's refusals and what it left alone).
     pub err: String,
     /// The device's JSON object.
     pub json: Value,
@@ -24,11 +28,11 @@ pub struct Rendered {
     pub refused: bool,
 }
 
-/// Objects grouped by owner (pid, start time), in pid order.
-fn by_owner(recs: &[Record]) -> BTreeMap<(u32, u64), Vec<&Record>> {
-    let mut m: BTreeMap<(u32, u64), Vec<&Record>> = BTreeMap::new();
+/// Objects grouped by owner (uid, pid, start time), in uid then pid order.
+fn by_owner(recs: &[Record]) -> BTreeMap<(u32, u32, u64), Vec<&Record>> {
+    let mut m: BTreeMap<(u32, u32, u64), Vec<&Record>> = BTreeMap::new();
     for r in recs {
-        m.entry((r.pid, r.start_time)).or_default().push(r);
+        m.entry((r.uid, r.pid, r.start_time)).or_default().push(r);
     }
     m
 }
@@ -49,12 +53,24 @@ pub fn summary(recs: &[&Record]) -> String {
     parts.join(", ")
 }
 
+/// ` (uid N)` for another user's objects, nothing for the reader's own.
+fn of_uid(uid: u32, me: u32) -> String {
+    if uid == me {
+        String::new()
+    } else {
+        format!(" (uid {uid})")
+    }
+}
+
 /// Who keeps a dead owner's objects: the holder of their context, or the
-/// leaky driver.
+/// leaky driver (root's option, or their user's own).
 fn kept_by(recs: &[&Record]) -> String {
-    match recs.first().map(|r| r.holding) {
-        Some(Holding::Inherited) => {
-            let h = registry::holders(&recs[0].context_path());
+    let Some(r) = recs.first() else {
+        return String::new();
+    };
+    match r.holding {
+        Holding::Inherited => {
+            let h = registry::holders(&r.context_path());
             if h.is_empty() {
                 " — context held by another process".to_string()
             } else {
@@ -62,7 +78,13 @@ fn kept_by(recs: &[&Record]) -> String {
                 format!(" — context held by {}", who.join(", "))
             }
         }
-        Some(Holding::Nobody) => " — kept by the leaky driver until reclaim".to_string(),
+        Holding::Nobody | Holding::Unknown if r.leaky && r.counts => {
+            " — kept by the leaky driver until reclaim".to_string()
+        }
+        Holding::Nobody | Holding::Unknown if r.leaky => format!(
+            " — kept by uid {}'s own leaky option until reclaim; they count for uid {} only",
+            r.uid, r.uid
+        ),
         _ => String::new(),
     }
 }
@@ -72,33 +94,40 @@ fn record_json(r: &Record) -> Value {
         "kind": r.kind.as_str(),
         "handle": r.handle,
         "pid": r.pid,
+        "uid": r.uid,
         "start_time": r.start_time,
         "holding": r.holding.as_str(),
         "leaky": r.leaky,
+        "counts": r.counts,
         "created_at": r.created_at,
         "path": r.path.display().to_string(),
     })
 }
 
-/// `soft status` of each device in `names`, read from its registry.
+fn ignored_json(i: &[Refused]) -> Value {
+    i.iter()
+        .map(|i| json!({ "path": i.path.display().to_string(), "why": i.why }))
+        .collect()
+}
+
+/// `soft status` of each device in `names`, read from every user's
+/// registry (nothing is created or changed).
 ///
 /// # Errors
-/// A registry that cannot be opened or read.
+/// A registry base that cannot be read.
 pub fn status_of(names: &[String]) -> Result<Vec<Rendered>, String> {
     names
         .iter()
         .map(|name| {
-            let reg = open(name)?;
-            let recs = reg
-                .list()
-                .map_err(|e| format!("reading {}: {e}", reg.dir().display()))?;
-            Ok(status(name, reg.dir(), reg.device_leaky(), &recs))
+            let s =
+                registry::survey(name).map_err(|e| format!("resource registry of {name}: {e}"))?;
+            Ok(status(&s))
         })
         .collect()
 }
 
 /// `soft reclaim` on each device in `names` (`dry_run`: say what would be
-/// freed).
+/// freed): in this user's registry, and as root in every user's.
 ///
 /// # Errors
 /// A registry that cannot be opened, or the reclaim failing.
@@ -106,7 +135,8 @@ pub fn reclaim_of(names: &[String], dry_run: bool) -> Result<Vec<Rendered>, Stri
     names
         .iter()
         .map(|name| {
-            let reg = open(name)?;
+            let reg = registry::Registry::open(name)
+                .map_err(|e| format!("resource registry of {name}: {e}"))?;
             let rc = reg
                 .reclaim(dry_run)
                 .map_err(|e| format!("reclaiming in {}: {e}", reg.dir().display()))?;
@@ -115,25 +145,26 @@ pub fn reclaim_of(names: &[String], dry_run: bool) -> Result<Vec<Rendered>, Stri
         .collect()
 }
 
-fn open(name: &str) -> Result<registry::Registry, String> {
-    registry::Registry::open(name).map_err(|e| format!("resource registry of {name}: {e}"))
-}
-
-/// `soft status` for device `name` whose registry is `dir` (`leaky`: the
-/// device option) holding `recs`.
-pub fn status(name: &str, dir: &Path, leaky: bool, recs: &[Record]) -> Rendered {
-    let mut text = format!(
-        "{name}: {} object(s) in {}{}\n",
-        recs.len(),
-        dir.display(),
-        if leaky {
-            " (leaky driver: dead processes' objects stay until reclaim)"
-        } else {
-            ""
-        }
-    );
+/// `soft status` of one device's [`Survey`].
+pub fn status(s: &Survey) -> Rendered {
+    let me = euid();
+    let name = &s.name;
+    let dirs: Vec<String> = s.dirs.iter().map(|d| d.display().to_string()).collect();
+    let place = if dirs.is_empty() {
+        format!("no registry under {}", s.base.display())
+    } else {
+        dirs.join(", ")
+    };
+    let leaky = if s.root_leaky {
+        " (leaky driver by root's option: dead processes' objects stay until reclaim)"
+    } else if s.own_leaky {
+        " (leaky driver for your processes: their objects stay until reclaim)"
+    } else {
+        ""
+    };
+    let mut text = format!("{name}: {} object(s) in {place}{leaky}\n", s.records.len());
     let mut owners = Vec::new();
-    for ((pid, start), rs) in by_owner(recs) {
+    for ((uid, pid, start), rs) in by_owner(&s.records) {
         let state = registry::owner_state(pid, start);
         let kept = if state == OwnerState::Alive {
             String::new()
@@ -141,40 +172,51 @@ pub fn status(name: &str, dir: &Path, leaky: bool, recs: &[Record]) -> Rendered 
             kept_by(&rs)
         };
         text.push_str(&format!(
-            "  pid {pid:<8} {:<7} {}{kept}\n",
+            "  pid {pid:<8} {:<7} {}{}{kept}\n",
             state.as_str(),
-            summary(&rs)
+            summary(&rs),
+            of_uid(uid, me)
         ));
         owners.push(json!({
             "pid": pid,
+            "uid": uid,
             "start_time": start,
             "state": state.as_str(),
             "objects": rs.iter().map(|r| record_json(r)).collect::<Vec<_>>(),
         }));
     }
+    for i in &s.ignored {
+        text.push_str(&format!("  ignored {}: {}\n", i.path.display(), i.why));
+    }
     Rendered {
         text,
         json: json!({
             "name": name,
-            "dir": dir.display().to_string(),
-            "leaky": leaky,
-            "objects": recs.len(),
+            "base": s.base.display().to_string(),
+            "dirs": dirs,
+            "leaky": s.root_leaky || s.own_leaky,
+            "root_leaky": s.root_leaky,
+            "objects": s.records.len(),
             "owners": owners,
+            "ignored": ignored_json(&s.ignored),
         }),
         ..Rendered::default()
     }
 }
 
-/// `soft reclaim` of device `name` (registry `dir`): what `rc` freed (or, on
-/// a dry run, would free) and what it refused, with the reason.
+/// `soft reclaim` of device `name` (this user's registry `dir`): what `rc`
+/// freed (or, on a dry run, would free) and what it refused, with the
+/// reason; what it left alone (not records), with why.
 pub fn reclaim(name: &str, dir: &Path, dry_run: bool, rc: &Reclaim) -> Rendered {
+    let me = euid();
     let mut out = Rendered::default();
     let verb = if dry_run { "would free" } else { "freed" };
-    for ((pid, start), rs) in by_owner(&rc.freed) {
+    for ((uid, pid, start), rs) in by_owner(&rc.freed) {
         let state = registry::owner_state(pid, start);
         out.text.push_str(&format!(
-            "{name}: {verb} {} of {state} pid {pid}\n",
-            summary(&rs)
+            "{name}: {verb} {} of {state} pid {pid}{}\n",
+            summary(&rs),
+            of_uid(uid, me)
         ));
     }
     if rc.freed.is_empty() {
@@ -188,22 +230,31 @@ pub fn reclaim(name: &str, dir: &Path, dry_run: bool, rc: &Reclaim) -> Rendered 
         ),
         (OwnerState::Alive, "it still owns them", &rc.live),
     ] {
-        for ((pid, _), rs) in by_owner(list) {
+        for ((uid, pid, _), rs) in by_owner(list) {
             out.refused = true;
             out.err.push_str(&format!(
-                "{name}: refused to reclaim {} of pid {pid} ({state}: {why})\n",
-                summary(&rs)
+                "{name}: refused to reclaim {} of pid {pid}{} ({state}: {why})\n",
+                summary(&rs),
+                of_uid(uid, me)
             ));
         }
     }
-    for ((pid, start), rs) in by_owner(&rc.inherited) {
+    for ((uid, pid, start), rs) in by_owner(&rc.inherited) {
         out.refused = true;
         let state = registry::owner_state(pid, start);
         out.err.push_str(&format!(
-            "{name}: refused to reclaim {} of pid {pid} ({state}: its context is still held{}; \
+            "{name}: refused to reclaim {} of pid {pid}{} ({state}: its context is still held{}; \
              end that process to free them)\n",
             summary(&rs),
+            of_uid(uid, me),
             kept_by(&rs).trim_start_matches(" — context held")
+        ));
+    }
+    for i in &rc.ignored {
+        out.err.push_str(&format!(
+            "{name}: left alone {}: {}\n",
+            i.path.display(),
+            i.why
         ));
     }
     out.json = json!({
@@ -214,19 +265,27 @@ pub fn reclaim(name: &str, dir: &Path, dry_run: bool, rc: &Reclaim) -> Rendered 
         "refused_zombie": rc.zombie.iter().map(record_json).collect::<Vec<_>>(),
         "refused_alive": rc.live.iter().map(record_json).collect::<Vec<_>>(),
         "refused_inherited": rc.inherited.iter().map(record_json).collect::<Vec<_>>(),
+        "ignored": ignored_json(&rc.ignored),
     });
     out
 }
 
-/// What `rdmakit soft leaky on|off` says it set for `device`.
-pub fn leaky_note(device: &str, on: bool) -> String {
+/// What `rdmakit soft leaky on|off` says it set for `device`; `root`: root
+/// set it, for every user's processes (a driver property), else a user for
+/// its own.
+pub fn leaky_note(device: &str, on: bool, root: bool) -> String {
     let what = if on {
         "leaky driver: objects of processes that exit or die without destroying them \
-         stay until 'rdmakit soft reclaim' (for processes that open it from now on)"
+         stay until 'rdmakit soft reclaim'"
     } else {
         "objects go with the last holder of their context, as the kernel's do"
     };
-    format!("{device}: {what}")
+    let whom = if root {
+        "for every user's processes that open it from now on: root's option"
+    } else {
+        "for your processes that open it from now on; root's option applies to every user"
+    };
+    format!("{device}: {what} ({whom})")
 }
 
 /// The JSON document of `rdmakit soft status|reclaim --json`: `{"devices": [...]}`,
@@ -243,13 +302,21 @@ mod tests {
     use std::path::PathBuf;
 
     #[test]
-    fn leaky_notes_say_what_was_set() {
+    fn leaky_notes_say_what_was_set_and_for_whom() {
         assert_eq!(
-            leaky_note("soft0", false),
-            "soft0: objects go with the last holder of their context, as the kernel's do"
+            leaky_note("soft0", false, true),
+            "soft0: objects go with the last holder of their context, as the kernel's do \
+             (for every user's processes that open it from now on: root's option)"
         );
-        assert!(leaky_note("soft1", true).starts_with("soft1: leaky driver: objects of processes"));
-        assert!(leaky_note("soft1", true).ends_with("(for processes that open it from now on)"));
+        let n = leaky_note("soft1", true, false);
+        assert!(
+            n.starts_with("soft1: leaky driver: objects of processes"),
+            "{n}"
+        );
+        assert!(
+            n.ends_with("(for your processes that open it from now on; root's option applies to every user)"),
+            "{n}"
+        );
     }
 
     #[test]
@@ -276,34 +343,81 @@ mod tests {
             limit: 0,
             leaky: holding == Holding::Nobody,
             holding,
-            path: PathBuf::from(format!("/reg/{kind}-{pid}-{handle}")),
+            uid: euid(),
+            owner: OwnerState::Dead,
+            counts: true,
+            path: PathBuf::from(format!("/reg/{kind}-{pid}-1-0-{handle}")),
+        }
+    }
+
+    fn survey(records: Vec<Record>, ignored: Vec<Refused>) -> Survey {
+        Survey {
+            name: "soft9".into(),
+            base: PathBuf::from("/b"),
+            dirs: vec![PathBuf::from("/b/rdmakit-soft.0/soft9")],
+            records,
+            ignored,
+            root_leaky: true,
+            own_leaky: false,
         }
     }
 
     /// pid 0 and u32::MAX never name a live process with start time 1.
     #[test]
     fn status_groups_per_owner_and_names_the_keeper() {
-        let recs = [
+        let mut other = rec(Kind::Qp, 20, u32::MAX - 2, Holding::Nobody);
+        other.uid = euid().wrapping_add(1);
+        other.counts = false;
+        let recs = vec![
             rec(Kind::Qp, 17, u32::MAX - 1, Holding::Nobody),
             rec(Kind::Qp, 18, u32::MAX - 1, Holding::Nobody),
             rec(Kind::Cq, 1, u32::MAX - 1, Holding::Nobody),
+            other,
         ];
-        let r = status("soft9", Path::new("/reg"), true, &recs);
+        let fifo = Refused {
+            path: PathBuf::from("/b/rdmakit-soft.7/soft9/qp-1-2-3-4"),
+            why: "not a regular file (a FIFO)".into(),
+        };
+        let r = status(&survey(recs, vec![fifo]));
         assert!(
-            r.text
-                .starts_with("soft9: 3 object(s) in /reg (leaky driver"),
+            r.text.starts_with(
+                "soft9: 4 object(s) in /b/rdmakit-soft.0/soft9 (leaky driver by root's option"
+            ),
             "{}",
             r.text
         );
-        assert!(r.text.contains("qp 2 (17 18), cq 1 (1)"), "{}", r.text);
         assert!(
-            r.text.contains("kept by the leaky driver until reclaim"),
+            r.text
+                .contains("qp 2 (17 18), cq 1 (1) — kept by the leaky driver until reclaim\n"),
             "{}",
             r.text
         );
-        assert_eq!(r.json["objects"], 3);
+        assert!(
+            r.text.contains(&format!(
+                "qp 1 (20) (uid {}) — kept by uid {}'s own leaky option until reclaim; they \
+                 count for uid {} only\n",
+                other_uid(),
+                other_uid(),
+                other_uid()
+            )),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text.ends_with(
+                "  ignored /b/rdmakit-soft.7/soft9/qp-1-2-3-4: not a regular file (a FIFO)\n"
+            ),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.json["objects"], 4);
         assert_eq!(r.json["owners"][0]["objects"].as_array().unwrap().len(), 3);
+        assert_eq!(r.json["ignored"][0]["why"], "not a regular file (a FIFO)");
         assert!(!r.refused);
+    }
+
+    fn other_uid() -> u32 {
+        euid().wrapping_add(1)
     }
 
     #[test]
@@ -312,6 +426,10 @@ mod tests {
         let rc = Reclaim {
             freed: vec![rec(Kind::Qp, 5, u32::MAX - 1, Holding::Nobody)],
             live: vec![rec(Kind::Pd, 2, me, Holding::Owner)],
+            ignored: vec![Refused {
+                path: PathBuf::from("/reg/junk"),
+                why: "not a name rdmakit writes".into(),
+            }],
             ..Reclaim::default()
         };
         let r = reclaim("soft9", Path::new("/reg"), true, &rc);
@@ -322,7 +440,13 @@ mod tests {
         );
         assert!(
             r.err
-                .contains(&format!("refused to reclaim pd 1 (2) of pid {me}")),
+                .contains(&format!("refused to reclaim pd 1 (2) of pid {me} (")),
+            "{}",
+            r.err
+        );
+        assert!(
+            r.err
+                .contains("soft9: left alone /reg/junk: not a name rdmakit writes"),
             "{}",
             r.err
         );

@@ -5,14 +5,18 @@
 //! `srqn` for the other kinds). The registry records the kind, handle and owner of
 //! each object, so QP type, state and PSNs are not there.
 //!
-//! [`read`] does the I/O (the registry directories and `/proc/<pid>`); the row
+//! Every user's registry is read, read-only (as `rdma resource` lists every
+//! user's objects); what it had to ignore (a forged record, a FIFO, a refused
+//! directory) comes back as notes with the path and why.
+//!
+//! [`read`] does the I/O (the registry directories and `/proc`); the row
 //! builders are pure.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use rdmakit_host::netlink::ResKind;
-use rdmakit_soft::registry::{self, Kind, OwnerState, Registry};
+use rdmakit_soft::registry::{self, Kind, OwnerState};
 use serde_json::Value;
 
 use crate::row::Row;
@@ -33,10 +37,14 @@ pub struct SoftObject {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SoftDevice {
     pub name: String,
-    /// The registry directory (it may not exist yet: no object was ever created).
-    pub dir: PathBuf,
-    /// The objects, or why the registry could not be read.
+    /// The registry base: each user's directory of the device is
+    /// `<base>/rdmakit-soft.<uid>/<name>` (none may exist yet: no object was
+    /// ever created).
+    pub base: PathBuf,
+    /// The objects of every user, or why the registry could not be read.
     pub objects: Result<Vec<SoftObject>, String>,
+    /// Entries and directories the registry ignored, with the path and why.
+    pub notes: Vec<String>,
 }
 
 impl SoftDevice {
@@ -51,70 +59,68 @@ impl SoftDevice {
 }
 
 /// The soft devices to show: `configured` (the names the soft provider opens, e.g.
-/// soft0), whether or not their registry exists, plus every other device under the
-/// registry root that holds objects (a process may have used another name).
+/// soft0), whether or not their registry exists, plus every other device any user
+/// has a registry of that holds objects (a process may have used another name).
 pub fn read(configured: &[String]) -> Vec<SoftDevice> {
-    read_in(&registry::root(), configured)
+    read_in(&registry::base(), configured)
 }
 
-/// [`read`] under an explicit registry root.
-pub fn read_in(root: &Path, configured: &[String]) -> Vec<SoftDevice> {
+/// [`read`] under an explicit registry base.
+pub fn read_in(base: &Path, configured: &[String]) -> Vec<SoftDevice> {
     let mut names: BTreeSet<String> = configured.iter().cloned().collect();
-    if let Ok(rd) = std::fs::read_dir(root) {
-        for e in rd.flatten() {
-            if e.path().is_dir() {
-                if let Ok(n) = e.file_name().into_string() {
-                    names.insert(n);
-                }
-            }
-        }
-    }
+    names.extend(registry::device_names_in(base));
     names
         .into_iter()
         .filter_map(|name| {
-            let d = device(root, &name);
+            let d = device(base, &name);
             let keep = configured.contains(&name)
                 || matches!(&d.objects, Ok(v) if !v.is_empty())
-                || d.objects.is_err();
+                || d.objects.is_err()
+                || !d.notes.is_empty();
             keep.then_some(d)
         })
         .collect()
 }
 
-fn device(root: &Path, name: &str) -> SoftDevice {
-    let dir = root.join(name);
-    // Listing must not create a registry: only a device that was opened has one.
-    let objects = if !dir.is_dir() {
-        Ok(Vec::new())
-    } else {
-        Registry::open_in(root, name)
-            .and_then(|r| r.list())
-            .map(|recs| {
-                recs.into_iter()
-                    .map(|r| {
-                        let owner = r.owner_state();
-                        let comm = match owner {
-                            OwnerState::Dead => None,
-                            _ => std::fs::read_to_string(format!("/proc/{}/comm", r.pid))
-                                .ok()
-                                .map(|s| s.trim_end().to_string()),
-                        };
-                        SoftObject {
-                            kind: r.kind,
-                            handle: r.handle,
-                            pid: r.pid,
-                            owner,
-                            comm,
-                        }
-                    })
-                    .collect()
-            })
-            .map_err(|e| format!("reading the registry {}: {e}", dir.display()))
+fn device(base: &Path, name: &str) -> SoftDevice {
+    // Listing never creates a registry: only a device that was opened has one.
+    let (objects, notes) = match registry::survey_in(base, name) {
+        Ok(s) => (
+            Ok(s.records
+                .into_iter()
+                .map(|r| {
+                    let owner = r.owner_state();
+                    let comm = match owner {
+                        OwnerState::Dead => None,
+                        _ => registry::comm(r.pid),
+                    };
+                    SoftObject {
+                        kind: r.kind,
+                        handle: r.handle,
+                        pid: r.pid,
+                        owner,
+                        comm,
+                    }
+                })
+                .collect()),
+            s.ignored
+                .iter()
+                .map(|i| format!("{name}: ignored {}: {}", i.path.display(), i.why))
+                .collect(),
+        ),
+        Err(e) => (
+            Err(format!(
+                "reading the registries under {}: {e}",
+                base.display()
+            )),
+            Vec::new(),
+        ),
     };
     SoftDevice {
         name: name.to_string(),
-        dir,
+        base: base.to_path_buf(),
         objects,
+        notes,
     }
 }
 
@@ -198,8 +204,9 @@ mod tests {
     fn dev(objects: Vec<SoftObject>) -> SoftDevice {
         SoftDevice {
             name: "soft0".into(),
-            dir: PathBuf::from("/dev/shm/rdmakit-soft/soft0"),
+            base: PathBuf::from("/dev/shm"),
             objects: Ok(objects),
+            notes: Vec::new(),
         }
     }
 
@@ -263,19 +270,38 @@ mod tests {
     /// names are left out, the configured device is always shown.
     #[test]
     fn read_in_lists_without_creating() {
-        let root = tempfile::tempdir().unwrap();
-        let reg = Registry::open_in(root.path(), "other0").unwrap();
-        std::fs::create_dir_all(root.path().join("empty0")).unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let reg = registry::Registry::open_in(base.path(), "other0").unwrap();
+        let mine = reg.dir().parent().unwrap().to_path_buf();
+        std::fs::create_dir_all(mine.join("empty0")).unwrap();
         assert!(reg.add(Kind::Qp, 17, 8).unwrap());
-        let devs = read_in(root.path(), &["soft0".to_string()]);
+        let devs = read_in(base.path(), &["soft0".to_string()]);
         let names: Vec<&str> = devs.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["other0", "soft0"]);
-        assert!(!root.path().join("soft0").exists());
+        assert!(!mine.join("soft0").exists());
         let other = &devs[0];
         let qps: Vec<&SoftObject> = other.of(Kind::Qp).collect();
         assert_eq!(qps.len(), 1);
         assert_eq!(qps[0].pid, std::process::id());
         assert_eq!(qps[0].owner, OwnerState::Alive);
         assert!(qps[0].comm.is_some());
+        assert!(other.notes.is_empty(), "{:?}", other.notes);
+    }
+
+    /// What the registry ignores is a note naming the path and why.
+    #[test]
+    fn ignored_entries_become_notes() {
+        let base = tempfile::tempdir().unwrap();
+        let reg = registry::Registry::open_in(base.path(), "junk0").unwrap();
+        std::fs::write(reg.dir().join("qp-1-2-3"), "x").unwrap();
+        let devs = read_in(base.path(), &[]);
+        assert_eq!(devs.len(), 1);
+        assert_eq!(
+            devs[0].notes,
+            [format!(
+                "junk0: ignored {}: not a name rdmakit writes",
+                reg.dir().join("qp-1-2-3").display()
+            )]
+        );
     }
 }

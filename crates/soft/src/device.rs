@@ -515,13 +515,12 @@ impl Device {
         let name = cfg.name.clone().unwrap_or_else(|| "soft0".to_string());
         let addr = cfg.configured_addr()?;
         let exhaustion = cfg.exhaustion.unwrap_or_default();
-        // A registry this process cannot use (another user's directory
-        // without write access, no /dev/shm) leaves limits per device
-        // instance rather than failing the open.
+        // A registry that cannot be used safely (a refused base or
+        // directory, a lock held past the bounded wait) fails the open,
+        // saying which path and why: limits never silently stop counting.
         let registry = if cfg.shared_registry {
-            Registry::open_in(&cfg.registry_root(), &name)
-                .ok()
-                .filter(|r| r.usable())
+            let root = cfg.registry_root();
+            Some(Registry::open_in(&root, &name).map_err(|e| registry_error(&e, &root))?)
         } else {
             None
         };
@@ -529,9 +528,10 @@ impl Device {
             .leaky
             .unwrap_or_else(|| registry.as_ref().is_some_and(Registry::device_leaky));
         // The context the objects belong to: held (flock) while this device
-        // is open or a forked child keeps the descriptor; without it the
-        // registry cannot tell a dead context, so limits stay per instance.
-        let registry = registry.filter(|r| r.attach(leaky).is_ok());
+        // is open or a forked child keeps the descriptor.
+        if let Some(r) = &registry {
+            r.attach(leaky).map_err(|e| registry_error(&e, r.dir()))?;
+        }
         // A failed open leaves no context file behind (a second bind of a
         // configured address left one until the next open swept it).
         let detach = |e: SoftError| {
@@ -679,6 +679,13 @@ impl Device {
             .as_ref()
             .and_then(Registry::context_fd)
             .unwrap_or_else(|| self.sh.ctx_fd_anon.as_raw_fd())
+    }
+
+    /// This user's registry directory of the device
+    /// (`<base>/rdmakit-soft.<uid>/<name>`, [`crate::registry`]), when it
+    /// shares a registry: only this user can write in it.
+    pub fn registry_dir(&self) -> Option<&std::path::Path> {
+        self.sh.registry.as_ref().map(Registry::dir)
     }
 
     /// Whether this device keeps a dead process's objects (a leaky driver).
@@ -937,7 +944,7 @@ impl Shared {
             )),
             Err(e) => Err(err(
                 verb,
-                Errno(e.raw_os_error().unwrap_or(Errno::EIO.0)),
+                io_errno(&e),
                 Origin::Library,
                 format!("resource registry {}: {e}", r.dir().display()),
             )),
@@ -958,6 +965,32 @@ impl Shared {
         }
         map_failure(verb, e)
     }
+}
+
+/// The errno of a registry error: its own, else by kind.
+fn io_errno(e: &std::io::Error) -> Errno {
+    use std::io::ErrorKind as K;
+    match (e.raw_os_error(), e.kind()) {
+        (Some(n), _) => Errno(n),
+        (None, K::PermissionDenied) => Errno(13),
+        (None, K::TimedOut) => Errno::ETIMEDOUT,
+        (None, K::NotFound) => Errno::ENOENT,
+        (None, K::InvalidInput) => Errno::EINVAL,
+        _ => Errno::EIO,
+    }
+}
+
+/// `ibv_open_device` failing on the registry at `path`.
+fn registry_error(e: &std::io::Error, path: &std::path::Path) -> SoftError {
+    err(
+        "ibv_open_device",
+        io_errno(e),
+        Origin::Library,
+        format!(
+            "the soft NIC's resource registry ({}) cannot be used: {e}",
+            path.display()
+        ),
+    )
 }
 
 fn map_failure(verb: &'static str, e: MapFailure<MemError>) -> SoftError {

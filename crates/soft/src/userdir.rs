@@ -166,6 +166,57 @@ impl UserDir {
         Ok((ok, refused))
     }
 
+    /// User `uid`'s directory under `base`, opened read-only when it exists
+    /// and passes the checks of [`UserDir::all_in`]; `None` when it does not
+    /// exist (never created).
+    ///
+    /// # Errors
+    /// It exists but is refused (the error says why), or the base cannot be
+    /// opened.
+    pub fn of_in(base: &Path, uid: u32) -> io::Result<Option<UserDir>> {
+        let b = match rfs::open(
+            base,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(b) => b,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(with_path(e.into(), base, "cannot open")),
+        };
+        let name = format!("{PREFIX}{uid}");
+        let path = base.join(&name);
+        let d = match open_dir(&b, OsStr::new(&name), &path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let st = rfs::fstat(&d).map_err(|e| with_path(e.into(), &path, "cannot stat"))?;
+        check_dir(&st, uid, &path)?;
+        Ok(Some(UserDir { fd: d, path, uid }))
+    }
+
+    /// Subdirectory `name`, opened and checked as [`UserDir::subdir`] does,
+    /// but never created: `None` when it does not exist.
+    ///
+    /// # Errors
+    /// As [`UserDir::subdir`].
+    pub fn existing_subdir(&self, name: &str) -> io::Result<Option<UserDir>> {
+        check_name(name)?;
+        let path = self.path.join(name);
+        let d = match open_dir(&self.fd, OsStr::new(name), &path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let st = rfs::fstat(&d).map_err(|e| with_path(e.into(), &path, "cannot stat"))?;
+        check_dir(&st, self.uid, &path)?;
+        Ok(Some(UserDir {
+            fd: d,
+            path,
+            uid: self.uid,
+        }))
+    }
+
     /// Subdirectory `name` of this user's directory, created with `mode` if
     /// missing (only in this user's own directory). Refused unless it is a
     /// directory (not a link) owned by the same user and not writable by

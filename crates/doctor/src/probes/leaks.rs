@@ -4,12 +4,14 @@
 //! holds their context, as the kernel keeps a real device's objects for a
 //! child that inherited the uverbs descriptor, or because the device is a
 //! leaky driver — become RDK-R001 findings, the same code the kernel's
-//! restrack view gives for a real device.
+//! restrack view gives for a real device. Every user's registry is read,
+//! read-only; entries the registry ignored (a forged record, a FIFO, a link,
+//! a refused directory) become report notes naming the path and why.
 //!
-//! The CLI reads the registry and `/proc` and passes the result in as plain
-//! data ([`SoftLeak`]), exactly as probe results are passed: turning it into
-//! findings ([`soft_leak_findings`]) and adding them to a report
-//! ([`with_soft_leaks`]) stay pure.
+//! [`soft_registry`] reads the registry and `/proc` and passes the result on
+//! as plain data ([`SoftRegistry`]), exactly as probe results are passed:
+//! turning it into findings ([`soft_leak_findings`]) and adding them to a
+//! report ([`with_soft_registry`]) stay pure.
 
 use std::collections::BTreeMap;
 
@@ -250,22 +252,43 @@ fn with_findings(mut report: Report, new: Vec<Finding>) -> Report {
     report
 }
 
-/// The soft NIC's leaked objects: records of `name`'s shared resource
-/// registry whose owner is dead or a zombie but which still exist (a forked
+/// What the doctor takes from a soft NIC's registry: its leaks (RDK-R001),
+/// its usage against the limits (RDK-R002) and what the registry ignored
+/// (forged or foreign entries, refused directories: report notes naming
+/// the path and why). Data, read by [`soft_registry`]; turning it into
+/// findings stays pure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SoftRegistry {
+    /// Records whose owner is not alive but which still exist.
+    pub leaks: Vec<SoftLeak>,
+    /// Objects per kind against their limit.
+    pub usage: Vec<SoftUsage>,
+    /// One line per ignored entry or refused directory.
+    pub notes: Vec<String>,
+}
+
+/// Reads every user's registry of soft device `name`, read-only (root sees
+/// every user's objects, as `rdma resource` does): the leaked objects —
+/// records whose owner is dead or a zombie but which still exist (a forked
 /// child holds their context, or a leaky driver kept them), with what /proc
-/// says and who holds them (data for [`with_soft_leaks`]; the report
-/// stays pure).
-pub fn soft_leaks(name: &str) -> Vec<SoftLeak> {
-    use rdmakit_soft::registry::{self, Holding, OwnerState, Registry};
-    let Ok(reg) = Registry::open(name) else {
-        return Vec::new();
+/// says and who holds them — the usage per kind, and what was ignored. A
+/// registry that cannot be read gives a note saying why.
+pub fn soft_registry(name: &str) -> SoftRegistry {
+    use rdmakit_soft::registry::{self, Holding, Kind, OwnerState};
+    let survey = match registry::survey(name) {
+        Ok(s) => s,
+        Err(e) => {
+            return SoftRegistry {
+                notes: vec![format!("soft registry of {name}: not read: {e}")],
+                ..SoftRegistry::default()
+            }
+        }
     };
-    let Ok(recs) = reg.list() else {
-        return Vec::new();
-    };
+    let recs = &survey.records;
     let mut held: std::collections::HashMap<std::path::PathBuf, Vec<(u32, String)>> =
         std::collections::HashMap::new();
-    recs.into_iter()
+    let leaks = recs
+        .iter()
         .filter_map(|r| {
             let state = r.owner_state();
             if state == OwnerState::Alive {
@@ -299,20 +322,14 @@ pub fn soft_leaks(name: &str) -> Vec<SoftLeak> {
                 context: ctx.display().to_string(),
             })
         })
-        .collect()
-}
-
-/// Objects per kind in soft device `name`'s shared registry against the limit
-/// their creators had (data for [`with_soft_headroom`]).
-pub fn soft_usage(name: &str) -> Vec<SoftUsage> {
-    use rdmakit_soft::registry::{Kind, OwnerState, Registry};
-    let Ok(recs) = Registry::open(name).and_then(|r| r.list()) else {
-        return Vec::new();
-    };
-    [Kind::Qp, Kind::Cq, Kind::Mr, Kind::Pd]
+        .collect();
+    // Usage: the records that count toward the limits for this process (the
+    // kernel confirmed their owner, or their context is held, or a leaky
+    // driver keeps them for everyone).
+    let usage = [Kind::Qp, Kind::Cq, Kind::Mr, Kind::Pd]
         .into_iter()
         .filter_map(|k| {
-            let of: Vec<_> = recs.iter().filter(|r| r.kind == k).collect();
+            let of: Vec<_> = recs.iter().filter(|r| r.kind == k && r.counts).collect();
             let limit = of.iter().map(|r| u64::from(r.limit)).max()?;
             Some(SoftUsage {
                 device: name.to_string(),
@@ -325,7 +342,31 @@ pub fn soft_usage(name: &str) -> Vec<SoftUsage> {
                     .count() as u64,
             })
         })
-        .collect()
+        .collect();
+    let notes = survey
+        .ignored
+        .iter()
+        .map(|i| {
+            format!(
+                "soft registry of {name}: ignored {}: {}",
+                i.path.display(),
+                i.why
+            )
+        })
+        .collect();
+    SoftRegistry {
+        leaks,
+        usage,
+        notes,
+    }
+}
+
+/// `report` with a soft NIC registry's RDK-R001 and RDK-R002 findings and
+/// its notes added. Pure.
+pub fn with_soft_registry(report: Report, reg: &SoftRegistry, cfg: &Config) -> Report {
+    let mut report = with_soft_headroom(with_soft_leaks(report, &reg.leaks, cfg), &reg.usage, cfg);
+    report.notes.extend(reg.notes.iter().cloned());
+    report
 }
 
 #[cfg(test)]
@@ -413,5 +454,44 @@ mod tests {
             .evidence
             .iter()
             .any(|e| e.path == "/proc/43/fd/5" && e.value.ends_with("ctx-42-1")));
+    }
+
+    /// What the registry ignored reaches the report as notes; its leaks and
+    /// usage as findings.
+    #[test]
+    fn a_registry_view_adds_findings_and_notes() {
+        let p = crate::probes::ProbeReport {
+            device: "softT".into(),
+            label: "soft".into(),
+            ports: vec!["1: ACTIVE Ethernet 1024".into()],
+            memlock_limit: None,
+            results: Vec::new(),
+        };
+        let cfg = Config::default();
+        let r = crate::report::Report::for_probed_device(p, &cfg, "rdmakit", None);
+        let reg = SoftRegistry {
+            usage: vec![SoftUsage {
+                device: "softT".into(),
+                kind: "qp".into(),
+                used: 16,
+                limit: 16,
+                dead: 0,
+            }],
+            notes: vec![
+                "soft registry of softT: ignored /b/rdmakit-soft.7/softT/qp-1-2-3-4: not a \
+                 regular file (a FIFO)"
+                    .into(),
+            ],
+            ..SoftRegistry::default()
+        };
+        let r = with_soft_registry(r, &reg, &cfg);
+        assert!(r.findings.iter().any(|f| f.code == Code::R002));
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.ends_with("not a regular file (a FIFO)")),
+            "{:?}",
+            r.notes
+        );
     }
 }

@@ -32,8 +32,8 @@ mod library;
 mod traffic;
 
 pub use leaks::{
-    soft_headroom_findings, soft_leak_findings, soft_leaks, soft_usage, with_soft_headroom,
-    with_soft_leaks, SoftLeak, SoftUsage,
+    soft_headroom_findings, soft_leak_findings, soft_registry, with_soft_headroom, with_soft_leaks,
+    with_soft_registry, SoftLeak, SoftRegistry, SoftUsage,
 };
 pub use library::{library_load_finding, with_library_load_error};
 

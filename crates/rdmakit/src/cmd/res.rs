@@ -107,6 +107,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     for m in &l.missing {
         eprintln!("rdmakit: {m}");
     }
+    for n in &l.notes {
+        eprintln!("rdmakit: note: {n}");
+    }
     partial |= !l.missing.is_empty();
     if let Some(d) = &dev {
         if !f.devices.iter().any(|x| &x.name == d) && !soft.iter().any(|x| &x.name == d) {

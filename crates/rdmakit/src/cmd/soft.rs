@@ -1,14 +1,17 @@
 //! `rdmakit soft status|reclaim|leaky`: the soft NIC's device-wide resource
 //! registry (see docs/soft-nic.md, "Resource registry").
 //!
-//! `status` lists every registered object per owner with the owner's state
-//! (alive / zombie / dead) and, for objects of a dead owner, who keeps them
-//! (the process holding the context, or the leaky driver). `reclaim` is the
-//! counterpart of restarting openibd after an application died holding QPs
-//! on a leaky device: it removes the records of contexts nobody holds,
-//! refuses those of live processes, of contexts a forked child still holds
-//! and of zombies, names them and exits 1. `leaky on|off` sets the device
-//! option that keeps dead processes' objects.
+//! `status` lists every user's registered objects per owner (read-only) with
+//! the owner's state (alive / zombie / dead) and, for objects of a dead owner,
+//! who keeps them (the process holding the context, or the leaky driver), and
+//! what the registry ignored (forged records, FIFOs, links, refused
+//! directories) with the path and why. `reclaim` is the counterpart of
+//! restarting openibd after an application died holding QPs on a leaky
+//! device: it removes the records of contexts nobody holds — in this user's
+//! registry, and as root in every user's — refuses those of live processes,
+//! of contexts a forked child still holds and of zombies, names them and
+//! exits 1. `leaky on|off` sets the device option that keeps dead processes'
+//! objects: root's applies to every user's processes, a user's to its own.
 
 use std::process::ExitCode;
 
@@ -58,7 +61,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             let on = state == "on";
             reg.set_leaky(on)
                 .with_context(|| format!("writing {}", reg.dir().join(".options").display()))?;
-            println!("{}", rdmakit_res::registry::leaky_note(&device, on));
+            println!(
+                "{}",
+                rdmakit_res::registry::leaky_note(&device, on, reg.uid() == 0)
+            );
             Ok(ExitCode::SUCCESS)
         }
         Args::Reclaim {
@@ -81,7 +87,7 @@ fn status(device: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
     if names.is_empty() && !as_json {
         println!(
             "no soft device registry under {}",
-            registry::root().display()
+            registry::base().display()
         );
         return Ok(ExitCode::SUCCESS);
     }

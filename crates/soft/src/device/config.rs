@@ -67,8 +67,9 @@ pub struct DeviceConfig {
     /// Default on ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_RAW_TX=0`
     /// turns it off).
     pub raw_tx: bool,
-    /// The directory holding every device's registry; None: the default
-    /// root ([`crate::registry::root`]) ([`DeviceConfig::from_env`]:
+    /// The directory holding every user's registry directory
+    /// (`rdmakit-soft.<uid>`, [`crate::userdir`]); None: the default
+    /// base ([`crate::userdir::base`]) ([`DeviceConfig::from_env`]:
     /// `RDMAKIT_SOFT_REGISTRY_DIR`).
     pub registry_dir: Option<PathBuf>,
     /// How packets and RC data reach a peer on this host:
@@ -187,12 +188,12 @@ impl DeviceConfig {
         Ok(self.addr)
     }
 
-    /// The directory holding every device's registry: `registry_dir`, else
-    /// the default root ([`crate::registry::root`]).
+    /// The directory holding every user's registry directory:
+    /// `registry_dir`, else the default base ([`crate::userdir::base`]).
     pub fn registry_root(&self) -> PathBuf {
         self.registry_dir
             .clone()
-            .unwrap_or_else(crate::registry::root)
+            .unwrap_or_else(crate::userdir::base)
     }
 
     /// The address the device will have (its GID's): the configured one,
