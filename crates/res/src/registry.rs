@@ -37,7 +37,11 @@ fn by_owner(recs: &[Record]) -> BTreeMap<(u32, u32, u64), Vec<&Record>> {
     m
 }
 
-/// `qp 3 (17 18 19), cq 1 (1)`.
+/// The most handles listed per kind in a summary (the count is exact).
+const SHOWN_HANDLES: usize = 32;
+
+/// `qp 3 (17 18 19), cq 1 (1)`; past 32 handles of a kind,
+/// the rest is `…`.
 pub fn summary(recs: &[&Record]) -> String {
     let mut parts = Vec::new();
     for k in Kind::ALL {
@@ -47,7 +51,9 @@ pub fn summary(recs: &[&Record]) -> String {
             .map(|r| r.handle.to_string())
             .collect();
         if !hs.is_empty() {
-            parts.push(format!("{k} {} ({})", hs.len(), hs.join(" ")));
+            let more = if hs.len() > SHOWN_HANDLES { " …" } else { "" };
+            let shown = &hs[..hs.len().min(SHOWN_HANDLES)];
+            parts.push(format!("{k} {} ({}{more})", hs.len(), shown.join(" ")));
         }
     }
     parts.join(", ")
@@ -418,6 +424,17 @@ mod tests {
 
     fn other_uid() -> u32 {
         euid().wrapping_add(1)
+    }
+
+    #[test]
+    fn a_summary_lists_at_most_32_handles_per_kind() {
+        let recs: Vec<Record> = (0..40)
+            .map(|h| rec(Kind::Qp, h, u32::MAX - 1, Holding::Nobody))
+            .collect();
+        let refs: Vec<&Record> = recs.iter().collect();
+        let s = summary(&refs);
+        assert!(s.starts_with("qp 40 (0 1 2 "), "{s}");
+        assert!(s.ends_with(" 30 31 …)"), "{s}");
     }
 
     #[test]

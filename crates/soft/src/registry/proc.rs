@@ -193,10 +193,16 @@ pub struct FileId {
 impl FileId {
     /// The identity of what `st` describes.
     pub fn of(st: &rfs::Stat) -> FileId {
+        FileId::new(st.st_dev, st.st_ino)
+    }
+
+    /// The identity of inode `ino` on device `dev` (`st_dev`, as
+    /// `std::os::unix::fs::MetadataExt::dev` gives it).
+    pub fn new(dev: u64, ino: u64) -> FileId {
         FileId {
-            major: rfs::major(st.st_dev),
-            minor: rfs::minor(st.st_dev),
-            ino: st.st_ino,
+            major: rfs::major(dev),
+            minor: rfs::minor(dev),
+            ino,
         }
     }
 }
