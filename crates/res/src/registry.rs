@@ -6,8 +6,8 @@
 //! and why; what a reclaim freed and what it refused, and why. The command
 //! reads the registry and prints these.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
 use rdmakit_soft::registry::{self, Holding, Kind, OwnerState, Reclaim, Record, Survey};
 use rdmakit_soft::userdir::{euid, Refused};
@@ -68,22 +68,31 @@ fn of_uid(uid: u32, me: u32) -> String {
     }
 }
 
-/// Who keeps a dead owner's objects: the holder of their context, or the
-/// leaky driver (root's option, or their user's own).
-fn kept_by(recs: &[&Record]) -> String {
+/// The processes holding the contexts of `recs`' inherited objects, read
+/// in one pass over `/proc`.
+fn holders(recs: &[Record]) -> HashMap<PathBuf, Vec<(u32, String)>> {
+    let ctxs: BTreeSet<PathBuf> = recs
+        .iter()
+        .filter(|r| r.holding == Holding::Inherited)
+        .map(Record::context_path)
+        .collect();
+    registry::holders_many(&ctxs.into_iter().collect::<Vec<_>>())
+}
+
+/// Who keeps a dead owner's objects: the holder of their context (from
+/// `held`), or the leaky driver (root's option, or their user's own).
+fn kept_by(recs: &[&Record], held: &HashMap<PathBuf, Vec<(u32, String)>>) -> String {
     let Some(r) = recs.first() else {
         return String::new();
     };
     match r.holding {
-        Holding::Inherited => {
-            let h = registry::holders(&r.context_path());
-            if h.is_empty() {
-                " — context held by another process".to_string()
-            } else {
+        Holding::Inherited => match held.get(&r.context_path()) {
+            Some(h) if !h.is_empty() => {
                 let who: Vec<String> = h.iter().map(|(p, fd)| format!("pid {p} ({fd})")).collect();
                 format!(" — context held by {}", who.join(", "))
             }
-        }
+            _ => " — context held by another process".to_string(),
+        },
         Holding::Nobody | Holding::Unknown if r.leaky && r.counts => {
             " — kept by the leaky driver until reclaim".to_string()
         }
@@ -170,12 +179,13 @@ pub fn status(s: &Survey) -> Rendered {
     };
     let mut text = format!("{name}: {} object(s) in {place}{leaky}\n", s.records.len());
     let mut owners = Vec::new();
+    let held = holders(&s.records);
     for ((uid, pid, start), rs) in by_owner(&s.records) {
         let state = registry::owner_state(pid, start);
         let kept = if state == OwnerState::Alive {
             String::new()
         } else {
-            kept_by(&rs)
+            kept_by(&rs, &held)
         };
         text.push_str(&format!(
             "  pid {pid:<8} {:<7} {}{}{kept}\n",
@@ -245,6 +255,7 @@ pub fn reclaim(name: &str, dir: &Path, dry_run: bool, rc: &Reclaim) -> Rendered 
             ));
         }
     }
+    let held = holders(&rc.inherited);
     for ((uid, pid, start), rs) in by_owner(&rc.inherited) {
         out.refused = true;
         let state = registry::owner_state(pid, start);
@@ -253,7 +264,7 @@ pub fn reclaim(name: &str, dir: &Path, dry_run: bool, rc: &Reclaim) -> Rendered 
              end that process to free them)\n",
             summary(&rs),
             of_uid(uid, me),
-            kept_by(&rs).trim_start_matches(" — context held")
+            kept_by(&rs, &held).trim_start_matches(" — context held")
         ));
     }
     for i in &rc.ignored {

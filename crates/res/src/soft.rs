@@ -84,15 +84,21 @@ pub fn read_in(base: &Path, configured: &[String]) -> Vec<SoftDevice> {
 
 fn device(base: &Path, name: &str) -> SoftDevice {
     // Listing never creates a registry: only a device that was opened has one.
+    // One /proc/<pid>/comm read per owner, not per object.
+    let mut comms: std::collections::HashMap<u32, Option<String>> =
+        std::collections::HashMap::new();
     let (objects, notes) = match registry::survey_in(base, name) {
         Ok(s) => (
             Ok(s.records
                 .into_iter()
                 .map(|r| {
-                    let owner = r.owner_state();
+                    let owner = r.owner;
                     let comm = match owner {
                         OwnerState::Dead => None,
-                        _ => registry::comm(r.pid),
+                        _ => comms
+                            .entry(r.pid)
+                            .or_insert_with(|| registry::comm(r.pid))
+                            .clone(),
                     };
                     SoftObject {
                         kind: r.kind,

@@ -285,24 +285,35 @@ pub fn soft_registry(name: &str) -> SoftRegistry {
         }
     };
     let recs = &survey.records;
-    let mut held: std::collections::HashMap<std::path::PathBuf, Vec<(u32, String)>> =
+    let inherited: Vec<std::path::PathBuf> = recs
+        .iter()
+        .filter(|r| r.holding == Holding::Inherited)
+        .map(|r| r.context_path())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    // One pass over /proc for every inherited context, and one read of
+    // /proc/<pid>/stat per owner.
+    let held = registry::holders_many(&inherited);
+    let mut stats: std::collections::HashMap<u32, Option<(char, u64)>> =
         std::collections::HashMap::new();
     let leaks = recs
         .iter()
         .filter_map(|r| {
-            let state = r.owner_state();
+            let state = r.owner;
             if state == OwnerState::Alive {
                 return None;
             }
             let ctx = r.context_path();
             let holders = if r.holding == Holding::Inherited {
-                held.entry(ctx.clone())
-                    .or_insert_with(|| registry::holders(&ctx))
-                    .clone()
+                held.get(&ctx).cloned().unwrap_or_default()
             } else {
                 Vec::new()
             };
-            let proc_state = match registry::proc_stat(r.pid) {
+            let proc_state = match *stats
+                .entry(r.pid)
+                .or_insert_with(|| registry::proc_stat(r.pid))
+            {
                 None => "<absent>".to_string(),
                 Some(('Z', _)) if state == OwnerState::Zombie => "state Z".to_string(),
                 Some((c, st)) => format!(
@@ -336,10 +347,7 @@ pub fn soft_registry(name: &str) -> SoftRegistry {
                 kind: k.as_str().to_string(),
                 used: of.len() as u64,
                 limit,
-                dead: of
-                    .iter()
-                    .filter(|r| r.owner_state() != OwnerState::Alive)
-                    .count() as u64,
+                dead: of.iter().filter(|r| r.owner != OwnerState::Alive).count() as u64,
             })
         })
         .collect();

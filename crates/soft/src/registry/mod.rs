@@ -56,7 +56,7 @@ mod lock;
 mod proc;
 mod scan;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -187,12 +187,28 @@ impl Record {
 /// who keeps an inherited context alive. Processes whose descriptors cannot
 /// be read (another user's, without privileges) are not seen.
 pub fn holders(file: &Path) -> Vec<(u32, String)> {
-    match rfs::lstat(file) {
-        Ok(st) if rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile => {
-            proc::holders_of(FileId::of(&st))
-        }
-        _ => Vec::new(),
-    }
+    holders_many(&[file.to_path_buf()])
+        .remove(file)
+        .unwrap_or_default()
+}
+
+/// [`holders`] of many files in one pass over `/proc` (a status with many
+/// inherited contexts reads every process's descriptors once, not once per
+/// context).
+pub fn holders_many(files: &[PathBuf]) -> HashMap<PathBuf, Vec<(u32, String)>> {
+    let ids: Vec<(PathBuf, FileId)> = files
+        .iter()
+        .filter_map(|f| match rfs::lstat(f) {
+            Ok(st) if rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile => {
+                Some((f.clone(), FileId::of(&st)))
+            }
+            _ => None,
+        })
+        .collect();
+    let by_id = proc::holders_of(&ids.iter().map(|(_, id)| *id).collect());
+    ids.into_iter()
+        .map(|(f, id)| (f, by_id.get(&id).cloned().unwrap_or_default()))
+        .collect()
 }
 
 /// The directory holding every user's registry ([`userdir::base`]).

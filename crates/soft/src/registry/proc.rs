@@ -266,13 +266,18 @@ impl Locks {
     }
 }
 
-/// The processes holding `file` open (a `/proc/<pid>/fd/<n>` that is it):
-/// who keeps an inherited context alive, with that link. Processes whose
-/// descriptors cannot be read (another user's, without privileges) are not
-/// seen. Links are compared by what they point at (device and inode), not
-/// by path.
-pub fn holders_of(file: FileId) -> Vec<(u32, String)> {
-    let mut out = Vec::new();
+/// The processes holding each of `files` open (a `/proc/<pid>/fd/<n>` that
+/// is it), in one pass over `/proc`: who keeps an inherited context alive,
+/// with that link. Processes whose descriptors cannot be read (another
+/// user's, without privileges) are not seen. Links are compared by what
+/// they point at (device and inode), not by path.
+pub fn holders_of(
+    files: &std::collections::HashSet<FileId>,
+) -> HashMap<FileId, Vec<(u32, String)>> {
+    let mut out: HashMap<FileId, Vec<(u32, String)>> = HashMap::new();
+    if files.is_empty() {
+        return out;
+    }
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return out;
     };
@@ -286,8 +291,14 @@ pub fn holders_of(file: FileId) -> Vec<(u32, String)> {
         for fd in fds.flatten() {
             // stat (not lstat) of the magic link: what it points at, without
             // opening it.
-            if rfs::stat(fd.path()).is_ok_and(|st| FileId::of(&st) == file) {
-                out.push((pid, fd.path().display().to_string()));
+            let Ok(st) = rfs::stat(fd.path()) else {
+                continue;
+            };
+            let id = FileId::of(&st);
+            if files.contains(&id) {
+                out.entry(id)
+                    .or_default()
+                    .push((pid, fd.path().display().to_string()));
             }
         }
     }
@@ -346,6 +357,7 @@ mod tests {
         assert!(Locks::read().unwrap().holders(id).is_empty());
         rfs::flock(&f, rfs::FlockOperation::LockExclusive).unwrap();
         assert_eq!(Locks::read().unwrap().holders(id), [std::process::id()]);
-        assert!(holders_of(id).iter().any(|(p, _)| *p == std::process::id()));
+        let h = holders_of(&[id].into_iter().collect());
+        assert!(h[&id].iter().any(|(p, _)| *p == std::process::id()));
     }
 }
