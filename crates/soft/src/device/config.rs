@@ -49,11 +49,13 @@ pub struct DeviceConfig {
     /// count across processes. Default `true`.
     pub shared_registry: bool,
     /// A leaky driver: objects of a process that exits or dies without
-    /// destroying them stay (counting against the limits) until `rdmakit
-    /// soft reclaim`, instead of going with the last holder of the context
-    /// as the kernel's do — the seed's exhausted-device case, for
-    /// demonstrations and the doctor's tests. Default the device's option
-    /// (`rdmakit soft leaky on`), else off ([`DeviceConfig::from_env`]:
+    /// destroying them stay (counting against the limits: this user's own,
+    /// for this user; every user's, for everyone, while root's option is on)
+    /// until `rdmakit soft reclaim`, instead of going with the last holder
+    /// of the context as the kernel's do — the seed's exhausted-device case,
+    /// for demonstrations and the doctor's tests. Default the device's
+    /// option (`rdmakit soft leaky on`: root's for every user, else this
+    /// user's own), else off ([`DeviceConfig::from_env`]:
     /// `RDMAKIT_SOFT_LEAKY=1` turns it on).
     pub leaky: Option<bool>,
     /// UDP segmentation offload (UDP_SEGMENT) when the kernel offers it.
