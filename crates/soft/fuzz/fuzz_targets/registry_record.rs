@@ -1,0 +1,23 @@
+//! Registry records and entry names, as another user may write them: parsing
+//! never panics; a parsed record re-emits to text that parses back equal, and
+//! its file name parses back to the same object.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rdmakit_soft::registry::record::{parse_name, parse_record, Name};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = parse_name(data);
+    if let Ok(f) = parse_record(data) {
+        let text = f.emit();
+        assert_eq!(parse_record(text.as_bytes()), Ok(f), "{text:?}");
+        assert_eq!(
+            parse_name(f.file_name().as_bytes()),
+            Name::Record(f.kind, f.ctx(), f.handle)
+        );
+        assert_eq!(
+            parse_name(f.ctx().file_name().as_bytes()),
+            Name::Context(f.ctx())
+        );
+    }
+});
