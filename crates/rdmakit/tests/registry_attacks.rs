@@ -11,7 +11,9 @@
 //! - 16,384 forged records do not exhaust root's max_qp and are reported;
 //! - a real leak by the attacker's live process does exhaust root's device,
 //!   as one user's leaked QPs exhaust a real NIC for everyone; a context its
-//!   forked child holds too, and root's reclaim refuses it;
+//!   forked child holds too, and root's reclaim refuses it; and root's leaks
+//!   exhaust it for the unprivileged user, who cannot open root's context
+//!   files (their holding is read from /proc/locks);
 //! - the attacker's own leaky option does not bind root; root's does, and
 //!   root's `soft reclaim` frees records of contexts nobody holds in the
 //!   attacker's directory;
@@ -588,9 +590,24 @@ fn attacker_holder(
     flags: &str,
 ) -> Option<(Child, Option<u32>)> {
     // This test binary (target/ is readable and searchable by every user).
-    let exe = std::env::current_exe().unwrap();
-    let mut c = as_attacker(&exe)?;
-    let mut c = c
+    let c = as_attacker(std::env::current_exe().unwrap())?;
+    let (c, grandchild, made) = holder(c, base, name, n, max_qp, flags);
+    assert_eq!(made, (n, 0), "the attacker could not create its QPs");
+    Some((c, grandchild))
+}
+
+/// Runs `cmd` (this test binary, as some user) as [`attack_child`] and
+/// waits until it says what it created: returns it, its forked grandchild's
+/// pid, and (QPs created, errno that stopped it).
+fn holder(
+    mut cmd: Command,
+    base: &Path,
+    name: &str,
+    n: u32,
+    max_qp: u32,
+    flags: &str,
+) -> (Child, Option<u32>, (u32, i32)) {
+    let mut c = cmd
         .args(["--exact", "attack_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, format!("{name},{n},{max_qp}{flags}"))
         .env("RDMAKIT_SOFT_REGISTRY_DIR", base)
@@ -608,17 +625,17 @@ fn attacker_holder(
             grandchild = pid.trim().parse().ok();
         }
         if let Some(rest) = line.split_once("ready ").map(|(_, r)| r) {
-            assert_eq!(
-                rest,
-                format!("{n} 0"),
-                "the attacker could not create its QPs"
+            let (made, errno) = rest.split_once(' ').expect("ready MADE ERRNO");
+            return (
+                c,
+                grandchild,
+                (made.parse().unwrap(), errno.parse().unwrap()),
             );
-            return Some((c, grandchild));
         }
     }
     let _ = c.kill();
     let _ = c.wait();
-    panic!("the attacker's process exited before it was ready");
+    panic!("the holder exited before it was ready");
 }
 
 /// SIGKILL, then reap; returns the pid.
@@ -701,6 +718,51 @@ fn a_real_leak_by_the_attackers_live_process_exhausts_root_too() {
     // SAFETY: kill(2) on the grandchild this test's child forked.
     unsafe { libc::kill(child as i32, libc::SIGKILL) };
     creates_again(&dev, pd, cq, 4);
+}
+
+/// The other way round, read by a user who cannot open root's context
+/// files: root's live process holding max_qp QPs, then a context root's
+/// forked child keeps after its creator died (seen through /proc/locks),
+/// exhaust the device for the unprivileged user too; once they are gone
+/// the user creates its QPs.
+#[test]
+fn roots_leak_exhausts_the_device_for_other_users_too() {
+    let b = shared_base();
+    let name = unique("rootleak");
+    let exe = std::env::current_exe().unwrap();
+    let (parent, child, made) = holder(Command::new(&exe), b.path(), &name, 4, 4, ",fork");
+    assert_eq!(made, (4, 0));
+    let child = child.expect("the holder printed its child's pid");
+    let tries = || {
+        let c = as_attacker(&exe)?;
+        let (c, _, made) = holder(c, b.path(), &name, 4, 4, "");
+        kill9(c);
+        Some(made)
+    };
+    let Some(made) = tries() else {
+        kill9(parent);
+        // SAFETY: kill(2) on the grandchild this test's child forked.
+        unsafe { libc::kill(child as i32, libc::SIGKILL) };
+        return;
+    };
+    assert_eq!(made, (0, Errno::ENOSPC.0), "root's live QPs did not count");
+    kill9(parent);
+    assert_eq!(
+        tries().unwrap(),
+        (0, Errno::ENOSPC.0),
+        "root's inherited context did not count for the attacker"
+    );
+    // SAFETY: kill(2) on the grandchild this test's child forked.
+    unsafe { libc::kill(child as i32, libc::SIGKILL) };
+    let end = Instant::now() + LIMIT;
+    loop {
+        let made = tries().unwrap();
+        if made == (4, 0) {
+            break;
+        }
+        assert!(Instant::now() < end, "the attacker still gets {made:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A leaky driver's records of a dead process: the attacker's own leaky
