@@ -301,13 +301,67 @@ fn planted_links_never_change_a_root_file_or_directory() {
     t.untouched("the attacker's directory as a link");
 }
 
-/// Kills the process group of `leader`, a child this test started in a
-/// group of its own, and reaps it.
-fn kill_group(mut leader: Child) {
-    // SAFETY: kill(2) on the process group of a child this test spawned
-    // with process_group(0).
-    unsafe { libc::kill(-(leader.id() as i32), libc::SIGKILL) };
-    let _ = leader.wait();
+/// The processes a test started. Whatever it has not ended when it returns
+/// — or fails — is killed (SIGKILL) and, when its child, reaped: a failed
+/// assertion leaves no holder behind.
+#[derive(Default)]
+struct Procs {
+    children: Vec<Child>,
+    /// Children that lead a process group of their own (killed whole).
+    groups: Vec<u32>,
+    /// Grandchildren a child forked, by pid.
+    forked: Vec<u32>,
+}
+
+impl Procs {
+    /// Keeps `c`; returns its pid.
+    fn keep(&mut self, c: Child) -> u32 {
+        let pid = c.id();
+        self.children.push(c);
+        pid
+    }
+
+    /// Keeps `c`, spawned with `process_group(0)`: ending it ends its group.
+    fn keep_group(&mut self, c: Child) -> u32 {
+        let pid = self.keep(c);
+        self.groups.push(pid);
+        pid
+    }
+
+    /// Ends `pid` now, one of the processes kept (its group too when it
+    /// leads one); returns it.
+    fn end(&mut self, pid: u32) -> u32 {
+        if let Some(i) = self.forked.iter().position(|&p| p == pid) {
+            self.forked.remove(i);
+            // SAFETY: kill(2) on a grandchild this test's child forked.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        } else if let Some(i) = self.children.iter().position(|c| c.id() == pid) {
+            let mut c = self.children.remove(i);
+            if let Some(g) = self.groups.iter().position(|&p| p == pid) {
+                self.groups.remove(g);
+                // SAFETY: kill(2) on the process group of a child this test
+                // spawned with process_group(0).
+                unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        pid
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        let pids: Vec<u32> = self
+            .forked
+            .iter()
+            .copied()
+            .chain(self.children.iter().map(Child::id))
+            .collect();
+        for p in pids {
+            self.end(p);
+        }
+    }
 }
 
 /// Waits until some process holds a `flock` on `path`.
@@ -350,11 +404,12 @@ fn an_attackers_lock_and_fifos_stall_no_root_command() {
     )) else {
         return;
     };
+    let mut procs = Procs::default();
     let mut hold = as_attacker("flock").unwrap();
     hold.args(["-x", "-o", &format!("{mine}/.lock"), "sleep", "25"])
         .stdin(Stdio::null())
         .process_group(0);
-    let holder = hold.spawn().unwrap();
+    procs.keep_group(hold.spawn().unwrap());
     await_flock(Path::new(&format!("{mine}/.lock")));
 
     // Root's lock is out of the attacker's reach: it cannot even open it.
@@ -404,7 +459,7 @@ fn an_attackers_lock_and_fifos_stall_no_root_command() {
     assert_eq!(create_qps(&dev, pd, cq, 4), (4, 0));
     assert!(t0.elapsed() < LIMIT);
     drop(dev);
-    kill_group(holder);
+    drop(procs);
     t.untouched("the FIFOs and the held lock");
 }
 
@@ -580,33 +635,36 @@ fn attack_child() {
 }
 
 /// Starts the attacker's process holding `n` QPs of device `name` (max_qp
-/// `max_qp`, `flags` `,leaky` / `,fork`) under `base`; returns it and the
-/// forked grandchild's pid. None when not root.
+/// `max_qp`, `flags` `,leaky` / `,fork`) under `base`, kept in `procs`;
+/// returns its pid and the forked grandchild's. None when not root.
 fn attacker_holder(
+    procs: &mut Procs,
     base: &Path,
     name: &str,
     n: u32,
     max_qp: u32,
     flags: &str,
-) -> Option<(Child, Option<u32>)> {
+) -> Option<(u32, Option<u32>)> {
     // This test binary (target/ is readable and searchable by every user).
     let c = as_attacker(std::env::current_exe().unwrap())?;
-    let (c, grandchild, made) = holder(c, base, name, n, max_qp, flags);
+    let (pid, grandchild, made) = holder(procs, c, base, name, n, max_qp, flags);
     assert_eq!(made, (n, 0), "the attacker could not create its QPs");
-    Some((c, grandchild))
+    Some((pid, grandchild))
 }
 
-/// Runs `cmd` (this test binary, as some user) as [`attack_child`] and
-/// waits until it says what it created: returns it, its forked grandchild's
-/// pid, and (QPs created, errno that stopped it).
+/// Runs `cmd` (this test binary, as some user) as [`attack_child`], kept
+/// in `procs` with the grandchild it forks, and waits until it says what it
+/// created: returns its pid, the grandchild's, and (QPs created, errno that
+/// stopped it).
 fn holder(
+    procs: &mut Procs,
     mut cmd: Command,
     base: &Path,
     name: &str,
     n: u32,
     max_qp: u32,
     flags: &str,
-) -> (Child, Option<u32>, (u32, i32)) {
+) -> (u32, Option<u32>, (u32, i32)) {
     let mut c = cmd
         .args(["--exact", "attack_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, format!("{name},{n},{max_qp}{flags}"))
@@ -617,33 +675,25 @@ fn holder(
         .spawn()
         .unwrap();
     let out = c.stdout.take().unwrap();
+    let pid = procs.keep(c);
     let mut grandchild = None;
     for line in BufReader::new(out).lines() {
         let line = line.unwrap();
         // libtest's "test attack_child ... " may precede it on the line.
-        if let Some(pid) = line.rsplit_once("child ").map(|(_, r)| r) {
-            grandchild = pid.trim().parse().ok();
+        if let Some(g) = line.rsplit_once("child ").map(|(_, r)| r) {
+            grandchild = g.trim().parse().ok();
+            procs.forked.extend(grandchild);
         }
         if let Some(rest) = line.split_once("ready ").map(|(_, r)| r) {
             let (made, errno) = rest.split_once(' ').expect("ready MADE ERRNO");
             return (
-                c,
+                pid,
                 grandchild,
                 (made.parse().unwrap(), errno.parse().unwrap()),
             );
         }
     }
-    let _ = c.kill();
-    let _ = c.wait();
     panic!("the holder exited before it was ready");
-}
-
-/// SIGKILL, then reap; returns the pid.
-fn kill9(mut c: Child) -> u32 {
-    let pid = c.id();
-    c.kill().unwrap();
-    c.wait().unwrap();
-    pid
 }
 
 /// Waits until root's device can create `n` QPs again (a killed holder's
@@ -670,7 +720,8 @@ fn creates_again(dev: &Device, pd: u32, cq: u32, n: u32) {
 fn a_real_leak_by_the_attackers_live_process_exhausts_root_too() {
     let b = shared_base();
     let name = unique("leak");
-    let Some((holder, _)) = attacker_holder(b.path(), &name, 4, 4, "") else {
+    let mut procs = Procs::default();
+    let Some((holder, _)) = attacker_holder(&mut procs, b.path(), &name, 4, 4, "") else {
         return;
     };
     let dev = open(b.path(), &name, 4, false);
@@ -686,21 +737,19 @@ fn a_real_leak_by_the_attackers_live_process_exhausts_root_too() {
     );
     let o = root_rdmakit(b.path(), &["soft", "status", "--device", &name]);
     assert!(
-        text(&o.stdout).contains(&format!("pid {:<8} alive   qp 4 ", holder.id()))
+        text(&o.stdout).contains(&format!("pid {holder:<8} alive   qp 4 "))
             && text(&o.stdout).contains(&format!("(uid {ATTACKER_UID})")),
         "{}",
         both(&o)
     );
-    kill9(holder);
+    procs.end(holder);
     creates_again(&dev, pd, cq, 4);
     drop(dev);
 
     // A context the attacker's forked child keeps after its creator died.
-    let Some((parent, child)) = attacker_holder(b.path(), &name, 4, 4, ",fork") else {
-        return;
-    };
+    let (parent, child) = attacker_holder(&mut procs, b.path(), &name, 4, 4, ",fork").unwrap();
     let child = child.expect("the attacker's process printed its child's pid");
-    let parent = kill9(parent);
+    procs.end(parent);
     let dev = open(b.path(), &name, 4, false);
     let pd = dev.alloc_pd().unwrap();
     let cq = dev.create_cq(16, None).unwrap();
@@ -710,13 +759,12 @@ fn a_real_leak_by_the_attackers_live_process_exhausts_root_too() {
     assert!(
         text(&o.stderr).contains("refused to reclaim qp 4 ")
             && text(&o.stderr).contains(&format!(
-            "of pid {parent} (uid {ATTACKER_UID}) (dead: its context is still held by pid {child}"
-        )),
+                "of pid {parent} (uid {ATTACKER_UID}) (dead: its context is still held by pid {child}"
+            )),
         "{}",
         both(&o)
     );
-    // SAFETY: kill(2) on the grandchild this test's child forked.
-    unsafe { libc::kill(child as i32, libc::SIGKILL) };
+    procs.end(child);
     creates_again(&dev, pd, cq, 4);
 }
 
@@ -730,33 +778,38 @@ fn roots_leak_exhausts_the_device_for_other_users_too() {
     let b = shared_base();
     let name = unique("rootleak");
     let exe = std::env::current_exe().unwrap();
-    let (parent, child, made) = holder(Command::new(&exe), b.path(), &name, 4, 4, ",fork");
+    let mut procs = Procs::default();
+    let (parent, child, made) = holder(
+        &mut procs,
+        Command::new(&exe),
+        b.path(),
+        &name,
+        4,
+        4,
+        ",fork",
+    );
     assert_eq!(made, (4, 0));
     let child = child.expect("the holder printed its child's pid");
-    let tries = || {
+    let tries = |procs: &mut Procs| {
         let c = as_attacker(&exe)?;
-        let (c, _, made) = holder(c, b.path(), &name, 4, 4, "");
-        kill9(c);
+        let (pid, _, made) = holder(procs, c, b.path(), &name, 4, 4, "");
+        procs.end(pid);
         Some(made)
     };
-    let Some(made) = tries() else {
-        kill9(parent);
-        // SAFETY: kill(2) on the grandchild this test's child forked.
-        unsafe { libc::kill(child as i32, libc::SIGKILL) };
+    let Some(made) = tries(&mut procs) else {
         return;
     };
     assert_eq!(made, (0, Errno::ENOSPC.0), "root's live QPs did not count");
-    kill9(parent);
+    procs.end(parent);
     assert_eq!(
-        tries().unwrap(),
+        tries(&mut procs).unwrap(),
         (0, Errno::ENOSPC.0),
         "root's inherited context did not count for the attacker"
     );
-    // SAFETY: kill(2) on the grandchild this test's child forked.
-    unsafe { libc::kill(child as i32, libc::SIGKILL) };
+    procs.end(child);
     let end = Instant::now() + LIMIT;
     loop {
-        let made = tries().unwrap();
+        let made = tries(&mut procs).unwrap();
         if made == (4, 0) {
             break;
         }
@@ -774,10 +827,11 @@ fn roots_reclaim_frees_unheld_contexts_in_every_users_directory() {
     let b = shared_base();
     let bd = b.path().display();
     let name = unique("leaky");
-    let Some((holder, _)) = attacker_holder(b.path(), &name, 3, 3, ",leaky") else {
+    let mut procs = Procs::default();
+    let Some((holder, _)) = attacker_holder(&mut procs, b.path(), &name, 3, 3, ",leaky") else {
         return;
     };
-    let dead = kill9(holder);
+    let dead = procs.end(holder);
     let dir = format!("{bd}/rdmakit-soft.{ATTACKER_UID}/{name}");
     let qps = || rdmakit_testkit::file_names(Path::new(&dir), |n| n.starts_with("qp-")).len();
     assert_eq!(qps(), 3, "the leaky driver kept the attacker's QPs");
@@ -854,20 +908,22 @@ fn a_held_lock_fails_the_open_in_bounded_time_naming_its_holder() {
     assert!(o.status.success(), "{}", both(&o));
     let uid = rdmakit_soft::userdir::euid();
     let lock = b.path().join(format!("rdmakit-soft.{uid}/soft0/.lock"));
-    let holder = Command::new("flock")
-        .args(["-x", "-o"])
-        .arg(&lock)
-        .args(["sleep", "30"])
-        .stdin(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("flock (util-linux)");
+    let mut procs = Procs::default();
+    let holder_pid = procs.keep_group(
+        Command::new("flock")
+            .args(["-x", "-o"])
+            .arg(&lock)
+            .args(["sleep", "30"])
+            .stdin(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("flock (util-linux)"),
+    );
     await_flock(&lock);
     let t0 = Instant::now();
     let o = root_rdmakit(b.path(), &["--provider", "soft", "devinfo"]);
     let took = t0.elapsed();
-    let holder_pid = holder.id();
-    kill_group(holder);
+    procs.end(holder_pid);
     assert!(!o.status.success(), "{}", both(&o));
     assert!(took >= Duration::from_secs(4), "{took:?}");
     assert!(
