@@ -18,14 +18,19 @@
 //! File contents that are not UTF-8 are stored as `"base64"` instead of `"text"`.
 //! Replaying a question the bundle never recorded answers ENOENT and is counted in
 //! [`Bundle::misses`], so a report can say the bundle came from another version.
+//!
+//! A bundle comes from elsewhere (a customer's host, a sweep's node), so reading
+//! one is bounded ([`crate::bounded`]): at most [`Cap::BUNDLE`] of JSON, before
+//! and after gunzip, and [`bounded::MAX_RECORDS`] records.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use crate::bounded::{self, Cap, ReadError};
 use crate::collect::CollectOptions;
 use crate::source::{canonicalize, Answer, Entry, Errno, Kind, Meta, Op, Probe, Source};
 
@@ -37,12 +42,13 @@ pub const VERSION: u32 = 1;
 /// Why a bundle could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Writing the bundle failed.
+    #[error("{path}: {err}")]
+    Io { path: String, err: std::io::Error },
+    /// Reading it failed: missing, not a regular file or a pipe, over
+    /// [`Cap::BUNDLE`], a pipe out of time, corrupt gzip.
+    #[error(transparent)]
+    Read(#[from] ReadError),
     #[error("{path}: not an rdmakit bundle: {reason}")]
     Malformed { path: String, reason: String },
     #[error(
@@ -80,7 +86,39 @@ struct FileRepr {
     tool: String,
     created_unix: u64,
     options: CollectOptions,
+    #[serde(deserialize_with = "at_most_max_records")]
     records: Vec<RecordRepr>,
+}
+
+/// The records, refused past [`bounded::MAX_RECORDS`] while they are parsed (a
+/// bundle of tiny records takes about eight times its size in memory).
+fn at_most_max_records<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<RecordRepr>, D::Error> {
+    struct Bounded;
+    impl<'de> serde::de::Visitor<'de> for Bounded {
+        type Value = Vec<RecordRepr>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a list of at most {} records", bounded::MAX_RECORDS)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+            while let Some(r) = seq.next_element()? {
+                if out.len() == bounded::MAX_RECORDS {
+                    return Err(serde::de::Error::custom(format_args!(
+                        "over {} records (the cap for bundles)",
+                        bounded::MAX_RECORDS
+                    )));
+                }
+                out.push(r);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Bounded)
 }
 
 #[derive(Serialize, Deserialize)]
@@ -373,9 +411,9 @@ impl Bundle {
     /// # Errors
     /// The file cannot be created or written.
     pub fn write(&self, path: &str) -> Result<(), BundleError> {
-        let io = |source| BundleError::Io {
+        let io = |err| BundleError::Io {
             path: path.to_string(),
-            source,
+            err,
         };
         let json = self.to_json();
         let bytes = if path.ends_with(".gz") {
@@ -388,22 +426,23 @@ impl Bundle {
         std::fs::write(path, bytes).map_err(io)
     }
 
-    /// Reads a bundle file (plain or gzip JSON).
+    /// Reads a bundle file (plain or gzip JSON) the user named, as
+    /// [`bounded::read_named_gz`] reads it: a regular file or a pipe, at most
+    /// [`Cap::BUNDLE`] before and after gunzip.
     ///
     /// # Errors
-    /// The file cannot be read, is not a bundle, or is of another version.
+    /// The file cannot be read or is over the cap, is not a bundle, or is of
+    /// another version.
     pub fn read(path: &str) -> Result<Bundle, BundleError> {
-        let bytes = std::fs::read(path).map_err(|source| BundleError::Io {
-            path: path.to_string(),
-            source,
-        })?;
+        let bytes = bounded::read_named_gz(std::path::Path::new(path), Cap::BUNDLE)?;
         Bundle::from_bytes(path, &bytes)
     }
 
-    /// Parses bundle bytes; `name` is used in error messages.
+    /// Parses bundle bytes (gzip is inflated, at most [`Cap::BUNDLE`]); `name` is
+    /// used in error messages. At most [`bounded::MAX_RECORDS`] records.
     ///
     /// # Errors
-    /// Not a bundle, or of another version.
+    /// Not a bundle, over a cap, or of another version.
     pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<Bundle, BundleError> {
         let bad = |reason: String| BundleError::Malformed {
             path: name.to_string(),
@@ -411,11 +450,7 @@ impl Bundle {
         };
         let json;
         let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-            let mut out = Vec::new();
-            flate2::read::MultiGzDecoder::new(bytes)
-                .read_to_end(&mut out)
-                .map_err(|e| bad(format!("gzip: {e}")))?;
-            json = out;
+            json = bounded::gunzip(name, bytes, Cap::BUNDLE)?;
             &json[..]
         } else {
             bytes

@@ -17,46 +17,105 @@
 //!   probe succeeds.
 
 use std::collections::BTreeMap;
-use std::fs;
+use std::ffi::CStr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
+use crate::bounded::{self, Cap, ReadError};
 use crate::bundle::{Bundle, Header};
 use crate::collect::CollectOptions;
 use crate::errno;
-use crate::source::{Answer, Entry, Errno, Kind, Meta, Op};
+use crate::source::{Answer, Entry, Errno, Kind, Meta, Op, MAX_READ};
 
 /// The library directory `_libs.txt` describes (Debian multiarch, as captured).
 const CAPTURE_LIB_DIR: &str = "/usr/lib/x86_64-linux-gnu";
 
+/// The most files, directories and links a capture directory may hold
+/// (fixtures/healthy: 1,328 files), as a bundle holds at most
+/// [`bounded::MAX_RECORDS`] records.
+pub const MAX_ENTRIES: usize = bounded::MAX_RECORDS;
+
+/// How deep `root/` may nest (a PCI device's sysfs path is about 15 deep).
+pub const MAX_DEPTH: usize = 64;
+
+/// One file of `root/` is read up to [`MAX_READ`] bytes, as a live source reads it.
+const TREE_FILE: Cap = Cap::new(MAX_READ as u64, "files of a capture");
+
 /// Why a capture directory could not be imported.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file or directory of the capture's own layout that does not read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
     #[error("{0}: no root/ directory: not a capture directory")]
     NoRoot(String),
+    /// More than [`Cap::CAPTURE`] in all.
+    #[error("capture directory {dir} holds over {cap}")]
+    TooLarge { dir: String, cap: Cap },
+    /// More than [`MAX_ENTRIES`] files, directories and links.
+    #[error("capture directory {dir} holds over {MAX_ENTRIES} files, directories and links (the cap for capture directories)")]
+    TooMany { dir: String },
+    /// Directories nested deeper than [`MAX_DEPTH`].
+    #[error("{path}: directories nested over {MAX_DEPTH} deep (the cap for capture directories)")]
+    TooDeep { path: String },
 }
 
 type Records = BTreeMap<(Op, String), Answer>;
 
 /// Reads a capture directory into a bundle.
 ///
+/// The directory is a file tree someone else made, so it is read as
+/// [`crate::bounded`] reads trees: relative to directory descriptors, without
+/// following a symlink (a symlink is recorded as one, never read through), and
+/// without blocking: a FIFO, socket or device under `root/` is a read error of
+/// that path (EINVAL), as a file that failed to read is; all of it is held to
+/// [`Cap::CAPTURE`], [`MAX_ENTRIES`] and [`MAX_DEPTH`].
+///
 /// # Errors
-/// The directory has no `root/`, or a file in it cannot be read.
+/// The directory has no `root/`, a file of its own layout (`_unreadable.txt`,
+/// `netlink/`, ...) cannot be read, or it is over a cap.
 pub fn import_capture(dir: &Path) -> Result<Bundle, ImportError> {
-    let root = dir.join("root");
-    if !root.is_dir() {
-        return Err(ImportError::NoRoot(dir.display().to_string()));
-    }
+    let shown = dir.display().to_string();
+    // The directory itself was named by the user: a symlink to it is followed.
+    let top = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io(&shown, e))?;
+    let root = match open_subdir(top.as_fd(), c"root") {
+        Ok(fd) => fd,
+        Err(_) => return Err(ImportError::NoRoot(shown)),
+    };
+    let mut budget = Budget {
+        dir: shown.clone(),
+        bytes: 0,
+        entries: 0,
+    };
     let mut recs = Records::new();
-    walk(&root, "", &mut recs)?;
+    walk(
+        root.as_fd(),
+        &format!("{shown}/root"),
+        "",
+        0,
+        &mut recs,
+        &mut budget,
+    )?;
 
-    let side = |name: &str| fs::read(dir.join(name)).ok();
-    if let Some(b) = side("_unreadable.txt") {
+    let mut side = |name: &CStr| -> Result<Option<Vec<u8>>, ReadError> {
+        let path = format!("{shown}/{}", name.to_string_lossy());
+        match bounded::read_in_dir(top.as_fd(), name, &path, Cap::CAPTURE, false) {
+            Ok(b) => {
+                budget.add(b.len())?;
+                Ok(Some(b))
+            }
+            Err(e) if e.errno() == Errno::ENOENT => Ok(None),
+            Err(e) => Err(e),
+        }
+    };
+    if let Some(b) = side(c"_unreadable.txt")? {
         for line in String::from_utf8_lossy(&b).lines() {
             if let Some((path, name)) = line.split_once('\t') {
                 let n = errno::number(name.trim()).unwrap_or(Errno::EIO.0);
@@ -65,24 +124,40 @@ pub fn import_capture(dir: &Path) -> Result<Bundle, ImportError> {
             }
         }
     }
-    if let Some(b) = side("_dev_infiniband.txt") {
+    if let Some(b) = side(c"_dev_infiniband.txt")? {
         import_ls(&mut recs, "/dev/infiniband", &String::from_utf8_lossy(&b));
     }
-    if let Some(b) = side("_libs.txt") {
+    if let Some(b) = side(c"_libs.txt")? {
         import_ls(&mut recs, CAPTURE_LIB_DIR, &String::from_utf8_lossy(&b));
     }
-    if let Some(b) = side("_dmesg.txt") {
-        recs.insert((Op::Probe, "kmsg".into()), Answer::Data(b));
+    // The kernel log answers the kmsg probe; one that does not read is that
+    // probe's error, as an unreadable /dev/kmsg would be.
+    match side(c"_dmesg.txt") {
+        Ok(Some(b)) => {
+            recs.insert((Op::Probe, "kmsg".into()), Answer::Data(b));
+        }
+        Ok(None) => {}
+        Err(ReadError::TooLarge { .. }) => return Err(budget.over()),
+        Err(e) => {
+            recs.insert((Op::Probe, "kmsg".into()), Answer::Err(e.errno()));
+        }
     }
-    if dir.join("_capture.log").is_file() {
+    if is_file(top.as_fd(), c"_capture.log") {
         recs.insert(
             (Op::Probe, "identity".into()),
             Answer::Data(b"uid=0 euid=0 gid=0 egid=0 groups=0".to_vec()),
         );
     }
-    if dir.join("netlink/_index.txt").is_file() {
-        recs.insert((Op::Probe, "netlink_rdma".into()), Answer::Data(Vec::new()));
-        import_netlink(&dir.join("netlink"), &mut recs)?;
+    if let Ok(nl) = open_subdir(top.as_fd(), c"netlink") {
+        if is_file(nl.as_fd(), c"_index.txt") {
+            recs.insert((Op::Probe, "netlink_rdma".into()), Answer::Data(Vec::new()));
+            import_netlink(
+                nl.as_fd(),
+                &format!("{shown}/netlink"),
+                &mut recs,
+                &mut budget,
+            )?;
+        }
     }
     let mut header = Bundle::header_now("rdmacap import", CollectOptions::default());
     header.created_unix = 0;
@@ -95,25 +170,125 @@ pub fn import_capture(dir: &Path) -> Result<Bundle, ImportError> {
     ))
 }
 
+/// What a capture has cost so far, against its caps.
+struct Budget {
+    dir: String,
+    bytes: u64,
+    entries: usize,
+}
+
+impl Budget {
+    fn add(&mut self, bytes: usize) -> Result<(), ReadError> {
+        self.bytes += bytes as u64;
+        if self.bytes > Cap::CAPTURE.bytes {
+            return Err(ReadError::TooLarge {
+                path: format!("capture directory {}", self.dir),
+                cap: Cap::CAPTURE,
+            });
+        }
+        Ok(())
+    }
+
+    fn over(&self) -> ImportError {
+        ImportError::TooLarge {
+            dir: self.dir.clone(),
+            cap: Cap::CAPTURE,
+        }
+    }
+
+    fn entry(&mut self) -> Result<(), ImportError> {
+        self.entries += 1;
+        if self.entries > MAX_ENTRIES {
+            return Err(ImportError::TooMany {
+                dir: self.dir.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts a file's bytes: over the capture's cap is the import's error.
+    fn file(&mut self, bytes: usize) -> Result<(), ImportError> {
+        self.add(bytes).map_err(|_| self.over())
+    }
+}
+
+fn io(path: &str, e: rustix::io::Errno) -> ImportError {
+    ImportError::Read(ReadError::Io {
+        path: path.to_string(),
+        err: e.into(),
+    })
+}
+
+/// Opens the directory `name` in `dir`, not through a symlink.
+fn open_subdir(dir: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// True when `name` in `dir` is a regular file (not through a symlink).
+fn is_file(dir: BorrowedFd<'_>, name: &CStr) -> bool {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
+}
+
 /// `netlink/opN-name.req.bin` (the request sent) and `opN-name.bin` (every reply
 /// datagram) become netlink probe answers keyed by the request.
-fn import_netlink(dir: &Path, recs: &mut Records) -> Result<(), ImportError> {
-    let rd = fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
-    for ent in rd {
-        let ent = ent.map_err(|e| io_err(dir, e))?;
-        let name = ent.file_name().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".req.bin") else {
+fn import_netlink(
+    dir: BorrowedFd<'_>,
+    shown: &str,
+    recs: &mut Records,
+    budget: &mut Budget,
+) -> Result<(), ImportError> {
+    let names = list(dir, shown)?;
+    for (name, _) in names {
+        let Some(stem) = name.to_str().ok().and_then(|n| n.strip_suffix(".req.bin")) else {
             continue;
         };
-        let req = fs::read(ent.path()).map_err(|e| io_err(&ent.path(), e))?;
-        let reply_path = dir.join(format!("{stem}.bin"));
-        let reply = fs::read(&reply_path).map_err(|e| io_err(&reply_path, e))?;
+        budget.entry()?;
+        let reply_name = std::ffi::CString::new(format!("{stem}.bin"))
+            .map_err(|_| ImportError::NoRoot(shown.to_string()))?;
+        let mut read = |n: &CStr| -> Result<Vec<u8>, ImportError> {
+            let path = format!("{shown}/{}", n.to_string_lossy());
+            let b = bounded::read_in_dir(dir, n, &path, Cap::CAPTURE, false)?;
+            budget.file(b.len())?;
+            Ok(b)
+        };
+        let req = read(&name)?;
+        let reply = read(&reply_name)?;
         recs.insert(
             (Op::Probe, crate::source::netlink_key(&req)),
             Answer::Data(reply),
         );
     }
     Ok(())
+}
+
+/// The entries of the directory open as `dir` (without `.` and `..`), with
+/// their types (lstat's, when the file system does not say).
+fn list(
+    dir: BorrowedFd<'_>,
+    shown: &str,
+) -> Result<Vec<(std::ffi::CString, FileType)>, ImportError> {
+    let rd = rustix::fs::Dir::read_from(dir).map_err(|e| io(shown, e))?;
+    let mut out = Vec::new();
+    for ent in rd {
+        let ent = ent.map_err(|e| io(shown, e))?;
+        let name = ent.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let t = match ent.file_type() {
+            FileType::Unknown => rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode)),
+            t => t,
+        };
+        out.push((name.to_owned(), t));
+    }
+    Ok(out)
 }
 
 /// True when a file's bytes are a flattened symlink target.
@@ -125,43 +300,79 @@ fn is_flattened_link(bytes: &[u8]) -> bool {
         && !bytes.iter().any(|b| b.is_ascii_whitespace() || *b == 0)
 }
 
-fn io_err(path: &Path, source: std::io::Error) -> ImportError {
-    ImportError::Io {
-        path: path.display().to_string(),
-        source,
+/// Records the tree below the directory open as `dir` (`disk` its path, for
+/// errors; `host` the host path it stands for).
+fn walk(
+    dir: BorrowedFd<'_>,
+    disk: &str,
+    host: &str,
+    depth: usize,
+    recs: &mut Records,
+    budget: &mut Budget,
+) -> Result<(), ImportError> {
+    if depth > MAX_DEPTH {
+        return Err(ImportError::TooDeep {
+            path: disk.to_string(),
+        });
     }
-}
-
-fn walk(disk: &Path, host: &str, recs: &mut Records) -> Result<(), ImportError> {
     let mut entries = Vec::new();
-    let rd = fs::read_dir(disk).map_err(|e| io_err(disk, e))?;
-    for ent in rd {
-        let ent = ent.map_err(|e| io_err(disk, e))?;
-        let name = ent.file_name().to_string_lossy().into_owned();
-        let child_disk = ent.path();
+    for (cname, ft) in list(dir, disk)? {
+        budget.entry()?;
+        let name = cname.to_string_lossy().into_owned();
+        let child_disk = format!("{disk}/{name}");
         let child_host = format!("{host}/{name}");
-        let ft = ent.file_type().map_err(|e| io_err(&child_disk, e))?;
-        let kind = if ft.is_symlink() {
-            let t = fs::read_link(&child_disk).map_err(|e| io_err(&child_disk, e))?;
-            recs.insert(
-                (Op::Link, child_host.clone()),
-                Answer::Link(t.to_string_lossy().into_owned()),
-            );
-            Kind::Symlink
-        } else if ft.is_dir() {
-            walk(&child_disk, &child_host, recs)?;
-            Kind::Dir
-        } else {
-            let bytes = fs::read(&child_disk).map_err(|e| io_err(&child_disk, e))?;
-            if is_flattened_link(&bytes) {
+        let kind = match ft {
+            FileType::Symlink => {
+                let t = rustix::fs::readlinkat(dir, cname.as_c_str(), Vec::new())
+                    .map_err(|e| io(&child_disk, e))?;
                 recs.insert(
                     (Op::Link, child_host.clone()),
-                    Answer::Link(String::from_utf8_lossy(&bytes).into_owned()),
+                    Answer::Link(t.to_string_lossy().into_owned()),
                 );
                 Kind::Symlink
-            } else {
-                recs.insert((Op::Read, child_host.clone()), Answer::Data(bytes));
-                Kind::File
+            }
+            FileType::Directory => {
+                let sub = open_subdir(dir, &cname).map_err(|e| io(&child_disk, e))?;
+                walk(
+                    sub.as_fd(),
+                    &child_disk,
+                    &child_host,
+                    depth + 1,
+                    recs,
+                    budget,
+                )?;
+                Kind::Dir
+            }
+            FileType::RegularFile => {
+                match bounded::read_in_dir(dir, &cname, &child_disk, TREE_FILE, true) {
+                    Ok(bytes) if is_flattened_link(&bytes) => {
+                        recs.insert(
+                            (Op::Link, child_host.clone()),
+                            Answer::Link(String::from_utf8_lossy(&bytes).into_owned()),
+                        );
+                        Kind::Symlink
+                    }
+                    Ok(bytes) => {
+                        budget.file(bytes.len())?;
+                        recs.insert((Op::Read, child_host.clone()), Answer::Data(bytes));
+                        Kind::File
+                    }
+                    // Replaced between the listing and the open: as unreadable.
+                    Err(e) => {
+                        recs.insert((Op::Read, child_host.clone()), Answer::Err(e.errno()));
+                        Kind::File
+                    }
+                }
+            }
+            // A FIFO, socket or device is never opened: reading it could block
+            // for ever or act on a device. Recorded as unsuitable for reading.
+            other => {
+                recs.insert((Op::Read, child_host.clone()), Answer::Err(Errno::EINVAL));
+                match other {
+                    FileType::CharacterDevice => Kind::Char,
+                    FileType::BlockDevice => Kind::Block,
+                    _ => Kind::Other,
+                }
             }
         };
         entries.push(Entry { name, kind });

@@ -20,6 +20,7 @@
 //! assert_eq!(facts.devices.len(), again.devices.len());
 //! ```
 
+pub mod bounded;
 pub mod bundle;
 pub mod capture;
 pub mod collect;

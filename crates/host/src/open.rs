@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::bounded::Cap;
 use crate::bundle::{Bundle, BundleError};
 use crate::capture::{import_capture, ImportError};
 use crate::collect::CollectOptions;
@@ -81,7 +82,28 @@ impl SourceSpec {
     pub fn options(&self) -> CollectOptions {
         CollectOptions {
             pid: self.pid,
-            kernel_log: self.kernel_log.clone(),
+            kernel_log: self.kernel_log(),
+        }
+    }
+
+    /// `--kernel-log` as an absolute path: the file is read where the user's
+    /// shell sees it (a relative name was read under / before), and recorded in
+    /// a bundle under that name.
+    fn kernel_log(&self) -> Option<String> {
+        let f = self.kernel_log.as_deref()?;
+        Some(match std::path::absolute(f) {
+            Ok(p) => p.to_string_lossy().into_owned(),
+            Err(_) => f.to_string(),
+        })
+    }
+
+    /// A live source (the host, or a tree at `root`) that reads `--kernel-log`
+    /// as a file the user named ([`Cap::KERNEL_LOG`]; a pipe is fine).
+    fn live(&self, root: &str) -> LiveSource {
+        let s = LiveSource::new(root);
+        match self.kernel_log() {
+            Some(f) => s.with_named_file(&f, Cap::KERNEL_LOG),
+            None => s,
         }
     }
 
@@ -112,7 +134,7 @@ impl SourceSpec {
                 opts.pid = self.pid;
             }
             if self.kernel_log.is_some() {
-                opts.kernel_log = self.kernel_log.clone();
+                opts.kernel_log = self.kernel_log();
             }
             let label = if p.is_dir() {
                 format!("capture directory {path}")
@@ -126,13 +148,13 @@ impl SourceSpec {
                 return Err(OpenError::NotDir(root.clone()));
             }
             return Ok((
-                Opened::Live(LiveSource::new(root), format!("tree at {root}")),
+                Opened::Live(self.live(root), format!("tree at {root}")),
                 self.options(),
             ));
         }
         Ok((
             Opened::Live(
-                LiveSource::host().with_device_limits(limits()),
+                self.live("/").with_device_limits(limits()),
                 "live host".into(),
             ),
             self.options(),

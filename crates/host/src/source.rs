@@ -19,6 +19,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bounded::{self, Cap};
 use crate::errno;
 
 /// Files larger than this are truncated when read (sysfs attributes are < 4 KiB;
@@ -38,13 +39,17 @@ impl Errno {
     pub const ENOTDIR: Errno = Errno(20);
     pub const EAGAIN: Errno = Errno(11);
     pub const EPROTONOSUPPORT: Errno = Errno(93);
+    /// A file over its cap ([`crate::bounded`]).
+    pub const EFBIG: Errno = Errno(27);
+    /// A pipe that did not end in time ([`crate::bounded`]).
+    pub const ETIMEDOUT: Errno = Errno(110);
 
     /// "EINVAL", or "errno N" for numbers this crate does not name.
     pub fn name(self) -> String {
         errno::display(self.0)
     }
 
-    fn from_io(e: &io::Error) -> Errno {
+    pub(crate) fn from_io(e: &io::Error) -> Errno {
         match e.raw_os_error() {
             Some(n) => Errno(n),
             None => match e.kind() {
@@ -174,6 +179,9 @@ pub trait Source {
 pub struct LiveSource {
     root: PathBuf,
     limits: Option<LimitsFn>,
+    /// Paths the user named (`--kernel-log`), read as [`bounded::read_named`]
+    /// reads them: a pipe may be read (with a deadline), within its cap.
+    named: Vec<(String, Cap)>,
 }
 
 /// Answers [`Probe::DeviceLimits`] for a device name (None: not known).
@@ -184,6 +192,7 @@ impl std::fmt::Debug for LiveSource {
         f.debug_struct("LiveSource")
             .field("root", &self.root)
             .field("limits", &self.limits.is_some())
+            .field("named", &self.named)
             .finish()
     }
 }
@@ -193,7 +202,18 @@ impl LiveSource {
         LiveSource {
             root: root.into(),
             limits: None,
+            named: Vec::new(),
         }
+    }
+
+    /// Reads `path` as a file the user named (`--kernel-log FILE`): where the
+    /// user's shell sees it, not under the root; a pipe such as
+    /// `<(journalctl -k)` may be read, within [`bounded::PIPE_DEADLINE`], and at
+    /// most `cap`. Every other path is read as a host file: a regular file only,
+    /// never blocking, at most [`MAX_READ`] bytes.
+    pub fn with_named_file(mut self, path: &str, cap: Cap) -> LiveSource {
+        self.named.push((path.to_string(), cap));
+        self
     }
 
     /// Answers [`Probe::DeviceLimits`] with `f` (the CLI's libibverbs query).
@@ -239,12 +259,14 @@ fn kind_of(ft: fs::FileType) -> Kind {
 
 impl Source for LiveSource {
     fn read(&self, path: &str) -> Result<Vec<u8>, Errno> {
-        let f = fs::File::open(self.host_path(path)).map_err(|e| Errno::from_io(&e))?;
-        let mut buf = Vec::new();
-        f.take(MAX_READ as u64)
-            .read_to_end(&mut buf)
-            .map_err(|e| Errno::from_io(&e))?;
-        Ok(buf)
+        let r = match self.named.iter().find(|(n, _)| n == path) {
+            // A file the user named (--kernel-log), where the user's shell sees
+            // it (not under the root): a pipe is fine, with a deadline.
+            Some((_, cap)) => bounded::read_named(Path::new(path), *cap),
+            // Anything else is a host file: regular files only, never blocking.
+            None => bounded::read_tree_file(&self.host_path(path), MAX_READ as u64),
+        };
+        r.map_err(|e| e.errno())
     }
 
     fn read_dir(&self, path: &str) -> Result<Vec<Entry>, Errno> {
@@ -402,19 +424,24 @@ fn recv_timeout(sock: &netlink_sys::Socket, buf: &mut [u8]) -> Result<usize, Err
 /// Reads every record currently in the kernel's ring without blocking and without
 /// consuming anything (each open of /dev/kmsg has its own read position).
 fn read_kmsg(path: &Path) -> Result<Vec<u8>, Errno> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
     let md = fs::metadata(path).map_err(|e| Errno::from_io(&e))?;
+    if !md.file_type().is_char_device() {
+        // A plain file standing in for /dev/kmsg (a captured tree): a regular
+        // file only, at most MAX_READ bytes.
+        return bounded::read_tree_file(path, MAX_READ as u64).map_err(|e| e.errno());
+    }
+    // Only the kmsg device itself (char 1:11) is opened: another device under
+    // that name (a tree's /dev) could do anything when opened.
+    let rdev = md.rdev();
+    if (rustix::fs::major(rdev), rustix::fs::minor(rdev)) != (1, 11) {
+        return Err(Errno::EINVAL);
+    }
     let mut f = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32)
         .open(path)
         .map_err(|e| Errno::from_io(&e))?;
-    if !md.file_type().is_char_device() {
-        // A plain file standing in for /dev/kmsg (a captured tree).
-        let mut buf = Vec::new();
-        f.read_to_end(&mut buf).map_err(|e| Errno::from_io(&e))?;
-        return Ok(buf);
-    }
     let mut out = Vec::new();
     let mut rec = vec![0u8; 8192];
     loop {

@@ -2,16 +2,16 @@
 //! affinity, memlock limits, rdma-core, the kernel log.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 
 use super::Cx;
+use crate::bounded::{self, Cap};
 use crate::model::{
     Attr, DevNode, DevNodes, Device, Hostname, Kernel, KernelConfig, KernelLog, LibFile, MadClass,
     Memlock, Modules, Netdev, RdmaCore, UverbsClass, UverbsDev,
 };
 use crate::parse::proc::{Identity, Interrupts, KernelRelease, Limit};
 use crate::parse::{kmsg, pkg, proc, sysfs, ParseError};
-use crate::source::{Errno, Probe};
+use crate::source::{Errno, Probe, MAX_READ};
 
 /// Library directories searched for libibverbs.so.1, in libibverbs' own order of
 /// likelihood on Debian/Ubuntu, then RHEL/SUSE.
@@ -77,11 +77,10 @@ fn kernel_config(cx: &Cx, release: Option<&KernelRelease>) -> Option<KernelConfi
             .collect()
     };
     if let Ok(gz) = cx.src.read("/proc/config.gz") {
-        let mut text = Vec::new();
-        if flate2::read::GzDecoder::new(&gz[..])
-            .read_to_end(&mut text)
-            .is_ok()
-        {
+        // From a bundle or a tree, it may be anything: inflated at most as far as
+        // a live source reads a file (a kernel's config is about 250 KB).
+        let cap = Cap::new(MAX_READ as u64, "kernel configs");
+        if let Ok(text) = bounded::gunzip("/proc/config.gz", &gz, cap) {
             return Some(KernelConfig {
                 path: "/proc/config.gz".into(),
                 options: keep(proc::kernel_config(&text)),
