@@ -102,16 +102,21 @@ impl Cap {
     pub const KERNEL_LOG: Cap = Cap::new(32 << 20, "kernel logs");
     /// A token file (`--token-file`): 4 KiB (a token is 64 hex digits).
     pub const TOKEN: Cap = Cap::new(4 << 10, "token files");
-    /// One JSON document a user names or a fleet input holds: a doctor report
-    /// (12 KB to 60 KB for the fixtures' hosts), a previous fleet report (about
-    /// 6 KB per node: 64 MiB is ten thousand nodes with room to spare), an
-    /// expected inventory, a saved pairwise run.
+    /// One JSON document a user names or a fleet input holds: a bundle, a
+    /// previous fleet report (about 6 KB per node: 64 MiB is ten thousand nodes
+    /// with room to spare), an expected inventory, a saved pairwise run. Such
+    /// documents are read into their own types, never into a generic JSON value
+    /// (which takes up to 16 times the text: 63 MiB of numbers, 1.1 GB).
     pub const DOCUMENT: Cap = Cap::new(64 << 20, "JSON documents");
-    /// A JSON lines file of doctor reports (a sweep's output), read line by line:
-    /// 1 GiB, fifty thousand 20 KB reports.
-    pub const JSON_LINES: Cap = Cap::new(1 << 30, "JSON lines files");
-    /// One line of a JSON lines file (one doctor report): 16 MiB.
-    pub const JSON_LINE: Cap = Cap::new(16 << 20, "lines of a JSON lines file");
+    /// A JSON lines file of doctor reports (a sweep's output), read one line at
+    /// a time, each at most [`Cap::REPORT`]: 256 MiB, twenty thousand 12 KB
+    /// reports (the fixtures' hosts give 12 KB to 60 KB). The reports kept take
+    /// about their size in memory.
+    pub const JSON_LINES: Cap = Cap::new(256 << 20, "JSON lines files");
+    /// One doctor report (`rdmakit doctor --json`, or one line of JSON lines):
+    /// 16 MiB. The fixtures' hosts give 12 KB to 60 KB; parsed, a report of
+    /// tiny findings takes about 5 times its size.
+    pub const REPORT: Cap = Cap::new(16 << 20, "doctor reports");
     /// A small state file rdmakit keeps itself (the NPD plugin's last result): 1 MiB.
     pub const STATE: Cap = Cap::new(1 << 20, "state files");
 }
@@ -198,6 +203,22 @@ impl ReadError {
             | ReadError::Inflated { path, .. }
             | ReadError::Gzip { path, .. }
             | ReadError::Timeout { path, .. } => path,
+        }
+    }
+
+    /// What was wrong, without the path (for a report that shows the path
+    /// beside it): "over 64 MiB (the cap for bundles)".
+    pub fn reason(&self) -> String {
+        let msg = self.to_string();
+        let path = self.path();
+        match msg.strip_prefix(path) {
+            Some(rest) => rest
+                .strip_prefix(": ")
+                .or_else(|| rest.strip_prefix(" is "))
+                .or_else(|| rest.strip_prefix(' '))
+                .unwrap_or(rest)
+                .to_string(),
+            None => msg,
         }
     }
 
@@ -403,10 +424,30 @@ pub fn open_named(path: &Path, cap: Cap) -> Result<Bounded, ReadError> {
 /// # Errors
 /// As [`open_named`].
 pub fn open_named_with(path: &Path, cap: Cap, deadline: Duration) -> Result<Bounded, ReadError> {
+    open(path, cap, Some(deadline))
+}
+
+/// Opens a file found while walking a directory the user named (the files of
+/// `fleet report DIR`): a regular file only — nobody chose a FIFO there, so
+/// none is waited on — following symlinks, never blocking.
+///
+/// # Errors
+/// The path does not open, is not a regular file, or is already over `cap`.
+pub fn open_found(path: &Path, cap: Cap) -> Result<Bounded, ReadError> {
+    open(path, cap, None)
+}
+
+/// Opens `path` as a regular file, or as a pipe read within `pipe` when given.
+fn open(path: &Path, cap: Cap, pipe: Option<Duration>) -> Result<Bounded, ReadError> {
     let shown = path.display().to_string();
     let check = |st: &rustix::fs::Stat| -> Result<FileType, ReadError> {
         match FileType::from_raw_mode(st.st_mode) {
-            t @ (FileType::RegularFile | FileType::Fifo) => Ok(t),
+            t @ FileType::RegularFile => Ok(t),
+            t @ FileType::Fifo if pipe.is_some() => Ok(t),
+            t if pipe.is_none() => Err(ReadError::NotRegular {
+                path: shown.clone(),
+                kind: kind_name(t),
+            }),
             t => Err(ReadError::Refused {
                 path: shown.clone(),
                 kind: kind_name(t),
@@ -429,7 +470,9 @@ pub fn open_named_with(path: &Path, cap: Cap, deadline: Duration) -> Result<Boun
         path: shown,
         cap,
         read: 0,
-        deadline: (t == FileType::Fifo).then(|| (Instant::now() + deadline, deadline)),
+        deadline: pipe
+            .filter(|_| t == FileType::Fifo)
+            .map(|d| (Instant::now() + d, d)),
         stat,
     })
 }
@@ -458,7 +501,26 @@ pub fn read_named_gz(path: &Path, cap: Cap) -> Result<Vec<u8>, ReadError> {
 ///
 /// # Errors
 /// The reader's error, corrupt gzip, or over the cap.
-pub fn maybe_inflate(path: &str, mut reader: impl Read, cap: Cap) -> Result<Vec<u8>, ReadError> {
+pub fn maybe_inflate(path: &str, reader: impl Read, cap: Cap) -> Result<Vec<u8>, ReadError> {
+    let mut out = Vec::new();
+    plain(path, reader, cap)?
+        .read_to_end(&mut out)
+        .map_err(|e| ReadError::from_io(path, e))?;
+    Ok(out)
+}
+
+/// `reader`'s bytes as a stream, inflated when they start with gzip's magic:
+/// reading past `cap` (after inflating) fails with [`ReadError::Inflated`] (or
+/// [`ReadError::TooLarge`] for plain bytes), corrupt gzip with
+/// [`ReadError::Gzip`], each carried in the `io::Error` ([`ReadError::from_io`]).
+///
+/// # Errors
+/// The reader fails before its first two bytes.
+pub fn plain<'a>(
+    path: &str,
+    mut reader: impl Read + 'a,
+    cap: Cap,
+) -> Result<Box<dyn Read + 'a>, ReadError> {
     let mut head = [0u8; 2];
     let mut got = 0;
     while got < 2 {
@@ -470,21 +532,69 @@ pub fn maybe_inflate(path: &str, mut reader: impl Read, cap: Cap) -> Result<Vec<
         }
     }
     let whole = io::Cursor::new(head[..got].to_vec()).chain(reader);
-    if head[..got] == [0x1f, 0x8b] {
-        return inflate(path, flate2::read::MultiGzDecoder::new(whole), cap);
+    let gz = head[..got] == [0x1f, 0x8b];
+    let inner: Box<dyn Read + 'a> = if gz {
+        Box::new(flate2::read::MultiGzDecoder::new(whole))
+    } else {
+        Box::new(whole)
+    };
+    Ok(Box::new(Limit {
+        inner,
+        path: path.to_string(),
+        cap,
+        left: cap.bytes + 1,
+        gz,
+    }))
+}
+
+/// Stops a stream one byte past its cap, with the error that names it.
+struct Limit<'a> {
+    inner: Box<dyn Read + 'a>,
+    path: String,
+    cap: Cap,
+    /// Bytes that may still be read, counting the one that proves "over".
+    left: u64,
+    gz: bool,
+}
+
+impl Read for Limit<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let path = self.path.clone();
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        if want == 0 && !buf.is_empty() {
+            let e = if self.gz {
+                ReadError::Inflated {
+                    path,
+                    cap: self.cap,
+                }
+            } else {
+                ReadError::TooLarge {
+                    path,
+                    cap: self.cap,
+                }
+            };
+            return Err(io::Error::other(e));
+        }
+        let n = match self.inner.read(&mut buf[..want]) {
+            Ok(n) => n,
+            Err(e) if e.get_ref().is_some_and(|i| i.is::<ReadError>()) => return Err(e),
+            Err(e) if self.gz && e.kind() != io::ErrorKind::Interrupted => {
+                return Err(io::Error::other(ReadError::Gzip {
+                    path,
+                    reason: e.to_string(),
+                }))
+            }
+            Err(e) => return Err(e),
+        };
+        self.left -= n as u64;
+        if self.left == 0 {
+            // The byte past the cap arrived.
+            return self.read(&mut [0u8; 1]);
+        }
+        Ok(n)
     }
-    let mut out = Vec::new();
-    whole
-        .take(cap.bytes + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| ReadError::from_io(path, e))?;
-    if out.len() as u64 > cap.bytes {
-        return Err(ReadError::TooLarge {
-            path: path.to_string(),
-            cap,
-        });
-    }
-    Ok(out)
 }
 
 /// Inflates gzip held in memory (a bundle's bytes, `/proc/config.gz`, a sweep

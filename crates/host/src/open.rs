@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use crate::bounded::Cap;
+use crate::bounded::{self, Cap};
 use crate::bundle::{Bundle, BundleError};
 use crate::capture::{import_capture, ImportError};
 use crate::collect::CollectOptions;
-use crate::source::{LimitsFn, LiveSource, Source};
+use crate::source::{Answer, LimitsFn, LiveSource, Op, Source};
 
 /// Which source to open, as the command line names it.
 #[derive(Clone, Debug, Default)]
@@ -129,12 +129,20 @@ impl SourceSpec {
             } else {
                 Bundle::read(path)?
             };
+            let mut bundle = bundle;
             let mut opts = bundle.header.options.clone();
             if self.pid.is_some() {
                 opts.pid = self.pid;
             }
-            if self.kernel_log.is_some() {
-                opts.kernel_log = self.kernel_log();
+            if let Some(f) = self.kernel_log() {
+                // A kernel log named with a bundle is read from this host's
+                // files (as a live source reads it), not looked up in the bundle.
+                let answer = match bounded::read_named(Path::new(&f), Cap::KERNEL_LOG) {
+                    Ok(b) => Answer::Data(b),
+                    Err(e) => Answer::Err(e.errno()),
+                };
+                bundle.set(Op::Read, &f, answer);
+                opts.kernel_log = Some(f);
             }
             let label = if p.is_dir() {
                 format!("capture directory {path}")

@@ -55,6 +55,7 @@ fn a_file_of_exactly_the_cap_reads_and_one_byte_more_is_refused() {
         format!("{} is over 1000 bytes (the cap for tests)", over.display())
     );
     assert_eq!(e.errno(), Errno::EFBIG);
+    assert_eq!(e.reason(), "over 1000 bytes (the cap for tests)");
     // The same through the streaming reader (a file that grows after fstat).
     assert!(matches!(
         open_named(&at, Cap::new(999, "tests")),
@@ -131,6 +132,25 @@ fn a_fifo_that_trickles_fails_at_the_deadline_too() {
 }
 
 #[test]
+fn a_fifo_found_in_a_directory_is_not_waited_on() {
+    let d = tempfile::tempdir().unwrap();
+    let p = fifo(d.path(), "node1.json");
+    let t = Instant::now();
+    let e = open_found(&p, Cap::DOCUMENT).unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(1));
+    assert!(matches!(e, ReadError::NotRegular { .. }), "{e}");
+    let f = file_of(d.path(), "node2.json", 10);
+    assert_eq!(
+        open_found(&f, Cap::DOCUMENT)
+            .unwrap()
+            .read_all()
+            .unwrap()
+            .len(),
+        10
+    );
+}
+
+#[test]
 fn a_fifo_the_user_named_is_read_to_its_end() {
     let d = tempfile::tempdir().unwrap();
     let p = fifo(d.path(), "token");
@@ -182,6 +202,7 @@ fn a_missing_file_says_no_such_file_once() {
     // Not also a source: a chain printer ({:#}) would say it twice.
     assert!(std::error::Error::source(&e).is_none());
     assert_eq!(e.errno(), Errno::ENOENT);
+    assert_eq!(e.reason(), "No such file or directory (os error 2)");
 }
 
 #[test]
@@ -201,6 +222,7 @@ fn a_gzip_bomb_stops_at_the_cap() {
         e.to_string(),
         "bomb.gz decompresses to over 4 MiB (the cap for tests)"
     );
+    assert_eq!(e.reason(), "decompresses to over 4 MiB (the cap for tests)");
     // Through a named file, too, and a cap met exactly inflates.
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("bomb.json.gz");
