@@ -53,6 +53,7 @@ pub struct BaselineError {
 
 #[derive(Deserialize)]
 struct FleetDoc {
+    #[serde(deserialize_with = "crate::unique::at_most_max_nodes")]
     nodes: Vec<FleetDocNode>,
 }
 
@@ -78,7 +79,30 @@ impl Previous {
             return Err(err(format!("not a fleet report (schema {FLEET_SCHEMA})")));
         }
         let doc: FleetDoc = serde_json::from_value(v).map_err(|e| err(e.to_string()))?;
-        Ok(Previous {
+        Ok(Previous::from_doc(source, doc))
+    }
+
+    /// [`Previous::from_fleet_json`] from the JSON text, read straight into its
+    /// fields (a generic JSON value takes up to 16 times the text), at most
+    /// [`crate::unique::MAX_NODES`] nodes.
+    ///
+    /// # Errors
+    /// Not that schema, its nodes are malformed, or too many.
+    pub fn from_fleet_bytes(source: &str, text: &[u8]) -> Result<Previous, BaselineError> {
+        let err = |reason: String| BaselineError {
+            input: source.to_string(),
+            reason,
+        };
+        let head = crate::node::Head::of(text).map_err(|e| err(e.to_string()))?;
+        if head.schema() != Some(FLEET_SCHEMA) {
+            return Err(err(format!("not a fleet report (schema {FLEET_SCHEMA})")));
+        }
+        let doc: FleetDoc = serde_json::from_slice(text).map_err(|e| err(e.to_string()))?;
+        Ok(Previous::from_doc(source, doc))
+    }
+
+    fn from_doc(source: &str, doc: FleetDoc) -> Previous {
+        Previous {
             source: source.to_string(),
             nodes: doc
                 .nodes
@@ -89,7 +113,7 @@ impl Previous {
                     inventory: n.inventory,
                 })
                 .collect(),
-        })
+        }
     }
 
     /// From what was read at `path` (`--baseline PATH`): one previous
@@ -111,8 +135,8 @@ impl Previous {
         match (l.fleets.len(), l.nodes.is_empty()) {
             (0, false) => Ok(Previous::from_nodes(path, &l.nodes)),
             (1, true) => {
-                let (src, v) = l.fleets.into_iter().next().expect("one fleet report");
-                Previous::from_fleet_json(&src, v).map_err(|e| e.to_string())
+                let (src, text) = l.fleets.into_iter().next().expect("one fleet report");
+                Previous::from_fleet_bytes(&src, &text).map_err(|e| e.to_string())
             }
             (0, true) => Err(format!("--baseline {path}: holds no node report")),
             _ => Err(format!(
@@ -372,15 +396,19 @@ impl Expected {
                     .map(|inv| (n.cohort.as_deref(), drift::fields(inv)))
             })
             .collect();
+        // Grouped once by cohort id: linear in the nodes, however many cohorts.
+        let mut by_cohort: std::collections::HashMap<&str, Vec<&Fields>> =
+            std::collections::HashMap::new();
+        for (id, f) in &fields {
+            if let Some(id) = id {
+                by_cohort.entry(id).or_default().push(f);
+            }
+        }
         let cohorts: Vec<(Key, Vec<&Fields>)> = r
             .cohorts
             .iter()
             .map(|c| {
-                let members = fields
-                    .iter()
-                    .filter(|(id, _)| *id == Some(c.id.as_str()))
-                    .map(|(_, f)| f)
-                    .collect();
+                let members = by_cohort.remove(c.id.as_str()).unwrap_or_default();
                 (c.hardware.clone(), members)
             })
             .collect();
@@ -392,16 +420,25 @@ impl Expected {
     /// # Errors
     /// Not JSON, or not of schema `rdmakit.fleet-expect/v1`.
     pub fn parse(source: &str, text: &str) -> Result<Expected, ExpectError> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| ExpectError::Json(source.to_string(), e.to_string()))?;
-        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or_default();
+        // Into its own type, never a generic JSON value (16 times the text).
+        let head = match crate::node::Head::of(text.as_bytes()) {
+            Ok(h) => h,
+            Err(crate::node::ParseError::Json(e)) => {
+                return Err(ExpectError::Json(source.to_string(), e))
+            }
+            Err(_) => crate::node::Head {
+                schema: None,
+                format: None,
+            },
+        };
+        let schema = head.schema().unwrap_or_default();
         if schema != EXPECT_SCHEMA {
             return Err(ExpectError::Schema(
                 source.to_string(),
                 format!("found schema {schema:?}"),
             ));
         }
-        serde_json::from_value(v)
+        serde_json::from_str(text)
             .map_err(|e| ExpectError::Schema(source.to_string(), e.to_string()))
     }
 
@@ -469,6 +506,7 @@ mod tests {
             errors: vec![],
             inputs: vec![],
             fleets: vec![],
+            duplicates: vec![],
         }
     }
 
@@ -485,14 +523,11 @@ mod tests {
         assert_eq!(e, "--baseline old: old/a.json: not JSON");
         let mut l = loaded();
         l.fleets
-            .push(("f.json".into(), serde_json::json!({"schema": "x"})));
+            .push(("f.json".into(), br#"{"schema": "x"}"#.to_vec()));
         let e = Previous::from_loaded("f.json", l).unwrap_err();
         assert!(e.starts_with("f.json: not a fleet report"), "{e}");
         let mut l = loaded();
-        l.fleets = vec![
-            ("a".into(), serde_json::json!({})),
-            ("b".into(), serde_json::json!({})),
-        ];
+        l.fleets = vec![("a".into(), b"{}".to_vec()), ("b".into(), b"{}".to_vec())];
         let e = Previous::from_loaded("d", l).unwrap_err();
         assert_eq!(
             e,

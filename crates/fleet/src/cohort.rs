@@ -14,7 +14,7 @@
 //! its own size (three mlx5-only nodes next to four mlx5 + hfi1 nodes) stays a
 //! cohort of its own.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rdmakit_doctor::inventory::{Inventory, InventoryDevice};
 use serde::{Deserialize, Serialize};
@@ -100,13 +100,30 @@ pub fn group(keys: &[(usize, Key)]) -> Vec<(Key, Vec<usize>)> {
         by.entry(k.clone()).or_default().push(*i);
     }
     // Fold, smallest groups first, into the largest strict superset that is at
-    // least five times their size.
-    let mut order: Vec<Key> = by.keys().cloned().collect();
+    // least five times their size. A superset holds every adapter of the key, so
+    // only keys holding its rarest adapter are candidates: looking them up keeps
+    // a fleet of thousands of distinct keys linear, not quadratic.
+    let keys: Vec<Key> = by.keys().cloned().collect();
+    let mut holding: HashMap<&Hardware, Vec<usize>> = HashMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        for h in k {
+            holding.entry(h).or_default().push(i);
+        }
+    }
+    let all: Vec<usize> = (0..keys.len()).collect();
+    let mut order: Vec<Key> = keys.clone();
     order.sort_by_key(|k| by[k].len());
     for k in order {
-        let n = by[&k].len();
-        let target = by
+        let n = by.get(&k).map_or(0, Vec::len);
+        let candidates = k
             .iter()
+            .filter_map(|h| holding.get(h))
+            .min_by_key(|v| v.len())
+            .unwrap_or(&all);
+        let target = candidates
+            .iter()
+            .map(|&i| &keys[i])
+            .filter_map(|other| by.get(other).map(|members| (other, members)))
             .filter(|(other, members)| {
                 *other != &k
                     && members.len() > n

@@ -118,16 +118,28 @@ impl Drift {
                 self.majority_nodes,
                 self.nodes
             ),
-            None => format!(
-                "{} is {value}; cohort {} is split ({}), no majority: pin it with --expect",
-                self.field,
-                self.cohort,
-                self.minority
+            None => {
+                // The most common few: every node of a split gets this message, so
+                // it must not grow with the number of values.
+                const SHOWN: usize = 4;
+                let mut split = self
+                    .minority
                     .iter()
+                    .take(SHOWN)
                     .map(|v| format!("{} on {}", shown(&v.value), v.nodes.len()))
                     .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+                    .join(", ");
+                if self.minority.len() > SHOWN {
+                    split.push_str(&format!(
+                        " and {} other values",
+                        self.minority.len() - SHOWN
+                    ));
+                }
+                format!(
+                    "{} is {value}; cohort {} is split ({split}), no majority: pin it with --expect",
+                    self.field, self.cohort,
+                )
+            }
         };
         (sev, msg)
     }

@@ -9,23 +9,33 @@
 //! is still read. Bundles and capture directories are replayed through the doctor
 //! (`rdmakit_host::collect` + `Report::build`), which never touches the host.
 
-use std::io::Read as _;
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::report::Report;
+use rdmakit_host::bounded::{self, Cap, ReadError};
 use rdmakit_host::bundle::{Bundle, FORMAT as BUNDLE_FORMAT};
 use rdmakit_host::capture::import_capture;
 use rdmakit_host::collect::collect;
 use serde::{Deserialize, Serialize};
 
-use crate::node::{NodeReport, DOCTOR_SCHEMA};
+use crate::node::{Head, NodeReport, DOCTOR_SCHEMA};
 use crate::report::SCHEMA as FLEET_SCHEMA;
+use crate::unique::{Duplicate, Unique, MAX_NODES};
 
-/// Largest input file read (a gzip bomb or a wrong file should not eat the memory).
-pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+/// Largest input file read: a JSON lines file, before and after gunzip
+/// ([`Cap::JSON_LINES`]). A file that is one JSON document (a doctor report, a
+/// bundle, a fleet report) is at most [`Cap::DOCUMENT`]; a longer one can only be
+/// JSON lines, which are read one line at a time ([`Cap::REPORT`] each).
+pub const MAX_INPUT_BYTES: u64 = Cap::JSON_LINES.bytes;
+
+/// Files larger than this on disk (and pipes) are read one at a time, so that
+/// the worker threads together never hold more than one large input.
+const LARGE_FILE: u64 = 1 << 20;
 
 /// How deep directories are searched for inputs.
 const MAX_DEPTH: usize = 3;
@@ -98,19 +108,24 @@ impl Default for LoadOptions<'_> {
 /// Everything read from a set of inputs.
 #[derive(Debug, Default)]
 pub struct Loaded {
-    /// Nodes in input order (within a JSON lines file, line order).
+    /// One report per node name, in order of each name's first appearance
+    /// (inputs in the order given, a JSON lines file's lines in order); of
+    /// several reports of one name the last read ([`crate::unique`]).
     pub nodes: Vec<NodeReport>,
     pub errors: Vec<InputError>,
     pub inputs: Vec<InputSummary>,
-    /// Previous fleet reports found among the inputs (path, parsed JSON).
-    pub fleets: Vec<(String, serde_json::Value)>,
+    /// Previous fleet reports found among the inputs (path, JSON text).
+    pub fleets: Vec<(String, Vec<u8>)>,
+    /// Node names more than one report carried.
+    pub duplicates: Vec<Duplicate>,
 }
 
 /// One thing to read, found by walking the inputs.
 #[derive(Debug, Clone)]
 enum Item {
     Capture(String),
-    File(String),
+    /// A file, and whether the user named it (a pipe is read only then).
+    File(String, bool),
 }
 
 /// Reads every input. Never fails as a whole: what cannot be read is in
@@ -145,25 +160,27 @@ pub fn load(paths: &[String], opts: &LoadOptions) -> Loaded {
                     walk(p, 0, i, &mut items, &mut summary, &mut out.errors);
                 }
             }
-            Ok(_) => items.push((i, Item::File(p.clone()))),
+            Ok(_) => items.push((i, Item::File(p.clone(), true))),
         }
         out.inputs.push(summary);
     }
 
     let results = read_all(&items, opts);
+    let mut nodes = Unique::new();
     for ((i, _), r) in items.iter().zip(results) {
         let s = &mut out.inputs[*i];
         if s.kind != InputKind::Directory {
             s.kind = r.kind;
         }
-        s.nodes += r.nodes.len();
+        s.nodes += r.reports;
         s.errors += r.errors.len();
-        out.nodes.extend(r.nodes);
+        nodes.extend(r.nodes);
         out.errors.extend(r.errors);
         if let Some(f) = r.fleet {
             out.fleets.push(f);
         }
     }
+    (out.nodes, out.duplicates) = nodes.into_parts();
     out
 }
 
@@ -200,7 +217,7 @@ fn walk(
                 summary.skipped.push(shown);
             }
         } else if looks_like_input(&name) {
-            items.push((input, Item::File(shown)));
+            items.push((input, Item::File(shown, false)));
         } else {
             summary.skipped.push(shown);
         }
@@ -218,16 +235,20 @@ fn looks_like_input(name: &str) -> bool {
 /// What one item held.
 struct ItemResult {
     kind: InputKind,
-    nodes: Vec<NodeReport>,
+    /// One per name (a JSON lines file may repeat a name).
+    nodes: Unique,
+    /// Node reports read, repeats included.
+    reports: usize,
     errors: Vec<InputError>,
-    fleet: Option<(String, serde_json::Value)>,
+    fleet: Option<(String, Vec<u8>)>,
 }
 
 impl ItemResult {
     fn error(kind: InputKind, input: &str, message: String) -> ItemResult {
         ItemResult {
             kind,
-            nodes: Vec::new(),
+            nodes: Unique::new(),
+            reports: 0,
             errors: vec![InputError {
                 input: input.to_string(),
                 message,
@@ -239,7 +260,8 @@ impl ItemResult {
     fn node(kind: InputKind, node: NodeReport) -> ItemResult {
         ItemResult {
             kind,
-            nodes: vec![node],
+            nodes: std::iter::once(node).collect(),
+            reports: 1,
             errors: Vec::new(),
             fleet: None,
         }
@@ -256,6 +278,11 @@ fn read_all(items: &[(usize, Item)], opts: &LoadOptions) -> Vec<ItemResult> {
     .clamp(1, total.max(1));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let cx = Ctx {
+        opts,
+        large: Mutex::new(()),
+        names: Mutex::new(HashSet::new()),
+    };
     let slots: Vec<Mutex<Option<ItemResult>>> = items.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -264,7 +291,7 @@ fn read_all(items: &[(usize, Item)], opts: &LoadOptions) -> Vec<ItemResult> {
                 let Some((_, item)) = items.get(i) else {
                     break;
                 };
-                let r = read_item(item, opts);
+                let r = read_item(item, &cx);
                 *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if let Some(p) = opts.progress {
@@ -282,7 +309,7 @@ fn read_all(items: &[(usize, Item)], opts: &LoadOptions) -> Vec<ItemResult> {
                 .unwrap_or_else(|| {
                     // A worker panicked on this item: say so rather than lose it.
                     let p = match item {
-                        Item::Capture(p) | Item::File(p) => p,
+                        Item::Capture(p) | Item::File(p, _) => p,
                     };
                     ItemResult::error(
                         InputKind::Unreadable,
@@ -294,13 +321,50 @@ fn read_all(items: &[(usize, Item)], opts: &LoadOptions) -> Vec<ItemResult> {
         .collect()
 }
 
-fn read_item(item: &Item, opts: &LoadOptions) -> ItemResult {
+/// What the workers share: the options, the one-large-input-at-a-time lock,
+/// and the node names taken so far (at most [`MAX_NODES`]).
+struct Ctx<'a> {
+    opts: &'a LoadOptions<'a>,
+    large: Mutex<()>,
+    names: Mutex<HashSet<String>>,
+}
+
+impl Ctx<'_> {
+    /// True when `name` may be held: seen already, or one more fits the cap.
+    fn admit(&self, name: &str) -> bool {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        if names.contains(name) {
+            return true;
+        }
+        if names.len() >= MAX_NODES {
+            return false;
+        }
+        names.insert(name.to_string());
+        true
+    }
+
+    /// An item of one node, unless the fleet is already full.
+    fn node(&self, kind: InputKind, path: &str, node: NodeReport) -> ItemResult {
+        if self.admit(&node.name) {
+            ItemResult::node(kind, node)
+        } else {
+            ItemResult::error(kind, path, full())
+        }
+    }
+}
+
+/// Why a node was not read: the fleet holds [`MAX_NODES`] names already.
+fn full() -> String {
+    format!("over {MAX_NODES} node names (the cap for fleets): not read")
+}
+
+fn read_item(item: &Item, cx: &Ctx) -> ItemResult {
     match item {
         Item::Capture(p) => match import_capture(Path::new(p)) {
-            Ok(b) => ItemResult::node(InputKind::Capture, replay(&b, p, opts)),
+            Ok(b) => cx.node(InputKind::Capture, p, replay(&b, p, cx.opts)),
             Err(e) => ItemResult::error(InputKind::Unreadable, p, format!("capture: {e}")),
         },
-        Item::File(p) => read_file(p, opts),
+        Item::File(p, named) => read_file(p, *named, cx),
     }
 }
 
@@ -312,104 +376,191 @@ fn replay(b: &Bundle, origin: &str, opts: &LoadOptions) -> NodeReport {
     NodeReport::from_report(&report, origin)
 }
 
-/// The bytes of a file, gunzipped when they are gzip.
-fn file_bytes(path: &str) -> Result<Vec<u8>, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    let mut raw = Vec::new();
-    f.take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut raw)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if raw.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!("larger than {MAX_INPUT_BYTES} bytes"));
-    }
-    if !raw.starts_with(&[0x1f, 0x8b]) {
-        return Ok(raw);
-    }
-    let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(&raw[..])
-        .take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("gzip: {e}"))?;
-    if out.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!("decompresses to more than {MAX_INPUT_BYTES} bytes"));
-    }
-    Ok(out)
+/// An input file's plain bytes as a stream ([`bounded`]: a file the user named
+/// may be a pipe, one found in a directory must be a regular file; gunzipped
+/// when it is gzip; at most [`Cap::JSON_LINES`]), and whether it is a pipe.
+fn open_input(path: &str, named: bool) -> Result<(Box<dyn Read>, bool), ReadError> {
+    let p = Path::new(path);
+    let f = if named {
+        bounded::open_named(p, Cap::JSON_LINES)?
+    } else {
+        bounded::open_found(p, Cap::JSON_LINES)?
+    };
+    let pipe = f.is_pipe();
+    Ok((bounded::plain(path, f, Cap::JSON_LINES)?, pipe))
 }
 
-fn read_file(path: &str, opts: &LoadOptions) -> ItemResult {
-    let bytes = match file_bytes(path) {
-        Ok(b) => b,
-        Err(e) => return ItemResult::error(InputKind::Unreadable, path, e),
+fn read_file(path: &str, named: bool, cx: &Ctx) -> ItemResult {
+    let unreadable = |e: ReadError| ItemResult::error(InputKind::Unreadable, path, cannot(e));
+    let (reader, pipe) = match open_input(path, named) {
+        Ok(r) => r,
+        Err(e) => return unreadable(e),
     };
-    let Ok(text) = std::str::from_utf8(&bytes) else {
+    let mut reader = BufReader::new(reader);
+    let mut head = Vec::new();
+    if let Err(e) = read_upto(&mut reader, &mut head, LARGE_FILE) {
+        return unreadable(ReadError::from_io(path, e));
+    }
+    // Past its first MiB (inflated), an input is read, parsed and replayed one
+    // at a time, so what the threads hold together stays bounded. (Not a pipe:
+    // its deadline runs from its opening; the user named it, one of a few.)
+    let _one = (head.len() as u64 > LARGE_FILE && !pipe)
+        .then(|| cx.large.lock().unwrap_or_else(|p| p.into_inner()));
+    // Up to one document's cap; longer can only be JSON lines.
+    if head.len() as u64 > LARGE_FILE {
+        if let Err(e) = read_upto(&mut reader, &mut head, Cap::DOCUMENT.bytes) {
+            return unreadable(ReadError::from_io(path, e));
+        }
+    }
+    if head.len() as u64 > Cap::DOCUMENT.bytes {
+        return read_lines(std::io::Cursor::new(head).chain(reader), path, cx);
+    }
+    if head.iter().all(u8::is_ascii_whitespace) {
+        return ItemResult::error(InputKind::Unreadable, path, "empty file".into());
+    }
+    // One JSON document (a pretty doctor report, a bundle, a fleet report) ...
+    if let Ok(kind) = Head::of(&head) {
+        return read_document(kind, head, path, cx);
+    }
+    if std::str::from_utf8(&head).is_err() {
         return ItemResult::error(
             InputKind::Unreadable,
             path,
             "not UTF-8 text (not a doctor report, bundle or JSON lines)".into(),
         );
-    };
-    if text.trim().is_empty() {
-        return ItemResult::error(InputKind::Unreadable, path, "empty file".into());
-    }
-    // One JSON document (a pretty doctor report, a bundle, a fleet report) ...
-    let whole = serde_json::from_str::<serde_json::Value>(text);
-    if let Ok(v) = whole {
-        return read_document(v, &bytes, path, opts);
     }
     // ... else one doctor report per line.
-    read_lines(text, path)
+    read_lines(&head[..], path, cx)
 }
 
-fn read_document(v: serde_json::Value, bytes: &[u8], path: &str, opts: &LoadOptions) -> ItemResult {
-    let schema = v.get("schema").and_then(|s| s.as_str()).map(str::to_string);
-    if schema.as_deref() == Some(DOCTOR_SCHEMA) {
-        return match NodeReport::from_doctor_value(v, path) {
-            Ok(n) => ItemResult::node(InputKind::DoctorJson, n),
-            Err(e) => ItemResult::error(InputKind::Unreadable, path, e.to_string()),
+/// Reads into `head` until it holds one byte more than `upto`, or the end.
+fn read_upto(reader: &mut impl Read, head: &mut Vec<u8>, upto: u64) -> std::io::Result<usize> {
+    reader
+        .take((upto + 1).saturating_sub(head.len() as u64))
+        .read_to_end(head)
+}
+
+/// What was wrong with an input, without its path (the error names it):
+/// "cannot read: …" for a file that did not open or read, "gzip: …" for corrupt
+/// gzip, the reader's own words otherwise ("over 1024 MiB (the cap for …)").
+fn cannot(e: ReadError) -> String {
+    match e {
+        ReadError::Io { err, .. } => format!("cannot read: {err}"),
+        ReadError::Gzip { reason, .. } => format!("gzip: {reason}"),
+        e => e.reason(),
+    }
+}
+
+fn read_document(kind: Head, bytes: Vec<u8>, path: &str, cx: &Ctx) -> ItemResult {
+    let unreadable = |e: String| ItemResult::error(InputKind::Unreadable, path, e);
+    if kind.schema() == Some(DOCTOR_SCHEMA) {
+        if bytes.len() as u64 > Cap::REPORT.bytes {
+            return unreadable(format!("over {}", Cap::REPORT));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        return match NodeReport::from_doctor_json(&text, path) {
+            Ok(n) => cx.node(InputKind::DoctorJson, path, n),
+            Err(e) => unreadable(e.to_string()),
         };
     }
-    if schema.as_deref() == Some(FLEET_SCHEMA) {
+    if kind.schema() == Some(FLEET_SCHEMA) {
         return ItemResult {
             kind: InputKind::FleetJson,
-            nodes: Vec::new(),
+            nodes: Unique::new(),
+            reports: 0,
             errors: Vec::new(),
-            fleet: Some((path.to_string(), v)),
+            fleet: Some((path.to_string(), bytes)),
         };
     }
-    if v.get("format").and_then(|f| f.as_str()) == Some(BUNDLE_FORMAT) {
-        drop(v);
-        return match Bundle::from_bytes(path, bytes) {
-            Ok(b) => ItemResult::node(InputKind::Bundle, replay(&b, path, opts)),
-            Err(e) => ItemResult::error(InputKind::Unreadable, path, e.to_string()),
+    if kind.format.as_ref().and_then(|f| f.as_str()) == Some(BUNDLE_FORMAT) {
+        return match Bundle::from_bytes(path, &bytes) {
+            Ok(b) => cx.node(InputKind::Bundle, path, replay(&b, path, cx.opts)),
+            Err(e) => unreadable(e.to_string()),
         };
     }
-    ItemResult::error(
-        InputKind::Unreadable,
-        path,
-        match schema {
-            Some(s) => format!("JSON of schema {s:?}: not a doctor report, bundle or fleet report"),
-            None => "JSON without \"schema\" or \"format\": not a doctor report, bundle or fleet \
-                     report"
-                .to_string(),
-        },
-    )
+    unreadable(match kind.schema {
+        Some(s) => format!("JSON of schema {s}: not a doctor report, bundle or fleet report"),
+        None => "JSON without \"schema\" or \"format\": not a doctor report, bundle or fleet \
+                 report"
+            .to_string(),
+    })
 }
 
-fn read_lines(text: &str, path: &str) -> ItemResult {
+/// Lines that are not doctor reports named one by one before the rest of the
+/// file is given up (a binary file has a "line" every 256 bytes).
+const MAX_BAD_LINES: usize = 100;
+
+/// One doctor report per line, read one line at a time (each at most
+/// [`Cap::REPORT`]); a name repeated keeps its last line.
+fn read_lines(reader: impl BufRead, path: &str, cx: &Ctx) -> ItemResult {
     let mut r = ItemResult {
         kind: InputKind::JsonLines,
-        nodes: Vec::new(),
+        nodes: Unique::new(),
+        reports: 0,
         errors: Vec::new(),
         fleet: None,
     };
-    for (i, line) in text.lines().enumerate() {
+    let mut reader = reader;
+    let mut buf = Vec::new();
+    for i in 1.. {
+        buf.clear();
+        let got = (&mut reader)
+            .take(Cap::REPORT.bytes + 1)
+            .read_until(b'\n', &mut buf);
+        match got {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                r.errors.push(InputError {
+                    input: path.to_string(),
+                    message: cannot(ReadError::from_io(path, e)),
+                });
+                break;
+            }
+        }
+        let origin = format!("{path}:{i}");
+        if r.errors.len() == MAX_BAD_LINES {
+            r.errors.push(InputError {
+                input: origin,
+                message: format!(
+                    "{MAX_BAD_LINES} lines were not doctor reports: the rest of the file is not read"
+                ),
+            });
+            break;
+        }
+        if buf.len() as u64 > Cap::REPORT.bytes {
+            r.errors.push(InputError {
+                input: origin,
+                message: format!(
+                    "longer than {} (the rest of the file is not read)",
+                    Cap::REPORT
+                ),
+            });
+            break;
+        }
+        let Ok(line) = std::str::from_utf8(&buf) else {
+            r.errors.push(InputError {
+                input: origin,
+                message: "not UTF-8 text".into(),
+            });
+            continue;
+        };
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
-        let origin = format!("{path}:{}", i + 1);
         match NodeReport::from_doctor_json(line, &origin) {
-            Ok(n) => r.nodes.push(n),
+            Ok(n) if !cx.admit(&n.name) => {
+                r.errors.push(InputError {
+                    input: origin,
+                    message: format!("{} (and the rest of the file)", full()),
+                });
+                break;
+            }
+            Ok(n) => {
+                r.reports += 1;
+                r.nodes.push(n);
+            }
             Err(e) => r.errors.push(InputError {
                 input: origin,
                 message: format!("{e} (line starts {:?})", preview(line)),
@@ -445,8 +596,16 @@ mod tests {
     fn json_lines_keep_good_lines_and_name_bad_ones() {
         let good = r#"{"schema":"rdmakit.doctor/v1","findings":[],"inventory":{"hostname":"n1"}}"#;
         let text = format!("{good}\n\nnot json at all\n{good}\n");
-        let r = read_lines(&text, "sweep.jsonl");
-        assert_eq!(r.nodes.len(), 2);
+        let opts = LoadOptions::default();
+        let cx = Ctx {
+            opts: &opts,
+            large: Mutex::new(()),
+            names: Mutex::new(HashSet::new()),
+        };
+        let r = read_lines(text.as_bytes(), "sweep.jsonl", &cx);
+        // Two reports of one node (n1): one node, the line read last.
+        assert_eq!(r.reports, 2);
+        assert_eq!(r.nodes.len(), 1);
         assert_eq!(r.errors.len(), 1);
         assert_eq!(r.errors[0].input, "sweep.jsonl:3");
         assert!(r.errors[0].message.contains("not JSON"), "{:?}", r.errors);

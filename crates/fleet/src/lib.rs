@@ -49,3 +49,4 @@ pub mod pairwise;
 pub mod render;
 pub mod report;
 pub mod slurm;
+pub mod unique;

@@ -70,6 +70,31 @@ pub enum ParseError {
     Shape(String),
 }
 
+/// The two fields that say what a JSON document is (`schema`, or `format` for a
+/// bundle), read without keeping the rest of it.
+#[derive(Deserialize)]
+pub(crate) struct Head {
+    #[serde(default)]
+    pub schema: Option<serde_json::Value>,
+    #[serde(default)]
+    pub format: Option<serde_json::Value>,
+}
+
+impl Head {
+    /// The head of `text`, or why it is not a JSON object.
+    pub(crate) fn of(text: &[u8]) -> Result<Head, ParseError> {
+        serde_json::from_slice(text).map_err(|e| match e.classify() {
+            // JSON, but not an object: it has no schema.
+            serde_json::error::Category::Data => ParseError::Schema { found: None },
+            _ => ParseError::Json(e.to_string()),
+        })
+    }
+
+    pub(crate) fn schema(&self) -> Option<&str> {
+        self.schema.as_ref().and_then(|s| s.as_str())
+    }
+}
+
 #[derive(Deserialize)]
 struct DoctorDoc {
     #[serde(default)]
@@ -86,10 +111,20 @@ impl NodeReport {
     /// # Errors
     /// The text is not JSON, not of schema `rdmakit.doctor/v1`, or its findings or
     /// inventory have the wrong shape.
+    ///
+    /// Read straight into its fields, never into a `serde_json::Value` (which
+    /// takes up to 16 times the text's size): fields other than those above
+    /// are skipped without being kept.
     pub fn from_doctor_json(text: &str, origin: &str) -> Result<NodeReport, ParseError> {
-        let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ParseError::Json(e.to_string()))?;
-        NodeReport::from_doctor_value(v, origin)
+        let schema = Head::of(text.as_bytes())?;
+        if schema.schema() != Some(DOCTOR_SCHEMA) {
+            return Err(ParseError::Schema {
+                found: schema.schema().map(str::to_string),
+            });
+        }
+        let doc: DoctorDoc =
+            serde_json::from_str(text).map_err(|e| ParseError::Shape(e.to_string()))?;
+        Ok(NodeReport::named(doc.findings, doc.inventory, origin))
     }
 
     /// As [`NodeReport::from_doctor_json`], from parsed JSON.

@@ -217,13 +217,7 @@ pub fn human(r: &FleetReport, o: HumanOptions) -> String {
             let _ = writeln!(out, "  {}: {}", e.input, e.message);
         }
         for d in &r.duplicates {
-            let _ = writeln!(
-                out,
-                "  duplicate node name {} from {}: reported as {}",
-                d.name,
-                d.origins.join(", "),
-                d.renamed.join(", ")
-            );
+            let _ = writeln!(out, "  duplicate node name: {}", d.message());
         }
     }
     let skipped: Vec<&String> = r.inputs.iter().flat_map(|i| i.skipped.iter()).collect();

@@ -3,7 +3,7 @@
 //! the cohorts, the drift, the outliers and the changes since a previous sweep.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rdmakit_doctor::inventory::Inventory;
 use serde::{Deserialize, Serialize};
@@ -14,6 +14,7 @@ use crate::drift::{self, Drift, Fields};
 use crate::input::{InputError, InputKind, InputSummary, Loaded};
 use crate::node::{NodeReport, Severity};
 use crate::outlier::{self, Rule, Thresholds};
+use crate::unique::Unique;
 
 /// The JSON schema identifier; bumped when a field changes meaning or disappears.
 pub const SCHEMA: &str = "rdmakit.fleet/v1";
@@ -184,14 +185,8 @@ impl Outlier {
     }
 }
 
-/// Nodes of the same name from different inputs (kept apart, renamed `NAME#2`...).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Duplicate {
-    pub name: String,
-    pub origins: Vec<String>,
-    /// The names they are reported under, in `origins` order.
-    pub renamed: Vec<String>,
-}
+/// Reports of one node name from several inputs ([`crate::unique`]).
+pub use crate::unique::Duplicate;
 
 /// Counts and the exit status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -266,7 +261,7 @@ impl FleetReport {
                 i.errors += 1;
             }
         }
-        analyze(loaded.nodes, errors, inputs, opts)
+        analyze_with(loaded.nodes, loaded.duplicates, errors, inputs, opts)
     }
 
     /// Whether any node is not ok.
@@ -276,14 +271,31 @@ impl FleetReport {
 }
 
 /// Builds the report. `errors` and `inputs` come from reading the inputs.
+///
+/// A name that several reports carry counts once: the last of them is used and
+/// the name is one `duplicates[]` entry and one reason on that node
+/// ([`crate::unique`]). The work is linear in the number of reports (names are
+/// looked up by hash, no message lists more than a few of its peers).
 pub fn analyze(
     nodes: Vec<NodeReport>,
     errors: Vec<InputError>,
     inputs: Vec<InputSummary>,
     opts: &Options,
 ) -> FleetReport {
-    let mut nodes = nodes;
-    let duplicates = rename_duplicates(&mut nodes);
+    analyze_with(nodes, Vec::new(), errors, inputs, opts)
+}
+
+/// [`analyze`], with the duplicates found while the inputs were read.
+fn analyze_with(
+    nodes: Vec<NodeReport>,
+    mut duplicates: Vec<Duplicate>,
+    errors: Vec<InputError>,
+    inputs: Vec<InputSummary>,
+    opts: &Options,
+) -> FleetReport {
+    let (mut nodes, more) = nodes.into_iter().collect::<Unique>().into_parts();
+    duplicates.extend(more);
+    duplicates.sort_by(|a, b| natural_cmp(&a.name, &b.name));
     if let Some(prev) = &opts.previous {
         let now: BTreeSet<String> = nodes.iter().map(|n| n.name.clone()).collect();
         for p in prev.nodes.iter().filter(|p| !now.contains(&p.name)) {
@@ -294,25 +306,21 @@ pub fn analyze(
             ));
         }
     }
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
     let mut reasons: Vec<Vec<Reason>> = nodes.iter().map(own_reasons).collect();
     for d in &duplicates {
-        for (i, n) in nodes.iter().enumerate() {
-            if d.renamed.contains(&n.name) {
-                reasons[i].push(Reason {
-                    severity: Severity::Warning,
-                    kind: ReasonKind::Duplicate,
-                    code: None,
-                    subject: None,
-                    message: format!(
-                        "{} node reports are named {} ({}); this one is {} from {}",
-                        d.origins.len(),
-                        d.name,
-                        d.origins.join(", "),
-                        n.name,
-                        n.origin
-                    ),
-                });
-            }
+        if let Some(&i) = index.get(d.name.as_str()) {
+            reasons[i].push(Reason {
+                severity: Severity::Warning,
+                kind: ReasonKind::Duplicate,
+                code: None,
+                subject: None,
+                message: d.message(),
+            });
         }
     }
 
@@ -425,7 +433,7 @@ pub fn analyze(
         .map(|o| (o.node.clone(), o.subject.replace(" port ", "/")))
         .collect();
     for o in &outliers {
-        if let Some(i) = nodes.iter().position(|n| n.name == o.node) {
+        if let Some(&i) = index.get(o.node.as_str()) {
             reasons[i].push(Reason {
                 severity: Severity::Warning,
                 kind: ReasonKind::Outlier,
@@ -446,10 +454,12 @@ pub fn analyze(
             .collect();
         let skip = &expected_fields[ci];
         let d = drift::cohort_drift(id, &m, &|k| skip.contains(k));
+        // The devices most of the cohort has, worked out once per cohort.
+        let mut majority_devices = None;
         for dr in &d {
             for vn in &dr.minority {
                 for name in &vn.nodes {
-                    let Some(i) = nodes.iter().position(|n| &n.name == name) else {
+                    let Some(&i) = index.get(name.as_str()) else {
                         continue;
                     };
                     if let Some(port) = dr
@@ -463,7 +473,9 @@ pub fn analyze(
                     }
                     let (sev, mut msg) = dr.reason_for(&vn.value);
                     if dr.field == "device_count" {
-                        if let Some(extra) = missing_devices(i, members, &nodes) {
+                        let common =
+                            majority_devices.get_or_insert_with(|| cohort_devices(members, &nodes));
+                        if let Some(extra) = missing_devices(i, common, &nodes) {
                             msg.push_str(&extra);
                         }
                     }
@@ -537,6 +549,7 @@ pub fn analyze(
             .then_with(|| a.message.cmp(&b.message))
     });
 
+    drop(index);
     // Statuses.
     let mut fleet_nodes: Vec<FleetNode> = nodes
         .into_iter()
@@ -628,40 +641,8 @@ fn own_reasons(n: &NodeReport) -> Vec<Reason> {
         .collect()
 }
 
-/// Renames nodes that share a name (`NAME#2`, `NAME#3` in input order).
-fn rename_duplicates(nodes: &mut [NodeReport]) -> Vec<Duplicate> {
-    let mut by: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, n) in nodes.iter().enumerate() {
-        by.entry(n.name.clone()).or_default().push(i);
-    }
-    let taken: BTreeSet<String> = by.keys().cloned().collect();
-    let mut out = Vec::new();
-    for (name, idx) in by.into_iter().filter(|(_, v)| v.len() > 1) {
-        let mut renamed = vec![name.clone()];
-        let mut k = 2;
-        for &i in &idx[1..] {
-            let mut candidate = format!("{name}#{k}");
-            while taken.contains(&candidate) {
-                k += 1;
-                candidate = format!("{name}#{k}");
-            }
-            k += 1;
-            nodes[i].name = candidate.clone();
-            renamed.push(candidate);
-        }
-        out.push(Duplicate {
-            origins: idx.iter().map(|&i| nodes[i].origin.clone()).collect(),
-            name,
-            renamed,
-        });
-    }
-    out
-}
-
-/// " (missing here: mlx4_0 (MT4099 ...))" for a node with fewer devices than most of
-/// its cohort.
-fn missing_devices(i: usize, members: &[usize], nodes: &[NodeReport]) -> Option<String> {
-    let inv = nodes[i].inventory.as_ref()?;
+/// The devices more than half of a cohort's members have: (name, identity).
+fn cohort_devices(members: &[usize], nodes: &[NodeReport]) -> Vec<(String, String)> {
     let mut seen: BTreeMap<&str, (usize, String)> = BTreeMap::new();
     for &m in members {
         if let Some(other) = &nodes[m].inventory {
@@ -671,12 +652,20 @@ fn missing_devices(i: usize, members: &[usize], nodes: &[NodeReport]) -> Option<
             }
         }
     }
-    let missing: Vec<String> = seen
-        .into_iter()
-        .filter(|(name, (n, _))| {
-            n * 2 > members.len() && !inv.devices.iter().any(|d| d.name == *name)
-        })
-        .map(|(name, (_, ident))| format!("{name} ({ident})"))
+    seen.into_iter()
+        .filter(|(_, (n, _))| n * 2 > members.len())
+        .map(|(name, (_, ident))| (name.to_string(), ident))
+        .collect()
+}
+
+/// " (missing here: mlx4_0 (MT4099 ...))" for a node with fewer devices than most of
+/// its cohort (`common`: [`cohort_devices`]).
+fn missing_devices(i: usize, common: &[(String, String)], nodes: &[NodeReport]) -> Option<String> {
+    let inv = nodes[i].inventory.as_ref()?;
+    let missing: Vec<String> = common
+        .iter()
+        .filter(|(name, _)| !inv.devices.iter().any(|d| &d.name == name))
+        .map(|(name, ident)| format!("{name} ({ident})"))
         .collect();
     (!missing.is_empty()).then(|| format!(" (missing here: {})", missing.join(", ")))
 }
@@ -709,11 +698,13 @@ impl FleetReport {
     /// nodes' inventories.
     pub fn metric_samples(&self) -> Vec<MetricSamples> {
         let mut out = Vec::new();
+        let by_name: HashMap<&str, &FleetNode> =
+            self.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
         for c in &self.cohorts {
             let in_cohort: Vec<(&str, &Inventory)> = c
                 .nodes
                 .iter()
-                .filter_map(|name| self.nodes.iter().find(|n| &n.name == name))
+                .filter_map(|name| by_name.get(name.as_str()).copied())
                 .filter(|n| n.cohort.as_deref() == Some(c.id.as_str()))
                 .filter_map(|n| n.inventory.as_ref().map(|i| (n.name.as_str(), i)))
                 .collect();

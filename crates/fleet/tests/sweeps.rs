@@ -252,22 +252,65 @@ fn small_cluster_checked_against_expected_inventory() {
     );
 }
 
+/// Issue 34: a name counts once (the last report read), so copies of one
+/// report can neither outvote a cohort nor multiply the output.
 #[test]
-fn duplicate_names_are_kept_apart_and_reported() {
+fn a_duplicate_name_counts_once_the_last_report_used() {
     let a = node(&rxe("node01", false), "a/node01.json");
     let b = node(&rxe("node01", true), "b/node01.json");
     let c = node(&rxe("node02", false), "b/node02.json");
     let r = analyze(vec![a, b, c], vec![], vec![], &Options::default());
-    let names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
-    assert_eq!(names, ["node01", "node01#2", "node02"]);
+    let names: Vec<(&str, &str)> = r
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.origin.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [("node01", "b/node01.json"), ("node02", "b/node02.json")]
+    );
     assert_eq!(r.duplicates.len(), 1);
     assert_eq!(r.duplicates[0].origins, ["a/node01.json", "b/node01.json"]);
-    for n in &r.nodes[..2] {
-        assert_eq!(n.status, Status::Warning);
-        assert_eq!(n.reasons[0].kind, ReasonKind::Duplicate);
-    }
-    assert_eq!(r.nodes[2].status, Status::Ok);
+    assert_eq!(r.duplicates[0].used, "b/node01.json");
+    assert_eq!(r.nodes[0].status, Status::Warning);
+    let dup: Vec<&str> = r.nodes[0]
+        .reasons
+        .iter()
+        .filter(|x| x.kind == ReasonKind::Duplicate)
+        .map(|x| x.message.as_str())
+        .collect();
+    assert_eq!(
+        dup,
+        ["node01 appears in 2 inputs (a/node01.json); the last read, b/node01.json, was used"]
+    );
+    assert_eq!(r.nodes[1].status, Status::Ok);
     assert_eq!(r.summary.exit_code, 2);
+}
+
+/// Issue 34: copies of one bad node do not become its cohort's majority.
+#[test]
+fn copies_of_one_node_do_not_outvote_its_cohort() {
+    let mut nodes: Vec<_> = (1..=4)
+        .map(|i| node(&rxe(&format!("good{i}"), false), &format!("g{i}.json")))
+        .collect();
+    let mut bad = rxe("bad", false);
+    set(&mut bad, "/proc/sys/kernel/osrelease", "6.1.0-99-amd64");
+    let bad = node(&bad, "sweep.jsonl");
+    nodes.extend((1..=50).map(|i| {
+        let mut n = bad.clone();
+        n.origin = format!("sweep.jsonl:{i}");
+        n
+    }));
+    let r = analyze(nodes, vec![], vec![], &Options::default());
+    assert_eq!(r.summary.nodes, 5);
+    let st = statuses(&r);
+    assert_eq!(st, want(&[("bad", Status::Warning)]), "{:?}", r.drift);
+    let k = kinds(&r, "bad");
+    assert!(
+        k.iter().any(|(k, m)| *k == ReasonKind::Drift
+            && m == "kernel is 6.1.0-99-amd64; cohort c1 has 6.1.0-57-amd64 on 4 of 5 nodes"),
+        "{k:?}"
+    );
 }
 
 #[test]

@@ -75,9 +75,12 @@ fn report_exit_codes_and_bad_input() {
     assert!(text.contains("nope.json: cannot read"), "{text}");
     assert!(text.contains("2 nodes (2 ok"), "{text}");
 
-    // The same capture twice: both kept, renamed, exit 2.
+    // The same node twice: the last read is used, the name reported once, exit 2.
     let (_, text) = report(&[&fixture("healthy"), &p(d, "n3.json")], 2);
-    assert!(text.contains("duplicate node name healthy from"), "{text}");
+    assert!(
+        text.contains("duplicate node name: healthy appears in 2 inputs"),
+        "{text}"
+    );
 
     // A node that needs attention: exit 1 (the H100 host's saturated counters).
     let (_, text) = report(&[&fixture("gpud-h100")], 1);

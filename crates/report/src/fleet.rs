@@ -457,12 +457,8 @@ fn inputs(r: &FleetReport) -> String {
     for d in &r.duplicates {
         let _ = writeln!(
             s,
-            "<p><span class=\"badge warning\">duplicate</span>{} node reports are named {} \
-             ({}); kept apart as {}</p>",
-            d.origins.len(),
-            esc(&d.name),
-            esc(&d.origins.join(", ")),
-            esc(&d.renamed.join(", "))
+            "<p><span class=\"badge warning\">duplicate</span>{}</p>",
+            esc(&d.message())
         );
     }
     if !r.inputs.is_empty() {

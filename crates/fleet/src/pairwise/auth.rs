@@ -3,10 +3,10 @@
 //! it by a MAC over both sides' fresh nonces, and every later message
 //! carries a MAC under a session key derived from the token and the nonces.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, Mac};
+use rdmakit_host::bounded::{self, Cap, ReadError};
 use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -26,18 +26,13 @@ pub enum TokenError {
     /// Shorter than [`MIN_TOKEN_LEN`].
     #[error("the token has {0} bytes; at least {MIN_TOKEN_LEN} are needed (`rdmakit fleet pairwise --slurm` makes one itself; by hand: openssl rand -hex 32)")]
     TooShort(usize),
-    /// The token file could not be read.
-    #[error("token file {path}: {verb}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What failed (`open`, `fstat`, `read`).
-        verb: &'static str,
-        /// The OS error (errno included).
-        source: std::io::Error,
-    },
-    /// Readable or writable by others, or owned by someone else.
-    #[error("token file {path}: {why}; it must be a regular file readable by its owner alone (chmod 600 {path})")]
+    /// The token file could not be read: missing, over 4 KiB, a pipe that did
+    /// not end in time ([`rdmakit_host::bounded`]; the path is in the message).
+    #[error("token file {0}")]
+    Read(ReadError),
+    /// Readable or writable by others, owned by someone else, or neither a
+    /// regular file nor a pipe.
+    #[error("token file {path}: {why}; it must be a regular file (or a pipe) readable by its owner alone (chmod 600 {path})")]
     Unsafe {
         /// The file.
         path: PathBuf,
@@ -73,26 +68,27 @@ impl Token {
     }
 
     /// Reads a token file, refusing one that others could read or write,
-    /// or that its reader does not own.
+    /// or that its reader does not own. A pipe is read too, so a secret never
+    /// has to touch a disk (`--token-file <(vault read ...)`): within
+    /// [`rdmakit_host::bounded::PIPE_DEADLINE`]; a device or a directory is
+    /// refused before it is opened; at most 4 KiB.
     ///
     /// # Errors
-    /// [`TokenError::Io`], [`TokenError::Unsafe`], [`TokenError::TooShort`].
+    /// [`TokenError::Read`], [`TokenError::Unsafe`], [`TokenError::TooShort`].
     pub fn from_file(path: &Path) -> Result<Token, TokenError> {
-        let io = |verb, source| TokenError::Io {
-            path: path.to_path_buf(),
-            verb,
-            source,
-        };
-        let mut f = std::fs::File::open(path).map_err(|e| io("open", e))?;
-        // Checked on the open file, so the file read is the file checked.
-        let st = rustix::fs::fstat(&f).map_err(|e| io("fstat", e.into()))?;
         let unsafe_ = |why: String| TokenError::Unsafe {
             path: path.to_path_buf(),
             why,
         };
-        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-            return Err(unsafe_("not a regular file".into()));
-        }
+        let f = match bounded::open_named(path, Cap::TOKEN) {
+            Ok(f) => f,
+            Err(ReadError::Refused { kind, .. }) => {
+                return Err(unsafe_(format!("{kind}, not a regular file or a pipe")))
+            }
+            Err(e) => return Err(TokenError::Read(e)),
+        };
+        // Checked on the open file, so the file read is the file checked.
+        let st = f.stat();
         let me = rustix::process::geteuid().as_raw();
         if st.st_uid != me {
             return Err(unsafe_(format!(
@@ -104,12 +100,7 @@ impl Token {
         if mode & 0o077 != 0 {
             return Err(unsafe_(format!("mode {mode:04o} lets others in")));
         }
-        let mut buf = Vec::new();
-        f.by_ref()
-            .take(4096)
-            .read_to_end(&mut buf)
-            .map_err(|e| io("read", e))?;
-        Token::new(&buf)
+        Token::new(&f.read_all().map_err(TokenError::Read)?)
     }
 
     /// A fresh random token: 32 random bytes as 64 hex digits (text, so it
@@ -284,8 +275,37 @@ mod tests {
             Token::new(b"0123456789abcdef0123456789abcdef").unwrap()
         );
         let e = Token::from_file(&d.path().join("nope")).unwrap_err();
-        assert!(e.to_string().contains("open"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("nope: No such file or directory (os error 2)"),
+            "{e}"
+        );
         let e = Token::from_file(d.path()).unwrap_err();
+        assert!(matches!(e, TokenError::Unsafe { .. }), "{e}");
+    }
+
+    /// `--token-file <(vault read ...)`: a pipe is read (issue 34; it was refused
+    /// as not a regular file, and a FIFO hung in open(2)).
+    #[test]
+    fn a_token_from_a_pipe_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fifo");
+        let st = std::process::Command::new("mkfifo")
+            .args(["-m", "600"])
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let q = p.clone();
+        let w = std::thread::spawn(move || {
+            std::fs::write(q, "0123456789abcdef0123456789abcdef\n").unwrap();
+        });
+        assert_eq!(
+            Token::from_file(&p).unwrap(),
+            Token::new(b"0123456789abcdef0123456789abcdef").unwrap()
+        );
+        w.join().unwrap();
+        let e = Token::from_file(Path::new("/dev/zero")).unwrap_err();
         assert!(matches!(e, TokenError::Unsafe { .. }), "{e}");
     }
 

@@ -116,9 +116,11 @@ pub fn resolve(list: &[String]) -> Result<Vec<SocketAddr>, String> {
 /// # Errors
 /// The file unreadable, not a pairwise run, or of another schema.
 pub fn saved(path: &Path) -> Result<PairwiseReport, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    // A file the user named: regular or a pipe, at most one JSON document's cap.
+    let bytes = rdmakit_host::bounded::read_named(path, rdmakit_host::bounded::Cap::DOCUMENT)
+        .map_err(|e| e.reason())?;
     let r: PairwiseReport =
-        serde_json::from_str(&text).map_err(|e| format!("not a pairwise run: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("not a pairwise run: {e}"))?;
     if r.schema != SCHEMA {
         return Err(format!("schema {:?}, not {SCHEMA}", r.schema));
     }

@@ -22,6 +22,7 @@
 use std::io::{Read as _, Write as _};
 
 use base64::Engine as _;
+use rdmakit_host::bounded::Cap;
 
 /// First word of every frame line.
 pub const MAGIC: &str = "rdmakit-frame";
@@ -29,8 +30,13 @@ pub const MAGIC: &str = "rdmakit-frame";
 pub const VERSION: &str = "1";
 /// Base64 characters per line.
 pub const WIDTH: usize = 76;
-/// Largest payload a frame may expand to (a garbage frame must not exhaust memory).
-pub const MAX_PAYLOAD: u64 = 256 << 20;
+/// Largest payload a frame may expand to (a garbage frame must not exhaust
+/// memory): a bundle's cap, the largest thing a frame carries.
+pub const MAX_PAYLOAD: u64 = Cap::BUNDLE.bytes;
+
+/// Longest body a frame may have, in base64 characters: gzip of an
+/// incompressible [`MAX_PAYLOAD`] (plus gzip's overhead), times 4/3.
+pub const MAX_BODY: usize = ((MAX_PAYLOAD + (MAX_PAYLOAD >> 10) + 1024) / 3 * 4) as usize;
 
 /// The shell each task runs (`sh -c TASK_SCRIPT sh RDMAKIT ARGS...`): names the
 /// node before rdmakit starts and reports rdmakit's exit status after it ends, so a
@@ -188,6 +194,8 @@ pub enum FrameError {
     Gzip(String),
     #[error("{got} bytes after gunzip, the header says {want}")]
     Size { got: u64, want: u64 },
+    #[error("the header announces {0} bytes, over {MAX_PAYLOAD} (the cap for frames)")]
+    TooLarge(u64),
 }
 
 /// Decodes a frame's body (its base64 lines, concatenated without newlines) and
@@ -207,12 +215,16 @@ pub fn decode(
             want: footer_lines,
         });
     }
+    if bytes > MAX_PAYLOAD {
+        return Err(FrameError::TooLarge(bytes));
+    }
     let gz = base64::engine::general_purpose::STANDARD
         .decode(body.trim())
         .map_err(|e| FrameError::Base64(e.to_string()))?;
+    // Inflated at most to the size the header announced (and one byte to see more).
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])
-        .take(MAX_PAYLOAD + 1)
+        .take(bytes + 1)
         .read_to_end(&mut out)
         .map_err(|e| FrameError::Gzip(e.to_string()))?;
     if out.len() as u64 != bytes {

@@ -448,6 +448,9 @@ pub fn execute(
     })
 }
 
+/// Longest line read from srun at once (its own lines are under 1.1 KB).
+const MAX_LINE: u64 = 1 << 20;
+
 fn reader(
     s: impl Read + Send + 'static,
     is_out: bool,
@@ -457,7 +460,9 @@ fn reader(
         let mut r = BufReader::new(s);
         loop {
             let mut line = Vec::new();
-            match r.read_until(b'\n', &mut line) {
+            // srun relays at most 1024 bytes a message, each on a line of its
+            // own: a longer "line" is cut, never held whole (issue 34).
+            match (&mut r).take(MAX_LINE).read_until(b'\n', &mut line) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
                     if tx.send((is_out, line)).is_err() {

@@ -281,6 +281,20 @@ fn take_line(t: &mut Task, text: &str) {
                     t.extra_frames += 1;
                 }
             }
+            Line::Other(b64) if open.body.len() + b64.len() > frame::MAX_BODY => {
+                // Longer than any frame rdmakit sends: not held any further.
+                let kind = open.kind.map_or("?", Kind::as_str);
+                let why = format!(
+                    "frame body over {} base64 characters (the cap for frames)",
+                    frame::MAX_BODY
+                );
+                t.open = None;
+                if t.report.is_none() && kind == "report" {
+                    t.report = Some(Err(why));
+                } else if t.bundle.is_none() && kind == "bundle" {
+                    t.bundle = Some(Err(why));
+                }
+            }
             Line::Other(b64) => {
                 open.body.push_str(b64.trim());
                 open.lines += 1;
