@@ -111,8 +111,58 @@ fn main() -> ExitCode {
     match r {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rdmakit: error: {e:#}");
+            eprintln!("rdmakit: error: {}", said_once(&e));
             ExitCode::from(2)
         }
+    }
+}
+
+/// The error and its causes (as `{:#}` prints them), each said once: a cause
+/// whose text is already in the message — an error type that prints its source
+/// and also returns it — is not repeated ("…: No such file or directory (os
+/// error 2): No such file or directory (os error 2)").
+fn said_once(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !out.contains(&c) {
+            out.push_str(": ");
+            out.push_str(&c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::said_once;
+
+    /// Issue 34: an error that shows its source and also returns it.
+    #[derive(Debug)]
+    struct Doubling(std::io::Error);
+    impl std::fmt::Display for Doubling {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "/nonexistent: {}", self.0)
+        }
+    }
+    impl std::error::Error for Doubling {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn enoent_is_said_once() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let e = anyhow::Error::new(Doubling(io)).context("--baseline x");
+        assert_eq!(
+            said_once(&e),
+            "--baseline x: /nonexistent: No such file or directory (os error 2)"
+        );
+        let plain = anyhow::Error::new(std::io::Error::from_raw_os_error(2)).context("reading f");
+        assert_eq!(
+            said_once(&plain),
+            "reading f: No such file or directory (os error 2)"
+        );
     }
 }

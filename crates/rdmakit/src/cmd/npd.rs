@@ -11,6 +11,7 @@ use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::codes::Severity;
 use rdmakit_doctor::npd::{self, State, Verdict};
 use rdmakit_doctor::report::Report;
+use rdmakit_host::bounded::{read_tree_file, Cap};
 use rdmakit_host::collect::collect;
 
 use super::SourceArgs;
@@ -36,9 +37,11 @@ pub fn run(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs())
     };
-    let last = std::fs::read_to_string(state_path)
+    // Its own state file, at a path given on the command line: a regular file
+    // only (never a wait on a FIFO: the plugin must answer in time), at most 1 MiB.
+    let last = read_tree_file(std::path::Path::new(state_path), Cap::STATE.bytes)
         .ok()
-        .and_then(|t| State::parse(&t));
+        .and_then(|b| State::parse(&String::from_utf8_lossy(&b)));
 
     let (tx, rx) = mpsc::channel();
     let source = source.clone();

@@ -4,7 +4,10 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use std::path::Path;
+
 use anyhow::Context as _;
+use rdmakit_host::bounded::{read_named, Cap, ReadError};
 use rdmakit_wire::capture;
 
 #[derive(clap::Args, Debug)]
@@ -17,7 +20,15 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let bytes = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file))?;
+    // A regular file or a pipe (`<(tcpdump -w - ...)`), at most Cap::PCAP: the
+    // decoder holds every packet's record (docs/pcap.md).
+    let bytes = read_named(Path::new(&a.file), Cap::PCAP).map_err(|e| match e {
+        ReadError::TooLarge { .. } => anyhow::anyhow!(
+            "{e}: decode a part of it (editcap -c 100000 {} part.pcap, or tcpdump -c)",
+            a.file
+        ),
+        e => e.into(),
+    })?;
     let report = capture::decode_capture(&bytes).with_context(|| format!("decoding {}", a.file))?;
     let mut out = anstream::stdout();
     if a.json {

@@ -17,6 +17,7 @@ use rdmakit_fleet::baseline::{Expected, Previous};
 use rdmakit_fleet::input::{self, LoadOptions, Loaded};
 use rdmakit_fleet::render::{self, HumanOptions};
 use rdmakit_fleet::report::{FleetReport, Options};
+use rdmakit_host::bounded::{read_named, Cap};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -102,7 +103,9 @@ fn previous(path: &str) -> anyhow::Result<Previous> {
 
 /// `--expect FILE`.
 fn expected(path: &str) -> anyhow::Result<Expected> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("--expect {path}"))?;
+    let bytes = read_named(std::path::Path::new(path), Cap::DOCUMENT)
+        .map_err(|e| anyhow::anyhow!("--expect {}", e))?;
+    let text = String::from_utf8(bytes).with_context(|| format!("--expect {path}"))?;
     Ok(Expected::parse(path, &text)?)
 }
 
