@@ -14,6 +14,12 @@
 //!   `rdmakit shim install` does, one directory per test binary.
 //! - **CPUs**: [`two_cpus`] and [`pin_to_cpu`], for tests of what depends
 //!   on where threads run.
+//! - **Memory**: [`run_measured`], a child's peak RSS (GNU time), for tests of
+//!   inputs meant to exhaust it.
+
+mod rss;
+
+pub use rss::{run_measured, Measured};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
