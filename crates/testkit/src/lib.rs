@@ -16,7 +16,10 @@
 //!   on where threads run.
 //! - **Memory**: [`run_measured`], a child's peak RSS (GNU time), for tests of
 //!   inputs meant to exhaust it.
+//! - **Held connections**: [`hold::Holder`], idle or trickling connections
+//!   kept open against a server, as an attacker keeps them.
 
+pub mod hold;
 mod rss;
 
 pub use rss::{run_measured, Measured};
