@@ -5,8 +5,9 @@
 //! What it promises:
 //! - it serves only a coordinator proving the run's token (see
 //!   [`super::protocol`]); anything else — no proof, a wrong one, garbage,
-//!   a line over the bound, a bad MAC later — is refused, logged, and the
-//!   connection closed, while the agent keeps serving;
+//!   a line over the bound, a bad MAC later — is refused, logged (peer text
+//!   escaped, [`super::logtext`]), and the connection closed, while the
+//!   agent keeps serving;
 //! - it never runs two tests at once (a second request gets `busy`);
 //! - each test is bounded: message size, number of sizes, planned time,
 //!   and a watchdog that cancels it past its time;
@@ -25,6 +26,7 @@ use rdmakit_perf::{ClientOpts, Params, Progress, Report, Row, ServerOpts, Test};
 
 use super::auth::{self, hex, Token};
 use super::link;
+use super::logtext::escape;
 use super::protocol::{
     self, AgentInfo, Conn, Measurement, PeerState, ProtoError, Refusal, Reply, Request, TestSpec,
 };
@@ -140,13 +142,19 @@ pub enum Event {
     },
 }
 
+/// One line each; every piece of text a peer may have chosen goes through
+/// [`escape`], so no event writes more than one line.
 impl std::fmt::Display for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Event::Listening { addr } => write!(f, "listening on {addr}"),
-            Event::Refused { peer, why } => write!(f, "refused {peer}: {why}"),
-            Event::Coordinator { peer } => write!(f, "coordinator {peer} authenticated"),
-            Event::Declined { peer, why } => write!(f, "declined a request of {peer}: {why}"),
+            Event::Refused { peer, why } => {
+                write!(f, "refused {}: {}", escape(peer), escape(why))
+            }
+            Event::Coordinator { peer } => write!(f, "coordinator {} authenticated", escape(peer)),
+            Event::Declined { peer, why } => {
+                write!(f, "declined a request of {}: {}", escape(peer), escape(why))
+            }
             Event::TestDone {
                 id,
                 role,
@@ -154,9 +162,13 @@ impl std::fmt::Display for Event {
                 error,
             } => match error {
                 None => write!(f, "test {id} ({role}) done in {seconds:.2} s"),
-                Some(e) => write!(f, "test {id} ({role}) failed after {seconds:.2} s: {e}"),
+                Some(e) => write!(
+                    f,
+                    "test {id} ({role}) failed after {seconds:.2} s: {}",
+                    escape(e)
+                ),
             },
-            Event::Cancelled { id, why } => write!(f, "test {id} cancelled: {why}"),
+            Event::Cancelled { id, why } => write!(f, "test {id} cancelled: {}", escape(why)),
             Event::Exiting { why } => write!(f, "exiting: {why}"),
         }
     }

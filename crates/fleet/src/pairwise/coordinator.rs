@@ -11,6 +11,7 @@ use super::auth::Token;
 use super::confirm;
 use super::link;
 use super::localize::{self, Suspect};
+use super::logtext::escape;
 use super::protocol::{self, Conn, Measurement, ProtoError, Reply, Request, TestSpec};
 use super::report::{
     Cell, Confirmation, Fault, Mode, Node, PairwiseReport, Phase, RoundTiming, Settings,
@@ -105,7 +106,7 @@ pub enum CoordError {
 
 fn details(u: &[Unreachable]) -> String {
     u.iter()
-        .map(|x| format!("\n  {}: {}", x.agent, x.error))
+        .map(|x| format!("\n  {}: {}", escape(&x.agent), escape(&x.error)))
         .collect()
 }
 

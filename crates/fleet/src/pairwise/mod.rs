@@ -26,6 +26,7 @@ pub mod confirm;
 pub mod coordinator;
 pub mod link;
 pub mod localize;
+pub mod logtext;
 pub mod options;
 pub mod protocol;
 pub mod render;

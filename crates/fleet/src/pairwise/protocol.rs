@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::auth::{self, hex, unhex, Purpose, Token};
+use super::logtext::escape;
 use super::report::{BwPoint, Counters, LatPoint};
 
 /// Protocol tag of the agent's hello.
@@ -62,7 +63,7 @@ pub enum ProtoError {
         peer: String,
     },
     /// Not a message of this protocol.
-    #[error("{peer}: malformed message: {why}")]
+    #[error("{peer}: malformed message: {}", escape(.why))]
     Malformed {
         /// The other side.
         peer: String,
@@ -84,7 +85,7 @@ pub enum ProtoError {
         peer: String,
     },
     /// The proof of the token was missing or wrong.
-    #[error("{peer}: authentication failed: {why}")]
+    #[error("{peer}: authentication failed: {}", escape(.why))]
     AuthFailed {
         /// The other side.
         peer: String,
@@ -268,7 +269,7 @@ struct Hello {
     nonce: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Auth {
     auth: String,
@@ -722,6 +723,15 @@ mod tests {
         c.send(&Request::Shutdown).unwrap();
         let r: Request = a.recv(Some(Duration::from_secs(5)), "a request").unwrap();
         assert_eq!(r, Request::Shutdown);
+    }
+
+    #[test]
+    fn peer_text_in_an_error_is_escaped() {
+        let e = parse::<Auth>(r#"{"x\n\u001b[2Kforged":1}"#, "10.0.0.1:5", "a proof")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\n') && !e.contains('\u{1b}'), "{e}");
+        assert!(e.contains("x\\n\\u{1b}[2Kforged"), "{e}");
     }
 
     #[test]

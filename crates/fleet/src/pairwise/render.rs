@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
+use super::logtext::escape;
 use super::report::{Cell, Fault, PairwiseReport, Phase, Verdict};
 
 const RED: Style = AnsiColor::Red.on_default().bold();
@@ -40,7 +41,13 @@ pub fn human(r: &PairwiseReport) -> String {
         r.seconds
     );
     for u in &r.unreachable {
-        let _ = writeln!(o, "{} {}: {}", paint(RED, "unreachable"), u.agent, u.error);
+        let _ = writeln!(
+            o,
+            "{} {}: {}",
+            paint(RED, "unreachable"),
+            escape(&u.agent),
+            escape(&u.error)
+        );
     }
     let sizes: Vec<String> = r.settings.bw_sizes.iter().map(|s| s.to_string()).collect();
     let _ = writeln!(
@@ -91,9 +98,9 @@ pub fn human(r: &PairwiseReport) -> String {
             let _ = writeln!(
                 o,
                 "  {} -> {}: {}",
-                c.from,
-                c.to,
-                c.error.as_deref().unwrap_or("")
+                escape(&c.from),
+                escape(&c.to),
+                escape(c.error.as_deref().unwrap_or(""))
             );
         }
     }
