@@ -100,22 +100,22 @@ fn strangers_wrong_tokens_and_garbage_are_refused_and_logged_then_the_coordinato
     let b = start(2, "a2", |_| {});
     let t5 = Duration::from_secs(5);
 
-    // 1. No token at all: the stranger reads the hello and answers nothing
-    //    useful (an HTTP request); it gets no welcome.
+    // 1. No token at all: the stranger reads the challenge — a nonce and
+    //    nothing else — and answers nothing useful (an HTTP request); it
+    //    gets no welcome.
     let mut s = TcpStream::connect(a.addr).unwrap();
     s.set_read_timeout(Some(t5)).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     let mut hello = String::new();
     r.read_line(&mut hello).unwrap();
-    assert!(hello.contains("rdmakit.fleet.agent/1"), "{hello}");
-    assert!(
-        !hello.contains("the-run-token"),
-        "the token crossed the wire: {hello}"
-    );
+    let v: serde_json::Value = serde_json::from_str(&hello).unwrap();
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["nonce"], "{hello}");
+    assert!(!hello.contains("a1"), "the name before the proof: {hello}");
     s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let mut rest = String::new();
     let _ = r.read_line(&mut rest);
-    assert!(!rest.contains("welcome"), "{rest}");
+    assert_eq!(rest, "{\"refused\":\"authentication failed\"}\n");
     a.wait_for(
         "refusal of the HTTP request",
         |e| matches!(e, Event::Refused { why, .. } if why.contains("malformed")),
@@ -331,17 +331,83 @@ fn an_impostor_agent_is_not_trusted() {
     std::thread::spawn(move || {
         let (s, _) = l.accept().unwrap();
         let mut w = s.try_clone().unwrap();
-        writeln!(
-            w,
-            r#"{{"hello":"rdmakit.fleet.agent/1","name":"evil","nonce":"{}"}}"#,
-            "00".repeat(32)
-        )
-        .unwrap();
+        writeln!(w, r#"{{"nonce":"{}"}}"#, "00".repeat(32)).unwrap();
         let mut line = String::new();
         BufReader::new(s).read_line(&mut line).unwrap();
-        writeln!(w, r#"{{"welcome":"{}"}}"#, "11".repeat(32)).unwrap();
+        writeln!(w, r#"{{"welcome":"{}","name":"evil"}}"#, "11".repeat(32)).unwrap();
     });
     let e = protocol::connect(at, &token(), Duration::from_secs(5)).unwrap_err();
     assert!(matches!(e, ProtoError::AuthFailed { .. }), "{e}");
     assert!(e.to_string().contains("not our agent"), "{e}");
+}
+
+/// An agent of an older rdmakit (protocol 1 announced its name before the
+/// proof): the coordinator says what is wrong instead of "malformed".
+#[test]
+fn an_agent_of_the_old_protocol_is_named_as_such() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        writeln!(
+            s,
+            r#"{{"hello":"rdmakit.fleet.agent/1","name":"n1","nonce":"{}"}}"#,
+            "00".repeat(32)
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+    });
+    let e = protocol::connect(at, &token(), Duration::from_secs(5)).unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "the agent speaks rdmakit.fleet.agent/1, this coordinator rdmakit.fleet.agent/2"
+        ),
+        "{e}"
+    );
+}
+
+/// Issue 34: strangers holding connections open — more than the pool of
+/// pending handshakes holds, or trickling a byte at a time — do not keep
+/// the coordinator out: the oldest stranger is closed to make room, and a
+/// slow one is cut at its one deadline however often it sends a byte.
+#[test]
+fn idle_and_slow_strangers_do_not_keep_the_coordinator_out() {
+    let a = start(9, "e1", |c| {
+        c.max_handshakes = 4;
+        c.handshake_timeout = Duration::from_secs(2);
+    });
+    let idle: Vec<TcpStream> = (0..10)
+        .map(|_| TcpStream::connect(a.addr).unwrap())
+        .collect();
+    let t = Instant::now();
+    let mut c = coord(&a);
+    c.send(&Request::Info).unwrap();
+    assert!(matches!(reply(&mut c), Reply::Info { .. }));
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    a.wait_for(
+        "an eviction",
+        |e| matches!(e, Event::Refused { why, .. } if why.contains("this the oldest")),
+    );
+    drop(idle);
+
+    // A byte every 300 ms: each read is quick, the handshake never ends.
+    let slow = TcpStream::connect(a.addr).unwrap();
+    let from = slow.local_addr().unwrap().to_string();
+    let start = Instant::now();
+    let trickle = std::thread::spawn(move || {
+        let mut slow = slow;
+        while start.elapsed() < Duration::from_secs(6) {
+            if slow.write_all(b"{").is_err() {
+                return start.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        start.elapsed()
+    });
+    a.wait_for(
+        "the slow stranger's deadline",
+        |e| matches!(e, Event::Refused { peer, why } if *peer == from && why.contains("within 2.0 s")),
+    );
+    let cut = trickle.join().unwrap();
+    assert!(cut < Duration::from_secs(5), "cut only after {cut:?}");
 }

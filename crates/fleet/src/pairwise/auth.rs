@@ -139,7 +139,7 @@ pub fn nonce() -> Result<[u8; NONCE_LEN], String> {
 /// purpose never verifies for another).
 #[derive(Clone, Copy, Debug)]
 pub enum Purpose {
-    /// The coordinator's proof: over (agent nonce, coordinator nonce, agent name).
+    /// The coordinator's proof: over (agent nonce, coordinator nonce).
     Coordinator,
     /// The agent's proof: over (coordinator nonce, agent nonce, agent name).
     Agent,
@@ -150,9 +150,9 @@ pub enum Purpose {
 impl Purpose {
     fn label(self) -> &'static [u8] {
         match self {
-            Purpose::Coordinator => b"rdmakit-fleet/1 coordinator proof",
-            Purpose::Agent => b"rdmakit-fleet/1 agent proof",
-            Purpose::Session => b"rdmakit-fleet/1 session key",
+            Purpose::Coordinator => b"rdmakit-fleet/2 coordinator proof",
+            Purpose::Agent => b"rdmakit-fleet/2 agent proof",
+            Purpose::Session => b"rdmakit-fleet/2 session key",
         }
     }
 }

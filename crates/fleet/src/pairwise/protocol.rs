@@ -1,31 +1,46 @@
 //! The control protocol between a coordinator and an agent: JSON lines over
 //! TCP, bounded in length.
 //!
-//! Handshake (plain lines):
-//! 1. agent → `{"hello":"rdmakit.fleet.agent/1","name":N,"nonce":Na}`
-//! 2. coordinator → `{"auth":HMAC(token, coordinator|Na|Nc|N),"nonce":Nc}`
-//! 3. agent → `{"welcome":HMAC(token, agent|Nc|Na|N)}` or `{"refused":why}`
+//! Handshake (plain lines), [`PROTO`]:
+//! 1. agent → `{"nonce":Na}` — 32 random bytes and nothing else: before
+//!    the coordinator has proven the token, the agent says nothing about
+//!    itself (no name, no version, not even the protocol's name);
+//! 2. coordinator → `{"auth":HMAC(token, coordinator|Na|Nc),"nonce":Nc}`
+//! 3. agent → `{"welcome":HMAC(token, agent|Nc|Na|N),"name":N}` or
+//!    `{"refused":why}` (to a peer that has not proven the token, always
+//!    the same `authentication failed`).
 //!
 //! Both prove the token without sending it; fresh nonces on both sides
-//! make a recorded exchange useless. After it, every line is
-//! `MAC JSON` with MAC = HMAC(session key, direction|sequence|JSON), the
-//! session key being HMAC(token, session|Na|Nc): a message altered,
-//! replayed, reordered or injected into the TCP stream fails its MAC and
-//! ends the connection.
+//! make a recorded exchange useless; the agent's proof covers its name.
+//! The whole handshake has one deadline on each side, however the peer
+//! spreads its bytes. After it, every line is `MAC JSON` with MAC =
+//! HMAC(session key, direction|sequence|JSON), the session key being
+//! HMAC(token, session|Na|Nc): a message altered, replayed, reordered or
+//! injected into the TCP stream fails its MAC and ends the connection.
+//!
+//! The agent's side is split so that a thread serving many strangers never
+//! blocks on one ([`AgentHandshake`]: the first line out, the proof in,
+//! the welcome out); [`accept`] runs it on one blocking socket.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::auth::{self, hex, unhex, Purpose, Token};
+use super::gate::{self, LineError};
 use super::logtext::escape;
 use super::report::{BwPoint, Counters, LatPoint};
 
-/// Protocol tag of the agent's hello.
-pub const PROTO: &str = "rdmakit.fleet.agent/1";
+/// This protocol's name and version (never sent: the proofs' labels carry
+/// the version, and error messages name it).
+pub const PROTO: &str = "rdmakit.fleet.agent/2";
+
+/// What the agent answers a peer that has not proven the token, whatever
+/// went wrong (the log says what).
+pub const REFUSED: &str = "{\"refused\":\"authentication failed\"}\n";
 
 /// Longest handshake line.
 pub const HANDSHAKE_MAX: usize = 1024;
@@ -108,6 +123,26 @@ impl ProtoError {
                 source: e,
             },
         }
+    }
+}
+
+fn line_error(e: LineError, peer: &str, what: &'static str) -> ProtoError {
+    match e {
+        LineError::Closed => ProtoError::Closed { peer: peer.into() },
+        LineError::TooLong(max) => ProtoError::TooLong {
+            peer: peer.into(),
+            max,
+        },
+        LineError::Timeout(d) => ProtoError::Timeout {
+            peer: peer.into(),
+            what,
+            secs: d.as_secs_f64(),
+        },
+        LineError::Io(e) => ProtoError::Io {
+            verb: "read from",
+            peer: peer.into(),
+            source: std::io::Error::other(e),
+        },
     }
 }
 
@@ -261,11 +296,10 @@ pub enum Reply {
     Bye,
 }
 
+/// The agent's first line: its nonce, nothing else.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Hello {
-    hello: String,
-    name: String,
+struct Challenge {
     nonce: String,
 }
 
@@ -279,7 +313,7 @@ struct Auth {
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum Welcome {
-    Welcome { welcome: String },
+    Welcome { welcome: String, name: String },
     Refused { refused: String },
 }
 
@@ -364,7 +398,7 @@ fn read_line(
     })
 }
 
-fn write_line(w: &mut TcpStream, line: &str, peer: &str) -> Result<(), ProtoError> {
+fn write_line(mut w: impl Write, line: &str, peer: &str) -> Result<(), ProtoError> {
     let mut b = Vec::with_capacity(line.len() + 1);
     b.extend_from_slice(line.as_bytes());
     b.push(b'\n');
@@ -394,16 +428,122 @@ fn nonce_of(s: &str, peer: &str) -> Result<Vec<u8>, ProtoError> {
     }
 }
 
-fn split(s: TcpStream, peer: &str) -> Result<(BufReader<TcpStream>, TcpStream), ProtoError> {
-    let w = s
-        .try_clone()
-        .map_err(|e| ProtoError::io("dup socket of", peer, e, "a dup"))?;
-    Ok((BufReader::new(s), w))
+impl Conn {
+    fn new(s: TcpStream, peer: String, side: Side, key: [u8; 32]) -> Result<Conn, ProtoError> {
+        let w = s
+            .try_clone()
+            .map_err(|e| ProtoError::io("dup socket of", &peer, e, "a dup"))?;
+        Ok(Conn {
+            r: BufReader::new(s),
+            w,
+            pending: Vec::new(),
+            peer,
+            side,
+            key,
+            sent: 0,
+            received: 0,
+        })
+    }
 }
 
-/// The agent's side of the handshake on a freshly accepted connection.
-/// On a wrong or missing proof it answers `{"refused":...}` and returns
+/// The agent's side of one handshake: its nonce, which is all its first
+/// line says; then [`AgentHandshake::check`] of the coordinator's proof.
+#[derive(Debug)]
+pub struct AgentHandshake {
+    na: [u8; auth::NONCE_LEN],
+}
+
+/// A coordinator that proved the token: the welcome to send it and the
+/// session key ([`Proven::into_conn`]).
+#[derive(Debug)]
+pub struct Proven {
+    welcome: String,
+    key: [u8; 32],
+}
+
+impl AgentHandshake {
+    /// A fresh nonce; returns the handshake and the first line to send
+    /// (newline included).
+    ///
+    /// # Errors
+    /// [`ProtoError::AuthFailed`] when the random source fails.
+    pub fn start(peer: &str) -> Result<(AgentHandshake, String), ProtoError> {
+        let na = auth::nonce().map_err(|why| ProtoError::AuthFailed {
+            peer: peer.into(),
+            why,
+        })?;
+        let line = format!("{}\n", to_json(&Challenge { nonce: hex(&na) }));
+        Ok((AgentHandshake { na }, line))
+    }
+
+    /// Checks the coordinator's line (its proof of the token). On success
+    /// the welcome, which names the agent, is ready to send; on failure
+    /// the caller answers [`REFUSED`] and logs the error.
+    ///
+    /// # Errors
+    /// [`ProtoError::Malformed`] for anything but a proof of this
+    /// protocol, [`ProtoError::AuthFailed`] for a wrong one.
+    pub fn check(
+        self,
+        line: &[u8],
+        token: &Token,
+        name: &str,
+        peer: &str,
+    ) -> Result<Proven, ProtoError> {
+        let line = std::str::from_utf8(line).map_err(|_| ProtoError::Malformed {
+            peer: peer.into(),
+            why: "not UTF-8".into(),
+        })?;
+        let a: Auth = parse(line, peer, "the coordinator's proof")?;
+        let nc = nonce_of(&a.nonce, peer)?;
+        let tag = unhex(&a.auth).unwrap_or_default();
+        if !auth::check(token, Purpose::Coordinator, &[&self.na, &nc], &tag) {
+            return Err(ProtoError::AuthFailed {
+                peer: peer.into(),
+                why: "wrong token (the proof does not verify)".into(),
+            });
+        }
+        let proof = auth::prove(token, Purpose::Agent, &[&nc, &self.na, name.as_bytes()]);
+        let welcome = to_json(&Welcome::Welcome {
+            welcome: hex(&proof),
+            name: name.into(),
+        });
+        Ok(Proven {
+            welcome: format!("{welcome}\n"),
+            key: auth::prove(token, Purpose::Session, &[&self.na, &nc]),
+        })
+    }
+}
+
+impl Proven {
+    /// Sends the welcome on `stream` (made blocking, at most `timeout` for
+    /// the write) and returns the authenticated connection.
+    ///
+    /// # Errors
+    /// Socket errors.
+    pub fn into_conn(
+        self,
+        stream: TcpStream,
+        peer: &str,
+        timeout: Duration,
+    ) -> Result<Conn, ProtoError> {
+        let setup = |e| ProtoError::io("set up", peer, e, "setup");
+        stream.set_nonblocking(false).map_err(setup)?;
+        stream.set_write_timeout(Some(timeout)).map_err(setup)?;
+        let _ = stream.set_nodelay(true);
+        (&stream)
+            .write_all(self.welcome.as_bytes())
+            .map_err(|e| ProtoError::io("write to", peer, e, "the welcome"))?;
+        Conn::new(stream, peer.into(), Side::Agent, self.key)
+    }
+}
+
+/// The agent's side of the handshake on one freshly accepted, blocking
+/// connection, within `timeout` for the whole of it. On a wrong or
+/// missing proof it answers [`REFUSED`] and returns
 /// [`ProtoError::AuthFailed`]; on garbage, [`ProtoError::Malformed`].
+/// (The agent itself serves many strangers at once from one thread with
+/// [`AgentHandshake`] and [`super::gate`].)
 ///
 /// # Errors
 /// As above; I/O errors and `timeout` expiring.
@@ -413,159 +553,130 @@ pub fn accept(
     name: &str,
     timeout: Duration,
 ) -> Result<Conn, ProtoError> {
+    let deadline = Instant::now() + timeout;
     let peer = stream
         .peer_addr()
         .map_or_else(|_| "coordinator".to_string(), |a| a.to_string());
-    let _ = stream.set_nodelay(true);
+    let (hs, first) = AgentHandshake::start(&peer)?;
     stream
-        .set_read_timeout(Some(timeout))
+        .set_write_timeout(Some(timeout))
         .map_err(|e| ProtoError::io("set timeout on", &peer, e, "setup"))?;
-    let (mut r, mut w) = split(stream, &peer)?;
-    let na = auth::nonce().map_err(|why| ProtoError::AuthFailed {
-        peer: peer.clone(),
-        why,
-    })?;
-    let hello = Hello {
-        hello: PROTO.into(),
-        name: name.into(),
-        nonce: hex(&na),
-    };
-    write_line(&mut w, &to_json(&hello), &peer)?;
-    let line = read_line(
-        &mut r,
-        &mut Vec::new(),
-        HANDSHAKE_MAX,
-        &peer,
-        "the coordinator's proof",
-    )
-    .map_err(|e| with_secs(e, timeout))?;
-    let a: Auth = parse(&line, &peer, "the coordinator's proof")?;
-    let nc = nonce_of(&a.nonce, &peer)?;
-    let tag = unhex(&a.auth).unwrap_or_default();
-    if !auth::check(
-        token,
-        Purpose::Coordinator,
-        &[&na, &nc, name.as_bytes()],
-        &tag,
-    ) {
-        let _ = write_line(
-            &mut w,
-            &to_json(&Welcome::Refused {
-                refused: "authentication failed".into(),
-            }),
-            &peer,
-        );
-        return Err(ProtoError::AuthFailed {
-            peer,
-            why: "wrong token (the proof does not verify)".into(),
-        });
+    (&stream)
+        .write_all(first.as_bytes())
+        .map_err(|e| ProtoError::io("write to", &peer, e, "a write"))?;
+    let what = "the coordinator's proof";
+    let line = gate::read_line_by(&stream, HANDSHAKE_MAX, deadline, timeout)
+        .map_err(|e| line_error(e, &peer, what))?;
+    match hs.check(&line, token, name, &peer) {
+        Ok(p) => p.into_conn(stream, &peer, timeout),
+        Err(e) => {
+            let _ = (&stream).write_all(REFUSED.as_bytes());
+            Err(e)
+        }
     }
-    let proof = auth::prove(token, Purpose::Agent, &[&nc, &na, name.as_bytes()]);
-    write_line(
-        &mut w,
-        &to_json(&Welcome::Welcome {
-            welcome: hex(&proof),
-        }),
-        &peer,
-    )?;
-    let key = auth::prove(token, Purpose::Session, &[&na, &nc]);
-    Ok(Conn {
-        r,
-        w,
-        pending: Vec::new(),
-        peer,
-        side: Side::Agent,
-        key,
-        sent: 0,
-        received: 0,
-    })
 }
 
 /// The coordinator's side: connects to `addr` and proves the token; the
 /// agent must prove it too. Returns the connection and the agent's name.
+/// `timeout` bounds the whole of it, connect included.
 ///
 /// # Errors
 /// [`ProtoError`]: unreachable, refused (wrong token), an agent that cannot
-/// prove the token (an impostor), garbage, timeouts.
+/// prove the token (an impostor), an agent of an older protocol, garbage,
+/// timeouts.
 pub fn connect(
     addr: SocketAddr,
     token: &Token,
     timeout: Duration,
 ) -> Result<(Conn, String), ProtoError> {
+    let deadline = Instant::now() + timeout;
     let peer = addr.to_string();
     let stream = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| ProtoError::io("connect", &peer, e, "connect"))
         .map_err(|e| with_secs(e, timeout))?;
     let _ = stream.set_nodelay(true);
     stream
-        .set_read_timeout(Some(timeout))
+        .set_write_timeout(Some(timeout))
         .map_err(|e| ProtoError::io("set timeout on", &peer, e, "setup"))?;
-    let (mut r, mut w) = split(stream, &peer)?;
-    let line = read_line(
-        &mut r,
-        &mut Vec::new(),
-        HANDSHAKE_MAX,
-        &peer,
-        "the agent's hello",
-    )
-    .map_err(|e| with_secs(e, timeout))?;
-    let h: Hello = parse(&line, &peer, "an rdmakit fleet agent's hello")?;
-    if h.hello != PROTO {
-        return Err(ProtoError::Malformed {
-            peer,
-            why: format!("protocol {:?}, this coordinator speaks {PROTO}", h.hello),
-        });
-    }
+    let what = "the agent's first line";
+    let line = gate::read_line_by(&stream, HANDSHAKE_MAX, deadline, timeout)
+        .map_err(|e| line_error(e, &peer, what))?;
+    let line = String::from_utf8(line).map_err(|_| ProtoError::Malformed {
+        peer: peer.clone(),
+        why: "not UTF-8".into(),
+    })?;
+    let h: Challenge = match serde_json::from_str(&line) {
+        Ok(h) => h,
+        Err(e) => return Err(not_a_challenge(&line, &peer, &e)),
+    };
     let na = nonce_of(&h.nonce, &peer)?;
     let nc = auth::nonce().map_err(|why| ProtoError::AuthFailed {
         peer: peer.clone(),
         why,
     })?;
-    let proof = auth::prove(token, Purpose::Coordinator, &[&na, &nc, h.name.as_bytes()]);
-    write_line(
-        &mut w,
-        &to_json(&Auth {
-            auth: hex(&proof),
-            nonce: hex(&nc),
-        }),
-        &peer,
-    )?;
-    let line = read_line(
-        &mut r,
-        &mut Vec::new(),
-        HANDSHAKE_MAX,
-        &peer,
-        "the agent's welcome",
-    )
-    .map_err(|e| with_secs(e, timeout))?;
+    let proof = auth::prove(token, Purpose::Coordinator, &[&na, &nc]);
+    let auth_line = to_json(&Auth {
+        auth: hex(&proof),
+        nonce: hex(&nc),
+    });
+    write_line(&mut &stream, &auth_line, &peer)?;
+    let what = "the agent's welcome";
+    let line = gate::read_line_by(&stream, HANDSHAKE_MAX, deadline, timeout)
+        .map_err(|e| line_error(e, &peer, what))?;
+    let line = String::from_utf8(line).map_err(|_| ProtoError::Malformed {
+        peer: peer.clone(),
+        why: "not UTF-8".into(),
+    })?;
     match parse::<Welcome>(&line, &peer, "the agent's welcome")? {
+        Welcome::Refused { refused } if refused == "authentication failed" => {
+            Err(ProtoError::AuthFailed {
+                peer,
+                why: "the agent refused us (authentication failed): is RDMAKIT_FLEET_TOKEN \
+                      the run's?"
+                    .into(),
+            })
+        }
         Welcome::Refused { refused } => Err(ProtoError::AuthFailed {
             peer,
-            why: format!("the agent refused us ({refused}): is RDMAKIT_FLEET_TOKEN the run's?"),
+            why: format!("the agent refused us ({refused})"),
         }),
-        Welcome::Welcome { welcome } => {
+        Welcome::Welcome { welcome, name } => {
             let tag = unhex(&welcome).unwrap_or_default();
-            if !auth::check(token, Purpose::Agent, &[&nc, &na, h.name.as_bytes()], &tag) {
+            if !auth::check(token, Purpose::Agent, &[&nc, &na, name.as_bytes()], &tag) {
                 return Err(ProtoError::AuthFailed {
                     peer,
                     why: "the agent could not prove the token (not our agent)".into(),
                 });
             }
-            let key = auth::prove(token, Purpose::Session, &[&na, &nc]);
-            Ok((
-                Conn {
-                    r,
-                    w,
-                    pending: Vec::new(),
+            if matches!(escape(&name), std::borrow::Cow::Owned(_)) {
+                return Err(ProtoError::Malformed {
                     peer,
-                    side: Side::Coordinator,
-                    key,
-                    sent: 0,
-                    received: 0,
-                },
-                h.name,
-            ))
+                    why: format!("the agent's name {name:?} has control characters"),
+                });
+            }
+            let key = auth::prove(token, Purpose::Session, &[&na, &nc]);
+            // Requests may wait on any reply; Conn::recv sets its own timeouts.
+            let _ = stream.set_read_timeout(None);
+            Ok((Conn::new(stream, peer, Side::Coordinator, key)?, name))
         }
+    }
+}
+
+/// Why an agent's first line is not this protocol's challenge: an agent of
+/// an older rdmakit says so by its `hello`.
+fn not_a_challenge(line: &str, peer: &str, e: &serde_json::Error) -> ProtoError {
+    let old = serde_json::from_str::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| v.get("hello").and_then(|h| h.as_str()).map(str::to_string));
+    ProtoError::Malformed {
+        peer: peer.into(),
+        why: match old {
+            Some(p) => format!(
+                "the agent speaks {p}, this coordinator {PROTO}: run the same rdmakit on \
+                 every node"
+            ),
+            None => format!("expected an rdmakit fleet agent's challenge: {e}"),
+        },
     }
 }
 
@@ -723,6 +834,54 @@ mod tests {
         c.send(&Request::Shutdown).unwrap();
         let r: Request = a.recv(Some(Duration::from_secs(5)), "a request").unwrap();
         assert_eq!(r, Request::Shutdown);
+    }
+
+    /// Issue 34: the agent's first line said its name and protocol to
+    /// anyone who connected. Now it is 32 random bytes and nothing else.
+    #[test]
+    fn the_challenge_is_a_nonce_and_nothing_else() {
+        let (_, line) = AgentHandshake::start("peer").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let obj = v.as_object().unwrap();
+        assert_eq!(obj.keys().collect::<Vec<_>>(), ["nonce"]);
+        let n = obj["nonce"].as_str().unwrap();
+        assert!(
+            n.len() == 64 && n.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{n}"
+        );
+        assert!(line.ends_with('\n') && line.len() == r#"{"nonce":""}"#.len() + 65);
+    }
+
+    /// The handshake has one deadline, not one per read: a coordinator (or
+    /// a stranger) sending a byte every 200 ms is cut off at 600 ms.
+    #[test]
+    fn a_trickling_peer_is_cut_at_the_handshake_deadline() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let t = std::thread::spawn(move || {
+            for _ in 0..30 {
+                if c.write_all(b" ").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        let start = std::time::Instant::now();
+        let e = accept(
+            s,
+            &tok("0123456789abcdef-run"),
+            "n1",
+            Duration::from_millis(600),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ProtoError::Timeout { .. }), "{e}");
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        t.join().unwrap();
     }
 
     #[test]
