@@ -276,3 +276,106 @@ fn a_forged_log_line_stays_one_escaped_line() {
         "{log:#?}"
     );
 }
+
+/// `--user`: a root agent gives root up once its port is bound, for good,
+/// and still serves a coordinator; a user who is not root cannot switch.
+#[test]
+fn a_root_agent_with_user_runs_unprivileged_and_still_serves() {
+    let Some(mut not_root) = rdmakit_testkit::as_attacker(env!("CARGO_BIN_EXE_rdmakit")) else {
+        return;
+    };
+    let out = not_root
+        .args([
+            "fleet",
+            "agent",
+            "--listen",
+            "127.0.0.1:0",
+            "--user",
+            "root",
+        ])
+        .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("only root can switch to uid 0"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // The soft NIC's registry where uid 65534 may write (as /dev/shm is).
+    let reg = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        reg.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )
+    .unwrap();
+    let env = [
+        ("RDMAKIT_SOFT_REGISTRY_DIR", reg.path().as_os_str()),
+        ("XDG_RUNTIME_DIR", std::ffi::OsStr::new("/run/user/0")),
+    ];
+    let agents: Vec<(Agent, String)> = (1..=2)
+        .map(|k| {
+            let p = std::process::id();
+            let addr = format!(
+                "127.{}.{}.{k}",
+                62 + (p % 50) as u8,
+                (p / 50 % 250) as u8 + 1
+            );
+            let addr = format!("{addr}:{}", {
+                let l = std::net::TcpListener::bind(format!("{addr}:0")).unwrap();
+                l.local_addr().unwrap().port()
+            });
+            let child = bin()
+                .args([
+                    "fleet",
+                    "agent",
+                    "--listen",
+                    &addr,
+                    "--name",
+                    &format!("u{k}"),
+                ])
+                .args(["--user", "65534", "--idle-timeout", "60"])
+                .env("RDMAKIT_FLEET_TOKEN", TOKEN)
+                .envs(env)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let t = Instant::now();
+            while TcpStream::connect(&addr).is_err() {
+                assert!(
+                    t.elapsed() < Duration::from_secs(20),
+                    "agent u{k} never listened"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (Agent(child), addr)
+        })
+        .collect();
+    for (a, _) in &agents {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", a.0.id())).unwrap();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(k))
+                .map(|l| {
+                    l[k.len()..]
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(field("Uid:"), "65534 65534 65534 65534", "{status}");
+        assert_eq!(field("Gid:"), "65534 65534 65534 65534", "{status}");
+        assert_eq!(field("Groups:"), "", "{status}");
+        assert_eq!(field("CapEff:"), "0000000000000000", "{status}");
+        assert_eq!(field("CapPrm:"), "0000000000000000", "{status}");
+        assert_eq!(field("NoNewPrivs:"), "1", "{status}");
+    }
+    let addrs: Vec<&str> = agents.iter().map(|(_, a)| a.as_str()).collect();
+    let (code, took, stdout, stderr) = coordinator_run(&addrs);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    eprintln!("two agents as uid 65534: the run took {took:?}");
+}

@@ -29,6 +29,7 @@ pub mod link;
 pub mod localize;
 pub mod logtext;
 pub mod options;
+pub mod privilege;
 pub mod protocol;
 pub mod render;
 pub mod report;

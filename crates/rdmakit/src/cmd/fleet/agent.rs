@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdmakit_fleet::pairwise::agent::{self, Agent, AgentConfig, Event};
+use rdmakit_fleet::pairwise::privilege;
 use rdmakit_fleet::pairwise::slurm::Ready;
 
 #[derive(clap::Args, Debug)]
@@ -49,6 +50,11 @@ pub struct Args {
     /// route toward SLURM_LAUNCH_NODE_IPADDR).
     #[arg(long, value_name = "IP")]
     advertise: Option<Ipv4Addr>,
+    /// Once the port is bound, become USER (a name or a uid) for good: the agent needs
+    /// no privilege after binding. Only root can switch; without it a root agent says
+    /// so on stderr and keeps root.
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
 }
 
 pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<ExitCode> {
@@ -97,6 +103,27 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
         }
     };
     let local = agent.local_addr();
+    match &a.user {
+        Some(user) => match privilege::drop_to(user) {
+            Ok(d) => eprintln!(
+                "rdmakit fleet agent {name}: running as {} (uid {}, gid {}, memlock {}) from here on",
+                d.user,
+                d.uid,
+                d.gid,
+                d.memlock
+                    .map_or("unlimited".to_string(), |b| format!("{} KiB", b / 1024))
+            ),
+            Err(e) => {
+                eprintln!("rdmakit fleet agent: error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None if privilege::is_root() => eprintln!(
+            "rdmakit fleet agent {name}: warning: running as root; --user NAME gives root up \
+             once the port is bound"
+        ),
+        None => {}
+    }
     if a.announce {
         let launch = std::env::var("SLURM_LAUNCH_NODE_IPADDR").ok();
         let ip = match agent::advertised(a.advertise, local, launch.as_deref()) {
