@@ -4,23 +4,35 @@
 //!
 //! - `GET /metrics`, `HEAD /metrics` (query string ignored): 200 with a fresh
 //!   exposition from the render function (run on tokio's blocking pool), or 500 when
-//!   it panicked.
+//!   it panicked. Scrapes that arrive while a collection runs share the next one
+//!   ([`Coalesce`]): each gets a collection that started after it arrived, and a
+//!   crowd of requests costs two collections, not one each.
 //! - `GET /`: 200, a short page pointing at /metrics.
 //! - another path: 404; another method: 405 with `Allow: GET, HEAD`; a request line or
 //!   header that is not HTTP/1.x, or a target that is not a path: 400; a head over
 //!   [`MAX_HEAD`]: 431 (hyper's parser); a head not complete within
-//!   [`HEAD_TIMEOUT`]: the connection is closed; more than [`MAX_CONNECTIONS`] at
-//!   once: 503. None of them stops the server.
+//!   [`HEAD_TIMEOUT`] of connecting (one deadline for the whole head, however the
+//!   client spreads its bytes): the connection is closed; a connection still open
+//!   [`CONNECTION_TIMEOUT`] after it was accepted: closed. None of them stops the
+//!   server.
+//! - **Slots no idle or slow client can hold.** At most [`MAX_CONNECTIONS`] are
+//!   served at once. When one more arrives, the oldest connection that is not being
+//!   answered — still sending its head, or reading its answer — is closed to make
+//!   room ([`Slots`]). Only when every slot is collecting metrics for a request does
+//!   a newcomer get 503. A scrape sends its head at once, so held connections,
+//!   however many, never keep it out: to evict it, a client would have to open
+//!   [`MAX_CONNECTIONS`] connections between its connect and its head.
 //!
 //! Why hyper and not a smaller server: docs/metrics.md (tiny_http, measured, accepts
 //! unbounded heads and lets a few slow clients hold up a scrape).
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io;
 use std::net::TcpListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -29,15 +41,19 @@ use hyper::header::{HeaderValue, ALLOW, CONNECTION, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::AsyncWriteExt as _;
+use tokio::task::AbortHandle;
 
 use crate::text::CONTENT_TYPE as EXPOSITION;
 
 /// Largest request head (request line + headers) accepted; hyper's floor is 8 KiB.
 pub const MAX_HEAD: usize = 8 * 1024;
-/// Connections served at once; more get 503.
+/// Connections served at once; one more closes the oldest that is not being
+/// answered, or gets 503 when all are.
 pub const MAX_CONNECTIONS: usize = 64;
-/// How long a client may take to send its request head.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send its whole request head, from connecting.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection may stay open in all (head, collection, answer).
+pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
 const BUSY_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What renders one exposition (called once per scrape, possibly from several threads).
@@ -63,7 +79,7 @@ fn plain(status: StatusCode, body: &str) -> Reply {
 }
 
 /// Routes one request: pure but for calling `render` on `/metrics`.
-pub fn route(method: &Method, uri: &Uri, render: &RenderFn) -> Reply {
+pub fn route(method: &Method, uri: &Uri, render: &dyn Fn() -> String) -> Reply {
     // Only origin-form targets ("/metrics?x"): not "metrics", not "http://h/metrics".
     if uri.scheme().is_some() || uri.authority().is_some() || !uri.path().starts_with('/') {
         return plain(StatusCode::BAD_REQUEST, "bad request");
@@ -119,22 +135,169 @@ fn response(r: Reply) -> Response<Full<Bytes>> {
 /// never stalls the runtime that reads other clients' requests.
 async fn handle(
     req: Request<hyper::body::Incoming>,
-    render: Arc<RenderFn>,
+    co: Arc<Coalesce>,
+    stage: Arc<AtomicU8>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    stage.store(COLLECTING, Ordering::SeqCst);
     let (method, uri) = (req.method().clone(), req.uri().clone());
-    let reply = tokio::task::spawn_blocking(move || route(&method, &uri, render.as_ref()))
-        .await
-        .unwrap_or_else(|_| {
-            plain(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "collecting the metrics failed",
-            )
-        });
+    let reply = tokio::task::spawn_blocking(move || {
+        let render = move || match co.collect() {
+            Some(body) => body.as_str().to_owned(),
+            // The collection panicked (its message is on stderr already): a 500
+            // from `route`, without a second message.
+            None => std::panic::resume_unwind(Box::new("collection failed")),
+        };
+        route(&method, &uri, &render)
+    })
+    .await
+    .unwrap_or_else(|_| {
+        plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "collecting the metrics failed",
+        )
+    });
+    stage.store(ANSWERING, Ordering::SeqCst);
     Ok(response(reply))
 }
 
+/// What a connection is doing, for [`Slots`]: only [`COLLECTING`] cannot be
+/// evicted.
+const READING_HEAD: u8 = 0;
+const COLLECTING: u8 = 1;
+const ANSWERING: u8 = 2;
+
+/// The connections being served, in order of arrival, and how to close each.
+#[derive(Default)]
+struct Slots {
+    next: u64,
+    open: BTreeMap<u64, Slot>,
+}
+
+struct Slot {
+    stage: Arc<AtomicU8>,
+    /// Set once its task is spawned; aborting the task drops (closes) the
+    /// connection.
+    task: Option<AbortHandle>,
+}
+
+/// A connection's place in [`Slots`], given back when its task ends.
+struct SlotGuard {
+    slots: Arc<Mutex<Slots>>,
+    id: u64,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        locked(&self.slots).open.remove(&self.id);
+    }
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The guarded data stays consistent whatever a panicking holder did.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Slots {
+    /// A slot for a new connection. At [`MAX_CONNECTIONS`], the oldest connection
+    /// not being answered (reading its head, or the client reading its answer) is
+    /// closed; `None` when every one is collecting for its request.
+    fn admit(this: &Arc<Mutex<Slots>>) -> Option<(SlotGuard, Arc<AtomicU8>)> {
+        let mut s = locked(this);
+        if s.open.len() >= MAX_CONNECTIONS {
+            let victim = s
+                .open
+                .iter()
+                .find(|(_, c)| c.stage.load(Ordering::SeqCst) != COLLECTING)
+                .map(|(&id, _)| id)?;
+            if let Some(task) = s.open.remove(&victim).and_then(|c| c.task) {
+                task.abort();
+            }
+        }
+        let id = s.next;
+        s.next += 1;
+        let stage = Arc::new(AtomicU8::new(READING_HEAD));
+        s.open.insert(
+            id,
+            Slot {
+                stage: Arc::clone(&stage),
+                task: None,
+            },
+        );
+        Some((
+            SlotGuard {
+                slots: Arc::clone(this),
+                id,
+            },
+            stage,
+        ))
+    }
+
+    /// Records how to close connection `id` (still open unless evicted already).
+    fn task(this: &Arc<Mutex<Slots>>, id: u64, task: AbortHandle) {
+        if let Some(c) = locked(this).open.get_mut(&id) {
+            c.task = Some(task);
+        }
+    }
+}
+
+/// Concurrent scrapes share collections: a request gets the result of the first
+/// collection that started after it arrived, so N requests at once cost at most
+/// two collections (the one running and the next), and every answer is fresh.
+pub struct Coalesce {
+    render: Arc<RenderFn>,
+    state: Mutex<Flight>,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct Flight {
+    /// Collections started and finished so far.
+    started: u64,
+    finished: u64,
+    running: bool,
+    /// The result of collection number `finished` (None: it panicked).
+    last: Option<Arc<String>>,
+}
+
+impl Coalesce {
+    /// Collections of `render`, shared by the requests that wait for the same one.
+    pub fn new(render: Arc<RenderFn>) -> Coalesce {
+        Coalesce {
+            render,
+            state: Mutex::new(Flight::default()),
+            done: Condvar::new(),
+        }
+    }
+
+    /// The exposition from a collection that started after this call (blocks until
+    /// it is done); `None` when that collection panicked.
+    pub fn collect(&self) -> Option<Arc<String>> {
+        let mut st = locked(&self.state);
+        let want = st.started + 1;
+        loop {
+            if st.finished >= want {
+                return st.last.clone();
+            }
+            if st.running {
+                st = self.done.wait(st).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            st.running = true;
+            st.started += 1;
+            let n = st.started;
+            drop(st);
+            let body = catch_unwind(AssertUnwindSafe(|| (self.render)())).ok();
+            st = locked(&self.state);
+            st.running = false;
+            st.finished = n;
+            st.last = body.map(Arc::new);
+            self.done.notify_all();
+        }
+    }
+}
+
 /// Accepts connections until accepting itself fails persistently, each served as
-/// its own task, at most [`MAX_CONNECTIONS`] at once.
+/// its own task, at most [`MAX_CONNECTIONS`] at once (see [`Slots`]).
 ///
 /// # Errors
 /// When the runtime cannot start, or the listener keeps failing to accept.
@@ -143,9 +306,10 @@ pub fn serve(listener: TcpListener, render: Arc<RenderFn>) -> io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let co = Arc::new(Coalesce::new(render));
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let active = Arc::new(AtomicUsize::new(0));
+        let slots = Arc::new(Mutex::new(Slots::default()));
         let mut failures = 0u32;
         loop {
             let mut stream = match listener.accept().await {
@@ -163,8 +327,7 @@ pub fn serve(listener: TcpListener, render: Arc<RenderFn>) -> io::Result<()> {
                     continue;
                 }
             };
-            if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                active.fetch_sub(1, Ordering::SeqCst);
+            let Some((guard, stage)) = Slots::admit(&slots) else {
                 tokio::spawn(async move {
                     let busy = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; \
                                 charset=utf-8\r\nContent-Length: 21\r\nConnection: close\r\n\r\n\
@@ -174,32 +337,41 @@ pub fn serve(listener: TcpListener, render: Arc<RenderFn>) -> io::Result<()> {
                             .await;
                 });
                 continue;
-            }
-            let guard = Active(Arc::clone(&active));
-            let render = Arc::clone(&render);
-            tokio::spawn(async move {
+            };
+            let co = Arc::clone(&co);
+            let id = guard.id;
+            // Aborted when evicted: the task is dropped at its next await, which
+            // closes the connection.
+            let task = tokio::spawn(async move {
                 let _guard = guard;
                 // A second handle on the socket, to answer a head cut short by the
                 // client's EOF, which hyper drops without a word.
                 let Ok((stream, spare)) = with_spare(stream) else {
                     return;
                 };
-                let service =
-                    hyper::service::service_fn(move |req| handle(req, Arc::clone(&render)));
-                let served = hyper::server::conn::http1::Builder::new()
+                let st = Arc::clone(&stage);
+                let service = hyper::service::service_fn(move |req| {
+                    handle(req, Arc::clone(&co), Arc::clone(&st))
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(HEAD_TIMEOUT)
                     .max_buf_size(MAX_HEAD)
                     .keep_alive(false)
                     .half_close(true)
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                    .serve_connection(TokioIo::new(stream), service);
+                let served = tokio::time::timeout(CONNECTION_TIMEOUT, conn).await;
                 // Other errors are the client's too (a reset, a timeout, a malformed
                 // head hyper already answered with 400 or 431).
-                if served.is_err_and(|e| e.is_incomplete_message()) {
-                    let _ = std::io::Write::write_all(&mut &spare, CUT_SHORT.as_bytes());
+                if let Ok(Err(e)) = served {
+                    if e.is_incomplete_message() {
+                        let _ = std::io::Write::write_all(&mut &spare, CUT_SHORT.as_bytes());
+                    }
                 }
             });
+            // The runtime has one thread: the task has not run yet, so it is still
+            // in the table.
+            Slots::task(&slots, id, task.abort_handle());
         }
     })
 }
@@ -216,15 +388,6 @@ fn with_spare(
     let std_stream = stream.into_std()?;
     let spare = std_stream.try_clone()?;
     Ok((tokio::net::TcpStream::from_std(std_stream)?, spare))
-}
-
-/// Decrements the active-connection count when the connection's task ends.
-struct Active(Arc<AtomicUsize>);
-
-impl Drop for Active {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 #[cfg(test)]
@@ -265,5 +428,87 @@ mod tests {
             route(&Method::GET, &uri("/metrics"), boom).status,
             StatusCode::INTERNAL_SERVER_ERROR
         );
+    }
+
+    #[test]
+    fn a_full_table_closes_its_oldest_connection_not_being_answered() {
+        let slots = Arc::new(Mutex::new(Slots::default()));
+        let mut held: Vec<(SlotGuard, Arc<AtomicU8>)> = (0..MAX_CONNECTIONS)
+            .map(|_| Slots::admit(&slots).unwrap())
+            .collect();
+        // The two oldest are collecting for their requests: never evicted.
+        held[0].1.store(COLLECTING, Ordering::SeqCst);
+        held[1].1.store(COLLECTING, Ordering::SeqCst);
+        held[3].1.store(ANSWERING, Ordering::SeqCst);
+        let ids = |s: &Arc<Mutex<Slots>>| locked(s).open.keys().copied().collect::<Vec<_>>();
+        let (new, _) = Slots::admit(&slots).unwrap();
+        assert_eq!(new.id, MAX_CONNECTIONS as u64);
+        assert!(
+            !ids(&slots).contains(&2),
+            "the oldest idle one (2) goes first"
+        );
+        assert!(ids(&slots).contains(&0) && ids(&slots).contains(&1));
+        let _next = Slots::admit(&slots).unwrap();
+        assert!(
+            !ids(&slots).contains(&3),
+            "then one whose client reads its answer slowly"
+        );
+        assert_eq!(locked(&slots).open.len(), MAX_CONNECTIONS);
+        // Every slot collecting: the newcomer gets 503.
+        for c in locked(&slots).open.values() {
+            c.stage.store(COLLECTING, Ordering::SeqCst);
+        }
+        assert!(Slots::admit(&slots).is_none());
+        // A connection that ends gives its slot back.
+        drop(held.remove(5));
+        assert!(Slots::admit(&slots).is_some());
+    }
+
+    #[test]
+    fn concurrent_scrapes_share_collections_and_each_gets_a_fresh_one() {
+        let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let c2 = Arc::clone(&count);
+        let co = Arc::new(Coalesce::new(Arc::new(move || {
+            let n = c2.fetch_add(1, Ordering::SeqCst) + 1;
+            std::thread::sleep(Duration::from_millis(500));
+            format!("collection {n}\n")
+        })));
+        let ready = Arc::new(std::sync::Barrier::new(32));
+        let threads: Vec<_> = (0..32)
+            .map(|_| {
+                let (co, ready) = (Arc::clone(&co), Arc::clone(&ready));
+                std::thread::spawn(move || {
+                    ready.wait();
+                    co.collect().unwrap()
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let n = count.load(Ordering::SeqCst);
+        assert!(
+            (1..=2).contains(&n),
+            "{n} collections for 32 scrapes at once"
+        );
+        // Later, one alone: a new collection, not the stored one.
+        assert_eq!(
+            co.collect().unwrap().as_str(),
+            format!("collection {}\n", n + 1)
+        );
+    }
+
+    #[test]
+    fn a_collection_that_panics_is_none_and_the_next_one_runs() {
+        let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let f2 = Arc::clone(&first);
+        let co = Coalesce::new(Arc::new(move || {
+            if f2.swap(false, Ordering::SeqCst) {
+                panic!("boom");
+            }
+            "ok\n".to_string()
+        }));
+        assert!(co.collect().is_none());
+        assert_eq!(co.collect().unwrap().as_str(), "ok\n");
     }
 }

@@ -7,8 +7,9 @@
 //!   (`node_infiniband_*`; `port_*_data` counted in 4-byte words become bytes); what it
 //!   lacks is under `rdmakit_` (hw_counters, unavailable counters, netlink resources,
 //!   doctor findings and check status, collection time).
-//! - [`http`]: a small HTTP/1.1 exporter on `std::net` (thread per connection, bounded;
-//!   GET/HEAD /metrics; 400/404/405/431/503 for everything else).
+//! - [`http`]: the HTTP/1.1 exporter (hyper on a one-thread tokio runtime; GET/HEAD
+//!   /metrics; 400/404/405/431/503 for everything else), whose connection slots no
+//!   idle or slow client can hold, and whose concurrent scrapes share collections.
 
 pub mod expo;
 pub mod http;
