@@ -241,8 +241,18 @@ fn closing_counts(tool: &str, n: u16, extra: &[&str], transport: &str) -> Closin
     // refusal is another user's ring, or a same-host request not on its
     // peer's ring).
     assert_eq!((refused_rings, refused_requests), (0, 0), "{tool}: {close}");
+    // Why a ring did not come about, when one did not (the drop-in prints
+    // it after the closing line): part of every message about this run.
+    let misses: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("rdmakit libibverbs: ring to") || l.contains("refused a ring"))
+        .collect();
     Closing {
-        line: close,
+        line: if misses.is_empty() {
+            close
+        } else {
+            format!("{close} [{}]", misses.join("; "))
+        },
         tx,
         ring_tx,
         woke,

@@ -11,6 +11,15 @@
 #                  round's rxe, soft and soft-udp Mbit/s (five rounds after
 #                  an untimed warm-up run), p4.tsv their medians; host.sh
 #                  prints the median of the per-round ratios.
+#   yama_same_host Issue 34: the same-host copy under Yama, between two
+#                  processes of an unprivileged user. ptrace_scope 1
+#                  (Ubuntu's default): each requester declares the receiver
+#                  of the ring it handed over its one ptracer (PR_SET_PTRACER
+#                  pid; nothing declares PR_SET_PTRACER_ANY any more), so the
+#                  64 KiB messages still go as one copy each; ptrace_scope 2
+#                  (attach needs CAP_SYS_PTRACE): the copies decline and the
+#                  messages go as their 16 packets each, the data intact
+#                  (ibv_rc_pingpong -c checks it).
 S=$R/shim
 mkdir -p $S
 SHIM=/usr/local/lib/rdmakit
@@ -103,5 +112,41 @@ p4() {
   cat $S/p4.tsv
 }
 
+# yama_pingpong SCOPE: the client's packets sent, for 50 64 KiB round trips
+# between two processes of uid 65534 under ptrace_scope SCOPE.
+yama_pingpong() {
+  echo "$1" > /proc/sys/kernel/yama/ptrace_scope || return 1
+  _as="setpriv --reuid=65534 --regid=65534 --clear-groups env LD_LIBRARY_PATH=$SHIM RDMAKIT_SHIM_DEBUG=1"
+  $_as timeout 60 ibv_rc_pingpong -g 0 -s 65536 -n 50 -c -p 18710 > $S/yama$1_srv.txt 2>&1 &
+  _sp=$!
+  sleep 1
+  $_as timeout 60 ibv_rc_pingpong -g 0 -s 65536 -n 50 -c -p 18710 127.0.0.1 > $S/yama$1_cli.txt 2>&1
+  _rc=$?
+  wait $_sp; _src=$?
+  cat $S/yama$1_cli.txt >&2
+  [ $_rc -eq 0 ] && [ $_src -eq 0 ] || { echo "FAIL: ptrace_scope $1: client $_rc server $_src" >&2; return 1; }
+  sed -n 's/.*ibv_close_device soft0 (auto): \([0-9]*\) packets sent, \([0-9]*\) through.*/\1 \2/p' $S/yama$1_cli.txt | head -1
+}
+
+yama_same_host() {
+  y=/proc/sys/kernel/yama/ptrace_scope
+  [ -w $y ] || { echo "FAIL: this kernel has no Yama ($y)"; return 1; }
+  was=$(cat $y)
+  one=$(yama_pingpong 1); r1=$?
+  two=$(yama_pingpong 2); r2=$?
+  echo "$was" > $y
+  [ $r1 -eq 0 ] && [ $r2 -eq 0 ] || return 1
+  set -- $one; sent1=$1 ring1=$2
+  set -- $two; sent2=$1 ring2=$2
+  echo "ptrace_scope 1: $sent1 packets sent ($ring1 through rings); ptrace_scope 2: $sent2 ($ring2)"
+  [ -n "$sent1" ] && [ -n "$sent2" ] || { echo "FAIL: no closing line"; return 1; }
+  [ "$ring1" -eq "$sent1" ] && [ "$ring2" -eq "$sent2" ] || { echo "FAIL: packets left the rings"; return 1; }
+  # Copied: a request (and the ACKs of the server's) per message; declined:
+  # 16 packets per message after the first decline.
+  [ "$sent1" -le 200 ] || { echo "FAIL: ptrace_scope 1 declined the copies ($sent1 packets)"; return 1; }
+  [ "$sent2" -ge 700 ] || { echo "FAIL: ptrace_scope 2 still copied ($sent2 packets)"; return 1; }
+}
+
 step shim_devinfo shim_devinfo
 step p4_rc_pingpong p4
+step yama_same_host yama_same_host
