@@ -4,10 +4,16 @@
 //!
 //! The rules (docs/slurm.md):
 //! - An unhealthy node (a finding at or above `--fail-on`, or a doctor that hung) is
-//!   drained with a reason that starts with [`REASON_PREFIX`] and names the codes.
-//!   A node an administrator (or Slurm) drained is left as it is: its reason is
-//!   never overwritten. A node rdmakit drained earlier gets the new reason when the
-//!   findings changed.
+//!   drained with a reason that starts with [`REASON_PREFIX`] and names the codes —
+//!   but only a node nobody else holds ([`held`]): no reason but rdmakit's, a base
+//!   state of `IDLE`, `MIXED` or `ALLOCATED`, and no flag but the harmless ones
+//!   ([`FREE_FLAGS`]; `DRAIN` only under rdmakit's own reason). A node that is
+//!   `DOWN`, `FAIL`, in maintenance, rebooting, powered down, not responding, drained
+//!   by anyone else (with or without a reason), or that carries any reason not
+//!   rdmakit's is left as it is: `scontrol update State=DRAIN Reason=..` would
+//!   replace the administrator's reason. A flag this code does not know counts as a
+//!   hold. A node rdmakit drained earlier gets the new reason when the findings
+//!   changed.
 //! - A healthy node is resumed only when rdmakit drained it (the reason starts with
 //!   [`REASON_PREFIX`]) and it is `IDLE+DRAIN` and nothing else: never a node an
 //!   administrator drained, never one with jobs on it (`MIXED`, `ALLOCATED`,
@@ -24,6 +30,22 @@ pub const REASON_PREFIX: &str = "rdmakit:";
 
 /// Longest reason rdmakit writes (sinfo and `scontrol show node` stay readable).
 pub const MAX_REASON: usize = 160;
+
+/// Base states an unhealthy node may be drained from (jobs or not).
+pub const FREE_BASES: &[&str] = &["IDLE", "MIXED", "ALLOCATED"];
+
+/// State flags that say nothing about who holds the node: jobs finishing, a
+/// reservation for users' jobs, the scheduler's plans, cloud and dynamic nodes.
+/// Every other flag (`DRAIN` under another's reason, `FAIL`, `MAINT`/`MAINTENANCE`,
+/// `REBOOT_*`, `POWER*`, `NOT_RESPONDING`, `INVALID_REG`, anything new) is a hold.
+pub const FREE_FLAGS: &[&str] = &[
+    "COMPLETING",
+    "RESERVED",
+    "PLANNED",
+    "CLOUD",
+    "DYNAMIC_NORM",
+    "PERFCTRS",
+];
 
 /// What the checks say about this node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,24 +160,57 @@ pub fn drain_reason(failing: &[&Finding]) -> String {
     clip(&format!("{head}{tail}"))
 }
 
+/// Why rdmakit must not drain this node, or None when it may: someone else's
+/// reason, a state an administrator or Slurm set (see the module doc).
+pub fn held(node: &NodeState) -> Option<String> {
+    let state = node.state_text();
+    match &node.reason {
+        Some(r) if !is_ours(&r.text) => {
+            let what = if node.drained() { "drained" } else { "held" };
+            return Some(format!("{what} by {} ({:?}, {state})", who(node), r.text));
+        }
+        None if node.drained() => return Some(format!("drained without a reason ({state})")),
+        _ => {}
+    }
+    if !FREE_BASES.contains(&node.base.as_str()) {
+        return Some(format!("{state}, a state rdmakit does not override"));
+    }
+    let hold: Vec<&str> = node
+        .flags
+        .iter()
+        .map(String::as_str)
+        .filter(|f| *f != "DRAIN" && !FREE_FLAGS.contains(f))
+        .collect();
+    if !hold.is_empty() {
+        return Some(format!(
+            "{state} ({}), a state rdmakit does not override",
+            hold.join(", ")
+        ));
+    }
+    None
+}
+
 /// The one action for a node in state `node` given the checks' verdict.
 pub fn decide(v: &Verdict, node: &NodeState) -> Action {
     let current = node.reason.as_ref().map(|r| r.text.as_str());
     match v {
-        Verdict::Unhealthy { reason } => match current {
-            Some(cur) if node.drained() && !is_ours(cur) => Action::Leave {
-                why: format!(
-                    "already drained by {} ({cur:?}); that reason is kept",
-                    who(node)
-                ),
-            },
-            Some(cur) if node.drained() && cur == reason => Action::Leave {
-                why: "already drained by rdmakit for this reason".into(),
-            },
-            _ => Action::Drain {
-                reason: reason.clone(),
-            },
-        },
+        Verdict::Unhealthy { reason } => {
+            if let Some(why) = held(node) {
+                return Action::Leave {
+                    why: format!(
+                        "unhealthy, but {why}: left alone, that state and reason are kept"
+                    ),
+                };
+            }
+            match current {
+                Some(cur) if node.drained() && cur == reason => Action::Leave {
+                    why: "already drained by rdmakit for this reason".into(),
+                },
+                _ => Action::Drain {
+                    reason: reason.clone(),
+                },
+            }
+        }
         Verdict::Healthy => {
             if !node.drained() {
                 return Action::Leave {
@@ -378,6 +433,138 @@ mod tests {
             decide(&Verdict::Healthy, &no_reason),
             Action::Leave { .. }
         ));
+    }
+
+    /// Issue 34 item 7: `State=DRAIN Reason=rdmakit: ..` replaced the reason of a
+    /// node an administrator had set DOWN, FAIL or in maintenance. The states are
+    /// as Slurm 22.05.8's `scontrol show node -o` prints them (scripts/cluster).
+    #[test]
+    fn an_administrators_down_fail_or_maint_is_never_drained_over() {
+        let sick = verdict(&port_down(), Some(Severity::Error));
+        for (line, says) in [
+            (
+                "NodeName=n10 State=DOWN Reason=admin: psu swap [root@2026-12-07T10:45:35]",
+                "admin: psu swap",
+            ),
+            (
+                "NodeName=n11 State=IDLE+FAIL Reason=admin: bad dimm [root@2026-12-07T10:45:35]",
+                "admin: bad dimm",
+            ),
+            (
+                "NodeName=n12 State=IDLE+MAINTENANCE+RESERVED",
+                "MAINTENANCE",
+            ),
+            ("NodeName=n12 State=MIXED+MAINT", "MAINT"),
+            ("NodeName=n9 State=DOWN", "DOWN"),
+            (
+                "NodeName=n9 State=DOWN+NOT_RESPONDING Reason=Not responding [slurm@t]",
+                "Not responding",
+            ),
+            ("NodeName=n9 State=IDLE+NOT_RESPONDING", "NOT_RESPONDING"),
+            (
+                "NodeName=n9 State=IDLE+REBOOT_REQUESTED Reason=kernel update [bob@t]",
+                "kernel update",
+            ),
+            ("NodeName=n9 State=IDLE+REBOOT_ISSUED", "REBOOT_ISSUED"),
+            ("NodeName=n9 State=IDLE+POWERED_DOWN", "POWERED_DOWN"),
+            ("NodeName=n9 State=IDLE+POWERING_UP", "POWERING_UP"),
+            ("NodeName=n9 State=IDLE+INVALID_REG", "INVALID_REG"),
+            ("NodeName=n9 State=FUTURE", "FUTURE"),
+            ("NodeName=n9 State=UNKNOWN", "UNKNOWN"),
+            ("NodeName=n9 State=IDLE+SOMETHING_NEW", "SOMETHING_NEW"),
+            // Drained by someone else without a reason, or not drained but with a
+            // reason that is not rdmakit's.
+            ("NodeName=n9 State=IDLE+DRAIN", "without a reason"),
+            (
+                "NodeName=n9 State=IDLE Reason=watch this one [carol@t]",
+                "watch this one",
+            ),
+            // rdmakit's own drain, but the node went down since: not re-drained.
+            (
+                "NodeName=n9 State=DOWN+DRAIN Reason=rdmakit: RDK-K006 x [root@t]",
+                "DOWN+DRAIN",
+            ),
+        ] {
+            let n = state(line);
+            let Action::Leave { why } = decide(&sick, &n) else {
+                panic!("{line}: drained over it")
+            };
+            assert!(why.contains(says), "{line}: {why}");
+            assert!(held(&n).is_some(), "{line}");
+            let Action::Leave { .. } = decide(&Verdict::Healthy, &n) else {
+                panic!("{line}: resumed")
+            };
+        }
+    }
+
+    #[test]
+    fn harmless_flags_do_not_stop_a_drain() {
+        let sick = verdict(&port_down(), Some(Severity::Error));
+        for s in [
+            "IDLE",
+            "MIXED",
+            "ALLOCATED",
+            "IDLE+COMPLETING",
+            "MIXED+RESERVED",
+            "IDLE+PLANNED",
+            "IDLE+CLOUD",
+        ] {
+            let n = state(&format!("NodeName=n3 State={s}"));
+            assert_eq!(held(&n), None, "{s}");
+            assert!(matches!(decide(&sick, &n), Action::Drain { .. }), "{s}");
+        }
+        // rdmakit's own drain with an older reason gets the new one.
+        let n = state("NodeName=n3 State=MIXED+DRAIN Reason=rdmakit: RDK-K006 x [root@t]");
+        assert_eq!(held(&n), None);
+        assert!(matches!(decide(&sick, &n), Action::Drain { .. }));
+    }
+
+    proptest::proptest! {
+        /// Whatever the state: a drain only on a node nobody else holds, a resume
+        /// only of rdmakit's own drain from exactly IDLE+DRAIN.
+        #[test]
+        fn drains_only_free_nodes_and_resumes_only_its_own(
+            base in proptest::sample::select(vec![
+                "IDLE", "MIXED", "ALLOCATED", "DOWN", "FUTURE", "UNKNOWN", "ERROR",
+            ]),
+            flags in proptest::sample::subsequence(vec![
+                "DRAIN", "COMPLETING", "RESERVED", "FAIL", "MAINTENANCE", "MAINT",
+                "NOT_RESPONDING", "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWERED_DOWN",
+                "POWERING_UP", "POWER_DOWN", "PLANNED", "INVALID_REG", "CLOUD",
+            ], 0..4),
+            reason in proptest::sample::select(vec![
+                "", " Reason=rdmakit: RDK-H002 old [root@t]", " Reason=admin: x [alice@t]",
+                " Reason=rdmakit: RDK-H002 rxe0 port 1 is DOWN (physical state Disabled) [root@t]",
+            ]),
+            sick in proptest::bool::ANY,
+        ) {
+            let mut st = base.to_string();
+            for f in &flags {
+                st.push('+');
+                st.push_str(f);
+            }
+            let n = state(&format!("NodeName=n3 State={st}{reason}"));
+            let ours = reason.contains("rdmakit:");
+            let v = if sick { verdict(&port_down(), Some(Severity::Error)) } else { Verdict::Healthy };
+            match decide(&v, &n) {
+                Action::Drain { .. } => {
+                    proptest::prop_assert!(sick);
+                    proptest::prop_assert!(reason.is_empty() || ours, "{st}{reason}");
+                    proptest::prop_assert!(FREE_BASES.contains(&base), "{st}");
+                    for f in &flags {
+                        proptest::prop_assert!(
+                            FREE_FLAGS.contains(f) || (*f == "DRAIN" && ours),
+                            "{st}{reason}"
+                        );
+                    }
+                }
+                Action::Resume => {
+                    proptest::prop_assert!(!sick && ours);
+                    proptest::prop_assert_eq!(st.as_str(), "IDLE+DRAIN");
+                }
+                Action::Leave { .. } => {}
+            }
+        }
     }
 
     #[test]
