@@ -73,7 +73,7 @@ fn frame_carries_the_json_report_and_the_bundle() {
 fn fake_scontrol(dir: &Path, state: &str) {
     std::fs::write(dir.join("state"), state).unwrap();
     let script = format!(
-        "#!/bin/sh\ncase \"$1\" in\n  show) cat '{d}/state' ;;\n  update) echo \"$@\" >> '{d}/calls' ;;\n  *) exit 9 ;;\nesac\necho \"SLURM_CONF=$SLURM_CONF\" >> '{d}/env'\n",
+        "#!/bin/sh\ncase \"$1\" in\n  show) cat '{d}/state' ;;\n  update) echo \"$@\" >> '{d}/calls' ;;\n  *) exit 9 ;;\nesac\necho \"SLURM_CONF=$SLURM_CONF\" >> '{d}/env'\ngrep -E '^(Uid|Cap)' /proc/self/status >> '{d}/status'\n",
         d = dir.display()
     );
     rdmakit_testkit::write_script(&dir.join("scontrol"), &script);
@@ -174,6 +174,129 @@ fn health_check_drains_on_an_error_and_resumes_only_its_own_drain() {
     assert_eq!((code, calls.as_str()), (Some(1), ""), "{out}");
     assert!(
         out.contains("would drain (IDLE): rdmakit: RDK-H002"),
+        "{out}"
+    );
+}
+
+/// Issue 34 item 7: an unhealthy node that an administrator set DOWN, FAIL or
+/// in maintenance (state lines as Slurm 22.05.8 prints them) keeps its state and
+/// reason: no `scontrol update` at all, exit 1 (unhealthy), and the line says why.
+#[test]
+fn health_check_never_drains_over_an_administrators_down_fail_or_maint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sick = port_down_capture(d);
+    for (state, says) in [
+        (
+            "NodeName=n3 State=DOWN Reason=admin: psu swap [root@2026-12-07T10:45:35]",
+            "held by root (\"admin: psu swap\", DOWN)",
+        ),
+        (
+            "NodeName=n3 State=IDLE+FAIL Reason=admin: bad dimm [root@2026-12-07T10:45:35]",
+            "held by root (\"admin: bad dimm\", IDLE+FAIL)",
+        ),
+        (
+            "NodeName=n3 State=IDLE+MAINTENANCE+RESERVED",
+            "IDLE+MAINTENANCE+RESERVED (MAINTENANCE), a state rdmakit does not override",
+        ),
+        (
+            "NodeName=n3 State=IDLE+DRAIN",
+            "drained without a reason (IDLE+DRAIN)",
+        ),
+    ] {
+        let _ = std::fs::remove_file(d.join("calls"));
+        fake_scontrol(d, &format!("{state}\n"));
+        let (code, out, calls) = health(d, &sick, &[]);
+        assert_eq!((code, calls.as_str()), (Some(1), ""), "{state}: {out}");
+        assert!(
+            out.starts_with(&format!(
+                "rdmakit health check n3: unhealthy, but {says}: left alone"
+            )),
+            "{state}: {out}"
+        );
+    }
+}
+
+/// Least privilege: scontrol runs as uid 0 (Slurm authorizes the update by uid)
+/// but with no capability, not even in its bounding set.
+#[test]
+fn health_check_runs_scontrol_without_capabilities() {
+    if !rdmakit_testkit::is_root() {
+        assert!(
+            std::env::var_os("RDMAKIT_REQUIRE_ROOT").is_none(),
+            "needs root; RDMAKIT_REQUIRE_ROOT is set"
+        );
+        eprintln!("SKIP: not root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sick = port_down_capture(d);
+    fake_scontrol(d, "NodeName=n3 State=IDLE\n");
+    let (code, out, calls) = health(d, &sick, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        calls.starts_with("update NodeName=n3 State=DRAIN"),
+        "{calls}"
+    );
+    let status = std::fs::read_to_string(d.join("status")).unwrap();
+    // Two runs of scontrol (show, update), each with five Cap lines of zero.
+    let caps: Vec<&str> = status.lines().filter(|l| l.starts_with("Cap")).collect();
+    assert_eq!(caps.len(), 10, "{status}");
+    for l in caps {
+        assert!(l.ends_with("0000000000000000"), "{l}\n{status}");
+    }
+    assert!(status.contains("Uid:\t0\t0\t0\t0"), "{status}");
+}
+
+/// An scontrol that others could replace (a world-writable directory first on
+/// PATH) is not run as root: exit 2, nothing changed.
+#[test]
+fn health_check_refuses_an_scontrol_others_can_replace() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !rdmakit_testkit::is_root() {
+        assert!(
+            std::env::var_os("RDMAKIT_REQUIRE_ROOT").is_none(),
+            "needs root; RDMAKIT_REQUIRE_ROOT is set"
+        );
+        eprintln!("SKIP: not root: the check applies to root only");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sick = port_down_capture(d);
+    fake_scontrol(d, "NodeName=n3 State=IDLE\n");
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let (code, out, calls) = health(d, &sick, &[]);
+    assert_eq!((code, calls.as_str()), (Some(2), ""), "{out}");
+    assert!(
+        out.contains("refusing to run") && out.contains("writable by group or others (mode 1777)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("unhealthy, not drained: rdmakit: RDK-H002"),
+        "{out}"
+    );
+}
+
+/// An scontrol that never answers is killed after 10 s: exit 2, saying so, well
+/// inside Slurm's 60 s.
+#[test]
+fn health_check_gives_up_on_an_scontrol_that_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    rdmakit_testkit::write_script(&d.join("scontrol"), "#!/bin/sh\nexec sleep 600\n");
+    let sick = port_down_capture(d);
+    let t = std::time::Instant::now();
+    let (code, out, _) = health(d, &sick, &[]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(
+        out.contains("scontrol show node -o n3: no answer within 10.0 s (killed)"),
         "{out}"
     );
 }

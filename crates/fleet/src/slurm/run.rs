@@ -30,6 +30,16 @@ pub enum SlurmError {
     Parse(#[from] ParseError),
     #[error("{0}")]
     Input(String),
+    #[error("{cmd}: no answer within {secs:.1} s (killed)")]
+    TimedOut { cmd: String, secs: f64 },
+    #[error("{cmd}: printed more than {max} bytes (killed): not what it should print")]
+    TooLarge { cmd: String, max: usize },
+    #[error("{cmd}: refusing to run {path} as root: {why}")]
+    Untrusted {
+        cmd: String,
+        path: String,
+        why: String,
+    },
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -38,52 +48,115 @@ pub enum SlurmError {
     },
 }
 
-/// How to run Slurm's commands: the environment they get on top of ours.
-#[derive(Debug, Clone, Default)]
+/// How to run Slurm's commands: the environment they get on top of ours, and the
+/// bounds on each (docs/slurm.md).
+#[derive(Debug, Clone)]
 pub struct Commands {
     /// Variables set for every command (PATH, SLURM_CONF for the health check).
     pub env: Vec<(String, String)>,
+    /// Each sinfo / scontrol is killed after this long (srun has the sweep's own
+    /// timeout).
+    pub timeout: Duration,
+    /// Run a command only from a file and directory that no one but root (or
+    /// `euid`) can write, found on the `PATH` in [`Commands::env`] (the health
+    /// check, which runs as root). Without it the commands are found as usual.
+    pub trusted_only: Option<u32>,
+}
+
+impl Default for Commands {
+    fn default() -> Commands {
+        Commands {
+            env: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            trusted_only: None,
+        }
+    }
 }
 
 impl Commands {
-    fn command(&self, prog: &str) -> Command {
-        let mut c = Command::new(prog);
+    /// The health check's: `env` for every command, each scontrol killed after
+    /// [`HEALTH_CHECK_TIMEOUT`] (show, then update, fit in Slurm's 60 s with the
+    /// doctor's deadline), and, when running as root, scontrol only from a file
+    /// and directory only root can write.
+    pub fn health_check(env: Vec<(String, String)>) -> Commands {
+        let euid = rustix::process::geteuid().as_raw();
+        Commands {
+            env,
+            timeout: HEALTH_CHECK_TIMEOUT,
+            trusted_only: (euid == 0).then_some(euid),
+        }
+    }
+}
+
+/// How long each of the health check's scontrol calls may take.
+pub const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a sinfo / scontrol may take by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most `scontrol show node -o NODE` may print: one node's line is about 1 KiB.
+pub const MAX_ONE_NODE: usize = 256 << 10;
+
+/// The most any other sinfo / scontrol answer may be (every node of a large
+/// cluster: about 1 KiB per node).
+pub const MAX_LISTING: usize = 64 << 20;
+
+impl Commands {
+    fn command(&self, prog: &str) -> Result<Command, SlurmError> {
+        let program = match self.trusted_only {
+            Some(euid) => {
+                let path = self
+                    .env
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == "PATH")
+                    .map_or(super::env::SYSTEM_PATH, |(_, v)| v.as_str());
+                super::exec::resolve(prog, path, true, euid)?
+            }
+            None => prog.into(),
+        };
+        let mut c = Command::new(program);
         c.envs(self.env.iter().map(|(k, v)| (k, v)));
         c.stdin(Stdio::null());
-        c
+        Ok(c)
     }
 
-    /// Runs `prog args` to completion; its stdout on success.
-    fn output(&self, prog: &str, args: &[&str]) -> Result<String, SlurmError> {
+    /// Runs `prog args` to completion within [`Commands::timeout`], printing at most
+    /// `max` bytes; its stdout on success.
+    fn output(&self, prog: &str, args: &[&str], max: usize) -> Result<String, SlurmError> {
         let cmd = shown(prog, args);
-        let out = self
-            .command(prog)
-            .args(args)
-            .output()
-            .map_err(|err| SlurmError::Spawn {
-                cmd: cmd.clone(),
-                err,
-            })?;
-        if !out.status.success() {
-            return Err(SlurmError::Failed {
-                cmd,
-                status: out.status.to_string(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        let mut c = self.command(prog)?;
+        c.args(args);
+        let limits = super::exec::Limits {
+            timeout: self.timeout,
+            max_stdout: max,
+        };
+        let ran = super::exec::run(c, &cmd, limits)?;
+        Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
     }
 
-    /// `scontrol show node -o NAME`.
+    /// `scontrol show node -o NAME`: one node's state and reason (one node, so
+    /// slurmctld sends one line; `sinfo --json` would send every node's, and
+    /// Slurm 22.05's `-n` does not narrow it).
     ///
     /// # Errors
-    /// scontrol failed (unknown node, controller unreachable) or printed garbage.
+    /// scontrol failed (unknown node, controller unreachable), timed out, printed
+    /// garbage, or listed the node more than once.
     pub fn show_node(&self, name: &str) -> Result<NodeState, SlurmError> {
-        let text = self.output("scontrol", &["show", "node", "-o", name])?;
-        parse_show_node(&text)?
+        let text = self.output("scontrol", &["show", "node", "-o", name], MAX_ONE_NODE)?;
+        let mut found = parse_show_node(&text)?
             .into_iter()
-            .find(|n| n.name == name)
-            .ok_or_else(|| SlurmError::Input(format!("scontrol show node {name}: not listed")))
+            .filter(|n| n.name == name);
+        let first = found
+            .next()
+            .ok_or_else(|| SlurmError::Input(format!("scontrol show node {name}: not listed")))?;
+        if found.next().is_some() {
+            return Err(SlurmError::Input(format!(
+                "scontrol show node {name}: listed more than once; not acting on an \
+                 ambiguous state"
+            )));
+        }
+        Ok(first)
     }
 
     /// `scontrol show node -o`: every node.
@@ -91,9 +164,11 @@ impl Commands {
     /// # Errors
     /// scontrol failed or printed garbage.
     pub fn show_nodes(&self) -> Result<Vec<NodeState>, SlurmError> {
-        Ok(parse_show_node(
-            &self.output("scontrol", &["show", "node", "-o"])?,
-        )?)
+        Ok(parse_show_node(&self.output(
+            "scontrol",
+            &["show", "node", "-o"],
+            MAX_LISTING,
+        )?)?)
     }
 
     /// `scontrol update NodeName=NODE State=DRAIN Reason=REASON`.
@@ -109,6 +184,7 @@ impl Commands {
                 "State=DRAIN",
                 &format!("Reason={reason}"),
             ],
+            MAX_ONE_NODE,
         )
         .map(|_| ())
     }
@@ -121,6 +197,7 @@ impl Commands {
         self.output(
             "scontrol",
             &["update", &format!("NodeName={node}"), "State=RESUME"],
+            MAX_ONE_NODE,
         )
         .map(|_| ())
     }
@@ -131,7 +208,7 @@ impl Commands {
     /// scontrol failed (a malformed list).
     pub fn hostnames(&self, list: &str) -> Result<Vec<String>, SlurmError> {
         Ok(dedup(
-            self.output("scontrol", &["show", "hostnames", list])?
+            self.output("scontrol", &["show", "hostnames", list], MAX_LISTING)?
                 .lines()
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
@@ -148,7 +225,7 @@ impl Commands {
         if let Some(p) = partition {
             args.extend(["-p", p]);
         }
-        let text = self.output("sinfo", &args)?;
+        let text = self.output("sinfo", &args, MAX_LISTING)?;
         let names = text.lines().filter_map(|l| {
             let (node, part) = l.trim().split_once(' ')?;
             // sinfo marks the default partition with '*'.
@@ -361,7 +438,7 @@ pub fn execute(
         });
     }
     let mut child = cmds
-        .command(&plan.argv[0])
+        .command(&plan.argv[0])?
         .args(&plan.argv[1..])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rdmakit_fleet::slurm::env::{self, find_slurm_conf};
 use rdmakit_fleet::slurm::health::{self, Action, Verdict};
+use rdmakit_fleet::slurm::privilege;
 use rdmakit_fleet::slurm::run::Commands;
 use rdmakit_fleet::slurm::watch::{self, Watched};
 use rdmakit_host::collect::collect;
@@ -32,9 +33,7 @@ pub(super) fn run(a: Args, s: Settings) -> anyhow::Result<ExitCode> {
     let path = env::path_for(std::env::var("PATH").ok().as_deref());
     let own_conf = std::env::var("SLURM_CONF").ok();
     let conf = find_slurm_conf(own_conf.as_deref(), &env::ancestors(6), |p| p.is_file());
-    let mut cmds = Commands {
-        env: vec![("PATH".into(), path)],
-    };
+    let mut cmds = Commands::health_check(vec![("PATH".into(), path)]);
     if let Some(c) = &conf {
         cmds.env
             .push(("SLURM_CONF".into(), c.path.display().to_string()));
@@ -58,6 +57,10 @@ pub(super) fn run(a: Args, s: Settings) -> anyhow::Result<ExitCode> {
         }
         Err(h) => health::hung(h.limit.as_secs(), h.reading.as_deref()),
     };
+    // What follows (scontrol) needs no capability: drop them all.
+    if let Err(e) = privilege::drop_capabilities() {
+        say(&format!("note: could not drop capabilities: {e}"));
+    }
 
     let state = match cmds.show_node(&node) {
         Ok(st) => st,
