@@ -399,7 +399,11 @@ impl Bundle {
             options: h.options,
             records: keys
                 .into_iter()
-                .map(|((op, path), a)| RecordRepr::new(*op, path.clone(), a))
+                // The last gate before bytes leave the host: no environment, no
+                // process arguments (crate::secrets).
+                .map(|((op, path), a)| {
+                    RecordRepr::new(*op, path.clone(), &crate::secrets::scrub(*op, path, a))
+                })
                 .collect(),
         };
         // Serializing plain data with string keys cannot fail.

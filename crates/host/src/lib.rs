@@ -30,4 +30,5 @@ pub mod netlink;
 pub mod open;
 pub mod parse;
 pub mod process;
+pub mod secrets;
 pub mod source;

@@ -58,14 +58,25 @@ pub fn node_name(slurmd_nodename: Option<&str>, hostname: &str) -> String {
     h.split('.').next().unwrap_or(h).to_string()
 }
 
-/// A process above us: its command line and environment (from /proc).
+/// A process above us: what the health check needs of its command line and
+/// environment (from /proc), and nothing more.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Ancestor {
     pub pid: u32,
+    /// The whole command line of slurmd and slurmstepd (their `-f FILE`); of any
+    /// other process only the program (argv[0]): a job's arguments may hold a
+    /// secret, and nothing here needs them.
     pub argv: Vec<String>,
-    /// `NAME=value` entries (empty when unreadable).
+    /// `NAME=value` entries whose name is in [`ENV_ALLOW`] (empty when unreadable):
+    /// never the rest of a process's environment, which may hold tokens.
     pub environ: Vec<String>,
 }
+
+/// The only variables read from an ancestor's environment.
+pub const ENV_ALLOW: &[&str] = &["SLURM_CONF"];
+
+/// The most read of one /proc/PID/cmdline or /proc/PID/environ.
+pub const MAX_PROC_READ: u64 = 256 << 10;
 
 /// Where a slurm.conf was found (for the log).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,13 +98,8 @@ pub fn find_slurm_conf(
         });
     }
     for a in ancestors {
-        let prog = a
-            .argv
-            .first()
-            .map(|s| s.rsplit('/').next().unwrap_or(s))
-            .unwrap_or("");
-        // slurmstepd renames itself "slurmstepd: [12.0]".
-        if !(prog == "slurmd" || prog.starts_with("slurmstepd")) {
+        let prog = program(&a.argv);
+        if !is_slurm_daemon(prog) {
             continue;
         }
         if let Some(f) = conf_arg(&a.argv) {
@@ -124,6 +130,35 @@ pub fn find_slurm_conf(
         })
 }
 
+/// The program's name: argv[0] without its directory.
+fn program(argv: &[String]) -> &str {
+    argv.first()
+        .map(|s| s.rsplit('/').next().unwrap_or(s))
+        .unwrap_or("")
+}
+
+/// slurmd, or slurmstepd (which renames itself "slurmstepd: [12.0]").
+fn is_slurm_daemon(prog: &str) -> bool {
+    prog == "slurmd" || prog.starts_with("slurmstepd")
+}
+
+/// What is kept of a process's command line and environment (see [`Ancestor`]).
+pub fn keep_only_needed(argv: Vec<String>, environ: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let argv = if is_slurm_daemon(program(&argv)) {
+        argv
+    } else {
+        argv.into_iter().take(1).collect()
+    };
+    let environ = environ
+        .into_iter()
+        .filter(|e| {
+            e.split_once('=')
+                .is_some_and(|(name, _)| ENV_ALLOW.contains(&name))
+        })
+        .collect();
+    (argv, environ)
+}
+
 /// slurmd's `-f FILE` or `-fFILE`.
 fn conf_arg(argv: &[String]) -> Option<&str> {
     let mut it = argv.iter().skip(1);
@@ -149,24 +184,27 @@ pub fn ancestors(depth: usize) -> Vec<Ancestor> {
         if pid <= 1 {
             break;
         }
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        let Some(cmdline) = read_proc(pid, "cmdline") else {
             break;
         };
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        out.push(Ancestor {
-            pid,
-            argv: nul_split(&cmdline),
-            environ: nul_split(&environ),
-        });
-        match std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| ppid_of(&s))
-        {
+        let environ = read_proc(pid, "environ").unwrap_or_default();
+        let (argv, environ) = keep_only_needed(nul_split(&cmdline), nul_split(&environ));
+        out.push(Ancestor { pid, argv, environ });
+        match read_proc(pid, "status").and_then(|s| ppid_of(&String::from_utf8_lossy(&s))) {
             Some(p) => pid = p,
             None => break,
         }
     }
     out
+}
+
+/// `/proc/PID/NAME`, at most [`MAX_PROC_READ`] bytes (None: unreadable).
+fn read_proc(pid: u32, name: &str) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?;
+    let mut buf = Vec::new();
+    f.take(MAX_PROC_READ).read_to_end(&mut buf).ok()?;
+    Some(buf)
 }
 
 fn nul_split(b: &[u8]) -> Vec<String> {
@@ -254,6 +292,43 @@ mod tests {
         assert_eq!(find_slurm_conf(None, &other, |_| false), None);
         let f = find_slurm_conf(None, &other, |p| p == Path::new("/etc/slurm/slurm.conf"));
         assert_eq!(f.unwrap().path, Path::new("/etc/slurm/slurm.conf"));
+    }
+
+    #[test]
+    fn only_slurm_conf_and_slurm_daemons_command_lines_are_kept() {
+        let env = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let secrets = env(&[
+            "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI",
+            "RDMAKIT_PAIRWISE_TOKEN=0123abcd",
+            "SLURM_CONF=/etc/slurm/slurm.conf",
+            "SLURM_CONFX=no",
+            "NOEQUALS",
+        ]);
+        let (argv, environ) = keep_only_needed(
+            env(&["/usr/bin/python3", "train.py", "--api-key", "sk-123"]),
+            secrets.clone(),
+        );
+        assert_eq!(argv, vec!["/usr/bin/python3"]);
+        assert_eq!(environ, vec!["SLURM_CONF=/etc/slurm/slurm.conf"]);
+        let (argv, _) = keep_only_needed(env(&["slurmstepd: [12.0]", "x"]), secrets.clone());
+        assert_eq!(argv, vec!["slurmstepd: [12.0]", "x"]);
+        let (argv, _) = keep_only_needed(env(&["/usr/sbin/slurmd", "-f", "/c"]), secrets);
+        assert_eq!(argv, vec!["/usr/sbin/slurmd", "-f", "/c"]);
+    }
+
+    /// Our own ancestors (the test harness's): whatever their environment holds,
+    /// only SLURM_CONF is read back.
+    #[test]
+    fn ancestors_of_this_process_keep_nothing_else() {
+        for a in ancestors(6) {
+            assert!(
+                a.environ.iter().all(|e| e.starts_with("SLURM_CONF=")),
+                "{a:?}"
+            );
+            if !is_slurm_daemon(program(&a.argv)) {
+                assert!(a.argv.len() <= 1, "{a:?}");
+            }
+        }
     }
 
     #[test]
