@@ -13,6 +13,10 @@
 #   n9  rdmakit is not installed (exit 127, nothing on stdout)      → missing
 #   n1 n2 n4 n10 n11 n12 healthy; n2 is drained by "the administrator".
 #
+# For the health check, n10 n11 n12 break too (port 1 DOWN) while an administrator
+# holds them: n10 DOWN ("admin: psu swap"), n11 FAIL ("admin: bad dimm"), n12 in
+# a maintenance reservation. rdmakit must leave them exactly as set (issue 34).
+#
 # Run by `scripts/cluster/cluster run-plan` (scripts/cluster/run): SLURM_CONF, CL_DIR,
 # CL_NODES, CL_RDMAKIT (the nodes' rdmakit), CL_RDMAKIT_REAL are set. Prints the
 # evidence and exits 1 on the first failed expectation.
@@ -203,6 +207,9 @@ wait_state() { # NODE STATE-REGEX REASON-REGEX SECONDS
   return 1
 }
 wait_state n6 'allocated|mixed' '.*' 15 || fail "the job on n6 did not start"
+# ReturnToService=1 keeps an administrator's DOWN (2, the cluster's default,
+# returns any DOWN node that registers, and reconfigure makes every node register).
+sed -i 's/^ReturnToService=.*/ReturnToService=1/' "$SLURM_CONF"
 cat >>"$SLURM_CONF" <<EOF
 HealthCheckProgram=$CL_DIR/bin/health-check
 HealthCheckInterval=5
@@ -210,6 +217,11 @@ HealthCheckNodeState=ANY
 EOF
 t=$(now)
 scontrol reconfigure
+# An administrator holds n10, n11, n12 (healthy for now; they break below).
+scontrol update NodeName=n10 State=DOWN Reason="admin: psu swap"
+scontrol update NodeName=n11 State=FAIL Reason="admin: bad dimm"
+scontrol create reservation ReservationName=maint12 Nodes=n12 StartTime=now Duration=60 \
+  Users=root Flags=MAINT >/dev/null
 EVIDENCE=("$CL_DIR/nodes/n3/slurmd.log" "$CL_DIR/nodes/n8/slurmd.log" "$CL_DIR/ctl/slurmctld.log")
 wait_state n3 drained 'rdmakit: RDK-H002 rxe0 port 1 is DOWN \(physical state Disabled\)' 30 ||
   fail "n3 not drained by its health check"
@@ -223,9 +235,52 @@ drained=$(sinfo -h -N -t drain,drng -o '%N' | sort -V | tr '\n' ' ')
 [ "$drained" = "n2 n3 n6 n8 " ] || fail "drained: [$drained], want [n2 n3 n6 n8 ]"
 wait_state n2 drained 'admin: replace cable' 1 || fail "the administrator's drain of n2 was changed"
 
-step "health check: n3 and n6 repaired; n3 resumes, n6 stays drained while its job runs"
+# What an administrator holds stays as they set it, even once the node is faulty.
+# held NODE STATE REASON: scontrol's state and reason for NODE are exactly these.
+held() {
+  local line got
+  line=$(scontrol show node -o "$1")
+  got=$(sed -n 's/.* State=\([^ ]*\) .*/\1/p' <<<"$line")
+  [ "$got" = "$2" ] || { echo "$1 is $got, want $2"; return 1; }
+  got=$(sed -n 's/.* Reason=\(.*\) \[.*/\1/p' <<<"$line")
+  [ "$got" = "$3" ] || { echo "$1's reason is [$got], want [$3]"; return 1; }
+}
+check_held() {
+  held n10 DOWN 'admin: psu swap' && held n11 IDLE+FAIL 'admin: bad dimm' &&
+    held n12 IDLE+MAINTENANCE+RESERVED ''
+}
+step "health check: n10 (DOWN), n11 (FAIL), n12 (MAINT) break while held: left alone"
+# MAINTENANCE appears when slurmctld next looks at its reservations; only then
+# does n12 break (before, nothing held it and a drain would be right).
+for _ in $(seq 1 150); do check_held >/dev/null && break; sleep 0.2; done
+why=$(check_held) || fail "the administrator's states did not take: $why"
+for n in n10 n11 n12; do port_down "$n"; done
+sleep 11 # two rounds of every node's health check
+why=$(check_held) || fail "a held node changed: $why"
+scontrol show node -o "n[10-12]" >"$OUT/held-nodes.txt"
+# The check itself, by hand on each (no environment but SLURM_CONF): it sees
+# the fault (exit 1) and says why it leaves the node.
+for want in "n10|unhealthy, but held by root (\"admin: psu swap\", DOWN): left alone" \
+  "n11|unhealthy, but held by root (\"admin: bad dimm\", IDLE+FAIL): left alone" \
+  "n12|unhealthy, but IDLE+MAINTENANCE+RESERVED (MAINTENANCE), a state rdmakit does not override: left alone"; do
+  n=${want%%|*}
+  rc=0
+  cl_exec "$n" env -i SLURM_CONF="$SLURM_CONF" "$CL_RDMAKIT" doctor --slurm-health-check --health-timeout 5 \
+    >"$OUT/hc-$n.txt" 2>&1 || rc=$?
+  [ "$rc" = 1 ] && grep -qF "rdmakit health check $n: ${want#*|}" "$OUT/hc-$n.txt" ||
+    fail "$n by hand: exit $rc: $(cat "$OUT/hc-$n.txt")"
+done
+why=$(check_held) || fail "a held node changed after the checks by hand: $why"
+# slurmd ran the check on them too (HealthCheckNodeState=ANY) and logged exit 1.
+for n in n10 n11 n12; do
+  grep -q "health_check failed: rc:1 output:rdmakit health check $n: unhealthy, but .*: left alone" \
+    "$CL_DIR/nodes/$n/slurmd.log" || fail "slurmd on $n did not run the check on the held node"
+done
+
+step "health check: n3, n6, n10-n12 repaired; n3 resumes, n6 stays drained while its job runs"
 port_up n3
 hca_back n6
+for n in n10 n11 n12; do port_up "$n"; done
 wait_state n3 idle '.*' 20 || fail "n3 not resumed after its port came back"
 sleep 6
 wait_state n6 'draining|drng' 'rdmakit: .*' 1 || fail "n6 resumed or changed while a job runs on it"
@@ -234,6 +289,9 @@ scancel -n busy
 wait_state n6 idle '.*' 25 || fail "n6 not resumed once its job ended"
 wait_state n2 drained 'admin: replace cable' 1 || fail "the administrator's drain of n2 was lifted"
 wait_state n8 drained 'rdmakit: doctor hung.*' 1 || fail "n8 resumed while its read still hangs"
+# Healthy again, the held nodes are still the administrator's: rdmakit resumes
+# only its own drains.
+why=$(check_held) || fail "a held node was changed once healthy: $why"
 
 # Exit codes, as slurmd saw them (it logs a failing check's status and output; it
 # ran the check with an empty environment, so rdmakit found SLURM_CONF itself).

@@ -497,6 +497,29 @@ mod tests {
         }
     }
 
+    /// The same three, as the cluster tier's real slurmctld printed them.
+    #[test]
+    fn real_22_05_down_fail_and_maintenance_nodes_are_held() {
+        let real = include_str!("../../tests/data/slurm/scontrol-show-node-o-held.txt");
+        let nodes = parse_show_node(real).unwrap();
+        let sick = verdict(&port_down(), Some(Severity::Error));
+        let states: Vec<String> = nodes.iter().map(NodeState::state_text).collect();
+        assert_eq!(states, ["DOWN", "IDLE+FAIL", "IDLE+MAINTENANCE+RESERVED"]);
+        for n in &nodes {
+            assert!(held(n).is_some(), "{}", n.name);
+            assert!(
+                matches!(decide(&sick, n), Action::Leave { .. }),
+                "{}",
+                n.name
+            );
+        }
+        assert_eq!(nodes[0].reason.as_ref().unwrap().text, "admin: psu swap");
+        assert_eq!(
+            nodes[1].reason.as_ref().unwrap().user.as_deref(),
+            Some("root")
+        );
+    }
+
     #[test]
     fn harmless_flags_do_not_stop_a_drain() {
         let sick = verdict(&port_down(), Some(Severity::Error));

@@ -65,11 +65,13 @@ impl NodeState {
             }
             s
         };
-        const OUT: [&str; 8] = [
+        // Slurm 22.05 prints the maintenance flag as MAINTENANCE, older ones MAINT.
+        const OUT: [&str; 9] = [
             "DRAIN",
             "NOT_RESPONDING",
             "FAIL",
             "MAINT",
+            "MAINTENANCE",
             "POWERED_DOWN",
             "POWERING_DOWN",
             "REBOOT_ISSUED",
@@ -81,11 +83,12 @@ impl NodeState {
         if self.drained() {
             return Some(why("node is drained"));
         }
-        OUT.iter().find(|f| self.has_flag(f)).map(|f| {
-            why(&format!(
+        OUT.iter().find(|f| self.has_flag(f)).map(|f| match *f {
+            "MAINT" | "MAINTENANCE" => why("node is in maintenance"),
+            _ => why(&format!(
                 "node is {}",
                 f.to_ascii_lowercase().replace('_', " ")
-            ))
+            )),
         })
     }
 }
@@ -263,6 +266,15 @@ mod tests {
         let r = n.reason.as_ref().unwrap();
         assert_eq!(r.text, "bad dimm slot=3");
         assert_eq!(r.user.as_deref(), Some("alice"));
+    }
+
+    #[test]
+    fn a_maintenance_reservation_makes_a_node_unusable_as_22_05_prints_it() {
+        let n = &parse_show_node("NodeName=n12 State=IDLE+MAINTENANCE+RESERVED").unwrap()[0];
+        assert_eq!(
+            n.unusable().unwrap(),
+            "slurm: node is in maintenance (IDLE+MAINTENANCE+RESERVED)"
+        );
     }
 
     #[test]
