@@ -410,10 +410,12 @@ impl Bundle {
         serde_json::to_vec(&repr).unwrap_or_default()
     }
 
-    /// Writes the bundle to `path`, gzip-compressed when it ends in `.gz`.
+    /// Writes the bundle to `path`, gzip-compressed when it ends in `.gz`, mode
+    /// 0600 ([`crate::outfile::write_private`]).
     ///
     /// # Errors
-    /// The file cannot be created or written.
+    /// The file cannot be created or written, or the path is a symlink, a FIFO, or
+    /// a file of another user or with other links.
     pub fn write(&self, path: &str) -> Result<(), BundleError> {
         let io = |err| BundleError::Io {
             path: path.to_string(),
@@ -427,7 +429,9 @@ impl Bundle {
         } else {
             json
         };
-        std::fs::write(path, bytes).map_err(io)
+        // Not through a symlink or hard link someone left there, only into a
+        // file of ours, and readable by us alone (crate::outfile).
+        crate::outfile::write_private(std::path::Path::new(path), &bytes).map_err(io)
     }
 
     /// Reads a bundle file (plain or gzip JSON) the user named, as

@@ -28,6 +28,7 @@ pub mod errno;
 pub mod model;
 pub mod netlink;
 pub mod open;
+pub mod outfile;
 pub mod parse;
 pub mod process;
 pub mod secrets;

@@ -205,3 +205,52 @@ fn the_health_check_reads_only_slurm_conf_of_the_step() {
     );
     assert_no_secret("health check output", &[o.stdout, o.stderr].concat(), &s);
 }
+
+/// Root's `collect -o` in a directory another user controls: a symlink planted
+/// there does not make root write through it (the target keeps its bytes), and a
+/// file of that user does not receive the bundle (it would be theirs to read).
+#[test]
+fn collect_output_is_not_redirected_by_another_user() {
+    let Some(mut ln) = rdmakit_testkit::as_attacker("ln") else {
+        return;
+    };
+    let target_dir = tempfile::tempdir().unwrap();
+    let target = target_dir.path().join("precious");
+    std::fs::write(&target, "root's file\n").unwrap();
+    let attacker = rdmakit_testkit::attacker_dir();
+    let link = attacker.path().join("node17.json.gz");
+    let st = ln.arg("-s").arg(&target).arg(&link).status().unwrap();
+    assert!(st.success());
+    let cap = fixture("healthy");
+    let o = rdmakit(&["collect", "--from", &cap, "-o", link.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("refusing to write there: it is a symbolic link"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's file\n");
+
+    let theirs = attacker.path().join("theirs.json");
+    let mut touch = rdmakit_testkit::as_attacker("touch").unwrap();
+    assert!(touch.arg(&theirs).status().unwrap().success());
+    let o = rdmakit(&["collect", "--from", &cap, "-o", theirs.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("belongs to uid 65534"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::metadata(&theirs).unwrap().len(),
+        0,
+        "the bundle went to their file"
+    );
+
+    // In a directory of ours the bundle is written, readable by its owner alone.
+    let ours = target_dir.path().join("ours.json.gz");
+    let o = rdmakit(&["collect", "--from", &cap, "-o", ours.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    use std::os::unix::fs::MetadataExt as _;
+    assert_eq!(std::fs::metadata(&ours).unwrap().mode() & 0o777, 0o600);
+}
