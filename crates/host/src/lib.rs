@@ -30,6 +30,7 @@ pub mod netlink;
 pub mod open;
 pub mod outfile;
 pub mod parse;
+pub mod privilege;
 pub mod process;
 pub mod secrets;
 pub mod source;

@@ -8,14 +8,12 @@
 //! - [`watch`]: a deadline on the doctor, naming the read it hung in.
 //! - [`run`]: runs sinfo / scontrol / srun; [`exec`]: one command within a deadline
 //!   and a size cap, from a file only root can replace (the modules that run commands).
-//! - [`privilege`]: the health check drops every capability once the doctor is done.
 
 pub mod env;
 pub mod exec;
 pub mod frame;
 pub mod health;
 pub mod node;
-pub mod privilege;
 pub mod run;
 pub mod sweep;
 pub mod watch;

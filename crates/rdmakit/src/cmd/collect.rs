@@ -19,6 +19,12 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    // Run as root: keep only what reading the host and writing -o need
+    // (rdmakit_host::privilege::COLLECT), so nothing collect loads or runs holds
+    // more.
+    if let Err(e) = rdmakit_host::privilege::keep_only(rdmakit_host::privilege::COLLECT) {
+        eprintln!("rdmakit: note: could not drop capabilities: {e}");
+    }
     let (opened, opts) = a.source.open()?;
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
     let bundle = match &opened {

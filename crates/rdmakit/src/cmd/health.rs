@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use rdmakit_fleet::slurm::env::{self, find_slurm_conf};
 use rdmakit_fleet::slurm::health::{self, Action, Verdict};
-use rdmakit_fleet::slurm::privilege;
 use rdmakit_fleet::slurm::run::Commands;
 use rdmakit_fleet::slurm::watch::{self, Watched};
 use rdmakit_host::collect::collect;
@@ -28,6 +27,11 @@ pub fn node_name() -> String {
 pub(super) fn run(a: Args, s: Settings) -> anyhow::Result<ExitCode> {
     let node = node_name();
     let say = |what: &str| println!("rdmakit health check {node}: {what}");
+    // slurmd gives us every capability: the doctor keeps what reading the host
+    // (and --probe) needs, and the rest of the run none (below).
+    if let Err(e) = rdmakit_host::privilege::keep_only(rdmakit_host::privilege::DOCTOR) {
+        say(&format!("note: could not drop capabilities: {e}"));
+    }
 
     // The environment for scontrol: Slurm gives a HealthCheckProgram none.
     let path = env::path_for(std::env::var("PATH").ok().as_deref());
@@ -58,7 +62,7 @@ pub(super) fn run(a: Args, s: Settings) -> anyhow::Result<ExitCode> {
         Err(h) => health::hung(h.limit.as_secs(), h.reading.as_deref()),
     };
     // What follows (scontrol) needs no capability: drop them all.
-    if let Err(e) = privilege::drop_capabilities() {
+    if let Err(e) = rdmakit_host::privilege::drop_all() {
         say(&format!("note: could not drop capabilities: {e}"));
     }
 
