@@ -32,5 +32,6 @@ pub mod outfile;
 pub mod parse;
 pub mod privilege;
 pub mod process;
+pub mod redact;
 pub mod secrets;
 pub mod source;

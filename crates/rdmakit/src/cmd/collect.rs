@@ -16,6 +16,11 @@ pub struct Args {
     /// Where to write the bundle (gzip-compressed when the name ends in .gz).
     #[arg(short, long, value_name = "FILE")]
     output: String,
+    /// Replace host names, GUIDs and GIDs, serials and board ids, MAC and IP
+    /// addresses by placeholders (the same value always the same one), for a public
+    /// ticket; `doctor --from` the result finds the same (docs/bundles.md).
+    #[arg(long)]
+    redact: bool,
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -48,6 +53,18 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
             Bundle::new(header, rec.into_records())
         }
+    };
+    let bundle = if a.redact {
+        let r = rdmakit_host::redact::redact(&bundle);
+        let c = r.counts;
+        eprintln!(
+            "rdmakit: redacted {} host names, {} MAC addresses, {} GUIDs, {} IPv4 subnets, \
+             {} IPv6 prefixes, {} serials, {} board ids",
+            c.hostnames, c.macs, c.guids, c.ipv4, c.ipv6_prefixes, c.serials, c.board_ids
+        );
+        r.bundle
+    } else {
+        bundle
     };
     bundle
         .write(&a.output)
