@@ -250,3 +250,40 @@ fn the_collectors_read_the_same_facts_with_placeholders() {
         .read("/sys/devices/pci0000:00/0000:00:03.0/vpd")
         .is_ok());
 }
+
+proptest::proptest! {
+    /// Any bytes, under any of the paths that get special handling: no panic,
+    /// and binary answers keep their length.
+    #[test]
+    fn garbage_never_panics_and_binary_keeps_its_length(
+        data in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+        which in 0usize..6,
+    ) {
+        let (op, path) = [
+            (Op::Probe, "netlink:10000000011401030000000000000000"),
+            (Op::Read, "/sys/devices/pci0000:00/0000:00:03.0/vpd"),
+            (Op::Read, "/sys/devices/pci0000:00/0000:00:03.0/config"),
+            (Op::Read, "/proc/net/tcp6"),
+            (Op::Read, "/proc/sys/kernel/hostname"),
+            (Op::Probe, "kmsg"),
+        ][which];
+        let mut b = Bundle::new(Bundle::header_now("t", Default::default()), Default::default());
+        b.set(op, path, Answer::Data(data.clone()));
+        // A netlink-shaped prefix makes the walker go deeper than random bytes do.
+        let mut nl = ((16 + data.len()) as u32).to_ne_bytes().to_vec();
+        nl.extend_from_slice(&((5u16 << 10) | 11).to_ne_bytes());
+        nl.extend_from_slice(&[0; 10]);
+        nl.extend_from_slice(&data);
+        b.set(Op::Probe, "netlink:00", Answer::Data(nl.clone()));
+        let r = redact(&b);
+        if let Some(Answer::Data(d)) = r.bundle.get(Op::Probe, "netlink:00") {
+            proptest::prop_assert_eq!(d.len(), nl.len());
+        }
+        if which < 3 {
+            let Some(Answer::Data(d)) = r.bundle.get(op, path) else {
+                return Err(proptest::test_runner::TestCaseError::fail("record gone"));
+            };
+            proptest::prop_assert_eq!(d.len(), data.len());
+        }
+    }
+}
