@@ -15,13 +15,15 @@
 cl_say() { printf '==> cluster: %s\n' "$*" >&2; }
 cl_die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
 
-# The packages the tier needs, as Debian names.
-CL_PACKAGES=(munge slurmctld slurmd slurm-client)
+# The packages the tier needs, as Debian names (fuse3 and python3-fusepy: the fleet
+# plan's read that never returns, scripts/cluster/hangfs.py).
+CL_PACKAGES=(munge slurmctld slurmd slurm-client fuse3 python3-fusepy)
 
 cl_have_packages() {
   command -v munged >/dev/null 2>&1 && command -v slurmctld >/dev/null 2>&1 &&
     command -v slurmd >/dev/null 2>&1 && command -v srun >/dev/null 2>&1 &&
-    command -v scontrol >/dev/null 2>&1 && command -v sinfo >/dev/null 2>&1
+    command -v scontrol >/dev/null 2>&1 && command -v sinfo >/dev/null 2>&1 &&
+    command -v fusermount3 >/dev/null 2>&1 && [ -f /usr/lib/python3/dist-packages/fusepy.py ]
 }
 
 # Installs the packages when missing. Returns 1 (after saying why) when they cannot be.

@@ -9,7 +9,8 @@
 #   n5  different firmware (fw_ver 20.31.1014 where the rest have none)
 #   n6  its HCA is gone (rxe0 and its uverbs device removed)       → RDK-H001
 #   n7  its rdmakit output is cut after 200 bytes (died mid-write)  → missing, garbage
-#   n8  a sysfs read blocks (fw_ver is a FIFO nobody writes)        → missing, hung
+#   n8  a sysfs read hangs (fw_ver is a FUSE file that answers nothing for 20 s, as a
+#       wedged driver's)                                             → missing, hung
 #   n9  rdmakit is not installed (exit 127, nothing on stdout)      → missing
 #   n1 n2 n4 n10 n11 n12 healthy; n2 is drained by "the administrator".
 #
@@ -30,7 +31,17 @@ OUT="$CL_DIR/out"
 mkdir -p "$OUT"
 T0=$(date +%s.%N)
 BG=()
-stop_bg() { local p; for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done; }
+MOUNTS=()
+stop_bg() {
+  local p m
+  # Mounts first (the bind, then the FUSE file system), or the cluster's removal
+  # would stop at them.
+  for ((m = ${#MOUNTS[@]} - 1; m >= 0; m--)); do umount -l "${MOUNTS[m]}" 2>/dev/null || true; done
+  for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done
+  # The FUSE daemon may sit in its loop past SIGTERM: gone for good, so that no
+  # reader still waits on it.
+  [ -z "${HANGFS_PID:-}" ] || kill -9 "$HANGFS_PID" 2>/dev/null || true
+}
 trap stop_bg EXIT
 
 now() { date +%s.%N; }
@@ -80,8 +91,21 @@ port_down n3
 put 20.31.1014 "$(dev n5)/fw_ver"
 hca_gone n6
 echo truncate >"$CL_DIR/nodes/n7/fault"
+# n8: a read that does not return. A FIFO no longer stands in (every reader of a host
+# tree refuses FIFOs without opening them, issue 34): a regular file of a FUSE file
+# system whose reads answer nothing for 20 s (longer than every deadline here; see
+# hangfs.py for why not forever), bind-mounted over fw_ver.
+HANGFS="$OUT/hangfs"
+mkdir -p "$HANGFS"
+/usr/bin/python3 "$(dirname "$CL_LIB")/hangfs.py" "$HANGFS" >"$OUT/hangfs.log" 2>&1 &
+HANGFS_PID=$!
+MOUNTS+=("$HANGFS")
+for _ in $(seq 50); do [ -f "$HANGFS/hang" ] && break; sleep 0.1; done
+[ -f "$HANGFS/hang" ] || { cat "$OUT/hangfs.log" >&2; fail "the FUSE file system of n8's hung read did not come up"; }
 rm "$(dev n8)/fw_ver"
-mkfifo "$(dev n8)/fw_ver"
+: >"$(dev n8)/fw_ver"
+mount --bind "$HANGFS/hang" "$(dev n8)/fw_ver"
+MOUNTS+=("$(dev n8)/fw_ver")
 echo absent >"$CL_DIR/nodes/n9/fault"
 
 # The trees are what we think they are: each node's own doctor, run here.
