@@ -18,10 +18,12 @@
 //! - **Slots no idle or slow client can hold.** At most [`MAX_CONNECTIONS`] are
 //!   served at once. When one more arrives, the oldest connection that is not being
 //!   answered — still sending its head, or reading its answer — is closed to make
-//!   room ([`Slots`]). Only when every slot is collecting metrics for a request does
-//!   a newcomer get 503. A scrape sends its head at once, so held connections,
-//!   however many, never keep it out: to evict it, a client would have to open
-//!   [`MAX_CONNECTIONS`] connections between its connect and its head.
+//!   room ([`Slots`]), unless its whole head is already waiting in its socket (a
+//!   scrape the server has not read yet: connections re-opened as fast as they are
+//!   closed would otherwise all be newer than it). Only when every slot is collecting
+//!   metrics for a request, or has its request waiting, does a newcomer get 503. A
+//!   scrape sends its head at once, so held connections, however many, never keep it
+//!   out.
 //!
 //! Why hyper and not a smaller server: docs/metrics.md (tiny_http, measured, accepts
 //! unbounded heads and lets a few slow clients hold up a scrape).
@@ -175,6 +177,9 @@ struct Slots {
 
 struct Slot {
     stage: Arc<AtomicU8>,
+    /// The connection's socket (a second descriptor), to see whether its head
+    /// is waiting unread; None in unit tests.
+    socket: Option<std::os::fd::OwnedFd>,
     /// Set once its task is spawned; aborting the task drops (closes) the
     /// connection.
     task: Option<AbortHandle>,
@@ -198,16 +203,24 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Slots {
-    /// A slot for a new connection. At [`MAX_CONNECTIONS`], the oldest connection
-    /// not being answered (reading its head, or the client reading its answer) is
-    /// closed; `None` when every one is collecting for its request.
-    fn admit(this: &Arc<Mutex<Slots>>) -> Option<(SlotGuard, Arc<AtomicU8>)> {
+    /// A slot for a new connection (`socket`: a second descriptor of it). At
+    /// [`MAX_CONNECTIONS`], the oldest connection not being answered (reading its
+    /// head, or the client reading its answer) whose head is not already waiting
+    /// unread is closed; `None` when there is none.
+    fn admit(
+        this: &Arc<Mutex<Slots>>,
+        socket: Option<std::os::fd::OwnedFd>,
+    ) -> Option<(SlotGuard, Arc<AtomicU8>)> {
         let mut s = locked(this);
         if s.open.len() >= MAX_CONNECTIONS {
             let victim = s
                 .open
                 .iter()
-                .find(|(_, c)| c.stage.load(Ordering::SeqCst) != COLLECTING)
+                .find(|(_, c)| {
+                    let stage = c.stage.load(Ordering::SeqCst);
+                    stage != COLLECTING
+                        && !(stage == READING_HEAD && c.socket.as_ref().is_some_and(head_waiting))
+                })
                 .map(|(&id, _)| id)?;
             if let Some(task) = s.open.remove(&victim).and_then(|c| c.task) {
                 task.abort();
@@ -220,6 +233,7 @@ impl Slots {
             id,
             Slot {
                 stage: Arc::clone(&stage),
+                socket,
                 task: None,
             },
         );
@@ -237,6 +251,20 @@ impl Slots {
         if let Some(c) = locked(this).open.get_mut(&id) {
             c.task = Some(task);
         }
+    }
+}
+
+/// Whether a whole request head (up to its blank line) waits unread in `socket`:
+/// a peek, never a read, never a wait.
+fn head_waiting(socket: &std::os::fd::OwnedFd) -> bool {
+    let mut buf = [0u8; MAX_HEAD];
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    match rustix::net::recv(socket, &mut buf, flags) {
+        Ok(n) => {
+            let b = &buf[..n.min(MAX_HEAD)];
+            b.windows(4).any(|w| w == b"\r\n\r\n") || b.windows(2).any(|w| w == b"\n\n")
+        }
+        Err(_) => false,
     }
 }
 
@@ -327,7 +355,8 @@ pub fn serve(listener: TcpListener, render: Arc<RenderFn>) -> io::Result<()> {
                     continue;
                 }
             };
-            let Some((guard, stage)) = Slots::admit(&slots) else {
+            let second = std::os::fd::AsFd::as_fd(&stream).try_clone_to_owned().ok();
+            let Some((guard, stage)) = Slots::admit(&slots, second) else {
                 tokio::spawn(async move {
                     let busy = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; \
                                 charset=utf-8\r\nContent-Length: 21\r\nConnection: close\r\n\r\n\
@@ -434,21 +463,21 @@ mod tests {
     fn a_full_table_closes_its_oldest_connection_not_being_answered() {
         let slots = Arc::new(Mutex::new(Slots::default()));
         let mut held: Vec<(SlotGuard, Arc<AtomicU8>)> = (0..MAX_CONNECTIONS)
-            .map(|_| Slots::admit(&slots).unwrap())
+            .map(|_| Slots::admit(&slots, None).unwrap())
             .collect();
         // The two oldest are collecting for their requests: never evicted.
         held[0].1.store(COLLECTING, Ordering::SeqCst);
         held[1].1.store(COLLECTING, Ordering::SeqCst);
         held[3].1.store(ANSWERING, Ordering::SeqCst);
         let ids = |s: &Arc<Mutex<Slots>>| locked(s).open.keys().copied().collect::<Vec<_>>();
-        let (new, _) = Slots::admit(&slots).unwrap();
+        let (new, _) = Slots::admit(&slots, None).unwrap();
         assert_eq!(new.id, MAX_CONNECTIONS as u64);
         assert!(
             !ids(&slots).contains(&2),
             "the oldest idle one (2) goes first"
         );
         assert!(ids(&slots).contains(&0) && ids(&slots).contains(&1));
-        let _next = Slots::admit(&slots).unwrap();
+        let _next = Slots::admit(&slots, None).unwrap();
         assert!(
             !ids(&slots).contains(&3),
             "then one whose client reads its answer slowly"
@@ -458,10 +487,40 @@ mod tests {
         for c in locked(&slots).open.values() {
             c.stage.store(COLLECTING, Ordering::SeqCst);
         }
-        assert!(Slots::admit(&slots).is_none());
+        assert!(Slots::admit(&slots, None).is_none());
         // A connection that ends gives its slot back.
         drop(held.remove(5));
-        assert!(Slots::admit(&slots).is_some());
+        assert!(Slots::admit(&slots, None).is_some());
+    }
+
+    /// A connection whose whole head waits unread (a scrape the server has not
+    /// reached yet) is passed over for one that sent nothing, however much older.
+    #[test]
+    fn a_waiting_request_is_not_evicted_for_an_idle_connection() {
+        use std::io::Write as _;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let mut scrape = std::net::TcpStream::connect(addr).unwrap();
+        let (scrape_srv, _) = l.accept().unwrap();
+        scrape
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let _idle = std::net::TcpStream::connect(addr).unwrap();
+        let (idle_srv, _) = l.accept().unwrap();
+        // Let the scrape's bytes arrive.
+        std::thread::sleep(Duration::from_millis(50));
+        let slots = Arc::new(Mutex::new(Slots::default()));
+        let fd = |s: &std::net::TcpStream| Some(std::os::fd::OwnedFd::from(s.try_clone().unwrap()));
+        let (first, _) = Slots::admit(&slots, fd(&scrape_srv)).unwrap();
+        let (second, _) = Slots::admit(&slots, fd(&idle_srv)).unwrap();
+        let mut rest: Vec<_> = (2..MAX_CONNECTIONS)
+            .map(|_| Slots::admit(&slots, None).unwrap())
+            .collect();
+        let (_new, _) = Slots::admit(&slots, None).unwrap();
+        let ids: Vec<u64> = locked(&slots).open.keys().copied().collect();
+        assert!(ids.contains(&first.id), "the waiting scrape was evicted");
+        assert!(!ids.contains(&second.id), "the idle connection stayed");
+        rest.clear();
     }
 
     #[test]
