@@ -3,7 +3,7 @@
 (default 20) and then fails with EIO: what a sysfs read into a wedged driver does,
 for longer than any deadline under test (the sweep's 10 s, the health check's 5 s).
 The cluster tier's fleet plan bind-mounts it over a node's fw_ver (a FIFO no longer
-stands in: every reader of a host tree refuses FIFOs without opening them, issue 34).
+stands in: every reader of a host tree refuses FIFOs without opening them).
 Debian's python3-fusepy.
 
 Why it ends at all: a FUSE read the daemon has taken cannot be interrupted, not even

@@ -1,6 +1,6 @@
 //! Opens soft device NAME, creates N RC QPs (plus their PD and CQ), prints
-//! `ready <created> <errno-or-0>` and then sleeps until killed: the
-//! seed's application that dies holding QPs.
+//! `ready <created> <errno-or-0>` and then sleeps until killed: an
+//! application that dies holding QPs.
 //!
 //! `cargo run -p rdmakit-soft --example hold_qps -- NAME N [MAX_QP] [enospc] [leaky] [fork]`
 //!

@@ -1,4 +1,4 @@
-//! Per-queue descriptor rings, the seed's "DMA descriptor under a spinlock".
+//! Per-queue descriptor rings: a DMA descriptor taken and mapped under a spinlock.
 //!
 //! A ring has a fixed number of descriptors (the queue depth). Posting a work
 //! request takes one free descriptor and "DMA-maps" the request's buffers
@@ -170,7 +170,7 @@ impl<T> Ring<T> {
                 Ok(())
             }
             Err(e) => {
-                // The seed's rule: a failed mapping puts the descriptor back.
+                // A failed mapping puts the descriptor back.
                 self.free += 1;
                 self.stats.returned_on_failure += 1;
                 if matches!(e, MapFailure::Injected) {

@@ -2,8 +2,8 @@
 
 pub use rdmakit_soft::Errno;
 
-/// The layer of the RDMA stack a failure belongs to (the seed's layered
-/// fault localization): where to look next. One enum for the whole stack, from
+/// The layer of the RDMA stack a failure belongs to (layered fault
+/// localization): where to look next. One enum for the whole stack, from
 /// [`rdmakit_vocab`]; it prints as "application", "library", "kernel" or "hardware".
 pub use rdmakit_vocab::Layer;
 

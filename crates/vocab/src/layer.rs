@@ -1,5 +1,5 @@
-//! The layer of the RDMA stack a failure or finding belongs to (the seed's
-//! layered fault localization): where to look next.
+//! The layer of the RDMA stack a failure or finding belongs to (layered
+//! fault localization): where to look next.
 
 use core::fmt;
 

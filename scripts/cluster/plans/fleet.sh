@@ -16,7 +16,7 @@
 #
 # For the health check, n10 n11 n12 break too (port 1 DOWN) while an administrator
 # holds them: n10 DOWN ("admin: psu swap"), n11 FAIL ("admin: bad dimm"), n12 in
-# a maintenance reservation. rdmakit must leave them exactly as set (issue 34).
+# a maintenance reservation. rdmakit must leave them exactly as set.
 #
 # Run by `scripts/cluster/cluster run-plan` (scripts/cluster/run): SLURM_CONF, CL_DIR,
 # CL_NODES, CL_RDMAKIT (the nodes' rdmakit), CL_RDMAKIT_REAL are set. Prints the
@@ -92,7 +92,7 @@ put 20.31.1014 "$(dev n5)/fw_ver"
 hca_gone n6
 echo truncate >"$CL_DIR/nodes/n7/fault"
 # n8: a read that does not return. A FIFO no longer stands in (every reader of a host
-# tree refuses FIFOs without opening them, issue 34): a regular file of a FUSE file
+# tree refuses FIFOs without opening them): a regular file of a FUSE file
 # system whose reads answer nothing for 20 s (longer than every deadline here; see
 # hangfs.py for why not forever), bind-mounted over fw_ver.
 HANGFS="$OUT/hangfs"

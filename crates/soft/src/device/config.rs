@@ -52,7 +52,7 @@ pub struct DeviceConfig {
     /// destroying them stay (counting against the limits: this user's own,
     /// for this user; every user's, for everyone, while root's option is on)
     /// until `rdmakit soft reclaim`, instead of going with the last holder
-    /// of the context as the kernel's do — the seed's exhausted-device case,
+    /// of the context as the kernel's do — the exhausted-device case,
     /// for demonstrations and the doctor's tests. Default the device's
     /// option (`rdmakit soft leaky on`: root's for every user, else this
     /// user's own), else off ([`DeviceConfig::from_env`]:
@@ -90,7 +90,7 @@ pub enum Exhaustion {
     /// `EINVAL`: what rxe returns (`__rxe_add_to_pool` past `max_elem`).
     #[default]
     Einval,
-    /// `ENOSPC`: what mlx5 returns — the seed's case (leaked QPs, then
+    /// `ENOSPC`: what mlx5 returns — the leaked-QP case (leaked QPs, then
     /// `ibv_create_qp` failing with "No space left on device").
     Enospc,
 }

@@ -45,7 +45,7 @@
 //! longer show them and its owner's next create, open or reclaim deletes
 //! their files. A **leaky** device (`DeviceConfig::leaky`,
 //! `RDMAKIT_SOFT_LEAKY=1` or [`Registry::set_leaky`], i.e. `rdmakit soft
-//! leaky on`) keeps dead processes' objects on purpose — the seed's
+//! leaky on`) keeps dead processes' objects on purpose — the
 //! storage-cluster case of QPs exhausting a device until openibd is
 //! restarted — until [`Registry::reclaim`] (`rdmakit soft reclaim`) frees
 //! them.

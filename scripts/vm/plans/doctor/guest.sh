@@ -132,7 +132,7 @@ sc_sigkill_holder() {
   return $_rc
 }
 
-# The seed's leaked-QP case as it happens on a real kernel: a process creates 4 RC
+# The leaked-QP ENOSPC case as it happens on a real kernel: a process creates 4 RC
 # QPs and forks a child that inherits its uverbs descriptor (guest/qpholder.py, ctypes
 # over libibverbs); the process is killed with SIGKILL. The kernel keeps the
 # objects (the file is still open in the child) and stops naming an owner PID.

@@ -11,7 +11,7 @@
 #                  round's rxe, soft and soft-udp Mbit/s (five rounds after
 #                  an untimed warm-up run), p4.tsv their medians; host.sh
 #                  prints the median of the per-round ratios.
-#   yama_same_host Issue 34: the same-host copy under Yama, between two
+#   yama_same_host The same-host copy under Yama, between two
 #                  processes of an unprivileged user. ptrace_scope 1
 #                  (Ubuntu's default): each requester declares the receiver
 #                  of the ring it handed over its one ptracer (PR_SET_PTRACER
