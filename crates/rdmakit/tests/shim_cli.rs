@@ -81,3 +81,31 @@ fn install_refuses_a_library_that_is_not_the_shim() {
     assert!(e.contains("is not rdmakit's drop-in libibverbs"), "{e}");
     assert!(!dir.path().join("out/libibverbs.so.1").exists());
 }
+
+/// After `cargo install` (the binary alone, no drop-in library beside it),
+/// `shim install` says where it looked and how to get the library, and
+/// installs nothing.
+#[test]
+fn install_without_the_library_says_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin/rdmakit");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_rdmakit"), &bin).unwrap();
+    let o = Command::new(&bin)
+        .args(["shim", "install"])
+        .arg(dir.path().join("out"))
+        .env_remove("RDMAKIT_SHIM_LIB")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    for want in [
+        "the drop-in libibverbs is not next to",
+        "cargo build --release -p rdmakit-ibverbs-shim -p rdmakit-rdmacm-shim",
+        "--from target/release/libibverbs.so",
+        "Debian package",
+    ] {
+        assert!(e.contains(want), "missing {want:?} in: {e}");
+    }
+    assert!(!dir.path().join("out/libibverbs.so.1").exists());
+}

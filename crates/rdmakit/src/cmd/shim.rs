@@ -3,7 +3,9 @@
 //! `LD_LIBRARY_PATH=DIR`.
 //!
 //! The library is the workspace's `libibverbs.so` build product; cargo puts
-//! it next to the rdmakit binary (`cargo build --release --workspace`).
+//! it next to the rdmakit binary (`cargo build --release --workspace`), the
+//! Debian package under /usr/lib/rdmakit, and `--from` names it anywhere
+//! (after `cargo install`, which ships binaries only).
 //! `libmlx5.so.1` and `libefa.so.1` — which perftest, UCX and libfabric
 //! link — are links to the same file: it also exports every `mlx5dv_*` /
 //! `efadv_*` symbol (they answer "not this vendor's device"). As root it
@@ -57,8 +59,10 @@ fn locate(from: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         }
     }
     bail!(
-        "the drop-in libibverbs is not built next to {}: run `cargo build --release --workspace` \
-         (or `-p rdmakit-ibverbs-shim`), or pass --from FILE",
+        "the drop-in libibverbs is not next to {} (looked for libibverbs.so, libibverbs.so.1 \
+         and ../lib/rdmakit/libibverbs.so.1): build it in a checkout with `cargo build \
+         --release -p rdmakit-ibverbs-shim -p rdmakit-rdmacm-shim` and pass `--from \
+         target/release/libibverbs.so`, or install the Debian package (scripts/package)",
         exe.display()
     )
 }
