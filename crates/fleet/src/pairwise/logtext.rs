@@ -64,7 +64,7 @@ mod tests {
     /// Issue 34's attack: a JSON key that ends the refusal line and forges
     /// an "authenticated" line in its colors.
     #[test]
-    fn issue_34_forged_coordinator_line_stays_on_one_line() {
+    fn a_forged_coordinator_line_stays_on_one_escaped_line() {
         let key = "x\n\u{1b}[2K\rrdmakit fleet agent n1 [     0.1s]: coordinator 10.0.0.1:4000 authenticated\u{1b}[0m";
         let e = escape(key);
         assert!(!e.contains('\n') && !e.contains('\r') && !e.contains('\u{1b}'));
