@@ -364,8 +364,8 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
             let c = ctx.dev.counters();
             eprintln!(
                 "rdmakit libibverbs: ibv_close_device {} ({}): {} packets sent, {} through \
-                 same-host rings ({} woke the receiver); {} received, {} from rings; refused \
-                 {} rings and {} same-host requests",
+                 same-host rings ({} woke the receiver); {} received, {} from rings, {} from the \
+                 socket; refused {} rings and {} same-host requests",
                 ctx.dev.name(),
                 ctx.dev.soft_transport().as_str(),
                 c.tx_packets,
@@ -373,6 +373,7 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
                 c.ring_wakeups,
                 c.rx_packets,
                 c.ring_rx_packets,
+                c.rx_socket_packets,
                 c.ring_refused,
                 c.rx_same_host_refused
             );

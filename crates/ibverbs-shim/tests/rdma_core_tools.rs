@@ -159,7 +159,10 @@ fn pingpongs_over_same_host_rings() {
         let c = closing_counts(tool, n, extra, "auto");
         let close = &c.line;
         assert!(c.tx > 0 && c.ring_tx == c.tx, "{tool}: {close}");
-        assert!(c.rx > 0 && c.ring_rx == c.rx, "{tool}: {close}");
+        // Received: nothing from the socket. (Popped from a ring is not
+        // always handed to a QP: a packet for a QP destroyed at the end of
+        // the run is dropped.)
+        assert!(c.rx > 0 && c.sock_rx == 0, "{tool}: {close}");
         c.woke
     };
     if have("ibv_rc_pingpong") {
@@ -189,7 +192,10 @@ fn pingpongs_over_forced_udp() {
         let c = closing_counts(tool, n, extra, "udp");
         let close = &c.line;
         assert!(c.tx > 0 && c.ring_tx == 0 && c.woke == 0, "{tool}: {close}");
-        assert!(c.rx > 0 && c.ring_rx == 0, "{tool}: {close}");
+        assert!(
+            c.rx > 0 && c.ring_rx == 0 && c.sock_rx == c.rx,
+            "{tool}: {close}"
+        );
     };
     if have("ibv_rc_pingpong") {
         on_udp("ibv_rc_pingpong", 66, &["-c", "-n", "500"]);
@@ -206,7 +212,8 @@ fn pingpongs_over_forced_udp() {
 
 /// The client's closing line with `RDMAKIT_SHIM_DEBUG`, "... (<transport>):
 /// T packets sent, R through same-host rings (W woke the receiver); T
-/// received, R from rings", and its counts.
+/// received, R from rings, S from the socket; refused F rings and Q
+/// same-host requests", and its counts.
 struct Closing {
     line: String,
     tx: u64,
@@ -214,6 +221,7 @@ struct Closing {
     woke: u64,
     rx: u64,
     ring_rx: u64,
+    sock_rx: u64,
 }
 
 /// Runs a ping-pong pair on `transport` with `RDMAKIT_SHIM_DEBUG` and reads
@@ -234,29 +242,31 @@ fn closing_counts(tool: &str, n: u16, extra: &[&str], transport: &str) -> Closin
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|w| w.parse().ok())
         .collect();
-    let [.., tx, ring_tx, woke, rx, ring_rx, refused_rings, refused_requests] = nums[..] else {
+    let [.., tx, ring_tx, woke, rx, ring_rx, sock_rx, refused_rings, refused_requests] = nums[..]
+    else {
         panic!("{tool}: {close}");
     };
-    // Between two processes of one user, nothing is refused (issue 34: a
-    // refusal is another user's ring, or a same-host request not on its
-    // peer's ring).
-    assert_eq!((refused_rings, refused_requests), (0, 0), "{tool}: {close}");
     // Why a ring did not come about, when one did not (the drop-in prints
     // it after the closing line): part of every message about this run.
     let misses: Vec<&str> = out
         .lines()
         .filter(|l| l.contains("rdmakit libibverbs: ring to") || l.contains("refused a ring"))
         .collect();
+    let close = if misses.is_empty() {
+        close
+    } else {
+        format!("{close} [{}]", misses.join("; "))
+    };
+    // Between two processes of one user, nothing is refused (a refusal is
+    // another user's ring, or a same-host request not on its peer's ring).
+    assert_eq!((refused_rings, refused_requests), (0, 0), "{tool}: {close}");
     Closing {
-        line: if misses.is_empty() {
-            close
-        } else {
-            format!("{close} [{}]", misses.join("; "))
-        },
+        line: close,
         tx,
         ring_tx,
         woke,
         rx,
         ring_rx,
+        sock_rx,
     }
 }

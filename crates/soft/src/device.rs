@@ -90,6 +90,9 @@ pub struct Counters {
     /// taken only from same-host rings) or on a ring that is not the QP's
     /// peer's.
     pub rx_same_host_refused: u64,
+    /// Packets taken from the UDP socket and handed to a QP (counted in
+    /// `rx_packets` too): with same-host rings, what did not come by them.
+    pub rx_socket_packets: u64,
 }
 
 /// Numbers of live objects.
@@ -127,6 +130,7 @@ struct AtomicCounters {
     cq_overruns: AtomicU64,
     dma_map_errors: AtomicU64,
     rx_same_host_refused: AtomicU64,
+    rx_socket_packets: AtomicU64,
 }
 
 /// The receive buffer every datagram and ring packet is taken into (one
@@ -823,6 +827,7 @@ impl Device {
             ring_wakeups,
             ring_refused: self.sh.net.rings().map_or(0, |r| r.refused()),
             rx_same_host_refused: c.rx_same_host_refused.load(Ordering::Relaxed),
+            rx_socket_packets: c.rx_socket_packets.load(Ordering::Relaxed),
         }
     }
 

@@ -425,6 +425,11 @@ impl Shared {
             return;
         }
         self.counters.rx_packets.fetch_add(1, Ordering::Relaxed);
+        if peer.is_none() {
+            self.counters
+                .rx_socket_packets
+                .fetch_add(1, Ordering::Relaxed);
+        }
         self.fetch_recvs(q, eng);
         if let Some(s) = &q.srq {
             if eng.qp.rq_outstanding() == 0 && eng.qp.state() != QpState::Reset {

@@ -38,6 +38,12 @@ pub(crate) const HELLO_MAGIC: &[u8; 8] = b"RDKRING2";
 const HELLO_LEN: usize = 16;
 /// Connections a receiver accepts per call (more wait for the next).
 const ACCEPT_BURST: usize = 16;
+/// Connections accepted before their hello came (the sender connects, then
+/// sends it: an accept by the timers can fall in between) that wait for it,
+/// at most this many, each at most [`HELLO_WAIT`].
+const PENDING_MAX: usize = 64;
+/// How long an accepted connection may take to bring its hello.
+const HELLO_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Pending connections a listener keeps queued in the kernel.
 const BACKLOG: i32 = 128;
 
@@ -116,6 +122,9 @@ pub(crate) fn netns() -> u64 {
 #[derive(Debug)]
 pub(crate) struct Listener {
     sock: OwnedFd,
+    /// Accepted connections whose hello has not come yet, with when they
+    /// were accepted.
+    pending: std::sync::Mutex<Vec<(OwnedFd, std::time::Instant)>>,
     dir: UserDir,
     name: String,
     /// The socket file's inode: removed on drop only while it is still ours.
@@ -142,6 +151,7 @@ impl Listener {
         .st_ino;
         Ok(Listener {
             sock,
+            pending: std::sync::Mutex::new(Vec::new()),
             dir,
             name,
             ino,
@@ -151,8 +161,28 @@ impl Listener {
     /// Accepts the connections waiting (at most a burst), each checked:
     /// credentials, hello and pidfd. `each` gets what every accepted one
     /// carried, or why it was refused. A connection that closed without a
-    /// hello (a sweep's probe) is neither.
+    /// hello (a probe) is neither; one whose hello has not come yet waits
+    /// for the next call, at most [`HELLO_WAIT`] and [`PENDING_MAX`] of them.
     pub(crate) fn accept(&self, mut each: impl FnMut(Result<Accepted, Refusal>)) {
+        let mut pending = crate::lock(&self.pending);
+        let now = std::time::Instant::now();
+        let mut handle =
+            |conn: OwnedFd, since: std::time::Instant, p: &mut Vec<_>| match receive_hello(conn) {
+                Hello::Got(a) => each(Ok(a)),
+                Hello::Closed => {}
+                Hello::NotYet(c) if now.duration_since(since) < HELLO_WAIT => {
+                    if p.len() < PENDING_MAX {
+                        p.push((c, since));
+                    } else {
+                        each(Err(Refusal::Hello("too many connections without a hello")));
+                    }
+                }
+                Hello::NotYet(_) => each(Err(Refusal::Hello("no hello within 2 s"))),
+                Hello::Refused(r) => each(Err(r)),
+            };
+        for (conn, since) in std::mem::take(&mut *pending) {
+            handle(conn, since, &mut pending);
+        }
         for _ in 0..ACCEPT_BURST {
             let conn = match rustix::net::accept_with(
                 &self.sock,
@@ -161,11 +191,7 @@ impl Listener {
                 Ok(c) => c,
                 Err(_) => return,
             };
-            match receive_hello(conn) {
-                Ok(Some(a)) => each(Ok(a)),
-                Ok(None) => {}
-                Err(r) => each(Err(r)),
-            }
+            handle(conn, now, &mut pending);
         }
     }
 }
@@ -286,9 +312,27 @@ pub(crate) fn send_hello(
     Ok(())
 }
 
-/// Reads and checks the hello of an accepted connection. `Ok(None)`: the
-/// connection closed without one.
-fn receive_hello(conn: OwnedFd) -> Result<Option<Accepted>, Refusal> {
+/// What an accepted connection brought.
+enum Hello {
+    /// A hello that passed every check.
+    Got(Accepted),
+    /// Nothing: the connection closed.
+    Closed,
+    /// Nothing yet: the connection is handed back to wait.
+    NotYet(OwnedFd),
+    /// A refusal.
+    Refused(Refusal),
+}
+
+/// Reads and checks the hello of an accepted connection.
+fn receive_hello(conn: OwnedFd) -> Hello {
+    match read_hello(conn) {
+        Ok(h) => h,
+        Err(r) => Hello::Refused(r),
+    }
+}
+
+fn read_hello(conn: OwnedFd) -> Result<Hello, Refusal> {
     let pid = peer_of(&conn)?;
     // One byte more than a hello: a longer message shows as too long.
     let mut buf = [0u8; HELLO_LEN + 1];
@@ -302,7 +346,10 @@ fn receive_hello(conn: OwnedFd) -> Result<Option<Accepted>, Refusal> {
     );
     let n = match r {
         Ok(r) => r.bytes,
-        Err(rustix::io::Errno::AGAIN) => return Err(Refusal::Hello("none waiting")),
+        Err(rustix::io::Errno::AGAIN) => {
+            drop(control);
+            return Ok(Hello::NotYet(conn));
+        }
         Err(e) => return Err(Refusal::Io(e.into())),
     };
     // Every descriptor that came is owned here, and closed if refused.
@@ -313,7 +360,7 @@ fn receive_hello(conn: OwnedFd) -> Result<Option<Accepted>, Refusal> {
         }
     }
     if n == 0 && fds.is_empty() {
-        return Ok(None);
+        return Ok(Hello::Closed);
     }
     if n != HELLO_LEN || &buf[..8] != HELLO_MAGIC || buf[14..16] != [0, 0] {
         return Err(Refusal::Hello("not a hello"));
@@ -335,7 +382,7 @@ fn receive_hello(conn: OwnedFd) -> Result<Option<Accepted>, Refusal> {
     if !peer.present() {
         return Err(Refusal::Hello("the sender is gone"));
     }
-    Ok(Some(Accepted {
+    Ok(Hello::Got(Accepted {
         src: SocketAddrV4::new(ip, port),
         ring,
         peer,
@@ -441,6 +488,25 @@ mod tests {
         // Hanging up is seen.
         drop(conn);
         assert!(!a.peer.present());
+    }
+
+    /// The sender connects, then sends its hello: a receiver accepting in
+    /// between (its timers) keeps the connection until the hello comes,
+    /// instead of refusing the ring.
+    #[test]
+    fn a_connection_accepted_before_its_hello_waits_for_it() {
+        let (_b, d) = net_dir();
+        let l = Listener::bind(d, ep(5)).unwrap();
+        let (conn, _) = connect(&l.dir, ep(5)).unwrap();
+        assert!(
+            accept_all(&l).is_empty(),
+            "no hello yet: nothing, no refusal"
+        );
+        let ring = ring_fd();
+        send_hello(&conn, ep(1), ring.as_fd()).unwrap();
+        let got = accept_all(&l);
+        assert!(matches!(got[..], [Ok(ref a)] if a.src == ep(1)), "{got:?}");
+        assert!(crate::lock(&l.pending).is_empty());
     }
 
     #[test]
