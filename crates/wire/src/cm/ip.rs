@@ -44,6 +44,17 @@ pub const PS_IPOIB: u16 = 0x0002;
 /// rdma_cm native IB port space.
 pub const PS_IB: u16 = 0x013f;
 
+/// The name of an rdma_cm port space (`TCP`, `UDP`, `IB`, `IPoIB`).
+pub fn port_space_name(ps: u16) -> Option<&'static str> {
+    match ps {
+        PS_TCP => Some("TCP"),
+        PS_UDP => Some("UDP"),
+        PS_IB => Some("IB"),
+        PS_IPOIB => Some("IPoIB"),
+        _ => None,
+    }
+}
+
 /// The service ID of port `port` in port space `ps` (`cma_get_service_id`).
 pub const fn service_id(ps: u16, port: u16) -> u64 {
     ((ps as u64) << 16) | port as u64

@@ -106,6 +106,107 @@ impl MsgResponse {
             MsgResponse::Reserved => 3,
         }
     }
+
+    /// The name printed for it: `REQ`, `REP`, `other` or `reserved(3)`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MsgResponse::Req => "REQ",
+            MsgResponse::Rep => "REP",
+            MsgResponse::Other => "other",
+            MsgResponse::Reserved => "reserved(3)",
+        }
+    }
+}
+
+impl fmt::Display for MsgResponse {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A CM timeout field (5 bits, 4.096 µs × 2^n, IBTA 12.6.5) in nanoseconds.
+pub const fn timeout_nanos(n: u8) -> u64 {
+    4096u64 << (n & 0x1f)
+}
+
+/// Nanoseconds as a person reads them: `4.3 s`, `268 ms`, `16 µs`.
+pub fn duration_text(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if s >= 10.0 {
+        format!("{s:.0} s")
+    } else if s >= 1.0 {
+        format!("{s:.1} s")
+    } else if ns >= 1_000_000 {
+        format!("{} ms", ns / 1_000_000)
+    } else {
+        format!("{} µs", ns / 1_000)
+    }
+}
+
+/// A timeout field as `20 (4.3 s)`: the IBTA exponent and what it means.
+pub(crate) struct Timeout(pub u8);
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{} ({})", self.0, duration_text(timeout_nanos(self.0)))
+    }
+}
+
+/// An RNR retry count as printed: 7 means "retry forever" (IBA 9.7.5.2.8).
+pub(crate) struct RnrRetry(pub u8);
+
+impl fmt::Display for RnrRetry {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if self.0 == 7 {
+            f.write_str("7 (infinite)")
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+/// A service ID with what rdma_cm makes of it: `0x0000000001061c06 (rdma_cm
+/// TCP port 7174)`, or the bare hex for another service.
+pub(crate) struct ServiceId(pub u64);
+
+impl fmt::Display for ServiceId {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "0x{:016x}", self.0)?;
+        if let Some((ps, port)) = ip::split_service_id(self.0) {
+            if let Some(name) = ip::port_space_name(ps) {
+                write!(f, " (rdma_cm {name} port {port})")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes the private data of a REQ or SIDR_REQ: rdma_cm's IP header as
+/// ` rdma_cm 10.0.3.2:45641 > 10.0.3.1:7174` when the service ID is one of
+/// its port spaces and the header parses, then the user's bytes after it;
+/// otherwise the raw bytes ([`fmt_private`]).
+pub(crate) fn fmt_rdma_cm_private(f: &mut fmt::Formatter, sid: u64, data: &[u8]) -> fmt::Result {
+    let port = ip::split_service_id(sid)
+        .filter(|&(ps, _)| ip::port_space_name(ps).is_some())
+        .map(|(_, port)| port);
+    let hdr = ip::Packet::new_checked(data)
+        .ok()
+        .and_then(|p| ip::Repr::parse(&p).ok());
+    match (port, hdr) {
+        (Some(port), Some(h)) => {
+            let dst = match h.dst_addr {
+                core::net::IpAddr::V6(a) => format!("[{a}]:{port}"),
+                a => format!("{a}:{port}"),
+            };
+            let src = match h.src_addr {
+                core::net::IpAddr::V6(a) => format!("[{a}]:{}", h.src_port),
+                a => format!("{a}:{}", h.src_port),
+            };
+            write!(f, " rdma_cm {src} > {dst}")?;
+            fmt_private(f, data.get(ip::HEADER_LEN..).unwrap_or(&[]))
+        }
+        _ => fmt_private(f, data),
+    }
 }
 
 /// One CM message.

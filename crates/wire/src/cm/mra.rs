@@ -40,8 +40,11 @@ impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "MRA local_comm_id 0x{:08x} remote_comm_id 0x{:08x} of {:?} timeout {}",
-            self.local_comm_id, self.remote_comm_id, self.message_mraed, self.service_timeout
+            "MRA local_comm_id 0x{:08x} remote_comm_id 0x{:08x} of {} service_timeout {}",
+            self.local_comm_id,
+            self.remote_comm_id,
+            self.message_mraed,
+            super::Timeout(self.service_timeout)
         )?;
         super::fmt_private(f, &self.private_data)
     }

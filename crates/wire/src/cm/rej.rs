@@ -20,7 +20,8 @@ pub const ARI_LEN: usize = 72;
 /// Bytes of private data in a REJ.
 pub const PRIVATE_DATA_LEN: usize = 148;
 
-/// Reject reasons (IBTA table 109) that Linux and rdma_cm use.
+/// Reject reasons (IBTA table 109) that Linux and rdma_cm use; every
+/// assigned one has a name ([`reason_name`]).
 pub mod reason {
     /// No QP available.
     pub const NO_QP: u16 = 1;
@@ -58,6 +59,63 @@ pub mod reason {
     pub const VENDOR_OPTION_NOT_SUPPORTED: u16 = 35;
 }
 
+/// The name of a reject reason, as Linux's `ibcm_reject_msg` (what
+/// `rdma_reject_msg` returns to applications) words it; `None` for a value
+/// the IBTA has not assigned.
+pub fn reason_name(reason: u16) -> Option<&'static str> {
+    Some(match reason {
+        1 => "no QP",
+        2 => "no EEC",
+        3 => "no resources",
+        4 => "timeout",
+        5 => "unsupported",
+        6 => "invalid comm ID",
+        7 => "invalid comm instance",
+        8 => "invalid service ID",
+        9 => "invalid transport type",
+        10 => "stale conn",
+        11 => "RDC not exist",
+        12 => "invalid GID",
+        13 => "invalid LID",
+        14 => "invalid SL",
+        15 => "invalid traffic class",
+        16 => "invalid hop limit",
+        17 => "invalid packet rate",
+        18 => "invalid alt GID",
+        19 => "invalid alt LID",
+        20 => "invalid alt SL",
+        21 => "invalid alt traffic class",
+        22 => "invalid alt hop limit",
+        23 => "invalid alt packet rate",
+        24 => "port CM redirect",
+        25 => "port redirect",
+        26 => "invalid MTU",
+        27 => "insufficient resp resources",
+        28 => "consumer defined",
+        29 => "invalid RNR retry",
+        30 => "duplicate local comm ID",
+        31 => "invalid class version",
+        32 => "invalid flow label",
+        33 => "invalid alt flow label",
+        35 => "vendor option is not supported",
+        _ => return None,
+    })
+}
+
+/// A reject reason as printed: `timeout (4)`, or `unassigned (34)`.
+pub struct Reason(pub u16);
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "{} ({})",
+            reason_name(self.0).unwrap_or("unassigned"),
+            self.0
+        )
+    }
+}
+
 super::cm_message! {
     a "REJ";
     fields {
@@ -84,9 +142,19 @@ impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "REJ local_comm_id 0x{:08x} remote_comm_id 0x{:08x} of {:?} reason {}",
-            self.local_comm_id, self.remote_comm_id, self.message_rejected, self.reason
+            "REJ local_comm_id 0x{:08x} remote_comm_id 0x{:08x} of {} reason {}",
+            self.local_comm_id,
+            self.remote_comm_id,
+            self.message_rejected,
+            Reason(self.reason)
         )?;
+        let used = usize::from(self.reject_info_length).min(ARI_LEN);
+        if used > 0 {
+            write!(f, " ari[{used}]")?;
+            for b in &self.ari[..used] {
+                write!(f, "{b:02x}")?;
+            }
+        }
         super::fmt_private(f, &self.private_data)
     }
 }

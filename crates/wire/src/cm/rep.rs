@@ -65,14 +65,14 @@ impl fmt::Display for Repr {
         write!(
             f,
             "REP local_comm_id 0x{:08x} remote_comm_id 0x{:08x} qpn 0x{:06x} psn 0x{:06x} \
-             rd_atom {}/{} rnr {}",
+             rd_atom {}/{} rnr_retry {}",
             self.local_comm_id,
             self.remote_comm_id,
             self.local_qpn,
             self.starting_psn,
             self.responder_resources,
             self.initiator_depth,
-            self.rnr_retry_count
+            super::RnrRetry(self.rnr_retry_count)
         )?;
         super::fmt_private(f, &self.private_data)
     }

@@ -552,19 +552,63 @@ impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "REQ local_comm_id 0x{:08x} sid 0x{:016x} qpn 0x{:06x} psn 0x{:06x} mtu {} \
-             rd_atom {}/{} retry {} rnr {}",
+            "REQ local_comm_id 0x{:08x} sid {} {} qpn 0x{:06x} psn 0x{:06x} mtu {} \
+             rd_atom {}/{} retry {} rnr_retry {} cm_timeout {} cm_retries {}",
             self.local_comm_id,
-            self.service_id,
+            super::ServiceId(self.service_id),
+            transport_name(self.transport_service_type, self.extended_transport_type),
             self.local_qpn,
             self.starting_psn,
-            self.path_mtu,
+            PathMtu(self.path_mtu),
             self.responder_resources,
             self.initiator_depth,
             self.retry_count,
-            self.rnr_retry_count
+            super::RnrRetry(self.rnr_retry_count),
+            super::Timeout(self.remote_cm_response_timeout),
+            self.max_cm_retries,
         )?;
-        super::fmt_private(f, &self.private_data)
+        super::fmt_rdma_cm_private(f, self.service_id, &self.private_data)
+    }
+}
+
+impl Repr {
+    /// How long the sender waits for a REP, REJ or MRA before it sends the
+    /// REQ again, in nanoseconds: the receiver's CM response time it
+    /// announces plus a round trip of the primary path (twice the packet
+    /// life time, which is the local ACK timeout less one: Linux's
+    /// `cm_ack_timeout`), as Linux's `ib_send_cm_req` computes it.
+    pub fn answer_timeout_nanos(&self) -> u64 {
+        let life = self.primary.local_ack_timeout.saturating_sub(1);
+        super::timeout_nanos(self.remote_cm_response_timeout) + 2 * super::timeout_nanos(life)
+    }
+}
+
+/// The name of a transport service type (with the extended type when it is
+/// 3): `RC`, `UC`, `RD`, `XRC`.
+pub fn transport_name(service_type: u8, extended: u8) -> String {
+    match (service_type, extended) {
+        (TRANSPORT_RC, _) => "RC".into(),
+        (TRANSPORT_UC, _) => "UC".into(),
+        (TRANSPORT_RD, _) => "RD".into(),
+        (TRANSPORT_EXTENDED, 1) => "XRC".into(),
+        (t, e) => format!("transport {t}/{e}"),
+    }
+}
+
+/// A path MTU in bytes (IBTA encoding 1 = 256 ... 5 = 4096).
+pub fn path_mtu_bytes(enc: u8) -> Option<u32> {
+    (1..=5).contains(&enc).then(|| 128u32 << enc)
+}
+
+/// A path MTU as printed: its bytes, or `invalid(N)`.
+struct PathMtu(u8);
+
+impl fmt::Display for PathMtu {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match path_mtu_bytes(self.0) {
+            Some(b) => write!(f, "{b}"),
+            None => write!(f, "invalid({})", self.0),
+        }
     }
 }
 

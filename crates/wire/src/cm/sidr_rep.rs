@@ -35,6 +35,19 @@ pub mod status {
     pub const UNSUPPORTED_VERSION: u8 = 5;
 }
 
+/// The name of a SIDR_REP status (IBTA table 121); `None` for a reserved value.
+pub fn status_name(s: u8) -> Option<&'static str> {
+    Some(match s {
+        status::SUCCESS => "success",
+        status::UNSUPPORTED => "service ID not supported",
+        status::REJECT => "rejected by the service",
+        status::NO_QP => "no QP",
+        status::REDIRECT => "redirect",
+        status::UNSUPPORTED_VERSION => "unsupported class version",
+        _ => return None,
+    })
+}
+
 super::cm_message! {
     a "SIDR_REP";
     fields {
@@ -63,8 +76,13 @@ impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "SIDR_REP request_id 0x{:08x} status {} qpn 0x{:06x} qkey 0x{:08x} sid 0x{:016x}",
-            self.request_id, self.status, self.qpn, self.qkey, self.service_id
+            "SIDR_REP request_id 0x{:08x} status {} ({}) qpn 0x{:06x} qkey 0x{:08x} sid {}",
+            self.request_id,
+            status_name(self.status).unwrap_or("reserved"),
+            self.status,
+            self.qpn,
+            self.qkey,
+            super::ServiceId(self.service_id)
         )?;
         super::fmt_private(f, &self.private_data)
     }

@@ -36,10 +36,12 @@ impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "SIDR_REQ request_id 0x{:08x} sid 0x{:016x} pkey 0x{:04x}",
-            self.request_id, self.service_id, self.pkey
+            "SIDR_REQ request_id 0x{:08x} sid {} pkey 0x{:04x}",
+            self.request_id,
+            super::ServiceId(self.service_id),
+            self.pkey
         )?;
-        super::fmt_private(f, &self.private_data)
+        super::fmt_rdma_cm_private(f, self.service_id, &self.private_data)
     }
 }
 
