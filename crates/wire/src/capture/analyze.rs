@@ -8,6 +8,13 @@
 //! of FIRST/MIDDLE packets of the flow, and until it is known the PSN after a
 //! READ request is accepted as it comes. ACK PSNs are not checked (ACKs are
 //! coalesced); READ response PSNs are checked within one response.
+//!
+//! UD never retransmits: a UD PSN at or behind the highest seen is a new
+//! sender on that QP (a QP created again), and the flow starts over. MADs to
+//! QP1 are not judged by PSN at all (each CM has its own QP1 sequence; their
+//! losses show as CM retries, see `exchanges`). A REQ or REP announces the
+//! QPs of a new connection: the flows to those QPs start over, as a QPN is
+//! reused by the next connection with a new starting PSN.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -56,6 +63,23 @@ impl Tracker {
         });
     }
 
+    /// A CM REQ or REP: the RC flows towards the QP it announces belong
+    /// to a new connection from here on.
+    pub(crate) fn connecting(&mut self, rec: &PacketRecord, m: &crate::cm::Repr) {
+        let qpn = match &m.message {
+            crate::cm::Message::Req(r) => r.local_qpn,
+            crate::cm::Message::Rep(r) => r.local_qpn,
+            _ => return,
+        };
+        // The peer's packets to the announced QP.
+        self.flows.remove(&FlowKey {
+            src: rec.dst,
+            dst: rec.src,
+            qpn,
+            src_qp: None,
+        });
+    }
+
     pub(crate) fn observe(
         &mut self,
         rec: &PacketRecord,
@@ -68,6 +92,10 @@ impl Tracker {
             return;
         };
         let Ok(info) = r.info() else { return };
+        // Management datagrams: judged as CM exchanges, not by PSN.
+        if r.bth.dest_qp == 1 {
+            return;
+        }
         let key = FlowKey {
             src: rec.src,
             dst: rec.dst,
@@ -86,6 +114,7 @@ impl Tracker {
             nak_code: None,
             rnr_timer: None,
             detail,
+            cm: None,
         };
 
         if info.operation == Operation::RdmaReadResponse {
@@ -126,6 +155,13 @@ impl Tracker {
         };
 
         if let Some(next_new) = flow.next_new {
+            if psn::delta(psn, next_new) < 0 && r.deth.is_some() {
+                // UD never sends a packet again: a new sender on this QP.
+                *flow = Flow::default();
+                flow.expected = Some(psn::add(psn, 1));
+                flow.next_new = Some(psn::add(psn, 1));
+                return;
+            }
             if psn::delta(psn, next_new) < 0 {
                 anomalies.push(anomaly(
                     AnomalyKind::Retransmission,

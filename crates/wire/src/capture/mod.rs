@@ -5,12 +5,15 @@
 //! port 4791 over IPv4 or IPv6. For each one the report gives the transport
 //! fields, a one-line summary and whether the ICRC is right (Wireshark decodes
 //! RoCE but does not check the ICRC), and it flags protocol anomalies: NAKs with
-//! their code, RNR NAKs, PSN gaps and retransmissions per QP and direction.
+//! their code, RNR NAKs, PSN gaps and retransmissions per QP and direction, and
+//! the connection manager's exchanges that failed: requests left unanswered,
+//! requests sent again, rejects (module `exchanges`).
 //!
 //! Garbage in gives a report with warnings, or a [`CaptureError`] when the file
 //! header itself is not a capture: never a panic.
 
 mod analyze;
+mod exchanges;
 mod file;
 mod gso;
 
@@ -76,6 +79,9 @@ pub struct CaptureReport {
     pub flows: Vec<FlowSummary>,
     /// Problems with the file itself (a damaged tail, unknown interfaces, ...).
     pub warnings: Vec<String>,
+    /// What the capture cannot settle: a CM request whose answer time had
+    /// not run out when the capture ended.
+    pub notes: Vec<String>,
 }
 
 /// One RoCEv2 packet of a capture.
@@ -169,6 +175,13 @@ pub enum AnomalyKind {
     /// network. From an rdmakit older than the authenticated path, or an
     /// attempt to reach a process's memory from the network.
     SameHostOnWire,
+    /// A CM request (REQ, REP, DREQ, SIDR_REQ) with no answer within the
+    /// time it allows (or, when it announces none, in the rest of the capture).
+    CmUnanswered,
+    /// A CM message sent again with the same transaction ID.
+    CmRetry,
+    /// A CM REJ (any reason), or a SIDR_REP whose status is not success.
+    CmReject,
 }
 
 impl AnomalyKind {
@@ -183,6 +196,9 @@ impl AnomalyKind {
             AnomalyKind::PsnGap => "psn_gap",
             AnomalyKind::Retransmission => "retransmission",
             AnomalyKind::SameHostOnWire => "same_host_on_wire",
+            AnomalyKind::CmUnanswered => "cm_unanswered",
+            AnomalyKind::CmRetry => "cm_retry",
+            AnomalyKind::CmReject => "cm_reject",
         }
     }
 }
@@ -208,6 +224,24 @@ pub struct Anomaly {
     pub rnr_timer: Option<u8>,
     /// Human explanation (expected PSN, number missing, ...).
     pub detail: String,
+    /// The connection manager's exchange, for the `cm_*` kinds.
+    pub cm: Option<CmAnomaly>,
+}
+
+/// The CM exchange an anomaly is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CmAnomaly {
+    /// The message (`REQ`, `REJ`, `SIDR_REQ`, ...).
+    pub message: String,
+    /// Its transaction ID, `0x` and 16 hex digits.
+    pub tid: String,
+    /// Frame numbers: every send of an unanswered request; the first and
+    /// the repeated send of a retry; the REJ or SIDR_REP itself.
+    pub frames: Vec<usize>,
+    /// REJ reason or SIDR_REP status.
+    pub reason: Option<u16>,
+    /// Its name (`timeout`, `invalid service ID`, `no QP`, ...).
+    pub reason_name: Option<String>,
 }
 
 /// Decode a pcap or pcapng capture held in memory.
@@ -232,8 +266,11 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
         anomalies: Vec::new(),
         flows: Vec::new(),
         warnings: frames.warnings,
+        notes: Vec::new(),
     };
     let mut tracker = analyze::Tracker::default();
+    let mut cm = exchanges::Tracker::default();
+    let end_ns = frames.frames.iter().filter_map(|f| f.timestamp_ns).max();
     let (mut gso_size, mut gso_frames, mut gso_packets) = (None, 0usize, 0usize);
     for f in &frames.frames {
         if !report.link_types.contains(&f.link_type) {
@@ -255,7 +292,13 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
                     ..*f
                 };
                 if let Some((record, datagram)) = decode_ip(&sf, seg, &mut report.anomalies) {
-                    account(&mut report, &mut tracker, record, datagram.as_ref());
+                    account(
+                        &mut report,
+                        &mut tracker,
+                        &mut cm,
+                        record,
+                        datagram.as_ref(),
+                    );
                     gso_packets += 1;
                 }
             }
@@ -265,8 +308,18 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
             report.other_frames += 1;
             continue;
         };
-        account(&mut report, &mut tracker, record, datagram.as_ref());
+        account(
+            &mut report,
+            &mut tracker,
+            &mut cm,
+            record,
+            datagram.as_ref(),
+        );
     }
+    cm.finish(end_ns, &mut report.anomalies, &mut report.notes);
+    // In capture order: a request found unanswered at the end is reported
+    // at its frame.
+    report.anomalies.sort_by_key(|a| a.index);
     if gso_frames > 0 {
         report.warnings.push(format!(
             "{gso_frames} frame(s) were UDP GSO datagrams (a batching sender's send seen before \
@@ -285,10 +338,11 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
     Ok(report)
 }
 
-/// Counts one RoCE packet in the report and feeds the flow tracker.
+/// Counts one RoCE packet in the report and feeds the flow and CM trackers.
 fn account(
     report: &mut CaptureReport,
     tracker: &mut analyze::Tracker,
+    cm: &mut exchanges::Tracker,
     record: PacketRecord,
     datagram: Option<&Datagram<'_>>,
 ) {
@@ -296,6 +350,21 @@ fn account(
         tracker.forget(&record);
     } else {
         tracker.observe(&record, datagram.map(|d| &d.roce), &mut report.anomalies);
+    }
+    // A CM MAD with a valid ICRC (a receiver drops the others).
+    if let (Some(d), Some(true) | None) = (datagram, record.icrc_valid) {
+        if let Some(m) = cm_message(&d.roce) {
+            let at = exchanges::Seen {
+                index: record.index,
+                ts: record.timestamp_ns,
+                src: record.src,
+                dst: record.dst,
+                qpn: record.qpn,
+                psn: record.psn,
+            };
+            tracker.connecting(&record, &m);
+            cm.observe(&at, &m, &mut report.anomalies);
+        }
     }
     report.roce_packets += 1;
     match record.icrc_valid {
@@ -357,18 +426,19 @@ pub fn render_human(report: &CaptureReport) -> String {
     for fl in &report.flows {
         let _ = writeln!(
             s,
-            "flow {} > {} qp 0x{:06x}: {} packets ({} requests{}), {} payload bytes, {} anomalies",
+            "flow {} > {} qp 0x{:06x}: {} ({}{}), {} payload bytes, {}",
             fl.src,
             fl.dst,
             fl.qpn,
-            fl.packets,
-            fl.requests,
+            plural(fl.packets, "packet", "packets"),
+            plural(fl.requests, "request", "requests"),
             match (fl.first_request_psn, fl.last_request_psn) {
+                (Some(a), Some(b)) if a == b => format!(", psn {a}"),
                 (Some(a), Some(b)) => format!(", psn {a}..{b}"),
                 _ => String::new(),
             },
             fl.payload_bytes,
-            fl.anomalies
+            plural(fl.anomalies, "anomaly", "anomalies")
         );
     }
     let _ = writeln!(
@@ -399,10 +469,17 @@ pub fn render_human(report: &CaptureReport) -> String {
             );
         }
     }
+    for n in &report.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
     for w in &report.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
     s
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Name of a LINKTYPE_* value this decoder knows.
@@ -551,6 +628,7 @@ fn decode_ip<'a>(
         nak_code: None,
         rnr_timer: None,
         detail,
+        cm: None,
     };
 
     if captured_whole {
@@ -611,13 +689,11 @@ fn decode_ip<'a>(
             }
             record.summary = d.to_string();
             // A management datagram to QP1: name the CM message.
-            if r.bth.dest_qp == 1 && r.deth.is_some_and(|h| h.qkey == crate::deth::GSI_QKEY) {
-                if let Ok(m) = crate::cm::Repr::parse(r.payload) {
-                    let text = format!("CM {m}");
-                    record.summary.push_str(", ");
-                    record.summary.push_str(&text);
-                    record.headers.push(text);
-                }
+            if let Some(m) = cm_message(r) {
+                let text = format!("CM {m}");
+                record.summary.push_str(", ");
+                record.summary.push_str(&text);
+                record.headers.push(text);
             }
             datagram = Some(d);
         }
@@ -685,6 +761,15 @@ fn decode_ip<'a>(
         None => record.summary.push_str(", icrc unchecked"),
     }
     Some((record, datagram))
+}
+
+/// The CM message of a management datagram to QP1 (GSI Q_Key), if it is one.
+fn cm_message(r: &crate::roce::Repr<'_>) -> Option<crate::cm::Repr> {
+    if r.bth.dest_qp == 1 && r.deth.is_some_and(|h| h.qkey == crate::deth::GSI_QKEY) {
+        crate::cm::Repr::parse(r.payload).ok()
+    } else {
+        None
+    }
 }
 
 /// The same-host header after a BTH (the ICRC trails it).
