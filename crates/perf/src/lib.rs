@@ -196,7 +196,8 @@ pub struct QpCounters {
     /// Packets dropped (sequence, malformed, resources).
     pub dropped: u64,
     /// Same-host requests sent or executed: messages moved by one
-    /// cross-memory copy instead of datagrams (issue 19).
+    /// cross-memory copy instead of datagrams (docs/soft-nic.md, "Same-host
+    /// data path").
     #[serde(default)]
     pub same_host: u64,
     /// Same-host requests the peer declined (the QP then sent packets).

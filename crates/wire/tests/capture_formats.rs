@@ -519,7 +519,7 @@ fn a_corrupt_datagram_is_not_split_into_anything() {
 }
 
 /// The soft NIC's same-host requests (vendor opcodes 0xC0-0xC2) decode and
-/// are named; on the wire each is an anomaly of its own (issue 34: they
+/// are named; on the wire each is an anomaly of its own (they
 /// travel only in authenticated same-host rings, and receivers drop them
 /// from UDP), the packets after one (whose PSN skips the span it covered)
 /// are no PSN gap, and its decline NAK is named.

@@ -1,5 +1,5 @@
-//! The soft NIC's same-host request header (vendor opcodes 0xC0-0xC2,
-//! issue 34): every getter after `check_len` never panics, a parsed header
+//! The soft NIC's same-host request header (vendor opcodes 0xC0-0xC2):
+//! every getter after `check_len` never panics, a parsed header
 //! names at most 16 non-empty iovecs adding up to its length, and re-emits
 //! to the same bytes it parses from.
 #![no_main]
