@@ -249,9 +249,10 @@ pub(crate) fn errno_or(fallback: Errno) -> Errno {
     }
 }
 
-/// `strerror` text of an errno.
+/// `strerror` text of an errno (the C library's words, without Rust's
+/// "(os error N)").
 pub(crate) fn strerror(e: Errno) -> String {
-    std::io::Error::from_raw_os_error(e.0).to_string()
+    rdmakit_vocab::errno::strerror(e.0).into_owned()
 }
 
 /// A verb's error: `errno` plus its text and `what`.

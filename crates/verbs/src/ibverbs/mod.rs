@@ -203,8 +203,9 @@ impl Provider for IbverbsProvider {
                     errno: Errno::ENODEV,
                     layer: Layer::Library,
                     detail: format!(
-                        "{} lists no device named {name:?} (devices: {names:?})",
-                        self.lib.path()
+                        "{} lists no device named {name:?} (it lists {})",
+                        self.lib.path(),
+                        select::name_list(&names)
                     ),
                     bad_wr: None,
                 });

@@ -116,7 +116,7 @@ pub fn open_device(choice: Choice, name: &str) -> Result<Arc<Context>> {
         match IbverbsProvider::load_from(&library_from_env()) {
             Ok(p) => match p.device_names() {
                 Ok(names) if names.iter().any(|n| n == name) => return Context::open(&p, name),
-                Ok(names) => tried.push(format!("libibverbs devices {names:?}")),
+                Ok(names) => tried.push(format!("libibverbs lists {}", name_list(&names))),
                 Err(e) if choice == Choice::Ibverbs => return Err(e),
                 Err(e) => tried.push(format!("libibverbs: {e}")),
             },
@@ -130,7 +130,7 @@ pub fn open_device(choice: Choice, name: &str) -> Result<Arc<Context>> {
         if names.iter().any(|n| n == name) {
             return Context::open(&soft, name);
         }
-        tried.push(format!("soft NIC {names:?}"));
+        tried.push(format!("the soft NIC is {}", name_list(&names)));
     }
     Err(Error {
         verb: "ibv_open_device",
@@ -139,6 +139,15 @@ pub fn open_device(choice: Choice, name: &str) -> Result<Arc<Context>> {
         detail: format!("no device named {name:?} ({})", tried.join("; ")),
         bad_wr: None,
     })
+}
+
+/// `mlx5_0, mlx5_1`, or `no device`: names as a person reads them.
+pub(crate) fn name_list(names: &[String]) -> String {
+    if names.is_empty() {
+        "no device".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 #[cfg(test)]
