@@ -19,14 +19,16 @@
 #![warn(missing_docs)]
 
 mod engine;
+mod error;
 pub mod options;
 mod proto;
 pub mod render;
 mod stats;
 
 pub use engine::{
-    client_on, run_client, run_server, serve_on, ClientOpts, HeaderHook, Progress, ServerOpts,
+    client_on, run_client, run_server, serve_on, ClientOpts, HeaderHook, Progress, ServerOpts, Step,
 };
+pub use error::PerfError;
 pub use proto::{Params, QpInfo};
 pub use stats::{bw_row, lat_row, BwResult, LatResult};
 
@@ -310,43 +312,6 @@ pub struct Report {
     /// This side's QP counters, on the soft NIC.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qp_counters: Option<QpCounters>,
-}
-
-/// Why a run failed.
-#[derive(Debug, thiserror::Error)]
-pub enum PerfError {
-    /// A verb failed.
-    #[error("{0}")]
-    Verbs(#[from] rdmakit_verbs::Error),
-    /// A work completion with an error status.
-    #[error("work completion with status {name} ({code}) for wr_id {wr_id} (vendor_err {vendor_err:#x}){hint}")]
-    Completion {
-        /// `IBV_WC_*` name without the prefix (`RETRY_EXC_ERR`).
-        name: String,
-        /// Numeric status.
-        code: u32,
-        /// The request.
-        wr_id: u64,
-        /// Vendor detail.
-        vendor_err: u32,
-        /// What it usually means.
-        hint: String,
-    },
-    /// The TCP exchange failed.
-    #[error("QP information exchange: {0}")]
-    Exchange(String),
-    /// Data validation failed.
-    #[error("data validation failed: {0}")]
-    Validation(String),
-    /// Nothing completed for too long.
-    #[error("no progress for {0:?}: {1}")]
-    Stalled(std::time::Duration, String),
-    /// Invalid parameters.
-    #[error("invalid parameters: {0}")]
-    Params(String),
-    /// [`Progress::cancel`] was set.
-    #[error("cancelled")]
-    Cancelled,
 }
 
 impl PerfError {

@@ -2,7 +2,7 @@
 //! parsers of single flags, and [`Options::params`], which applies each
 //! test's defaults and rejects the combinations a test cannot run.
 
-use crate::{Params, PerfError, Test, SWEEP_MAX};
+use crate::{Params, Test, SWEEP_MAX};
 
 /// A test name (`write-bw`, `ib_write_bw`, ...).
 ///
@@ -140,33 +140,10 @@ impl Options {
     }
 }
 
-impl PerfError {
-    /// The error's kind, as `--json` names it.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            PerfError::Verbs(_) => "verbs",
-            PerfError::Completion { .. } => "completion",
-            PerfError::Exchange(_) => "exchange",
-            PerfError::Validation(_) => "validation",
-            PerfError::Stalled(..) => "stalled",
-            PerfError::Params(_) => "params",
-            PerfError::Cancelled => "cancelled",
-        }
-    }
-
-    /// The exit status of a run that failed so: 2 for bad parameters (as a
-    /// usage error), 1 otherwise.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            PerfError::Params(_) => 2,
-            _ => 1,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PerfError;
 
     fn opts(test: Test) -> Options {
         Options {

@@ -77,7 +77,13 @@ impl QpInfo {
     /// # Errors
     /// [`PerfError::Exchange`] for malformed text.
     pub fn from_line(s: &str) -> Result<QpInfo, PerfError> {
-        let bad = || PerfError::Exchange(format!("malformed QP information {s:?}"));
+        let bad = || {
+            PerfError::Exchange(format!(
+                "the peer sent malformed QP information {:?}: run the same rdmakit version on \
+                 both hosts",
+                s.trim()
+            ))
+        };
         let f: Vec<&str> = s.trim().split(':').collect();
         if f.len() != 6 || f[5].len() != 32 {
             return Err(bad());
@@ -160,10 +166,16 @@ impl Params {
     /// # Errors
     /// [`PerfError::Exchange`] when the peer is not an rdmakit perf client.
     pub fn from_line(s: &str) -> Result<Params, PerfError> {
-        let bad = |why: &str| PerfError::Exchange(format!("{why} in {:?}", s.trim()));
+        let bad = |why: &str| {
+            PerfError::Exchange(format!(
+                "the client does not speak rdmakit perf's exchange ({why} in {:?}): run \
+                 `rdmakit perf TEST HOST` on the client, the same version on both hosts",
+                s.trim()
+            ))
+        };
         let mut it = s.split_whitespace();
         if it.next() != Some(MAGIC) {
-            return Err(bad("not an rdmakit perf client"));
+            return Err(bad("no rdmakit perf greeting"));
         }
         let mut p = Params {
             test: Test::WriteBw,
@@ -244,7 +256,7 @@ pub(crate) struct Lines {
 impl Lines {
     pub(crate) fn new(s: TcpStream) -> Result<Lines, PerfError> {
         let _ = s.set_nodelay(true);
-        let w = s.try_clone().map_err(io)?;
+        let w = s.try_clone().map_err(|e| PerfError::peer_io(&e))?;
         Ok(Lines {
             r: BufReader::new(s),
             w,
@@ -253,16 +265,23 @@ impl Lines {
     }
 
     pub(crate) fn send(&mut self, line: &str) -> Result<(), PerfError> {
-        self.w.write_all(format!("{line}\n").as_bytes()).map_err(io)
+        self.w
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| PerfError::peer_io(&e))
     }
 
     /// Blocking read of one line (EOF is an error: the peer went away).
     pub(crate) fn recv(&mut self) -> Result<String, PerfError> {
-        self.w.set_nonblocking(false).map_err(io)?;
+        self.w
+            .set_nonblocking(false)
+            .map_err(|e| PerfError::peer_io(&e))?;
         let mut l = std::mem::take(&mut self.pending);
-        let n = self.r.read_line(&mut l).map_err(io)?;
+        let n = self
+            .r
+            .read_line(&mut l)
+            .map_err(|e| PerfError::peer_io(&e))?;
         if n == 0 && !l.ends_with('\n') {
-            return Err(PerfError::Exchange("the peer closed the connection".into()));
+            return Err(PerfError::peer_closed());
         }
         Ok(l.trim_end().to_string())
     }
@@ -274,10 +293,10 @@ impl Lines {
             Some((w, rest)) if w == word => Ok(rest.to_string()),
             None if l == word => Ok(String::new()),
             _ if l.starts_with("ERR ") => Err(PerfError::Exchange(format!(
-                "the peer reported: {}",
+                "the peer refused the run: {}",
                 &l[4..]
             ))),
-            _ => Err(PerfError::Exchange(format!("expected {word}, got {l:?}"))),
+            _ => Err(unexpected(word, &l)),
         }
     }
 
@@ -286,12 +305,16 @@ impl Lines {
         if !self.r.buffer().is_empty() || self.pending.contains('\n') {
             return self.recv().map(Some);
         }
-        self.w.set_nonblocking(true).map_err(io)?;
+        self.w
+            .set_nonblocking(true)
+            .map_err(|e| PerfError::peer_io(&e))?;
         let mut b = [0u8; 256];
         let r = self.r.get_mut().read(&mut b);
-        self.w.set_nonblocking(false).map_err(io)?;
+        self.w
+            .set_nonblocking(false)
+            .map_err(|e| PerfError::peer_io(&e))?;
         match r {
-            Ok(0) => Err(PerfError::Exchange("the peer closed the connection".into())),
+            Ok(0) => Err(PerfError::peer_closed()),
             Ok(n) => {
                 self.pending.push_str(&String::from_utf8_lossy(&b[..n]));
                 if let Some(i) = self.pending.find('\n') {
@@ -303,13 +326,19 @@ impl Lines {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) => Err(io(e)),
+            Err(e) => Err(PerfError::peer_io(&e)),
         }
     }
 }
 
-pub(crate) fn io(e: std::io::Error) -> PerfError {
-    PerfError::Exchange(e.to_string())
+/// A line other than the one the exchange expects: the peer is no rdmakit
+/// perf of this version (perftest's tools speak an exchange of their own).
+pub(crate) fn unexpected(word: &str, got: &str) -> PerfError {
+    PerfError::Exchange(format!(
+        "the peer does not speak rdmakit perf's exchange (it sent {got:?} where {word} was \
+         due): run `rdmakit perf` of the same version on both hosts (perftest's ib_* tools \
+         speak their own)"
+    ))
 }
 
 #[cfg(test)]

@@ -17,6 +17,20 @@ pub fn waiting() -> &'static str {
      ************************************\n"
 }
 
+/// What a progress bar says while `test` runs: the test, the message size
+/// and, in a sweep, which size of how many (`write-bw 65536 B, size 3 of
+/// 23`); the bar and its percentage follow it.
+pub fn progress_label(test: Test, step: &crate::Step) -> String {
+    if step.sizes > 1 {
+        format!(
+            "{test} {} B, size {} of {}",
+            step.size, step.index, step.sizes
+        )
+    } else {
+        format!("{test} {} B", step.size)
+    }
+}
+
 /// The header perftest prints before its results: parameters and both QPs.
 pub fn header(h: &Header) -> String {
     let mut o = String::new();
@@ -53,22 +67,43 @@ pub fn header(h: &Header) -> String {
     }
     _ = writeln!(o, "{LINE}");
     for (which, q) in [("local", &h.local), ("remote", &h.remote)] {
-        _ =
-            writeln!(o,
-            " {which} address: LID {:#06x} QPN {:#06x} PSN {:#08x} RKey {:#010x} VAddr {:#018x}",
-            q.lid, q.qpn, q.psn, q.rkey, q.vaddr
-        );
-        _ = writeln!(o, " GID: {}", gid_text(&q.gid));
+        _ = writeln!(o, "{}", address_line(which, q));
+        _ = writeln!(o, "{}", gid_line(&q.gid));
     }
     _ = writeln!(o, "{LINE}");
     o
 }
 
-fn gid_text(g: &[u8; 16]) -> String {
-    g.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+/// perftest's address line (`BASIC_ADDR_FMT` and `RDMA_FMT` of
+/// perftest_communication.h: `" %s address: LID %#04x QPN %#06x PSN %#06x
+/// RKey %#08x VAddr %#016Lx"`), printf's `#` flag included: a zero prints
+/// without `0x` (`LID 0000`).
+pub fn address_line(which: &str, q: &crate::QpInfo) -> String {
+    format!(
+        " {which} address: LID {} QPN {} PSN {} RKey {} VAddr {}",
+        c_alt_hex(q.lid.into(), 4),
+        c_alt_hex(q.qpn.into(), 6),
+        c_alt_hex(q.psn.into(), 6),
+        c_alt_hex(q.rkey.into(), 8),
+        c_alt_hex(q.vaddr, 16)
+    )
+}
+
+/// perftest's GID line (`PERF_GID_FMT`): the 16 bytes in decimal, `%02d`
+/// each (`00:00:...:255:255:192:168:100:02`).
+pub fn gid_line(g: &[u8; 16]) -> String {
+    let bytes: Vec<String> = g.iter().map(|b| format!("{b:02}")).collect();
+    format!(" GID: {}", bytes.join(":"))
+}
+
+/// printf's `%#0{width}x`: `0x` and the hex digits, zero-padded to `width`
+/// characters in all; a zero is all zeros, without `0x`.
+fn c_alt_hex(v: u64, width: usize) -> String {
+    if v == 0 {
+        "0".repeat(width.max(1))
+    } else {
+        format!("{v:#0width$x}")
+    }
 }
 
 /// MB/sec (2^20) → Gb/sec (10^9 bits), as perftest's `--report_gbits`.
@@ -166,9 +201,15 @@ pub fn json(r: &Report, gbits: bool) -> serde_json::Value {
 }
 
 /// The JSON object of a failed run of `test` (what `--json` prints instead of
-/// the report): the test's name, the error and its kind.
+/// the report): the test's name, the error, its kind and its errno's name
+/// (`ECONNREFUSED`; null when it has none).
 pub fn error_json(test: Test, e: &PerfError) -> serde_json::Value {
-    json!({ "test": test.name(), "error": e.to_string(), "kind": e.kind() })
+    json!({
+        "test": test.name(),
+        "error": e.to_string(),
+        "kind": e.kind(),
+        "errno": e.errno_name(),
+    })
 }
 
 #[cfg(test)]
@@ -182,7 +223,7 @@ mod tests {
         assert_eq!(
             v.to_string(),
             format!(
-                "{{\"error\":{},\"kind\":\"params\",\"test\":\"write-bw\"}}",
+                "{{\"errno\":null,\"error\":{},\"kind\":\"params\",\"test\":\"write-bw\"}}",
                 serde_json::Value::from(e.to_string())
             )
         );
@@ -203,6 +244,64 @@ mod tests {
         let text = include_str!("../../report/tests/data/perf-write-bw-a.json");
         let v: serde_json::Value = serde_json::from_str(text).unwrap();
         serde_json::from_value(v).unwrap()
+    }
+
+    /// The address and GID lines of Debian's ib_write_bw (perftest 4.5) on
+    /// rxe, fixtures/pcap/write_bw-s8192.client.out: the same QPs print the
+    /// same four lines byte for byte.
+    #[test]
+    fn address_and_gid_lines_are_perftests() {
+        let out = include_str!("../../../fixtures/pcap/write_bw-s8192.client.out");
+        let want: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains(" address: LID ") || l.starts_with(" GID: "))
+            .collect();
+        let gid = |last| {
+            let mut g = [0u8; 16];
+            g[10..12].copy_from_slice(&[0xff, 0xff]);
+            g[12..].copy_from_slice(&[192, 168, 100, last]);
+            g
+        };
+        let local = crate::QpInfo {
+            lid: 0,
+            qpn: 0x13,
+            psn: 0x14a923,
+            rkey: 0x42f,
+            vaddr: 0x5593_5599_6000,
+            gid: gid(2),
+        };
+        let remote = crate::QpInfo {
+            psn: 0xa171,
+            rkey: 0x4d6,
+            vaddr: 0x5576_8b60_0000,
+            gid: gid(1),
+            ..local
+        };
+        let got = [
+            address_line("local", &local),
+            gid_line(&local.gid),
+            address_line("remote", &remote),
+            gid_line(&remote.gid),
+        ];
+        assert_eq!(want, got);
+    }
+
+    #[test]
+    fn the_progress_label_names_the_test_and_the_size() {
+        let step = |size, index, sizes| crate::Step {
+            size,
+            index,
+            sizes,
+            done: 0.5,
+        };
+        assert_eq!(
+            progress_label(Test::WriteBw, &step(65536, 1, 1)),
+            "write-bw 65536 B"
+        );
+        assert_eq!(
+            progress_label(Test::SendLat, &step(8, 3, 23)),
+            "send-lat 8 B, size 3 of 23"
+        );
     }
 
     #[test]

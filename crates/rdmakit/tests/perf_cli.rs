@@ -149,8 +149,8 @@ fn human_output_is_perftest_shaped() {
         "Send BW Test",
         "Connection type : RC",
         "Link type       : Ethernet",
-        " local address: LID 0x0000 QPN",
-        " remote address: LID",
+        " local address: LID 0000 QPN 0x",
+        " remote address: LID 0000 QPN 0x",
         "#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]",
         "create_qp",
         // 1 KiB SENDs between two processes of this host: packets in a
@@ -158,6 +158,19 @@ fn human_output_is_perftest_shaped() {
         " Data path : rings",
     ] {
         assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    // perftest's GID lines: 16 bytes in decimal, two digits at least
+    // (` GID: 00:00:00:00:00:00:00:00:00:00:255:255:127:00:00:01`).
+    let gids: Vec<&str> = out.lines().filter(|l| l.starts_with(" GID: ")).collect();
+    assert_eq!(gids.len(), 2, "{out}");
+    for g in gids {
+        let bytes: Vec<&str> = g[" GID: ".len()..].split(':').collect();
+        assert_eq!(bytes.len(), 16, "{g}");
+        for b in &bytes {
+            assert!(b.len() >= 2 && b.len() <= 3, "{g}");
+            assert!(b.parse::<u8>().is_ok(), "not decimal: {g}");
+        }
+        assert_eq!(bytes[10..12], ["255", "255"], "{g}");
     }
 }
 
@@ -201,6 +214,11 @@ fn server_killed_mid_run_gives_retry_exc_err() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("RETRY_EXC_ERR"), "{err}");
+    assert!(
+        err.trim_end()
+            .ends_with("; `rdmakit explain wc:RETRY_EXC_ERR` lists its causes"),
+        "{err}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON even on failure");
     assert!(v["error"].as_str().unwrap().contains("RETRY_EXC_ERR"));
     assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
@@ -217,4 +235,169 @@ fn client_with_no_server_fails_cleanly() {
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["kind"], "exchange");
+}
+
+/// `rdmakit perf TEST ARGS`: (exit code, stdout, stderr).
+fn perf(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = Command::new(BIN)
+        .arg("perf")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_client_without_a_server_says_so_with_the_errno_and_the_fix() {
+    let port = free_port().to_string();
+    let (code, out, err) = perf(&[
+        "write-bw",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--connect-timeout",
+        "0.3",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        format!(
+            "rdmakit perf: error: no rdmakit perf server at 127.0.0.1:{port} (ECONNREFUSED): \
+             start one with `rdmakit perf write-bw` on that host, or check -p\n"
+        )
+    );
+    let (code, out, _) = perf(&[
+        "write-bw",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--connect-timeout",
+        "0.3",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&v["kind"], &v["errno"], &v["test"]),
+        (
+            &serde_json::json!("exchange"),
+            &serde_json::json!("ECONNREFUSED"),
+            &serde_json::json!("write-bw")
+        )
+    );
+}
+
+#[test]
+fn a_server_on_a_port_in_use_says_who_to_ask_and_does_not_claim_to_wait() {
+    let held = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let (code, out, err) = perf(&["send-lat", "-p", &port]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!out.contains("Waiting for client"), "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "rdmakit perf: error: cannot listen on TCP port {port} (EADDRINUSE): another \
+             process holds it (`ss -ltnp 'sport = :{port}'`); stop it, or choose another port \
+             with -p on both sides\n"
+        )
+    );
+}
+
+#[test]
+fn an_unknown_device_fails_before_any_connect_or_wait() {
+    for args in [
+        vec!["write-bw", "-d", "nosuchdev"],
+        vec!["write-bw", "127.0.0.1", "-d", "nosuchdev", "-p", "1"],
+    ] {
+        let t = Instant::now();
+        let (code, out, err) = perf(&args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(!out.contains("Waiting for client"), "{out}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{args:?}");
+        assert!(
+            err.starts_with(
+                "rdmakit perf: error: ibv_open_device failed with ENODEV (19) (library layer): \
+                 no device named \"nosuchdev\""
+            ),
+            "{err}"
+        );
+        assert!(
+            err.ends_with("; `rdmakit explain ibv_open_device:ENODEV` lists its causes\n"),
+            "{err}"
+        );
+        assert!(!err.contains("os error") && !err.contains('['), "{err}");
+    }
+}
+
+#[test]
+fn a_peer_that_speaks_something_else_is_named_as_such() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let peer = std::thread::spawn(move || {
+        use std::io::{BufRead as _, Write as _};
+        let (s, _) = l.accept().unwrap();
+        let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        (&s).write_all(b"HELLO\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    let (code, _, err) = perf(&["write-bw", "127.0.0.1", "-p", &port]);
+    peer.join().unwrap();
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        "rdmakit perf: error: the peer does not speak rdmakit perf's exchange (it sent \
+         \"HELLO\" where QP was due): run `rdmakit perf` of the same version on both hosts \
+         (perftest's ib_* tools speak their own)\n"
+    );
+}
+
+#[test]
+fn an_unresolvable_host_is_a_resolver_error_not_a_connect_error() {
+    let (code, _, err) = perf(&[
+        "write-bw",
+        "no-such-host.invalid",
+        "--connect-timeout",
+        "0.3",
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("rdmakit perf: error: cannot resolve no-such-host.invalid ("),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(
+            "): check the name (`getent hosts no-such-host.invalid`) or give its IP address\n"
+        ),
+        "{err}"
+    );
+}
+
+/// On a terminal the run shows a labeled bar: the test, the message size,
+/// and the percentage; stdout stays perftest's report.
+#[test]
+fn the_progress_bar_says_what_runs() {
+    let port = free_port();
+    let s = server("write-bw", port, &[]);
+    let mut c = Command::new(BIN);
+    c.args(["perf", "write-bw", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-D", "2", "-s", "4096"])
+        .env("NO_COLOR", "1");
+    let (code, out, shown) = on_a_pty(c);
+    finish(s);
+    assert_eq!(code, Some(0), "{out}\n{shown}");
+    assert!(
+        shown.contains("write-bw 4096 B ["),
+        "no label on the terminal: {shown:?}"
+    );
+    assert!(shown.contains('%'), "{shown:?}");
+    assert!(!out.contains("write-bw 4096 B ["), "{out}");
 }

@@ -83,10 +83,11 @@ pub(super) fn client_bw(
                 (w_start, w_done) = (last, done);
             }
         } else if last.elapsed() > STALL {
-            return Err(PerfError::Stalled(
-                STALL,
-                format!("{done} of {posted} completed"),
-            ));
+            return Err(PerfError::Stalled {
+                waited: STALL,
+                waiting_for: "completion",
+                progress: format!("{done} of {posted} completed"),
+            });
         } else if posted - done >= depth || stop {
             // Nothing to post and nothing done: let the NIC's threads run
             // (2 shared cores: a spinning poller starves the progress thread).

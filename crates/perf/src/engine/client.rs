@@ -1,5 +1,7 @@
 //! The client: its options, connecting to a server and running every size.
 
+use std::net::ToSocketAddrs;
+
 use super::bandwidth::client_bw;
 use super::latency::client_lat;
 use super::*;
@@ -27,30 +29,48 @@ pub struct ClientOpts {
     pub connect_timeout: Duration,
 }
 
-/// Runs the client against `opts.host`.
+/// Runs the client against `opts.host`: opens the device, connects (retrying
+/// for `opts.connect_timeout` while the server starts), runs.
 ///
 /// # Errors
-/// [`PerfError`]: verbs, completion (e.g. RETRY_EXC_ERR when the server
-/// vanishes), exchange, validation.
+/// [`PerfError`]: verbs (the device first, before any connect), resolve,
+/// connect, completion (e.g. RETRY_EXC_ERR when the server vanishes),
+/// exchange, validation.
 pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
-    check_params(&opts.params)?;
-    let start = Instant::now();
-    let stream = loop {
-        match TcpStream::connect((opts.host.as_str(), opts.port)) {
-            Ok(s) => break s,
-            Err(e) if start.elapsed() < opts.connect_timeout => {
-                let _ = e;
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => {
-                return Err(PerfError::Exchange(format!(
-                    "couldn't connect to {}:{}: {e}",
-                    opts.host, opts.port
-                )))
-            }
+    let p = &opts.params;
+    check_params(p)?;
+    let (l, init) = bring_up(opts.provider, &opts.device, &opts.soft, p, buf_len(p))?;
+    let stream = dial(opts)?;
+    run(stream, l, init, opts, hooks)
+}
+
+/// The TCP connection to the server: the host resolved once, the connect
+/// tried again every 50 ms until `opts.connect_timeout` has passed.
+fn dial(opts: &ClientOpts) -> Result<TcpStream, PerfError> {
+    let host = opts.host.as_str();
+    let addrs: Vec<std::net::SocketAddr> = match (host, opts.port).to_socket_addrs() {
+        Ok(a) => a.collect(),
+        Err(e) => {
+            let words = e.to_string();
+            return Err(PerfError::Resolve {
+                host: host.to_string(),
+                detail: words
+                    .strip_prefix("failed to lookup address information: ")
+                    .unwrap_or(&words)
+                    .to_string(),
+            });
         }
     };
-    client_on(stream, opts, hooks)
+    let start = Instant::now();
+    loop {
+        match TcpStream::connect(&addrs[..]) {
+            Ok(s) => return Ok(s),
+            Err(_) if start.elapsed() < opts.connect_timeout => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => return Err(PerfError::connect(opts.params.test, host, opts.port, &e)),
+        }
+    }
 }
 
 /// Runs the client over `stream`, already connected to a server (the
@@ -66,7 +86,19 @@ pub fn client_on(
 ) -> Result<Report, PerfError> {
     let p = &opts.params;
     check_params(p)?;
-    let (mut l, init) = bring_up(opts.provider, &opts.device, &opts.soft, p, buf_len(p))?;
+    let (l, init) = bring_up(opts.provider, &opts.device, &opts.soft, p, buf_len(p))?;
+    run(stream, l, init, opts, hooks)
+}
+
+/// The client's run over a connected stream with its QP in INIT.
+fn run(
+    stream: TcpStream,
+    mut l: Local,
+    init: InitQp,
+    opts: &ClientOpts,
+    hooks: &mut Progress<'_>,
+) -> Result<Report, PerfError> {
+    let p = &opts.params;
     let stop = hooks.stop();
     let mut c = Lines::new(stream)?;
     c.send(&p.to_line())?;
@@ -87,7 +119,12 @@ pub fn client_on(
         c.expect("GO")?;
         let mut prog = |f: f64| {
             if let Some(cb) = hooks.on_progress.as_mut() {
-                cb((k as f64 + f.clamp(0.0, 1.0)) / n as f64);
+                cb(&Step {
+                    size,
+                    index: k + 1,
+                    sizes: n,
+                    done: (k as f64 + f.clamp(0.0, 1.0)) / n as f64,
+                });
             }
         };
         let (row, count) = if p.test.is_bw() {
@@ -115,7 +152,7 @@ pub fn client_on(
         if let Some(why) = verdict.strip_prefix("BAD ") {
             return Err(PerfError::Validation(format!("server: {why}")));
         } else if verdict != "OK" {
-            return Err(PerfError::Exchange(format!("expected OK, got {verdict:?}")));
+            return Err(unexpected("OK", &verdict));
         }
         rows.push(row);
     }

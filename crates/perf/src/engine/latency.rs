@@ -133,7 +133,11 @@ pub(super) fn client_lat(
                 stop.check()?;
             }
             if spins % 4096 == 0 && t0.elapsed() > STALL {
-                return Err(PerfError::Stalled(STALL, format!("iteration {i}")));
+                return Err(PerfError::Stalled {
+                    waited: STALL,
+                    waiting_for: "answer from the peer",
+                    progress: format!("iteration {i}"),
+                });
             }
         }
         let rtt = us(t0.elapsed());

@@ -13,7 +13,7 @@ use rdmakit_verbs::{
     ProviderChoice, Qp, QpType, RecvWr, SendOp, SendRequest, SendWr, Sge, UdDest, Wc, WcStatus,
 };
 
-use crate::proto::{io, Lines, Params, QpInfo};
+use crate::proto::{unexpected, Lines, Params, QpInfo};
 use crate::stats::{bw_row, lat_row};
 use crate::{ControlTimings, Header, PerfError, Report, Row, Test};
 
@@ -22,6 +22,7 @@ mod client;
 mod latency;
 mod server;
 pub use client::{client_on, run_client, ClientOpts};
+
 pub use server::{run_server, serve_on, ServerOpts};
 
 /// No completion (or peer activity) for this long ends a run with an error
@@ -32,17 +33,36 @@ const STALL: Duration = Duration::from_secs(20);
 /// A callback receiving the header block.
 pub type HeaderHook<'a> = Box<dyn FnMut(&Header) + 'a>;
 
-/// Callbacks of a run (both optional).
+/// A callback hearing where the run is.
+pub type StepHook<'a> = Box<dyn FnMut(&Step) + 'a>;
+
+/// Callbacks of a run (all optional).
 #[derive(Default)]
 pub struct Progress<'a> {
+    /// [`run_server`]: called with the TCP port once it listens there (and
+    /// so waits for its client).
+    pub on_listening: Option<Box<dyn FnMut(u16) + 'a>>,
     /// Called once the QPs are connected, before the measurement.
     pub on_header: Option<HeaderHook<'a>>,
-    /// Fraction of the whole run done, 0..=1, at most every 100 ms.
-    pub on_progress: Option<Box<dyn FnMut(f64) + 'a>>,
+    /// Where the run is, at most every 100 ms.
+    pub on_progress: Option<StepHook<'a>>,
     /// Set from another thread to end the run early: the engine's loops
     /// check it and return [`PerfError::Cancelled`] (a supervisor that
     /// also shuts the TCP stream down wakes a side blocked on it).
     pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// Where a run is, as [`Progress::on_progress`] hears it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Step {
+    /// The message size under way, in bytes.
+    pub size: usize,
+    /// Its place among the run's sizes, from 1.
+    pub index: usize,
+    /// How many sizes the run has (1 without `-a`).
+    pub sizes: usize,
+    /// Fraction of the whole run done, 0..=1.
+    pub done: f64,
 }
 
 impl Progress<'_> {

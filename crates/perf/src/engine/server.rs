@@ -27,10 +27,16 @@ pub struct ServerOpts {
 /// # Errors
 /// [`PerfError`]; `Exchange` when the client asks for another test or goes away.
 pub fn run_server(opts: &ServerOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
-    let listener = TcpListener::bind(("0.0.0.0", opts.port)).map_err(|e| {
-        PerfError::Exchange(format!("couldn't listen on TCP port {}: {e}", opts.port))
-    })?;
-    let (stream, _) = listener.accept().map_err(io)?;
+    // A device named with -d opens now, not after a client came.
+    if let Some(dev) = &opts.device {
+        drop(rdmakit_verbs::open_device(opts.provider, dev)?);
+    }
+    let listener =
+        TcpListener::bind(("0.0.0.0", opts.port)).map_err(|e| PerfError::listen(opts.port, &e))?;
+    if let Some(f) = hooks.on_listening.as_mut() {
+        f(opts.port);
+    }
+    let (stream, _) = listener.accept().map_err(|e| PerfError::peer_io(&e))?;
     drop(listener);
     serve_on(stream, opts, &|_| Ok(()), hooks)
 }
@@ -54,7 +60,7 @@ pub fn serve_on(
     let p = Params::from_line(&c.recv()?)?;
     if p.test != opts.test {
         let why = format!(
-            "the server runs {}, the client asked for {}",
+            "the server runs {}, the client asked for {}: run the same test on both hosts",
             opts.test, p.test
         );
         let _ = c.send(&format!("ERR {why}"));
@@ -94,7 +100,7 @@ pub fn serve_on(
         let size: usize = line
             .strip_prefix("SIZE ")
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| PerfError::Exchange(format!("expected SIZE, got {line:?}")))?;
+            .ok_or_else(|| unexpected("SIZE", &line))?;
         if size == 0 || size > p.max_size() {
             return Err(PerfError::Exchange(format!(
                 "size {size} outside the run's sizes"
@@ -121,7 +127,7 @@ pub fn serve_on(
 fn parse_done(line: &str) -> Result<u64, PerfError> {
     line.strip_prefix("DONE ")
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| PerfError::Exchange(format!("expected DONE, got {line:?}")))
+        .ok_or_else(|| unexpected("DONE", line))
 }
 
 /// The server's part of one size. Outer error: the run failed; inner error:
@@ -295,10 +301,11 @@ fn serve_size(
                     }
                 }
                 if spins % 1024 == 0 && last.elapsed() > STALL {
-                    return Err(PerfError::Stalled(
-                        STALL,
-                        format!("{got} messages received"),
-                    ));
+                    return Err(PerfError::Stalled {
+                        waited: STALL,
+                        waiting_for: "message from the client",
+                        progress: format!("{got} received"),
+                    });
                 }
             }
             // Reap our echoes' completions before the next size.

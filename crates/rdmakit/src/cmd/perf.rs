@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use rdmakit_perf::options::{parse_duration, parse_mtu, parse_test, parse_ud, Options};
 use rdmakit_perf::{
-    render, run_client, run_server, ClientOpts, Header, PerfError, Progress, ServerOpts, Test,
+    render, run_client, run_server, ClientOpts, Header, PerfError, Progress, ServerOpts, Step, Test,
 };
 
 #[derive(clap::Args, Debug)]
@@ -126,13 +126,22 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
     let bar = Bar::new(!json || std::io::stderr().is_terminal());
     let bar_ref = &bar;
     let mut hooks = Progress {
+        // The server says it waits once it listens (a port in use fails first).
+        on_listening: Some(Box::new(move |_port: u16| {
+            if !json {
+                print!("{}", render::waiting());
+                let _ = std::io::stdout().flush();
+            }
+        })),
         on_header: Some(Box::new(move |h: &Header| {
             if !json {
                 print!("{}", render::header(h));
                 let _ = std::io::stdout().flush();
             }
         })),
-        on_progress: Some(Box::new(move |f: f64| bar_ref.set(f))),
+        on_progress: Some(Box::new(move |s: &Step| {
+            bar_ref.set(s.done, || render::progress_label(test, s))
+        })),
         cancel: None,
     };
     // The soft NIC as the environment configures it (read here, the edge);
@@ -156,23 +165,17 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
             },
             &mut hooks,
         ),
-        None => {
-            if !json {
-                print!("{}", render::waiting());
-                let _ = std::io::stdout().flush();
-            }
-            run_server(
-                &ServerOpts {
-                    port: a.port,
-                    device: a.device.clone(),
-                    provider,
-                    soft,
-                    gid_index: a.gid_index,
-                    test,
-                },
-                &mut hooks,
-            )
-        }
+        None => run_server(
+            &ServerOpts {
+                port: a.port,
+                device: a.device.clone(),
+                provider,
+                soft,
+                gid_index: a.gid_index,
+                test,
+            },
+            &mut hooks,
+        ),
     };
     drop(hooks);
     bar.finish();
@@ -210,7 +213,8 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 /// A progress bar on stderr when it is a terminal, shown once the run has
-/// lasted a second.
+/// lasted a second: what runs (test, size, which of the sweep's sizes), the
+/// bar, the percentage of the whole run.
 struct Bar {
     pb: Option<indicatif::ProgressBar>,
     start: Instant,
@@ -220,10 +224,16 @@ struct Bar {
 impl Bar {
     fn new(allowed: bool) -> Bar {
         let pb = (allowed && std::io::stderr().is_terminal()).then(|| {
-            indicatif::ProgressBar::with_draw_target(
+            let pb = indicatif::ProgressBar::with_draw_target(
                 Some(1000),
                 indicatif::ProgressDrawTarget::hidden(),
-            )
+            );
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {percent:>3}%")
+            {
+                pb.set_style(style.progress_chars("=> "));
+            }
+            pb
         });
         Bar {
             pb,
@@ -232,13 +242,15 @@ impl Bar {
         }
     }
 
-    fn set(&self, f: f64) {
+    /// `done` of the whole run (0..=1), under the label `label` makes.
+    fn set(&self, done: f64, label: impl FnOnce() -> String) {
         let Some(pb) = &self.pb else { return };
         if !self.shown.get() && self.start.elapsed() >= Duration::from_secs(1) {
             pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
             self.shown.set(true);
         }
-        pb.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+        pb.set_message(label());
+        pb.set_position((done.clamp(0.0, 1.0) * 1000.0) as u64);
     }
 
     fn finish(&self) {
