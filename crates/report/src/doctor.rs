@@ -1,13 +1,17 @@
-//! The doctor report: the seed's checklist with pass/fail colors, the findings
-//! with their evidence, the active probes, IRQs per CPU per device (where the
-//! vectors land, which CPUs are on the device's NUMA node) and the device
-//! topology from the PCIe root port to the netdevs.
+//! The doctor report: the verification record with pass/fail colors, the
+//! findings with their evidence (findings of one cause on several subjects as
+//! one card, grouped as the terminal report groups them), the active probes,
+//! IRQs per CPU per device (where the vectors land, which CPUs are on the
+//! device's NUMA node) and the device topology from the PCIe root port to the
+//! netdevs.
 
 use std::fmt::Write as _;
 
 use rdmakit_doctor::checks::Status;
 use rdmakit_doctor::codes::Severity;
-use rdmakit_doctor::finding::Finding;
+use rdmakit_doctor::finding::{Evidence, Finding};
+use rdmakit_doctor::group::{groups, FindingGroup};
+use rdmakit_doctor::probes::ProbeReport;
 use rdmakit_doctor::report::Report;
 use rdmakit_doctor::views::irq::{DeviceIrqs, IrqView};
 use rdmakit_doctor::views::topology::{DeviceTopology, LinkState, TopologyView};
@@ -20,12 +24,29 @@ use crate::{Meta, ReportError};
 
 /// What the doctor page shows: the report and the two host views built from the
 /// same facts. Embedded as the page's data, each as its `--json` prints it
-/// (`rdmakit doctor --json`, `rdmakit irq --json`).
-#[derive(Debug, Clone, Copy, Serialize)]
+/// (`rdmakit doctor --json` with its `groups[]`, `rdmakit irq --json`,
+/// `rdmakit irq --json`'s topology).
+#[derive(Debug, Clone, Copy)]
 pub struct DoctorPage<'a> {
     pub doctor: &'a Report,
     pub irq: &'a IrqView,
     pub topology: &'a TopologyView,
+}
+
+/// The page's data: the doctor's report as `--json` prints it (the report and
+/// the groups of its findings, `rdmakit_doctor::render::json`), the views.
+#[derive(Serialize)]
+struct Data<'a> {
+    doctor: DoctorJson<'a>,
+    irq: &'a IrqView,
+    topology: &'a TopologyView,
+}
+
+#[derive(Serialize)]
+struct DoctorJson<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    groups: &'a [FindingGroup],
 }
 
 fn result_class(r: &str) -> &'static str {
@@ -46,6 +67,7 @@ fn badge(text: &str, class: &str) -> String {
 /// A plot that could not be drawn, or data that would not serialize.
 pub fn render(p: &DoctorPage, meta: &Meta) -> Result<String, ReportError> {
     let r = p.doctor;
+    let groups = groups(&r.findings);
     let verdict = match r.worst() {
         Some(Severity::Error) => "errors found",
         Some(Severity::Warning) => "warnings found",
@@ -62,12 +84,13 @@ pub fn render(p: &DoctorPage, meta: &Meta) -> Result<String, ReportError> {
     let mut page = Page::new(&title, &subtitle);
     page.push(&summary(r));
     page.push(&checklist(r));
-    page.push(&findings(r));
+    page.push(&findings(r, &groups));
     if !r.probes.is_empty() {
         page.push(&probes(r));
     }
-    page.push(&irqs(p.irq)?);
-    page.push(&topology(p.topology)?);
+    let soft = not_host_devices(r);
+    page.push(&irqs(p.irq, &soft)?);
+    page.push(&topology(p.topology, &soft)?);
     page.push(&checks(r));
     if !r.notes.is_empty() {
         let mut s = String::from("<section id=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
@@ -77,7 +100,34 @@ pub fn render(p: &DoctorPage, meta: &Meta) -> Result<String, ReportError> {
         s.push_str("</ul>\n</section>\n");
         page.push(&s);
     }
-    page.finish("doctor", serde_json::to_value(p)?, meta)
+    let data = Data {
+        doctor: DoctorJson {
+            report: r,
+            groups: &groups,
+        },
+        irq: p.irq,
+        topology: p.topology,
+    };
+    page.finish("doctor", serde_json::to_value(data)?, meta)
+}
+
+/// The probed devices that are not the host's own (rdmakit's soft NIC on a host
+/// without RDMA): the terminal report names them under Active probes, with what
+/// they are.
+fn not_host_devices(r: &Report) -> Vec<&ProbeReport> {
+    r.probes
+        .iter()
+        .filter(|p| !r.devices.iter().any(|d| d.name == p.device))
+        .collect()
+}
+
+/// "soft0" or "soft0 and soft1": the devices' names, for a sentence.
+fn device_names(soft: &[&ProbeReport]) -> String {
+    let names: Vec<&str> = soft.iter().map(|p| p.device.as_str()).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
 }
 
 fn summary(r: &Report) -> String {
@@ -99,29 +149,57 @@ fn summary(r: &Report) -> String {
         if r.counts.info > 0 { "info" } else { "na" },
     ));
     s.push_str("</p>\n");
+    let soft = not_host_devices(r);
     if r.devices.is_empty() {
-        s.push_str("<p class=\"note\">No RDMA device in the source.</p>\n");
-    } else {
+        s.push_str("<p class=\"note\" id=\"host-devices\">RDMA devices on the host: none.</p>\n");
+    }
+    if !r.devices.is_empty() || !soft.is_empty() {
         s.push_str("<table>\n<tr><th>device</th><th>kind</th><th>driver</th><th>ports</th></tr>\n");
-        for d in &r.devices {
-            let kind = serde_json::to_value(d.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "<tr><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&d.name),
-                esc(&kind),
-                esc(d.driver.as_deref().unwrap_or("?")),
-                d.ports
-                    .iter()
-                    .map(|p| esc(p))
-                    .collect::<Vec<_>>()
-                    .join("<br>")
-            );
-        }
+    }
+    for d in &r.devices {
+        let kind = serde_json::to_value(d.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "<tr><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&d.name),
+            esc(&kind),
+            esc(d.driver.as_deref().unwrap_or("?")),
+            d.ports
+                .iter()
+                .map(|p| esc(p))
+                .collect::<Vec<_>>()
+                .join("<br>")
+        );
+    }
+    // A probed device that is not the host's: said what it is, as the terminal does.
+    for p in &soft {
+        let _ = writeln!(
+            s,
+            "<tr class=\"probed-only\"><td><b>{}</b></td><td>{}</td><td>-</td><td>{}</td></tr>",
+            esc(&p.device),
+            esc(&p.label),
+            p.ports
+                .iter()
+                .map(|x| esc(x))
+                .collect::<Vec<_>>()
+                .join("<br>")
+        );
+    }
+    if !r.devices.is_empty() || !soft.is_empty() {
         s.push_str("</table>\n");
+    }
+    if !soft.is_empty() {
+        let _ = writeln!(
+            s,
+            "<p class=\"note\">{} ran the <a href=\"#probes\">active probes</a>; {} not a \
+             device of this host and {} nothing about its kernel or hardware.</p>",
+            esc(&device_names(&soft)),
+            if soft.len() == 1 { "it is" } else { "they are" },
+            if soft.len() == 1 { "says" } else { "say" },
+        );
     }
     s.push_str("</section>\n");
     s
@@ -202,16 +280,158 @@ fn finding_card(f: &Finding, anchor: bool) -> String {
     s
 }
 
-fn findings(r: &Report) -> String {
+/// The findings, in the report's order: a group of findings with one cause
+/// (`rdmakit_doctor::group`, what the terminal prints as one entry "… (N alike)")
+/// as one card where its first member stands; the others one card each.
+fn findings(r: &Report, groups: &[FindingGroup]) -> String {
     let mut s = String::from("<section id=\"findings\">\n<h2>Findings</h2>\n");
     if r.findings.is_empty() {
         s.push_str("<p class=\"note\">None.</p>\n");
     }
+    let mut member = vec![false; r.findings.len()];
+    for g in groups {
+        for i in &g.findings {
+            if let Some(m) = member.get_mut(*i) {
+                *m = true;
+            }
+        }
+    }
     let mut seen = std::collections::BTreeSet::new();
-    for f in &r.findings {
-        s.push_str(&finding_card(f, seen.insert(f.code)));
+    for (i, f) in r.findings.iter().enumerate() {
+        if let Some(g) = groups.iter().find(|g| g.findings.first() == Some(&i)) {
+            s.push_str(&group_card(g, &r.findings, seen.insert(g.code)));
+        } else if !member[i] {
+            s.push_str(&finding_card(f, seen.insert(f.code)));
+        }
     }
     s.push_str("</section>\n");
+    s
+}
+
+/// "a, b, c" for up to three subjects, else "a, b and 6 more" (as the terminal).
+fn subjects_inline(subjects: &[String]) -> String {
+    if subjects.len() <= 3 {
+        subjects.join(", ")
+    } else {
+        format!(
+            "{}, {} and {} more",
+            subjects[0],
+            subjects[1],
+            subjects.len() - 2
+        )
+    }
+}
+
+/// One card for a group: its subjects in the head, the shared message, every
+/// subject and the members' evidence behind a `<details>` (opens without script),
+/// the fix and the next commands once.
+fn group_card(g: &FindingGroup, all: &[Finding], anchor: bool) -> String {
+    let members: Vec<&Finding> = g.findings.iter().filter_map(|i| all.get(*i)).collect();
+    let sev = g.severity.as_str();
+    let id = if anchor {
+        format!(" id=\"{}\"", esc(g.code.as_str()))
+    } else {
+        String::new()
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "<div class=\"finding group sev-{sev}\"{id} data-alike=\"{}\">\n<div>{}<code>{}</code> \
+         <span class=\"meta\">{} layer · {} ({} alike)</span></div>\n<div class=\"msg\">{}</div>",
+        g.subjects.len(),
+        badge(sev, sev),
+        esc(g.code.as_str()),
+        esc(g.layer.as_str()),
+        esc(&subjects_inline(&g.subjects)),
+        g.subjects.len(),
+        esc(&g.message)
+    );
+    let mut evidence: Vec<&Evidence> = Vec::new();
+    for f in &members {
+        for e in &f.evidence {
+            if !evidence.contains(&e) {
+                evidence.push(e);
+            }
+        }
+    }
+    // The next commands: the first two under the fix (as the terminal shows
+    // them), the rest, one per subject mostly, in the details.
+    let mut next: Vec<&String> = Vec::new();
+    for f in &members {
+        for n in &f.next {
+            if !next.contains(&n) {
+                next.push(n);
+            }
+        }
+    }
+    let codes = |v: &[&String]| {
+        v.iter()
+            .map(|n| format!("<code>{}</code>", esc(n)))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    let (first, rest) = next.split_at(next.len().min(2));
+    let _ = writeln!(
+        s,
+        "<details><summary>the {} {}{}{}</summary>\n<ul class=\"subjects\">",
+        g.subjects.len(),
+        if g.subjects.len() == 1 {
+            "subject"
+        } else {
+            "subjects"
+        },
+        if evidence.is_empty() {
+            String::new()
+        } else {
+            format!(", their evidence ({} values read)", evidence.len())
+        },
+        if rest.is_empty() {
+            ""
+        } else {
+            ", every next command"
+        }
+    );
+    for subject in &g.subjects {
+        let _ = writeln!(s, "<li>{}</li>", esc(subject));
+    }
+    s.push_str("</ul>\n");
+    if !evidence.is_empty() {
+        s.push_str("<table><tr><th>evidence (file or probe)</th><th>value read</th></tr>\n");
+        for e in &evidence {
+            let _ = writeln!(
+                s,
+                "<tr><td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
+                esc(&e.path),
+                esc(&e.value)
+            );
+        }
+        s.push_str("</table>\n");
+    }
+    if !rest.is_empty() {
+        let _ = writeln!(s, "<div><b>Next, also:</b> {}</div>", codes(rest));
+    }
+    s.push_str("</details>\n");
+    if let Some(o) = members.first().and_then(|f| f.omission) {
+        let _ = writeln!(s, "<div class=\"meta\">common omission: {}</div>", esc(o));
+    }
+    let mut remedies: Vec<&Finding> = Vec::new();
+    for f in &members {
+        if !f.remedy.is_empty() && !remedies.iter().any(|r| r.remedy == f.remedy) {
+            remedies.push(f);
+        }
+    }
+    for f in &remedies {
+        let whose = if remedies.len() > 1 {
+            format!(" <span class=\"meta\">(for {})</span>", esc(&f.subject))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "<div><b>Fix:</b> {}{whose}</div>", esc(&f.remedy));
+    }
+    if !first.is_empty() {
+        let _ = writeln!(s, "<div><b>Next:</b> {}</div>", codes(first));
+    }
+    s.push_str("</div>\n");
     s
 }
 
@@ -275,7 +495,26 @@ fn verdict_line(vs: &[Verdict]) -> String {
     s
 }
 
-fn irqs(v: &IrqView) -> Result<String, ReportError> {
+/// The note of a view without a device: none on the host, and what the soft NIC
+/// probed instead lacks (`what`), when it was.
+fn no_device(soft: &[&ProbeReport], what: &str) -> String {
+    let nic: Vec<&ProbeReport> = soft
+        .iter()
+        .copied()
+        .filter(|p| p.label == rdmakit_doctor::probes::SOFT_LABEL)
+        .collect();
+    if nic.is_empty() {
+        "<p class=\"note\">No RDMA device on the host.</p>\n".to_string()
+    } else {
+        format!(
+            "<p class=\"note\">No RDMA device on the host. {}, rdmakit's soft NIC, runs in \
+             userspace: {what}.</p>\n",
+            esc(&device_names(&nic))
+        )
+    }
+}
+
+fn irqs(v: &IrqView, soft: &[&ProbeReport]) -> Result<String, ReportError> {
     let mut s = String::from("<section id=\"irqs\">\n<h2>IRQs per CPU per device</h2>\n");
     s.push_str(&verdict_line(&v.verdicts));
     let _ = writeln!(
@@ -286,7 +525,7 @@ fn irqs(v: &IrqView) -> Result<String, ReportError> {
         esc(&v.cpus_online)
     );
     if v.devices.is_empty() {
-        s.push_str("<p class=\"note\">No RDMA device.</p>\n");
+        s.push_str(&no_device(soft, "no interrupts of its own"));
     }
     for (i, d) in v.devices.iter().enumerate() {
         s.push_str(&device_irqs(v, i, d)?);
@@ -410,11 +649,11 @@ fn link_color(l: &LinkState) -> plotters::style::RGBColor {
     }
 }
 
-fn topology(t: &TopologyView) -> Result<String, ReportError> {
+fn topology(t: &TopologyView, soft: &[&ProbeReport]) -> Result<String, ReportError> {
     let mut s = String::from("<section id=\"topology\">\n<h2>Device topology</h2>\n");
     s.push_str(&verdict_line(&t.verdicts));
     if t.devices.is_empty() {
-        s.push_str("<p class=\"note\">No RDMA device.</p>\n");
+        s.push_str(&no_device(soft, "no PCIe path, port or netdev of its own"));
     }
     for (i, d) in t.devices.iter().enumerate() {
         s.push_str(&device_topology(i, d)?);

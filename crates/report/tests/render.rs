@@ -68,16 +68,109 @@ fn doctor_data_reads_back() {
         let v = embedded_json(&html).unwrap();
         assert_eq!(v["schema"], "rdmakit.report/v1");
         assert_eq!(v["kind"], "doctor");
-        assert_eq!(
-            v["data"]["doctor"],
-            serde_json::to_value(&d.report).unwrap()
-        );
+        // The doctor's part is what `rdmakit doctor --json` prints, groups included.
+        let json: serde_json::Value =
+            serde_json::from_str(&rdmakit_doctor::render::json(&d.report)).unwrap();
+        assert_eq!(v["data"]["doctor"], json);
         assert_eq!(v["data"]["irq"], serde_json::to_value(&d.irq).unwrap());
         assert_eq!(
             v["data"]["topology"],
             serde_json::to_value(&d.topology).unwrap()
         );
     }
+}
+
+/// The `Findings` section of a doctor page.
+fn findings_section(html: &str) -> &str {
+    let a = html
+        .find("<section id=\"findings\">")
+        .expect("findings section");
+    let b = html[a..].find("</section>").expect("section ends");
+    &html[a..a + b]
+}
+
+/// gpud's H100 node (fixtures/gpud-h100): eight ports read the same error
+/// counters, which the terminal prints as one finding ("mlx5_0 port 1, mlx5_4
+/// port 1 and 6 more (8 alike)"); the page shows one card for them, its eight
+/// ports and their evidence behind a `<details>`, and mlx5_1's worse port alone.
+#[test]
+fn doctor_gpud_h100_eight_alike_ports_one_card() {
+    let d = doctor(
+        &capture("gpud-h100"),
+        "capture directory fixtures/gpud-h100",
+    );
+    let html = doctor_html(&d);
+    assert_self_contained(&html);
+    let groups = rdmakit_doctor::group::groups(&d.report.findings);
+    let h010 = groups
+        .iter()
+        .find(|g| g.code == Code::H010)
+        .expect("the eight ports are one group");
+    assert_eq!(h010.subjects.len(), 8);
+    let terminal = rdmakit_doctor::render::human(&d.report, Default::default());
+    assert!(terminal.contains("and 6 more (8 alike)"), "{terminal}");
+
+    let section = findings_section(&html);
+    let grouped: usize = groups.iter().map(|g| g.findings.len()).sum();
+    assert_eq!(
+        section.matches("<div class=\"finding").count(),
+        d.report.findings.len() - grouped + groups.len(),
+        "one card per group, one per other finding"
+    );
+    // RDK-H010: mlx5_1 (an error: link_downed saturated) and the group of eight.
+    assert_eq!(section.matches("<code>RDK-H010</code>").count(), 2);
+    let card = &section[section.find("data-alike=\"8\"").expect("the group's card")..];
+    let card = &card[..card.find("</details>").expect("details close")];
+    assert!(card.contains("mlx5_0 port 1, mlx5_4 port 1 and 6 more (8 alike)"));
+    for s in &h010.subjects {
+        assert!(card.contains(&format!("<li>{s}</li>")), "{s}");
+    }
+    assert!(card.contains("/sys/class/infiniband/mlx5_9/ports/1/counters/port_rcv_errors"));
+    // The page's data holds the groups, as --json does.
+    let v = embedded_json(&html).unwrap();
+    assert_eq!(
+        v["data"]["doctor"]["groups"],
+        serde_json::to_value(&groups).unwrap()
+    );
+    insta::assert_snapshot!(for_snapshot(&html));
+}
+
+/// A host without RDMA (no answer in the source for any RDMA file) whose
+/// doctor probed rdmakit's soft NIC: the summary names soft0 as the soft NIC,
+/// not a device of the host, as the terminal does under "Active probes".
+#[test]
+fn doctor_host_without_rdma_names_the_soft_nic_it_probed() {
+    use rdmakit_doctor::checks::Config;
+    use rdmakit_doctor::probes::{run, ProbeConfig, SOFT_LABEL};
+    let empty = rdmakit_host::bundle::Bundle::new(
+        rdmakit_host::bundle::Bundle::header_now("rdmakit test", Default::default()),
+        Default::default(),
+    );
+    let mut d = doctor(&empty, "live host");
+    assert!(d.report.devices.is_empty());
+    let ctx = rdmakit_verbs::Context::open_soft(rdmakit_verbs::DeviceConfig::default())
+        .expect("open the soft NIC");
+    let probes = run(&ctx, &ProbeConfig::quick());
+    let device = probes.device.clone();
+    d.report = d.report.with_probes(probes, &Config::default());
+    let html = doctor_html(&d);
+    assert_self_contained(&html);
+    assert!(!html.contains("No RDMA device in the source"));
+    let summary = &html[html.find("<section id=\"summary\">").unwrap()..];
+    let summary = &summary[..summary.find("</section>").unwrap()];
+    assert!(
+        summary.contains("RDMA devices on the host: none."),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!(
+            "<tr class=\"probed-only\"><td><b>{device}</b></td><td>{SOFT_LABEL}</td>"
+        )),
+        "{summary}"
+    );
+    assert!(summary.contains("1: ACTIVE"), "{summary}");
+    // The IRQ and topology views say why the soft NIC has none of theirs.
+    assert!(html.contains(&format!("{device}, rdmakit's soft NIC, runs in userspace")));
 }
 
 #[test]
@@ -106,10 +199,9 @@ fn hostile_text_references_nothing() {
     let html = doctor_html(&d);
     assert_self_contained(&html);
     let v = embedded_json(&html).unwrap();
-    assert_eq!(
-        v["data"]["doctor"],
-        serde_json::to_value(&d.report).unwrap()
-    );
+    let json: serde_json::Value =
+        serde_json::from_str(&rdmakit_doctor::render::json(&d.report)).unwrap();
+    assert_eq!(v["data"]["doctor"], json);
 }
 
 #[test]
