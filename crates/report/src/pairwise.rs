@@ -4,13 +4,24 @@
 //! slow link's two cells — the latency matrix when it was measured, the nodes'
 //! scores and the re-measurements. The pairwise report (schema
 //! `rdmakit.pairwise/v1`) is the embedded data, as `--json` prints it.
+//!
+//! The bandwidth colours follow the run's own judgement, not the spread of its
+//! figures: green from halfway between the slow threshold and the fabric's
+//! median node score up, amber to yellow between the threshold and there, red
+//! below the threshold (`--relative` × the median node score, and under the port
+//! floor when the port rate is known: `matrix.slow_below_mbs`) and for a cell the
+//! run judged low for its two nodes. So a healthy fabric is green however its
+//! figures spread, and a slow node's or link's cells are red. Latency is not
+//! judged: its cells go from light to dark blue with their ratio to the median.
 
 use std::fmt::Write as _;
 
+use plotters::style::RGBColor;
+use rdmakit_fleet::pairwise::localize::median;
 use rdmakit_fleet::pairwise::report::{Cell, Fault, Mode, PairwiseReport, Phase, Verdict};
 
 use crate::html::{esc, num, Page};
-use crate::plot::{self, HeatMap};
+use crate::plot::{self, HeatCell, HeatMap, Swatch, INK};
 use crate::{Meta, ReportError};
 
 fn fault_text(r: &PairwiseReport, f: &Fault) -> String {
@@ -53,16 +64,225 @@ fn screen(r: &PairwiseReport) -> impl Iterator<Item = &Cell> {
 }
 
 /// `[row][column]` of the screening cells by node index; the last one wins.
-fn grid<F: Fn(&Cell) -> Option<f64>>(r: &PairwiseReport, f: F) -> Vec<Vec<Option<f64>>> {
+fn grid<T, F: Fn(&Cell) -> Option<T>>(r: &PairwiseReport, f: F) -> Vec<Vec<Option<T>>> {
     let n = r.nodes.len();
     let idx = |name: &str| r.nodes.iter().position(|x| x.name == name);
-    let mut g = vec![vec![None; n]; n];
+    let mut g: Vec<Vec<Option<T>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
     for c in screen(r) {
         if let (Some(a), Some(b)) = (idx(&c.from), idx(&c.to)) {
             g[a][b] = f(c);
         }
     }
     g
+}
+
+const GREEN: RGBColor = RGBColor(102, 189, 99);
+const YELLOW: RGBColor = RGBColor(254, 224, 139);
+const AMBER: RGBColor = RGBColor(247, 148, 52);
+const RED: RGBColor = RGBColor(215, 48, 39);
+const UNJUDGED: RGBColor = RGBColor(205, 214, 226);
+const PALE_BLUE: RGBColor = RGBColor(222, 235, 247);
+const DARK_BLUE: RGBColor = RGBColor(8, 69, 148);
+const WHITE: RGBColor = RGBColor(255, 255, 255);
+
+/// `a` to `b` at `f` in 0..=1.
+fn mix(a: RGBColor, b: RGBColor, f: f64) -> RGBColor {
+    let f = if f.is_finite() {
+        f.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let m = |x: u8, y: u8| (f64::from(x) + (f64::from(y) - f64::from(x)) * f).round() as u8;
+    RGBColor(m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
+}
+
+/// The levels the bandwidth colours follow, all from the run's judgement: the
+/// fabric's reference (the median node score), the slow threshold under it, and
+/// halfway between them, where green begins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Levels {
+    pub median: f64,
+    pub slow: f64,
+    pub green: f64,
+}
+
+impl Levels {
+    /// None when the run has no reference level (no verdict: most tests failed).
+    pub(crate) fn of(r: &PairwiseReport) -> Option<Levels> {
+        let (m, t) = (r.matrix.node_median_mbs, r.matrix.slow_below_mbs);
+        (r.inconclusive.is_none() && m.is_finite() && t.is_finite() && m > 0.0 && t < m).then(
+            || Levels {
+                median: m,
+                slow: t.max(0.0),
+                green: (m + t.max(0.0)) / 2.0,
+            },
+        )
+    }
+
+    /// A cell's colour and what it means (`data-band`, the tooltip's words).
+    pub(crate) fn judge(&self, mbs: f64, low: bool) -> (RGBColor, &'static str, &'static str) {
+        if mbs.is_nan() || mbs < self.slow {
+            (RED, "slow", "slow: below the slow threshold")
+        } else if low {
+            (RED, "slow", "low for its two nodes: a link suspect")
+        } else if mbs < self.green {
+            let f = (mbs - self.slow) / (self.green - self.slow);
+            let fill = if f < 0.5 {
+                mix(AMBER, YELLOW, f * 2.0)
+            } else {
+                mix(YELLOW, GREEN, (f - 0.5) * 2.0)
+            };
+            (
+                fill,
+                "low",
+                "low: above the slow threshold, below the fabric",
+            )
+        } else {
+            (GREEN, "ok", "in line with the fabric")
+        }
+    }
+}
+
+/// What decides the slow threshold: `--relative` × the median node score, or the
+/// port floor where it is lower.
+fn threshold_words(r: &PairwiseReport, l: &Levels) -> String {
+    let t = &r.settings.thresholds;
+    match t.port_rate_mbs {
+        Some(p) if t.port_floor * p < t.relative * l.median => format!(
+            "{} % of the port rate {} MB/s",
+            num(t.port_floor * 100.0, 0),
+            num(p, 0)
+        ),
+        _ => format!("{} × the median node score", num(t.relative, 2)),
+    }
+}
+
+/// The bandwidth map's cells and legend.
+fn bandwidth_cells(r: &PairwiseReport) -> (Vec<Vec<Option<HeatCell>>>, Vec<String>, Vec<Swatch>) {
+    let levels = Levels::of(r);
+    let cells = grid(r, |c| {
+        let (fill, band, words) = match &levels {
+            Some(l) => l.judge(c.mbs, c.low),
+            None => (
+                UNJUDGED,
+                "unjudged",
+                "not judged: the run has no reference level",
+            ),
+        };
+        Some(HeatCell {
+            fill,
+            ink: INK,
+            text: num(c.mbs, 0),
+            title: format!("{} → {}: {} MB/s, {words}", c.from, c.to, num(c.mbs, 0)),
+            band,
+        })
+    });
+    let Some(l) = levels else {
+        return (
+            cells,
+            vec![
+                "MB/s; no reference level (most tests failed):".into(),
+                "not coloured by verdict".into(),
+            ],
+            vec![Swatch {
+                colors: vec![UNJUDGED],
+                text: "measured".into(),
+            }],
+        );
+    };
+    let (m, t, g) = (num(l.median, 0), num(l.slow, 0), num(l.green, 0));
+    let title = vec![
+        format!("MB/s; fabric median node score {m}"),
+        format!("slow below {t} ({})", threshold_words(r, &l)),
+    ];
+    let mut legend = vec![
+        Swatch {
+            colors: vec![GREEN],
+            text: format!("≥ {g}: in line with the fabric"),
+        },
+        Swatch {
+            colors: vec![
+                AMBER,
+                mix(AMBER, YELLOW, 0.5),
+                YELLOW,
+                mix(YELLOW, GREEN, 0.5),
+            ],
+            text: format!("{t} to {g}: low, not slow"),
+        },
+        Swatch {
+            colors: vec![RED],
+            text: format!("< {t}: slow, or low for its two nodes"),
+        },
+    ];
+    if !r.faults.is_empty() {
+        legend.push(Swatch {
+            colors: vec![],
+            text: "framed: a fault the run reports".into(),
+        });
+    }
+    (cells, title, legend)
+}
+
+/// The latency map's cells and legend: light to dark blue with the ratio to the
+/// median (log scale, darkest at 1000 ×); rdmakit does not judge latency.
+fn latency_cells(r: &PairwiseReport) -> (Vec<Vec<Option<HeatCell>>>, Vec<String>, Vec<Swatch>) {
+    let lats: Vec<f64> = screen(r)
+        .filter_map(|c| c.lat.map(|l| l.t_typical_us))
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let med = median(&lats).unwrap_or(1.0);
+    // Tens of milliseconds on a loaded soft NIC, microseconds on hardware.
+    let digits = if lats.iter().any(|v| *v >= 1000.0) {
+        0
+    } else {
+        1
+    };
+    let shade = |f: f64| {
+        (
+            mix(PALE_BLUE, DARK_BLUE, f),
+            if f > 0.5 { WHITE } else { INK },
+        )
+    };
+    let cells = grid(r, |c| {
+        let l = c.lat?;
+        let v = l.t_typical_us;
+        let f = if v > 0.0 && med > 0.0 {
+            (v / med).log10() / 3.0
+        } else {
+            0.0
+        };
+        let (fill, ink) = shade(f.clamp(0.0, 1.0));
+        Some(HeatCell {
+            fill,
+            ink,
+            text: num(v, digits),
+            title: format!(
+                "{} → {}: {} usec, {} × the median",
+                c.from,
+                c.to,
+                num(v, 1),
+                num(v / med, 1)
+            ),
+            band: "latency",
+        })
+    });
+    let legend = [
+        (0.0, "≤ the median"),
+        (1.0 / 3.0, "10 × the median"),
+        (2.0 / 3.0, "100 ×"),
+        (1.0, "≥ 1000 ×"),
+    ]
+    .into_iter()
+    .map(|(f, text)| Swatch {
+        colors: vec![shade(f).0],
+        text: text.into(),
+    })
+    .collect();
+    let title = vec![
+        format!("usec; median {}; not judged:", num(med, 1)),
+        "darker is slower (log scale)".into(),
+    ];
+    (cells, title, legend)
 }
 
 /// The page of a pairwise run.
@@ -166,15 +386,14 @@ fn matrices(r: &PairwiseReport) -> Result<String, ReportError> {
         }
     }
     let labels: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
+    let (cells, legend_title, legend) = bandwidth_cells(r);
     let bw = plot::heat_map(&HeatMap {
         id: "pairwise-bandwidth",
         title: "RC WRITE bandwidth, MB/s",
         labels: labels.clone(),
-        values: grid(r, |c| Some(c.mbs)),
-        unit: "MB/s",
-        digits: 0,
-        low_is_bad: true,
-        log: false,
+        cells,
+        legend_title,
+        legend,
         outline_cells: outline_cells.clone(),
         outline_lines: outline_lines.clone(),
     })?;
@@ -182,41 +401,38 @@ fn matrices(r: &PairwiseReport) -> Result<String, ReportError> {
     let _ = writeln!(
         s,
         "<div class=\"plots\"><figure>{bw}<figcaption>Best average over the sizes, MB/s \
-         (2^20 bytes); the row writes to the column; · not measured{}. Framed in a thick dark \
-         line: the faults. Node scores: median {} MB/s, MAD {}; pairs below {} MB/s are slow; a cell \
-         below {} of its nodes' scores is low.</figcaption></figure>",
+         (2^20 bytes); the row writes to the column; · not measured{}. Colours follow the \
+         run's judgement, not the spread of its figures: red below the slow threshold ({} \
+         MB/s) or low for its two nodes, amber to yellow up to halfway to the median node \
+         score ({} MB/s), green from there up. Framed in a thick dark line: the faults. Node \
+         scores: MAD {} MB/s; a cell below {} of its nodes' scores is low.</figcaption></figure>",
         if r.mode == Mode::Quick {
             " (a ring measures neighbours only)"
         } else {
             ""
         },
+        num(m.slow_below_mbs, 0),
         num(m.node_median_mbs, 0),
         num(m.node_mad_mbs, 0),
-        num(m.slow_below_mbs, 0),
         num(m.link_below_residual, 2)
     );
     if screen(r).any(|c| c.lat.is_some()) {
+        let (cells, legend_title, legend) = latency_cells(r);
         let lat = plot::heat_map(&HeatMap {
             id: "pairwise-latency",
             title: "RC SEND latency, usec (median)",
             labels,
-            values: grid(r, |c| c.lat.map(|l| l.t_typical_us)),
-            unit: "usec",
-            // Tens of milliseconds on a loaded soft NIC, microseconds on hardware.
-            digits: if screen(r).any(|c| c.lat.is_some_and(|l| l.t_typical_us >= 1000.0)) {
-                0
-            } else {
-                1
-            },
-            low_is_bad: false,
-            log: true,
+            cells,
+            legend_title,
+            legend,
             outline_cells,
             outline_lines,
         })?;
         let _ = writeln!(
             s,
             "<figure>{lat}<figcaption>{}-byte messages, the median half round trip; the row \
-             sends; colors on a log scale.</figcaption></figure>",
+             sends. rdmakit does not judge latency: the colour is the ratio to the matrix's \
+             median on a log scale.</figcaption></figure>",
             r.settings.lat_size
         );
     }
@@ -330,4 +546,56 @@ fn failed(r: &PairwiseReport) -> String {
     }
     s.push_str("</table>\n</section>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The levels of the healthy recorded run (tests/data): median node score
+    /// 342.6 MB/s, slow below 205.6 (0.6 × it).
+    fn levels() -> Levels {
+        Levels {
+            median: 342.6,
+            slow: 205.6,
+            green: (342.6 + 205.6) / 2.0,
+        }
+    }
+
+    fn is_amber_or_red(c: RGBColor) -> bool {
+        c.0 > 200 && c.1 < 160 && c.2 < 80
+    }
+
+    #[test]
+    fn at_the_slow_threshold_amber_below_it_red() {
+        let l = levels();
+        let (at, band, _) = l.judge(l.slow, false);
+        assert_eq!((at, band), (AMBER, "low"));
+        assert!(is_amber_or_red(at), "{at:?}");
+        let (below, band, _) = l.judge(l.slow - 0.1, false);
+        assert_eq!((below, band), (RED, "slow"));
+        assert_eq!(l.judge(0.0, false).1, "slow");
+        assert_eq!(l.judge(f64::NAN, false).1, "slow");
+    }
+
+    #[test]
+    fn green_from_halfway_to_the_median_and_above_it() {
+        let l = levels();
+        for v in [l.green, l.median * 0.9, l.median, l.median * 3.0] {
+            assert_eq!(l.judge(v, false), (GREEN, "ok", "in line with the fabric"));
+        }
+        // Between threshold and green: amber through yellow, never red or green.
+        for k in 1..10 {
+            let v = l.slow + (l.green - l.slow) * f64::from(k) / 10.0;
+            let (c, band, _) = l.judge(v, false);
+            assert_eq!(band, "low");
+            assert!(c != GREEN && c != RED, "{v}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_cell_low_for_its_nodes_is_red_above_the_threshold() {
+        let l = levels();
+        assert_eq!(l.judge(l.median, true).0, RED);
+    }
 }
