@@ -1,11 +1,19 @@
 //! The HTML reports in a real browser: Debian's headless Chromium opens each
-//! report `rdmakit` writes (`doctor --from` the PCI bundle, `doctor` on this live
-//! host with its probes, `perf -a` sweeps run here over the soft NIC on loopback,
-//! `fleet report` on the fleet crate's test fleet of 22 nodes built from the real
-//! captures, `fleet pairwise --from` two recorded runs with a slow node and a slow
-//! link, and a live `fleet pairwise` of three agents on loopback) and must show its plots (in the DOM, drawn with a size), make no request but
-//! the file itself, log no console error or exception, and give a screenshot that
-//! is not blank. A control page proves the checks can fail.
+//! report `rdmakit` writes (`doctor --from` the PCI bundle and gpud's H100 node,
+//! `doctor` on this live host with its probes, `perf -a` sweeps run here over the
+//! soft NIC on loopback, `fleet report` on the fleet crate's test fleet of 22
+//! nodes built from the real captures, `fleet pairwise --from` recorded runs — a
+//! healthy fabric, a slow link, a slow node — and a live `fleet pairwise` of three
+//! agents on loopback) and must show its plots (in the DOM, drawn with a size),
+//! make no request but the file itself, log no console error or exception, and
+//! give a screenshot that is not blank. A control page proves the checks can fail.
+//!
+//! What the DOM must say besides: gpud-h100's eight alike ports are one finding
+//! card (one card per group of the doctor's JSON, its subjects behind a
+//! `<details>` that opens without script); the live page names the soft NIC it
+//! probed as rdmakit's, not a host device; every bandwidth cell of the healthy
+//! fabric is green, the slow link's two cells red, the slow node's row and
+//! column red.
 //!
 //! The screenshots land in target/report-screenshots/; with
 //! RDMAKIT_UPDATE_SCREENSHOTS=1 also in docs/img/ (docs/report.md shows them).
@@ -215,6 +223,20 @@ fn reports_render_in_chromium() {
         "--html",
         doctor.to_str().unwrap(),
     ]);
+    let h100 = d.join("doctor-h100.html");
+    let gpud = repo().join("fixtures/gpud-h100");
+    assert!(
+        gpud.is_dir(),
+        "the real capture {} is missing",
+        gpud.display()
+    );
+    run(&[
+        "doctor",
+        "--from",
+        gpud.to_str().unwrap(),
+        "--html",
+        h100.to_str().unwrap(),
+    ]);
     let live = d.join("doctor-live.html");
     run(&["doctor", "--html", live.to_str().unwrap()]);
     let bw = d.join("perf-write-bw.html");
@@ -227,12 +249,13 @@ fn reports_render_in_chromium() {
     a.extend(fleet_fixture::faulty_fleet(&d.join("fleet")));
     a.extend(["--html".into(), fleet.display().to_string()]);
     run_codes(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[], &[2]);
-    // Two recorded runs rendered again (a fault each: exit 1), and a live one.
+    // Recorded runs rendered again (healthy: exit 0; a fault: exit 1), and a live one.
     let data = repo().join("crates/report/tests/data");
     let mut recorded = Vec::new();
-    for (name, run) in [
-        ("pairwise-link", "6ns-slow-pair-n1-n5-2.json"),
-        ("pairwise-node", "6ns-slow-node-n3-9.json"),
+    for (name, run, code) in [
+        ("pairwise-healthy", "6ns-3200mbit-healthy.json", 0),
+        ("pairwise-link", "6ns-3200mbit-slow-link-n1-n5.json", 1),
+        ("pairwise-node", "6ns-slow-node-n3-9.json", 1),
     ] {
         let f = d.join(format!("{name}.html"));
         let run = data.join(run);
@@ -246,7 +269,7 @@ fn reports_render_in_chromium() {
                 f.to_str().unwrap(),
             ],
             &[],
-            &[1],
+            &[code],
         );
         recorded.push(f);
     }
@@ -288,7 +311,7 @@ fn reports_render_in_chromium() {
     let mlx4_section = format!("#cohort-{mlx4_cohort}");
     let fleet_plots = [mlx4_plot.as_str()];
     let fleet_shots = [("", "#attention"), ("-cohort", mlx4_section.as_str())];
-    let [link, node] = <[PathBuf; 2]>::try_from(recorded).unwrap();
+    let [healthy, link, node] = <[PathBuf; 3]>::try_from(recorded).unwrap();
     let cases = [
         Case {
             name: "doctor",
@@ -300,6 +323,13 @@ fn reports_render_in_chromium() {
                 ("-irqs", "#irqs"),
                 ("-topology", "#topology"),
             ],
+        },
+        Case {
+            name: "doctor-h100",
+            file: h100,
+            kind: "doctor",
+            plots: &[],
+            shots: &[("", "#findings")],
         },
         Case {
             name: "doctor-live",
@@ -328,6 +358,13 @@ fn reports_render_in_chromium() {
             kind: "fleet",
             plots: &fleet_plots,
             shots: &fleet_shots,
+        },
+        Case {
+            name: "pairwise-healthy",
+            file: healthy,
+            kind: "pairwise",
+            plots: &["pairwise-bandwidth", "pairwise-latency"],
+            shots: &[("", "#verdict")],
         },
         Case {
             name: "pairwise-link",
@@ -403,15 +440,7 @@ fn reports_render_in_chromium() {
                 c.name
             );
         }
-        if c.name == "doctor-live" {
-            // This host: a topology plot per RDMA device (none here), probes on the soft NIC.
-            assert!(
-                b.eval("!!document.getElementById('probes')")
-                    .as_bool()
-                    .unwrap(),
-                "{info}"
-            );
-        }
+        dom_checks(&mut b, c.name);
         let mut sizes = Vec::new();
         for (suffix, selector) in c.shots {
             let png = screenshot(&mut b, selector);
@@ -448,4 +477,141 @@ fn reports_render_in_chromium() {
             sizes.join("; ")
         );
     }
+}
+
+/// What each page must say, read from the DOM.
+fn dom_checks(b: &mut Browser, name: &str) {
+    match name {
+        "doctor-h100" => one_card_per_group(b),
+        "doctor-live" => soft_nic_named(b),
+        "pairwise-healthy" => {
+            let cells = bandwidth_cells(b);
+            assert_eq!(cells.len(), 30, "{cells:?}");
+            for c in &cells {
+                assert_eq!((c.1.as_str(), c.2.as_str()), ("ok", GREEN), "{c:?}");
+            }
+        }
+        "pairwise-link" => {
+            let cells = bandwidth_cells(b);
+            assert_eq!(cells.len(), 30, "{cells:?}");
+            for c in &cells {
+                let want = if c.0 == "n1 n5" || c.0 == "n5 n1" {
+                    ("slow", RED)
+                } else {
+                    ("ok", GREEN)
+                };
+                assert_eq!((c.1.as_str(), c.2.as_str()), want, "{c:?}");
+            }
+        }
+        "pairwise-node" => {
+            let cells = bandwidth_cells(b);
+            let n3: Vec<_> = cells
+                .iter()
+                .filter(|c| c.0.split(' ').any(|n| n == "n3"))
+                .collect();
+            assert_eq!(n3.len(), 10);
+            assert!(n3.iter().all(|c| c.1 == "slow" && c.2 == RED), "{n3:?}");
+        }
+        _ => {}
+    }
+}
+
+/// The colours as the browser computed them.
+const GREEN: &str = "rgb(102, 189, 99)";
+const RED: &str = "rgb(215, 48, 39)";
+
+/// Every measured cell of the bandwidth heat map: ("from to", band, computed fill).
+fn bandwidth_cells(b: &mut Browser) -> Vec<(String, String, String)> {
+    let v = b.eval(
+        "JSON.stringify([...document.querySelectorAll(\
+           'svg[data-plot=\"pairwise-bandwidth\"] rect[data-band]')]\
+         .filter(r => r.dataset.band !== 'self')\
+         .map(r => [r.dataset.from + ' ' + r.dataset.to, r.dataset.band, getComputedStyle(r).fill]))",
+    );
+    serde_json::from_str(v.as_str().expect("cells")).expect("cells as JSON")
+}
+
+/// gpud-h100: one finding card per group of the doctor's JSON and one per other
+/// finding; the eight alike ports in one card whose details open without script.
+fn one_card_per_group(b: &mut Browser) {
+    let v = b.eval(
+        "(() => { const d = JSON.parse(document.getElementById('rdmakit-data').textContent)\
+           .data.doctor; \
+         const cards = document.querySelectorAll('#findings .finding'); \
+         const g = document.querySelector('#findings .finding.group[data-alike=\"8\"]'); \
+         const det = g && g.querySelector('details'); \
+         const lis = det ? [...det.querySelectorAll('li')] : []; \
+         const hidden = lis.every(li => !li.checkVisibility()); \
+         if (det) det.querySelector('summary').click(); \
+         return JSON.stringify({ findings: d.findings.length, \
+           grouped: d.groups.reduce((n, x) => n + x.findings.length, 0), \
+           groups: d.groups.length, cards: cards.length, \
+           h010: [...cards].filter(c => c.querySelector('code').textContent === 'RDK-H010').length, \
+           head: g ? g.querySelector('.meta').textContent : null, \
+           hidden, open: det ? det.open : null, \
+           shown: lis.filter(li => li.checkVisibility()).map(li => li.textContent) }); })()",
+    );
+    let v: Value = serde_json::from_str(v.as_str().unwrap()).unwrap();
+    let n = |k: &str| v[k].as_u64().unwrap();
+    assert!(n("groups") >= 1, "{v}");
+    assert_eq!(
+        n("cards"),
+        n("findings") - n("grouped") + n("groups"),
+        "{v}"
+    );
+    assert_eq!(
+        n("h010"),
+        2,
+        "mlx5_1's own card and the group of eight: {v}"
+    );
+    assert_eq!(
+        v["head"], "hardware layer · mlx5_0 port 1, mlx5_4 port 1 and 6 more (8 alike)",
+        "{v}"
+    );
+    assert_eq!(v["hidden"], true, "the subjects start folded: {v}");
+    assert_eq!(v["open"], true, "the summary opens the details: {v}");
+    let shown: Vec<&str> = v["shown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "mlx5_0 port 1",
+            "mlx5_4 port 1",
+            "mlx5_5 port 1",
+            "mlx5_6 port 1",
+            "mlx5_7 port 1",
+            "mlx5_8 port 1",
+            "mlx5_9 port 1",
+            "mlx5_bond_0 port 1"
+        ]
+    );
+    // Folded again for the screenshot.
+    let _ = b.eval("document.querySelector('#findings details').open = false");
+}
+
+/// This host has no kernel RDMA: the summary says so and names the soft NIC the
+/// probes ran on as rdmakit's, not a device of the host.
+fn soft_nic_named(b: &mut Browser) {
+    let v = b.eval(
+        "JSON.stringify({ summary: document.getElementById('summary').innerText, \
+           probed: [...document.querySelectorAll('#summary tr.probed-only')].map(t => t.innerText), \
+           probes: !!document.getElementById('probes') })",
+    );
+    let v: Value = serde_json::from_str(v.as_str().unwrap()).unwrap();
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains("RDMA devices on the host: none."), "{v}");
+    assert!(!summary.contains("No RDMA device in the source"), "{v}");
+    assert_eq!(v["probes"], true, "{v}");
+    let probed = v["probed"].as_array().unwrap();
+    assert_eq!(probed.len(), 1, "{v}");
+    let row = probed[0].as_str().unwrap();
+    assert!(
+        row.starts_with("soft0") && row.contains(rdmakit_doctor::probes::SOFT_LABEL),
+        "{v}"
+    );
+    assert!(row.contains("ACTIVE"), "{v}");
 }
