@@ -38,13 +38,18 @@ pub struct Finding {
     /// One sentence: what is wrong, with the values that matter.
     pub message: String,
     pub evidence: Vec<Evidence>,
-    /// The seed's "common omission" this finding catches, if any.
+    /// The check commonly left out that this finding catches, as a hint, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omission: Option<&'static str>,
     /// What to do about it.
     pub remedy: String,
     /// Commands to run next, most useful first.
     pub next: Vec<String>,
+    /// The message's few words that matter most, for one-line forms (the NPD
+    /// line, a Slurm drain reason; [`crate::oneline`]) when the message itself is
+    /// long; `None`: the message is shortened. Not part of the JSON.
+    #[serde(skip)]
+    pub brief: Option<String>,
 }
 
 impl Finding {
@@ -61,6 +66,7 @@ impl Finding {
             omission: info.omission,
             remedy: String::new(),
             next: Vec::new(),
+            brief: None,
         }
     }
 
@@ -86,6 +92,12 @@ impl Finding {
 
     pub fn next(mut self, cmd: impl Into<String>) -> Finding {
         self.next.push(cmd.into());
+        self
+    }
+
+    /// Sets [`Finding::brief`].
+    pub fn brief(mut self, b: impl Into<String>) -> Finding {
+        self.brief = Some(b.into());
         self
     }
 }

@@ -28,6 +28,7 @@ pub mod finding;
 pub mod group;
 pub mod inventory;
 pub mod npd;
+pub mod oneline;
 pub mod probes;
 pub mod render;
 pub mod report;

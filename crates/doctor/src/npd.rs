@@ -17,6 +17,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::codes::Severity;
+use crate::finding::Finding;
+use crate::oneline::{finding_line, shorten, Unit};
 use crate::report::Report;
 
 /// NPD's default `max_output_length`: longer output is cut there.
@@ -43,24 +45,25 @@ impl Verdict {
         }
     }
 
-    /// The one line, cut to [`MAX_MESSAGE`] bytes on a character boundary.
+    /// The one line, within [`MAX_MESSAGE`] bytes, shortened by dropping detail
+    /// (never inside a word; [`crate::oneline::shorten`]).
     pub fn line(&self) -> String {
         let m = match self {
             Verdict::Ok(m) | Verdict::Problem(m) | Verdict::Unknown(m) => m,
         };
-        cut(&m.replace(['\n', '\r'], " "), MAX_MESSAGE)
+        shorten(m, MAX_MESSAGE, Unit::Bytes)
     }
 }
 
-fn cut(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
+/// The line of a problem: the finding's code, device and port, what is wrong,
+/// and how many more findings failed the check, within [`MAX_MESSAGE`] bytes
+/// ([`crate::oneline`]).
+pub fn problem_line(f: &Finding, more: usize) -> String {
+    let tail = match more {
+        0 => String::new(),
+        n => format!("(+{n} more)"),
+    };
+    finding_line("", f, &tail, MAX_MESSAGE, Unit::Bytes)
 }
 
 /// The last completed check, kept between invocations.
@@ -125,11 +128,7 @@ pub fn verdict(r: &Report, fail_on: Option<Severity>) -> Verdict {
         None => Vec::new(),
     };
     if let Some(f) = failing.first() {
-        let more = match failing.len() - 1 {
-            0 => String::new(),
-            n => format!(" (+{n} more)"),
-        };
-        return Verdict::Problem(format!("{}{more} {}", f.code.as_str(), f.message));
+        return Verdict::Problem(problem_line(f, failing.len() - 1));
     }
     let ports: Vec<&String> = r.devices.iter().flat_map(|d| d.ports.iter()).collect();
     let active = ports.iter().filter(|p| p.contains(" ACTIVE ")).count();
@@ -151,11 +150,24 @@ pub fn verdict(r: &Report, fail_on: Option<Severity>) -> Verdict {
 /// of this boot found, or that none has since the node booted.
 pub fn unknown(why: &str, last: Option<&State>, boot_id: &str, now_unix: u64) -> Verdict {
     match last.filter(|s| s.boot_id == boot_id) {
-        Some(s) => Verdict::Unknown(format!(
-            "unknown: {why}; last check {} ago: {}",
-            age(now_unix.saturating_sub(s.checked_unix)),
-            s.message
-        )),
+        // Room for each part: why it is unknown, then as much of the last line
+        // as fits, each shortened by whole words.
+        Some(s) => {
+            let last = format!(
+                "; last check {} ago",
+                age(now_unix.saturating_sub(s.checked_unix))
+            );
+            let head = shorten(
+                &format!("unknown: {why}"),
+                MAX_MESSAGE.saturating_sub(last.len() + 24),
+                Unit::Bytes,
+            );
+            let room = MAX_MESSAGE.saturating_sub(head.len() + last.len() + 2);
+            match shorten(&s.message, room, Unit::Bytes) {
+                m if m.is_empty() => Verdict::Unknown(format!("{head}{last}")),
+                m => Verdict::Unknown(format!("{head}{last}: {m}")),
+            }
+        }
         None => Verdict::Unknown(format!("unknown: {why}; no check completed since boot")),
     }
 }
@@ -173,11 +185,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_are_cut_to_npds_limit_on_a_char_boundary() {
+    fn lines_fit_npds_limit_and_end_on_a_whole_word() {
         let v = Verdict::Problem(format!("RDK-H002 {}", "é".repeat(100)));
         let l = v.line();
         assert!(l.len() <= MAX_MESSAGE);
-        assert!(l.starts_with("RDK-H002 é"));
+        assert!(l.starts_with("RDK-H002 ..."), "{l}");
+        let v = Verdict::Unknown(format!("unknown: cannot read {}", "the host ".repeat(20)));
+        assert_eq!(
+            v.line(),
+            "unknown: cannot read the host the host the host the host the host the host ..."
+        );
         assert_eq!(Verdict::Ok("a\nb".into()).line(), "a b");
         assert_eq!(
             (
@@ -213,6 +230,17 @@ mod tests {
         assert_eq!(
             same.line(),
             "unknown: timed out; last check 90s ago: ok: 1 RDMA device"
+        );
+        // Too long for one line: each part keeps its first whole words.
+        let long = State::of(
+            &Verdict::Ok("ok: 1 RDMA device, 1/1 ports ACTIVE".into()),
+            "boot-a",
+            1000,
+        );
+        let l = unknown("check not done in 15s", Some(&long), "boot-a", 1003).line();
+        assert_eq!(
+            l,
+            "unknown: check not done in 15s; last check 3s ago: ok: 1 RDMA device ..."
         );
         let other = unknown("timed out", Some(&back), "boot-b", 1090);
         assert_eq!(

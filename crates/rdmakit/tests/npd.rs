@@ -71,6 +71,22 @@ fn ok_problem_and_the_state_file() {
     assert!(l.starts_with("RDK-K003"), "{l}");
 }
 
+/// The ConnectX-3 capture with pegged symbol_error and link_downed: the line
+/// leads with the code, the HCA and the port, and names both counters in 80 bytes.
+#[test]
+fn saturated_connectx3_line_names_the_hca_port_and_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("npd.json");
+    let (code, l, _) = npd("--from", &fixture("mlx4-saturated-edit"), &state, &[]);
+    assert_eq!(
+        (code, l.as_str()),
+        (
+            Some(1),
+            "RDK-H010 mlx4_0 port 1: symbol_error 65535 saturated, link_downed 255 saturated"
+        )
+    );
+}
+
 /// A check that stalls, as one reading a wedged device's sysfs does: the plugin
 /// answers "unknown" within its deadline instead of hanging until NPD kills it,
 /// and never reports a previous boot's verdict as current. The stall is a kernel

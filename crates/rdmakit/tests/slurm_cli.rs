@@ -178,6 +178,23 @@ fn health_check_drains_on_an_error_and_resumes_only_its_own_drain() {
     );
 }
 
+/// The ConnectX-3 capture with pegged symbol_error and link_downed: the drain
+/// reason `sinfo -R` shows names the HCA, the port and both counters, whole words.
+#[test]
+fn drain_reason_names_the_hca_port_and_counters_of_a_saturated_connectx3() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fake_scontrol(d, "NodeName=n3 Arch=x86_64 State=IDLE Partitions=all\n");
+    let mlx4 = fixtures().join("mlx4-saturated-edit");
+    let (code, out, calls) = health(d, &mlx4, &["--dry-run"]);
+    assert_eq!((code, calls.as_str()), (Some(1), ""), "{out}");
+    assert_eq!(
+        out,
+        "rdmakit health check n3: would drain (IDLE): rdmakit: RDK-H010 mlx4_0 port 1: \
+         symbol_error 65535 saturated, link_downed 255 saturated\n"
+    );
+}
+
 /// Issue 34 item 7: an unhealthy node that an administrator set DOWN, FAIL or
 /// in maintenance (state lines as Slurm 22.05.8 prints them) keeps its state and
 /// reason: no `scontrol update` at all, exit 1 (unhealthy), and the line says why.

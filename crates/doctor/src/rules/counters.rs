@@ -106,6 +106,8 @@ fn nothing_read(cx: &Ctx, na: bool, dir: &str) -> Outcome {
 pub fn errors(cx: &Ctx) -> Outcome {
     each_port(cx, "PMA error counters (counters/)", |d, p, b, r| {
         let mut parts = Vec::new();
+        // The same readings in a few words each, for one-line forms.
+        let mut brief = Vec::new();
         let mut evidence = Vec::new();
         let (mut sev, mut link, mut saturated) = (Severity::Warning, false, false);
         for c in ERROR_COUNTERS {
@@ -120,7 +122,19 @@ pub fn errors(cx: &Ctx) -> Outcome {
                 ),
                 _ => (None, None),
             };
-            let part = match judge(c, now, was) {
+            let reading = judge(c, now, was);
+            brief.push(match &reading {
+                Reading::Saturated { .. } => format!("{} {now} saturated", c.name),
+                Reading::Over {
+                    count,
+                    since_baseline: true,
+                    reset: false,
+                    ..
+                } => format!("{} +{count}", c.name),
+                Reading::Over { count, .. } => format!("{} {count}", c.name),
+                Reading::Quiet => String::new(),
+            });
+            let part = match reading {
                 Reading::Quiet => continue,
                 Reading::Saturated { was: Some(w) } if w == c.max() => format!(
                     "{} {now} (saturated at the baseline and now: growth unknown until it \
@@ -200,11 +214,13 @@ pub fn errors(cx: &Ctx) -> Outcome {
                  rdmakit doctor --baseline to see whether the errors still grow.",
             );
         }
+        brief.retain(|b| !b.is_empty());
         let mut fd = Finding::new(
             Code::H010,
             port_subject(d, p),
             format!("error counters {since}: {}", parts.join(", ")),
         )
+        .brief(brief.join(", "))
         .severity(sev)
         .remedy(remedy)
         .next(format!("perfquery -x -C {} -P {}", d.name, p.num))
@@ -265,6 +281,13 @@ pub fn transport(cx: &Ctx) -> Outcome {
             return None;
         }
         let subject = port_subject(d, p);
+        // "name value" or "name +growth" of each part, for one-line forms.
+        let brief: Vec<&str> = parts
+            .iter()
+            .map(|p| p.split(" (").next().unwrap_or(p))
+            .map(|p| p.split(" since ").next().unwrap_or(p))
+            .collect();
+        let brief = brief.join(", ");
         let mut fd = match &b {
             Base::Port(bl, _) => Finding::new(
                 Code::H011,
@@ -305,6 +328,7 @@ pub fn transport(cx: &Ctx) -> Outcome {
             );
         }
         fd = fd
+            .brief(brief)
             .remedy(remedy)
             .next("rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz")
             .next("rdmakit explain wc:RETRY_EXC_ERR");

@@ -22,6 +22,7 @@
 
 use rdmakit_doctor::codes::Severity;
 use rdmakit_doctor::finding::Finding;
+use rdmakit_doctor::oneline::{self, Unit};
 
 use super::node::NodeState;
 
@@ -123,9 +124,11 @@ pub fn hung(secs: u64, path: Option<&str>) -> Verdict {
     }
 }
 
-/// `rdmakit: RDK-H002 rxe0 port 1 is DOWN (physical state Disabled) (+2: RDK-K006,
-/// RDK-A004)`: the worst finding's code and message, then the other codes (each
-/// once), within [`MAX_REASON`] characters, on one line.
+/// `rdmakit: RDK-H002 rxe0 port 1 is DOWN (physical state Disabled) (+1 more)
+/// (+RDK-K006, RDK-A004)`: the worst finding's code, device and port, what is
+/// wrong, then how many more of its code and the other codes (each once), on one
+/// line within [`MAX_REASON`] characters. What does not fit is dropped as whole
+/// clauses and words, never cut inside a word (`rdmakit_doctor::oneline`).
 pub fn drain_reason(failing: &[&Finding]) -> String {
     let Some(first) = failing.first() else {
         return format!("{REASON_PREFIX} unhealthy");
@@ -138,26 +141,33 @@ pub fn drain_reason(failing: &[&Finding]) -> String {
         }
     }
     let same_code = failing[1..].iter().filter(|f| f.code == first.code).count();
-    let mut tail = String::new();
+    let mut tail = Vec::new();
     if same_code > 0 {
-        tail.push_str(&format!(" (+{same_code} more)"));
+        tail.push(format!("(+{same_code} more)"));
     }
+    // At most a third of the reason for the other codes: the rest is the first
+    // finding's.
     if !others.is_empty() {
-        tail.push_str(&format!(" (+{})", others.join(", ")));
+        let mut shown = others.len();
+        let list = loop {
+            let mut l = others[..shown].join(", ");
+            if shown < others.len() {
+                l.push_str(&format!(" and {} more", others.len() - shown));
+            }
+            if shown <= 1 || l.chars().count() + 3 <= MAX_REASON / 3 {
+                break l;
+            }
+            shown -= 1;
+        };
+        tail.push(format!("(+{list})"));
     }
-    let head = format!(
-        "{REASON_PREFIX} {} {}",
-        first.code.as_str(),
-        one_line(&first.message)
-    );
-    let room = MAX_REASON.saturating_sub(tail.chars().count());
-    let head = if head.chars().count() > room {
-        let cut: String = head.chars().take(room.saturating_sub(3)).collect();
-        format!("{}...", cut.trim_end())
-    } else {
-        head
-    };
-    clip(&format!("{head}{tail}"))
+    oneline::finding_line(
+        &format!("{REASON_PREFIX} "),
+        first,
+        &tail.join(" "),
+        MAX_REASON,
+        Unit::Chars,
+    )
 }
 
 /// Why rdmakit must not drain this node, or None when it may: someone else's
@@ -269,16 +279,8 @@ fn who(node: &NodeState) -> String {
         .unwrap_or_else(|| "someone else".into())
 }
 
-/// Control characters and newlines become spaces; runs of spaces collapse.
-fn one_line(s: &str) -> String {
-    s.split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn clip(s: &str) -> String {
-    let s = one_line(s);
+    let s = oneline::one_line(s);
     if s.chars().count() <= MAX_REASON {
         s
     } else {
@@ -378,8 +380,11 @@ mod tests {
             "{} chars",
             r.chars().count()
         );
-        assert!(r.starts_with("rdmakit: RDK-H002 line one line two xxx"));
-        assert!(r.ends_with("... (+RDK-K006, RDK-A004)"), "{r}");
+        // The 400-character word does not fit: it goes whole, never cut.
+        assert_eq!(
+            r,
+            "rdmakit: RDK-H002 a: line one line two ... (+RDK-K006, RDK-A004)"
+        );
         assert!(!r.contains('\n') && !r.contains('\t'));
         let h = hung(30, Some(&format!("/sys/{}", "d/".repeat(200))));
         let Verdict::Unhealthy { reason } = h else {
