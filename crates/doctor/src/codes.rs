@@ -1,5 +1,6 @@
 //! Every finding code the doctor can emit, with its layer, default severity, title,
-//! the seed's "common omission" where one applies, and its explanation page.
+//! the commonly omitted check it catches (a hint) where one applies, and its
+//! explanation page.
 //!
 //! Codes are stable: a code is never reused for another meaning. The page of each
 //! code is `docs/findings/<CODE>.md` in the repository, compiled in here, so
@@ -7,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The stack layer a finding points at (the seed's layered fault localization):
+/// The stack layer a finding points at (layered fault localization):
 /// the one [`rdmakit_vocab::Layer`] of the whole stack.
 pub use rdmakit_vocab::Layer;
 
@@ -77,7 +78,7 @@ pub struct CodeInfo {
     pub layer: Layer,
     pub severity: Severity,
     pub title: &'static str,
-    /// The seed's "common omission" this code catches, if any.
+    /// The commonly omitted check this code catches, as a hint, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omission: Option<&'static str>,
     /// The explanation page (markdown: What it means / Why it matters / How to fix /

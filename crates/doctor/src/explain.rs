@@ -624,7 +624,7 @@ mod tests {
         }
     }
 
-    const SEED_AND_ISSUE_ERRNOS: &[&str] = &[
+    const RDMA_ERRNOS: &[&str] = &[
         "EPERM",
         "ENOENT",
         "EIO",
@@ -654,7 +654,7 @@ mod tests {
 
     #[test]
     fn every_listed_errno_parses_by_name_and_number() {
-        for name in SEED_AND_ISSUE_ERRNOS {
+        for name in RDMA_ERRNOS {
             let n = errno::number(name).unwrap_or_else(|| panic!("{name} has no number"));
             assert_eq!(parse_query(name).unwrap(), Query::Errno(n));
             assert_eq!(
@@ -768,7 +768,7 @@ mod tests {
                 errno: 110
             }
         );
-        // The seed's cases name their layers.
+        // The classic verb failures name their layers.
         assert_eq!(ok("ibv_create_qp:EINVAL").layer, Some(Layer::Kernel));
         assert_eq!(ok("ibv_reg_mr:ENOMEM").layer, Some(Layer::Application));
         assert_eq!(ok("ibv_create_qp:ENOSYS").layer, Some(Layer::Library));

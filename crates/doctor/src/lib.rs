@@ -3,9 +3,9 @@
 //! [`checks::run_all`] runs every rule over [`rdmakit_host::model::HostFacts`]; each
 //! rule is a pure function of the facts and a [`checks::Config`], and yields
 //! [`finding::Finding`]s with a stable code ([`codes::Code`]), layer, severity,
-//! evidence (path → value), the seed's "common omission" where one applies, and a
-//! remedy. [`report::Report`] assembles them with the seed's four-row verification
-//! table; [`render`] turns a report into text or JSON. [`explain`] answers "what does
+//! evidence (path → value), the commonly omitted check it catches (a hint) where
+//! one applies, and a remedy. [`report::Report`] assembles them with the four-row
+//! verification checklist; [`render`] turns a report into text or JSON. [`explain`] answers "what does
 //! this code / errno / verb:errno / work completion status mean".
 //!
 //! Promises: rules never panic and never read anything themselves; the same facts

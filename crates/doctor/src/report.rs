@@ -1,4 +1,4 @@
-//! The doctor's report: the seed's four-row verification table, every check's
+//! The doctor's report: the four-row verification checklist, every check's
 //! status, and the findings, as data. Rendering is in [`crate::render`].
 
 use serde::Serialize;
@@ -12,7 +12,7 @@ use rdmakit_host::model::{DeviceKind, HostFacts};
 /// The JSON schema identifier; bumped when a field changes meaning or disappears.
 pub const SCHEMA: &str = "rdmakit.doctor/v1";
 
-/// One row of the seed's verification record.
+/// One row of the verification checklist.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChecklistRow {
     pub check: &'static str,
@@ -277,7 +277,7 @@ impl Report {
     }
 
     /// The report of one probed device alone (`rdmakit doctor --device
-    /// soft0`): the seed's checklist answered from the probes, for a
+    /// soft0`): the verification checklist answered from the probes, for a
     /// userspace device with no kernel modules or IRQs of its own.
     pub fn for_probed_device(
         p: ProbeReport,
@@ -386,7 +386,7 @@ impl Report {
     }
 }
 
-/// Builds the seed's four rows from the check results.
+/// Builds the checklist's four rows from the check results.
 fn checklist(checks: &[CheckResult]) -> Vec<ChecklistRow> {
     let device_ok = checks
         .iter()

@@ -39,7 +39,7 @@ fn status(r: &Report, id: &str) -> Status {
     r.checks.iter().find(|c| c.id == id).unwrap().status.clone()
 }
 
-/// The Done-when of issue 18: pegged link counters on a real NIC's tree are an error
+/// Pegged link counters on a real NIC's tree are an error
 /// that names them (and says "saturated"); port 2 of the same card, untouched, is quiet.
 #[test]
 fn saturated_link_counters_on_the_connectx3_tree_edit_are_an_error() {

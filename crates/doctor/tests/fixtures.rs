@@ -96,7 +96,7 @@ fn human(r: &rdmakit_doctor::report::Report, verbose: bool) -> String {
     anstream::adapter::strip_str(&text).to_string()
 }
 
-/// Issue 18: a healthy host's report fits one screen.
+/// A healthy host's report fits one screen.
 #[test]
 fn healthy_reports_fit_40_lines() {
     for name in ["healthy", "healthy-busy", "real-nics-procfs"] {

@@ -1,4 +1,4 @@
-//! Issue 18, item 5: every check that can raise a warning or an error has a test where
+//! Every check that can raise a warning or an error has a test where
 //! it runs and must not fire. Each source below is a real capture (or, for the IRQ and
 //! PCIe checks that no software device exercises, the real mlx5 tree grafted onto the
 //! healthy capture: `pci_host`); a check is covered when its status there is "pass".

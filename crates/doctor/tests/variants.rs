@@ -379,7 +379,7 @@ fn severity_override() {
     assert!(r.fails(Severity::Error));
 }
 
-/// Edit: the seed's case on the real busy capture: ibv_rc_pingpong (pid 342) gone,
+/// Edit: the leaked-resources case on the real busy capture: ibv_rc_pingpong (pid 342) gone,
 /// one ib_write_bw (345) a zombie, the other (343) running. On Linux 6.1 a process's
 /// files close before it turns zombie, so the kernel frees its objects at exit (the
 /// catalogue's sigkill_holder); what outlives an owner on a real kernel is the

@@ -90,7 +90,7 @@ fn vars(name: &str) -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
-/// The seed's leaked-QP case on a real kernel (plan `doctor`, scenario
+/// The leaked-QP case on a real kernel (plan `doctor`, scenario
 /// `orphaned_by_fork`): python3 created 4 RC QPs on rxe0 through libibverbs, forked
 /// (the child inherits the uverbs descriptor) and was killed with SIGKILL. The kernel
 /// keeps the objects and stops naming an owner; doctor names the process that keeps
@@ -167,7 +167,7 @@ fn vm_netns_finding_needs_the_exclusive_mode() {
     let mut f = facts_of("netns_exclusive_inside");
     let r = build(&f);
     assert!(all_codes(&r).contains(&Code::K012));
-    // The seed's "Device visible" row fails with it (it is not "n/a": the device
+    // The checklist's "Device visible" row fails with it (it is not "n/a": the device
     // exists and this namespace cannot see it).
     assert_eq!(
         (r.checklist[1].result, r.checklist[1].codes.clone()),

@@ -104,7 +104,7 @@ fn fail_on_controls_the_exit_status() {
 }
 
 #[test]
-fn human_report_has_the_seed_table_and_no_color_when_asked() {
+fn human_report_has_the_verification_checklist_and_no_color_when_asked() {
     let cap = fixtures().join("healthy");
     let o = rdmakit(&["doctor", "--from", cap.to_str().unwrap()]);
     let s = stdout(&o);
@@ -139,7 +139,7 @@ fn list_checks_names_every_code() {
 }
 
 #[test]
-fn explain_answers_every_errno_the_seed_names() {
+fn explain_answers_every_errno_rdma_verbs_commonly_fail_with() {
     for q in [
         "ENOSYS",
         "ENOSPC",

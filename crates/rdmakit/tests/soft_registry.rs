@@ -1,7 +1,7 @@
 //! The soft NIC's device-wide resource registry across processes: limits
 //! shared between processes; kernel-like lifetime (a killed process's
 //! objects go with it, unless a forked child still holds its context — a
-//! leak the doctor names with the child and its descriptor); and the seed's
+//! leak the doctor names with the child and its descriptor); and the leaked-QP
 //! case end to end on a leaky device — an application killed with SIGKILL
 //! leaves its QPs, the next one hits ENOSPC early, `rdmakit soft status` and
 //! `rdmakit doctor` show the dead pid, `rdmakit soft reclaim` frees them
@@ -285,8 +285,8 @@ fn a_forked_child_keeps_a_dead_parents_objects_and_doctor_names_it() {
 }
 
 #[test]
-fn seed_case_leaked_qps_enospc_status_doctor_reclaim() {
-    let name = unique("seed");
+fn leaked_qps_of_a_killed_process_enospc_doctor_and_reclaim() {
+    let name = unique("leak");
     let _c = Cleanup(name.clone());
 
     // On a leaky device an application creates 5 QPs and is killed with

@@ -138,7 +138,7 @@ pub const ERRNO_KB: &[ErrnoKb] = &[
         &["rdma link show", "dmesg | tail -30", "ip route get <peer ip>", "rdma system show"],
         &["RDK-H001", "RDK-K008", "rdma_resolve_addr:ENODEV", "ibv_open_device:ENODEV"]),
     e("EINVAL", Kernel,
-        "An argument is invalid for this device or state. The seed's kernel-layer rule: EINVAL from \
+        "An argument is invalid for this device or state. As a rule at the kernel layer, EINVAL from \
          create/modify calls points at hardware resource limits or configuration.",
         &[
             "A size beyond the device's capabilities (max_qp_wr, max_sge, max_cqe, max_inline_data, max_qp_rd_atom, max_mr_size)",
@@ -151,7 +151,7 @@ pub const ERRNO_KB: &[ErrnoKb] = &[
     e("ENOSPC", Hardware,
         "A fixed-size resource is exhausted: QPs, CQs, MRs, IDs or table entries on the device.",
         &[
-            "Objects held by another process: a hung or zombie process, a forked child that inherited the uverbs fd, a container still running (the seed's case: an application that exited abnormally left its QPs)",
+            "Objects held by another process: a hung or zombie process, a forked child that inherited the uverbs fd, a container still running (typically an application that exited abnormally and left its QPs)",
             "The device's max_qp/max_cq/max_mr reached by many processes or threads",
             "Kernel users (NFS/RDMA, iSER, SRP, IPoIB) consume the same resources",
             "GID table full (more addresses/VLANs than gid_tbl_len)",
@@ -164,7 +164,7 @@ pub const ERRNO_KB: &[ErrnoKb] = &[
         &[
             "No kernel RDMA support or ib_uverbs not loaded (ibv_get_device_list fails with ENOSYS)",
             "Unsupported uverbs ABI version (libibverbs prints 'Fatal: kernel ABI version')",
-            "rdma-core and kernel far apart: the library uses a command the kernel lacks (the seed's ibv_create_qp ENOSYS)",
+            "rdma-core and kernel far apart: the library uses a command the kernel lacks (ibv_create_qp failing with ENOSYS)",
         ],
         &["ls /sys/class/infiniband_verbs", "lsmod | grep -E 'ib_core|ib_uverbs'", "uname -r; dpkg -l rdma-core libibverbs1"],
         &["RDK-K001", "RDK-K002", "RDK-K005", "RDK-L003", "ibv_get_device_list:ENOSYS", "ibv_create_qp:ENOSYS"]),

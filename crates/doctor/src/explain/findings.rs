@@ -16,7 +16,7 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["lsmod | grep -E '^(ib_core|ib_uverbs|rdma_ucm)'", "modprobe ib_core ib_uverbs rdma_ucm", "systemctl status 'rdma-load-modules@*'"],
         ),
         K003 => (
-            &["rdma-core loads ib_umad only for InfiniBand devices (/etc/rdma/modules/infiniband.conf), so RoCE hosts lack it", "Module checklist stopped at ib_core/ib_uverbs (the seed's omission)"],
+            &["rdma-core loads ib_umad only for InfiniBand devices (/etc/rdma/modules/infiniband.conf), so RoCE hosts lack it", "Module checklist stopped at ib_core/ib_uverbs (the omission most often made)"],
             &["ls /sys/class/infiniband_mad /dev/infiniband/umad*", "modprobe ib_umad", "sminfo"],
         ),
         K004 => (

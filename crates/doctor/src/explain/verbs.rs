@@ -114,8 +114,8 @@ pub const VERB_ERRNOS: &[VerbErrno] = &[
         &["rdma resource show pd | wc -l", "ibv_devinfo -v | grep max_pd", "ulimit -l"],
         &["RDK-A001", "ENOMEM"]),
     v("ibv_reg_mr", "ENOMEM", "ibv_reg_mr failed with ENOMEM (\"Couldn't allocate MR\", \"Couldn't register MR\")", Application,
-        "The memory could not be pinned or mapped for the device. The seed's first suspect: `ulimit -l`; \
-         the second: DMA mapping errors in the kernel log.",
+        "The memory could not be pinned or mapped for the device. Suspect `ulimit -l` first, \
+         then DMA mapping errors in the kernel log.",
         &[
             "RLIMIT_MEMLOCK smaller than the memory registered so far plus this region",
             "DMA mapping failure (swiotlb full, IOMMU): the kernel log says 'DMA mapping error'",
@@ -169,7 +169,7 @@ pub const VERB_ERRNOS: &[VerbErrno] = &[
         &["ibv_devinfo -v | grep -E 'max_cqe|num_comp_vectors'"],
         &["RDK-I002", "EINVAL"]),
     v("ibv_create_qp", "ENOSYS", "ibv_create_qp failed with ENOSYS", Library,
-        "The seed's case: the user-space library asked the kernel for a command or method it does not \
+        "The user-space library asked the kernel for a command or method it does not \
          implement — rdma-core and the kernel do not match.",
         &[
             "rdma-core much newer than the kernel (or a container's rdma-core on an old host kernel)",
@@ -179,8 +179,8 @@ pub const VERB_ERRNOS: &[VerbErrno] = &[
         &["uname -r", "dpkg -l rdma-core libibverbs1 ibverbs-providers   # or: rpm -q rdma-core libibverbs", "readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1", "modinfo -F filename ib_uverbs"],
         &["RDK-L003", "RDK-K005", "ENOSYS", "EOPNOTSUPP"]),
     v("ibv_create_qp", "ENOSPC", "ibv_create_qp failed with ENOSPC", Hardware,
-        "The device ran out of QPs (or QP-related resources). The seed's real case: a crashed application \
-         had not destroyed its QPs, `ib_send_bw` then failed until the stack was restarted. The kernel frees \
+        "The device ran out of QPs (or QP-related resources). A typical case: a crashed application \
+         had not destroyed its QPs, and `ib_send_bw` then failed until the stack was restarted. The kernel frees \
          a process's QPs when the last file descriptor to its uverbs device closes, so 'leaked' QPs mean \
          something still holds that descriptor. The exact errno for exhaustion is driver-specific \
          (ENOMEM, EAGAIN and EINVAL also occur).",
@@ -193,7 +193,7 @@ pub const VERB_ERRNOS: &[VerbErrno] = &[
         &["rdma resource show qp | wc -l", "rdma resource show qp        # pid and comm of each owner", "ps -o pid,stat,cmd -p <pid>", "ibv_devinfo -v | grep -E 'max_qp[^_]'"],
         &["ENOSPC", "EAGAIN", "ibv_create_qp:ENOMEM"]),
     v("ibv_create_qp", "EINVAL", "ibv_create_qp failed with EINVAL", Kernel,
-        "The seed's kernel-layer case: the requested QP does not fit the device's resources or configuration.",
+        "A kernel-layer failure: the requested QP does not fit the device's resources or configuration.",
         &[
             "max_send_wr/max_recv_wr above max_qp_wr, max_send_sge/max_recv_sge above max_sge",
             "max_inline_data above what the provider supports",

@@ -1,6 +1,6 @@
 //! Active probes: exercise a device through the Verbs API (`rdmakit-verbs`)
-//! the way an application would — the seed's "always run a full
-//! memory-registration and QP-creation test".
+//! the way an application would: a full memory-registration and QP-creation
+//! test, which a device that merely shows up in `ibv_devinfo` can still fail.
 //!
 //! Unlike the rules, probes touch a device; they run outside
 //! [`crate::report::Report::build`] (which stays a pure function of host

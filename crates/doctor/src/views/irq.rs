@@ -1,6 +1,6 @@
 //! `rdmakit irq`: per RDMA device, its interrupt vectors, the CPUs they land on,
 //! the device's NUMA node and its local CPUs, and what the doctor concludes (the
-//! seed's "IRQ allocation" row as a table).
+//! checklist's "IRQ allocation" row as a table).
 
 use std::fmt::Write as _;
 
