@@ -53,7 +53,7 @@ impl Settings {
         let mut cfg = Config {
             expect_rate_gbps: raw.expect_rate,
             netdev: raw.netdev.map(str::to_string),
-            memlock_warn: parse_size(raw.memlock_min).map_err(|e| format!("--memlock-min: {e}"))?,
+            memlock_warn: parse_size(raw.memlock_min).map_err(|e| format!("--memlock-min {e}"))?,
             usage_warn_pct: raw.usage_warn,
             usage_error_pct: raw.usage_error,
             ..Config::default()
@@ -74,21 +74,21 @@ impl Settings {
         for o in raw.severity {
             let Some((code, level)) = o.split_once('=') else {
                 return Err(format!(
-                    "--severity {o:?}: expected CODE=LEVEL, e.g. RDK-H008=warning"
+                    "--severity {o}: expected CODE=LEVEL, e.g. RDK-H008=warning"
                 ));
             };
             let c = Code::lookup(code).ok_or_else(|| {
-                format!("--severity: unknown code {code:?} (rdmakit doctor --list-checks)")
+                format!("--severity {o}: unknown code {code} (rdmakit doctor --list-checks)")
             })?;
             let l = Severity::parse(level).ok_or_else(|| {
-                format!("--severity: unknown level {level:?} (info, warning, error)")
+                format!("--severity {o}: unknown level {level} (info, warning, error)")
             })?;
             cfg.overrides.insert(c, l);
         }
         let fail_on = match raw.fail_on.to_ascii_lowercase().as_str() {
             "never" | "none" => None,
             other => Some(Severity::parse(other).ok_or_else(|| {
-                format!("--fail-on {other:?}: expected error, warning, info or never")
+                format!("--fail-on {other}: expected error, warning, info or never")
             })?),
         };
         Ok(Settings { cfg, fail_on })
@@ -109,9 +109,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     };
     let n: u64 = num
         .parse()
-        .map_err(|e| format!("{s:?} is not a size (e.g. 64M, 8388608): {e}"))?;
+        .map_err(|_| format!("{s}: not a size in bytes (e.g. 64M, 8388608)"))?;
     n.checked_mul(mult)
-        .ok_or_else(|| "size too large".to_string())
+        .ok_or_else(|| format!("{s}: larger than 16 EiB"))
 }
 
 /// The probe configuration for this host: its RLIMIT_MEMLOCK (none for
@@ -214,8 +214,13 @@ pub fn assemble(
             let host: Vec<&str> = facts.devices.iter().map(|d| d.name.as_str()).collect();
             return Err(format!(
                 "--device {dev}: not a device rdmakit can check alone (soft NIC: {}; host \
-                 devices {host:?} are checked together by plain `rdmakit doctor`)",
-                soft_names.join(", ")
+                 devices {} are checked together by plain `rdmakit doctor`)",
+                soft_names.join(", "),
+                if host.is_empty() {
+                    "(none here)".to_string()
+                } else {
+                    host.join(", ")
+                }
             ));
         }
         if a.no_probe {
@@ -323,13 +328,16 @@ mod tests {
         assert_eq!(s.fail_on, Some(Severity::Warning));
         let e = Settings::parse(&raw(&["RDK-H008".into()], "error")).unwrap_err();
         assert!(
-            e.starts_with("--severity \"RDK-H008\": expected CODE=LEVEL"),
+            e.starts_with("--severity RDK-H008: expected CODE=LEVEL"),
             "{e}"
         );
         let e = Settings::parse(&raw(&["RDK-Z999=info".into()], "error")).unwrap_err();
-        assert!(e.contains("unknown code \"RDK-Z999\""), "{e}");
+        assert!(
+            e.starts_with("--severity RDK-Z999=info: unknown code RDK-Z999 "),
+            "{e}"
+        );
         let e = Settings::parse(&raw(&[], "loud")).unwrap_err();
-        assert!(e.starts_with("--fail-on \"loud\""), "{e}");
+        assert!(e.starts_with("--fail-on loud:"), "{e}");
         let mut r = raw(&[], "error");
         r.usage_warn = 99.0;
         r.usage_error = 90.0;
@@ -342,7 +350,7 @@ mod tests {
         r.memlock_min = "lots";
         let e = Settings::parse(&r).unwrap_err();
         assert!(
-            e.starts_with("--memlock-min: \"lots\" is not a size (e.g. 64M, 8388608): "),
+            e == "--memlock-min lots: not a size in bytes (e.g. 64M, 8388608)",
             "{e}"
         );
         r = raw(&[], "error");

@@ -42,10 +42,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use rdmakit_verbs::{Access, Context, Error as VerbsError};
+use rdmakit_soft::ResourceCounts;
+use rdmakit_verbs::{Access, Context, Error as VerbsError, LinkLayer, PortState};
 
 /// How reports label the soft NIC: probed, but not a device of the host.
-pub const SOFT_LABEL: &str = "rdmakit soft NIC (userspace), not a host device";
+pub const SOFT_LABEL: &str = "rdmakit's userspace soft NIC, not a host device";
 
 /// What the probes do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,6 +214,24 @@ fn size_text(n: u64) -> String {
     }
 }
 
+/// A port state as `ibv_port_state` names it, without the prefix: "ACTIVE".
+fn port_state_name(s: PortState) -> &'static str {
+    match s {
+        PortState::Down => "DOWN",
+        PortState::Init => "INIT",
+        PortState::Armed => "ARMED",
+        PortState::Active => "ACTIVE",
+    }
+}
+
+/// "PD 1, MR 0, CQ 2, QP 2, SRQ 0, AH 0": live objects of each type.
+fn counts_text(c: &ResourceCounts) -> String {
+    format!(
+        "PD {}, MR {}, CQ {}, QP {}, SRQ {}, AH {}",
+        c.pd, c.mr, c.cq, c.qp, c.srq, c.ah
+    )
+}
+
 /// Describes the ports of `ctx` like the report's device lines.
 fn ports(ctx: &Context) -> Vec<String> {
     let Ok(a) = ctx.query_device() else {
@@ -221,9 +240,12 @@ fn ports(ctx: &Context) -> Vec<String> {
     (1..=a.phys_port_cnt)
         .map(|p| match ctx.query_port(p) {
             Ok(pa) => format!(
-                "{p}: {} {:?} active_mtu {}",
-                format!("{:?}", pa.state).to_uppercase(),
-                pa.link_layer,
+                "{p}: {} {} active_mtu {}",
+                port_state_name(pa.state),
+                match pa.link_layer {
+                    LinkLayer::InfiniBand => "InfiniBand",
+                    LinkLayer::Ethernet => "Ethernet",
+                },
                 pa.active_mtu.bytes()
             ),
             Err(e) => format!("{p}: {e}"),
@@ -240,9 +262,14 @@ pub fn run(ctx: &Arc<Context>, cfg: &ProbeConfig) -> ProbeReport {
     let after = ctx.soft().map(|d| d.resource_counts());
     results.push(probe("resources.restored", ProbeKind::Cleanup, || {
         match (before, after) {
-            (Some(b), Some(a)) if a == b => Ok(format!("resource counts back to baseline: {a:?}")),
+            (Some(b), Some(a)) if a == b => Ok(format!(
+                "resource counts back to where they were: {}",
+                counts_text(&a)
+            )),
             (Some(b), Some(a)) => Err(Fail::Check(format!(
-                "resource counts changed: before {b:?}, after {a:?}"
+                "resource counts changed: before {}; after {}",
+                counts_text(&b),
+                counts_text(&a)
             ))),
             _ => Ok("the provider does not report resource counts".into()),
         }

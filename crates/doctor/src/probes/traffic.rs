@@ -25,7 +25,7 @@ fn bring_up(pd: &Arc<Pd>, t: QpType, opts: ConnectOpts) -> PResult<(Pair, String
     let cb = ctx.create_cq(256, None)?;
     let mk = |cq: &Arc<Cq>| pd.qp_builder(t, cq).max_send_wr(64).max_recv_wr(64).build();
     let (qa, qb) = (mk(&ca)?, mk(&cb)?);
-    let states = |q: &Qp| q.state().map(|s| format!("{s:?}"));
+    let states = |q: &Qp| q.state().map(|s| qp_state_name(s).to_string());
     let mut seen = vec![states(&qa)?];
     let (ia, ib) = (qa.into_init(opts)?, qb.into_init(opts)?);
     seen.push(states(ia.qp())?);
@@ -38,15 +38,37 @@ fn bring_up(pd: &Arc<Pd>, t: QpType, opts: ConnectOpts) -> PResult<(Pair, String
         let s = q.state()?;
         if s != QpState::Rts {
             return Err(Fail::Check(format!(
-                "QP {:#x} is in {s:?}, not RTS",
-                q.qpn()
+                "QP {:#x} is in {}, not RTS",
+                q.qpn(),
+                qp_state_name(s)
             )));
         }
     }
     Ok((
         Pair { a, b, ca, cb },
-        format!("QPs {:#x}, {:#x}: {}", ea.qpn, eb.qpn, seen.join(" -> ")),
+        format!("QPs {:#x}, {:#x}: {}", ea.qpn, eb.qpn, seen.join("->")),
     ))
+}
+
+/// A QP state as `ibv_qp_state` names it, without the prefix: "RTS".
+pub(crate) fn qp_state_name(s: QpState) -> &'static str {
+    match s {
+        QpState::Reset => "RESET",
+        QpState::Init => "INIT",
+        QpState::Rtr => "RTR",
+        QpState::Rts => "RTS",
+        QpState::Sqd => "SQD",
+        QpState::Sqe => "SQE",
+        QpState::Err => "ERR",
+    }
+}
+
+/// A completion status as `ibv_wc_status` names it: "IBV_WC_RETRY_EXC_ERR".
+fn wc_status_name(s: WcStatus) -> String {
+    match rdmakit_vocab::wc::name(s as u32) {
+        Some(n) => format!("IBV_WC_{n}"),
+        None => format!("status {}", s as u32),
+    }
 }
 
 /// Waits for one successful completion on `cq`.
@@ -58,8 +80,9 @@ fn one(cq: &Cq, cfg: &ProbeConfig, what: &str) -> PResult<rdmakit_verbs::Wc> {
         .ok_or_else(|| Fail::Check(format!("{what}: no completion")))?;
     if wc.status != WcStatus::Success {
         return Err(Fail::Check(format!(
-            "{what}: completed with {:?} (vendor_err {})",
-            wc.status, wc.vendor_err
+            "{what}: completed with {} (vendor_err {})",
+            wc_status_name(wc.status),
+            wc.vendor_err
         )));
     }
     Ok(wc)

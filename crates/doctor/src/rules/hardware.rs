@@ -639,8 +639,9 @@ pub fn values(cx: &Ctx) -> Outcome {
                 Code::H009,
                 u.path.clone(),
                 format!(
-                    "unrecognized {} {:?}; checks that need it treat it as unknown",
-                    u.what, u.value
+                    "unrecognized {} \"{}\"; checks that need it treat it as unknown",
+                    u.what,
+                    u.value.escape_default()
                 ),
             )
             .evidence(Evidence::new(u.path.clone(), u.value.clone()))

@@ -332,7 +332,7 @@ impl DevLimits {
                 max_mr,
                 max_pd,
             }),
-            _ => Err(format!("incomplete limits: {text:?}")),
+            _ => Err(format!("incomplete limits: \"{}\"", text.escape_default())),
         }
     }
 }
@@ -346,7 +346,10 @@ fn limits(src: &dyn Source, dev: &str) -> Result<DevLimits, String> {
         Err(e) if e.0 == 19 => Err(format!(
             "rdma-core's libibverbs could not be loaded or does not list {dev}"
         )),
-        Err(e) => Err(format!("not recorded ({e:?})")),
+        Err(e) if e == crate::source::Errno::ENOENT => {
+            Err("not recorded in this source".to_string())
+        }
+        Err(e) => Err(format!("the query failed with {e}")),
     }
 }
 
