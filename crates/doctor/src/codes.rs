@@ -119,7 +119,7 @@ codes! {
         "RDMA core kernel modules are not loaded", None;
     K003 = "RDK-K003", "ib-umad-missing", Kernel, Warning,
         "ib_umad is not loaded",
-        Some("ib_umad not checked: MAD tools (sminfo, ibnetdiscover, perfquery) and opensm cannot reach the fabric");
+        Some("ib_umad is the module most often left out; without it MAD tools (sminfo, ibnetdiscover, perfquery) and opensm cannot reach the fabric");
     K004 = "RDK-K004", "vendor-rdma-driver-missing", Kernel, Error,
         "A NIC's Ethernet driver is loaded but its RDMA driver is not", None;
     K005 = "RDK-K005", "uverbs-abi-unsupported", Kernel, Error,
@@ -128,7 +128,7 @@ codes! {
         "An RDMA device has no uverbs character device", None;
     K007 = "RDK-K007", "dma-mapping-error", Kernel, Error,
         "The kernel log reports DMA mapping errors",
-        Some("dmesg not checked after ibv_reg_mr failed: DMA mapping errors leak descriptors until the queue runs dry");
+        Some("read dmesg when ibv_reg_mr fails: DMA mapping errors look like ENOMEM and leak descriptors until the queue runs dry");
     K008 = "RDK-K008", "driver-health-event", Kernel, Error,
         "The kernel log reports a driver or firmware health event", None;
     K009 = "RDK-K009", "link-flaps", Kernel, Warning,
@@ -143,7 +143,7 @@ codes! {
         "No RDMA device is registered with the kernel", None;
     H002 = "RDK-H002", "port-not-active", Hardware, Error,
         "A port is not ACTIVE",
-        Some("only ibstat was checked, not that the port is PORT_ACTIVE");
+        Some("ibstat listing the device is not enough; its port must be PORT_ACTIVE");
     H003 = "RDK-H003", "port-rate-low", Hardware, Warning,
         "A port runs below its expected rate", None;
     H004 = "RDK-H004", "pcie-link-degraded", Hardware, Warning,
@@ -164,14 +164,14 @@ codes! {
         "A port's transport counters show retransmissions, timeouts or failed QPs", None;
     I001 = "RDK-I001", "no-msix-vectors", Kernel, Error,
         "An RDMA device has no MSI-X interrupt vectors",
-        Some("/proc/interrupts not checked: with no vectors, completions are never signalled and DMA appears to hang");
+        Some("check /proc/interrupts after install: with no vectors, completions are never signalled and DMA appears to hang");
     I002 = "RDK-I002", "fewer-vectors-than-cpus", Kernel, Warning,
         "An RDMA device has fewer completion vectors than online CPUs", None;
     I003 = "RDK-I003", "legacy-intx", Kernel, Warning,
         "An RDMA device uses legacy INTx interrupts", None;
     I004 = "RDK-I004", "irq-affinity-one-cpu", Kernel, Warning,
         "An RDMA device's interrupts all land on one CPU",
-        Some("interrupt affinity not checked: all interrupts land on CPU0");
+        Some("check the interrupt affinity too, or all interrupts may land on CPU0");
     I005 = "RDK-I005", "irq-remote-numa", Kernel, Warning,
         "An RDMA device's interrupts run on CPUs of another NUMA node", None;
     L001 = "RDK-L001", "libibverbs-missing", Library, Error,
@@ -184,12 +184,12 @@ codes! {
         "The rdma-core version could not be determined", None;
     A001 = "RDK-A001", "memlock-too-small", Application, Error,
         "RLIMIT_MEMLOCK is too small for memory registration",
-        Some("ulimit -l not checked: ibv_reg_mr fails with ENOMEM although ibv_devinfo looks fine");
+        Some("check ulimit -l: ibv_reg_mr fails with ENOMEM although ibv_devinfo looks fine");
     A002 = "RDK-A002", "uverbs-not-accessible", Application, Error,
         "The uverbs device node is not accessible to this user", None;
     A003 = "RDK-A003", "resource-files-not-accessible", Application, Warning,
         "The device's PCI resource files are not accessible",
-        Some("resource file permissions not checked: mmap fails");
+        Some("check the device's resource file permissions too, or mmap fails");
     A004 = "RDK-A004", "dev-nodes-missing", Application, Error,
         "/dev/infiniband lacks the device nodes the kernel created", None;
     R001 = "RDK-R001", "resources-held-by-dead-process", Application, Error,

@@ -17,11 +17,15 @@ pub const SCHEMA: &str = "rdmakit.doctor/v1";
 pub struct ChecklistRow {
     pub check: &'static str,
     pub criterion: &'static str,
-    /// "pass", "fail", "n/a" or "not checked".
+    /// "pass", "fail", "n/a" or "not checked": "fail" when one of the row's
+    /// checks failed (`failed_checks`), else the status of its first check.
     pub result: &'static str,
+    /// A hint: what is commonly left out at this step (not a result of this run).
     pub omission: &'static str,
     /// The codes that failed this row.
     pub codes: Vec<Code>,
+    /// The checks (`checks[].id`) whose failure failed this row.
+    pub failed_checks: Vec<&'static str>,
 }
 
 /// A one-line summary of a device, for the report header.
@@ -64,6 +68,37 @@ pub struct Report {
     pub inventory: Option<crate::inventory::Inventory>,
 }
 
+/// "1: ACTIVE InfiniBand 40 Gb/sec (4X QDR)": the port's state, link layer and
+/// rate, what the source lacks left out and named at the end ("1: ACTIVE 40
+/// Gb/sec (4X QDR), link layer unknown").
+fn port_summary(p: &rdmakit_host::model::Port) -> String {
+    let state = p.state.get().map(|s| s.name.clone());
+    let parts = [
+        ("state", state.as_deref()),
+        ("link layer", p.link_layer.text()),
+        ("rate", p.rate.text()),
+    ];
+    let known: Vec<&str> = parts.iter().filter_map(|(_, v)| *v).collect();
+    let unknown: Vec<&str> = parts
+        .iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(n, _)| *n)
+        .collect();
+    let mut s = format!("{}: {}", p.num, known.join(" "));
+    if !unknown.is_empty() {
+        if !known.is_empty() {
+            s.push(',');
+        }
+        let list = match unknown.as_slice() {
+            [one] => one.to_string(),
+            [a, b] => format!("{a} and {b}"),
+            _ => "state, link layer and rate".to_string(),
+        };
+        s.push_str(&format!(" {list} unknown"));
+    }
+    s
+}
+
 impl Report {
     /// Runs every check over the facts and assembles the report.
     pub fn build(facts: &HostFacts, cfg: &Config, tool: &str, source: &str) -> Report {
@@ -78,19 +113,7 @@ impl Report {
                 name: d.name.clone(),
                 kind: d.kind,
                 driver: d.driver.clone(),
-                ports: d
-                    .ports
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "{}: {} {} {}",
-                            p.num,
-                            p.state.get().map_or("?".into(), |s| s.name.clone()),
-                            p.link_layer.text().unwrap_or("?"),
-                            p.rate.text().unwrap_or("?")
-                        )
-                    })
-                    .collect(),
+                ports: d.ports.iter().map(port_summary).collect(),
             })
             .collect();
         Report {
@@ -256,6 +279,17 @@ impl Report {
         let host_device = self.devices.iter().any(|d| d.name == p.device);
         let mr_ran = host_device && p.of(ProbeKind::MemoryRegistration).any(|r| !r.skipped);
         if mr_ran {
+            // The probe is a check of its own, listed with the others, so the
+            // checklist row and the check list say the same.
+            let check = probe_check(
+                &p,
+                &self.findings,
+                "probe.mr",
+                "Memory registration 4 KiB to 64 MiB (active probe)",
+                &[ProbeKind::MemoryRegistration],
+            );
+            let failed = check.status == Status::Fail;
+            self.checks.push(check);
             if let Some(row) = self
                 .checklist
                 .iter_mut()
@@ -264,9 +298,10 @@ impl Report {
                 row.criterion = "ibv_reg_mr succeeds at 4 KiB to 64 MiB within memlock (active \
                                  probe on the device under Active probes); uverbs and resource \
                                  files accessible";
-                if new.iter().any(|f| f.code == Code::P001) {
+                if failed {
                     row.result = "fail";
                     row.codes.push(Code::P001);
+                    row.failed_checks.push("probe.mr");
                 } else if row.codes.is_empty() {
                     row.result = "pass";
                 }
@@ -354,11 +389,17 @@ impl Report {
                 "Device visible" => {
                     row.criterion = "the device opens (ibv_open_device) with its port PORT_ACTIVE";
                     row.result = word("device.present");
+                    if row.result == "fail" {
+                        row.failed_checks = vec!["device.present"];
+                    }
                 }
                 "Memory registration and mapping" => {
                     row.criterion = MR_PROBE_CRITERION;
                     row.result = word("probe.mr");
                     row.codes = codes_of("probe.mr");
+                    if row.result == "fail" {
+                        row.failed_checks = vec!["probe.mr"];
+                    }
                 }
                 _ => row.result = "n/a",
             }
@@ -386,16 +427,21 @@ impl Report {
     }
 }
 
-/// Builds the checklist's four rows from the check results.
+/// Builds the checklist's four rows from the check results: a row fails when
+/// one of its checks failed (and names them), is "n/a" when it needs a device
+/// and none is present, and otherwise takes the status of its first check —
+/// so the table and the list of checks never disagree.
 fn checklist(checks: &[CheckResult]) -> Vec<ChecklistRow> {
     let device_ok = checks
         .iter()
         .any(|c| c.id == "device.present" && c.status == Status::Pass);
-    // A row fails on any warning or error from its checks; otherwise it takes the
-    // status of its primary check (the first id).
-    let row = |check, criterion, omission, ids: &[&str], needs_device: bool| {
-        let rel: Vec<&CheckResult> = checks.iter().filter(|c| ids.contains(&c.id)).collect();
-        let codes: Vec<Code> = rel
+    let row = |check, criterion, omission, ids: &[&'static str], needs_device: bool| {
+        let failed: Vec<&CheckResult> = ids
+            .iter()
+            .filter_map(|id| checks.iter().find(|c| c.id == *id))
+            .filter(|c| c.status == Status::Fail)
+            .collect();
+        let codes: Vec<Code> = failed
             .iter()
             .flat_map(|c| c.findings.iter())
             .filter(|f| f.severity >= Severity::Warning)
@@ -404,7 +450,7 @@ fn checklist(checks: &[CheckResult]) -> Vec<ChecklistRow> {
             .into_iter()
             .collect();
         let primary = checks.iter().find(|c| c.id == ids[0]).map(|c| &c.status);
-        let result = if !codes.is_empty() {
+        let result = if !failed.is_empty() {
             "fail"
         } else if needs_device && !device_ok {
             "n/a"
@@ -417,13 +463,15 @@ fn checklist(checks: &[CheckResult]) -> Vec<ChecklistRow> {
             result,
             omission,
             codes,
+            failed_checks: failed.iter().map(|c| c.id).collect(),
         }
     };
     vec![
         row(
             "Kernel modules loaded",
             "ib_core, ib_uverbs, rdma_ucm and ib_umad loaded (lsmod)",
-            "ib_umad not checked: user space cannot reach the device (MAD)",
+            "ib_umad is the module most often left out; without it MAD tools (sminfo, \
+             perfquery) and opensm cannot reach the fabric",
             &[
                 "kernel.modules",
                 "kernel.rdma-support",
@@ -435,7 +483,7 @@ fn checklist(checks: &[CheckResult]) -> Vec<ChecklistRow> {
         row(
             "Device visible",
             "ibv_devinfo shows the device with its port PORT_ACTIVE",
-            "only ibstat checked, not that the port is ACTIVE",
+            "ibstat listing the device is not enough; its port must be PORT_ACTIVE",
             &[
                 "port.state",
                 "kernel.rdma-support",
@@ -447,14 +495,14 @@ fn checklist(checks: &[CheckResult]) -> Vec<ChecklistRow> {
         row(
             "Memory registration and mapping",
             "ibv_reg_mr can succeed (memlock); uverbs and resource files accessible",
-            "resource file permissions not checked: mmap fails",
+            "check the device's resource file permissions too, or mmap fails",
             &["app.memlock", "app.device-access", "app.resource-files"],
             true,
         ),
         row(
             "IRQ allocation",
             "/proc/interrupts shows MSI-X vectors, one per CPU, spread out",
-            "interrupt affinity not checked: all interrupts land on CPU0",
+            "check the interrupt affinity too, or all interrupts may land on CPU0",
             &["irq.vectors", "irq.affinity"],
             true,
         ),

@@ -86,13 +86,12 @@ fn recorded_bundle_replays_identically() {
 }
 
 fn human(r: &rdmakit_doctor::report::Report, verbose: bool) -> String {
-    let text = render::human(
-        r,
-        HumanOptions {
-            verbose,
-            ..HumanOptions::default()
-        },
-    );
+    human_at(r, verbose, 80)
+}
+
+/// The report in `width` columns (wide: a line per finding, to match whole).
+fn human_at(r: &rdmakit_doctor::report::Report, verbose: bool, width: u16) -> String {
+    let text = render::human(r, HumanOptions { verbose, width });
     anstream::adapter::strip_str(&text).to_string()
 }
 
@@ -152,7 +151,7 @@ fn gpud_h100_findings_are_grouped_in_text_and_kept_in_json() {
     }
 }
 
-/// The DGX-class case, rebuilt as an EDIT of gpud's H100 tree (the original
+/// A DGX-class case, rebuilt as an EDIT of gpud's H100 tree (the original
 /// capture is not public): a driver printing the placeholder "unsupported" in the same
 /// five counters of each of eight HCAs gave 40 separate RDK-H009 findings. Same code,
 /// same cause: one entry listing the 40 paths; the JSON keeps 40 findings.
@@ -181,13 +180,15 @@ fn forty_placeholders_on_eight_hcas_are_one_entry() {
     let r = report(&b);
     let h009 = r.findings.iter().filter(|f| f.code == Code::H009).count();
     assert_eq!(h009, 40, "{}", summary(&r));
-    let text = human(&r, false);
+    let text = human_at(&r, false, 1000);
     assert!(
         text.contains("RDK-H009 [hardware] /sys/class/infiniband/mlx5_0/ports/1/counters/multicast_rcv_packets, /sys/class/infiniband/mlx5_0/ports/1/counters/multicast_xmit_packets and 38 more (40 alike): unrecognized counter \"unsupported\""),
         "{text}"
     );
     assert_eq!(text.matches("RDK-H009").count(), 1, "{text}");
-    let without = human(&report(&import("gpud-h100")), false).lines().count();
+    let without = human_at(&report(&import("gpud-h100")), false, 1000)
+        .lines()
+        .count();
     assert_eq!(text.lines().count(), without + 1, "{text}");
     let verbose = human(&r, true);
     for h in hcas {

@@ -113,7 +113,8 @@ fn human_report_has_the_verification_checklist_and_no_color_when_asked() {
         "Device visible",
         "Memory registration",
         "IRQ allocation",
-        "Common omission",
+        "Verification checklist",
+        "Pass criterion",
     ] {
         assert!(s.contains(row), "{row} missing:\n{s}");
     }

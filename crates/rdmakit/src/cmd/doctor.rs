@@ -151,7 +151,7 @@ pub(super) fn settings(a: &Args) -> anyhow::Result<Settings> {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.list_checks {
-        anstream::stdout().write_all(render::list_checks().as_bytes())?;
+        anstream::stdout().write_all(render::list_checks(width()).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut s = settings(&a)?;
@@ -197,7 +197,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         let opts = HumanOptions {
             verbose: a.verbose,
-            ..HumanOptions::default()
+            width: width(),
         };
         out.write_all(render::human(&report, opts).as_bytes())?;
     }
@@ -207,6 +207,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The columns human output wraps to: `COLUMNS` when set to a number, else
+/// the terminal's width when stdout is one, else 80 (read here, at the edge).
+pub(super) fn width() -> u16 {
+    let columns = std::env::var("COLUMNS").ok();
+    let terminal = terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0);
+    render::width_from(columns.as_deref(), terminal)
 }
 
 /// A bundle without answers to some questions says so (a capture directory holds
