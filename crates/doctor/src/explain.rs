@@ -12,8 +12,11 @@ use crate::codes::{self, Code, Layer};
 
 pub mod errno;
 pub mod findings;
+pub mod text;
 pub mod verbs;
 pub mod wc;
+
+pub use text::render_human;
 
 /// The knowledge for one errno, verb/errno pair or work completion status.
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +45,9 @@ pub enum Query {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
-    #[error("rdmakit explain does not know {input:?}{}", try_these(.suggestions))]
+    /// Not a code, errno, verb:errno or status; `suggestions` are close
+    /// matches (possibly none).
+    #[error("explain {input}: no such code, errno or status{}", try_these(.suggestions))]
     Unknown {
         input: String,
         suggestions: Vec<String>,
@@ -50,10 +55,13 @@ pub enum ExplainError {
 }
 
 fn try_these(s: &[String]) -> String {
-    if s.is_empty() {
-        String::new()
-    } else {
-        format!("; try: {}", s.join(", "))
+    match s {
+        [] => "; rdmakit explain takes a finding code (RDK-K003, ib-umad-missing), an errno \
+               (ENOSPC, 28), a verb and errno (ibv_create_qp:ENOSPC) or a work completion \
+               status (wc:12, RETRY_EXC_ERR)"
+            .to_string(),
+        [one] => format!("; did you mean {one}?"),
+        more => format!("; did you mean one of {}?", more.join(", ")),
     }
 }
 
@@ -482,38 +490,6 @@ fn explain_wc(n: u32) -> Explanation {
     }
 }
 
-/// Plain text for a terminal (no colors). For a finding code it is the code's page.
-pub fn render_human(e: &Explanation) -> String {
-    if let Some(page) = e.page {
-        let mut s = page.trim_end().to_string();
-        s.push('\n');
-        return s;
-    }
-    let mut s = String::new();
-    s.push_str(&e.title);
-    s.push('\n');
-    let layer = e.layer.map_or("unknown", |l| l.as_str());
-    s.push_str(&format!("kind: {}   layer: {layer}\n\n", e.kind));
-    s.push_str(&e.summary);
-    s.push('\n');
-    if !e.causes.is_empty() {
-        s.push_str("\nLikely causes (most likely first):\n");
-        for (i, c) in e.causes.iter().enumerate() {
-            s.push_str(&format!("  {}. {c}\n", i + 1));
-        }
-    }
-    if !e.checks.is_empty() {
-        s.push_str("\nChecks to run next:\n");
-        for c in &e.checks {
-            s.push_str(&format!("  $ {c}\n"));
-        }
-    }
-    if !e.related.is_empty() {
-        s.push_str(&format!("\nRelated: {}\n", e.related.join(", ")));
-    }
-    s
-}
-
 /// Everything `parse_query` accepts by name, for suggestions.
 fn vocabulary() -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
@@ -538,56 +514,83 @@ fn vocabulary() -> Vec<String> {
     v
 }
 
-/// Up to 5 close matches for what the user typed.
+/// Up to 5 close matches for what the user typed: a name that contains it (or
+/// that it contains, at four characters or more), or one within an edit
+/// distance of a quarter of its length (at least 1; a swap of two neighbouring
+/// characters counts 1). None when nothing is close: "FOO" is no typo of "EIO".
 fn suggestions(t: &str) -> Vec<String> {
     let q: String = t.chars().take(64).collect::<String>().to_ascii_lowercase();
+    let qn = q.chars().count();
     let vocab = vocabulary();
     let mut scored: Vec<(usize, String)> = Vec::new();
     for w in &vocab {
         let wl = w.to_ascii_lowercase();
-        let d = if !q.is_empty() && q.len() >= 3 && (wl.contains(&q) || q.contains(&wl)) {
+        let wn = wl.chars().count();
+        let contains = (qn >= 4 && wl.contains(&q)) || (wn >= 4 && q.contains(&wl));
+        // A code also by its short form: "K0O3" is a typo of K003 (RDK-K003).
+        let short = wl
+            .strip_prefix("rdk-")
+            .map_or(usize::MAX, |s| distance(&q, s));
+        let d = if contains {
             0
         } else {
-            levenshtein(&q, &wl)
+            distance(&q, &wl).min(short)
         };
-        let limit = (wl.len().max(q.len()) / 3).max(2);
-        if d <= limit {
+        let limit = (qn.max(wn) / 4).max(1);
+        if d <= limit && 2 * d < qn {
             scored.push((d, w.clone()));
         }
     }
     scored.sort();
-    let mut out: Vec<String> = scored.into_iter().map(|(_, w)| w).take(5).collect();
-    if out.is_empty() {
-        out = vec![
-            "RDK-K001 (a finding code)".into(),
-            "ENOSPC (an errno name or number)".into(),
-            "ibv_create_qp:ENOSPC (verb:errno)".into(),
-            "wc:12 or RETRY_EXC_ERR (a work completion status)".into(),
-        ];
-    }
-    out
+    scored.into_iter().map(|(_, w)| w).take(5).collect()
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+/// The optimal string alignment distance: insertions, deletions, substitutions
+/// and swaps of two neighbouring characters, each 1.
+fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Text without ANSI styles.
+    fn strip(s: &str) -> String {
+        let mut out = String::new();
+        let mut esc = false;
+        for c in s.chars() {
+            match (esc, c) {
+                (false, '\x1b') => esc = true,
+                (true, 'm') => esc = false,
+                (true, _) => {}
+                (false, c) => out.push(c),
+            }
+        }
+        out
+    }
 
     fn ok(s: &str) -> Explanation {
         let q = parse_query(s).unwrap_or_else(|e| panic!("{s}: {e}"));
@@ -599,7 +602,7 @@ mod tests {
             !e.summary.is_empty() && !e.title.is_empty(),
             "{s}: empty text"
         );
-        assert!(!render_human(&e).is_empty());
+        assert!(!render_human(&e, 80).is_empty());
         e
     }
 
@@ -617,7 +620,13 @@ mod tests {
             let e = ok(i.code);
             assert_eq!(e.kind, "finding");
             assert_eq!(e.page, Some(i.page));
-            assert_eq!(render_human(&e).lines().next(), i.page.lines().next());
+            assert_eq!(
+                text::markdown(i.page, 200).lines().next().map(strip),
+                i.page
+                    .lines()
+                    .next()
+                    .map(|l| l.trim_start_matches("# ").to_string())
+            );
             for r in &e.related {
                 assert!(r != i.code, "{} relates to itself", i.code);
             }
@@ -878,27 +887,41 @@ mod tests {
     }
 
     #[test]
-    fn garbage_is_unknown_with_suggestions() {
-        for s in [
-            "",
-            "   ",
-            "RDK-Z999",
-            "ENOSPAC",
-            "frobnicate",
-            "wc:",
-            "ibv_create_qp:EWHAT",
-            "🙂",
-            "K0O3",
+    fn garbage_is_unknown_and_only_close_matches_are_suggested() {
+        for (s, close) in [
+            ("", false),
+            ("   ", false),
+            ("RDK-Z999", false),
+            ("ENOSPAC", true),
+            ("frobnicate", false),
+            ("wc:", true),
+            ("ibv_create_qp:EWHAT", true),
+            ("🙂", false),
+            ("K0O3", true),
+            ("FOO", false),
+            ("xyzzy", false),
         ] {
             match parse_query(s) {
                 Err(ExplainError::Unknown { suggestions, .. }) => {
-                    assert!(!suggestions.is_empty(), "{s:?}")
+                    assert_eq!(!suggestions.is_empty(), close, "{s:?}: {suggestions:?}")
                 }
                 Ok(q) => panic!("{s:?} parsed as {q:?}"),
             }
         }
         let ExplainError::Unknown { suggestions, .. } = parse_query("ENOSPAC").unwrap_err();
         assert_eq!(suggestions[0], "ENOSPC");
+        let ExplainError::Unknown { suggestions, .. } = parse_query("ENOSCP").unwrap_err();
+        assert_eq!(suggestions, ["ENOSPC"]);
+        assert_eq!(
+            parse_query("FOO").unwrap_err().to_string(),
+            "explain FOO: no such code, errno or status; rdmakit explain takes a finding \
+             code (RDK-K003, ib-umad-missing), an errno (ENOSPC, 28), a verb and errno \
+             (ibv_create_qp:ENOSPC) or a work completion status (wc:12, RETRY_EXC_ERR)"
+        );
+        assert_eq!(
+            parse_query("ENOSCP").unwrap_err().to_string(),
+            "explain ENOSCP: no such code, errno or status; did you mean ENOSPC?"
+        );
         let ExplainError::Unknown { suggestions, .. } = parse_query("RETRY_EXC").unwrap_err();
         assert!(
             suggestions.contains(&"RETRY_EXC_ERR".to_string()),
@@ -906,14 +929,38 @@ mod tests {
         );
     }
 
+    /// Every code, errno, verb:errno and status rdmakit can explain speaks of
+    /// RDMA, never of the notes the project was written from.
+    #[test]
+    fn no_explanation_mentions_the_project_source() {
+        let mut n = 0;
+        for q in vocabulary() {
+            let Ok(parsed) = parse_query(&q) else {
+                continue;
+            };
+            let e = explain(&parsed);
+            let all = format!(
+                "{}{}",
+                render_human(&e, 80),
+                serde_json::to_string(&e).unwrap()
+            )
+            .to_lowercase();
+            assert!(!all.contains("seed"), "{q}: {all}");
+            n += 1;
+        }
+        assert!(n > 150, "only {n} explanations");
+    }
+
     #[test]
     fn renders_plain_text_and_json() {
         let e = ok("ibv_create_qp:ENOSPC");
-        let text = render_human(&e);
+        let text = strip(&render_human(&e, 80));
         assert!(text.starts_with("ibv_create_qp failed with ENOSPC"));
         assert!(text.contains("layer: hardware"));
         assert!(text.contains("Likely causes"));
-        assert!(!text.contains('\x1b'));
+        assert!(text
+            .lines()
+            .all(|l| l.chars().count() <= 80 || l.starts_with("  $ ")));
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(v["kind"], "verb-errno");
         assert_eq!(v["layer"], "hardware");
@@ -941,7 +988,7 @@ mod tests {
             },
         ] {
             let e = explain(&q);
-            assert!(!render_human(&e).is_empty());
+            assert!(!render_human(&e, 80).is_empty());
         }
     }
 
@@ -949,8 +996,8 @@ mod tests {
         #[test]
         fn parse_query_never_panics(s in ".{0,80}") {
             match parse_query(&s) {
-                Ok(q) => { let _ = render_human(&explain(&q)); }
-                Err(ExplainError::Unknown { suggestions, .. }) => prop_assert!(!suggestions.is_empty()),
+                Ok(q) => { let _ = render_human(&explain(&q), 80); }
+                Err(ExplainError::Unknown { suggestions, .. }) => prop_assert!(suggestions.len() <= 5),
             }
         }
 
@@ -958,7 +1005,7 @@ mod tests {
         fn parse_query_never_panics_on_near_misses(prefix in "(ibv_|rdma_|wc:|RDK-|E|-)?", body in "[A-Za-z0-9_:\\- ]{0,24}") {
             let s = format!("{prefix}{body}");
             if let Ok(q) = parse_query(&s) {
-                let _ = render_human(&explain(&q));
+                let _ = render_human(&explain(&q), 80);
             }
         }
     }
