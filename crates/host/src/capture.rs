@@ -291,6 +291,37 @@ fn list(
     Ok(out)
 }
 
+/// A symlink of a host tree stored as a regular file holding its target, as a
+/// copy that cannot keep symlinks leaves it (fixtures/*/root/ in a checkout):
+/// the first such entry of the device classes below `root`, with its target.
+/// Such a tree reads correctly only as a capture directory (`--from`), where
+/// these files are taken for the links they were.
+pub fn flattened_link_in_tree(root: &Path) -> Option<(std::path::PathBuf, String)> {
+    for class in [
+        "sys/class/infiniband",
+        "sys/class/infiniband_verbs",
+        "sys/class/net",
+    ] {
+        let Ok(entries) = std::fs::read_dir(root.join(class)) else {
+            continue;
+        };
+        for e in entries.flatten().take(1024) {
+            let p = e.path();
+            let regular = std::fs::symlink_metadata(&p)
+                .is_ok_and(|m| m.file_type().is_file() && m.len() < 4096);
+            if !regular {
+                continue;
+            }
+            if let Ok(bytes) = bounded::read_tree_file(&p, 4096) {
+                if is_flattened_link(&bytes) {
+                    return Some((p, String::from_utf8_lossy(&bytes).into_owned()));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// True when a file's bytes are a flattened symlink target.
 fn is_flattened_link(bytes: &[u8]) -> bool {
     !bytes.is_empty()

@@ -75,6 +75,21 @@ pub enum OpenError {
     /// `--root` that is not a directory.
     #[error("--root {0}: not a directory")]
     NotDir(String),
+    /// `--root` a copy of a host tree whose symlinks are regular files.
+    #[error(
+        "--root {root}: {file} is a regular file holding a link target ({target}): this \
+         copy stores symlinks as files, so devices and ports cannot be found in it; {advice}"
+    )]
+    FlattenedLinks {
+        /// The tree.
+        root: String,
+        /// The first such file.
+        file: String,
+        /// What it holds.
+        target: String,
+        /// What to run instead.
+        advice: String,
+    },
 }
 
 impl SourceSpec {
@@ -147,13 +162,16 @@ impl SourceSpec {
             let label = if p.is_dir() {
                 format!("capture directory {path}")
             } else {
-                format!("bundle {path} ({})", bundle.header.tool)
+                format!("bundle {path} ({})", flat(&bundle.header.tool))
             };
             return Ok((Opened::Bundle(Box::new(bundle), label), opts));
         }
         if let Some(root) = &self.root {
             if !Path::new(root).is_dir() {
                 return Err(OpenError::NotDir(root.clone()));
+            }
+            if let Some((file, target)) = crate::capture::flattened_link_in_tree(Path::new(root)) {
+                return Err(flattened(root, &file, target));
             }
             return Ok((
                 Opened::Live(self.live(root), format!("tree at {root}")),
@@ -170,9 +188,87 @@ impl SourceSpec {
     }
 }
 
+/// A bundle's tool without nested parentheses: "rdmakit 0.1.0 (live host)" →
+/// "rdmakit 0.1.0, live host", so a label reads "bundle b.json.gz (rdmakit
+/// 0.1.0, live host)".
+fn flat(tool: &str) -> String {
+    let mut t = tool.trim().to_string();
+    while let Some((a, b)) = t.strip_suffix(')').and_then(|x| x.split_once(" (")) {
+        t = format!("{a}, {b}");
+    }
+    t
+}
+
+/// The error for a `--root` tree with symlinks stored as files, with the
+/// capture directory to replay instead when the tree is one's `root/`.
+fn flattened(root: &str, file: &Path, target: String) -> OpenError {
+    let r = Path::new(root);
+    let file = file
+        .strip_prefix(r)
+        .map_or_else(|_| file.display().to_string(), |f| f.display().to_string());
+    let advice = match r
+        .parent()
+        .filter(|_| r.file_name().is_some_and(|n| n == "root"))
+    {
+        Some(p) if !p.as_os_str().is_empty() => format!(
+            "replay it as the capture directory it belongs to: --from {}",
+            p.display()
+        ),
+        _ => "copy it again keeping symlinks (cp -a), or move it to DIR/root and replay it \
+              with --from DIR"
+            .to_string(),
+    };
+    OpenError::FlattenedLinks {
+        root: root.to_string(),
+        file,
+        target,
+        advice,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bundle_labels_do_not_nest_parentheses() {
+        assert_eq!(
+            flat("rdmakit 0.1.0 (live host)"),
+            "rdmakit 0.1.0, live host"
+        );
+        assert_eq!(
+            flat("rdmakit 0.1.0 (bundle b (rdmakit 0.1.0 (live host)))"),
+            "rdmakit 0.1.0, bundle b, rdmakit 0.1.0, live host"
+        );
+        assert_eq!(flat("rdmacap import"), "rdmacap import");
+    }
+
+    #[test]
+    fn a_root_with_symlinks_stored_as_files_names_the_capture_to_replay() {
+        let d = std::env::temp_dir().join(format!("rdmakit-flat-{}", std::process::id()));
+        let class = d.join("cap/root/sys/class/infiniband");
+        std::fs::create_dir_all(&class).unwrap();
+        std::fs::write(class.join("rxe0"), "../../devices/virtual/infiniband/rxe0").unwrap();
+        let root = d.join("cap/root").display().to_string();
+        let spec = SourceSpec {
+            root: Some(root.clone()),
+            ..SourceSpec::default()
+        };
+        let Err(e) = spec.open(no_limits) else {
+            panic!("a tree of flattened links opened")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--root {root}: sys/class/infiniband/rxe0 is a regular file holding a link \
+                 target (../../devices/virtual/infiniband/rxe0): this copy stores symlinks as \
+                 files, so devices and ports cannot be found in it; replay it as the capture \
+                 directory it belongs to: --from {}",
+                d.join("cap").display()
+            )
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     fn no_limits() -> LimitsFn {
         std::sync::Arc::new(|_: &str| None)
