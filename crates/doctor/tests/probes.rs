@@ -151,7 +151,7 @@ fn failed_probes_become_findings_in_the_soft_device_report() {
     let text = rdmakit_doctor::render::human(&r, Default::default());
     assert!(
         text.contains("Active probes")
-            && text.contains("soft0 (rdmakit's userspace soft NIC, not a host device)")
+            && text.contains("soft0 (rdmakit soft NIC in userspace, not a host device)")
     );
     assert!(text.contains("FAIL"), "{text}");
     let json: serde_json::Value = serde_json::from_str(&rdmakit_doctor::render::json(&r)).unwrap();

@@ -17,7 +17,7 @@ fn device_soft0_runs_the_checklist_on_the_soft_nic_and_passes() {
     let out = rdmakit(&["doctor", "--device", "soft0"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("rdmakit's userspace soft NIC, not a host device"));
+    assert!(text.contains("rdmakit soft NIC in userspace, not a host device"));
     assert!(text.contains("Active probes"));
     let v = json(&["doctor", "--device", "soft0", "--json"]);
     assert_eq!(v["schema"], "rdmakit.doctor/v1");
@@ -42,7 +42,7 @@ fn plain_doctor_adds_soft_nic_probes_only_without_host_devices() {
         assert_eq!(v["probes"][0]["device"], "soft0");
         assert_eq!(
             v["probes"][0]["label"],
-            "rdmakit's userspace soft NIC, not a host device"
+            "rdmakit soft NIC in userspace, not a host device"
         );
     } else {
         assert!(v.get("probes").is_none());

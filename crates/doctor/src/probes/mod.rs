@@ -46,7 +46,7 @@ use rdmakit_soft::ResourceCounts;
 use rdmakit_verbs::{Access, Context, Error as VerbsError, LinkLayer, PortState};
 
 /// How reports label the soft NIC: probed, but not a device of the host.
-pub const SOFT_LABEL: &str = "rdmakit's userspace soft NIC, not a host device";
+pub const SOFT_LABEL: &str = "rdmakit soft NIC in userspace, not a host device";
 
 /// What the probes do.
 #[derive(Debug, Clone, PartialEq, Eq)]
