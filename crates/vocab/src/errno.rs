@@ -240,6 +240,74 @@ pub fn all_names() -> impl Iterator<Item = &'static str> {
         .chain(ALIASES.iter().map(|(s, _)| *s))
 }
 
+/// An `io::Error` as rdmakit prints it: `ENOENT (No such file or directory)` —
+/// the errno's name, then its message — instead of Rust's `No such file or
+/// directory (os error 2)`. An error without an errno prints its own text.
+pub fn io_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => os_text(n),
+        None => plain(&e.to_string()),
+    }
+}
+
+/// `ENAME (message)` for an errno, `errno N (unknown errno N)` for a number
+/// Linux does not assign.
+pub fn os_text(errno: i32) -> String {
+    match (name(errno), message(errno)) {
+        (Some(n), Some(m)) => format!("{n} ({m})"),
+        _ => format!("errno {errno} ({})", strerror(errno)),
+    }
+}
+
+/// `text` with every error Rust's `io::Error` printed into it —
+/// `MESSAGE (os error N)` — said as [`io_text`] says it: `ENAME (MESSAGE)`.
+/// Text without one comes back unchanged. This is the one place where an
+/// error built anywhere below (a library that formatted an `io::Error` into
+/// its own message) loses Rust's wording before a user reads it.
+///
+/// ```
+/// use rdmakit_vocab::errno::plain;
+/// assert_eq!(
+///     plain("/x: No such file or directory (os error 2)"),
+///     "/x: ENOENT (No such file or directory)"
+/// );
+/// assert_eq!(plain("connect: refused (os error 111)"), "connect: refused (ECONNREFUSED)");
+/// assert_eq!(plain("nothing to change"), "nothing to change");
+/// ```
+pub fn plain(text: &str) -> String {
+    const TAG: &str = "(os error ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(TAG) {
+        let after = &rest[at + TAG.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let number = after[..digits].parse::<i32>().ok();
+        let (Some(n), true) = (number, after[digits..].starts_with(')')) else {
+            out.push_str(&rest[..at + TAG.len()]);
+            rest = after;
+            continue;
+        };
+        let before = rest[..at].strip_suffix(' ').unwrap_or(&rest[..at]);
+        match message(n).and_then(|m| before.strip_suffix(m)) {
+            // "No such file or directory (os error 2)" -> "ENOENT (No such file or directory)"
+            Some(head) => {
+                out.push_str(head);
+                out.push_str(&os_text(n));
+            }
+            // Some other text before the number: keep it, name the errno.
+            None => {
+                out.push_str(before);
+                out.push_str(" (");
+                out.push_str(&name(n).map_or_else(|| format!("errno {n}"), str::to_string));
+                out.push(')');
+            }
+        }
+        rest = &after[digits + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,5 +394,36 @@ mod tests {
         const N: Option<&str> = name(22);
         const M: Option<&str> = message(22);
         assert_eq!((N, M), (Some("EINVAL"), Some("Invalid argument")));
+    }
+
+    #[test]
+    fn rust_io_wording_becomes_the_errno_name() {
+        let io = std::io::Error::from_raw_os_error(111);
+        assert_eq!(io_text(&io), "ECONNREFUSED (Connection refused)");
+        assert_eq!(
+            plain(&format!("couldn't connect to 127.0.0.1:1: {io}")),
+            "couldn't connect to 127.0.0.1:1: ECONNREFUSED (Connection refused)"
+        );
+        let twice = format!(
+            "{}: {}",
+            std::io::Error::from_raw_os_error(2),
+            std::io::Error::from_raw_os_error(13)
+        );
+        assert_eq!(
+            plain(&twice),
+            "ENOENT (No such file or directory): EACCES (Permission denied)"
+        );
+        assert_eq!(os_text(41), "errno 41 (unknown errno 41)");
+        assert_eq!(plain("x (os error 41)"), "x (errno 41)");
+        assert_eq!(plain("(os error )"), "(os error )");
+        assert_eq!(plain("(os error 2"), "(os error 2");
+        assert_eq!(
+            plain("a (os error 99999999999)"),
+            "a (os error 99999999999)"
+        );
+        assert_eq!(
+            io_text(&std::io::Error::other("gone (os error 2)")),
+            "gone (ENOENT)"
+        );
     }
 }

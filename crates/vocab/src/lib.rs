@@ -1,6 +1,7 @@
 //! The words every rdmakit layer shares, written once: Linux errno names and
-//! messages ([`errno`]), the stack [`Layer`] a failure belongs to, and the names
-//! and texts of work-completion statuses ([`wc`]).
+//! messages ([`errno`]), the stack [`Layer`] a failure belongs to, the names
+//! and texts of work-completion statuses ([`wc`]), and the exit statuses every
+//! subcommand shares ([`exit`]).
 //!
 //! The crate has no dependencies and calls no C library: every table is written
 //! out, so a bundle recorded on one machine reads the same on any other.
@@ -9,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod errno;
+pub mod exit;
 mod layer;
 pub mod wc;
 
