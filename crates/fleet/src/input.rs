@@ -147,7 +147,7 @@ pub fn load(paths: &[String], opts: &LoadOptions) -> Loaded {
             Err(e) => {
                 out.errors.push(InputError {
                     input: p.clone(),
-                    message: format!("cannot read: {e}"),
+                    message: format!("cannot read: {}", rdmakit_host::errno::io_text(&e)),
                 });
                 summary.errors = 1;
             }
@@ -445,7 +445,9 @@ fn read_upto(reader: &mut impl Read, head: &mut Vec<u8>, upto: u64) -> std::io::
 /// gzip, the reader's own words otherwise ("over 1024 MiB (the cap for …)").
 fn cannot(e: ReadError) -> String {
     match e {
-        ReadError::Io { err, .. } => format!("cannot read: {err}"),
+        ReadError::Io { err, .. } => {
+            format!("cannot read: {}", rdmakit_host::errno::io_text(&err))
+        }
         ReadError::Gzip { reason, .. } => format!("gzip: {reason}"),
         e => e.reason(),
     }

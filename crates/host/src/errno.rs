@@ -4,7 +4,7 @@
 //! A bundle records read errors as numbers *and* names so a bundle taken on one
 //! machine reads the same everywhere; rules and reports print the name.
 
-pub use rdmakit_vocab::errno::{message, name, number, ERRNOS};
+pub use rdmakit_vocab::errno::{io_text, message, name, number, os_text, plain, ERRNOS};
 
 /// "EINVAL" for known numbers, "errno 4242" otherwise.
 pub fn display(errno: i32) -> String {
