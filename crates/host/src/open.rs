@@ -8,7 +8,7 @@ use crate::bounded::{self, Cap};
 use crate::bundle::{Bundle, BundleError};
 use crate::capture::{import_capture, ImportError};
 use crate::collect::CollectOptions;
-use crate::source::{Answer, LimitsFn, LiveSource, Op, Source};
+use crate::source::{Answer, Errno, LimitsFn, LiveSource, Op, Source};
 
 /// Which source to open, as the command line names it.
 #[derive(Clone, Debug, Default)]
@@ -21,6 +21,8 @@ pub struct SourceSpec {
     pub pid: Option<u32>,
     /// Read the kernel log from this file.
     pub kernel_log: Option<String>,
+    /// The flag that named `from`, for messages ("--baseline"; empty: "--from").
+    pub from_flag: &'static str,
 }
 
 /// An opened source and what to call it in reports.
@@ -57,29 +59,35 @@ impl Opened {
     }
 }
 
-/// Why a source could not be opened.
-#[derive(Debug, thiserror::Error)]
+/// Why a source could not be opened. Each message starts with the flag and the
+/// path the user gave, says what was wrong (an errno by its name) and what to
+/// do; none carries a separate source, so a printed chain says it once.
+#[derive(Debug)]
 pub enum OpenError {
     /// A capture directory that does not import.
-    #[error("importing capture directory {path}")]
     Capture {
+        /// The flag that named it ("--from", "--baseline").
+        flag: &'static str,
         /// The directory.
         path: String,
         /// Why.
-        #[source]
         source: ImportError,
     },
     /// A bundle that does not read.
-    #[error(transparent)]
-    Bundle(#[from] BundleError),
+    Bundle {
+        /// The flag that named it ("--from", "--baseline").
+        flag: &'static str,
+        /// Why.
+        error: BundleError,
+    },
     /// `--root` that is not a directory.
-    #[error("--root {0}: not a directory")]
-    NotDir(String),
+    NotDir {
+        /// The path given.
+        path: String,
+        /// What `stat` said: ENOENT, ENOTDIR, EACCES.
+        errno: Errno,
+    },
     /// `--root` a copy of a host tree whose symlinks are regular files.
-    #[error(
-        "--root {root}: {file} is a regular file holding a link target ({target}): this \
-         copy stores symlinks as files, so devices and ports cannot be found in it; {advice}"
-    )]
     FlattenedLinks {
         /// The tree.
         root: String,
@@ -90,6 +98,122 @@ pub enum OpenError {
         /// What to run instead.
         advice: String,
     },
+    /// `--kernel-log` that cannot be read.
+    KernelLog {
+        /// The path given.
+        path: String,
+        /// Why: an errno by its name, or what the bounded reader refused.
+        why: String,
+    },
+    /// `--pid` names a process the source does not have.
+    NoProcess {
+        /// The process.
+        pid: u32,
+        /// What the source is called ("live host", "bundle b.json.gz (...)").
+        label: String,
+        /// The source was recorded (a bundle): the process was not recorded,
+        /// rather than not running; `Some(recorded)` is the `--pid` it was
+        /// collected with.
+        recorded: Option<Option<u32>>,
+    },
+}
+
+impl std::error::Error for OpenError {}
+
+/// What to do about a bundle that does not read, by the errno it failed with.
+fn bundle_hint(errno: Errno) -> &'static str {
+    match errno.0 {
+        2 | 20 => ": name a bundle written by `rdmakit collect -o FILE`, or a capture directory",
+        1 | 13 => ": read it as a user who may (or copy it somewhere readable)",
+        _ => "",
+    }
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plain = rdmakit_vocab::errno::plain;
+        match self {
+            OpenError::Capture { flag, path, source } => write!(
+                f,
+                "{flag} {path}: a directory, but not a capture directory rdmakit can import: {}",
+                plain(&source.to_string())
+            ),
+            OpenError::Bundle {
+                flag,
+                error: BundleError::Read(r),
+            } => write!(
+                f,
+                "{flag} {}: {}{}",
+                r.path(),
+                plain(&r.reason()),
+                bundle_hint(r.errno())
+            ),
+            OpenError::Bundle {
+                flag,
+                error: BundleError::Malformed { path, reason },
+            } => write!(
+                f,
+                "{flag} {path}: not an rdmakit bundle ({reason}): `rdmakit collect -o FILE` \
+                 writes one; a capture directory is read too"
+            ),
+            OpenError::Bundle {
+                flag,
+                error: BundleError::Version { path, found },
+            } => write!(
+                f,
+                "{flag} {path}: bundle version {found} is not supported (this rdmakit reads \
+                 version {}): replay it with the rdmakit that recorded it (its header names it)",
+                crate::bundle::VERSION
+            ),
+            OpenError::Bundle { flag, error } => write!(f, "{flag} {}", plain(&error.to_string())),
+            OpenError::NotDir { path, errno } => write!(
+                f,
+                "--root {path}: {}: name the directory a host's /sys and \
+                 /proc were copied to, or replay a bundle with --from",
+                rdmakit_vocab::errno::os_text(errno.0)
+            ),
+            OpenError::FlattenedLinks {
+                root,
+                file,
+                target,
+                advice,
+            } => write!(
+                f,
+                "--root {root}: {file} is a regular file holding a link target ({target}): this \
+                 copy stores symlinks as files, so devices and ports cannot be found in it; \
+                 {advice}"
+            ),
+            OpenError::KernelLog { path, why } => write!(
+                f,
+                "--kernel-log {path}: {why}: name a file or a pipe of kernel messages \
+                 (journalctl -k > k.log; --kernel-log <(dmesg))"
+            ),
+            OpenError::NoProcess {
+                pid,
+                label,
+                recorded: None,
+            } => write!(
+                f,
+                "--pid {pid}: no process {pid} on the {label} (ESRCH): name a running \
+                 process (pgrep -f APP)"
+            ),
+            OpenError::NoProcess {
+                pid,
+                label,
+                recorded: Some(with),
+            } => {
+                let how = match with {
+                    Some(p) => format!("it was collected with --pid {p}"),
+                    None => "it was collected without --pid".to_string(),
+                };
+                write!(
+                    f,
+                    "--pid {pid}: {label} did not record process {pid} ({how}): collect \
+                     again with `rdmakit collect --pid {pid}`, or leave --pid out"
+                )
+            }
+        }
+    }
 }
 
 impl SourceSpec {
@@ -136,13 +260,19 @@ impl SourceSpec {
     ) -> Result<(Opened, CollectOptions), OpenError> {
         if let Some(path) = &self.from {
             let p = Path::new(path);
+            let flag = if self.from_flag.is_empty() {
+                "--from"
+            } else {
+                self.from_flag
+            };
             let bundle = if p.is_dir() {
                 import_capture(p).map_err(|source| OpenError::Capture {
+                    flag,
                     path: path.clone(),
                     source,
                 })?
             } else {
-                Bundle::read(path)?
+                Bundle::read(path).map_err(|error| OpenError::Bundle { flag, error })?
             };
             let mut bundle = bundle;
             let mut opts = bundle.header.options.clone();
@@ -151,12 +281,15 @@ impl SourceSpec {
             }
             if let Some(f) = self.kernel_log() {
                 // A kernel log named with a bundle is read from this host's
-                // files (as a live source reads it), not looked up in the bundle.
-                let answer = match bounded::read_named(Path::new(&f), Cap::KERNEL_LOG) {
-                    Ok(b) => Answer::Data(b),
-                    Err(e) => Answer::Err(e.errno()),
-                };
-                bundle.set(Op::Read, &f, answer);
+                // files (as a live source reads it), not looked up in the bundle;
+                // one that does not read is the user's to fix, not a gap.
+                let bytes = bounded::read_named(Path::new(&f), Cap::KERNEL_LOG).map_err(|e| {
+                    OpenError::KernelLog {
+                        path: self.kernel_log.clone().unwrap_or_default(),
+                        why: rdmakit_vocab::errno::plain(&e.reason()),
+                    }
+                })?;
+                bundle.set(Op::Read, &f, Answer::Data(bytes));
                 opts.kernel_log = Some(f);
             }
             let label = if p.is_dir() {
@@ -164,27 +297,79 @@ impl SourceSpec {
             } else {
                 format!("bundle {path} ({})", flat(&bundle.header.tool))
             };
+            if let Some(pid) = self.pid {
+                let status = format!("/proc/{pid}/status");
+                if bundle.get(Op::Read, &bundle.canonical(&status)).is_none() {
+                    return Err(OpenError::NoProcess {
+                        pid,
+                        label,
+                        recorded: Some(bundle.header.options.pid),
+                    });
+                }
+            }
             return Ok((Opened::Bundle(Box::new(bundle), label), opts));
         }
-        if let Some(root) = &self.root {
-            if !Path::new(root).is_dir() {
-                return Err(OpenError::NotDir(root.clone()));
+        self.check_kernel_log()?;
+        let opened = match &self.root {
+            Some(root) => {
+                match std::fs::metadata(root) {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(_) => {
+                        return Err(OpenError::NotDir {
+                            path: root.clone(),
+                            errno: Errno::ENOTDIR,
+                        })
+                    }
+                    Err(e) => {
+                        return Err(OpenError::NotDir {
+                            path: root.clone(),
+                            errno: Errno::from_io(&e),
+                        })
+                    }
+                }
+                if let Some((file, target)) =
+                    crate::capture::flattened_link_in_tree(Path::new(root))
+                {
+                    return Err(flattened(root, &file, target));
+                }
+                Opened::Live(self.live(root), format!("tree at {root}"))
             }
-            if let Some((file, target)) = crate::capture::flattened_link_in_tree(Path::new(root)) {
-                return Err(flattened(root, &file, target));
-            }
-            return Ok((
-                Opened::Live(self.live(root), format!("tree at {root}")),
-                self.options(),
-            ));
-        }
-        Ok((
-            Opened::Live(
+            None => Opened::Live(
                 self.live("/").with_device_limits(limits()),
                 "live host".into(),
             ),
-            self.options(),
-        ))
+        };
+        if let Some(pid) = self.pid {
+            if let Err(e) = opened.source().read(&format!("/proc/{pid}/status")) {
+                if e == Errno::ENOENT || e.0 == 3 {
+                    return Err(OpenError::NoProcess {
+                        pid,
+                        label: opened.label().to_string(),
+                        recorded: None,
+                    });
+                }
+            }
+        }
+        Ok((opened, self.options()))
+    }
+
+    /// `--kernel-log` on a live source: a path that does not exist, is not
+    /// readable or is a directory fails now, naming why (it is read later,
+    /// once: a pipe cannot be read twice, so this checks without opening it).
+    fn check_kernel_log(&self) -> Result<(), OpenError> {
+        let Some(given) = &self.kernel_log else {
+            return Ok(());
+        };
+        let fail = |errno: Errno| OpenError::KernelLog {
+            path: given.clone(),
+            why: rdmakit_vocab::errno::os_text(errno.0),
+        };
+        let m = std::fs::metadata(given).map_err(|e| fail(Errno::from_io(&e)))?;
+        if m.is_dir() {
+            return Err(fail(Errno(21)));
+        }
+        rustix::fs::access(given.as_str(), rustix::fs::Access::READ_OK)
+            .map_err(|e| fail(Errno(e.raw_os_error())))
     }
 }
 
@@ -278,16 +463,35 @@ mod tests {
     fn roots_bundles_and_the_live_host_are_named_and_bad_inputs_refused() {
         let dir = std::env::temp_dir();
         let root = dir.to_string_lossy().into_owned();
+        let tree = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tree.path().join("proc/7")).unwrap();
+        std::fs::write(tree.path().join("proc/7/status"), "Name:\tapp\n").unwrap();
+        let t = tree.path().to_string_lossy().into_owned();
         let spec = SourceSpec {
-            root: Some(root.clone()),
+            root: Some(t.clone()),
             pid: Some(7),
             ..SourceSpec::default()
         };
         let Ok((o, opts)) = spec.open(no_limits) else {
             panic!("the temporary directory did not open as a root")
         };
-        assert_eq!(o.label(), format!("tree at {root}"));
+        assert_eq!(o.label(), format!("tree at {t}"));
         assert_eq!(opts.pid, Some(7));
+        let spec = SourceSpec {
+            root: Some(t.clone()),
+            pid: Some(8),
+            ..SourceSpec::default()
+        };
+        let Err(e) = spec.open(no_limits) else {
+            panic!("a --pid the tree does not have opened")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--pid 8: no process 8 on the tree at {t} (ESRCH): name a running process \
+                 (pgrep -f APP)"
+            )
+        );
         let spec = SourceSpec {
             root: Some(format!("{root}/rdmakit-no-such-dir")),
             ..SourceSpec::default()
@@ -297,13 +501,40 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            format!("--root {root}/rdmakit-no-such-dir: not a directory")
+            format!(
+                "--root {root}/rdmakit-no-such-dir: ENOENT (No such file or directory): name \
+                 the directory a host's /sys and /proc were copied to, or replay a bundle \
+                 with --from"
+            )
         );
         let spec = SourceSpec {
             from: Some(format!("{root}/rdmakit-no-such-bundle.json")),
             ..SourceSpec::default()
         };
-        assert!(matches!(spec.open(no_limits), Err(OpenError::Bundle(_))));
+        let Err(e) = spec.open(no_limits) else {
+            panic!("a missing bundle opened")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--from {root}/rdmakit-no-such-bundle.json: ENOENT (No such file or \
+                 directory): name a bundle written by `rdmakit collect -o FILE`, or a capture \
+                 directory"
+            )
+        );
+        let spec = SourceSpec {
+            kernel_log: Some(format!("{root}/rdmakit-no-such-log")),
+            ..SourceSpec::default()
+        };
+        let Err(e) = spec.open(no_limits) else {
+            panic!("a missing --kernel-log opened")
+        };
+        assert!(
+            e.to_string().starts_with(&format!(
+                "--kernel-log {root}/rdmakit-no-such-log: ENOENT (No such file or directory): "
+            )),
+            "{e}"
+        );
         let Ok((o, _)) = SourceSpec::default().open(no_limits) else {
             panic!("the live host did not open")
         };

@@ -8,6 +8,7 @@ mod cmd;
 use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
+use rdmakit_vocab::exit::Exit;
 
 /// Verifies and troubleshoots an RDMA host layer by layer (hardware, kernel, library,
 /// application) and names the layer at fault.
@@ -17,9 +18,11 @@ struct Cli {
     /// When to color output: auto (terminal and NO_COLOR unset), always, never.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: cmd::ColorWhen,
-    /// Verbs provider: auto (real devices through libibverbs if it lists any, else the soft
-    /// NIC), soft, or ibverbs (overrides RDMAKIT_PROVIDER).
-    #[arg(long, global = true, value_name = "NAME")]
+    /// The verbs provider devinfo, perf, verbs-test and fleet agent open devices
+    /// through: auto (real devices through libibverbs if it lists any, else the soft
+    /// NIC), soft, or ibverbs (overrides RDMAKIT_PROVIDER). Given before the
+    /// subcommand: rdmakit --provider ibverbs devinfo.
+    #[arg(long, value_name = "NAME")]
     provider: Option<String>,
     #[command(subcommand)]
     command: Command,
@@ -74,6 +77,14 @@ fn main() -> ExitCode {
     rdmakit_host::process::end_quietly_on_closed_pipe();
     let cli = Cli::parse();
     cli.color.apply();
+    if cli.provider.is_some() && !cli.command.opens_devices() {
+        eprintln!(
+            "rdmakit: error: --provider chooses how devinfo, perf, verbs-test and fleet agent \
+             open a device; `rdmakit {}` opens none: leave --provider out",
+            cli.command.name()
+        );
+        return Exit::Failed.into();
+    }
     // The provider is read once, here, and passed down: `--provider`, else
     // RDMAKIT_PROVIDER (whose bad value is an error only for a command that
     // opens a device through it).
@@ -82,7 +93,7 @@ fn main() -> ExitCode {
             Ok(c) => Ok(c),
             Err(e) => {
                 eprintln!("rdmakit: error: --provider: {}", e.detail);
-                return ExitCode::from(2);
+                return Exit::Failed.into();
             }
         },
         None => rdmakit_verbs::ProviderChoice::from_env(),
@@ -112,15 +123,54 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("rdmakit: error: {}", said_once(&e));
-            ExitCode::from(2)
+            Exit::Failed.into()
         }
     }
 }
 
-/// The error and its causes (as `{:#}` prints them), each said once: a cause
-/// whose text is already in the message — an error type that prints its source
-/// and also returns it — is not repeated ("…: No such file or directory (os
-/// error 2): No such file or directory (os error 2)").
+impl Command {
+    /// The subcommand's name, as typed.
+    fn name(&self) -> String {
+        let id = match self {
+            Command::Doctor(_) => "doctor",
+            Command::Explain(_) => "explain",
+            Command::Collect(_) => "collect",
+            Command::Pcap(_) => "pcap",
+            Command::Dev(_) => "dev",
+            Command::Devinfo(_) => "devinfo",
+            Command::Link(_) => "link",
+            Command::Res(_) => "res",
+            Command::Stat(_) => "stat",
+            Command::Monitor(_) => "monitor",
+            Command::Metrics(_) => "metrics",
+            Command::Perf(_) => "perf",
+            Command::Soft(_) => "soft",
+            Command::Shim(_) => "shim",
+            Command::VerbsTest(_) => "verbs-test",
+            Command::Fleet(a) => return format!("fleet {}", a.name()),
+            Command::Irq(_) => "irq",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
+        };
+        id.to_string()
+    }
+
+    /// Whether the subcommand opens a device through a verbs provider (the only
+    /// ones `--provider` applies to).
+    fn opens_devices(&self) -> bool {
+        match self {
+            Command::Devinfo(_) | Command::Perf(_) | Command::VerbsTest(_) => true,
+            Command::Fleet(a) => a.opens_devices(),
+            _ => false,
+        }
+    }
+}
+
+/// The error and its causes (as `{:#}` prints them), each said once, in
+/// rdmakit's words: a cause whose text is already in the message — an error
+/// type that prints its source and also returns it — is not repeated ("…: No
+/// such file or directory (os error 2): No such file or directory (os error
+/// 2)"), and Rust's "MESSAGE (os error N)" becomes "ENAME (MESSAGE)".
 fn said_once(e: &anyhow::Error) -> String {
     let mut out = e.to_string();
     for cause in e.chain().skip(1) {
@@ -130,14 +180,15 @@ fn said_once(e: &anyhow::Error) -> String {
             out.push_str(&c);
         }
     }
-    out
+    rdmakit_vocab::errno::plain(&out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::said_once;
 
-    /// Issue 34: an error that shows its source and also returns it.
+    /// An error type that shows its source and also returns it: said once,
+    /// and with the errno's name rather than Rust's wording.
     #[derive(Debug)]
     struct Doubling(std::io::Error);
     impl std::fmt::Display for Doubling {
@@ -152,17 +203,17 @@ mod tests {
     }
 
     #[test]
-    fn enoent_is_said_once() {
+    fn enoent_is_said_once_by_its_name() {
         let io = std::io::Error::from_raw_os_error(2);
         let e = anyhow::Error::new(Doubling(io)).context("--baseline x");
         assert_eq!(
             said_once(&e),
-            "--baseline x: /nonexistent: No such file or directory (os error 2)"
+            "--baseline x: /nonexistent: ENOENT (No such file or directory)"
         );
         let plain = anyhow::Error::new(std::io::Error::from_raw_os_error(2)).context("reading f");
         assert_eq!(
             said_once(&plain),
-            "reading f: No such file or directory (os error 2)"
+            "reading f: ENOENT (No such file or directory)"
         );
     }
 }

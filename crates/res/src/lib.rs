@@ -22,7 +22,7 @@
 //!     }]),
 //!     notes: Vec::new(),
 //! };
-//! assert_eq!(rows(ResKind::Qp, &d)[0].human(), "link soft0/1 lqpn 17 pid 4242 owner-state dead");
+//! assert_eq!(rows(ResKind::Qp, &d, None)[0].human(), "link soft0/1 lqpn 17 pid 4242 owner-state dead");
 //! ```
 
 pub mod kernel;

@@ -1,11 +1,13 @@
 //! `rdmakit res`: the rows of every device — the kernel's tracked objects
 //! (when its RDMA netlink answered) and the soft NIC's registry — for one
-//! resource kind or the per-device summary, with what could not be read.
+//! resource kind or the per-device summary, of every owner or of one process
+//! (`--pid`), with what could not be read.
 
-use rdmakit_host::netlink::{Dev, NetlinkFacts, NlError, ResKind};
-use rdmakit_host::source::Errno;
+use rdmakit_host::netlink::{DevFacts, Holder, NetlinkFacts, ResKind};
+use serde_json::Value;
 
 use crate::row::Row;
+use crate::show::{kernel_part, KernelPart, Shown};
 use crate::soft::SoftDevice;
 use crate::{kernel, soft};
 
@@ -31,84 +33,68 @@ pub fn parse_args(
     }
 }
 
-/// Whether the kernel part of a listing is there, from its device dump.
-#[derive(Debug, PartialEq, Eq)]
-pub struct KernelPart {
-    /// The kernel answered: its devices are listed.
-    pub present: bool,
-    /// Something that exists could not be asked (the listing is partial).
-    pub partial: bool,
-    /// A note for stderr when the kernel part is absent.
-    pub note: Option<String>,
+/// What `rdmakit res` lists: one kind (None: the per-device summary), on one
+/// device (None: every device), of one process (None: every owner).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Query<'a> {
+    /// The kind; None: the per-device summary.
+    pub kind: Option<ResKind>,
+    /// The device.
+    pub dev: Option<&'a str>,
+    /// Only objects this process owns (`rdma res show qp pid N`); for the
+    /// summary, that process's counts per kind.
+    pub pid: Option<u32>,
 }
 
-/// The kernel part from the device dump `devs`: on a `live` host a socket
-/// error leaves it out (the soft NIC is still listed) — EPROTONOSUPPORT (no
-/// RDMA in the kernel) misses nothing, any other errno makes the listing
-/// partial.
+/// The rows of `q`: the kernel's from `f` (the source labelled `label`), then
+/// the soft NIC's `soft` devices, with what could not be read and what the
+/// reader should know.
 ///
 /// # Errors
-/// Any other failure, or any failure of a recorded source: why, as
-/// [`crate::show::unanswered`] says it for `label`.
-pub fn kernel_part(
-    devs: &Result<Vec<Dev>, NlError>,
-    live: bool,
-    label: &str,
-) -> Result<KernelPart, String> {
-    match devs {
-        Ok(_) => Ok(KernelPart {
-            present: true,
-            partial: false,
-            note: None,
-        }),
-        Err(NlError::Socket(e)) if live => Ok(KernelPart {
-            present: false,
-            partial: *e != Errno::EPROTONOSUPPORT,
-            note: Some(format!(
-                "note: kernel part absent ({}); showing the rdmakit soft NIC only",
-                NlError::Socket(*e)
-            )),
-        }),
-        Err(e) => Err(crate::show::unanswered(e, label)),
-    }
-}
-
-/// What `rdmakit res` prints.
-#[derive(Debug, Default)]
-pub struct Listing {
-    /// The rows, kernel devices first.
-    pub rows: Vec<Row>,
-    /// What could not be read, one line each (`what: why`), in order.
-    pub missing: Vec<String>,
-    /// What was read but ignored (the soft NIC registry's forged or foreign
-    /// entries, refused directories), one line each with the path and why.
-    pub notes: Vec<String>,
-}
-
-/// The rows of `kind` (None: the summary) for device `dev` (None: every
-/// device): the kernel's from `f` when `kernel` (its netlink answered), then
-/// the soft NIC's `soft` devices.
+/// `no RDMA device "x"` when `q.dev` names a device neither part has.
 pub fn listing(
     f: &NetlinkFacts,
-    kernel: bool,
+    label: &str,
     soft: &[SoftDevice],
-    kind: Option<ResKind>,
-    dev: Option<&str>,
-) -> Listing {
-    let wanted = |name: &str| dev.map(|d| d == name).unwrap_or(true);
-    let mut l = Listing::default();
-    if kernel {
-        match kind {
-            None => match &f.summary {
+    q: Query<'_>,
+) -> Result<Shown, String> {
+    let wanted = |name: &str| q.dev.map(|d| d == name).unwrap_or(true);
+    let mut l = Shown::default();
+    let present = match kernel_part(&f.devs, label) {
+        KernelPart::Present => true,
+        KernelPart::Absent { note } => {
+            let note = if soft.is_empty() {
+                note
+            } else {
+                format!("{note}; showing the rdmakit soft NIC only")
+            };
+            l.notes.push(note);
+            false
+        }
+        KernelPart::Unread { missing } => {
+            l.missing.push(missing);
+            false
+        }
+    };
+    if present {
+        match (q.kind, q.pid) {
+            (None, None) => match &f.summary {
                 Ok(list) => l.rows.extend(kernel::summary_rows(list, wanted)),
                 Err(e) => l.missing.push(format!("resource summary: {e}")),
             },
-            Some(kind) => {
+            (None, Some(pid)) => {
+                for d in f.devices.iter().filter(|d| wanted(&d.name)) {
+                    l.rows.push(pid_summary_row(f, d, pid, &mut l.missing));
+                }
+            }
+            (Some(kind), _) => {
                 for d in f.devices.iter().filter(|d| wanted(&d.name)) {
                     match d.resources.get(&kind) {
-                        Some(Ok(list)) => l
-                            .rows
-                            .extend(list.iter().map(|r| kernel::resource_row(f, r))),
+                        Some(Ok(list)) => l.rows.extend(
+                            list.iter()
+                                .filter(|r| owned_by(&r.holder, q.pid))
+                                .map(|r| kernel::resource_row(f, r)),
+                        ),
                         Some(Err(e)) => l.missing.push(format!("{}: {}: {e}", d.name, kind.name())),
                         None => {}
                     }
@@ -121,16 +107,89 @@ pub fn listing(
             l.missing.push(format!("{}: {e}", d.name));
         }
         l.notes.extend(d.notes.iter().cloned());
-        match kind {
-            None => l.rows.push(soft::summary_row(d)),
-            Some(k) => l.rows.extend(soft::rows(k, d)),
+        match q.kind {
+            None => l.rows.push(soft::summary_row(d, q.pid)),
+            Some(k) => l.rows.extend(soft::rows(k, d, q.pid)),
         }
     }
-    l
+    if let Some(d) = q.dev {
+        let known = f.devices.iter().any(|x| x.name == d) || soft.iter().any(|x| x.name == d);
+        if !known && l.complete() {
+            return Err(format!("no RDMA device {d:?}"));
+        }
+    }
+    Ok(l)
 }
+
+/// Whether an object of `holder` is shown for `pid` (None: every object).
+fn owned_by(holder: &Holder, pid: Option<u32>) -> bool {
+    match pid {
+        None => true,
+        Some(p) => *holder == Holder::Pid(p),
+    }
+}
+
+/// One device's summary for one process: `0: rxe0: pid 342 pd 1 cq 1 qp 1 ...`,
+/// each kind counted from its dump, in the kernel summary's order. A kind
+/// whose dump is missing counts 0 when the device's summary says it has none
+/// at all; otherwise it is left out and named in `missing`.
+fn pid_summary_row(f: &NetlinkFacts, d: &DevFacts, pid: u32, missing: &mut Vec<String>) -> Row {
+    let summary = f
+        .summary
+        .as_deref()
+        .ok()
+        .and_then(|s| s.iter().find(|s| s.dev_name == d.name));
+    let kinds: Vec<ResKind> = match summary {
+        Some(s) => s
+            .entries
+            .iter()
+            .filter_map(|(n, _)| ResKind::parse(n))
+            .collect(),
+        None => SUMMARY_ORDER.to_vec(),
+    };
+    let mut row = Row::new(format!("{}: {}:", d.index, d.name));
+    row.json_only("ifindex", Value::from(d.index));
+    row.json_only("ifname", Value::from(d.name.as_str()));
+    row.num("pid", pid);
+    let mut unread = Vec::new();
+    for kind in kinds {
+        match d.resources.get(&kind) {
+            Some(Ok(list)) => {
+                let n = list
+                    .iter()
+                    .filter(|r| owned_by(&r.holder, Some(pid)))
+                    .count();
+                row.num(kind.name(), n as u64);
+            }
+            _ if summary.and_then(|s| s.count(kind.name())) == Some(0) => {
+                row.num(kind.name(), 0u64)
+            }
+            Some(Err(e)) => unread.push(format!("{}: {e}", kind.name())),
+            None => unread.push(format!("{}: not asked", kind.name())),
+        }
+    }
+    if !unread.is_empty() {
+        missing.push(format!("{}: pid {pid}: {}", d.name, unread.join("; ")));
+    }
+    row
+}
+
+/// The kernel's summary order (`rdma resource`), for a device without a summary.
+const SUMMARY_ORDER: [ResKind; 7] = [
+    ResKind::Pd,
+    ResKind::Cq,
+    ResKind::Qp,
+    ResKind::CmId,
+    ResKind::Mr,
+    ResKind::Ctx,
+    ResKind::Srq,
+];
 
 #[cfg(test)]
 mod tests {
+    use rdmakit_host::netlink::NlError;
+    use rdmakit_host::source::Errno;
+
     use super::*;
 
     #[test]
@@ -152,20 +211,100 @@ mod tests {
         assert!(parse_args(Some(""), None).is_err());
     }
 
+    /// The real netlink answers of fixtures/healthy-busy (three test programs,
+    /// pids 342, 343 and 345; no ctx, srq or cm_id dumps recorded).
+    fn busy() -> NetlinkFacts {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/healthy-busy");
+        let b = rdmakit_host::capture::import_capture(std::path::Path::new(dir))
+            .expect("fixtures/healthy-busy imports");
+        rdmakit_host::netlink::rdma_netlink(&b)
+    }
+
+    fn lines(s: &Shown) -> Vec<String> {
+        s.rows.iter().map(Row::human).collect()
+    }
+
     #[test]
-    fn kernel_part_absent_only_on_a_live_host() {
-        let ok = kernel_part(&Ok(vec![]), false, "x").unwrap();
-        assert!(ok.present && !ok.partial && ok.note.is_none());
-        let none =
-            kernel_part(&Err(NlError::Socket(Errno::EPROTONOSUPPORT)), true, "live").unwrap();
-        assert!(!none.present && !none.partial);
-        assert!(none.note.unwrap().starts_with("note: kernel part absent ("));
-        let denied = kernel_part(&Err(NlError::Socket(Errno(13))), true, "live").unwrap();
-        assert!(!denied.present && denied.partial);
-        let recorded = kernel_part(&Err(NlError::Socket(Errno(13))), false, "b.json");
-        assert!(recorded.unwrap_err().starts_with("kernel layer: "));
-        assert!(kernel_part(&Err(NlError::NotRecorded), true, "b.json")
+    fn pid_filters_every_kind_of_a_real_capture() {
+        let f = busy();
+        // (kind, pid 342's object, objects of every owner: the kernel's own too)
+        for (kind, want, all) in [
+            (
+                ResKind::Qp,
+                "link rxe0/1 lqpn 17 rqpn 0 type RC state INIT",
+                4,
+            ),
+            (ResKind::Cq, "dev rxe0 cqn 1 cqe 511", 4),
+            (
+                ResKind::Mr,
+                "dev rxe0 mrn 0 rkey 0x0 lkey 0x23f mrlen 4096",
+                3,
+            ),
+            (ResKind::Pd, "dev rxe0 pdn 1 local_dma_lkey 0x0", 4),
+        ] {
+            let q = Query {
+                kind: Some(kind),
+                dev: None,
+                pid: Some(342),
+            };
+            let s = listing(&f, "capture", &[], q).unwrap();
+            let l = lines(&s);
+            assert_eq!(l.len(), 1, "{kind:?}: {l:?}");
+            assert!(l[0].starts_with(want), "{kind:?}: {}", l[0]);
+            assert_eq!(s.rows[0].get("pid"), Some(&Value::from(342u32)));
+            assert!(s.complete(), "{:?}", s.missing);
+            let every = Query { pid: None, ..q };
+            assert_eq!(listing(&f, "capture", &[], every).unwrap().rows.len(), all);
+        }
+        let nobody = Query {
+            kind: Some(ResKind::Qp),
+            dev: None,
+            pid: Some(1),
+        };
+        assert!(listing(&f, "capture", &[], nobody).unwrap().rows.is_empty());
+    }
+
+    #[test]
+    fn pid_summary_counts_that_process_and_names_what_was_not_recorded() {
+        let f = busy();
+        let q = Query {
+            kind: None,
+            dev: None,
+            pid: Some(343),
+        };
+        let s = listing(&f, "capture", &[], q).unwrap();
+        assert_eq!(
+            lines(&s),
+            ["0: rxe0: pid 343 pd 1 cq 1 qp 1 cm_id 0 mr 1 srq 0"]
+        );
+        assert_eq!(
+            s.missing,
+            ["rxe0: pid 343: ctx: not recorded in this source"]
+        );
+    }
+
+    #[test]
+    fn no_rdma_in_the_kernel_is_a_note_not_a_gap() {
+        let mut f = busy();
+        f.devs = Err(NlError::Socket(Errno::EPROTONOSUPPORT));
+        f.devices.clear();
+        let s = listing(&f, "live host", &[], Query::default()).unwrap();
+        assert!(s.rows.is_empty() && s.complete());
+        assert!(
+            s.notes[0].starts_with("live host: no kernel RDMA devices"),
+            "{s:?}"
+        );
+        f.devs = Err(NlError::NotRecorded);
+        let s = listing(&f, "b.json", &[], Query::default()).unwrap();
+        assert!(!s.complete());
+        assert!(s.missing[0].starts_with("b.json holds no RDMA netlink answers"));
+        let q = Query {
+            dev: Some("mlx5_0"),
+            ..Query::default()
+        };
+        f.devs = Err(NlError::Socket(Errno::EPROTONOSUPPORT));
+        assert!(listing(&f, "live host", &[], q)
             .unwrap_err()
-            .starts_with("b.json holds no RDMA netlink answers"));
+            .starts_with("no RDMA device \"mlx5_0\""));
     }
 }

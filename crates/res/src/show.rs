@@ -3,7 +3,7 @@
 //! and port, with what could not be read. Pure: the caller loads the facts and
 //! prints.
 
-use rdmakit_host::netlink::{NetlinkFacts, NlError};
+use rdmakit_host::netlink::{self, NetlinkFacts, NlError};
 use rdmakit_host::source::Errno;
 
 use crate::kernel;
@@ -74,41 +74,129 @@ pub struct Shown {
     /// What could not be read, one line each (`what: why`), in order; the
     /// listing is partial when there is any.
     pub missing: Vec<String>,
+    /// What the reader should know but is not missing (no RDMA in this
+    /// kernel; registry entries ignored), one line each.
+    pub notes: Vec<String>,
 }
 
-/// The error for a device name that `f` does not hold.
-fn no_device(f: &NetlinkFacts, filter: Option<&LinkFilter>) -> Result<(), String> {
-    match filter {
-        Some(l) if !f.devices.iter().any(|x| x.name == l.dev) => {
-            Err(format!("no RDMA device {:?}", l.dev))
-        }
-        _ => Ok(()),
+impl Shown {
+    /// Everything asked was read (nothing is missing): exit 0, else 3
+    /// (incomplete).
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty()
     }
 }
 
-/// The rows of `rdma dev` for `dev` (None: every device).
+/// Whether the kernel's part of a view is there, from its device dump.
+#[derive(Debug, PartialEq, Eq)]
+pub enum KernelPart {
+    /// The kernel answered: its devices are listed.
+    Present,
+    /// There is no RDMA in the kernel (its RDMA netlink protocol does not
+    /// exist: EPROTONOSUPPORT), so there are no kernel devices to list — a
+    /// fact, not a gap. `note` says so and what to check.
+    Absent {
+        /// For stderr.
+        note: String,
+    },
+    /// The device list could not be read (not recorded in a bundle, a
+    /// socket the kernel refused, a failed or garbled dump): the view misses
+    /// the kernel's part. `missing` says why and what to do.
+    Unread {
+        /// For stderr.
+        missing: String,
+    },
+}
+
+/// The kernel part of a view of the source labelled `label`, from its device
+/// dump `devs`.
+pub fn kernel_part(devs: &Result<Vec<netlink::Dev>, NlError>, label: &str) -> KernelPart {
+    match devs {
+        Ok(_) => KernelPart::Present,
+        Err(NlError::Socket(errno)) if *errno == Errno::EPROTONOSUPPORT => KernelPart::Absent {
+            note: format!(
+                "{label}: no kernel RDMA devices: the kernel has no RDMA netlink \
+                 (EPROTONOSUPPORT: ib_core is not loaded, or no CONFIG_INFINIBAND); \
+                 `rdmakit doctor` checks the kernel layer"
+            ),
+        },
+        Err(e) => KernelPart::Unread {
+            missing: unanswered(e, label),
+        },
+    }
+}
+
+/// The view's start from the kernel part: nothing missing when present or
+/// absent (a note when absent), the reason when unread.
+fn start(f: &NetlinkFacts, label: &str) -> (Shown, bool) {
+    let mut out = Shown::default();
+    let present = match kernel_part(&f.devs, label) {
+        KernelPart::Present => true,
+        KernelPart::Absent { note } => {
+            out.notes.push(note);
+            false
+        }
+        KernelPart::Unread { missing } => {
+            out.missing.push(missing);
+            false
+        }
+    };
+    (out, present)
+}
+
+/// The error for a device name that `f` does not hold (nothing to say when
+/// the device list itself was not read).
+fn no_device(f: &NetlinkFacts, filter: Option<&LinkFilter>, out: &Shown) -> Result<(), String> {
+    let Some(l) = filter else { return Ok(()) };
+    let listed = f.devs.is_ok();
+    if listed && !f.devices.iter().any(|x| x.name == l.dev) {
+        return Err(no_such(&l.dev, true, out));
+    }
+    // No RDMA in the kernel: no device at all, so not this one.
+    if !listed && out.complete() {
+        return Err(no_such(&l.dev, false, out));
+    }
+    Ok(())
+}
+
+/// The rows of `rdma dev` for `dev` (None: every device) of the source
+/// labelled `label`.
 ///
 /// # Errors
-/// `no RDMA device "x"` when `dev` names none.
-pub fn dev_rows(f: &NetlinkFacts, dev: Option<&str>) -> Result<Vec<Row>, String> {
+/// `no RDMA device "x"` when `dev` names none the source could list.
+pub fn dev_rows(f: &NetlinkFacts, dev: Option<&str>, label: &str) -> Result<Shown, String> {
+    let (mut out, present) = start(f, label);
     let devs = f.devs.as_deref().unwrap_or_default();
-    let rows: Vec<Row> = devs
+    out.rows = devs
         .iter()
         .filter(|d| dev.is_none_or(|x| x == d.name))
         .map(kernel::dev_row)
         .collect();
     match dev {
-        Some(d) if rows.is_empty() => Err(format!("no RDMA device {d:?}")),
-        _ => Ok(rows),
+        Some(d) if out.rows.is_empty() && out.complete() => Err(no_such(d, present, &out)),
+        _ => Ok(out),
     }
 }
 
-/// The rows of `rdma link` for `filter` (None: every port of every device).
+/// `no RDMA device "x"`, and why there is none when the kernel has no RDMA.
+fn no_such(dev: &str, present: bool, out: &Shown) -> String {
+    match (present, out.notes.first()) {
+        (false, Some(n)) => format!("no RDMA device {dev:?} ({n})"),
+        _ => format!("no RDMA device {dev:?}"),
+    }
+}
+
+/// The rows of `rdma link` for `filter` (None: every port of every device)
+/// of the source labelled `label`.
 ///
 /// # Errors
 /// `no RDMA device "x"` when the filter names none.
-pub fn link_rows(f: &NetlinkFacts, filter: Option<&LinkFilter>) -> Result<Shown, String> {
-    let mut out = Shown::default();
+pub fn link_rows(
+    f: &NetlinkFacts,
+    filter: Option<&LinkFilter>,
+    label: &str,
+) -> Result<Shown, String> {
+    let (mut out, _) = start(f, label);
     for d in &f.devices {
         if filter.is_some_and(|l| l.dev != d.name) {
             continue;
@@ -127,7 +215,7 @@ pub fn link_rows(f: &NetlinkFacts, filter: Option<&LinkFilter>) -> Result<Shown,
             out.rows.push(kernel::port_row(p));
         }
     }
-    no_device(f, filter)?;
+    no_device(f, filter, &out)?;
     Ok(out)
 }
 
@@ -137,9 +225,14 @@ pub fn link_rows(f: &NetlinkFacts, filter: Option<&LinkFilter>) -> Result<Shown,
 ///
 /// # Errors
 /// `no RDMA device "x"` when the filter names none.
-pub fn stat_rows(f: &NetlinkFacts, qp: bool, filter: Option<&LinkFilter>) -> Result<Shown, String> {
+pub fn stat_rows(
+    f: &NetlinkFacts,
+    qp: bool,
+    filter: Option<&LinkFilter>,
+    label: &str,
+) -> Result<Shown, String> {
     let keep = |dev: &str, port: Option<u32>| filter.is_none_or(|l| l.keeps(dev, port));
-    let mut out = Shown::default();
+    let (mut out, _) = start(f, label);
     for d in &f.devices {
         if !keep(&d.name, None) {
             continue;
@@ -168,7 +261,7 @@ pub fn stat_rows(f: &NetlinkFacts, qp: bool, filter: Option<&LinkFilter>) -> Res
             }
         }
     }
-    no_device(f, filter)?;
+    no_device(f, filter, &out)?;
     Ok(out)
 }
 
@@ -176,14 +269,15 @@ pub fn stat_rows(f: &NetlinkFacts, qp: bool, filter: Option<&LinkFilter>) -> Res
 /// what to do about it.
 pub fn unanswered(e: &NlError, label: &str) -> String {
     match e {
-        NlError::Socket(_) => {
-            format!("kernel layer: {e}; check that ib_core is loaded (rdmakit doctor)")
-        }
+        NlError::Socket(_) => format!(
+            "{label}: kernel layer: {e}; `rdmakit doctor` checks the kernel layer (run as \
+             root when it is a permission)"
+        ),
         NlError::NotRecorded => format!(
             "{label} holds no RDMA netlink answers (recorded without them, or a tree with no \
-             kernel behind it)"
+             kernel behind it): `rdmakit collect` on the host records them"
         ),
-        _ => format!("kernel layer: the device dump failed: {e}"),
+        _ => format!("{label}: kernel layer: the device dump failed: {e}"),
     }
 }
 
@@ -269,17 +363,17 @@ mod tests {
     #[test]
     fn link_rows_filter_by_device_and_port_and_name_what_is_missing() {
         let f = facts();
-        let all = link_rows(&f, None).unwrap();
+        let all = link_rows(&f, None, "b").unwrap();
         assert_eq!(all.rows.len(), 2);
         assert_eq!(all.missing, ["mlx5_1: ports: not recorded in this source"]);
         let one = LinkFilter::parse("mlx5_0/2").unwrap();
-        let shown = link_rows(&f, Some(&one)).unwrap();
+        let shown = link_rows(&f, Some(&one), "b").unwrap();
         assert_eq!(shown.rows.len(), 1);
         assert!(shown.rows[0].human().starts_with("link mlx5_0/2 "));
         assert!(shown.missing.is_empty());
         let none = LinkFilter::parse("mlx5_9").unwrap();
         assert_eq!(
-            link_rows(&f, Some(&none)).unwrap_err(),
+            link_rows(&f, Some(&none), "b").unwrap_err(),
             "no RDMA device \"mlx5_9\""
         );
     }
@@ -288,7 +382,7 @@ mod tests {
     fn stat_rows_skip_eopnotsupp_and_report_other_errors() {
         let f = facts();
         let only = LinkFilter::parse("mlx5_0").unwrap();
-        let shown = stat_rows(&f, false, Some(&only)).unwrap();
+        let shown = stat_rows(&f, false, Some(&only), "b").unwrap();
         assert_eq!(
             shown.rows.iter().map(Row::human).collect::<Vec<_>>(),
             ["link mlx5_0/1 rx_write_requests 1"]
@@ -298,10 +392,10 @@ mod tests {
             shown.missing[0].starts_with("mlx5_0/3: counters: "),
             "{shown:?}"
         );
-        let qp = stat_rows(&f, true, None).unwrap();
+        let qp = stat_rows(&f, true, None, "b").unwrap();
         assert!(qp.rows.is_empty());
         assert_eq!(qp.missing.len(), 2);
-        assert!(stat_rows(&f, true, Some(&LinkFilter::parse("x").unwrap())).is_err());
+        assert!(stat_rows(&f, true, Some(&LinkFilter::parse("x").unwrap()), "b").is_err());
     }
 
     #[test]
@@ -325,9 +419,9 @@ mod tests {
     #[test]
     fn dev_rows_name_a_missing_device() {
         let f = facts();
-        assert!(dev_rows(&f, None).unwrap().is_empty());
+        assert!(dev_rows(&f, None, "b").unwrap().rows.is_empty());
         assert_eq!(
-            dev_rows(&f, Some("mlx5_0")).unwrap_err(),
+            dev_rows(&f, Some("mlx5_0"), "b").unwrap_err(),
             "no RDMA device \"mlx5_0\""
         );
     }
@@ -337,9 +431,22 @@ mod tests {
         assert_eq!(
             unanswered(&NlError::NotRecorded, "bundle.json"),
             "bundle.json holds no RDMA netlink answers (recorded without them, or a tree with \
-             no kernel behind it)"
+             no kernel behind it): `rdmakit collect` on the host records them"
         );
-        assert!(unanswered(&NlError::Socket(Errno(93)), "live")
-            .ends_with("check that ib_core is loaded (rdmakit doctor)"));
+        assert!(unanswered(&NlError::Socket(Errno(13)), "live host")
+            .starts_with("live host: kernel layer: NETLINK_RDMA socket: EACCES"));
+        assert_eq!(
+            kernel_part(&Err(NlError::Socket(Errno(93))), "live host"),
+            KernelPart::Absent {
+                note: "live host: no kernel RDMA devices: the kernel has no RDMA netlink \
+                       (EPROTONOSUPPORT: ib_core is not loaded, or no CONFIG_INFINIBAND); \
+                       `rdmakit doctor` checks the kernel layer"
+                    .into()
+            }
+        );
+        assert!(matches!(
+            kernel_part(&Err(NlError::NotRecorded), "b"),
+            KernelPart::Unread { .. }
+        ));
     }
 }

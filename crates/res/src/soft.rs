@@ -142,19 +142,25 @@ pub fn registry_kind(kind: ResKind) -> Option<Kind> {
     }
 }
 
-/// The summary row (`rdma resource`): object counts per kind. A soft device has no
-/// kernel index, so the JSON has `ifname` and no `ifindex`.
-pub fn summary_row(d: &SoftDevice) -> Row {
+/// The summary row (`rdma resource`): object counts per kind, of every owner
+/// or of `pid` alone. A soft device has no kernel index, so the JSON has
+/// `ifname` and no `ifindex`.
+pub fn summary_row(d: &SoftDevice, pid: Option<u32>) -> Row {
     let mut row = Row::new(format!("-: {}: (rdmakit soft NIC)", d.name));
     row.json_only("ifname", Value::from(d.name.as_str()));
+    if let Some(p) = pid {
+        row.num("pid", p);
+    }
+    let of = |k: Kind| d.of(k).filter(move |o| pid.is_none_or(|p| o.pid == p));
     for k in [Kind::Pd, Kind::Cq, Kind::Qp, Kind::Mr, Kind::Srq, Kind::Ah] {
-        row.num(k.as_str(), d.of(k).count() as u64);
+        row.num(k.as_str(), of(k).count() as u64);
     }
     let leaked = d
         .objects
         .as_deref()
         .unwrap_or_default()
         .iter()
+        .filter(|o| pid.is_none_or(|p| o.pid == p))
         .filter(|o| o.owner != OwnerState::Alive)
         .count();
     if leaked > 0 {
@@ -169,12 +175,16 @@ pub fn summary_row(d: &SoftDevice) -> Row {
     row
 }
 
-/// The rows of one kind (`rdma resource show qp`), in owner then handle order.
-pub fn rows(kind: ResKind, d: &SoftDevice) -> Vec<Row> {
+/// The rows of one kind (`rdma resource show qp`), of every owner or of
+/// `pid` alone, in owner then handle order.
+pub fn rows(kind: ResKind, d: &SoftDevice, pid: Option<u32>) -> Vec<Row> {
     let Some(k) = registry_kind(kind) else {
         return Vec::new();
     };
-    d.of(k).map(|o| object_row(kind, &d.name, o)).collect()
+    d.of(k)
+        .filter(|o| pid.is_none_or(|p| o.pid == p))
+        .map(|o| object_row(kind, &d.name, o))
+        .collect()
 }
 
 fn object_row(kind: ResKind, dev: &str, o: &SoftObject) -> Row {
@@ -233,7 +243,8 @@ mod tests {
             obj(Kind::Qp, 18, 4243, OwnerState::Alive),
             obj(Kind::Cq, 1, 4242, OwnerState::Dead),
         ]);
-        let r = rows(ResKind::Qp, &d);
+        let r = rows(ResKind::Qp, &d, None);
+        assert_eq!(rows(ResKind::Qp, &d, Some(4243)).len(), 1);
         assert_eq!(r.len(), 2);
         assert_eq!(
             r[0].human(),
@@ -249,10 +260,10 @@ mod tests {
         assert_eq!(v[0]["lqpn"], 17);
         assert_eq!(v[0]["owner-state"], "dead");
         assert_eq!(
-            rows(ResKind::Cq, &d)[0].human(),
+            rows(ResKind::Cq, &d, None)[0].human(),
             "dev soft0 cqn 1 pid 4242 owner-state dead"
         );
-        assert!(rows(ResKind::Ctx, &d).is_empty());
+        assert!(rows(ResKind::Ctx, &d, None).is_empty());
     }
 
     #[test]
@@ -262,7 +273,11 @@ mod tests {
             obj(Kind::Qp, 18, 4242, OwnerState::Zombie),
             obj(Kind::Pd, 1, 4243, OwnerState::Alive),
         ]);
-        let s = summary_row(&d);
+        let s = summary_row(&d, None);
+        assert_eq!(
+            summary_row(&d, Some(4243)).human(),
+            "-: soft0: (rdmakit soft NIC) pid 4243 pd 1 cq 0 qp 0 mr 0 srq 0 ah 0"
+        );
         assert_eq!(
             s.human(),
             "-: soft0: (rdmakit soft NIC) pd 1 cq 0 qp 2 mr 0 srq 0 ah 0 leaked 2 (owners dead \

@@ -2,17 +2,26 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::collect;
 use rdmakit_host::source::Recorder;
 
-use super::{Opened, SourceArgs};
+use super::{Opened, ReplayArgs};
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    source: SourceArgs,
+    source: ReplayArgs,
+    /// Also record the host as this process sees it — its memlock limit and
+    /// credentials, /dev/infiniband through /proc/PID/root, its network namespace,
+    /// its RDMA cgroup — so `doctor --from` the bundle checks it too.
+    #[arg(long, value_name = "PID")]
+    pid: Option<u32>,
+    /// Record FILE (journalctl -k or dmesg output; a pipe is fine) as the kernel log,
+    /// instead of reading /dev/kmsg.
+    #[arg(long, value_name = "FILE")]
+    kernel_log: Option<String>,
     /// Where to write the bundle (gzip-compressed when the name ends in .gz).
     #[arg(short, long, value_name = "FILE")]
     output: String,
@@ -30,7 +39,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if let Err(e) = rdmakit_host::privilege::keep_only(rdmakit_host::privilege::COLLECT) {
         eprintln!("rdmakit: note: could not drop capabilities: {e}");
     }
-    let (opened, opts) = a.source.open()?;
+    let (opened, opts) = a.source.open_with(a.pid, a.kernel_log.as_deref())?;
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
     let bundle = match &opened {
         // Converting a bundle or capture directory: keep every answer it has.
@@ -40,7 +49,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .is_some_and(|p| std::path::Path::new(p).is_dir()) =>
         {
-            b.copy()
+            // With the options this run adds (--pid, --kernel-log): a
+            // replay reads what they name.
+            let mut c = b.copy();
+            c.header.options = opts.clone();
+            c
         }
         _ => {
             let rec = Recorder::new(opened.source());
@@ -68,7 +81,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     bundle
         .write(&a.output)
-        .with_context(|| format!("writing {}", a.output))?;
+        .map_err(|e| super::write_error("-o", &a.output, "the bundle", &e))?;
     let errors = bundle.read_errors();
     eprintln!(
         "rdmakit: wrote {}: {} answers ({} of them read errors, kept with their errno); \
@@ -78,5 +91,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         errors,
         a.output
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }

@@ -14,7 +14,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let f = load(&a.out.source)?;
-    let rows = rdmakit_res::show::dev_rows(&f, a.dev.as_deref()).map_err(anyhow::Error::msg)?;
-    emit(&rows, a.out.json, false)
+    let (f, label) = load(&a.out.source)?;
+    let shown =
+        rdmakit_res::show::dev_rows(&f, a.dev.as_deref(), &label).map_err(anyhow::Error::msg)?;
+    emit(&shown, a.out.json)
 }

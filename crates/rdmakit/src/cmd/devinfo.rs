@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use rdmakit_verbs::devinfo::{json_list, text, DevInfo};
+use rdmakit_vocab::exit::Exit;
 use serde_json::json;
 
 #[derive(clap::Args, Debug)]
@@ -61,7 +62,7 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
         } else {
             println!("No IB devices found");
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok.into());
     }
     let infos = names
         .iter()
@@ -75,5 +76,6 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
             out.write_all(text(i, a.verbose).as_bytes())?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }
+

@@ -3,7 +3,7 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 pub(super) use rdmakit_doctor::assemble::Settings;
 use rdmakit_doctor::assemble::{assemble, Assembly, RawOptions};
 use rdmakit_doctor::counters::Baseline;
@@ -69,12 +69,13 @@ pub struct Args {
     #[arg(
         long,
         value_name = "FILE",
-        default_value = "/var/lib/rdmakit/npd-state.json"
+        default_value = "/var/lib/rdmakit/npd-state.json",
+        requires = "npd"
     )]
     npd_state: String,
     /// --npd: seconds the check may take before the answer is "unknown" (keep it below
     /// the plugin's timeout in NPD's config).
-    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 15.0, requires = "npd")]
     npd_deadline: f64,
     /// Also write the report as one self-contained HTML file (checklist, findings, IRQs per
     /// CPU, device topology; the data embedded as JSON).
@@ -112,13 +113,7 @@ pub struct Args {
 /// The port counters of the `--baseline` bundle, with its age relative to the
 /// collection being judged when both times are known.
 fn load_baseline(path: &str, current: &Opened, live: bool) -> anyhow::Result<Baseline> {
-    let args = SourceArgs {
-        root: None,
-        from: Some(path.to_string()),
-        pid: None,
-        kernel_log: None,
-    };
-    let (opened, opts) = args.open().with_context(|| format!("--baseline {path}"))?;
+    let (opened, opts) = super::ReplayArgs::open_named("--baseline", path)?;
     let facts = collect(opened.source(), &opts);
     if facts.devices.iter().all(|d| d.ports.is_empty()) {
         bail!("--baseline {path}: holds no RDMA port, so there are no counters to compare with");

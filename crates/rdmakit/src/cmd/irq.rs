@@ -1,5 +1,5 @@
 //! `rdmakit irq`: per RDMA device, its interrupt vectors, the CPUs they land on,
-//! the device's NUMA node, and what the doctor concludes (the seed's IRQ row).
+//! the device's NUMA node, and what the doctor's IRQ checks conclude.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -9,7 +9,9 @@ use rdmakit_doctor::report::Report;
 use rdmakit_doctor::views::irq::{self, IrqView};
 use rdmakit_host::collect::collect;
 
-use super::SourceArgs;
+use rdmakit_vocab::exit::Exit;
+
+use super::ReplayArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -17,7 +19,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    source: SourceArgs,
+    source: ReplayArgs,
 }
 
 /// Exit 1 when the doctor's IRQ checks fail (no vectors, too few, INTx, all on one
@@ -34,9 +36,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         out.write_all(irq::render(&view).as_bytes())?;
     }
-    Ok(if view.failed() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if view.failed() { Exit::Found } else { Exit::Ok }.into())
 }

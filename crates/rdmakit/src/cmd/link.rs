@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use rdmakit_res::show;
 
-use super::res::{emit_shown, link_filter, load, RowsArgs};
+use super::res::{emit, link_filter, load, RowsArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -17,7 +17,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let filter = link_filter(a.link.as_deref())?;
-    let f = load(&a.out.source)?;
-    let shown = show::link_rows(&f, filter.as_ref()).map_err(anyhow::Error::msg)?;
-    emit_shown(&shown, a.out.json)
+    let (f, label) = load(&a.out.source)?;
+    let shown = show::link_rows(&f, filter.as_ref(), &label).map_err(anyhow::Error::msg)?;
+    emit(&shown, a.out.json)
 }

@@ -11,12 +11,21 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context as _;
 use rdmakit_metrics::{http, scrape, Options};
 
-use super::SourceArgs;
+use super::ReplayArgs;
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    source: SourceArgs,
+    source: ReplayArgs,
+    /// Also export the doctor's findings about the host as this process sees it (its
+    /// memlock limit, /dev/infiniband access, network namespace, RDMA cgroup).
+    #[arg(long, value_name = "PID")]
+    pid: Option<u32>,
+    /// Read the kernel log from FILE (journalctl -k, dmesg output) instead of
+    /// /dev/kmsg: its RDMA messages become findings.
+    #[arg(long, value_name = "FILE")]
+    kernel_log: Option<String>,
     /// Write the exposition to FILE atomically (a temporary file renamed over it), for
     /// node_exporter's textfile collector (name it *.prom in its directory).
     #[arg(
@@ -40,10 +49,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let opts = Options {
         node_compat: !a.no_node_compat,
     };
-    let (opened, copts) = a.source.open()?;
+    let (opened, copts) = a.source.open_with(a.pid, a.kernel_log.as_deref())?;
     if let Some(addr) = &a.listen {
-        let listener =
-            TcpListener::bind(addr).with_context(|| format!("--listen {addr}: cannot bind"))?;
+        let listener = TcpListener::bind(addr).map_err(|e| {
+            let hint = match e.raw_os_error() {
+                Some(98) => ": another exporter on that port? pick another",
+                Some(99) => ": not an address of this host",
+                Some(13) => ": ports below 1024 need root",
+                None => ": give IP:PORT, e.g. 127.0.0.1:9879 or [::]:9879",
+                _ => "",
+            };
+            anyhow::anyhow!(
+                "--listen {addr}: cannot bind: {}{hint}",
+                rdmakit_vocab::errno::io_text(&e)
+            )
+        })?;
         let local = listener.local_addr().context("--listen: local address")?;
         eprintln!("rdmakit: serving metrics on http://{local}/metrics");
         // One collection at a time: concurrent scrapes wait rather than read the host
@@ -55,7 +75,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             scrape(opened.source(), copts, opened.label(), &opts)
         };
         http::serve(listener, Arc::new(render)).context("serving metrics")?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok.into());
     }
     let text = scrape(opened.source(), &copts, opened.label(), &opts);
     match &a.output {
@@ -67,5 +87,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }

@@ -63,7 +63,63 @@ impl ColorWhen {
     }
 }
 
-/// Where host facts come from: `--root DIR`, `--from BUNDLE`, or the live host.
+/// Where host facts come from: `--root DIR`, `--from BUNDLE`, or the live host —
+/// what every view that replays a bundle takes (dev, link, res, stat, irq,
+/// devinfo, collect, metrics).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReplayArgs {
+    /// Read a captured host tree rooted at DIR instead of / (like libibverbs' SYSFS_PATH).
+    #[arg(long, value_name = "DIR", conflicts_with = "from")]
+    pub root: Option<String>,
+    /// Replay a bundle recorded by `rdmakit collect` (or a capture directory) instead
+    /// of reading this host.
+    #[arg(long, value_name = "BUNDLE")]
+    pub from: Option<String>,
+}
+
+impl ReplayArgs {
+    /// Opens the source, and the options to collect with.
+    pub fn open(&self) -> anyhow::Result<(Opened, CollectOptions)> {
+        self.open_with(None, None)
+    }
+
+    /// Opens the source, also as process `pid` sees the host, with the kernel
+    /// log read from `kernel_log`: a process the source does not have or a log
+    /// that cannot be read fails here, naming why.
+    pub fn open_with(
+        &self,
+        pid: Option<u32>,
+        kernel_log: Option<&str>,
+    ) -> anyhow::Result<(Opened, CollectOptions)> {
+        let spec = SourceSpec {
+            root: self.root.clone(),
+            from: self.from.clone(),
+            pid,
+            kernel_log: kernel_log.map(str::to_string),
+            from_flag: "--from",
+        };
+        spec.open(device_limits).map_err(anyhow::Error::new)
+    }
+
+    /// Opens the bundle (or capture directory) `path` that `flag` named
+    /// (`--baseline`): its errors name that flag.
+    pub fn open_named(flag: &'static str, path: &str) -> anyhow::Result<(Opened, CollectOptions)> {
+        let spec = SourceSpec {
+            from: Some(path.to_string()),
+            from_flag: flag,
+            ..SourceSpec::default()
+        };
+        spec.open(device_limits).map_err(anyhow::Error::new)
+    }
+
+    /// The live host (neither --root nor --from).
+    pub fn live(&self) -> bool {
+        self.root.is_none() && self.from.is_none()
+    }
+}
+
+/// The doctor's source flags: where host facts come from, and the process and
+/// kernel log it also checks.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SourceArgs {
     /// Read a captured host tree rooted at DIR instead of / (like libibverbs' SYSFS_PATH).
@@ -85,20 +141,47 @@ pub struct SourceArgs {
 pub use rdmakit_host::open::Opened;
 
 impl SourceArgs {
-    /// The source these flags name.
-    fn spec(&self) -> SourceSpec {
-        SourceSpec {
-            root: self.root.clone(),
-            from: self.from.clone(),
-            pid: self.pid,
-            kernel_log: self.kernel_log.clone(),
-        }
-    }
-
     /// Opens the source, and the options to collect with.
     pub fn open(&self) -> anyhow::Result<(Opened, CollectOptions)> {
-        self.spec().open(device_limits).map_err(anyhow::Error::new)
+        let replay = ReplayArgs {
+            root: self.root.clone(),
+            from: self.from.clone(),
+        };
+        replay.open_with(self.pid, self.kernel_log.as_deref())
     }
+}
+
+/// Prints `WHO: error: WHAT` on stderr in rdmakit's words (an errno by its
+/// name, never Rust's "(os error N)") and gives exit status 2: for the
+/// commands that report their own failures (fleet agent, fleet pairwise).
+pub fn fail(who: &str, what: impl std::fmt::Display) -> std::process::ExitCode {
+    eprintln!(
+        "{who}: error: {}",
+        rdmakit_vocab::errno::plain(&what.to_string())
+    );
+    rdmakit_vocab::exit::Exit::Failed.into()
+}
+
+/// "-o FILE: cannot write the bundle: ENOENT (No such file or directory): its
+/// directory does not exist": a file rdmakit was asked to write and could not,
+/// with what to do for the usual causes.
+pub fn write_error(
+    flag: &str,
+    path: &str,
+    what: &str,
+    e: &rdmakit_host::bundle::BundleError,
+) -> anyhow::Error {
+    use rdmakit_host::bundle::BundleError;
+    let (why, errno) = match e {
+        BundleError::Io { err, .. } => (rdmakit_vocab::errno::io_text(err), err.raw_os_error()),
+        e => (rdmakit_vocab::errno::plain(&e.to_string()), None),
+    };
+    let hint = match errno {
+        Some(2) => ": its directory does not exist",
+        Some(1 | 13 | 30) => ": write it where you may (e.g. under /tmp)",
+        _ => "",
+    };
+    anyhow::anyhow!("{flag} {path}: cannot write {what}: {why}{hint}")
 }
 
 /// Device limits (`ibv_query_device`) through rdma-core's libibverbs, asked

@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use rdmakit_host::netlink::{self, monitor::Monitor};
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -16,13 +17,20 @@ pub struct Args {
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let mut mon = match Monitor::open() {
         Ok(m) => m,
+        // No RDMA netlink in this kernel: nothing to subscribe to (3); any
+        // other refusal is the subscription failing (2).
         Err(e) => {
             eprintln!(
                 "rdmakit: monitor: kernel layer: cannot subscribe to RDMA events on \
-                 NETLINK_RDMA: {}",
+                 NETLINK_RDMA: {}; `rdmakit doctor` checks the kernel layer",
                 netlink::describe(e)
             );
-            return Ok(ExitCode::from(2));
+            return Ok(if e.0 == 93 {
+                Exit::Incomplete
+            } else {
+                Exit::Failed
+            }
+            .into());
         }
     };
     // Kernels that announce events say so in their SYS reply; on others the
@@ -51,7 +59,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             Err(e) if e.0 == 4 => continue, // EINTR
             Err(e) => {
                 eprintln!("rdmakit: monitor: recv: {}", netlink::describe(e));
-                return Ok(ExitCode::from(2));
+                return Ok(Exit::Failed.into());
             }
         };
         for ev in events {

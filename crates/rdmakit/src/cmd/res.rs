@@ -9,12 +9,13 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use anyhow::bail;
 use rdmakit_host::netlink::{self, NetlinkFacts};
-use rdmakit_res::show::{self, LinkFilter, Shown};
-pub(crate) use rdmakit_res::{json, Row};
+pub(crate) use rdmakit_res::json;
+use rdmakit_res::listing::Query;
+use rdmakit_res::show::{LinkFilter, Shown};
+use rdmakit_vocab::exit::Exit;
 
-use super::SourceArgs;
+use super::ReplayArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -24,6 +25,10 @@ pub struct Args {
     /// Only this device.
     #[arg(value_name = "DEV")]
     dev: Option<String>,
+    /// Only the objects this process owns (`rdma res show qp pid N`); without a KIND,
+    /// its count of each kind per device.
+    #[arg(long, value_name = "PID")]
+    pid: Option<u32>,
     #[command(flatten)]
     out: RowsArgs,
 }
@@ -37,7 +42,7 @@ pub(crate) struct RowsArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub source: ReplayArgs,
 }
 
 /// `DEV` or `DEV/PORT`, when given.
@@ -47,74 +52,56 @@ pub(crate) fn link_filter(s: Option<&str>) -> anyhow::Result<Option<LinkFilter>>
         .map_err(anyhow::Error::msg)
 }
 
-/// Prints rows (JSON or human) and returns the exit code: 0, or 1 when some
-/// answers are missing (already reported on stderr).
-pub(crate) fn emit(rows: &[Row], as_json: bool, partial: bool) -> anyhow::Result<ExitCode> {
-    let mut out = anstream::stdout();
-    if as_json {
-        out.write_all(json(rows).as_bytes())?;
-    } else {
-        for r in rows {
-            writeln!(out, "{}", r.human())?;
-        }
+/// Prints what the reader should know and what could not be read (stderr),
+/// then the rows (JSON or human); exit 0, or 3 when something was missing.
+pub(crate) fn emit(shown: &Shown, as_json: bool) -> anyhow::Result<ExitCode> {
+    for n in &shown.notes {
+        eprintln!("rdmakit: note: {n}");
     }
-    Ok(if partial {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// Loads the netlink facts from the source. Fails (exit 2) when nothing could be
-/// asked: no RDMA netlink in the kernel, or a source that recorded none.
-pub(crate) fn load(source: &SourceArgs) -> anyhow::Result<NetlinkFacts> {
-    let (opened, _) = source.open()?;
-    let f = netlink::rdma_netlink(opened.source());
-    if let Err(e) = &f.devs {
-        return Err(anyhow::Error::msg(show::unanswered(e, opened.label())));
-    }
-    Ok(f)
-}
-
-/// Prints what could not be read (stderr), then the rows; exit 1 when
-/// something was missing.
-pub(crate) fn emit_shown(shown: &Shown, as_json: bool) -> anyhow::Result<ExitCode> {
     for m in &shown.missing {
         eprintln!("rdmakit: {m}");
     }
-    emit(&shown.rows, as_json, !shown.missing.is_empty())
+    let mut out = anstream::stdout();
+    if as_json {
+        out.write_all(json(&shown.rows).as_bytes())?;
+    } else {
+        for r in &shown.rows {
+            writeln!(out, "{}", r.human())?;
+        }
+    }
+    Ok(if shown.complete() {
+        Exit::Ok
+    } else {
+        Exit::Incomplete
+    }
+    .into())
+}
+
+/// The netlink facts of the source and what to call it. A source without
+/// them (no RDMA in the kernel, a bundle recorded without them) still loads:
+/// the views say so.
+pub(crate) fn load(source: &ReplayArgs) -> anyhow::Result<(NetlinkFacts, String)> {
+    let (opened, _) = source.open()?;
+    let f = netlink::rdma_netlink(opened.source());
+    Ok((f, opened.label().to_string()))
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // `rdmakit res soft0` (a device, no kind) is accepted too.
     let (kind, dev) = rdmakit_res::listing::parse_args(a.kind.as_deref(), a.dev.clone())
         .map_err(anyhow::Error::msg)?;
-    let (opened, _) = a.out.source.open()?;
-    let live = a.out.source.from.is_none() && a.out.source.root.is_none();
-    let f = netlink::rdma_netlink(opened.source());
-    let part = rdmakit_res::listing::kernel_part(&f.devs, live, opened.label())
-        .map_err(anyhow::Error::msg)?;
-    if let Some(n) = &part.note {
-        eprintln!("rdmakit: {n}");
-    }
-    let (kernel, mut partial) = (part.present, part.partial);
-    let soft = if live {
+    let (f, label) = load(&a.out.source)?;
+    // The soft NIC's registry is this host's: listed live only.
+    let soft = if a.out.source.live() {
         rdmakit_res::soft::read(&super::soft_names())
     } else {
         Vec::new()
     };
-    let l = rdmakit_res::listing::listing(&f, kernel, &soft, kind, dev.as_deref());
-    for m in &l.missing {
-        eprintln!("rdmakit: {m}");
-    }
-    for n in &l.notes {
-        eprintln!("rdmakit: note: {n}");
-    }
-    partial |= !l.missing.is_empty();
-    if let Some(d) = &dev {
-        if !f.devices.iter().any(|x| &x.name == d) && !soft.iter().any(|x| &x.name == d) {
-            bail!("no RDMA device {d:?}");
-        }
-    }
-    emit(&l.rows, a.out.json, partial)
+    let q = Query {
+        kind,
+        dev: dev.as_deref(),
+        pid: a.pid,
+    };
+    let shown = rdmakit_res::listing::listing(&f, &label, &soft, q).map_err(anyhow::Error::msg)?;
+    emit(&shown, a.out.json)
 }

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
+use rdmakit_vocab::exit::Exit;
 use serde_json::json;
 
 #[derive(clap::Subcommand, Debug)]
@@ -44,8 +45,23 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
 
 /// Where the built library is.
 fn locate(from: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    if let Some(f) = from.or_else(|| std::env::var_os("RDMAKIT_SHIM_LIB").map(PathBuf::from)) {
-        return Ok(f);
+    let named = match from {
+        Some(f) => Some(("--from", f)),
+        None => {
+            std::env::var_os("RDMAKIT_SHIM_LIB").map(|f| ("RDMAKIT_SHIM_LIB", PathBuf::from(f)))
+        }
+    };
+    if let Some((how, f)) = named {
+        let why = match std::fs::metadata(&f) {
+            Ok(m) if m.is_file() => return Ok(f),
+            Ok(_) => "not a regular file".to_string(),
+            Err(e) => rdmakit_vocab::errno::io_text(&e),
+        };
+        bail!(
+            "{how} {}: {why}: name the built drop-in library (target/release/libibverbs.so \
+             after `cargo build --release --workspace`)",
+            f.display()
+        );
     }
     let exe = std::env::current_exe().context("cannot find the rdmakit binary")?;
     let dir = exe.parent().unwrap_or(Path::new("."));
@@ -91,5 +107,5 @@ fn install(dir: &Path, from: Option<PathBuf>, json: bool) -> anyhow::Result<Exit
     } else {
         print!("{}", i.text());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }

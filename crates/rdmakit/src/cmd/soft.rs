@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use rdmakit_soft::registry::{self, Registry};
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Args {
@@ -65,7 +66,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 "{}",
                 rdmakit_res::registry::leaky_note(&device, on, reg.uid() == 0)
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Ok.into())
         }
         Args::Reclaim {
             device,
@@ -89,11 +90,11 @@ fn status(device: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             "no soft device registry under {}",
             registry::base().display()
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok.into());
     }
     let r = rdmakit_res::registry::status_of(&names).map_err(anyhow::Error::msg)?;
     show(&r, as_json)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }
 
 fn reclaim(device: Option<String>, dry_run: bool, as_json: bool) -> anyhow::Result<ExitCode> {
@@ -104,9 +105,9 @@ fn reclaim(device: Option<String>, dry_run: bool, as_json: bool) -> anyhow::Resu
         eprint!("{}", d.err);
     }
     Ok(if r.iter().any(|d| d.refused) {
-        ExitCode::from(1)
+        Exit::Found.into()
     } else {
-        ExitCode::SUCCESS
+        Exit::Ok.into()
     })
 }
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use rdmakit_res::show;
 
-use super::res::{emit_shown, link_filter, load, RowsArgs};
+use super::res::{emit, link_filter, load, RowsArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -24,7 +24,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let (qp, link) =
         show::stat_args(a.object.as_deref(), a.link.clone()).map_err(anyhow::Error::msg)?;
     let filter = link_filter(link.as_deref())?;
-    let f = load(&a.out.source)?;
-    let shown = show::stat_rows(&f, qp, filter.as_ref()).map_err(anyhow::Error::msg)?;
-    emit_shown(&shown, a.out.json)
+    let (f, label) = load(&a.out.source)?;
+    let shown = show::stat_rows(&f, qp, filter.as_ref(), &label).map_err(anyhow::Error::msg)?;
+    emit(&shown, a.out.json)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use rdmakit_verbs::ibverbs::suite;
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -51,8 +52,8 @@ pub fn run(a: Args, choice: super::ProviderSetting) -> anyhow::Result<ExitCode> 
     );
     if results.is_empty() {
         bail!(
-            "--filter {:?} matches no case ({})",
-            a.filter,
+            "--filter {}: matches no case; the cases: {}",
+            a.filter.as_deref().unwrap_or_default(),
             suite::CASES.join(", ")
         );
     }
@@ -63,8 +64,8 @@ pub fn run(a: Args, choice: super::ProviderSetting) -> anyhow::Result<ExitCode> 
         print!("{}", suite::text(&dev, kind, &results));
     }
     Ok(if failed == 0 {
-        ExitCode::SUCCESS
+        Exit::Ok.into()
     } else {
-        ExitCode::from(1)
+        Exit::Found.into()
     })
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use rdmakit_fleet::pairwise::agent::{self, Agent, AgentConfig, Event};
 use rdmakit_fleet::pairwise::privilege;
 use rdmakit_fleet::pairwise::slurm::Ready;
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -48,7 +49,7 @@ pub struct Args {
     announce: bool,
     /// The address to announce (default: the listen address, or with 0.0.0.0 the source of the
     /// route toward SLURM_LAUNCH_NODE_IPADDR).
-    #[arg(long, value_name = "IP")]
+    #[arg(long, value_name = "IP", requires = "announce")]
     advertise: Option<Ipv4Addr>,
     /// Once the port is bound, become USER (a name or a uid) for good: the agent needs
     /// no privilege after binding. Only root can switch; without it a root agent says
@@ -62,21 +63,42 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
     let provider = match provider {
         Ok(c) => c,
         Err(e) if a.device.is_some() => {
-            eprintln!("rdmakit fleet agent: error: {e}");
-            return Ok(ExitCode::from(2));
+            return Ok(crate::cmd::fail("rdmakit fleet agent", e));
         }
         Err(_) => rdmakit_verbs::ProviderChoice::Auto,
     };
     let token = match super::token(a.token_file.as_deref()) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("rdmakit fleet agent: error: {e}");
-            return Ok(ExitCode::from(2));
+            return Ok(crate::cmd::fail("rdmakit fleet agent", e));
         }
     };
     if !(a.max_test_seconds > 0.0 && a.max_test_seconds <= 3600.0) {
-        eprintln!("rdmakit fleet agent: error: --max-test-seconds: 0 to 3600");
-        return Ok(ExitCode::from(2));
+        return Ok(crate::cmd::fail(
+            "rdmakit fleet agent",
+            "--max-test-seconds: 0 to 3600",
+        ));
+    }
+    // A device that is not there fails now, not at the first test.
+    if let Some(d) = &a.device {
+        match rdmakit_verbs::devices(provider) {
+            Ok(names) if names.iter().any(|n| n == d) => {}
+            Ok(names) => {
+                return Ok(crate::cmd::fail(
+                    "rdmakit fleet agent",
+                    format!(
+                        "-d {d}: no such RDMA device (devices: {}); `rdmakit devinfo` lists them",
+                        names.join(", ")
+                    ),
+                ))
+            }
+            Err(e) => {
+                return Ok(crate::cmd::fail(
+                    "rdmakit fleet agent",
+                    format!("-d {d}: {e}"),
+                ))
+            }
+        }
     }
     let name = a.name.clone().unwrap_or_else(agent::hostname);
     let mut cfg = AgentConfig::new(a.listen, &name, token);
@@ -86,8 +108,7 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
         cfg.soft = match rdmakit_verbs::DeviceConfig::from_env() {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("rdmakit fleet agent: error: {e}");
-                return Ok(ExitCode::from(2));
+                return Ok(crate::cmd::fail("rdmakit fleet agent", e));
             }
         };
     }
@@ -98,8 +119,7 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
     let agent = match Agent::bind(cfg) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("rdmakit fleet agent: error: {e}");
-            return Ok(ExitCode::from(2));
+            return Ok(crate::cmd::fail("rdmakit fleet agent", e));
         }
     };
     let local = agent.local_addr();
@@ -114,8 +134,7 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
                     .map_or("unlimited".to_string(), |b| format!("{} KiB", b / 1024))
             ),
             Err(e) => {
-                eprintln!("rdmakit fleet agent: error: {e}");
-                return Ok(ExitCode::from(2));
+                return Ok(crate::cmd::fail("rdmakit fleet agent", e));
             }
         },
         None if privilege::is_root() => eprintln!(
@@ -129,8 +148,7 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
         let ip = match agent::advertised(a.advertise, local, launch.as_deref()) {
             Ok(ip) => ip,
             Err(e) => {
-                eprintln!("rdmakit fleet agent: error: {e}");
-                return Ok(ExitCode::from(2));
+                return Ok(crate::cmd::fail("rdmakit fleet agent", e));
             }
         };
         let env_u32 = |k: &str| std::env::var(k).ok().and_then(|v| v.parse().ok());
@@ -154,10 +172,7 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
         );
     });
     match agent.run(log) {
-        Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            eprintln!("rdmakit fleet agent: error: {e}");
-            Ok(ExitCode::from(2))
-        }
+        Ok(_) => Ok(Exit::Ok.into()),
+        Err(e) => Ok(crate::cmd::fail("rdmakit fleet agent", e)),
     }
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use rdmakit_fleet::baseline::Expected;
 use rdmakit_fleet::report::{FleetReport, Options};
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -49,7 +50,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         writeln!(err, "rdmakit: bad input: {}: {}", e.input, e.message)?;
     }
     if r.summary.exit_code == 2 {
-        return Ok(ExitCode::from(2));
+        return Ok(Exit::Failed.into());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }

@@ -18,6 +18,7 @@ use rdmakit_fleet::input::{self, LoadOptions, Loaded};
 use rdmakit_fleet::render::{self, HumanOptions};
 use rdmakit_fleet::report::{FleetReport, Options};
 use rdmakit_host::bounded::{read_named, Cap};
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -39,6 +40,24 @@ enum Command {
     Agent(agent::Args),
     /// Measure every pair of agents (or a ring), localize a slow node or a slow link.
     Pairwise(pairwise::Args),
+}
+
+impl Args {
+    /// The subcommand's name ("agent").
+    pub fn name(&self) -> &'static str {
+        match self.command {
+            Command::Report(_) => "report",
+            Command::Baseline(_) => "baseline",
+            Command::Sweep(_) => "sweep",
+            Command::Agent(_) => "agent",
+            Command::Pairwise(_) => "pairwise",
+        }
+    }
+
+    /// Whether it opens a device through a verbs provider: the agent's `-d DEV`.
+    pub fn opens_devices(&self) -> bool {
+        matches!(self.command, Command::Agent(_))
+    }
 }
 
 pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
@@ -175,6 +194,8 @@ impl ReportArgs {
         if let Some(path) = &self.html {
             crate::cmd::html::fleet(path, r)?;
         }
-        Ok(ExitCode::from(r.summary.exit_code))
+        Ok(Exit::from_code(r.summary.exit_code)
+            .unwrap_or(Exit::Failed)
+            .into())
     }
 }

@@ -15,6 +15,7 @@ use rdmakit_fleet::pairwise::options::{self, Options, StepText};
 use rdmakit_fleet::pairwise::render;
 use rdmakit_fleet::pairwise::report::PairwiseReport;
 use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig};
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -29,7 +30,11 @@ pub struct Args {
     agents: Vec<String>,
     /// Measure nothing: render a saved run (its `--json` output) again, as text, --json or
     /// --html.
-    #[arg(long, value_name = "RUN.json", conflicts_with_all = ["agents", "slurm"])]
+    #[arg(long, value_name = "RUN.json", conflicts_with_all = [
+        "agents", "slurm", "quick", "reference", "token_file", "sizes", "seconds",
+        "lat_seconds", "tx_depth", "mtu", "no_confirm", "confirm_parallel", "port_rate",
+        "relative",
+    ])]
     from: Option<PathBuf>,
     /// Start the agents as one Slurm job step (srun --ntasks-per-node=1) with a fresh token,
     /// coordinate from here, stop them when done.
@@ -44,17 +49,17 @@ pub struct Args {
     /// With --slurm: the nodes (Slurm's hostlist syntax).
     #[arg(short = 'w', long, value_name = "LIST", requires = "slurm")]
     nodelist: Option<String>,
-    /// With --slurm: the agents' TCP port.
-    #[arg(long, value_name = "PORT", default_value_t = 18516)]
-    agent_port: u16,
+    /// With --slurm: the agents' TCP port (default: 18516).
+    #[arg(long, value_name = "PORT", requires = "slurm")]
+    agent_port: Option<u16>,
     /// With --slurm: the RDMA device the agents test with (default: the soft NIC).
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV", requires = "slurm")]
     device: Option<String>,
-    /// With --slurm: the srun program.
-    #[arg(long, value_name = "PROGRAM", default_value = "srun")]
-    srun: PathBuf,
+    /// With --slurm: the srun program (default: srun).
+    #[arg(long, value_name = "PROGRAM", requires = "slurm")]
+    srun: Option<PathBuf>,
     /// With --slurm: the rdmakit binary on the nodes (default: this one's path).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", requires = "slurm")]
     agent_program: Option<PathBuf>,
     /// A ring instead of every pair: each node against its two neighbours (2-3 rounds, any N).
     #[arg(long)]
@@ -111,12 +116,36 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    // clap drops `requires = "slurm"` once --agents (which conflicts with
+    // --slurm) is given: the Slurm-only flags are checked here.
+    if !a.slurm {
+        let given = [
+            ("-N/--nodes", a.nodes.is_some()),
+            ("-p/--partition", a.partition.is_some()),
+            ("-w/--nodelist", a.nodelist.is_some()),
+            ("--agent-port", a.agent_port.is_some()),
+            ("-d/--ib-dev", a.device.is_some()),
+            ("--srun", a.srun.is_some()),
+            ("--agent-program", a.agent_program.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+            return Ok(crate::cmd::fail(
+                "rdmakit fleet pairwise",
+                format!(
+                    "{flag} applies with --slurm (agents started as a job step); agents named \
+                     with --agents were started by you: leave {flag} out"
+                ),
+            ));
+        }
+    }
     if let Some(f) = &a.from {
         let report = match options::saved(f) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("rdmakit fleet pairwise: error: --from {}: {e}", f.display());
-                return Ok(ExitCode::from(2));
+                return Ok(crate::cmd::fail(
+                    "rdmakit fleet pairwise",
+                    format!("--from {}: {e}", f.display()),
+                ));
             }
         };
         return show(&a, &report);
@@ -136,15 +165,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         shutdown: a.slurm,
     };
     if let Err(e) = opts.validate() {
-        eprintln!("rdmakit fleet pairwise: error: {e}");
-        return Ok(ExitCode::from(2));
+        return Ok(crate::cmd::fail("rdmakit fleet pairwise", e));
     }
     let token = match super::token(a.token_file.as_deref()) {
         Ok(t) => t,
         Err(rdmakit_fleet::pairwise::auth::TokenError::Missing) if a.slurm => Token::generate()?,
         Err(e) => {
-            eprintln!("rdmakit fleet pairwise: error: {e}");
-            return Ok(ExitCode::from(2));
+            return Ok(crate::cmd::fail("rdmakit fleet pairwise", e));
         }
     };
     let mut step = None;
@@ -153,19 +180,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             Some(p) => p.clone(),
             None => std::env::current_exe()?,
         });
-        sc.srun = a.srun.clone();
+        sc.srun = a.srun.clone().unwrap_or_else(|| PathBuf::from("srun"));
         sc.nodes = a.nodes;
         sc.partition = a.partition.clone();
         sc.nodelist = a.nodelist.clone();
-        sc.port = a.agent_port;
+        sc.port = a.agent_port.unwrap_or(18516);
         if let Some(d) = &a.device {
             sc.agent_args = vec!["-d".into(), d.clone()];
         }
         let s = match AgentStep::launch(&sc, &token) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("rdmakit fleet pairwise: error: --slurm: {e}");
-                return Ok(ExitCode::from(2));
+                return Ok(crate::cmd::fail(
+                    "rdmakit fleet pairwise",
+                    format!("--slurm: {e}"),
+                ));
             }
         };
         let v = s.agents.iter().map(|r| r.addr).collect();
@@ -175,8 +204,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         match options::resolve(&a.agents) {
             Ok(v) => v,
             Err(e) => {
-                eprintln!("rdmakit fleet pairwise: error: --agents: {e}");
-                return Ok(ExitCode::from(2));
+                return Ok(crate::cmd::fail(
+                    "rdmakit fleet pairwise",
+                    format!("--agents: {e}"),
+                ));
             }
         }
     };
@@ -194,8 +225,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rdmakit fleet pairwise: error: {e}");
-            return Ok(ExitCode::from(2));
+            return Ok(crate::cmd::fail("rdmakit fleet pairwise", e));
         }
     };
     show(&a, &report)
@@ -212,9 +242,9 @@ fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<ExitCode> {
         crate::cmd::html::pairwise(path, report)?;
     }
     Ok(if report.clean() {
-        ExitCode::SUCCESS
+        Exit::Ok.into()
     } else {
-        ExitCode::from(1)
+        Exit::Found.into()
     })
 }
 
