@@ -7,7 +7,7 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory as _, Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use rdmakit_vocab::exit::Exit;
 
 /// Verifies and troubleshoots an RDMA host layer by layer (hardware, kernel, library,
@@ -75,7 +75,11 @@ enum Command {
 
 fn main() -> ExitCode {
     rdmakit_host::process::end_quietly_on_closed_pipe();
-    let cli = Cli::parse();
+    let matches = cmd::surface::with_exit_status(Cli::command()).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     cli.color.apply();
     if cli.provider.is_some() && !cli.command.opens_devices() {
         eprintln!(
