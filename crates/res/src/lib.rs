@@ -7,6 +7,8 @@
 //! - [`row`]: a [`Row`] is one object; `human()` and [`json`] render it.
 //! - [`kernel`]: rows from [`rdmakit_host::netlink::NetlinkFacts`] (pure).
 //! - [`show`]: the rows of `rdmakit dev`, `link` and `stat` (pure).
+//! - [`devinfo`]: `rdmakit devinfo --from`: the ibv_devinfo fields a recorded
+//!   source holds, and the ones it does not (pure).
 //! - [`soft`]: [`soft::read`] reads the registries and `/proc`; the row builders
 //!   are pure.
 //!
@@ -25,6 +27,7 @@
 //! assert_eq!(rows(ResKind::Qp, &d, None)[0].human(), "link soft0/1 lqpn 17 pid 4242 owner-state dead");
 //! ```
 
+pub mod devinfo;
 pub mod kernel;
 pub mod listing;
 pub mod registry;

@@ -4,7 +4,9 @@
 //! table), plus `--json` with the same fields.
 //!
 //! Works on any verbs provider: the device list is `rdmakit_verbs::devices`
-//! of the chosen one.
+//! of the chosen one. With `--from BUNDLE` (or `--root DIR`) it prints the
+//! attributes the source recorded instead (rdmakit_res::devinfo) and names
+//! the ones it did not.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -28,6 +30,8 @@ pub struct Args {
     /// Print JSON with the same fields.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    source: super::ReplayArgs,
 }
 
 /// Queries `name` through the chosen provider.
@@ -42,6 +46,9 @@ pub fn query(
 }
 
 pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
+    if !a.source.live() {
+        return replay(&a);
+    }
     let provider = provider.context("listing RDMA devices")?;
     let names = rdmakit_verbs::devices(provider).context("listing RDMA devices")?;
     let names: Vec<String> = match &a.dev {
@@ -79,3 +86,35 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
     Ok(Exit::Ok.into())
 }
 
+/// `--from` / `--root`: the device attributes the source recorded, as
+/// ibv_devinfo prints them; what it did not record is named on stderr (exit 3).
+fn replay(a: &Args) -> anyhow::Result<ExitCode> {
+    let (opened, opts) = a.source.open()?;
+    let facts = rdmakit_host::collect::collect(opened.source(), &opts);
+    let r =
+        rdmakit_res::devinfo::recorded(&facts, opened.label(), a.dev.as_deref(), a.port, a.verbose)
+            .map_err(anyhow::Error::msg)?;
+    for m in &r.missing {
+        eprintln!("rdmakit: {m}");
+    }
+    for n in &r.not_recorded {
+        eprintln!(
+            "rdmakit: {n}: not recorded in the {} (a bundle holds sysfs and, when rdma-core \
+             answered, max_qp, max_cq, max_mr and max_pd; run `rdmakit devinfo` on the host \
+             for the rest)",
+            opened.label()
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&r.json)?)?;
+    } else {
+        out.write_all(r.text.as_bytes())?;
+    }
+    Ok(if r.complete() {
+        Exit::Ok
+    } else {
+        Exit::Incomplete
+    }
+    .into())
+}
