@@ -197,7 +197,10 @@ fn bad_input_is_exit_2_with_a_clear_message() {
             "unknown code",
         ),
         (vec!["doctor", "--memlock-min", "lots"], "not a size"),
-        (vec!["doctor", "--root", "/nonexistent"], "not a directory"),
+        (
+            vec!["doctor", "--root", "/nonexistent"],
+            "--root /nonexistent: ENOENT",
+        ),
         (vec!["explain", "EWHATEVER"], "EWHATEVER"),
         (vec!["pcap", "/nonexistent.pcap"], "/nonexistent.pcap"),
     ] {

@@ -195,9 +195,9 @@ fn json_has_the_same_fields() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert_eq!(v["devices"][0]["soft_udp_offloads"], "none");
     // The same-host data path: auto (rings and the copy) by default or udp
-    // when asked; shm and cma (the copy over UDP, gone with issue 34: a copy
+    // when asked; shm and cma (the copy over UDP, gone since a copy
     // takes the rings' authenticated channel) mean auto; an unknown value is
-    // refused naming the variable (issue 19).
+    // refused naming the variable.
     assert_eq!(d["soft_transport"], "auto");
     let run = |t: &str| {
         Command::new(env!("CARGO_BIN_EXE_rdmakit"))
@@ -232,4 +232,84 @@ fn bad_device_and_port_are_errors() {
     assert_eq!(out.status.code(), Some(2));
     let out = rdmakit(&["devinfo", "-d", "soft0", "-i", "1"]);
     assert!(out.status.success());
+}
+
+/// `devinfo --from`: replaying the real captures, every line rdmakit prints is
+/// the line the real `ibv_devinfo [-v]` printed on that host, in its order;
+/// what a bundle cannot hold is left out and named on stderr (exit 3).
+#[test]
+fn replay_prints_ibv_devinfo_lines_of_the_capture_and_names_the_rest() {
+    for scn in ["healthy", "healthy-busy"] {
+        let dir = fixtures().join(scn);
+        for (flag, file) in [(None, "ibv_devinfo.out"), (Some("-v"), "ibv_devinfo-v.out")] {
+            let real = std::fs::read_to_string(dir.join("cmd").join(file)).unwrap();
+            let real: Vec<&str> = real.lines().filter(|l| !l.starts_with("exit=")).collect();
+            let mut args = vec!["devinfo", "--from", dir.to_str().unwrap()];
+            args.extend(flag);
+            let o = rdmakit(&args);
+            assert_eq!(o.status.code(), Some(3), "{scn} {args:?}");
+            let ours = text(&o.stdout);
+            // A subsequence of the real output, line for line.
+            let mut at = 0;
+            for l in ours.lines() {
+                let found = real[at..].iter().position(|r| *r == l);
+                let Some(i) = found else {
+                    panic!("{scn} {file}: {l:?} is not ibv_devinfo's (or not in its order)")
+                };
+                at += i + 1;
+            }
+            assert!(ours.lines().count() >= 10, "{ours}");
+            let err = text(&o.stderr);
+            assert!(
+                err.starts_with("rdmakit: rxe0: fw_ver, vendor_id, vendor_part_id, hw_ver")
+                    && err.contains("max_mtu, active_mtu, port_lmc")
+                    && err.contains(&format!(
+                        "not recorded in the capture directory {}",
+                        dir.display()
+                    )),
+                "{err}"
+            );
+        }
+    }
+    // JSON: the same fields, and the ones not recorded.
+    let o = rdmakit(&["devinfo", "--json", "--from", &fixture_path("healthy")]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let d = &v["devices"][0];
+    assert_eq!(d["hca_id"], "rxe0");
+    assert_eq!(d["node_guid"], "5054:00ff:fe12:3456");
+    assert_eq!(d["ports"][0]["state"], "PORT_ACTIVE");
+    assert_eq!(d["ports"][0]["link_layer"], "Ethernet");
+    let missing: Vec<&str> = d["not_recorded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        missing,
+        [
+            "fw_ver",
+            "vendor_id",
+            "vendor_part_id",
+            "hw_ver",
+            "max_mtu",
+            "active_mtu",
+            "port_lmc"
+        ]
+    );
+    // A bundle recorded where rdma-core answered holds the four limits.
+    let vm = format!(
+        "{}/../doctor/tests/data/vm/healthy.json.gz",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = rdmakit(&["devinfo", "-v", "--from", &vm]);
+    assert!(
+        text(&o.stdout).contains("\tmax_qp:\t\t\t\t1048560\n"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+fn fixture_path(name: &str) -> String {
+    fixtures().join(name).display().to_string()
 }

@@ -211,7 +211,7 @@ fn two_processes_share_limits() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// Issue 20: a forked child that inherited the context keeps the objects
+/// A forked child that inherited the context keeps the objects
 /// of its killed parent (as the kernel keeps them for a child holding the
 /// uverbs descriptor); status and doctor name the child and its descriptor;
 /// reclaim refuses; the objects go with the child.
@@ -391,11 +391,11 @@ fn leaked_qps_of_a_killed_process_enospc_doctor_and_reclaim() {
     );
 }
 
-/// Issue 18's Done-when: `rdmakit res qp --json` on this machine lists the soft-NIC
+/// `rdmakit res qp --json` on this machine lists the soft-NIC
 /// QPs of a process killed with SIGKILL (on a leaky device), with a dead owner, like rxe's objects in
 /// `rdma -j res show qp`; `rdmakit res` counts them per device and marks the leak.
 /// On a host without kernel RDMA (this build machine) both exit 0 and say on stderr
-/// that the kernel part is absent.
+/// that there are no kernel RDMA devices. `--pid` keeps that process's objects.
 #[test]
 fn res_lists_a_killed_process_qps_with_a_dead_owner() {
     let name = unique("res");
@@ -408,7 +408,7 @@ fn res_lists_a_killed_process_qps_with_a_dead_owner() {
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     if !std::path::Path::new("/sys/class/infiniband").exists() {
-        assert!(err.contains("kernel part absent"), "{err}");
+        assert!(err.contains("no kernel RDMA devices"), "{err}");
     }
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let mine: Vec<&serde_json::Value> = v
@@ -460,6 +460,23 @@ fn res_lists_a_killed_process_qps_with_a_dead_owner() {
         (Some(3), Some(1), Some(1))
     );
     assert_eq!(v[0]["leaked"], 5);
+
+    // --pid: the dead process's objects, every kind; another's: none.
+    let dead_s = dead.to_string();
+    let o = rdmakit(&name, &["res", "qp", &name, "--pid", &dead_s, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 3, "{v:#}");
+    let o = rdmakit(&name, &["res", &name, "--pid", &dead_s]);
+    assert!(
+        text(&o.stdout).starts_with(&format!(
+            "-: {name}: (rdmakit soft NIC) pid {dead} pd 1 cq 1 qp 3 mr 0 srq 0 ah 0 leaked 5"
+        )),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = rdmakit(&name, &["res", "qp", &name, "--pid", "1", "--json"]);
+    assert_eq!(text(&o.stdout), "[]\n");
 
     // After reclaim nothing of it is left.
     let o = rdmakit(&name, &["soft", "reclaim", "--device", &name]);
