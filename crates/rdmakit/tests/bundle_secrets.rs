@@ -1,4 +1,4 @@
-//! Issue 34: bundles and frames carry no secrets. A token in the environment of
+//! Bundles and frames carry no secrets. A token in the environment of
 //! the collecting process and of a Slurm step's process above it (a fake
 //! `slurmstepd: [12.0]` whose environment and command line hold them) must not
 //! reach a bundle (`rdmakit collect`), a sweep's frames (`doctor --frame

@@ -1,4 +1,4 @@
-//! Issue 34: `rdmakit collect --redact` makes a bundle fit for a public ticket.
+//! `rdmakit collect --redact` makes a bundle fit for a public ticket.
 //! On every real capture of fixtures/: the identifiers of the host — read here,
 //! independently of rdmakit, from the capture's own files (sysfs values, the
 //! kernel log, the commands' outputs in cmd/, the SOURCE note) — appear in no form

@@ -1,4 +1,4 @@
-//! Issue 34, against the real `rdmakit fleet agent` and `rdmakit fleet
+//! Against the real `rdmakit fleet agent` and `rdmakit fleet
 //! pairwise`: what a peer that does not hold the run's token can do to an
 //! agent. On main before the fix, 200 idle connections (or 8 sending a byte
 //! every 3 s) kept the coordinator out — `fleet pairwise` exited 2, "0
@@ -66,7 +66,7 @@ fn a_coordinator_completes_its_run_while_200_idle_connections_are_held() {
     let (code, alone, _, err) = coordinator_run(&[&a, &b]);
     assert_eq!(code, Some(0), "{err}");
     eprintln!("the coordinator's run alone: {alone:?}");
-    // The issue's 200, then more than the 256 handshakes an agent keeps
+    // The attack's 200, then more than the 256 handshakes an agent keeps
     // pending: it closes the oldest as new ones come, and the holder
     // re-opens them.
     for n in [200, 300] {
@@ -91,7 +91,7 @@ fn a_coordinator_completes_its_run_while_slowloris_connections_trickle() {
         bytes: br#"{"auth":"00","nonce":""#,
         every: Duration::from_secs(3),
     };
-    // The issue's 8, and far more than the agent's 8 session slots.
+    // The attack's 8, and far more than the agent's 8 session slots.
     for n in [8, 64] {
         let ha = Holder::start(a.parse().unwrap(), n, trickle);
         let hb = Holder::start(b.parse().unwrap(), n, trickle);

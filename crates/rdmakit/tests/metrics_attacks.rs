@@ -1,4 +1,4 @@
-//! Issue 34, against the real `rdmakit metrics --listen`: clients that open
+//! Against the real `rdmakit metrics --listen`: clients that open
 //! connections and never finish a request cannot keep a scrape out. On main
 //! before the fix, 64 idle connections re-opened as they closed made every
 //! scrape fail (503, then a reset) for as long as they were held.

@@ -92,7 +92,7 @@ fn saturated_connectx3_line_names_the_hca_port_and_counters() {
 /// and never reports a previous boot's verdict as current. The stall is a kernel
 /// log that is a pipe no one writes (read for up to 5 s, then given up); a FIFO
 /// in the host tree no longer stalls anything, as rdmakit refuses to open one
-/// there (issue 34).
+/// there.
 #[test]
 fn a_hung_check_is_unknown_never_healthy() {
     let dir = tempfile::tempdir().unwrap();

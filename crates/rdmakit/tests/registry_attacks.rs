@@ -1,4 +1,4 @@
-//! Issue 34, items 2 and 3: the soft NIC's resource registry attacked by an
+//! The soft NIC's resource registry attacked by an
 //! unprivileged user (uid 65534) against a root rdmakit, each attack run for
 //! real and shown to fail:
 //!
@@ -43,7 +43,7 @@ use rdmakit_soft::{Device, DeviceConfig, Errno, Exhaustion, Limits, QpInit};
 use rdmakit_testkit::{as_attacker, attacker_dir, wait, ATTACKER_UID};
 use tempfile::TempDir;
 
-/// No command may take longer (issue 34: "no command hangs").
+/// No command may take longer: no command hangs.
 const LIMIT: Duration = Duration::from_secs(10);
 const CHILD_ENV: &str = "RDK_ATTACK_CHILD";
 
@@ -190,7 +190,7 @@ fn every_root_command(base: &Path, t: &Targets, dev: &str) -> String {
     status
 }
 
-/// The issue's first registry attack: links planted where root's rdmakit
+/// The first registry attack: links planted where root's rdmakit
 /// would create or lock its registry. Root refuses a base or directory it
 /// cannot trust, with the path and why, and changes nothing they point at.
 #[test]
@@ -386,7 +386,7 @@ fn await_flock(path: &Path) {
     }
 }
 
-/// The issue's second attack: the attacker holds its lock for 25 s and
+/// The second attack: the attacker holds its lock for 25 s and
 /// plants FIFOs named like a record and a context. No root command waits on
 /// them; status, res and the doctor name what they ignored and why; the
 /// attacker cannot open root's lock at all.
@@ -490,7 +490,7 @@ fn create_qps(dev: &Device, pd: u32, cq: u32, n: u32) -> (u32, i32) {
     (made, 0)
 }
 
-/// The issue's third attack: 16,384 forged `qp-…` records in the
+/// The third attack: 16,384 forged `qp-…` records in the
 /// attacker's directory — of a dead pid (leaky or not) and naming root's own
 /// live process — with limit 0, which would count against any max_qp. None
 /// counts for root; the ones naming root's process are reported as forged;
