@@ -141,6 +141,7 @@ impl Command {
             Command::Collect(_) => "collect",
             Command::Pcap(_) => "pcap",
             Command::Dev(_) => "dev",
+            Command::Devinfo(a) if a.replays() => "devinfo --from/--root",
             Command::Devinfo(_) => "devinfo",
             Command::Link(_) => "link",
             Command::Res(_) => "res",
@@ -163,7 +164,8 @@ impl Command {
     /// ones `--provider` applies to).
     fn opens_devices(&self) -> bool {
         match self {
-            Command::Devinfo(_) | Command::Perf(_) | Command::VerbsTest(_) => true,
+            Command::Devinfo(a) => !a.replays(),
+            Command::Perf(_) | Command::VerbsTest(_) => true,
             Command::Fleet(a) => a.opens_devices(),
             _ => false,
         }

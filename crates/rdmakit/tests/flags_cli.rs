@@ -1088,6 +1088,14 @@ fn provider_is_refused_where_no_device_is_opened() {
         let err = text(&o.stderr);
         assert!(err.contains("opens none: leave --provider out"), "{err}");
     }
+    let h = fixture("healthy");
+    let o = rdmakit(&["--provider", "soft", "devinfo", "--from", &h]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("`rdmakit devinfo --from/--root` opens none"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = rdmakit(&["--provider", "soft", "devinfo", "-d", "soft0"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let mut s = String::new();

@@ -34,6 +34,13 @@ pub struct Args {
     source: super::ReplayArgs,
 }
 
+impl Args {
+    /// It replays a source (--from, --root) instead of opening devices.
+    pub fn replays(&self) -> bool {
+        !self.source.live()
+    }
+}
+
 /// Queries `name` through the chosen provider.
 pub fn query(
     provider: rdmakit_verbs::ProviderChoice,
