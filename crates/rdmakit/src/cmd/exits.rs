@@ -90,7 +90,6 @@ pub const TABLE: &[(&str, &[(Exit, &str)])] = &[
     (
         "monitor",
         &[
-            (Ok, "never: it prints events until interrupted (Ctrl-C)"),
             (Failed, "events could not be received"),
             (
                 Incomplete,
