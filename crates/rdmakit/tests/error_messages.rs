@@ -64,7 +64,7 @@ fn cases(dir: &std::path::Path) -> Vec<(Vec<String>, String, i32)> {
         (
             s(&["collect", "--from", &vm, "--pid", "436", "-o", "/dev/null"]),
             format!(
-                "rdmakit: error: --pid 436: bundle {vm} (rdmakit 0.1.0 (live host)) did not \
+                "rdmakit: error: --pid 436: bundle {vm} (rdmakit 0.1.0, live host) did not \
                  record process 436 (it was collected without --pid): collect again with \
                  `rdmakit collect --pid 436`, or leave --pid out\n"
             ),
@@ -136,9 +136,8 @@ fn perf_without_a_server_names_econnrefused() {
     assert_eq!(
         text(&o.stderr),
         format!(
-            "rdmakit perf: error: QP information exchange: couldn't connect to 127.0.0.1:{port}: \
-             ECONNREFUSED (Connection refused): is the server (`rdmakit perf TEST` without HOST, \
-             or perftest's) running there, on -p {port}?\n"
+            "rdmakit perf: error: no rdmakit perf server at 127.0.0.1:{port} (ECONNREFUSED): \
+             start one with `rdmakit perf write-bw` on that host, or check -p\n"
         )
     );
 }

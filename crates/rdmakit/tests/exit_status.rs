@@ -122,7 +122,7 @@ fn table(dir: &Path) -> Vec<Run> {
             "an unknown term",
             &["explain", "NOSUCHTHING"],
             2,
-            "does not know",
+            "no such code, errno or status",
         ),
         run(
             "collect",

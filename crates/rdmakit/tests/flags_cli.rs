@@ -50,7 +50,10 @@ impl Use {
 
     fn check(&self) -> Result<(), String> {
         let mut c = bin();
-        c.args(&self.args).stdin(Stdio::null());
+        // Wide enough that no prose wraps: what a flag does, not the width.
+        c.args(&self.args)
+            .stdin(Stdio::null())
+            .env("COLUMNS", "400");
         for (k, v) in &self.env {
             c.env(k, v);
         }
@@ -75,6 +78,12 @@ impl Use {
 /// Flags run in other test files: (subcommand, flag, file, test function).
 /// The coverage test checks that the function is there and runs the flag.
 const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
+    (
+        "explain",
+        "--raw",
+        "doctor_surface.rs",
+        "explain_renders_pages_for_a_terminal_and_keeps_the_markdown_on_request",
+    ),
     (
         "doctor",
         "--slurm-health-check",
