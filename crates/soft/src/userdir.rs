@@ -303,11 +303,25 @@ pub fn check_name(name: &str) -> io::Result<()> {
 }
 
 fn open_base(base: &Path, me: u32) -> io::Result<OwnedFd> {
-    let b = rfs::open(
-        base,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
+    let open = || {
+        rfs::open(
+            base,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    // A base that does not exist yet (RDMAKIT_SOFT_REGISTRY_DIR naming a new
+    // directory) is made, this user's, in a parent that exists: never a chain
+    // of directories.
+    let b = match open() {
+        Err(rustix::io::Errno::NOENT) => {
+            match rfs::mkdir(base, Mode::from_raw_mode(DIR_MODE)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => open(),
+                Err(e) => Err(e),
+            }
+        }
+        r => r,
+    }
     .map_err(|e| with_path(e.into(), base, "cannot open the soft NIC's base directory"))?;
     let st = rfs::fstat(&b).map_err(|e| with_path(e.into(), base, "cannot stat"))?;
     if st.st_uid != 0 && st.st_uid != me {
@@ -450,6 +464,18 @@ mod tests {
         assert!(e.to_string().contains("sticky"), "{e}");
         std::fs::set_permissions(b.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
         UserDir::own_in(b.path()).unwrap();
+    }
+
+    #[test]
+    fn a_missing_base_is_made_in_its_parent_but_not_a_chain() {
+        let b = base();
+        let new = b.path().join("registry");
+        let d = UserDir::own_in(&new).unwrap();
+        assert!(d.path().starts_with(&new));
+        assert_eq!(std::fs::metadata(&new).unwrap().uid(), euid());
+        let deep = b.path().join("a/b/c");
+        assert!(UserDir::own_in(&deep).is_err(), "no chain of directories");
+        assert!(!b.path().join("a").exists());
     }
 
     #[test]
