@@ -91,11 +91,14 @@ impl Cap {
     /// Everything a capture directory holds, together: 64 MiB, as a bundle (it is
     /// imported as one). fixtures/healthy holds 1,328 files.
     pub const CAPTURE: Cap = Cap::new(64 << 20, "capture directories");
-    /// A pcap or pcapng file: 16 MiB. Decoding keeps every packet's record, about
-    /// 1.4 KB per packet with `--json` (measured: 16 MiB of 108-byte packets,
-    /// 155,000 packets, 220 MB), so the cap is set by the smallest packets. The
-    /// fixtures' captures are 2 KB to 54 KB.
-    pub const PCAP: Cap = Cap::new(16 << 20, "pcap files");
+    /// A pcap or pcapng file: 128 MiB, read whole. The decoder keeps a record
+    /// of at most `rdmakit_wire::capture::MAX_PACKETS` RoCE packets (about 1.4
+    /// KB each with `--json`) and says where it stopped; the frames' index
+    /// costs some 50 bytes a frame. With 128 MiB of the smallest RoCE frames the
+    /// peak stays under 500 MB (measured in crates/rdmakit/tests/bounded_inputs.rs).
+    /// The fixtures' captures are 2 KB to 54 KB; the VM tier's soft NIC to rxe
+    /// capture, 26 MB.
+    pub const PCAP: Cap = Cap::new(128 << 20, "pcap files");
     /// A kernel log (`--kernel-log`, `journalctl -k` or `dmesg` output): 32 MiB.
     /// The fixtures' logs are 30 KB to 60 KB; the kernel's own ring is at most a
     /// few MiB (`log_buf_len`), `journalctl -k -b` one boot of it.

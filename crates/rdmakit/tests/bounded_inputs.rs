@@ -265,9 +265,66 @@ fn a_pcap_over_its_cap_is_refused_before_it_is_read() {
     let p = p.display().to_string();
     let m = refused(
         &["pcap", &p],
-        &format!("{p} is over 16 MiB (the cap for pcap files)"),
+        &format!("{p} is over 128 MiB (the cap for pcap files)"),
     );
     m.assert_rss_under(100, "pcap of 10 GB");
+}
+
+/// A pcap of `frames` RoCE ACK frames of 62 bytes (the smallest RoCE
+/// packet: the most frames and records per byte).
+fn small_frames_pcap(path: &std::path::Path, frames: usize) {
+    let mut pkt = vec![0u8; 12];
+    pkt.extend_from_slice(&[0x08, 0x00]);
+    pkt.extend_from_slice(&[
+        0x45, 0, 0, 48, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ]);
+    pkt.extend_from_slice(&[0xc3, 0x50, 0x12, 0xb7, 0, 28, 0, 0]);
+    pkt.extend_from_slice(&[0x11, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0, 0, 0, 1, 0, 0, 0, 1]);
+    pkt.extend_from_slice(&[0; 4]);
+    let mut rec = Vec::new();
+    for v in [0u32, 0, pkt.len() as u32, pkt.len() as u32] {
+        rec.extend_from_slice(&v.to_le_bytes());
+    }
+    rec.extend_from_slice(&pkt);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    f.write_all(&0xa1b2_c3d4u32.to_le_bytes()).unwrap();
+    f.write_all(&[
+        2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0,
+    ])
+    .unwrap();
+    for _ in 0..frames {
+        f.write_all(&rec).unwrap();
+    }
+}
+
+/// The worst a pcap within its cap can do: 127 MiB of the smallest RoCE
+/// frames (1.7 M of them), decoded up to the packet budget with `--json`,
+/// saying where it stopped and how to decode the rest.
+#[test]
+fn a_pcap_at_its_cap_of_the_smallest_frames_stays_under_500_mb() {
+    let _one = rdmakit_testkit::serial();
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("cap.pcap");
+    small_frames_pcap(&p, (127 << 20) / 78);
+    let what = "rdmakit pcap --json (127 MiB of 62-byte frames)";
+    let m = run_measured(
+        &cmd(&["pcap", "--json", &p.display().to_string()]),
+        Duration::from_secs(120),
+        what,
+    );
+    let out = stdout(&m);
+    let head = &out[..out.len().min(2000)];
+    let frames = (127 << 20) / 78;
+    assert!(out.contains("\"decoded_frames\": 100000"), "{head}");
+    assert!(
+        out.contains(&format!("decoded the first 100000 of {frames} frames"))
+            && out.contains(&format!("editcap -r FILE part.pcap 100001-{frames}")),
+        "{head}"
+    );
+    // Every frame here has a bad ICRC (all zero): a finding, 1, wins over
+    // 3 (frames left undecoded).
+    assert_eq!(m.output.status.code(), Some(1), "{}", stderr(&m));
+    m.assert_rss_under(RSS_MB, what);
 }
 
 /// gzip of `zeros` zero bytes, made once and repeated: gzip members

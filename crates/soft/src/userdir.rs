@@ -314,12 +314,10 @@ fn open_base(base: &Path, me: u32) -> io::Result<OwnedFd> {
     // directory) is made, this user's, in a parent that exists: never a chain
     // of directories.
     let b = match open() {
-        Err(rustix::io::Errno::NOENT) => {
-            match rfs::mkdir(base, Mode::from_raw_mode(DIR_MODE)) {
-                Ok(()) | Err(rustix::io::Errno::EXIST) => open(),
-                Err(e) => Err(e),
-            }
-        }
+        Err(rustix::io::Errno::NOENT) => match rfs::mkdir(base, Mode::from_raw_mode(DIR_MODE)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => open(),
+            Err(e) => Err(e),
+        },
         r => r,
     }
     .map_err(|e| with_path(e.into(), base, "cannot open the soft NIC's base directory"))?;

@@ -240,3 +240,34 @@ fn flows_write_bw_s8192() {
     assert_eq!(ack.first_request_psn, None);
     assert_eq!(ack.payload_bytes, 0);
 }
+
+/// A packet budget smaller than the capture decodes up to it: the packets
+/// kept are the capture's first ones, the report says how many frames it
+/// decoded and the warning names the frames left, as editcap counts them.
+#[test]
+fn a_packet_budget_stops_decoding_and_says_where() {
+    let bytes = read("rc_pingpong-s64");
+    let whole = capture::decode_capture(&bytes).unwrap();
+    assert!(!whole.incomplete());
+    assert_eq!(whole.decoded_frames, whole.frames);
+    let part = capture::decode_capture_with(&bytes, 3).unwrap();
+    assert!(part.incomplete());
+    assert_eq!(part.roce_packets, 3);
+    assert!(part.decoded_frames < part.frames);
+    assert_eq!(part.packets.len(), 3);
+    for (a, b) in part.packets.iter().zip(&whole.packets) {
+        assert_eq!(a.index, b.index);
+    }
+    let w = part
+        .warnings
+        .last()
+        .expect("a warning says where decoding stopped");
+    assert!(
+        w.contains(&format!(
+            "editcap -r FILE part.pcap {}-{}",
+            part.decoded_frames + 1,
+            part.frames
+        )),
+        "{w}"
+    );
+}

@@ -400,7 +400,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn faults_serialize_as_the_issue_names_them() {
+    fn a_fault_serializes_as_a_node_or_a_sorted_link() {
         let v = serde_json::to_value([Fault::node("n3"), Fault::link("n5", "n2")]).unwrap();
         assert_eq!(
             v,

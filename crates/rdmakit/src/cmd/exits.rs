@@ -65,6 +65,10 @@ pub const TABLE: &[(&str, &[(Exit, &str)])] = &[
                 Failed,
                 "a capture that cannot be read or decoded, or bad arguments",
             ),
+            (
+                Incomplete,
+                "more than 100,000 RoCE packets: the first ones decoded, the frames left named",
+            ),
         ],
     ),
     ("dev", VIEW),

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use rdmakit_host::bounded::{read_named, Cap, ReadError};
+use rdmakit_vocab::exit::Exit;
 use rdmakit_wire::capture;
 
 #[derive(clap::Args, Debug)]
@@ -29,17 +30,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         ),
         e => e.into(),
     })?;
-    let report = capture::decode_capture(&bytes).with_context(|| format!("decoding {}", a.file))?;
+    let report = capture::decode_capture_with(&bytes, capture::MAX_PACKETS)
+        .with_context(|| format!("decoding {}", a.file))?;
     let mut out = anstream::stdout();
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         out.write_all(capture::render_human(&report).as_bytes())?;
     }
-    // Like a health check: 1 when a packet failed its ICRC or the protocol misbehaved.
+    // Like a health check: 1 when a packet failed its ICRC or the protocol
+    // misbehaved; else 3 when the packet budget left frames undecoded.
     Ok(if report.icrc_invalid > 0 || !report.anomalies.is_empty() {
-        ExitCode::from(1)
+        Exit::Found.into()
+    } else if report.incomplete() {
+        Exit::Incomplete.into()
     } else {
-        ExitCode::SUCCESS
+        Exit::Ok.into()
     })
 }

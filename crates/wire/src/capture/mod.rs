@@ -82,6 +82,16 @@ pub struct CaptureReport {
     /// What the capture cannot settle: a CM request whose answer time had
     /// not run out when the capture ended.
     pub notes: Vec<String>,
+    /// Frames decoded: fewer than [`CaptureReport::frames`] when the packet
+    /// budget ([`decode_capture_with`]) ended the decoding early.
+    pub decoded_frames: usize,
+}
+
+impl CaptureReport {
+    /// Whether the packet budget left frames undecoded.
+    pub fn incomplete(&self) -> bool {
+        self.decoded_frames < self.frames
+    }
 }
 
 /// One RoCEv2 packet of a capture.
@@ -244,12 +254,33 @@ pub struct CmAnomaly {
     pub reason_name: Option<String>,
 }
 
+/// The RoCE packets `rdmakit pcap` decodes in one run: every packet's record
+/// is kept (about 1.4 KB each once rendered as JSON), so 100,000 of them take
+/// ~140 MB; a larger capture is decoded up to there and says how to decode
+/// the rest ([`decode_capture_with`]).
+pub const MAX_PACKETS: usize = 100_000;
+
 /// Decode a pcap or pcapng capture held in memory.
 ///
 /// # Errors
 /// [`CaptureError`] when the file header is not a supported capture header.
 /// Damage after the header ends decoding with a warning in the report.
 pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
+    decode_capture_with(bytes, usize::MAX)
+}
+
+/// [`decode_capture`] that stops after the frame that brings the RoCE
+/// packets to `max_packets`: every packet's record is kept, so this bounds
+/// what a capture of millions of packets costs. The report then says how
+/// many frames it decoded ([`CaptureReport::incomplete`]) and a warning
+/// says how to decode the rest.
+///
+/// # Errors
+/// As [`decode_capture`].
+pub fn decode_capture_with(
+    bytes: &[u8],
+    max_packets: usize,
+) -> Result<CaptureReport, CaptureError> {
     let frames = file::read_frames(bytes)?;
     let mut report = CaptureReport {
         format: frames.format,
@@ -267,12 +298,26 @@ pub fn decode_capture(bytes: &[u8]) -> Result<CaptureReport, CaptureError> {
         flows: Vec::new(),
         warnings: frames.warnings,
         notes: Vec::new(),
+        decoded_frames: 0,
     };
     let mut tracker = analyze::Tracker::default();
     let mut cm = exchanges::Tracker::default();
     let end_ns = frames.frames.iter().filter_map(|f| f.timestamp_ns).max();
     let (mut gso_size, mut gso_frames, mut gso_packets) = (None, 0usize, 0usize);
     for f in &frames.frames {
+        if report.roce_packets >= max_packets {
+            report.warnings.push(format!(
+                "decoded the first {} of {} frames ({} RoCE packets, the most one run keeps): \
+                 decode the rest in parts (editcap -r FILE part.pcap {}-{})",
+                report.decoded_frames,
+                report.frames,
+                report.roce_packets,
+                report.decoded_frames + 1,
+                report.frames
+            ));
+            break;
+        }
+        report.decoded_frames += 1;
         if !report.link_types.contains(&f.link_type) {
             report.link_types.push(f.link_type);
         }
