@@ -41,6 +41,7 @@ pub enum NakCode {
 
 impl NakCode {
     /// From the low 5 bits of the syndrome.
+    #[inline]
     pub fn from_bits(code: u8) -> NakCode {
         match code & 0x1f {
             0 => NakCode::PsnSequenceError,
@@ -53,6 +54,7 @@ impl NakCode {
     }
 
     /// The low 5 bits of the syndrome.
+    #[inline]
     pub fn bits(self) -> u8 {
         match self {
             NakCode::PsnSequenceError => 0,
@@ -99,6 +101,7 @@ pub enum AethKind {
 
 impl AethKind {
     /// Decode a syndrome byte.
+    #[inline]
     pub fn from_syndrome(syndrome: u8) -> AethKind {
         if syndrome & 0x80 != 0 {
             return AethKind::Reserved(syndrome);
@@ -113,6 +116,7 @@ impl AethKind {
     }
 
     /// Encode as a syndrome byte.
+    #[inline]
     pub fn syndrome(self) -> u8 {
         match self {
             AethKind::Ack { credits } => credits & 0x1f,

@@ -56,6 +56,7 @@ pub enum Operation {
 
 impl Operation {
     /// Whether packets of this operation go from responder to requester.
+    #[inline]
     pub fn is_response(self) -> bool {
         matches!(
             self,
@@ -79,11 +80,13 @@ pub enum Position {
 
 impl Position {
     /// Whether this packet starts a message (FIRST or ONLY).
+    #[inline]
     pub fn starts_message(self) -> bool {
         matches!(self, Position::First | Position::Only)
     }
 
     /// Whether this packet ends a message (LAST or ONLY).
+    #[inline]
     pub fn ends_message(self) -> bool {
         matches!(self, Position::Last | Position::Only)
     }

@@ -252,11 +252,13 @@ impl<'a> Repr<'a> {
     ///
     /// # Errors
     /// As [`Repr::parse`].
+    #[inline]
     pub fn parse_without_icrc(bytes: &'a [u8]) -> Result<Repr<'a>> {
         Self::parse_before(bytes, 0)
     }
 
     /// Parse `bytes`, whose last `trailer` bytes follow the pad.
+    #[inline]
     fn parse_before(bytes: &'a [u8], trailer: usize) -> Result<Repr<'a>> {
         if bytes.len() < bth::HEADER_LEN {
             return Err(Error::Truncated);
@@ -322,6 +324,7 @@ impl<'a> Repr<'a> {
     ///
     /// # Errors
     /// [`Error::Unsupported`] for an opcode not in the RC/UC/UD table.
+    #[inline]
     pub fn info(&self) -> Result<OpInfo> {
         self.bth.opcode.info().ok_or(Error::Unsupported)
     }
@@ -341,6 +344,7 @@ impl<'a> Repr<'a> {
     }
 
     /// The extension-header half of [`Repr::check`]; the opcode's entry.
+    #[inline]
     fn check_headers(&self) -> Result<OpInfo> {
         let info = self.info()?;
         let h = info.headers;
@@ -360,6 +364,7 @@ impl<'a> Repr<'a> {
 
     /// BTH + extension headers (of the opcode, or of what is `Some` when the
     /// opcode is unknown).
+    #[inline]
     pub fn header_len(&self) -> usize {
         bth::HEADER_LEN
             + self.deth.map_or(0, |h| h.buffer_len())
@@ -411,6 +416,7 @@ impl<'a> Repr<'a> {
     /// [`Error::Unsupported`] for an unknown opcode, [`Error::Malformed`] if
     /// the extension headers are not the opcode's; [`Error::Truncated`] if
     /// `buf` is shorter than the packet. Nothing is written on error.
+    #[inline]
     pub fn emit_header_without_icrc(
         &self,
         buf: &mut [u8],
@@ -426,6 +432,7 @@ impl<'a> Repr<'a> {
 
     /// Writes the BTH (pad count for `payload_len`) and the extension headers
     /// into `buf` (long enough: checked by the caller); returns their length.
+    #[inline]
     fn emit_headers(&self, buf: &mut [u8], payload_len: usize) -> usize {
         // Each view gets exactly its header's bytes (no bounds check per field).
         let mut b = self.bth;
