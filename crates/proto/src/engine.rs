@@ -21,10 +21,11 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
+use rdmakit_wire::aeth::{self, AethKind, NakCode, CREDITS_UNLIMITED};
+use rdmakit_wire::opcode::{OpCode, OpInfo, Operation, Position, Transport};
+use rdmakit_wire::{atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth, roce};
+
 use crate::mem::{AtomicOp, Key, MemError, Memory, Pd};
-use crate::packet::{
-    opcode_for, syndrome, AtomicEth, Bth, Deth, Kind, Packet, Pos, Reth, Transport,
-};
 use crate::psn::Psn;
 use crate::qp::{modify_is_ok, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};
 use crate::time::{local_ack_timeout, rnr_timer, Clock, Instant};
@@ -46,6 +47,10 @@ pub const GRH_LEN: usize = 40;
 const QKEY_CONTROLLED: u32 = 0x8000_0000;
 /// Emptied scatter/gather lists kept per direction for reuse.
 const SPARE_SGLS: usize = 64;
+/// The ACK the responder sends: no end-to-end credits (as rxe).
+const ACK: AethKind = AethKind::Ack {
+    credits: CREDITS_UNLIMITED,
+};
 
 /// Static configuration of a QP (what `ibv_create_qp` fixes).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -257,7 +262,8 @@ struct RecvWqe {
 
 #[derive(Clone, Debug)]
 struct InMsg {
-    kind: Kind,
+    /// `Send` or `RdmaWrite` (see [`message_op`]).
+    op: Operation,
     recv: Option<RecvWqe>,
     off: u32,
     va: u64,
@@ -282,7 +288,7 @@ struct Resource {
 enum RespOut {
     Ack {
         psn: Psn,
-        syndrome: u8,
+        aeth: AethKind,
         fatal: bool,
     },
     Read {
@@ -304,7 +310,7 @@ enum RespErr {
     Rnr,
     /// Class of error answered with a NAK (RC) and, for RC, QP to ERR; the
     /// status is for a consumed receive WQE, if any.
-    Nak(u8, Option<WcStatus>),
+    Nak(NakCode, Option<WcStatus>),
 }
 
 /// One queue pair: requester, responder and completer.
@@ -474,23 +480,46 @@ fn pkts_for(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu).max(1)
 }
 
-fn pos_of(first: bool, last: bool) -> Pos {
+fn pos_of(first: bool, last: bool) -> Position {
     match (first, last) {
-        (true, true) => Pos::Only,
-        (true, false) => Pos::First,
-        (false, true) => Pos::Last,
-        (false, false) => Pos::Middle,
+        (true, true) => Position::Only,
+        (true, false) => Position::First,
+        (false, true) => Position::Last,
+        (false, false) => Position::Middle,
     }
 }
 
-fn nak_status(code: u8) -> WcStatus {
+fn nak_status(code: NakCode) -> WcStatus {
     match code {
-        1 => WcStatus::RemInvReqErr,
-        2 => WcStatus::RemAccessErr,
-        3 => WcStatus::RemOpErr,
-        4 => WcStatus::RemInvRdReqErr,
+        NakCode::InvalidRequest => WcStatus::RemInvReqErr,
+        NakCode::RemoteAccessError => WcStatus::RemAccessErr,
+        NakCode::RemoteOperationalError => WcStatus::RemOpErr,
+        NakCode::InvalidRdRequest => WcStatus::RemInvRdReqErr,
         _ => WcStatus::BadRespErr,
     }
+}
+
+/// The operation of the message a packet belongs to: the SEND and RDMA
+/// WRITE packets with immediate data or invalidate (LAST or ONLY) end a
+/// SEND or WRITE message like the plain ones.
+fn message_op(op: Operation) -> Operation {
+    match op {
+        Operation::SendWithImmediate | Operation::SendWithInvalidate => Operation::Send,
+        Operation::RdmaWriteWithImmediate => Operation::RdmaWrite,
+        op => op,
+    }
+}
+
+/// Reads a transport packet (BTH through pad; the driver checked and
+/// stripped the ICRC) with wire's ICRC-less codec, and its opcode's table
+/// entry. `None` for what the engine drops as malformed: truncated
+/// headers, an opcode outside RC/UC/UD, a pad count the length does not
+/// allow, a transport header version other than 0.
+#[inline]
+fn parse(bytes: &[u8]) -> Option<(roce::Repr<'_>, OpInfo)> {
+    let p = roce::Repr::parse_without_icrc(bytes).ok()?;
+    let info = p.bth.opcode.info().filter(|_| p.bth.tver == 0)?;
+    Some((p, info))
 }
 
 impl Qp {

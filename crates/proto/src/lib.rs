@@ -38,7 +38,6 @@
 
 mod engine;
 pub mod mem;
-pub mod packet;
 pub mod psn;
 pub mod sim;
 pub mod time;

@@ -26,7 +26,6 @@ use rdmakit_wire::{bth, ipv4, roce, udp};
 
 use crate::engine::{Qp, QpConfig};
 use crate::mem::{MemTable, Pd};
-use crate::packet::Packet;
 use crate::qp::{Access, AddressHandle, Mtu, QpAttr, QpState, QpType};
 use crate::time::Instant;
 use crate::wr::Wc;
@@ -136,7 +135,7 @@ pub struct Node {
 }
 
 /// A test's verdict on a packet about to enter the network: `true` drops it.
-pub type Filter = Box<dyn FnMut(usize, &Packet<'_>) -> bool>;
+pub type Filter = Box<dyn FnMut(usize, &roce::Repr<'_>) -> bool>;
 
 struct InFlight {
     from: usize,
@@ -450,7 +449,7 @@ impl Network {
             t.push((from, self.now, bytes.clone()));
         }
         if let Some(f) = self.filter.as_mut() {
-            if let Ok(p) = Packet::parse(&bytes) {
+            if let Ok(p) = roce::Repr::parse_without_icrc(&bytes) {
                 if f(from, &p) {
                     self.stats.filtered += 1;
                     return;

@@ -39,10 +39,10 @@ fn requester_segments_by_mtu_and_sets_ackreq_on_last() {
     );
     assert_eq!(
         out[0].reth,
-        Some(Reth {
+        Some(reth::Repr {
             va: 0x5000,
             rkey: 9,
-            len: 2 * MTU as u32 + 1
+            dma_len: 2 * MTU as u32 + 1
         })
     );
     // ACK completes it.
@@ -419,7 +419,7 @@ fn fence_and_max_rd_atomic_hold_back_requests() {
     f.qp.post_send(w).unwrap();
     f.recv_nothing();
     let mut p = resp(0x12, 501, 2);
-    p.atomic_ack = Some(41);
+    p.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig_value: 41 });
     f.send(&p);
     assert_eq!(f.recv()[0].psn, 502);
     let wc = f.wcs();
@@ -455,12 +455,12 @@ fn ud_send_carries_deth_and_completes_at_once() {
     let mut buf = [0u8; 2048];
     let t = f.qp.poll_transmit(f.now, &mut buf, &mut f.mem).unwrap();
     assert_eq!(t.ah, AddressHandle(3));
-    let p = Packet::parse(&buf[..t.len]).unwrap();
-    assert_eq!(p.bth.opcode, 0x65);
+    let p = parse(&buf[..t.len]);
+    assert_eq!(p.bth.opcode, OpCode(0x65));
     // Bit 31 set: the QP's own Q_Key is used.
     assert_eq!(
         p.deth,
-        Some(Deth {
+        Some(deth::Repr {
             qkey: 0x1111_1111,
             src_qp: QPN
         })
@@ -532,14 +532,11 @@ fn memory_trait_is_the_only_path() {
     let mut f = qp_rts(QpType::Rc);
     f.post_recv(1, 0, 64);
     let mut d = Deny;
-    let mut buf = [0u8; 600];
     let p = write_pkt(100, BASE, 1, &[1; 8]);
-    let n = p.emit(&mut buf).unwrap();
-    f.qp.handle_packet(f.now, &buf[..n], &mut d);
+    f.qp.handle_packet(f.now, &emit(&p), &mut d);
     let mut s = mk(0x04, 100);
     s.payload = b"x";
-    let n = s.emit(&mut buf).unwrap();
-    f.qp.handle_packet(f.now, &buf[..n], &mut d);
+    f.qp.handle_packet(f.now, &emit(&s), &mut d);
     let mut out = [0u8; 600];
     assert!(f.qp.poll_transmit(f.now, &mut out, &mut d).is_some());
 }
@@ -617,7 +614,7 @@ fn ud_send_queue_error_recovers_via_sqe_to_rts() {
     // Receives keep working in SQE.
     f.post_recv(5, 0, 128);
     let mut p = mk(0x64, 0);
-    p.deth = Some(Deth {
+    p.deth = Some(deth::Repr {
         qkey: 0x1111_1111,
         src_qp: 0x33,
     });

@@ -116,7 +116,7 @@ fn plain_acks_can_be_held_back_behind_requests_but_naks_cannot() {
     let t =
         f.qp.poll_transmit_deferring_acks(f.now, &mut buf, &mut f.mem)
             .expect("the request is not held");
-    assert_eq!(Packet::parse(&buf[..t.len]).unwrap().bth.opcode, 0x04);
+    assert_eq!(parse(&buf[..t.len]).bth.opcode, OpCode(0x04));
     assert!(f
         .qp
         .poll_transmit_deferring_acks(f.now, &mut buf, &mut f.mem)
@@ -131,8 +131,8 @@ fn plain_acks_can_be_held_back_behind_requests_but_naks_cannot() {
     let t =
         f.qp.poll_transmit_deferring_acks(f.now, &mut buf, &mut f.mem)
             .expect("NAKs go at once");
-    let nak = Packet::parse(&buf[..t.len]).unwrap();
-    assert_eq!(nak.aeth.unwrap().syndrome, syndrome::NAK_PSN_SEQ);
+    let nak = parse(&buf[..t.len]);
+    assert_eq!(nak.aeth.unwrap().kind, syndrome::NAK_PSN_SEQ);
 }
 
 #[test]
@@ -149,7 +149,7 @@ fn segmented_send_first_middle_last() {
     f.recv_nothing();
     let mut p = mk(0x03, 102);
     p.payload = &data[2 * MTU..];
-    p.imm = Some(0x0102_0304);
+    p.immdt = Some(immdt::Repr { imm: 0x0102_0304 });
     p.bth.ack_req = true;
     f.send(&p);
     assert_eq!(f.recv()[0].psn, 102);
@@ -257,10 +257,10 @@ fn read_and_atomic_duplicates_replay_from_resources() {
     f.fill(0, &data);
     let rk = f.rkey;
     let mut rd = mk(0x0c, 100);
-    rd.reth = Some(Reth {
+    rd.reth = Some(reth::Repr {
         va: BASE,
         rkey: rk,
-        len: 300,
+        dma_len: 300,
     });
     f.send(&rd);
     let out = f.recv();
@@ -274,7 +274,7 @@ fn read_and_atomic_duplicates_replay_from_resources() {
     );
     // Atomic at PSN 102.
     let mut fa = mk(0x14, 102);
-    fa.atomic_eth = Some(AtomicEth {
+    fa.atomic_eth = Some(atomic_eth::Repr {
         va: BASE + 512,
         rkey: rk,
         swap_add: 5,
@@ -289,10 +289,10 @@ fn read_and_atomic_duplicates_replay_from_resources() {
     assert_eq!(f.qp.stats().atomic_replays, 1);
     // Duplicate READ resuming at its second packet.
     let mut rd2 = mk(0x0c, 101);
-    rd2.reth = Some(Reth {
+    rd2.reth = Some(reth::Repr {
         va: BASE + MTU as u64,
         rkey: rk,
-        len: 300 - MTU as u32,
+        dma_len: 300 - MTU as u32,
     });
     f.send(&rd2);
     let out = f.recv();
@@ -300,10 +300,10 @@ fn read_and_atomic_duplicates_replay_from_resources() {
     assert_eq!(out[0].payload, &data[MTU..]);
     // A duplicate READ asking for more than the original is dropped.
     let mut rd3 = mk(0x0c, 100);
-    rd3.reth = Some(Reth {
+    rd3.reth = Some(reth::Repr {
         va: BASE,
         rkey: rk,
-        len: 400,
+        dma_len: 400,
     });
     f.send(&rd3);
     f.recv_nothing();
@@ -314,7 +314,7 @@ fn atomic_misaligned_is_invalid_request() {
     let mut f = qp_rts(QpType::Rc);
     let rk = f.rkey;
     let mut fa = mk(0x13, 100);
-    fa.atomic_eth = Some(AtomicEth {
+    fa.atomic_eth = Some(atomic_eth::Repr {
         va: BASE + 4,
         rkey: rk,
         swap_add: 1,
@@ -331,7 +331,7 @@ fn hostile_packets_are_dropped_silently() {
     f.post_recv(1, 0, 64);
     let mut p = mk(0x04, 100);
     p.bth.ack_req = true;
-    p.bth.dqpn = 0x99; // wrong QPN
+    p.bth.dest_qp = 0x99; // wrong QPN
     f.send(&p);
     let mut p = mk(0x04, 100);
     p.bth.pkey = 0x7001; // wrong P_Key
@@ -362,7 +362,7 @@ fn send_with_invalidate_kills_the_rkey() {
     f.post_recv(1, 0, 64);
     let rk = f.rkey;
     let mut p = mk(0x17, 100);
-    p.ieth = Some(rk);
+    p.ieth = Some(ieth::Repr { rkey: rk });
     p.bth.ack_req = true;
     f.send(&p);
     assert_eq!(f.recv()[0].syndrome, Some(syndrome::ACK));
@@ -400,21 +400,19 @@ fn ud_checks_qkey_and_fills_grh_area() {
     let mut f = qp_rts(QpType::Ud);
     f.post_recv(1, 0, 128);
     let mut p = mk(0x64, 0);
-    p.deth = Some(Deth {
+    p.deth = Some(deth::Repr {
         qkey: 0x2222,
         src_qp: 0x33,
     });
     p.payload = b"dgram";
     f.send(&p);
     assert!(f.wcs().is_empty(), "wrong Q_Key dropped");
-    p.deth = Some(Deth {
+    p.deth = Some(deth::Repr {
         qkey: 0x1111_1111,
         src_qp: 0x33,
     });
-    let mut buf = [0u8; 64];
-    let n = p.emit(&mut buf).unwrap();
     let grh = [0xabu8; 40];
-    f.qp.handle_packet_with_grh(f.now, &buf[..n], &grh, &mut f.mem);
+    f.qp.handle_packet_with_grh(f.now, &emit(&p), &grh, &mut f.mem);
     let wc = f.wcs();
     assert_eq!(wc[0].status, WcStatus::Success);
     assert_eq!((wc[0].byte_len, wc[0].src_qp, wc[0].grh), (45, 0x33, true));

@@ -27,6 +27,9 @@ use crate::mem::{PeerCopy, PeerDir, PeerError};
 /// a sixteenth of the PSN space.
 pub(super) const SAME_HOST_MAX_PSNS: i32 = 1 << 20;
 
+/// The NAK that declines a same-host request ([`wcma::SYNDROME_DECLINE`]).
+const DECLINE: AethKind = AethKind::Nak(NakCode::Reserved(wcma::NAK_DECLINE));
+
 /// Why a same-host request was not executed.
 enum Refusal {
     /// As a normal request would have been refused.
@@ -108,9 +111,9 @@ impl Qp {
         let hlen = hdr.buffer_len();
         // Emitted as an RC SEND ONLY whose payload is the header, then
         // relabeled: BTH, P_Key and PSN are the engine's own.
-        let mut p = self.empty_packet(0x04, psn, self.attr.dest_qp_num)?;
+        let mut p = self.header(OpCode::RC_SEND_ONLY, psn, self.attr.dest_qp_num);
         p.bth.ack_req = true;
-        let (at, len) = p.emit_header(buf, hlen)?;
+        let (at, len) = p.emit_header_without_icrc(buf, hlen).ok()?;
         hdr.emit(&mut wcma::Packet::new_unchecked(
             buf.get_mut(at..at + hlen)?,
         ))
@@ -186,13 +189,14 @@ impl Qp {
             }
             Err(Refusal::Decline) => {
                 self.stats.same_host_declined += 1;
-                self.push_nak(psn, wcma::SYNDROME_DECLINE, false);
+                self.push_nak(psn, DECLINE, false);
             }
             Err(Refusal::Resp(RespErr::Rnr)) => {
-                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer), false);
+                let timer = self.attr.min_rnr_timer;
+                self.push_nak(psn, AethKind::RnrNak { timer }, false);
             }
             Err(Refusal::Resp(RespErr::Nak(code, _))) => {
-                self.push_nak(psn, code, true);
+                self.push_nak(psn, AethKind::Nak(code), true);
             }
         }
     }
@@ -208,7 +212,7 @@ impl Qp {
         let mtu = self.mtu();
         let pd = self.cfg.pd;
         let acc = self.attr.qp_access_flags;
-        let inv_req = || Refusal::Resp(RespErr::Nak(syndrome::NAK_INV_REQ, None));
+        let inv_req = || Refusal::Resp(RespErr::Nak(NakCode::InvalidRequest, None));
         // A message in progress must continue with its own packets; a
         // request a packet could carry never comes this way.
         if self.cur.is_some() || h.len <= mtu || h.len > 1 << 31 {
@@ -216,10 +220,10 @@ impl Qp {
         }
         let peer = h.iovecs();
         let len = u64::from(h.len);
-        let reth = Reth {
+        let reth = reth::Repr {
             va: h.va,
             rkey: h.rkey,
-            len: h.len,
+            dma_len: h.len,
         };
         let refused = |e: PeerError| match e {
             PeerError::Mem(_) => Refusal::Resp(rem_access()),
@@ -263,12 +267,12 @@ impl Qp {
                     left -= n;
                 }
                 let fail = if left > 0 {
-                    Some((syndrome::NAK_INV_REQ, WcStatus::LocLenErr))
+                    Some((NakCode::InvalidRequest, WcStatus::LocLenErr))
                 } else if local
                     .iter()
                     .any(|&(k, a, n)| mem.check(pd, k, a, n, Access::LOCAL_WRITE).is_err())
                 {
-                    Some((syndrome::NAK_REM_OP, WcStatus::LocProtErr))
+                    Some((NakCode::RemoteOperationalError, WcStatus::LocProtErr))
                 } else {
                     let copy = PeerCopy {
                         pd,
@@ -281,7 +285,7 @@ impl Qp {
                         Ok(_) => None,
                         Err(PeerError::Declined(_)) => return Err(Refusal::Decline),
                         Err(PeerError::Mem(_)) => {
-                            Some((syndrome::NAK_REM_OP, WcStatus::LocProtErr))
+                            Some((NakCode::RemoteOperationalError, WcStatus::LocProtErr))
                         }
                     }
                 };

@@ -159,29 +159,31 @@ impl Qp {
     pub(super) fn handle_response<M: Memory + ?Sized>(
         &mut self,
         now: impl Clock,
-        p: &Packet<'_>,
+        p: &roce::Repr<'_>,
+        info: &OpInfo,
         mem: &mut M,
     ) {
         if !matches!(self.state, QpState::Rts | QpState::Sqd) {
             self.drop(DropReason::bad_state);
             return;
         }
-        let psn = p.bth.psn;
+        let psn = Psn::new(p.bth.psn);
         if psn.diff(self.high_psn) >= 0 {
             self.drop(DropReason::sequence);
             return;
         }
-        match p.info.kind {
-            Kind::Ack => {
+        match info.operation {
+            Operation::Acknowledge => {
                 let Some(aeth) = p.aeth else { return };
-                let syn = aeth.syndrome;
-                match (syn >> 5) & 3 {
-                    0 => {
+                // The syndrome's type is bits 6:5; reserved bit 7 is not
+                // looked at.
+                match AethKind::from_syndrome(aeth.kind.syndrome() & 0x7f) {
+                    AethKind::Ack { .. } => {
                         if !self.ack_through(now, psn) {
                             self.go_back_once(now);
                         }
                     }
-                    1 => {
+                    AethKind::RnrNak { timer } => {
                         self.stats.rnr_naks_received += 1;
                         // Stale, or a copy of the RNR NAK we are already
                         // waiting out: must not consume another RNR retry.
@@ -203,28 +205,29 @@ impl Qp {
                         }
                         self.go_back(now, false);
                         self.rto = None;
-                        self.rnr_wait = Some(now.now() + rnr_timer(syn & 0x1f));
+                        self.rnr_wait = Some(now.now() + rnr_timer(timer));
                     }
-                    3 => {
+                    AethKind::Nak(code) => {
                         self.stats.naks_received += 1;
                         if psn.before(self.una) {
                             return;
                         }
                         let ok = self.ack_through(now, psn.sub(1));
-                        let code = syn & 0x1f;
-                        if code == rdmakit_wire::cma::NAK_DECLINE {
+                        if code == NakCode::Reserved(rdmakit_wire::cma::NAK_DECLINE) {
                             self.same_host_decline(now, psn);
-                        } else if code == 0 || !ok {
+                        } else if code == NakCode::PsnSequenceError || !ok {
                             self.go_back_once(now);
                         } else {
                             self.complete_front(nak_status(code));
                             self.enter_error();
                         }
                     }
-                    _ => self.drop(DropReason::malformed),
+                    AethKind::Reserved(_) => self.drop(DropReason::malformed),
                 }
             }
-            Kind::ReadResp | Kind::AtomicAck => self.handle_rd_response(now, p, mem),
+            Operation::RdmaReadResponse | Operation::AtomicAcknowledge => {
+                self.handle_rd_response(now, p, info, mem)
+            }
             _ => self.drop(DropReason::malformed),
         }
     }
@@ -232,10 +235,11 @@ impl Qp {
     pub(super) fn handle_rd_response<M: Memory + ?Sized>(
         &mut self,
         now: impl Clock,
-        p: &Packet<'_>,
+        p: &roce::Repr<'_>,
+        info: &OpInfo,
         mem: &mut M,
     ) {
-        let q = p.bth.psn;
+        let q = Psn::new(p.bth.psn);
         if q.before(self.una) {
             self.drop(DropReason::sequence);
             return;
@@ -262,15 +266,15 @@ impl Qp {
         let Some(w) = self.sq.front() else { return };
         let mtu = self.mtu();
         let pd = self.cfg.pd;
-        let ends = match (p.info.kind, w.wr.op) {
-            (Kind::ReadResp, SendOp::Read { .. }) => {
+        let ends = match (info.operation, w.wr.op) {
+            (Operation::RdmaReadResponse, SendOp::Read { .. }) => {
                 let off = u64::from(q.diff(w.first_psn) as u32) * u64::from(mtu);
                 let n = p.payload.len() as u64;
                 let total = u64::from(w.len);
-                let pos = p.info.pos;
+                let ends = info.position.ends_message();
                 let bad = off + n > total
-                    || (pos.ends() && off + n != total)
-                    || (!pos.ends() && (n != u64::from(mtu) || off + n == total));
+                    || (ends && off + n != total)
+                    || (!ends && (n != u64::from(mtu) || off + n == total));
                 if bad {
                     self.complete_front(WcStatus::BadRespErr);
                     self.enter_error();
@@ -281,10 +285,13 @@ impl Qp {
                     self.enter_error();
                     return;
                 }
-                pos.ends()
+                ends
             }
-            (Kind::AtomicAck, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }) => {
-                let orig = p.atomic_ack.unwrap_or(0);
+            (
+                Operation::AtomicAcknowledge,
+                SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. },
+            ) => {
+                let orig = p.atomic_ack_eth.map_or(0, |a| a.orig_value);
                 if scatter(mem, pd, &w.wr.sg_list, 0, &orig.to_le_bytes()).is_err() {
                     self.complete_front(WcStatus::LocProtErr);
                     self.enter_error();

@@ -51,27 +51,27 @@ impl Qp {
             self.same_host_request(bytes, mem);
             return;
         }
-        let Ok(p) = Packet::parse(bytes) else {
+        let Some((p, info)) = parse(bytes) else {
             self.drop(DropReason::malformed);
             return;
         };
-        let transport_ok = p.info.transport == self.transport();
-        if !self.admit(self.refusal(p.bth.dqpn, transport_ok, p.bth.pkey)) {
+        let transport_ok = info.transport == self.transport();
+        if !self.admit(self.refusal(p.bth.dest_qp, transport_ok, p.bth.pkey)) {
             return;
         }
         match self.cfg.qp_type {
             QpType::Rc => {
-                if matches!(p.info.kind, Kind::Ack | Kind::ReadResp | Kind::AtomicAck) {
-                    self.handle_response(now, &p, mem);
+                if info.operation.is_response() {
+                    self.handle_response(now, &p, &info, mem);
                     if self.state != QpState::Err {
                         self.fix_send_ptr();
                         self.drain_local_errors();
                     }
                 } else {
-                    self.rc_request(&p, mem);
+                    self.rc_request(&p, &info, mem);
                 }
             }
-            QpType::Uc => self.uc_request(&p, mem),
+            QpType::Uc => self.uc_request(&p, &info, mem),
             QpType::Ud => self.ud_request(&p, grh, mem),
         }
     }
@@ -128,18 +128,18 @@ impl Qp {
     pub(super) fn push_ack(&mut self, psn: Psn) {
         if let Some(RespOut::Ack {
             psn: q,
-            syndrome: s,
+            aeth,
             fatal: false,
         }) = self.out.back_mut()
         {
-            if *s == syndrome::ACK {
+            if *aeth == ACK {
                 *q = psn;
                 return;
             }
         }
         self.out.push_back(RespOut::Ack {
             psn,
-            syndrome: syndrome::ACK,
+            aeth: ACK,
             fatal: false,
         });
     }
@@ -147,17 +147,13 @@ impl Qp {
     /// Answers `psn` with a NAK: one the requester recovers from (RNR, PSN
     /// sequence error, a declined same-host request), or a `fatal` one that
     /// ends the connection.
-    pub(super) fn push_nak(&mut self, psn: Psn, syndrome: u8, fatal: bool) {
+    pub(super) fn push_nak(&mut self, psn: Psn, aeth: AethKind, fatal: bool) {
         if fatal {
             self.fatal_pending = true;
         } else {
             self.nak_sent = true;
         }
-        self.out.push_back(RespOut::Ack {
-            psn,
-            syndrome,
-            fatal,
-        });
+        self.out.push_back(RespOut::Ack { psn, aeth, fatal });
     }
 
     /// True for a request with the expected PSN. One beyond it gets one
@@ -167,7 +163,7 @@ impl Qp {
         let d = psn.diff(self.epsn);
         if d > 0 {
             if !self.nak_sent {
-                self.push_nak(self.epsn, syndrome::NAK_PSN_SEQ, false);
+                self.push_nak(self.epsn, AethKind::Nak(NakCode::PsnSequenceError), false);
             }
             self.drop(DropReason::sequence);
             return false;
@@ -180,19 +176,25 @@ impl Qp {
         true
     }
 
-    pub(super) fn rc_request<M: Memory + ?Sized>(&mut self, p: &Packet<'_>, mem: &mut M) {
+    pub(super) fn rc_request<M: Memory + ?Sized>(
+        &mut self,
+        p: &roce::Repr<'_>,
+        info: &OpInfo,
+        mem: &mut M,
+    ) {
         if self.fatal_pending {
             self.drop(DropReason::bad_state);
             return;
         }
-        let psn = p.bth.psn;
-        if !self.in_sequence(psn, |qp| qp.rc_duplicate(p)) {
+        let psn = Psn::new(p.bth.psn);
+        if !self.in_sequence(psn, |qp| qp.rc_duplicate(p, info)) {
             return;
         }
-        match self.execute(p, mem) {
+        match self.execute(p, info, mem) {
             Ok(()) => self.nak_sent = false,
             Err(RespErr::Rnr) => {
-                self.push_nak(psn, syndrome::rnr(self.attr.min_rnr_timer), false);
+                let timer = self.attr.min_rnr_timer;
+                self.push_nak(psn, AethKind::RnrNak { timer }, false);
             }
             Err(RespErr::Nak(code, status)) => {
                 if let Some(st) = status {
@@ -201,20 +203,20 @@ impl Qp {
                         self.cq.push_back(wc);
                     }
                 }
-                self.push_nak(psn, code, true);
+                self.push_nak(psn, AethKind::Nak(code), true);
             }
         }
     }
 
-    pub(super) fn rc_duplicate(&mut self, p: &Packet<'_>) {
-        let psn = p.bth.psn;
+    pub(super) fn rc_duplicate(&mut self, p: &roce::Repr<'_>, info: &OpInfo) {
+        let psn = Psn::new(p.bth.psn);
         // Bound the work a flood of duplicates can queue between two polls.
         if self.out.len() >= 2 * usize::from(self.attr.max_dest_rd_atomic) + 16 {
             self.drop(DropReason::resources);
             return;
         }
-        match p.info.kind {
-            Kind::ReadReq => {
+        match info.operation {
+            Operation::RdmaReadRequest => {
                 let Some(reth) = p.reth else { return };
                 let found = self
                     .resources
@@ -227,14 +229,14 @@ impl Qp {
                 }) = found.copied()
                 {
                     let end = va.saturating_add(u64::from(len));
-                    let rend = reth.va.saturating_add(u64::from(reth.len));
+                    let rend = reth.va.saturating_add(u64::from(reth.dma_len));
                     if reth.rkey == rkey && reth.va >= va && rend <= end {
                         self.stats.read_replays += 1;
                         self.out.push_back(RespOut::Read {
                             psn,
                             va: reth.va,
                             rkey,
-                            remaining: reth.len,
+                            remaining: reth.dma_len,
                             first: true,
                         });
                         return;
@@ -242,7 +244,7 @@ impl Qp {
                 }
                 self.drop(DropReason::resources);
             }
-            Kind::CmpSwap | Kind::FetchAdd => {
+            Operation::CompareSwap | Operation::FetchAdd => {
                 let found = self.resources.iter().rev().find(|r| r.first == psn);
                 if let Some(Resource {
                     kind: ResKind::Atomic { orig },
@@ -275,39 +277,42 @@ impl Qp {
     /// Executes an in-sequence RC request (also used by UC for SEND/WRITE).
     pub(super) fn execute<M: Memory + ?Sized>(
         &mut self,
-        p: &Packet<'_>,
+        p: &roce::Repr<'_>,
+        info: &OpInfo,
         mem: &mut M,
     ) -> Result<(), RespErr> {
-        let psn = p.bth.psn;
-        let info = p.info;
+        let psn = Psn::new(p.bth.psn);
+        let op = message_op(info.operation);
+        let pos = info.position;
         let pd = self.cfg.pd;
         let mtu = self.mtu() as usize;
-        let inv_req = RespErr::Nak(syndrome::NAK_INV_REQ, None);
+        let inv_req = RespErr::Nak(NakCode::InvalidRequest, None);
         // Opcode sequence: a message in progress continues, otherwise starts.
-        match (&self.cur, info.pos.starts()) {
-            (Some(c), false) if c.kind == info.kind => {}
+        match (&self.cur, pos.starts_message()) {
+            (Some(c), false) if c.op == op => {}
             (None, true) => {}
             _ => return Err(inv_req),
         }
         // Segmentation rules.
         let n = p.payload.len();
-        let len_ok = match info.pos {
-            Pos::First | Pos::Middle => n == mtu,
-            Pos::Last => (1..=mtu).contains(&n),
-            Pos::Only => n <= mtu,
+        let len_ok = match pos {
+            Position::First | Position::Middle => n == mtu,
+            Position::Last => (1..=mtu).contains(&n),
+            Position::Only => n <= mtu,
         };
-        if info.payload && !len_ok {
+        if info.has_payload && !len_ok {
             return Err(inv_req);
         }
         let acc = self.attr.qp_access_flags;
-        match info.kind {
-            Kind::Send => {
-                if info.pos.starts() {
+        let imm = p.immdt.map(|i| i.imm);
+        match op {
+            Operation::Send => {
+                if pos.starts_message() {
                     let Some(r) = self.rq.pop_front() else {
                         return Err(RespErr::Rnr);
                     };
                     self.cur = Some(InMsg {
-                        kind: Kind::Send,
+                        op: Operation::Send,
                         recv: Some(r),
                         off: 0,
                         va: 0,
@@ -323,23 +328,23 @@ impl Qp {
                 };
                 if u64::from(c.off) + n as u64 > r.len {
                     return Err(RespErr::Nak(
-                        syndrome::NAK_INV_REQ,
+                        NakCode::InvalidRequest,
                         Some(WcStatus::LocLenErr),
                     ));
                 }
                 if scatter(mem, pd, &r.wr.sg_list, u64::from(c.off), p.payload).is_err() {
                     return Err(RespErr::Nak(
-                        syndrome::NAK_REM_OP,
+                        NakCode::RemoteOperationalError,
                         Some(WcStatus::LocProtErr),
                     ));
                 }
                 c.off += n as u32;
-                if info.pos.ends() {
+                if pos.ends_message() {
                     let mut inv = None;
-                    if let Some(rkey) = p.ieth {
+                    if let Some(rkey) = p.ieth.map(|i| i.rkey) {
                         if mem.invalidate(pd, rkey).is_err() {
                             return Err(RespErr::Nak(
-                                syndrome::NAK_INV_REQ,
+                                NakCode::InvalidRequest,
                                 Some(WcStatus::RemInvReqErr),
                             ));
                         }
@@ -351,7 +356,7 @@ impl Qp {
                     if let Some(r) = c.recv {
                         let mut wc = self.wc(r.wr.wr_id, WcStatus::Success, WcOpcode::Recv);
                         wc.byte_len = c.off;
-                        wc.imm_data = p.imm;
+                        wc.imm_data = imm;
                         wc.invalidated_rkey = inv;
                         wc.src_qp = self.attr.dest_qp_num;
                         self.cq.push_back(wc);
@@ -360,32 +365,32 @@ impl Qp {
                     self.msn = self.msn.wrapping_add(1);
                 }
             }
-            Kind::Write => {
+            Operation::RdmaWrite => {
                 if !acc.contains(Access::REMOTE_WRITE) {
                     return Err(inv_req);
                 }
-                if info.pos.starts() {
+                if pos.starts_message() {
                     let Some(reth) = p.reth else {
                         return Err(inv_req);
                     };
                     check_reth(mem, pd, reth, Access::REMOTE_WRITE)?;
-                    if (info.pos == Pos::Only && n != reth.len as usize)
-                        || (n as u64) > u64::from(reth.len)
+                    if (pos == Position::Only && n != reth.dma_len as usize)
+                        || (n as u64) > u64::from(reth.dma_len)
                     {
                         return Err(inv_req);
                     }
                     self.cur = Some(InMsg {
-                        kind: Kind::Write,
+                        op: Operation::RdmaWrite,
                         recv: None,
                         off: 0,
                         va: reth.va,
                         rkey: reth.rkey,
-                        dma_len: reth.len,
+                        dma_len: reth.dma_len,
                     });
                 }
-                let imm_needs_recv = info.imm && info.pos.ends();
+                let imm_needs_recv = info.headers.immdt && pos.ends_message();
                 if imm_needs_recv && self.rq.is_empty() {
-                    if info.pos == Pos::Only {
+                    if pos == Position::Only {
                         self.cur = None;
                     }
                     return Err(RespErr::Rnr);
@@ -394,7 +399,8 @@ impl Qp {
                     return Err(inv_req);
                 };
                 let end = u64::from(c.off) + n as u64;
-                if end > u64::from(c.dma_len) || (info.pos.ends() && end != u64::from(c.dma_len)) {
+                if end > u64::from(c.dma_len) || (pos.ends_message() && end != u64::from(c.dma_len))
+                {
                     return Err(inv_req);
                 }
                 if n > 0 {
@@ -403,7 +409,7 @@ impl Qp {
                         .map_err(|_| rem_access())?;
                 }
                 c.off += n as u32;
-                if info.pos.ends() {
+                if pos.ends_message() {
                     let total = c.off;
                     self.cur = None;
                     if imm_needs_recv {
@@ -411,7 +417,7 @@ impl Qp {
                             let mut wc =
                                 self.wc(r.wr.wr_id, WcStatus::Success, WcOpcode::RecvRdmaWithImm);
                             wc.byte_len = total;
-                            wc.imm_data = p.imm;
+                            wc.imm_data = imm;
                             wc.src_qp = self.attr.dest_qp_num;
                             self.cq.push_back(wc);
                         }
@@ -419,39 +425,39 @@ impl Qp {
                     self.msn = self.msn.wrapping_add(1);
                 }
             }
-            Kind::ReadReq => {
+            Operation::RdmaReadRequest => {
                 if !acc.contains(Access::REMOTE_READ) {
                     return Err(inv_req);
                 }
                 let Some(reth) = p.reth else {
                     return Err(inv_req);
                 };
-                if reth.len > 1 << 31 {
+                if reth.dma_len > 1 << 31 {
                     return Err(inv_req);
                 }
                 check_reth(mem, pd, reth, Access::REMOTE_READ)?;
-                let npk = pkts_for(reth.len, mtu as u32);
+                let npk = pkts_for(reth.dma_len, mtu as u32);
                 self.add_resource(Resource {
                     first: psn,
                     last: psn.add(npk - 1),
                     kind: ResKind::Read {
                         va: reth.va,
                         rkey: reth.rkey,
-                        len: reth.len,
+                        len: reth.dma_len,
                     },
                 });
                 self.out.push_back(RespOut::Read {
                     psn,
                     va: reth.va,
                     rkey: reth.rkey,
-                    remaining: reth.len,
+                    remaining: reth.dma_len,
                     first: true,
                 });
                 self.msn = self.msn.wrapping_add(1);
                 self.epsn = psn.add(npk);
                 return Ok(());
             }
-            Kind::CmpSwap | Kind::FetchAdd => {
+            Operation::CompareSwap | Operation::FetchAdd => {
                 if !acc.contains(Access::REMOTE_ATOMIC) {
                     return Err(inv_req);
                 }
@@ -461,7 +467,7 @@ impl Qp {
                 if a.va % 8 != 0 {
                     return Err(inv_req);
                 }
-                let op = if info.kind == Kind::CmpSwap {
+                let atomic = if op == Operation::CompareSwap {
                     AtomicOp::CompareSwap {
                         compare: a.compare,
                         swap: a.swap_add,
@@ -469,7 +475,7 @@ impl Qp {
                 } else {
                     AtomicOp::FetchAdd { add: a.swap_add }
                 };
-                let orig = match mem.atomic(pd, a.rkey, a.va, op) {
+                let orig = match mem.atomic(pd, a.rkey, a.va, atomic) {
                     Ok(v) => v,
                     Err(MemError::Misaligned) => return Err(inv_req),
                     Err(_) => return Err(rem_access()),
@@ -482,7 +488,14 @@ impl Qp {
                 self.out.push_back(RespOut::Atomic { psn, orig });
                 self.msn = self.msn.wrapping_add(1);
             }
-            Kind::Ack | Kind::ReadResp | Kind::AtomicAck => return Err(inv_req),
+            // A response is no request; message_op folds the operations
+            // with immediate data or invalidate into Send and RdmaWrite.
+            Operation::RdmaReadResponse
+            | Operation::Acknowledge
+            | Operation::AtomicAcknowledge
+            | Operation::SendWithImmediate
+            | Operation::SendWithInvalidate
+            | Operation::RdmaWriteWithImmediate => return Err(inv_req),
         }
         self.epsn = psn.add(1);
         if p.bth.ack_req && self.cfg.qp_type == QpType::Rc {
@@ -491,8 +504,14 @@ impl Qp {
         Ok(())
     }
 
-    pub(super) fn uc_request<M: Memory + ?Sized>(&mut self, p: &Packet<'_>, mem: &mut M) {
-        let psn = p.bth.psn;
+    pub(super) fn uc_request<M: Memory + ?Sized>(
+        &mut self,
+        p: &roce::Repr<'_>,
+        info: &OpInfo,
+        mem: &mut M,
+    ) {
+        let psn = Psn::new(p.bth.psn);
+        let pos = info.position;
         if psn.before(self.epsn) {
             // Duplicate or stale: UC never delivers a packet twice.
             self.stats.duplicates += 1;
@@ -503,7 +522,7 @@ impl Qp {
             // PSN gap: abandon the message in progress; a packet that starts
             // a message is taken, anything else drops until the next start.
             self.abandon_uc();
-            self.uc_drop = !p.info.pos.starts();
+            self.uc_drop = !pos.starts_message();
             if self.uc_drop {
                 self.epsn = psn.add(1);
                 self.drop(DropReason::sequence);
@@ -512,27 +531,27 @@ impl Qp {
         }
         self.epsn = psn.add(1);
         if self.uc_drop {
-            if !p.info.pos.starts() {
+            if !pos.starts_message() {
                 self.drop(DropReason::sequence);
                 return;
             }
             self.uc_drop = false;
         }
         let cont_ok = match &self.cur {
-            Some(c) => !p.info.pos.starts() && c.kind == p.info.kind,
-            None => p.info.pos.starts(),
+            Some(c) => !pos.starts_message() && c.op == message_op(info.operation),
+            None => pos.starts_message(),
         };
         if !cont_ok {
             self.abandon_uc();
-            self.uc_drop = !p.info.pos.starts();
+            self.uc_drop = !pos.starts_message();
             if self.uc_drop {
                 self.drop(DropReason::sequence);
                 return;
             }
         }
-        if self.execute(p, mem).is_err() {
+        if self.execute(p, info, mem).is_err() {
             self.abandon_uc();
-            self.uc_drop = !p.info.pos.ends();
+            self.uc_drop = !pos.ends_message();
             self.drop(DropReason::refused);
         }
         // execute() moved epsn forward already on success.
@@ -549,7 +568,7 @@ impl Qp {
 
     pub(super) fn ud_request<M: Memory + ?Sized>(
         &mut self,
-        p: &Packet<'_>,
+        p: &roce::Repr<'_>,
         grh: Option<&[u8; GRH_LEN]>,
         mem: &mut M,
     ) {
@@ -586,7 +605,7 @@ impl Qp {
         let mut wc = self.wc(r.wr.wr_id, status, WcOpcode::Recv);
         if status == WcStatus::Success {
             wc.byte_len = total as u32;
-            wc.imm_data = p.imm;
+            wc.imm_data = p.immdt.map(|i| i.imm);
             wc.src_qp = deth.src_qp;
             wc.grh = grh.is_some();
         }
@@ -602,7 +621,7 @@ pub(super) fn pkey_match(a: u16, b: u16) -> bool {
 
 /// The NAK that answers a remote access the memory refused.
 pub(super) fn rem_access() -> RespErr {
-    RespErr::Nak(syndrome::NAK_REM_ACCESS, None)
+    RespErr::Nak(NakCode::RemoteAccessError, None)
 }
 
 /// Checks the range a RETH names for `need` before any byte moves; a
@@ -610,17 +629,17 @@ pub(super) fn rem_access() -> RespErr {
 pub(super) fn check_reth<M: Memory + ?Sized>(
     mem: &M,
     pd: Pd,
-    reth: crate::packet::Reth,
+    reth: reth::Repr,
     need: Access,
 ) -> Result<(), RespErr> {
-    if reth.len == 0 {
+    if reth.dma_len == 0 {
         return Ok(());
     }
     mem.check(
         pd,
         Key::Remote(reth.rkey),
         reth.va,
-        u64::from(reth.len),
+        u64::from(reth.dma_len),
         need,
     )
     .map_err(|_| rem_access())

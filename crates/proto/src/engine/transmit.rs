@@ -62,7 +62,7 @@ impl Qp {
                 matches!(
                     o,
                     RespOut::Ack {
-                        syndrome: syndrome::ACK,
+                        aeth: ACK,
                         fatal: false,
                         ..
                     }
@@ -121,22 +121,20 @@ impl Qp {
         Some(t)
     }
 
-    fn bth(&self, opcode: u8, psn: Psn, dqpn: u32) -> Bth {
-        Bth {
-            opcode,
-            se: false,
-            mig: false,
-            pkey: self.pkey(),
-            becn_fecn: 0,
-            dqpn,
-            ack_req: false,
-            psn,
+    /// A packet of `opcode` for `dqpn` under this QP's P_Key, without
+    /// extension headers or payload: the caller adds what the opcode
+    /// carries.
+    pub(super) fn header(&self, opcode: OpCode, psn: Psn, dqpn: u32) -> roce::Repr<'static> {
+        roce::Repr {
+            bth: bth::Repr {
+                opcode,
+                pkey: self.pkey(),
+                dest_qp: dqpn,
+                psn: psn.value(),
+                ..bth::Repr::default()
+            },
+            ..roce::Repr::default()
         }
-    }
-
-    pub(super) fn empty_packet(&self, opcode: u8, psn: Psn, dqpn: u32) -> Option<Packet<'static>> {
-        let info = crate::packet::opinfo(opcode)?;
-        Some(Packet::new(self.bth(opcode, psn, dqpn), info, &[]))
     }
 
     fn poll_responder<M: Memory + ?Sized>(
@@ -151,12 +149,15 @@ impl Qp {
         match item {
             RespOut::Ack {
                 psn,
-                syndrome: syn,
+                aeth: kind,
                 fatal,
             } => {
-                let mut p = self.empty_packet(0x11, psn, dqpn)?;
-                p.aeth = Some(crate::packet::Aeth { syndrome: syn, msn });
-                let len = p.emit(buf)?;
+                let p = roce::Repr {
+                    aeth: Some(aeth::Repr { kind, msn }),
+                    ..self.header(OpCode::RC_ACKNOWLEDGE, psn, dqpn)
+                };
+                let (_, len) = p.emit_header_without_icrc(buf, 0).ok()?;
+                let syn = kind.syndrome();
                 match syn >> 5 {
                     0 => self.stats.acks_sent += 1,
                     1 => self.stats.rnr_naks_sent += 1,
@@ -171,13 +172,12 @@ impl Qp {
                 Some(Transmit { len, ah })
             }
             RespOut::Atomic { psn, orig } => {
-                let mut p = self.empty_packet(0x12, psn, dqpn)?;
-                p.aeth = Some(crate::packet::Aeth {
-                    syndrome: syndrome::ACK,
-                    msn,
-                });
-                p.atomic_ack = Some(orig);
-                let len = p.emit(buf)?;
+                let p = roce::Repr {
+                    aeth: Some(aeth::Repr { kind: ACK, msn }),
+                    atomic_ack_eth: Some(atomic_ack_eth::Repr { orig_value: orig }),
+                    ..self.header(OpCode::RC_ATOMIC_ACKNOWLEDGE, psn, dqpn)
+                };
+                let (_, len) = p.emit_header_without_icrc(buf, 0).ok()?;
                 Some(Transmit { len, ah })
             }
             RespOut::Read {
@@ -191,16 +191,13 @@ impl Qp {
                 let n = remaining.min(mtu);
                 let last = n == remaining;
                 let pos = pos_of(first, last);
-                let opcode = opcode_for(Transport::Rc, Kind::ReadResp, pos, false, false)?;
-                let mut p = self.empty_packet(opcode, psn, dqpn)?;
-                if p.info.aeth {
-                    p.aeth = Some(crate::packet::Aeth {
-                        syndrome: syndrome::ACK,
-                        msn,
-                    });
+                let opcode = OpCode::from_parts(Transport::Rc, Operation::RdmaReadResponse, pos)?;
+                let mut p = self.header(opcode, psn, dqpn);
+                if opcode.info()?.headers.aeth {
+                    p.aeth = Some(aeth::Repr { kind: ACK, msn });
                 }
                 // Headers first, then the data read straight into place.
-                let (at, len) = p.emit_header(buf, n as usize)?;
+                let (at, len) = p.emit_header_without_icrc(buf, n as usize).ok()?;
                 let r = if n == 0 {
                     Ok(())
                 } else {
@@ -230,7 +227,7 @@ impl Qp {
                         self.out.clear();
                         self.out.push_front(RespOut::Ack {
                             psn,
-                            syndrome: syndrome::NAK_REM_ACCESS,
+                            aeth: AethKind::Nak(NakCode::RemoteAccessError),
                             fatal: true,
                         });
                         None
@@ -478,21 +475,19 @@ impl Qp {
         let off = self.send_off;
         // (offset into the WR's data, length) of this packet's payload.
         let mut payload: Option<(u32, u32)> = None;
-        let mut p = self
-            .empty_packet(0x11, psn, dqpn)
-            .ok_or(WcStatus::LocQpOpErr)?;
+        let mut p = self.header(OpCode::RC_RDMA_READ_REQUEST, psn, dqpn);
         let mut psns = 1u32;
         let mut ends = true;
         let mut sent = 0u32;
+        // A READ or atomic request: answered by a response, never AckReq.
+        let mut rd = true;
         match w.wr.op {
             SendOp::Read { remote_addr, rkey } => {
                 let remaining = w.len - off;
-                p.info = crate::packet::opinfo(0x0c).ok_or(WcStatus::LocQpOpErr)?;
-                p.bth.opcode = 0x0c;
-                p.reth = Some(Reth {
+                p.reth = Some(reth::Repr {
                     va: remote_addr.wrapping_add(u64::from(off)),
                     rkey,
-                    len: remaining,
+                    dma_len: remaining,
                 });
                 psns = pkts_for(remaining, mtu);
                 sent = remaining;
@@ -503,9 +498,8 @@ impl Qp {
                 compare,
                 swap,
             } => {
-                p.info = crate::packet::opinfo(0x13).ok_or(WcStatus::LocQpOpErr)?;
-                p.bth.opcode = 0x13;
-                p.atomic_eth = Some(AtomicEth {
+                p.bth.opcode = OpCode::RC_COMPARE_SWAP;
+                p.atomic_eth = Some(atomic_eth::Repr {
                     va: remote_addr,
                     rkey,
                     swap_add: swap,
@@ -517,9 +511,8 @@ impl Qp {
                 rkey,
                 add,
             } => {
-                p.info = crate::packet::opinfo(0x14).ok_or(WcStatus::LocQpOpErr)?;
-                p.bth.opcode = 0x14;
-                p.atomic_eth = Some(AtomicEth {
+                p.bth.opcode = OpCode::RC_FETCH_ADD;
+                p.atomic_eth = Some(atomic_eth::Repr {
                     va: remote_addr,
                     rkey,
                     swap_add: add,
@@ -527,56 +520,60 @@ impl Qp {
                 });
             }
             op => {
+                rd = false;
                 let remaining = w.len - off;
                 let n = remaining.min(mtu);
                 let last = n == remaining;
                 let first = off == 0;
-                let pos = pos_of(first, last);
-                let (kind, imm, inv) = match op {
-                    SendOp::Send => (Kind::Send, None, None),
-                    SendOp::SendWithImm { imm } => (Kind::Send, Some(imm), None),
-                    SendOp::SendWithInv { rkey } => (Kind::Send, None, Some(rkey)),
-                    SendOp::WriteWithImm { imm, .. } => (Kind::Write, Some(imm), None),
-                    _ => (Kind::Write, None, None),
+                // Immediate data and invalidate ride on the last packet.
+                let (operation, imm, inv) = match op {
+                    SendOp::SendWithImm { imm } if last => {
+                        (Operation::SendWithImmediate, Some(imm), None)
+                    }
+                    SendOp::SendWithInv { rkey } if last => {
+                        (Operation::SendWithInvalidate, None, Some(rkey))
+                    }
+                    SendOp::Send | SendOp::SendWithImm { .. } | SendOp::SendWithInv { .. } => {
+                        (Operation::Send, None, None)
+                    }
+                    SendOp::WriteWithImm { imm, .. } if last => {
+                        (Operation::RdmaWriteWithImmediate, Some(imm), None)
+                    }
+                    _ => (Operation::RdmaWrite, None, None),
                 };
-                let imm = imm.filter(|_| last);
-                let inv = inv.filter(|_| last);
-                let opcode = opcode_for(t, kind, pos, imm.is_some(), inv.is_some())
+                p.bth.opcode = OpCode::from_parts(t, operation, pos_of(first, last))
                     .ok_or(WcStatus::LocQpOpErr)?;
-                p.info = crate::packet::opinfo(opcode).ok_or(WcStatus::LocQpOpErr)?;
-                p.bth.opcode = opcode;
-                p.imm = imm;
-                p.ieth = inv;
+                p.immdt = imm.map(|imm| immdt::Repr { imm });
+                p.ieth = inv.map(|rkey| ieth::Repr { rkey });
                 if let SendOp::Write { remote_addr, rkey }
                 | SendOp::WriteWithImm {
                     remote_addr, rkey, ..
                 } = op
                 {
                     if first {
-                        p.reth = Some(Reth {
+                        p.reth = Some(reth::Repr {
                             va: remote_addr,
                             rkey,
-                            len: w.len,
+                            dma_len: w.len,
                         });
                     }
                 }
                 if t == Transport::Ud {
                     let qk = w.wr.ud.map_or(qkey, |d| d.remote_qkey);
                     let qk = if qk & QKEY_CONTROLLED != 0 { qkey } else { qk };
-                    p.deth = Some(Deth {
+                    p.deth = Some(deth::Repr {
                         qkey: qk,
                         src_qp: qpn,
                     });
                 }
                 payload = Some((off, n));
-                p.bth.se = last && w.wr.solicited;
+                p.bth.solicited = last && w.wr.solicited;
                 ends = last;
                 sent = n;
             }
         }
         if t == Transport::Rc {
             self.pkts_since_ackreq += 1;
-            let rd = p.info.kind == Kind::ReadReq || p.info.atomic_eth;
             // AckReq where an ACK is awaited: the end of a signaled WR (the
             // application waits for its completion), of any WR when the send
             // queue is half full (it needs the slots back) or on a
@@ -604,7 +601,9 @@ impl Qp {
         // Headers first, then the payload gathered straight into place (the
         // transmit buffer is the only copy before the socket's).
         let plen = payload.map_or(0, |(_, n)| n as usize);
-        let (at, len) = p.emit_header(buf, plen).ok_or(WcStatus::LocLenErr)?;
+        let (at, len) = p
+            .emit_header_without_icrc(buf, plen)
+            .map_err(|_| WcStatus::LocLenErr)?;
         if let Some((off, n)) = payload {
             let dst = &mut buf[at..at + n as usize];
             if gather(mem, pd, &w.wr.sg_list, u64::from(off), dst).is_err() {
@@ -619,7 +618,6 @@ impl Qp {
         if self.next_psn.after(self.high_psn) {
             self.high_psn = self.next_psn;
         }
-        let rd = p.info.kind == Kind::ReadReq || p.info.atomic_eth;
         if rd || ends {
             self.send_idx += 1;
             self.send_off = 0;

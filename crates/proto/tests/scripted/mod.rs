@@ -7,12 +7,37 @@
 
 pub use std::time::Duration;
 
-pub use rdmakit_proto::packet::{opinfo, syndrome, Aeth, AtomicEth, Bth, Deth, Packet, Reth};
 pub use rdmakit_proto::sim::{LinkConfig, Network};
 pub use rdmakit_proto::{
     Access, AddressHandle, AttrMask, Instant, MemTable, Memory, Mtu, Pd, Psn, Qp, QpAttr, QpConfig,
     QpState, QpType, RecvWr, SendOp, SendWr, Sge, UdDest, WcOpcode, WcStatus,
 };
+pub use rdmakit_wire::aeth::{AethKind, NakCode};
+pub use rdmakit_wire::opcode::OpCode;
+pub use rdmakit_wire::roce::Repr as Packet;
+pub use rdmakit_wire::{aeth, atomic_ack_eth, atomic_eth, deth, ieth, immdt, reth};
+
+/// The AETHs the tests send and expect, by name.
+pub mod syndrome {
+    use super::{AethKind, NakCode};
+
+    /// ACK with unlimited credits (what rxe and the engine send).
+    pub const ACK: AethKind = AethKind::Ack { credits: 31 };
+    /// RNR NAK with timer code `timer`.
+    pub const fn rnr(timer: u8) -> AethKind {
+        AethKind::RnrNak { timer }
+    }
+    /// NAK: PSN sequence error.
+    pub const NAK_PSN_SEQ: AethKind = AethKind::Nak(NakCode::PsnSequenceError);
+    /// NAK: invalid request.
+    pub const NAK_INV_REQ: AethKind = AethKind::Nak(NakCode::InvalidRequest);
+    /// NAK: remote access error.
+    pub const NAK_REM_ACCESS: AethKind = AethKind::Nak(NakCode::RemoteAccessError);
+    /// NAK: remote operational error.
+    pub const NAK_REM_OP: AethKind = AethKind::Nak(NakCode::RemoteOperationalError);
+    /// NAK: invalid RD request.
+    pub const NAK_INV_RD_REQ: AethKind = AethKind::Nak(NakCode::InvalidRdRequest);
+}
 
 pub const QPN: u32 = 0x11;
 pub const RQPN: u32 = 0x22;
@@ -32,8 +57,8 @@ pub struct Out {
     pub opcode: u8,
     pub psn: u32,
     pub ack_req: bool,
-    pub syndrome: Option<u8>,
-    pub reth: Option<Reth>,
+    pub syndrome: Option<AethKind>,
+    pub reth: Option<reth::Repr>,
     pub atomic_ack: Option<u64>,
     pub payload: Vec<u8>,
 }
@@ -83,16 +108,56 @@ pub fn mk_sge(addr: u64, length: u32, lkey: u32) -> Sge {
     Sge { addr, length, lkey }
 }
 
+/// A packet of `opcode` to the fixture's QP with every extension header
+/// the opcode carries, zeroed: a test sets the fields it is about.
 pub fn mk(opcode: u8, psn: u32) -> Packet<'static> {
-    let info = opinfo(opcode).expect("opcode");
-    Packet::new(Bth::new(opcode, QPN, Psn::new(psn)), info, &[])
+    let h = OpCode(opcode).info().expect("opcode").headers;
+    Packet {
+        deth: h.deth.then_some(deth::Repr { qkey: 0, src_qp: 0 }),
+        reth: h.reth.then_some(reth::Repr {
+            va: 0,
+            rkey: 0,
+            dma_len: 0,
+        }),
+        atomic_eth: h.atomic_eth.then_some(atomic_eth::Repr {
+            va: 0,
+            rkey: 0,
+            swap_add: 0,
+            compare: 0,
+        }),
+        aeth: h.aeth.then_some(aeth::Repr {
+            kind: AethKind::from_syndrome(0),
+            msn: 0,
+        }),
+        atomic_ack_eth: h
+            .atomic_ack_eth
+            .then_some(atomic_ack_eth::Repr { orig_value: 0 }),
+        immdt: h.immdt.then_some(immdt::Repr { imm: 0 }),
+        ieth: h.ieth.then_some(ieth::Repr { rkey: 0 }),
+        ..Packet::new(OpCode(opcode), QPN, psn)
+    }
+}
+
+/// The bytes of `p` as the engine takes them: BTH through pad, no ICRC.
+pub fn emit(p: &Packet<'_>) -> Vec<u8> {
+    let mut buf = vec![0u8; 8192];
+    let (at, len) = p
+        .emit_header_without_icrc(&mut buf, p.payload.len())
+        .expect("the test's packet has its opcode's headers");
+    buf[at..at + p.payload.len()].copy_from_slice(p.payload);
+    buf.truncate(len);
+    buf
+}
+
+/// Reads a packet the engine emitted.
+pub fn parse(b: &[u8]) -> Packet<'_> {
+    Packet::parse_without_icrc(b).expect("engine emits valid packets")
 }
 
 impl Fix {
     pub fn send(&mut self, p: &Packet<'_>) {
-        let mut buf = vec![0u8; 8192];
-        let n = p.emit(&mut buf).unwrap();
-        self.qp.handle_packet(self.now, &buf[..n], &mut self.mem);
+        let b = emit(p);
+        self.qp.handle_packet(self.now, &b, &mut self.mem);
     }
     pub fn send_raw(&mut self, b: &[u8]) {
         self.qp.handle_packet(self.now, b, &mut self.mem);
@@ -101,15 +166,15 @@ impl Fix {
         let mut buf = vec![0u8; 8192];
         let mut v = Vec::new();
         while let Some(t) = self.qp.poll_transmit(self.now, &mut buf, &mut self.mem) {
-            let p = Packet::parse(&buf[..t.len]).expect("engine emits valid packets");
-            assert_eq!(p.bth.dqpn, RQPN);
+            let p = parse(&buf[..t.len]);
+            assert_eq!(p.bth.dest_qp, RQPN);
             v.push(Out {
-                opcode: p.bth.opcode,
-                psn: p.bth.psn.value(),
+                opcode: p.bth.opcode.0,
+                psn: p.bth.psn,
                 ack_req: p.bth.ack_req,
-                syndrome: p.aeth.map(|a| a.syndrome),
+                syndrome: p.aeth.map(|a| a.kind),
                 reth: p.reth,
-                atomic_ack: p.atomic_ack,
+                atomic_ack: p.atomic_ack_eth.map(|a| a.orig_value),
                 payload: p.payload.to_vec(),
             });
         }
@@ -157,31 +222,31 @@ impl Fix {
     }
 }
 
-pub fn ack(psn: u32, syn: u8) -> Packet<'static> {
+pub fn ack(psn: u32, syn: AethKind) -> Packet<'static> {
     let mut p = mk(0x11, psn);
-    p.aeth = Some(Aeth {
-        syndrome: syn,
-        msn: 0,
-    });
+    p.aeth = Some(aeth::Repr { kind: syn, msn: 0 });
     p
 }
 
-/// A response (`opcode`) to `psn` with a positive AETH of `msn`.
+/// A response (`opcode`) to `psn` with a positive AETH of `msn` (if the
+/// opcode carries one).
 pub fn resp(opcode: u8, psn: u32, msn: u32) -> Packet<'static> {
     let mut p = mk(opcode, psn);
-    p.aeth = Some(Aeth {
-        syndrome: syndrome::ACK,
-        msn,
-    });
+    if p.aeth.is_some() {
+        p.aeth = Some(aeth::Repr {
+            kind: syndrome::ACK,
+            msn,
+        });
+    }
     p
 }
 
 pub fn write_pkt(psn: u32, va: u64, rkey: u32, data: &[u8]) -> Packet<'_> {
     let mut p = mk(0x0a, psn);
-    p.reth = Some(Reth {
+    p.reth = Some(reth::Repr {
         va,
         rkey,
-        len: data.len() as u32,
+        dma_len: data.len() as u32,
     });
     p.payload = data;
     p.bth.ack_req = true;
