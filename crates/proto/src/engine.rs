@@ -1,5 +1,29 @@
-//! The per-QP engine: requester, responder and completer of one RC, UC or UD
-//! queue pair.
+//! The per-QP engine: one RC, UC or UD queue pair, as a [`Qp`] made of
+//! parts that each own their state and their file (the shape of
+//! quinn-proto's `Connection`, whose spaces, streams, timers and path are
+//! its own types):
+//!
+//! * [`qp`] — the [`Qp`]: its configuration, attributes, state,
+//!   counters and completion queue (`Common`), the verbs, and the dispatch
+//!   of packets and timers to the parts. Only it changes the QP's state.
+//! * [`requester`] — the send queue and the PSNs it
+//!   assigns: first-transmission checks, segmentation, AckReq, the window,
+//!   local operations in send-queue order, retiring WRs.
+//! * [`completer`] — ACK/NAK/RNR NAK and response
+//!   handling, go-back-N, retry counts and the two timers (local ACK
+//!   timeout, RNR wait); tells the requester where to resend from and which
+//!   WRs are done.
+//! * [`responder`] — the receive queue, the expected PSN,
+//!   execution of RC/UC/UD requests, duplicates and responder resources,
+//!   and the responses it queues and sends.
+//! * [`same_host`] — the soft NIC's one-copy extension:
+//!   whether a large RC message goes as one same-host request, and the
+//!   responder's side of such a request.
+//!
+//! A part's fields are private to its module, and every `impl` of a type
+//! is in the file that defines it: parts talk through methods, never
+//! through each other's fields (the test `parts_own_their_fields` keeps it
+//! so).
 //!
 //! # Driving it
 //! * [`Qp::post_send`] / [`Qp::post_recv`] queue work requests.
@@ -16,25 +40,25 @@
 //!   the next `handle_packet` or `handle_timeout`.
 //!
 //! Memory is never owned by the engine: every call that may move bytes takes
-//! a [`Memory`], which validates key, PD, bounds and rights first.
+//! a [`Memory`](crate::Memory), which validates key, PD, bounds and rights
+//! first.
 
-use std::collections::VecDeque;
-use std::ops::Range;
+use rdmakit_wire::aeth::{AethKind, NakCode, CREDITS_UNLIMITED};
+use rdmakit_wire::opcode::{OpInfo, Operation, Position};
+use rdmakit_wire::roce;
 
-use rdmakit_wire::aeth::{self, AethKind, NakCode, CREDITS_UNLIMITED};
-use rdmakit_wire::opcode::{OpCode, OpInfo, Operation, Position, Transport};
-use rdmakit_wire::{atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth, roce};
+use crate::mem::Pd;
+use crate::qp::{AddressHandle, Mtu, QpType};
+use crate::wr::WcStatus;
 
-use crate::mem::{AtomicOp, Key, MemError, Memory, Pd};
-use crate::psn::Psn;
-use crate::qp::{modify_is_ok, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType};
-use crate::time::{local_ack_timeout, rnr_timer, Clock, Instant};
-use crate::wr::{RecvWr, SendOp, SendWr, Sge, Wc, WcOpcode, WcStatus};
+mod completer;
+mod qp;
+mod requester;
+mod responder;
+mod same_host;
+mod sgl;
 
-mod cma;
-mod complete;
-mod receive;
-mod transmit;
+pub use qp::Qp;
 
 /// Largest header stack the engine emits (BTH + RETH + ImmDt, or BTH +
 /// AtomicETH); a transmit buffer of `mtu + MAX_HEADER_LEN + 3` always fits.
@@ -43,10 +67,6 @@ pub const MAX_HEADER_LEN: usize = 12 + 28 + 4;
 /// Size of the GRH area at the start of a UD receive buffer.
 pub const GRH_LEN: usize = 40;
 
-/// Q_Key bit that a non-privileged sender may not use.
-const QKEY_CONTROLLED: u32 = 0x8000_0000;
-/// Emptied scatter/gather lists kept per direction for reuse.
-const SPARE_SGLS: usize = 64;
 /// The ACK the responder sends: no end-to-end credits (as rxe).
 const ACK: AethKind = AethKind::Ack {
     credits: CREDITS_UNLIMITED,
@@ -220,6 +240,7 @@ pub struct DropCounts {
     pub no_receive: u64,
 }
 
+/// Why a packet was dropped without an answer ([`DropCounts`]' fields).
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy)]
 enum DropReason {
@@ -235,246 +256,12 @@ enum DropReason {
     no_receive,
 }
 
-#[derive(Clone, Debug)]
-struct SendWqe {
-    wr: SendWr,
-    len: u32,
-    first_psn: Psn,
-    npkts: u32,
-    started: bool,
-    local_err: Option<WcStatus>,
-    /// Last sent as one same-host request (a READ then completes on the
-    /// ACK: its data arrived by copy).
-    cma: bool,
-}
-
-impl SendWqe {
-    fn last_psn(&self) -> Psn {
-        self.first_psn.add(self.npkts.saturating_sub(1))
-    }
-}
-
-#[derive(Clone, Debug)]
-struct RecvWqe {
-    wr: RecvWr,
-    len: u64,
-}
-
-#[derive(Clone, Debug)]
-struct InMsg {
-    /// `Send` or `RdmaWrite` (see [`message_op`]).
-    op: Operation,
-    recv: Option<RecvWqe>,
-    off: u32,
-    va: u64,
-    rkey: u32,
-    dma_len: u32,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum ResKind {
-    Read { va: u64, rkey: u32, len: u32 },
-    Atomic { orig: u64 },
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Resource {
-    first: Psn,
-    last: Psn,
-    kind: ResKind,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum RespOut {
-    Ack {
-        psn: Psn,
-        aeth: AethKind,
-        fatal: bool,
-    },
-    Read {
-        psn: Psn,
-        va: u64,
-        rkey: u32,
-        remaining: u32,
-        first: bool,
-    },
-    Atomic {
-        psn: Psn,
-        orig: u64,
-    },
-}
-
-/// Outcome of a responder step that did not simply succeed.
-enum RespErr {
-    /// No receive WQE: RNR NAK (RC) or drop (UC/UD).
-    Rnr,
-    /// Class of error answered with a NAK (RC) and, for RC, QP to ERR; the
-    /// status is for a consumed receive WQE, if any.
-    Nak(NakCode, Option<WcStatus>),
-}
-
-/// One queue pair: requester, responder and completer.
-///
-/// # Driving it
-/// * [`Qp::post_send`] / [`Qp::post_recv`] queue work requests;
-///   [`Qp::modify`] moves it through RESET → INIT → RTR → RTS (→ SQD, ERR).
-/// * [`Qp::handle_packet`] feeds one received packet (BTH onwards; the caller
-///   has checked and stripped the ICRC).
-/// * [`Qp::handle_timeout`] must be called once `now` reaches
-///   [`Qp::poll_timeout`].
-/// * After **any** of these calls: call [`Qp::poll_transmit`] until it
-///   returns `None`, then [`Qp::poll_completion`] until it returns `None`,
-///   then read [`Qp::poll_timeout`] again — each call may have produced
-///   packets, completions or a new deadline. `poll_transmit` returning `None`
-///   while work is queued (window full, RNR wait, fence, `max_rd_atomic`)
-///   means "nothing until the next `handle_packet` / `handle_timeout` /
-///   `post_*`", never "call me again now".
-///
-/// Memory is never owned by the engine: every call that may move bytes takes
-/// a [`Memory`], which validates key, PD, bounds and rights first.
-#[derive(Debug)]
-pub struct Qp {
-    cfg: QpConfig,
-    state: QpState,
-    attr: QpAttr,
-    stats: Stats,
-    cq: VecDeque<Wc>,
-    // requester / completer
-    sq: VecDeque<SendWqe>,
-    send_idx: usize,
-    send_off: u32,
-    next_psn: Psn,
-    high_psn: Psn,
-    una: Psn,
-    retry_left: u8,
-    rnr_left: u8,
-    rto: Option<Instant>,
-    rnr_wait: Option<Instant>,
-    rd_atomic_inflight: u32,
-    pkts_since_ackreq: u32,
-    /// The newest request that asks for an answer (AckReq, READ, atomic).
-    asked_psn: Option<Psn>,
-    goback_guard: Option<Psn>,
-    /// Emptied scatter/gather lists of completed send and receive WRs,
-    /// handed back to the driver ([`Qp::spare_send_sgl`],
-    /// [`Qp::spare_recv_sgl`]) so a post needs no allocation.
-    spare_send: Vec<Vec<Sge>>,
-    spare_recv: Vec<Vec<Sge>>,
-    // responder
-    rq: VecDeque<RecvWqe>,
-    epsn: Psn,
-    msn: u32,
-    nak_sent: bool,
-    cur: Option<InMsg>,
-    uc_drop: bool,
-    resources: VecDeque<Resource>,
-    out: VecDeque<RespOut>,
-    fatal_pending: bool,
-    /// The peer is on this host (set by the driver): large RC messages go
-    /// as one same-host request, until the peer declines one.
-    same_host: bool,
-    /// The peer declined a same-host request: packets from now on.
-    same_host_declined: bool,
-    /// The PSNs that the same-host requests among the sent WRs
-    /// (`sq[..send_idx]`) stand for beyond their one packet each: what
-    /// the requester's window does not count ([`Qp::window_full`]).
-    same_host_extra: i32,
-}
-
-fn sgl_len(sgl: &[Sge]) -> u64 {
-    sgl.iter().map(|s| u64::from(s.length)).sum()
-}
-
-/// Walks `len` bytes of `sgl` starting `off` bytes in: `piece(key, addr,
-/// range)` for each SGE's share, `range` being where those bytes sit in the
-/// walk. Returns how many of the `len` bytes the list does not cover.
-fn walk_sgl(
-    sgl: &[Sge],
-    mut off: u64,
-    len: usize,
-    mut piece: impl FnMut(Key, u64, Range<usize>) -> Result<(), MemError>,
-) -> Result<usize, MemError> {
-    let mut done = 0usize;
-    for s in sgl {
-        if done == len {
-            break;
-        }
-        let l = u64::from(s.length);
-        if off >= l {
-            off -= l;
-            continue;
-        }
-        let n = usize::try_from(l - off)
-            .unwrap_or(usize::MAX)
-            .min(len - done);
-        let addr = s.addr.checked_add(off).ok_or(MemError::OutOfBounds)?;
-        piece(Key::Local(s.lkey), addr, done..done + n)?;
-        done += n;
-        off = 0;
-    }
-    Ok(len - done)
-}
-
-fn gather<M: Memory + ?Sized>(
-    mem: &M,
-    pd: Pd,
-    sgl: &[Sge],
-    off: u64,
-    out: &mut [u8],
-) -> Result<(), MemError> {
-    let left = walk_sgl(sgl, off, out.len(), |key, addr, at| {
-        mem.read(pd, key, addr, &mut out[at], Access::empty())
-    })?;
-    if left > 0 {
-        return Err(MemError::OutOfBounds);
-    }
-    Ok(())
-}
-
-fn scatter<M: Memory + ?Sized>(
-    mem: &mut M,
-    pd: Pd,
-    sgl: &[Sge],
-    off: u64,
-    data: &[u8],
-) -> Result<(), MemError> {
-    // The data lands in one SGE (a message into a one-SGE receive, every
-    // packet of one): the write checks the range before it moves a byte,
-    // so the separate validation pass (a second key lookup) is not needed.
-    if let Some((key, addr)) = one_piece(sgl, off, data.len()) {
-        return mem.write(pd, key, addr, data, Access::LOCAL_WRITE);
-    }
-    // Validate the whole range first so that a failure moves no byte.
-    let left = walk_sgl(sgl, off, data.len(), |key, addr, at| {
-        mem.check(pd, key, addr, at.len() as u64, Access::LOCAL_WRITE)
-    })?;
-    if left > 0 {
-        return Err(MemError::OutOfBounds);
-    }
-    walk_sgl(sgl, off, data.len(), |key, addr, at| {
-        mem.write(pd, key, addr, &data[at], Access::LOCAL_WRITE)
-    })?;
-    Ok(())
-}
-
-/// Where `len` (> 0) bytes at offset `off` of `sgl` go when they all fall
-/// in one SGE: its key and the address; None otherwise (several SGEs, not
-/// enough room, an address that overflows).
-fn one_piece(sgl: &[Sge], mut off: u64, len: usize) -> Option<(Key, u64)> {
-    if len == 0 {
-        return None;
-    }
-    for s in sgl {
-        let l = u64::from(s.length);
-        if off >= l {
-            off -= l;
-            continue;
-        }
-        let fits = u64::try_from(len).is_ok_and(|n| n <= l - off);
-        return fits.then(|| s.addr.checked_add(off).map(|a| (Key::Local(s.lkey), a)))?;
-    }
-    None
-}
+/// A part's verdict that the QP leaves RTS: a WR completed in error and
+/// the connection (RC) or the send queue (UC, UD: SQE) cannot go on. The
+/// part has queued that WR's completion; the [`Qp`] makes the transition
+/// and flushes the rest.
+#[must_use]
+struct Failed;
 
 fn pkts_for(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu).max(1)
@@ -522,462 +309,8 @@ fn parse(bytes: &[u8]) -> Option<(roce::Repr<'_>, OpInfo)> {
     Some((p, info))
 }
 
-impl Qp {
-    /// A new QP in RESET.
-    pub fn new(cfg: QpConfig) -> Qp {
-        Qp {
-            cfg,
-            state: QpState::Reset,
-            attr: QpAttr::default(),
-            stats: Stats::default(),
-            cq: VecDeque::new(),
-            sq: VecDeque::new(),
-            send_idx: 0,
-            send_off: 0,
-            next_psn: Psn::new(0),
-            high_psn: Psn::new(0),
-            una: Psn::new(0),
-            retry_left: 0,
-            rnr_left: 0,
-            rto: None,
-            rnr_wait: None,
-            rd_atomic_inflight: 0,
-            asked_psn: None,
-            pkts_since_ackreq: 0,
-            goback_guard: None,
-            spare_send: Vec::new(),
-            spare_recv: Vec::new(),
-            rq: VecDeque::new(),
-            epsn: Psn::new(0),
-            msn: 0,
-            nak_sent: false,
-            cur: None,
-            uc_drop: false,
-            resources: VecDeque::new(),
-            out: VecDeque::new(),
-            fatal_pending: false,
-            same_host: false,
-            same_host_declined: false,
-            same_host_extra: 0,
-        }
-    }
-
-    /// This QP's number.
-    pub fn qpn(&self) -> u32 {
-        self.cfg.qpn
-    }
-
-    /// Transport service.
-    pub fn qp_type(&self) -> QpType {
-        self.cfg.qp_type
-    }
-
-    /// Current state.
-    pub fn state(&self) -> QpState {
-        self.state
-    }
-
-    /// Current attributes (`ibv_query_qp`); `qp_state` is the current state,
-    /// `sq_psn` / `rq_psn` the next PSN to send / expected.
-    pub fn attr(&self) -> QpAttr {
-        QpAttr {
-            qp_state: self.state,
-            cur_qp_state: self.state,
-            sq_psn: self.next_psn.value(),
-            rq_psn: self.epsn.value(),
-            ..self.attr.clone()
-        }
-    }
-
-    /// Counters.
-    pub fn stats(&self) -> &Stats {
-        &self.stats
-    }
-
-    /// Configuration.
-    pub fn config(&self) -> &QpConfig {
-        &self.cfg
-    }
-
-    /// Send WRs posted and not yet completed.
-    pub fn sq_outstanding(&self) -> usize {
-        self.sq.len()
-    }
-
-    /// Receive WRs posted and not yet completed (including one being filled).
-    pub fn rq_outstanding(&self) -> usize {
-        self.rq.len() + usize::from(self.cur.as_ref().is_some_and(|c| c.recv.is_some()))
-    }
-
-    /// Smallest transmit buffer [`Qp::poll_transmit`] accepts.
-    pub fn max_packet_len(&self) -> usize {
-        self.mtu() as usize + MAX_HEADER_LEN + 8 + 3
-    }
-
-    fn mtu(&self) -> u32 {
-        match self.cfg.qp_type {
-            QpType::Ud => self.cfg.port_mtu.bytes(),
-            _ => self.attr.path_mtu.bytes(),
-        }
-    }
-
-    fn pkey(&self) -> u16 {
-        self.cfg
-            .pkey_table
-            .get(usize::from(self.attr.pkey_index))
-            .copied()
-            .unwrap_or(0xffff)
-    }
-
-    fn transport(&self) -> Transport {
-        match self.cfg.qp_type {
-            QpType::Rc => Transport::Rc,
-            QpType::Uc => Transport::Uc,
-            QpType::Ud => Transport::Ud,
-        }
-    }
-
-    // ------------------------------------------------------------------
-    // Control path
-    // ------------------------------------------------------------------
-
-    /// Brings a fresh QP from RESET up to `upto` (INIT, RTR or RTS) in
-    /// table order, each step with the attributes of `attr` and the mask
-    /// [`required_mask`](crate::qp::required_mask) gives: the bring-up every
-    /// consumer of the bare engine (simulator, tests, benches, fuzzers) needs.
-    ///
-    /// # Errors
-    /// The first step's [`ModifyError`]; `InvalidTransition` when `upto` is
-    /// not INIT, RTR or RTS or the QP is not in RESET.
-    pub fn bring_up(&mut self, attr: &QpAttr, upto: QpState) -> Result<(), ModifyError> {
-        if !matches!(upto, QpState::Init | QpState::Rtr | QpState::Rts) {
-            return Err(ModifyError::InvalidTransition);
-        }
-        let mut a = attr.clone();
-        for next in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            let mask = crate::qp::required_mask(self.state, next, self.cfg.qp_type)
-                .ok_or(ModifyError::InvalidTransition)?;
-            a.qp_state = next;
-            self.modify(&a, mask)?;
-            if next == upto {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    /// `ibv_modify_qp`: validates `mask` against the modify-QP table for the
-    /// current state and QP type, checks value ranges, then applies the
-    /// attributes. Going to ERR flushes every outstanding WR with
-    /// `WR_FLUSH_ERR`; going to RESET discards everything silently.
-    ///
-    /// # Errors
-    /// [`ModifyError`]; the QP is unchanged on error.
-    pub fn modify(&mut self, attr: &QpAttr, mask: AttrMask) -> Result<(), ModifyError> {
-        let cur = if mask.contains(AttrMask::CUR_STATE) {
-            if attr.cur_qp_state != self.state {
-                return Err(ModifyError::CurStateMismatch);
-            }
-            attr.cur_qp_state
-        } else {
-            self.state
-        };
-        let next = if mask.contains(AttrMask::STATE) {
-            attr.qp_state
-        } else {
-            cur
-        };
-        if !modify_is_ok(cur, next, self.cfg.qp_type, mask) {
-            return Err(ModifyError::InvalidTransition);
-        }
-        if mask.contains(AttrMask::PKEY_INDEX)
-            && usize::from(attr.pkey_index) >= self.cfg.pkey_table.len()
-        {
-            return Err(ModifyError::InvalidValue("pkey_index"));
-        }
-        if mask.contains(AttrMask::PORT) && attr.port_num == 0 {
-            return Err(ModifyError::InvalidValue("port_num"));
-        }
-        if mask.contains(AttrMask::TIMEOUT) && attr.timeout > 31 {
-            return Err(ModifyError::InvalidValue("timeout"));
-        }
-        if mask.contains(AttrMask::RETRY_CNT) && attr.retry_cnt > 7 {
-            return Err(ModifyError::InvalidValue("retry_cnt"));
-        }
-        if mask.contains(AttrMask::RNR_RETRY) && attr.rnr_retry > 7 {
-            return Err(ModifyError::InvalidValue("rnr_retry"));
-        }
-        if mask.contains(AttrMask::MIN_RNR_TIMER) && attr.min_rnr_timer > 31 {
-            return Err(ModifyError::InvalidValue("min_rnr_timer"));
-        }
-        if mask.contains(AttrMask::MAX_QP_RD_ATOMIC)
-            && attr.max_rd_atomic > self.cfg.max_rd_atomic_cap
-        {
-            return Err(ModifyError::InvalidValue("max_rd_atomic"));
-        }
-        if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC)
-            && attr.max_dest_rd_atomic > self.cfg.max_rd_atomic_cap
-        {
-            return Err(ModifyError::InvalidValue("max_dest_rd_atomic"));
-        }
-        if mask.contains(AttrMask::DEST_QPN) && attr.dest_qp_num > 0x00ff_ffff {
-            return Err(ModifyError::InvalidValue("dest_qp_num"));
-        }
-
-        let a = &mut self.attr;
-        if mask.contains(AttrMask::ACCESS_FLAGS) {
-            a.qp_access_flags = attr.qp_access_flags;
-        }
-        if mask.contains(AttrMask::PKEY_INDEX) {
-            a.pkey_index = attr.pkey_index;
-        }
-        if mask.contains(AttrMask::PORT) {
-            a.port_num = attr.port_num;
-        }
-        if mask.contains(AttrMask::QKEY) {
-            a.qkey = attr.qkey;
-        }
-        if mask.contains(AttrMask::AV) {
-            a.ah = attr.ah;
-        }
-        if mask.contains(AttrMask::PATH_MTU) {
-            a.path_mtu = attr.path_mtu;
-        }
-        if mask.contains(AttrMask::TIMEOUT) {
-            a.timeout = attr.timeout;
-        }
-        if mask.contains(AttrMask::RETRY_CNT) {
-            a.retry_cnt = attr.retry_cnt;
-            self.retry_left = attr.retry_cnt;
-        }
-        if mask.contains(AttrMask::RNR_RETRY) {
-            a.rnr_retry = attr.rnr_retry;
-            self.rnr_left = attr.rnr_retry;
-        }
-        if mask.contains(AttrMask::MIN_RNR_TIMER) {
-            a.min_rnr_timer = attr.min_rnr_timer;
-        }
-        if mask.contains(AttrMask::MAX_QP_RD_ATOMIC) {
-            a.max_rd_atomic = attr.max_rd_atomic;
-        }
-        if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC) {
-            a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
-        }
-        if mask.contains(AttrMask::DEST_QPN) {
-            a.dest_qp_num = attr.dest_qp_num;
-        }
-        if mask.contains(AttrMask::EN_SQD_ASYNC_NOTIFY) {
-            a.en_sqd_async_notify = attr.en_sqd_async_notify;
-        }
-        if mask.contains(AttrMask::RQ_PSN) {
-            self.epsn = Psn::new(attr.rq_psn);
-            a.rq_psn = attr.rq_psn;
-        }
-        if mask.contains(AttrMask::SQ_PSN) {
-            let p = Psn::new(attr.sq_psn);
-            self.next_psn = p;
-            self.high_psn = p;
-            self.una = p;
-            a.sq_psn = attr.sq_psn;
-        }
-        match next {
-            QpState::Reset => self.reset(),
-            QpState::Err => self.enter_error(),
-            _ => self.state = next,
-        }
-        Ok(())
-    }
-
-    fn reset(&mut self) {
-        let cfg = self.cfg.clone();
-        *self = Qp::new(cfg);
-    }
-
-    /// Flushes every outstanding WR with `WR_FLUSH_ERR` and enters ERR.
-    fn enter_error(&mut self) {
-        self.state = QpState::Err;
-        self.flush_sq();
-        if let Some(c) = self.cur.take() {
-            if let Some(r) = c.recv {
-                self.push_flush_recv(r.wr.wr_id);
-            }
-        }
-        while let Some(r) = self.rq.pop_front() {
-            self.push_flush_recv(r.wr.wr_id);
-        }
-        self.out.clear();
-        self.fatal_pending = false;
-    }
-
-    fn flush_sq(&mut self) {
-        while let Some(w) = self.sq.pop_front() {
-            let wc = self.wc(w.wr.wr_id, WcStatus::WrFlushErr, w.wr.op.wc_opcode());
-            self.cq.push_back(wc);
-        }
-        self.send_idx = 0;
-        self.same_host_extra = 0;
-        self.send_off = 0;
-        self.rd_atomic_inflight = 0;
-        self.rto = None;
-        self.rnr_wait = None;
-    }
-
-    fn push_flush_recv(&mut self, wr_id: u64) {
-        let wc = self.wc(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv);
-        self.cq.push_back(wc);
-    }
-
-    fn wc(&self, wr_id: u64, status: WcStatus, opcode: WcOpcode) -> Wc {
-        Wc {
-            wr_id,
-            status,
-            opcode,
-            byte_len: 0,
-            imm_data: None,
-            invalidated_rkey: None,
-            qp_num: self.cfg.qpn,
-            src_qp: 0,
-            grh: false,
-            vendor_err: 0,
-        }
-    }
-
-    /// `ibv_post_send`. In ERR (or SQE) the WR completes at once with
-    /// `WR_FLUSH_ERR`.
-    ///
-    /// # Errors
-    /// [`PostError`]; nothing is queued on error.
-    pub fn post_send(&mut self, wr: SendWr) -> Result<(), PostError> {
-        match self.state {
-            QpState::Reset | QpState::Init | QpState::Rtr => return Err(PostError::InvalidState),
-            _ => {}
-        }
-        let ok = wr.op.allowed_on(self.cfg.qp_type);
-        if !ok {
-            return Err(PostError::InvalidOpcode);
-        }
-        if wr.sg_list.len() > self.cfg.max_sge
-            || (self.cfg.qp_type == QpType::Ud && wr.ud.is_none())
-        {
-            return Err(PostError::InvalidArgument);
-        }
-        let len = sgl_len(&wr.sg_list);
-        if len > 1 << 31 {
-            return Err(PostError::InvalidArgument);
-        }
-        if self.sq.len() >= self.cfg.max_send_wr {
-            return Err(PostError::QueueFull);
-        }
-        if matches!(self.state, QpState::Err | QpState::Sqe) {
-            let wc = self.wc(wr.wr_id, WcStatus::WrFlushErr, wr.op.wc_opcode());
-            self.cq.push_back(wc);
-            return Ok(());
-        }
-        // Cannot fail: len <= 2^31 was checked above.
-        let len = u32::try_from(len).unwrap_or(u32::MAX);
-        self.sq.push_back(SendWqe {
-            wr,
-            len,
-            first_psn: Psn::new(0),
-            npkts: 0,
-            started: false,
-            local_err: None,
-            cma: false,
-        });
-        Ok(())
-    }
-
-    /// `ibv_post_recv`. In ERR the WR completes at once with `WR_FLUSH_ERR`.
-    ///
-    /// # Errors
-    /// [`PostError`]; nothing is queued on error.
-    pub fn post_recv(&mut self, wr: RecvWr) -> Result<(), PostError> {
-        if self.state == QpState::Reset {
-            return Err(PostError::InvalidState);
-        }
-        if wr.sg_list.len() > self.cfg.max_sge {
-            return Err(PostError::InvalidArgument);
-        }
-        if self.rq_outstanding() >= self.cfg.max_recv_wr {
-            return Err(PostError::QueueFull);
-        }
-        if self.state == QpState::Err {
-            self.push_flush_recv(wr.wr_id);
-            return Ok(());
-        }
-        let len = sgl_len(&wr.sg_list);
-        self.rq.push_back(RecvWqe { wr, len });
-        Ok(())
-    }
-
-    /// The emptied scatter/gather list of a completed send WR, if one is
-    /// kept: a driver building the next WR reuses it instead of allocating.
-    pub fn spare_send_sgl(&mut self) -> Option<Vec<Sge>> {
-        self.spare_send.pop()
-    }
-
-    /// As [`Qp::spare_send_sgl`], of a completed receive WR.
-    pub fn spare_recv_sgl(&mut self) -> Option<Vec<Sge>> {
-        self.spare_recv.pop()
-    }
-
-    /// Keeps `sgl` (emptied) for reuse; a few small lists, not every list.
-    pub(crate) fn keep_sgl(pool: &mut Vec<Vec<Sge>>, mut sgl: Vec<Sge>) {
-        if pool.len() < SPARE_SGLS && sgl.capacity() > 0 && sgl.capacity() <= 16 {
-            sgl.clear();
-            pool.push(sgl);
-        }
-    }
-
-    /// Next completion, oldest first. Call until `None` after every other call.
-    pub fn poll_completion(&mut self) -> Option<Wc> {
-        self.cq.pop_front()
-    }
-
-    /// When [`Qp::handle_timeout`] must next be called (retransmission or
-    /// RNR timer), or `None` if no timer runs. Re-read after every call.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.rto, self.rnr_wait) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Fires the timers that are due at `now`: a local ACK timeout retries
-    /// from the oldest unacknowledged PSN (or fails the oldest WR with
-    /// `RETRY_EXC_ERR` once retries are exhausted); an expired RNR wait lets
-    /// the requester resend.
-    pub fn handle_timeout(&mut self, now: impl Clock) {
-        if self.rnr_wait.is_some_and(|t| t <= now.now()) {
-            self.rnr_wait = None;
-        }
-        if self.rto.is_some_and(|t| t <= now.now()) {
-            self.rto = None;
-            if self.state == QpState::Err || self.cfg.qp_type != QpType::Rc {
-                return;
-            }
-            if self.una != self.next_psn {
-                let asked = self.asked_psn.is_some_and(|p| !p.before(self.una));
-                if !asked && self.next_psn == self.high_psn {
-                    // Nothing unacknowledged asked for an ACK (an unsignaled
-                    // tail): not a loss. Send the last packet again, with
-                    // AckReq; its ACK covers all. If it goes unanswered too,
-                    // the next timeout is a real one.
-                    self.stats.ack_probes += 1;
-                    let last = self.high_psn.sub(1);
-                    self.rewind(now, last);
-                } else {
-                    self.stats.timeouts += 1;
-                    self.go_back(now, true);
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::receive::pkey_match;
     use super::*;
 
     #[test]
@@ -986,73 +319,97 @@ mod tests {
         f::<Qp>();
     }
 
-    #[test]
-    fn data_in_one_sge_is_written_in_one_piece() {
-        let sge = |addr, length, lkey| Sge { addr, length, lkey };
-        let sgl = [sge(0x1000, 8, 1), sge(0x2000, 16, 2), sge(0x3000, 0, 3)];
-        assert_eq!(one_piece(&sgl, 0, 8), Some((Key::Local(1), 0x1000)));
-        assert_eq!(one_piece(&sgl, 2, 6), Some((Key::Local(1), 0x1002)));
-        assert_eq!(one_piece(&sgl, 8, 16), Some((Key::Local(2), 0x2000)));
-        assert_eq!(one_piece(&sgl, 12, 4), Some((Key::Local(2), 0x2004)));
-        // Across two SGEs, past the end, nothing to write, overflow: the
-        // two-pass path decides.
-        assert_eq!(one_piece(&sgl, 4, 8), None);
-        assert_eq!(one_piece(&sgl, 24, 1), None);
-        assert_eq!(one_piece(&sgl, 0, 0), None);
-        assert_eq!(one_piece(&[sge(u64::MAX, 8, 1)], 1, 1), None);
-    }
+    /// The engine's files and the types each one defines. A type's
+    /// `impl` blocks are all in its file, and a private type's fields are
+    /// private: no part reaches into another's state.
+    const PARTS: [(&str, &str, &[&str]); 7] = [
+        ("engine.rs", include_str!("engine.rs"), &[]),
+        ("qp.rs", include_str!("engine/qp.rs"), &["Qp", "Common"]),
+        (
+            "requester.rs",
+            include_str!("engine/requester.rs"),
+            &["Requester", "SendWqe"],
+        ),
+        (
+            "completer.rs",
+            include_str!("engine/completer.rs"),
+            &["Completer"],
+        ),
+        (
+            "responder.rs",
+            include_str!("engine/responder.rs"),
+            &["Responder", "RecvWqe", "InMsg", "Resource", "RespOut"],
+        ),
+        (
+            "same_host.rs",
+            include_str!("engine/same_host.rs"),
+            &["SameHost", "Request"],
+        ),
+        ("sgl.rs", include_str!("engine/sgl.rs"), &["Spares"]),
+    ];
 
-    #[test]
-    fn completed_wrs_hand_their_scatter_lists_back_for_reuse() {
-        use crate::sim::{LinkConfig, Network};
-        let mut net = Network::new(LinkConfig::default(), 7);
-        let (a, b) = net.connected_pair(QpType::Rc);
-        let (lk, _) = net
-            .node_mut(a)
-            .mem
-            .register(Pd(1), 0x1000, 64, Access::LOCAL_WRITE);
-        let (rk, _) = net
-            .node_mut(b)
-            .mem
-            .register(Pd(1), 0x8000, 64, Access::LOCAL_WRITE);
-        let sge = |addr, length, lkey| Sge { addr, length, lkey };
-        net.qp_mut(b)
-            .post_recv(RecvWr {
-                wr_id: 1,
-                sg_list: vec![sge(0x8000, 64, rk)],
-            })
-            .unwrap();
-        net.qp_mut(a)
-            .post_send(SendWr::new(2, SendOp::Send, vec![sge(0x1000, 8, lk)]))
-            .unwrap();
-        assert!(
-            net.qp_mut(a).spare_send_sgl().is_none(),
-            "nothing completed yet"
-        );
-        assert!(
-            net.qp_mut(b).spare_recv_sgl().is_none(),
-            "nothing completed yet"
-        );
-        net.run_until_idle();
-        let done = |w: &[Wc]| w.iter().filter(|w| w.status == WcStatus::Success).count();
-        assert_eq!(done(&net.take_completions(a)), 1);
-        assert_eq!(done(&net.take_completions(b)), 1);
-        for spare in [
-            net.qp_mut(a).spare_send_sgl(),
-            net.qp_mut(b).spare_recv_sgl(),
-        ] {
-            let v = spare.expect("the completed WR's list is kept");
-            assert!(v.is_empty() && v.capacity() >= 1, "{v:?}");
+    /// The type an `impl` line is for (`impl X {`, `impl<T> X<T> {`,
+    /// `impl Trait for X {`), if the line starts an impl block.
+    fn impl_target(line: &str) -> Option<&str> {
+        let rest = line.strip_prefix("impl")?;
+        if !rest.starts_with([' ', '<']) {
+            return None;
         }
-        assert!(net.qp_mut(a).spare_send_sgl().is_none(), "one list per WR");
+        let head = rest.split('{').next()?;
+        let ty = match head.rsplit_once(" for ") {
+            Some((_, ty)) => ty,
+            // Skip the impl's own generics.
+            None if head.starts_with('<') => {
+                let mut depth = 0;
+                let end = head.char_indices().find_map(|(i, ch)| {
+                    match ch {
+                        '<' => depth += 1,
+                        '>' => depth -= 1,
+                        _ => {}
+                    }
+                    (depth == 0).then_some(i + 1)
+                })?;
+                &head[end..]
+            }
+            None => head,
+        };
+        // The path up to its generics; its last segment.
+        let path = ty.trim().split(['<', ' ', '{']).next()?;
+        path.rsplit("::").next().filter(|t| !t.is_empty())
     }
 
     #[test]
-    fn pkey_rules() {
-        assert!(pkey_match(0xffff, 0xffff));
-        assert!(pkey_match(0x7fff, 0xffff));
-        assert!(!pkey_match(0x7fff, 0x7fff), "two limited members");
-        assert!(!pkey_match(0x8001, 0xffff));
-        assert!(!pkey_match(0x8000, 0x8000), "invalid P_Key");
+    fn parts_own_their_fields() {
+        assert_eq!(impl_target("impl Requester {"), Some("Requester"));
+        assert_eq!(impl_target("impl<'a> Ctx<'a> {"), Some("Ctx"));
+        assert_eq!(impl_target("impl fmt::Debug for Qp {"), Some("Qp"));
+        assert_eq!(impl_target("impl super::qp::Common {"), Some("Common"));
+        assert_eq!(impl_target("implied NAK"), None);
+        for (file, src, owned) in PARTS {
+            // The code, without its unit tests.
+            let code = src.split("#[cfg(test)]").next().unwrap_or(src);
+            for line in code.lines().map(str::trim_start) {
+                if let Some(ty) = impl_target(line) {
+                    if let Some((home, _, _)) = PARTS.iter().find(|(_, _, o)| o.contains(&ty)) {
+                        assert_eq!(*home, file, "impl {ty} in {file}: {ty} is {home}'s");
+                    }
+                }
+                for vis in ["pub(super) ", "pub(crate) ", "pub(in "] {
+                    let field = line
+                        .strip_prefix(vis)
+                        .and_then(|after| after.split_once(':'))
+                        .is_some_and(|(name, _)| {
+                            name.chars().all(|ch| ch.is_alphanumeric() || ch == '_')
+                        });
+                    assert!(!field, "{file}: a field other files can reach: {line}");
+                }
+            }
+            for ty in owned {
+                let defined = [format!("struct {ty} "), format!("enum {ty} ")]
+                    .iter()
+                    .any(|d| code.contains(d.as_str()));
+                assert!(defined, "{file} does not define {ty}");
+            }
+        }
     }
 }

@@ -4,31 +4,60 @@
 //! The requester sends an RC RDMA WRITE, SEND or RDMA READ longer than the
 //! path MTU as one vendor packet naming its own buffers, when the driver
 //! said the QP's packets reach the peer over a channel the kernel
-//! authenticated ([`Qp::set_same_host`]) and the [`Memory`] can name them
-//! ([`Memory::host_addr`]). The request names no process: the responder's
-//! [`Memory::peer_copy`] reaches the process its channel identified. The packet
-//! takes the PSNs of the packets it replaces, so ACKs, NAKs, retries and
-//! ordering are the engine's as usual. The responder makes every check a
-//! normal request gets (state, PSN, access flags, R_Key/PD/bounds, receive
-//! WQE and its length) before [`Memory::peer_copy`] moves the bytes, then
-//! ACKs the last PSN. A responder that cannot copy answers a NAK with code
+//! authenticated ([`Qp::set_same_host`](super::Qp::set_same_host)) and the
+//! [`Memory`] can name them ([`Memory::host_addr`]). The request names no
+//! process: the responder's [`Memory::peer_copy`] reaches the process its
+//! channel identified. The packet takes the PSNs of the packets it
+//! replaces, so ACKs, NAKs, retries and ordering are the engine's as usual.
+//! The responder makes every check a normal request gets (state, PSN,
+//! access flags, R_Key/PD/bounds, receive WQE and its length) before
+//! [`Memory::peer_copy`] moves the bytes, then ACKs the last PSN. A
+//! responder that cannot copy answers a NAK with code
 //! [`rdmakit_wire::cma::NAK_DECLINE`]; the requester then resends from that
 //! PSN as ordinary packets, and keeps doing so on this QP.
+//!
+//! The extension owns whether it is on and whether the peer declined
+//! ([`SameHost`]). The [`Requester`](super::requester::Requester) asks it
+//! for a WR's request ([`SameHost::request`]) and books the PSNs; the
+//! [`Completer`](super::completer::Completer) tells it of a decline; a
+//! request from the network goes to [`handle_request`], which executes it
+//! through the [`Responder`]'s methods.
 
+use rdmakit_wire::aeth::{AethKind, NakCode};
 use rdmakit_wire::cma as wcma;
+use rdmakit_wire::{bth, reth, roce};
 
-use super::receive::{check_reth, rem_access};
-use super::*;
-use crate::mem::{PeerCopy, PeerDir, PeerError};
+use super::qp::Common;
+use super::responder::{check_reth, rem_access, RespErr, Responder};
+use super::{pkts_for, DropReason};
+use crate::mem::{Key, Memory, PeerCopy, PeerDir, PeerError};
+use crate::psn::Psn;
+use crate::qp::{Access, QpType};
+use crate::wr::{SendOp, SendWr, WcOpcode, WcStatus};
 
 /// Most PSNs a requester keeps unacknowledged while it sends same-host
 /// requests (each is one packet however many PSNs it takes; the window
-/// counts packets, [`Qp::window_full`]): 1 GiB of messages at MTU 1024, and
-/// a sixteenth of the PSN space.
+/// counts packets): 1 GiB of messages at MTU 1024, and a sixteenth of the
+/// PSN space.
 pub(super) const SAME_HOST_MAX_PSNS: i32 = 1 << 20;
 
 /// The NAK that declines a same-host request ([`wcma::SYNDROME_DECLINE`]).
 const DECLINE: AethKind = AethKind::Nak(NakCode::Reserved(wcma::NAK_DECLINE));
+
+/// Whether a QP sends large RC messages as same-host requests.
+#[derive(Debug, Default)]
+pub(super) struct SameHost {
+    /// The driver reaches the peer over an authenticated same-host channel.
+    on: bool,
+    /// The peer declined a request: packets from now on.
+    declined: bool,
+}
+
+/// One WR as a same-host request: the vendor opcode and the header.
+pub(super) struct Request {
+    opcode: u8,
+    hdr: wcma::Repr,
+}
 
 /// Why a same-host request was not executed.
 enum Refusal {
@@ -38,47 +67,45 @@ enum Refusal {
     Decline,
 }
 
-impl Qp {
-    /// Lets this RC QP send messages longer than the path MTU as same-host
-    /// requests (the driver carries this QP's packets to the peer over a
-    /// same-host channel the kernel authenticated, and only there does a
-    /// peer take them), or stops it. Turning it on forgets an earlier
-    /// decline.
-    pub fn set_same_host(&mut self, on: bool) {
-        self.same_host = on;
+impl SameHost {
+    pub(super) fn new() -> SameHost {
+        SameHost::default()
+    }
+
+    /// On or off; turning it on forgets an earlier decline.
+    pub(super) fn set(&mut self, on: bool) {
+        self.on = on;
         if on {
-            self.same_host_declined = false;
+            self.declined = false;
         }
     }
 
-    /// Whether large messages currently go as same-host requests (on, RC,
-    /// and not declined by the peer).
-    pub fn same_host_active(&self) -> bool {
-        self.same_host && !self.same_host_declined && self.cfg.qp_type == QpType::Rc
+    /// The peer declined a request: packets from now on.
+    pub(super) fn declined(&mut self) {
+        self.declined = true;
     }
 
-    /// The same-host request for the WR at `idx`, if it qualifies; `None`
-    /// sends it as packets.
-    pub(super) fn build_same_host<M: Memory + ?Sized>(
-        &mut self,
-        now: impl Clock,
-        idx: usize,
-        buf: &mut [u8],
+    /// Whether large messages go as same-host requests (on, RC, and not
+    /// declined by the peer).
+    pub(super) fn active(&self, c: &Common) -> bool {
+        self.on && !self.declined && c.cfg().qp_type == QpType::Rc
+    }
+
+    /// The same-host request for `wr` (`len` bytes), if it qualifies: an
+    /// RDMA WRITE, SEND or RDMA READ longer than the MTU whose buffers all
+    /// have host addresses. `None` sends it as packets.
+    pub(super) fn request<M: Memory + ?Sized>(
+        &self,
+        c: &Common,
+        wr: &SendWr,
+        len: u32,
         mem: &M,
-    ) -> Option<Result<Transmit, WcStatus>> {
-        if self.send_off != 0 {
+    ) -> Option<Request> {
+        if !self.active(c) {
             return None;
         }
-        if let Some(w) = self.sq.get_mut(idx) {
-            w.cma = false;
-        }
-        if !self.same_host_active() {
-            return None;
-        }
-        let mtu = self.mtu();
-        let pd = self.cfg.pd;
-        let w = self.sq.get(idx)?;
-        let (opcode, rkey, va, need) = match w.wr.op {
+        let pd = c.cfg().pd;
+        let (opcode, rkey, va, need) = match wr.op {
             SendOp::Write { remote_addr, rkey } => {
                 (wcma::OP_WRITE, rkey, remote_addr, Access::empty())
             }
@@ -88,226 +115,199 @@ impl Qp {
             }
             _ => return None,
         };
-        if w.len <= mtu || w.wr.sg_list.len() > wcma::MAX_IOV {
+        if len <= c.mtu() || wr.sg_list.len() > wcma::MAX_IOV {
             return None;
         }
         let mut iov = [(0u64, 0u64); wcma::MAX_IOV];
         let mut n = 0usize;
-        for s in w.wr.sg_list.iter().filter(|s| s.length > 0) {
-            let len = u64::from(s.length);
-            let a = mem.host_addr(pd, Key::Local(s.lkey), s.addr, len, need)?;
-            *iov.get_mut(n)? = (a, len);
+        for s in wr.sg_list.iter().filter(|s| s.length > 0) {
+            let l = u64::from(s.length);
+            let a = mem.host_addr(pd, Key::Local(s.lkey), s.addr, l, need)?;
+            *iov.get_mut(n)? = (a, l);
             n += 1;
         }
         let hdr = wcma::Repr {
-            len: w.len,
+            len,
             rkey,
             va,
             iov_count: u8::try_from(n).ok()?,
             iov,
         };
-        let npk = pkts_for(w.len, mtu);
-        let psn = self.next_psn;
-        let hlen = hdr.buffer_len();
-        // Emitted as an RC SEND ONLY whose payload is the header, then
-        // relabeled: BTH, P_Key and PSN are the engine's own.
-        let mut p = self.header(OpCode::RC_SEND_ONLY, psn, self.attr.dest_qp_num);
+        Some(Request { opcode, hdr })
+    }
+}
+
+impl Request {
+    /// Writes the request into `buf` under `bth` (this QP's RC SEND ONLY
+    /// for the first PSN, which it emits with AckReq and relabels with the
+    /// vendor opcode); its length, `None` if `buf` is too short.
+    pub(super) fn emit(&self, mut p: roce::Repr<'_>, buf: &mut [u8]) -> Option<usize> {
+        let hlen = self.hdr.buffer_len();
         p.bth.ack_req = true;
         let (at, len) = p.emit_header_without_icrc(buf, hlen).ok()?;
-        hdr.emit(&mut wcma::Packet::new_unchecked(
-            buf.get_mut(at..at + hlen)?,
-        ))
-        .ok()?;
-        buf[0] = opcode;
-        if let Some(w) = self.sq.get_mut(idx) {
-            w.cma = true;
-        }
-        self.stats.same_host_sent += 1;
-        self.pkts_since_ackreq = 0;
-        self.asked_psn = Some(psn);
-        if psn.before(self.high_psn) {
-            self.stats.retransmitted += 1;
-        }
-        self.next_psn = psn.add(npk);
-        if self.next_psn.after(self.high_psn) {
-            self.high_psn = self.next_psn;
-        }
-        self.send_idx += 1;
-        self.same_host_extra += npk.saturating_sub(1) as i32;
-        self.send_off = 0;
-        if self.rto.is_none() {
-            self.rto = local_ack_timeout(self.attr.timeout).map(|d| now.now() + d);
-        }
-        Some(Ok(Transmit {
-            len,
-            ah: self.attr.ah,
-        }))
+        self.hdr
+            .emit(&mut wcma::Packet::new_unchecked(
+                buf.get_mut(at..at + hlen)?,
+            ))
+            .ok()?;
+        buf[0] = self.opcode;
+        Some(len)
     }
+}
 
-    /// The peer declined the same-host request at `psn`: send packets on
-    /// this QP from now on, starting again there (no retry consumed).
-    pub(super) fn same_host_decline(&mut self, now: impl Clock, psn: Psn) {
-        self.stats.same_host_fallbacks += 1;
-        self.same_host_declined = true;
-        if psn == self.una {
-            self.rewind(now, psn);
-        } else if !psn.before(self.una) {
-            // An earlier READ lacks its response (implied NAK).
-            self.go_back_once(now);
-        }
+/// A same-host request from the network: checked as a packet would be
+/// (state, QPN, P_Key, PSN), executed, then ACKed, or NAKed as a packet
+/// would be, or declined.
+pub(super) fn handle_request<M: Memory + ?Sized>(
+    resp: &mut Responder,
+    c: &mut Common,
+    bytes: &[u8],
+    mem: &mut M,
+) {
+    let Ok(b) = bth::Packet::new_checked(bytes) else {
+        c.drop(DropReason::malformed);
+        return;
+    };
+    let Ok(h) = wcma::Packet::new_checked(b.payload()).and_then(|h| wcma::Repr::parse(&h)) else {
+        c.drop(DropReason::malformed);
+        return;
+    };
+    let reason = c
+        .refusal(b.dest_qp(), c.cfg().qp_type == QpType::Rc, b.pkey())
+        .or(resp.fatal_pending().then_some(DropReason::bad_state));
+    if !c.admit(reason) {
+        return;
     }
-
-    /// A same-host request from the network (the responder).
-    pub(super) fn same_host_request<M: Memory + ?Sized>(&mut self, bytes: &[u8], mem: &mut M) {
-        let Ok(b) = rdmakit_wire::bth::Packet::new_checked(bytes) else {
-            self.drop(DropReason::malformed);
-            return;
-        };
-        let Ok(h) = wcma::Packet::new_checked(b.payload()).and_then(|h| wcma::Repr::parse(&h))
-        else {
-            self.drop(DropReason::malformed);
-            return;
-        };
-        let reason = self
-            .refusal(b.dest_qp(), self.cfg.qp_type == QpType::Rc, b.pkey())
-            .or(self.fatal_pending.then_some(DropReason::bad_state));
-        if !self.admit(reason) {
-            return;
+    let psn = Psn::new(b.psn());
+    // A duplicate was executed already (its ACK was lost): acknowledge
+    // again.
+    if !resp.in_sequence(psn, c, |r, _| r.push_ack(r.epsn().sub(1))) {
+        return;
+    }
+    match execute(b.opcode().0, &h, resp, c, mem) {
+        Ok(npk) => {
+            c.stats_mut().same_host_executed += 1;
+            resp.executed(psn, npk);
         }
-        let psn = Psn::new(b.psn());
-        // A duplicate was executed already (its ACK was lost): acknowledge
-        // again.
-        if !self.in_sequence(psn, |qp| qp.push_ack(qp.epsn.sub(1))) {
-            return;
+        Err(Refusal::Decline) => {
+            c.stats_mut().same_host_declined += 1;
+            resp.push_nak(psn, DECLINE, false);
         }
-        match self.same_host_execute(b.opcode().0, &h, mem) {
-            Ok(npk) => {
-                self.nak_sent = false;
-                self.stats.same_host_executed += 1;
-                self.epsn = psn.add(npk);
-                self.push_ack(psn.add(npk - 1));
-            }
-            Err(Refusal::Decline) => {
-                self.stats.same_host_declined += 1;
-                self.push_nak(psn, DECLINE, false);
-            }
-            Err(Refusal::Resp(RespErr::Rnr)) => {
-                let timer = self.attr.min_rnr_timer;
-                self.push_nak(psn, AethKind::RnrNak { timer }, false);
-            }
-            Err(Refusal::Resp(RespErr::Nak(code, _))) => {
-                self.push_nak(psn, AethKind::Nak(code), true);
-            }
+        Err(Refusal::Resp(RespErr::Rnr)) => {
+            let timer = c.attr().min_rnr_timer;
+            resp.push_nak(psn, AethKind::RnrNak { timer }, false);
+        }
+        Err(Refusal::Resp(RespErr::Nak(code, _))) => {
+            resp.push_nak(psn, AethKind::Nak(code), true);
         }
     }
+}
 
-    /// Checks and executes an in-sequence same-host request; returns the
-    /// number of PSNs it covers.
-    fn same_host_execute<M: Memory + ?Sized>(
-        &mut self,
-        opcode: u8,
-        h: &wcma::Repr,
-        mem: &mut M,
-    ) -> Result<u32, Refusal> {
-        let mtu = self.mtu();
-        let pd = self.cfg.pd;
-        let acc = self.attr.qp_access_flags;
-        let inv_req = || Refusal::Resp(RespErr::Nak(NakCode::InvalidRequest, None));
-        // A message in progress must continue with its own packets; a
-        // request a packet could carry never comes this way.
-        if self.cur.is_some() || h.len <= mtu || h.len > 1 << 31 {
-            return Err(inv_req());
+/// Checks and executes an in-sequence same-host request; returns the
+/// number of PSNs it covers.
+fn execute<M: Memory + ?Sized>(
+    opcode: u8,
+    h: &wcma::Repr,
+    resp: &mut Responder,
+    c: &mut Common,
+    mem: &mut M,
+) -> Result<u32, Refusal> {
+    let mtu = c.mtu();
+    let pd = c.cfg().pd;
+    let acc = c.attr().qp_access_flags;
+    let inv_req = || Refusal::Resp(RespErr::Nak(NakCode::InvalidRequest, None));
+    // A message in progress must continue with its own packets; a
+    // request a packet could carry never comes this way.
+    if resp.receiving() || h.len <= mtu || h.len > 1 << 31 {
+        return Err(inv_req());
+    }
+    let peer = h.iovecs();
+    let len = u64::from(h.len);
+    let reth = reth::Repr {
+        va: h.va,
+        rkey: h.rkey,
+        dma_len: h.len,
+    };
+    let refused = |e: PeerError| match e {
+        PeerError::Mem(_) => Refusal::Resp(rem_access()),
+        PeerError::Declined(_) => Refusal::Decline,
+    };
+    match opcode {
+        wcma::OP_WRITE | wcma::OP_READ => {
+            let (right, dir) = if opcode == wcma::OP_WRITE {
+                (Access::REMOTE_WRITE, PeerDir::Pull)
+            } else {
+                (Access::REMOTE_READ, PeerDir::Push)
+            };
+            if !acc.contains(right) {
+                return Err(inv_req());
+            }
+            check_reth(mem, pd, reth, right).map_err(Refusal::Resp)?;
+            let local = [(Key::Remote(h.rkey), h.va, len)];
+            let copy = PeerCopy {
+                pd,
+                local: &local,
+                need: right,
+                peer,
+                dir,
+            };
+            mem.peer_copy(&copy).map_err(refused)?;
         }
-        let peer = h.iovecs();
-        let len = u64::from(h.len);
-        let reth = reth::Repr {
-            va: h.va,
-            rkey: h.rkey,
-            dma_len: h.len,
-        };
-        let refused = |e: PeerError| match e {
-            PeerError::Mem(_) => Refusal::Resp(rem_access()),
-            PeerError::Declined(_) => Refusal::Decline,
-        };
-        match opcode {
-            wcma::OP_WRITE | wcma::OP_READ => {
-                let (right, dir) = if opcode == wcma::OP_WRITE {
-                    (Access::REMOTE_WRITE, PeerDir::Pull)
-                } else {
-                    (Access::REMOTE_READ, PeerDir::Push)
-                };
-                if !acc.contains(right) {
-                    return Err(inv_req());
+        wcma::OP_SEND => {
+            let Some(r) = resp.next_recv() else {
+                return Err(Refusal::Resp(RespErr::Rnr));
+            };
+            let mut local = Vec::with_capacity(r.sg_list.len());
+            let mut left = len;
+            for s in &r.sg_list {
+                if left == 0 {
+                    break;
                 }
-                check_reth(mem, pd, reth, right).map_err(Refusal::Resp)?;
-                let local = [(Key::Remote(h.rkey), h.va, len)];
+                let n = left.min(u64::from(s.length));
+                if n > 0 {
+                    local.push((Key::Local(s.lkey), s.addr, n));
+                }
+                left -= n;
+            }
+            let fail = if left > 0 {
+                Some((NakCode::InvalidRequest, WcStatus::LocLenErr))
+            } else if local
+                .iter()
+                .any(|&(k, a, n)| mem.check(pd, k, a, n, Access::LOCAL_WRITE).is_err())
+            {
+                Some((NakCode::RemoteOperationalError, WcStatus::LocProtErr))
+            } else {
                 let copy = PeerCopy {
                     pd,
                     local: &local,
-                    need: right,
+                    need: Access::LOCAL_WRITE,
                     peer,
-                    dir,
+                    dir: PeerDir::Pull,
                 };
-                mem.peer_copy(&copy).map_err(refused)?;
-            }
-            wcma::OP_SEND => {
-                let Some(r) = self.rq.front() else {
-                    return Err(Refusal::Resp(RespErr::Rnr));
-                };
-                let mut local = Vec::with_capacity(r.wr.sg_list.len());
-                let mut left = len;
-                for s in &r.wr.sg_list {
-                    if left == 0 {
-                        break;
+                match mem.peer_copy(&copy) {
+                    Ok(_) => None,
+                    Err(PeerError::Declined(_)) => return Err(Refusal::Decline),
+                    Err(PeerError::Mem(_)) => {
+                        Some((NakCode::RemoteOperationalError, WcStatus::LocProtErr))
                     }
-                    let n = left.min(u64::from(s.length));
-                    if n > 0 {
-                        local.push((Key::Local(s.lkey), s.addr, n));
-                    }
-                    left -= n;
                 }
-                let fail = if left > 0 {
-                    Some((NakCode::InvalidRequest, WcStatus::LocLenErr))
-                } else if local
-                    .iter()
-                    .any(|&(k, a, n)| mem.check(pd, k, a, n, Access::LOCAL_WRITE).is_err())
-                {
-                    Some((NakCode::RemoteOperationalError, WcStatus::LocProtErr))
-                } else {
-                    let copy = PeerCopy {
-                        pd,
-                        local: &local,
-                        need: Access::LOCAL_WRITE,
-                        peer,
-                        dir: PeerDir::Pull,
-                    };
-                    match mem.peer_copy(&copy) {
-                        Ok(_) => None,
-                        Err(PeerError::Declined(_)) => return Err(Refusal::Decline),
-                        Err(PeerError::Mem(_)) => {
-                            Some((NakCode::RemoteOperationalError, WcStatus::LocProtErr))
-                        }
-                    }
-                };
-                let Some(r) = self.rq.pop_front() else {
-                    return Err(inv_req());
-                };
-                if let Some((code, status)) = fail {
-                    let wc = self.wc(r.wr.wr_id, status, WcOpcode::Recv);
-                    self.cq.push_back(wc);
-                    return Err(Refusal::Resp(RespErr::Nak(code, None)));
-                }
-                let mut wc = self.wc(r.wr.wr_id, WcStatus::Success, WcOpcode::Recv);
-                wc.byte_len = h.len;
-                wc.src_qp = self.attr.dest_qp_num;
-                self.cq.push_back(wc);
-                Self::keep_sgl(&mut self.spare_recv, r.wr.sg_list);
+            };
+            let Some(r) = resp.take_recv() else {
+                return Err(inv_req());
+            };
+            if let Some((code, status)) = fail {
+                c.complete(c.wc(r.wr_id, status, WcOpcode::Recv));
+                return Err(Refusal::Resp(RespErr::Nak(code, None)));
             }
-            _ => return Err(inv_req()),
+            let mut wc = c.wc(r.wr_id, WcStatus::Success, WcOpcode::Recv);
+            wc.byte_len = h.len;
+            wc.src_qp = c.attr().dest_qp_num;
+            c.complete(wc);
+            resp.recycle(r.sg_list);
         }
-        self.msn = self.msn.wrapping_add(1);
-        Ok(pkts_for(h.len, mtu))
+        _ => return Err(inv_req()),
     }
+    Ok(pkts_for(h.len, mtu))
 }
 
 #[cfg(test)]
@@ -316,10 +316,15 @@ mod tests {
     use std::collections::HashMap;
     use std::rc::Rc;
 
-    use super::*;
-    use crate::mem::{MemResult, MemTable};
-    use crate::qp::Mtu;
-    use crate::wr::Sge;
+    use rdmakit_wire::cma as wcma;
+
+    use crate::mem::{
+        AtomicOp, Key, MemResult, MemTable, Memory, Pd, PeerCopy, PeerDir, PeerError,
+    };
+    use crate::qp::{Access, Mtu, QpAttr, QpState, QpType};
+    use crate::time::Instant;
+    use crate::wr::{RecvWr, SendOp, SendWr, Sge, Wc, WcStatus};
+    use crate::{Qp, QpConfig};
 
     /// "Processes" on one host: pid → memory. Host addresses are the
     /// tables' virtual addresses.
