@@ -19,8 +19,6 @@
 //!
 //! This module and [`crate::dma`] are where the soft NIC's `unsafe` lives.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use rdmakit_proto::{PeerDir, PeerError};
 
 use crate::net::shm::Peer;
@@ -63,22 +61,24 @@ impl SoftTransport {
     }
 }
 
-/// Whether a device takes part in same-host copies.
-#[derive(Debug, Default)]
+/// Whether a device takes part in same-host copies: fixed when the device
+/// opens, from the one transport it resolved ([`SameHost::new`]).
+#[derive(Debug)]
 pub struct SameHost {
-    enabled: AtomicBool,
+    transport: SoftTransport,
 }
 
 impl SameHost {
-    /// Turns the path on (the device's transport is `auto`): requests taken
-    /// from same-host rings are answered.
-    pub fn enable(&self) {
-        self.enabled.store(true, Ordering::Release);
+    /// The path of a device whose transport is `transport`: on for
+    /// [`SoftTransport::Auto`] (requests taken from same-host rings are
+    /// answered), off for [`SoftTransport::Udp`].
+    pub fn new(transport: SoftTransport) -> SameHost {
+        SameHost { transport }
     }
 
     /// Whether the path is on.
     pub fn enabled(&self) -> bool {
-        self.enabled.load(Ordering::Acquire)
+        self.transport == SoftTransport::Auto
     }
 
     /// Moves bytes between this process's `local` ranges (host address,
@@ -170,9 +170,7 @@ mod tests {
     use crate::net::shm::channel::{test_peer, test_peer_of};
 
     fn on() -> SameHost {
-        let s = SameHost::default();
-        s.enable();
-        s
+        SameHost::new(SoftTransport::Auto)
     }
 
     fn addr(v: &[u8]) -> u64 {
@@ -219,7 +217,7 @@ mod tests {
             Err(PeerError::Declined(m)) if m.contains("authenticated")
         ));
         let (peer, _conn) = test_peer();
-        let off = SameHost::default();
+        let off = SameHost::new(SoftTransport::Udp);
         assert!(matches!(
             off.copy(&local, Some(&peer), &remote, PeerDir::Pull),
             Err(PeerError::Declined(m)) if m.contains("udp")

@@ -72,8 +72,8 @@ pub struct Counters {
     /// Descriptor mappings that failed as a device fault (injected): the
     /// soft NIC's "DMA mapping error" lines in dmesg.
     pub dma_map_errors: u64,
-    /// Packets written into same-host rings (`RDMAKIT_SOFT_TRANSPORT=shm`;
-    /// counted in `tx_packets` too).
+    /// Packets written into same-host rings (`RDMAKIT_SOFT_TRANSPORT=auto`,
+    /// the default; counted in `tx_packets` too).
     pub ring_tx_packets: u64,
     /// Packets taken from same-host rings (counted in `rx_packets` too
     /// when a QP took them).
@@ -188,6 +188,9 @@ pub(crate) struct Shared {
     attr: DeviceAttr,
     port: PortAttr,
     limits: Limits,
+    /// How packets and RC data reach a peer on this host, resolved once
+    /// at open ([`Net::transport`]) and handed to the MR table.
+    transport: SoftTransport,
     /// CLOCK_MONOTONIC at creation, ns: the engine's time is read from the
     /// clock directly (see [`monotonic_ns`]), not through `Instant`.
     epoch_ns: u64,
@@ -569,8 +572,11 @@ impl Device {
             gso: cfg.gso,
             gro: cfg.gro,
         };
-        let rings = cfg.transport == SoftTransport::Auto;
-        let net = Net::bind(addr, cfg.udp_port, allowed, cfg.raw_tx, rings).map_err(detach)?;
+        let net =
+            Net::bind(addr, cfg.udp_port, allowed, cfg.raw_tx, cfg.transport).map_err(detach)?;
+        // The one transport the device uses from now on: what was asked
+        // for, unless the rings could not be had.
+        let transport = net.transport();
         let addr = net.addr();
         let local = *net.endpoint().ip();
         let sh = Arc::new(Shared {
@@ -593,13 +599,8 @@ impl Device {
             limits: cfg.limits.clone(),
             epoch_ns: monotonic_ns(),
             net,
-            mem: RwLock::new({
-                let t = MrTable::new();
-                if cfg.transport != SoftTransport::Udp {
-                    t.same_host().enable();
-                }
-                t
-            }),
+            transport,
+            mem: RwLock::new(MrTable::new(transport)),
             objs: Mutex::new(Objects {
                 next_pd: 1,
                 next_ah: 1,

@@ -60,7 +60,7 @@ struct Binding {
 
 /// The device's memory-region table: keys → raw buffers, and the memory
 /// windows bound onto them (one key space: a key's index names either).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MrTable {
     regions: rustc_hash::FxHashMap<u32, Region>,
     /// Windows change under a bind work request, which the engine executes
@@ -93,13 +93,15 @@ pub(crate) fn random_u32() -> u32 {
 }
 
 impl MrTable {
-    /// An empty table whose key indices start at a random point.
-    pub fn new() -> MrTable {
+    /// An empty table whose key indices start at a random point, of a
+    /// device whose transport is `transport` (which turns the same-host
+    /// copy path on or off, [`crate::cma::SameHost`]).
+    pub fn new(transport: crate::cma::SoftTransport) -> MrTable {
         MrTable {
             regions: rustc_hash::FxHashMap::default(),
             windows: std::sync::Mutex::new(rustc_hash::FxHashMap::default()),
             next_index: random_u32() & 0x00ff_ffff,
-            same_host: crate::cma::SameHost::default(),
+            same_host: crate::cma::SameHost::new(transport),
         }
     }
 
@@ -578,7 +580,7 @@ mod tests {
     #[test]
     fn checks_before_moving_bytes() {
         let mut buf = vec![0u8; 64];
-        let mut t = MrTable::new();
+        let mut t = MrTable::new(crate::cma::SoftTransport::Udp);
         // SAFETY: `buf` outlives the table use below and is not borrowed
         // while registered (only accessed again after deregistration).
         let k = unsafe {

@@ -26,12 +26,12 @@ impl DataPath {
 
 impl Shared {
     /// Whether an RC QP's large messages may go as same-host requests: the
-    /// path is on here and the QP's packets go through a same-host ring to
-    /// its peer (`on_ring`, decided when the AV is set): a request travels
-    /// nowhere else, as a receiver takes one only from the ring of the
-    /// process the kernel identified.
+    /// device's transport is `auto` and the QP's packets go through a
+    /// same-host ring to its peer (`on_ring`, decided when the AV is set):
+    /// a request travels nowhere else, as a receiver takes one only from
+    /// the ring of the process the kernel identified.
     pub(super) fn same_host_path(&self, on_ring: bool) -> bool {
-        on_ring && super::read(&self.mem).same_host().enabled()
+        on_ring && self.transport == SoftTransport::Auto
     }
 }
 
@@ -41,11 +41,7 @@ impl Device {
     /// (its user's directory refused or not writable), so `devinfo -v` says
     /// what is really in use.
     pub fn soft_transport(&self) -> SoftTransport {
-        if super::read(&self.sh.mem).same_host().enabled() && self.sh.net.rings().is_some() {
-            SoftTransport::Auto
-        } else {
-            SoftTransport::Udp
-        }
+        self.sh.transport
     }
 
     /// Why the last same-host ring this context tried to hand over, or was

@@ -120,14 +120,16 @@ impl DeviceConfig {
     /// `RDMAKIT_SOFT_NAME`, `RDMAKIT_SOFT_ADDR`, `RDMAKIT_SOFT_UDP_PORT`,
     /// `RDMAKIT_SOFT_NETDEV_MTU`, `RDMAKIT_SOFT_EXHAUSTION` (`enospc`),
     /// `RDMAKIT_SOFT_LEAKY=1`, `RDMAKIT_SOFT_GSO=0`, `RDMAKIT_SOFT_GRO=0`,
-    /// `RDMAKIT_SOFT_RAW_TX=0`, `RDMAKIT_SOFT_REGISTRY_DIR`. An unset,
+    /// `RDMAKIT_SOFT_RAW_TX=0`, `RDMAKIT_SOFT_REGISTRY_DIR`,
+    /// `RDMAKIT_SOFT_TRANSPORT` (`auto` or `udp`; `shm` and `cma`, old
+    /// names, mean `auto`). An unset,
     /// empty or unusable value leaves the default: a port of 0 or not a
     /// number, an MTU below 352, an unknown exhaustion name; an offload or
     /// raw-send switch is off only for exactly `0`.
     ///
     /// # Errors
     /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR` (the error opening the
-    /// device reported before).
+    /// device reported before) or an unknown `RDMAKIT_SOFT_TRANSPORT`.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<DeviceConfig> {
         let d = DeviceConfig::default();
         let addr = match var("RDMAKIT_SOFT_ADDR") {
@@ -147,7 +149,7 @@ impl DeviceConfig {
                     "ibv_open_device",
                     Errno::EINVAL,
                     Origin::Library,
-                    format!("RDMAKIT_SOFT_TRANSPORT={s:?} is not \"auto\", \"cma\" or \"udp\""),
+                    format!("RDMAKIT_SOFT_TRANSPORT={s:?} is not \"auto\" or \"udp\""),
                 )
             })?,
             _ => SoftTransport::default(),

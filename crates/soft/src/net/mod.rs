@@ -37,6 +37,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::cma::SoftTransport;
 use crate::errno::{Errno, Origin, Result, SoftError};
 use rdmakit_wire::{bth, ipv4, udp};
 
@@ -206,7 +207,7 @@ pub(crate) struct Net {
     /// device without checksum offload (EIO); a refused size lowers this
     /// and packets that large leave one per send.
     gso_max_seg: AtomicUsize,
-    /// Same-host rings, when the transport is `shm` and the marker could
+    /// Same-host rings, when the transport is `auto` and the marker could
     /// be written.
     rings: Option<shm::Rings>,
 }
@@ -225,13 +226,14 @@ impl Net {
     /// slot's endpoint of the host device ([`host_device_addr`]) when
     /// `addr` is None. Uses the offloads `allowed` the kernel offers, a
     /// raw send socket when `raw_tx` and the process may, and same-host
-    /// rings when `rings` (and the ring directory takes a marker).
+    /// rings when `transport` is [`SoftTransport::Auto`] (and the ring
+    /// directory takes a marker: [`Net::transport`] says what came of it).
     pub(crate) fn bind(
         addr: Option<Ipv4Addr>,
         port: u16,
         allowed: Offloads,
         raw_tx: bool,
-        rings: bool,
+        transport: SoftTransport,
     ) -> Result<Net> {
         let (sock, dev_addr, slot) = match addr {
             Some(a) => (
@@ -254,7 +256,7 @@ impl Net {
             _ => dev_addr,
         };
         let (offloads, gro_start) = probe_offloads(&sock, allowed);
-        let rings = rings
+        let rings = (transport == SoftTransport::Auto)
             .then(|| shm::Rings::new(SocketAddrV4::new(local, port)).ok())
             .flatten();
         Ok(Net {
@@ -603,6 +605,17 @@ impl Net {
         self.rings.as_ref()
     }
 
+    /// The transport this context really uses: [`SoftTransport::Auto`]
+    /// when it listens for same-host rings, else [`SoftTransport::Udp`] (so
+    /// configured, or its user's directory refused the rings).
+    pub(crate) fn transport(&self) -> SoftTransport {
+        if self.rings.is_some() {
+            SoftTransport::Auto
+        } else {
+            SoftTransport::Udp
+        }
+    }
+
     /// Wakes the progress thread blocked in [`Net::recv`] (an empty datagram
     /// to our own socket; the receive path ignores it).
     pub(crate) fn kick(&self) {
@@ -828,8 +841,8 @@ mod tests {
         }
         assert_eq!(addr_slot(Ipv4Addr::new(127, 77, 0, 0)), None);
         assert_eq!(addr_slot(Ipv4Addr::new(127, 0, 0, 1)), None);
-        let a = Net::bind(None, 0, Offloads::ALL, true, false).unwrap();
-        let b = Net::bind(None, 0, Offloads::ALL, true, false).unwrap();
+        let a = Net::bind(None, 0, Offloads::ALL, true, SoftTransport::Udp).unwrap();
+        let b = Net::bind(None, 0, Offloads::ALL, true, SoftTransport::Udp).unwrap();
         assert_eq!(a.addr(), host_device_addr());
         assert_eq!(a.addr(), b.addr(), "one device address for every context");
         let (ba, bb) = (a.qpn_base().unwrap(), b.qpn_base().unwrap());

@@ -605,9 +605,9 @@ mod offload_tests {
 
     /// Two loopback contexts: `b` receives, `a` sends to its endpoint.
     fn pair() -> (Net, Net) {
-        let mut b = Net::bind(None, 0, Offloads::ALL, true, false).unwrap();
+        let mut b = Net::bind(None, 0, Offloads::ALL, true, SoftTransport::Udp).unwrap();
         b.port = b.sock.local_addr().unwrap().port();
-        let a = Net::bind(None, b.port, Offloads::ALL, true, false).unwrap();
+        let a = Net::bind(None, b.port, Offloads::ALL, true, SoftTransport::Udp).unwrap();
         (a, b)
     }
 
@@ -646,7 +646,7 @@ mod offload_tests {
         // Without UDP_GRO the kernel segments a GSO send before the socket.
         let plain = UdpSocket::bind("127.0.0.1:0").unwrap();
         let port = plain.local_addr().unwrap().port();
-        let a = Net::bind(None, port, Offloads::ALL, true, false).unwrap();
+        let a = Net::bind(None, port, Offloads::ALL, true, SoftTransport::Udp).unwrap();
         let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
         let (mut cache, mut batch, mut buf) =
             (FlowCache::default(), TxBatch::default(), Vec::new());
