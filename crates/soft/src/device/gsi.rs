@@ -9,7 +9,7 @@
 //! QP1 has no QPN slot: on a host device every context shares the one GID
 //! (`::ffff:` and the host's address), so a MAD cannot be routed by its destination QPN the
 //! way other packets are. MADs therefore go to a context's *endpoint*
-//! ([`Device::endpoint`], `127.77.s.t`), which the agent learns from the
+//! ([`Device::endpoint`](super::Device::endpoint), `127.77.s.t`), which the agent learns from the
 //! rdma_cm port table (who listens where) or from the MAD it answers
 //! ([`GsiMad::via`]); the GID the MAD's GRH carries ([`GsiMad::src`]) is the
 //! device's address, as for any packet between two contexts.
@@ -18,10 +18,16 @@ use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 
 use rdmakit_wire::{bth, deth, OpCode};
 
-use super::*;
+use crate::errno::{Errno, Origin, Result};
+use crate::lock;
+use crate::net::{self, Net};
+
+use super::err;
+use super::info::AtomicCounters;
 
 /// The GSI QP number.
 pub const GSI_QPN: u32 = 1;
@@ -46,9 +52,10 @@ pub struct GsiMad {
     pub mad: Vec<u8>,
 }
 
+/// QP1: the agent attached to it, if any, and the PSNs of its sends.
 #[derive(Debug)]
-pub(crate) struct Gsi {
-    agent: Option<Agent>,
+pub(super) struct Gsi {
+    agent: Mutex<Option<Agent>>,
     psn: AtomicU32,
 }
 
@@ -65,20 +72,26 @@ struct Agent {
 const QUEUE_MAX: usize = 1024;
 
 impl Gsi {
-    pub(crate) fn new() -> Gsi {
+    /// QP1 with no agent attached.
+    pub(super) fn new() -> Gsi {
         Gsi {
-            agent: None,
+            agent: Mutex::new(None),
             psn: AtomicU32::new(crate::dma::random_u32() & 0xff_ffff),
         }
     }
-}
 
-impl Shared {
-    /// A datagram for QP1 (UDP payload without the ICRC).
-    pub(super) fn receive_gsi(&self, src: SocketAddrV4, pkt: &[u8]) {
-        let mut g = lock(&self.gsi);
-        let Some(agent) = g.agent.as_mut() else {
-            self.counters.rx_unknown_qp.fetch_add(1, Ordering::Relaxed);
+    /// A datagram for QP1 (UDP payload without the ICRC) from `src`;
+    /// `net` names the sender's device address.
+    pub(super) fn receive(
+        &self,
+        src: SocketAddrV4,
+        pkt: &[u8],
+        net: &Net,
+        counters: &AtomicCounters,
+    ) {
+        let mut g = lock(&self.agent);
+        let Some(agent) = g.as_mut() else {
+            counters.rx_unknown_qp.fetch_add(1, Ordering::Relaxed);
             return;
         };
         let parsed = bth::Packet::new_checked(pkt).and_then(|b| {
@@ -88,7 +101,7 @@ impl Shared {
             Ok((h, d, &rest[deth::HEADER_LEN..]))
         });
         let Ok((h, d, payload)) = parsed else {
-            self.counters.rx_malformed.fetch_add(1, Ordering::Relaxed);
+            counters.rx_malformed.fetch_add(1, Ordering::Relaxed);
             return;
         };
         let pad = usize::from(h.pad_count);
@@ -97,15 +110,15 @@ impl Shared {
             || payload.len() < pad
             || payload.len() - pad > MAD_LEN
         {
-            self.counters.rx_malformed.fetch_add(1, Ordering::Relaxed);
+            counters.rx_malformed.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        self.counters.rx_packets.fetch_add(1, Ordering::Relaxed);
+        counters.rx_packets.fetch_add(1, Ordering::Relaxed);
         if agent.queue.len() >= QUEUE_MAX {
             agent.queue.pop_front();
         }
         agent.queue.push_back(GsiMad {
-            src: self.net.source_addr(*src.ip()),
+            src: net.source_addr(*src.ip()),
             via: *src.ip(),
             src_qp: d.src_qp,
             pkey: h.pkey,
@@ -113,18 +126,11 @@ impl Shared {
         });
         let _ = rustix::io::write(agent.efd.as_fd(), &1u64.to_ne_bytes());
     }
-}
 
-impl Device {
-    /// Attaches this process's management agent to QP1 and returns the
-    /// eventfd that is readable while received MADs wait
-    /// ([`Device::gsi_recv`] takes them). Attaching again returns the same fd.
-    ///
-    /// # Errors
-    /// `EMFILE`/`ENFILE` when no eventfd can be created.
-    pub fn gsi_attach(&self) -> Result<RawFd> {
-        let mut g = lock(&self.sh.gsi);
-        if let Some(a) = &g.agent {
+    /// Attaches the process's agent: see [`super::Device::gsi_attach`].
+    pub(super) fn attach(&self) -> Result<RawFd> {
+        let mut g = lock(&self.agent);
+        if let Some(a) = g.as_ref() {
             return Ok(a.efd.as_raw_fd());
         }
         let efd = rustix::event::eventfd(
@@ -140,7 +146,7 @@ impl Device {
             )
         })?;
         let fd = efd.as_raw_fd();
-        g.agent = Some(Agent {
+        *g = Some(Agent {
             queue: VecDeque::new(),
             efd,
             flow: net::FlowCache::default(),
@@ -149,14 +155,12 @@ impl Device {
         Ok(fd)
     }
 
-    /// The next MAD received on QP1, if any (never blocks). When the queue
+    /// The next MAD received, if any (never blocks). When the queue
     /// becomes empty the eventfd is drained, so it polls readable exactly
     /// while MADs wait.
-    pub fn gsi_recv(&self) -> Option<GsiMad> {
-        // MADs may be waiting on the socket with nobody else polling it.
-        self.sh.poll_network(64);
-        let mut g = lock(&self.sh.gsi);
-        let a = g.agent.as_mut()?;
+    pub(super) fn recv(&self) -> Option<GsiMad> {
+        let mut g = lock(&self.agent);
+        let a = g.as_mut()?;
         let m = a.queue.pop_front();
         if a.queue.is_empty() {
             let mut b = [0u8; 8];
@@ -165,15 +169,15 @@ impl Device {
         m
     }
 
-    /// Sends `mad` from QP1 to QP1 of `dst` (a UD SEND_ONLY with the GSI
-    /// Q_Key, as Linux sends CM MADs on RoCEv2). `dst` is where that QP1 is
-    /// reached: another host's address, or a context's endpoint on this
-    /// loopback device ([`GsiMad::via`], [`Device::endpoint`]); the device's
-    /// shared address itself names no context's QP1.
-    ///
-    /// # Errors
-    /// `EINVAL` without an attached agent or for a MAD over 256 bytes.
-    pub fn gsi_send(&self, dst: Ipv4Addr, mad: &[u8]) -> Result<()> {
+    /// Sends `mad` to QP1 at `dst` through `net`: see
+    /// [`super::Device::gsi_send`].
+    pub(super) fn send(
+        &self,
+        dst: Ipv4Addr,
+        mad: &[u8],
+        net: &Net,
+        counters: &AtomicCounters,
+    ) -> Result<()> {
         if mad.len() > MAD_LEN {
             return Err(err(
                 "gsi_send",
@@ -182,9 +186,9 @@ impl Device {
                 format!("a MAD is at most {MAD_LEN} bytes, not {}", mad.len()),
             ));
         }
-        let mut g = lock(&self.sh.gsi);
-        let psn = g.psn.fetch_add(1, Ordering::Relaxed) & 0xff_ffff;
-        let Some(a) = g.agent.as_mut() else {
+        let mut g = lock(&self.agent);
+        let psn = self.psn.fetch_add(1, Ordering::Relaxed) & 0xff_ffff;
+        let Some(a) = g.as_mut() else {
             return Err(err(
                 "gsi_send",
                 Errno::EINVAL,
@@ -218,14 +222,14 @@ impl Device {
         a.buf[off + mad.len()..len].fill(0);
         let sport = net::flow_port(GSI_QPN, GSI_QPN);
         let Agent { flow, buf, .. } = a;
-        self.sh.net.send(
+        net.send(
             dst,
             sport,
             flow,
             buf,
             len,
-            &self.sh.counters.tx_packets,
-            &self.sh.counters.tx_errors,
+            &counters.tx_packets,
+            &counters.tx_errors,
         );
         Ok(())
     }

@@ -1,21 +1,110 @@
-//! Queue-pair verbs of the soft device: create, modify, query, destroy, and
-//! posting send and receive work requests through the descriptor rings.
+//! Queue pairs: the QP table with `max_qp` and the limits a QP is created
+//! and modified against (`max_qp_wr`, `max_sge`, `max_inline`,
+//! `max_qp_rd_atom`, `max_qp_init_rd_atom`), and each QP — its CQs and
+//! SRQ, its descriptor rings, its engine ([`engine`]) and the state and
+//! deadline the receive path and the timers read without its lock.
+//! Posting happens here: taking a descriptor and "DMA-mapping" its buffers
+//! under the ring's lock, a failed mapping returning the descriptor.
 
-use super::*;
+mod desc;
+mod engine;
 
-impl Device {
-    // ------------------------------------------------------------------ QP
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-    /// `ibv_create_qp`: returns the QPN. The QP starts in RESET.
-    ///
-    /// # Errors
-    /// `EINVAL` for unknown PD/CQ/SRQ, capabilities above the device limits
-    /// (`max_qp_wr`, `max_sge`, `max_inline`), or when `max_qp` QPs exist
-    /// (rxe's pool limit). Zero depths are allowed: a receive-only or
-    /// send-only QP.
-    pub fn create_qp(&self, init: &QpInit) -> Result<u32> {
+use rdmakit_proto::{
+    Access, AddressHandle, AttrMask, Key, MemResult, Memory, Pd, QpAttr, QpConfig, QpState, QpType,
+    RecvWr, SendWr, Wc,
+};
+use rdmakit_types::device::{QpInit, SendRequest};
+use rustc_hash::FxHashMap;
+
+use crate::attr::{Gid, Limits};
+use crate::dma::MrTable;
+use crate::errno::{Errno, Origin, Result};
+use crate::net;
+use crate::registry::Kind;
+use crate::ring::{MapFailure, Ring, RingStats};
+use crate::{lock, read, write};
+
+use super::admit::Limit;
+use super::cq::Cq;
+use super::info::PostFailure;
+use super::shared::Shared;
+use super::srq::Srq;
+use super::{err, state_from_u8};
+use desc::{InlineData, SendDesc};
+pub(super) use engine::Engine;
+
+/// The QP table.
+#[derive(Debug)]
+pub(super) struct Qps {
+    // Looked up per datagram and per post: FxHash, not SipHash (the keys
+    // are the device's own numbers, nothing to defend against).
+    map: RwLock<QpMap>,
+    limits: QpLimits,
+}
+
+#[derive(Debug)]
+struct QpMap {
+    qps: FxHashMap<u32, Arc<Qp>>,
+    next: u32,
+}
+
+/// The device limits a QP is checked against.
+#[derive(Clone, Copy, Debug)]
+struct QpLimits {
+    max_qp: Limit,
+    max_qp_wr: u32,
+    max_sge: u32,
+    max_inline: u32,
+    max_qp_rd_atom: u32,
+    max_qp_init_rd_atom: u32,
+}
+
+/// A queue pair.
+#[derive(Debug)]
+pub(super) struct Qp {
+    qpn: u32,
+    qp_type: QpType,
+    pd: u32,
+    init: QpInit,
+    send_cq: Arc<Cq>,
+    recv_cq: Arc<Cq>,
+    srq: Option<Arc<Srq>>,
+    sq: Mutex<Ring<SendDesc>>,
+    rq: Mutex<Ring<RecvWr>>,
+    engine: Mutex<Engine>,
+    /// The engine's state after its last pass (read by posts).
+    state: AtomicU8,
+    /// The engine's next timer after its last pass (ns; `u64::MAX`: none).
+    deadline: AtomicU64,
+}
+
+impl Qps {
+    /// An empty table enforcing the device's QP limits.
+    pub(super) fn new(limits: &Limits) -> Qps {
+        Qps {
+            map: RwLock::new(QpMap {
+                qps: FxHashMap::default(),
+                next: 17,
+            }),
+            limits: QpLimits {
+                max_qp: Limit::new("max_qp", limits.max_qp),
+                max_qp_wr: limits.max_qp_wr,
+                max_sge: limits.max_sge,
+                max_inline: limits.max_inline,
+                max_qp_rd_atom: limits.max_qp_rd_atom,
+                max_qp_init_rd_atom: limits.max_qp_init_rd_atom,
+            },
+        }
+    }
+
+    /// `ibv_create_qp` on device `sh`: see [`super::Device::create_qp`].
+    pub(super) fn create(&self, sh: &Shared, init: &QpInit) -> Result<u32> {
         const V: &str = "ibv_create_qp";
-        let l = &self.sh.limits;
+        let l = self.limits;
         // A zero send (or receive) depth is a receive-only (send-only) QP,
         // which rxe and mlx5 accept.
         if init.max_send_wr > l.max_qp_wr
@@ -34,59 +123,56 @@ impl Device {
                 ),
             ));
         }
-        let send_cq = self
-            .sh
-            .cq(init.send_cq)
+        let send_cq = sh
+            .cqs()
+            .get(init.send_cq)
             .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such send CQ"))?;
-        let recv_cq = self
-            .sh
-            .cq(init.recv_cq)
+        let recv_cq = sh
+            .cqs()
+            .get(init.recv_cq)
             .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such receive CQ"))?;
         let srq = match init.srq {
             None => None,
             Some(s) => Some(
-                read(&self.sh.srqs)
-                    .get(&s)
-                    .cloned()
+                sh.srqs()
+                    .get(s)
                     .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such SRQ"))?,
             ),
         };
-        let mut og = lock(&self.sh.objs);
-        let o = &mut *og;
-        let Some(pdrefs) = o.pds.get_mut(&init.pd) else {
-            return Err(err(V, Errno::EINVAL, Origin::Kernel, "no such PD"));
-        };
-        let mut qps = write(&self.sh.qps);
-        if qps.len() >= l.max_qp as usize {
-            return Err(self.sh.exhausted(V, "max_qp", l.max_qp));
-        }
+        let adm = sh.admission();
+        let mut pds = sh.pds().lock();
+        pds.check(V, init.pd)?;
+        let mut m = write(&self.map);
+        adm.check(V, m.qps.len(), l.max_qp)?;
         // A loopback device's QPNs carry this context's slot (the sender
         // routes by them); a configured address's start at 17.
-        let qpn = match self.sh.net.qpn_base() {
+        let base = sh.net().qpn_base();
+        let qpn = match base {
             Some(base) => {
                 let span = 1u32 << net::SLOT_SHIFT;
                 let free = (0..span)
-                    .map(|i| base | ((o.next_qpn.wrapping_add(i)) % span))
-                    .find(|q| !qps.contains_key(q));
+                    .map(|i| base | ((m.next.wrapping_add(i)) % span))
+                    .find(|q| !m.qps.contains_key(q));
                 match free {
                     Some(q) => q,
-                    None => return Err(self.sh.exhausted(V, "QPs per context", span)),
+                    None => return Err(adm.exhausted(V, "QPs per context", span)),
                 }
             }
             None => {
-                let mut qpn = o.next_qpn;
-                while qps.contains_key(&qpn) || qpn < 17 {
+                let mut qpn = m.next;
+                while m.qps.contains_key(&qpn) || qpn < 17 {
                     qpn = (qpn + 1) & 0x00ff_ffff;
                 }
                 qpn
             }
         };
-        self.sh.register(V, Kind::Qp, qpn, "max_qp", l.max_qp)?;
-        *pdrefs += 1;
-        o.next_qpn = match self.sh.net.qpn_base() {
+        adm.register(V, Kind::Qp, qpn, l.max_qp)?;
+        pds.hold(init.pd);
+        m.next = match base {
             Some(_) => (qpn + 1) & ((1 << net::SLOT_SHIFT) - 1),
             None => (qpn + 1) & 0x00ff_ffff,
         };
+        let port = sh.port();
         let mut cfg = QpConfig::new(qpn, init.qp_type, Pd(init.pd));
         cfg.max_send_wr = init.max_send_wr as usize;
         cfg.max_recv_wr = if srq.is_some() {
@@ -96,19 +182,16 @@ impl Device {
         };
         cfg.max_sge = init.max_send_sge.max(init.max_recv_sge).max(1) as usize;
         cfg.sq_sig_all = init.sq_sig_all;
-        cfg.pkey_table = self.sh.port.pkeys.clone();
+        cfg.pkey_table = port.pkeys.clone();
         cfg.max_rd_atomic_cap =
             u8::try_from(l.max_qp_rd_atom.max(l.max_qp_init_rd_atom)).unwrap_or(u8::MAX);
-        cfg.port_mtu = self.sh.port.active_mtu;
-        let eng = rdmakit_proto::Qp::new(cfg);
-        let txlen = eng.max_packet_len() + net::ICRC_LEN;
-        let inline_len = init.max_send_wr as usize * init.max_inline_data as usize;
-        send_cq.users.fetch_add(1, Ordering::AcqRel);
-        recv_cq.users.fetch_add(1, Ordering::AcqRel);
+        cfg.port_mtu = port.active_mtu;
+        send_cq.attach();
+        recv_cq.attach();
         if let Some(s) = &srq {
-            s.users.fetch_add(1, Ordering::AcqRel);
+            s.attach();
         }
-        let q = Arc::new(QpShared {
+        let q = Arc::new(Qp {
             qpn,
             qp_type: init.qp_type,
             pd: init.pd,
@@ -118,38 +201,20 @@ impl Device {
             srq,
             sq: Mutex::new(Ring::new(init.max_send_wr as usize)),
             rq: Mutex::new(Ring::new(init.max_recv_wr as usize)),
-            engine: Mutex::new(Engine {
-                qp: eng,
-                fifo: VecDeque::new(),
-                rq_in_engine: 0,
-                srq_fed: 0,
-                inline_store: vec![0; inline_len],
-                inline_slot: 0,
-                txbuf: vec![0; txlen],
-                batch: net::TxBatch::default(),
-                sport: net::flow_port(qpn, 0),
-                flow: net::FlowCache::default(),
-                remote: None,
-                path: None,
-                last_state: QpState::Reset,
-                last_error: None,
-                ack_held: false,
-            }),
+            engine: Mutex::new(Engine::new(cfg, init)),
             state: AtomicU8::new(QpState::Reset as u8),
             deadline: AtomicU64::new(u64::MAX),
         });
-        qps.insert(qpn, q);
+        m.qps.insert(qpn, q);
         Ok(qpn)
     }
 
     /// `ibv_destroy_qp`: outstanding work requests are discarded.
-    ///
-    /// # Errors
     /// `EINVAL` for an unknown QP.
-    pub fn destroy_qp(&self, qpn: u32) -> Result<()> {
+    pub(super) fn destroy(&self, sh: &Shared, qpn: u32) -> Result<()> {
         // A completed receive's ACK still goes out, as from a real NIC.
-        self.sh.flush_held_acks();
-        let q = write(&self.sh.qps).remove(&qpn).ok_or_else(|| {
+        sh.flush_held_acks();
+        let q = write(&self.map).qps.remove(&qpn).ok_or_else(|| {
             err(
                 "ibv_destroy_qp",
                 Errno::EINVAL,
@@ -157,28 +222,22 @@ impl Device {
                 "no such QP",
             )
         })?;
-        q.send_cq.users.fetch_sub(1, Ordering::AcqRel);
-        q.recv_cq.users.fetch_sub(1, Ordering::AcqRel);
+        q.send_cq.detach();
+        q.recv_cq.detach();
         if let Some(s) = &q.srq {
-            s.users.fetch_sub(1, Ordering::AcqRel);
             // WRs the QP took from the SRQ are consumed with it.
-            let eng = lock(&q.engine);
-            lock(&s.ring).complete(eng.srq_fed);
+            let fed = q.engine().srq_fed();
+            s.detach(fed);
         }
-        let _ = self.pd_ref("ibv_destroy_qp", q.pd, -1);
-        self.sh.unregister(Kind::Qp, qpn);
+        sh.pds().release(q.pd);
+        sh.admission().unregister(Kind::Qp, qpn);
         Ok(())
     }
 
-    /// `ibv_modify_qp`, validated like `ib_modify_qp_is_ok`. `av` is the
-    /// destination GID when `mask` has `AV` (RC/UC primary path).
-    ///
-    /// # Errors
-    /// `EINVAL` for an unknown QP, a transition or mask the table refuses,
-    /// an out-of-range value, a port other than 1, or an AV whose GID is not
-    /// IPv4-mapped.
-    pub fn modify_qp(
+    /// `ibv_modify_qp` on device `sh`: see [`super::Device::modify_qp`].
+    pub(super) fn modify(
         &self,
+        sh: &Shared,
         qpn: u32,
         attr: &QpAttr,
         mask: AttrMask,
@@ -189,11 +248,11 @@ impl Device {
         // (rdma_disconnect moves it to ERR right after the last receive), as
         // from a real NIC: a held one would be lost and the peer's send
         // would retry until it fails.
-        self.sh.flush_held_acks();
+        sh.flush_held_acks();
         let q = self
-            .sh
-            .qp(qpn)
+            .get(qpn)
             .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such QP"))?;
+        let l = self.limits;
         let mut a = attr.clone();
         let mut peer_ip = None;
         if mask.contains(AttrMask::PORT) && attr.port_num != 1 {
@@ -205,7 +264,7 @@ impl Device {
             ));
         }
         if mask.contains(AttrMask::MAX_DEST_RD_ATOMIC)
-            && u32::from(attr.max_dest_rd_atomic) > self.sh.limits.max_qp_rd_atom
+            && u32::from(attr.max_dest_rd_atomic) > l.max_qp_rd_atom
         {
             return Err(err(
                 V,
@@ -215,7 +274,7 @@ impl Device {
             ));
         }
         if mask.contains(AttrMask::MAX_QP_RD_ATOMIC)
-            && u32::from(attr.max_rd_atomic) > self.sh.limits.max_qp_init_rd_atom
+            && u32::from(attr.max_rd_atomic) > l.max_qp_init_rd_atom
         {
             return Err(err(
                 V,
@@ -224,8 +283,7 @@ impl Device {
                 "max_rd_atomic above max_qp_init_rd_atom",
             ));
         }
-        if mask.contains(AttrMask::PATH_MTU)
-            && attr.path_mtu.bytes() > self.sh.port.active_mtu.bytes()
+        if mask.contains(AttrMask::PATH_MTU) && attr.path_mtu.bytes() > sh.port().active_mtu.bytes()
         {
             return Err(err(
                 V,
@@ -235,7 +293,7 @@ impl Device {
             ));
         }
         if mask.contains(AttrMask::AV) {
-            let ip = av.and_then(Gid::to_ipv4).ok_or_else(|| {
+            let ip: Ipv4Addr = av.and_then(Gid::to_ipv4).ok_or_else(|| {
                 err(
                     V,
                     Errno::EINVAL,
@@ -243,35 +301,21 @@ impl Device {
                     "AV needs an IPv4-mapped RoCEv2 destination GID",
                 )
             })?;
-            a.ah = AddressHandle(self.sh.intern_path(ip));
+            a.ah = AddressHandle(sh.ahs().intern(ip));
             peer_ip = Some(ip);
         }
-        let clock = self.sh.clock();
-        let mut eng = lock(&q.engine);
-        let cur = eng.qp.state();
-        eng.qp.modify(&a, mask).map_err(|e| {
-            err(
-                V,
-                Errno::EINVAL,
-                Origin::Kernel,
-                format!("{e} ({cur:?} -> {:?}, mask {mask:?})", attr.qp_state),
-            )
-        })?;
-        if mask.contains(AttrMask::DEST_QPN) || mask.contains(AttrMask::AV) {
-            let dq = eng.qp.attr().dest_qp_num;
-            eng.sport = net::flow_port(qpn, dq);
-        }
-        if let Some(ip) = peer_ip {
-            let dq = eng.qp.attr().dest_qp_num;
-            if q.qp_type != QpType::Ud {
-                self.sh.net.prepare(&mut eng.flow, ip, dq);
-                eng.remote = Some(self.sh.net.route(ip, dq));
-            }
-            let on = self.sh.same_host_path(eng.flow.on_ring());
-            eng.qp.set_same_host(on);
-        }
-        let st = eng.qp.state();
-        eng.last_state = st;
+        let clock = sh.clock();
+        let mut eng = q.engine();
+        let st = eng
+            .modify(&q, sh.net(), &a, mask, peer_ip, sh.transport())
+            .map_err(|(e, cur)| {
+                err(
+                    V,
+                    Errno::EINVAL,
+                    Origin::Kernel,
+                    format!("{e} ({cur:?} -> {:?}, mask {mask:?})", attr.qp_state),
+                )
+            })?;
         if st == QpState::Reset {
             lock(&q.sq).discard_posted();
             lock(&q.rq).discard_posted();
@@ -279,80 +323,84 @@ impl Device {
             // way to RESET: a flushed receive of the QP's previous life must
             // not surface after the QP is brought up again (pyverbs'
             // test_mr_rereg_* restate their QPs and poll one completion).
-            for cq in [&q.send_cq, &q.recv_cq] {
-                let mut wcs = lock(&cq.queue);
-                wcs.retain(|w| w.qp_num != qpn);
-                cq.ready.store(wcs.len(), Ordering::Release);
-            }
+            q.send_cq.purge(qpn);
+            q.recv_cq.purge(qpn);
         }
-        self.sh.drive(&q, &mut eng, &clock);
+        eng.drive(&q, sh, &clock);
         Ok(())
     }
 
+    /// A QP.
+    pub(super) fn get(&self, qpn: u32) -> Option<Arc<Qp>> {
+        read(&self.map).qps.get(&qpn).cloned()
+    }
+
+    /// The QPs whose timer is due at `now` (ns), and the earliest deadline
+    /// of the others.
+    pub(super) fn due(&self, now: u64) -> (Vec<Arc<Qp>>, Option<u64>) {
+        let mut next = None::<u64>;
+        let due = read(&self.map)
+            .qps
+            .values()
+            .filter(|q| {
+                let d = q.deadline();
+                if d <= now {
+                    true
+                } else {
+                    if d != u64::MAX {
+                        next = Some(next.map_or(d, |n| n.min(d)));
+                    }
+                    false
+                }
+            })
+            .cloned()
+            .collect();
+        (due, next)
+    }
+
+    /// Live QPs.
+    pub(super) fn len(&self) -> usize {
+        read(&self.map).qps.len()
+    }
+}
+
+impl Qp {
     /// `ibv_query_qp`: current attributes and init attributes.
-    ///
-    /// # Errors
-    /// `EINVAL` for an unknown QP.
-    pub fn query_qp(&self, qpn: u32) -> Result<(QpAttr, QpInit)> {
-        let q = self
-            .sh
-            .qp(qpn)
-            .ok_or_else(|| err("ibv_query_qp", Errno::EINVAL, Origin::Kernel, "no such QP"))?;
-        let a = lock(&q.engine).qp.attr();
-        Ok((a, q.init.clone()))
+    pub(super) fn query(&self) -> (QpAttr, QpInit) {
+        (self.engine().attr(), self.init.clone())
     }
 
-    /// Engine counters of a QP.
-    pub fn qp_stats(&self, qpn: u32) -> Option<rdmakit_proto::Stats> {
-        self.sh.qp(qpn).map(|q| *lock(&q.engine).qp.stats())
+    /// Engine counters.
+    pub(super) fn stats(&self) -> rdmakit_proto::Stats {
+        self.engine().stats()
     }
 
-    /// Whether QP `qpn`'s packets to its (last) destination go through a
-    /// same-host ring rather than the socket; None for an unknown QP.
-    pub fn qp_on_ring(&self, qpn: u32) -> Option<bool> {
-        self.sh.qp(qpn).map(|q| lock(&q.engine).flow.on_ring())
+    /// Whether its packets to its (last) destination go through a
+    /// same-host ring rather than the socket.
+    pub(super) fn on_ring(&self) -> bool {
+        self.engine().on_ring()
     }
 
-    /// Descriptor-ring counters of a QP's send and receive queues.
-    pub fn qp_ring_stats(&self, qpn: u32) -> Option<(RingStats, RingStats)> {
-        self.sh
-            .qp(qpn)
-            .map(|q| (lock(&q.sq).stats(), lock(&q.rq).stats()))
+    /// Descriptor-ring counters of its send and receive queues.
+    pub(super) fn ring_stats(&self) -> (RingStats, RingStats) {
+        (lock(&self.sq).stats(), lock(&self.rq).stats())
     }
 
-    /// `ibv_post_send` of a list.
-    ///
-    /// Per request, under the send queue's lock: take a descriptor, map
-    /// every SGE (lkey, bounds, rights; inline data is copied instead), post
-    /// the descriptor; a failed mapping returns the descriptor first.
-    /// A protection failure of the mapping (bad lkey, range, rights) is not
-    /// an errno: like a real NIC the request completes with `LOC_PROT_ERR`
-    /// (and an RC QP goes to ERR).
+    /// `ibv_post_send` of a list on device `sh`: see
+    /// [`super::Device::post_send`].
     ///
     /// # Safety
-    /// For `inline` requests, every SGE's `[addr, addr + length)` must be
-    /// readable memory for the duration of this call (the lkey is ignored).
-    ///
-    /// # Errors
-    /// [`PostFailure`] naming the first request not posted: `EINVAL` (state
-    /// below RTS, opcode invalid for the QP type, too many SGEs, inline too
-    /// large, atomic not 8 bytes / not 8-byte aligned, UD without AH or
-    /// unknown AH), `ENOMEM` (send queue full, or an injected DMA-mapping
-    /// fault).
-    pub unsafe fn post_send(
+    /// As [`super::Device::post_send`].
+    pub(super) unsafe fn post_send(
         &self,
-        qpn: u32,
+        sh: &Shared,
         reqs: &[SendRequest],
     ) -> core::result::Result<(), PostFailure> {
         const V: &str = "ibv_post_send";
-        let q = self.sh.qp(qpn).ok_or_else(|| PostFailure {
-            index: 0,
-            error: err(V, Errno::EINVAL, Origin::Library, "no such QP"),
-        })?;
         let mut result = Ok(());
         for (i, req) in reqs.iter().enumerate() {
             let fail = |e| PostFailure { index: i, error: e };
-            let ud = match self.validate_send(&q, req) {
+            let ud = match self.validate_send(sh, req) {
                 Ok(ud) => ud,
                 Err(e) => {
                     result = Err(fail(e));
@@ -366,13 +414,13 @@ impl Device {
                 None
             };
             // Inline data names no registered memory: no MR table to read.
-            let mem = inline.is_none().then(|| read(&self.sh.mem));
+            let mem = inline.is_none().then(|| sh.mrs().memory());
             let need = if req.wr.op.is_rd_atomic() {
                 Access::LOCAL_WRITE
             } else {
                 Access::empty()
             };
-            let mut ring = lock(&q.sq);
+            let mut ring = lock(&self.sq);
             // The WR is built in a spare scatter/gather list of the ring
             // (an inline one needs none: the doorbell names the inline
             // store) and moves into the descriptor; a refused mapping hands
@@ -390,13 +438,13 @@ impl Device {
                 solicited: req.wr.solicited,
                 ud,
             };
-            let r = ring.take_and_map(&self.sh.faults, || {
+            let r = ring.take_and_map(sh.faults(), || {
                 if let Some(mem) = &mem {
-                    if let Err(e) = map_sges(mem, Pd(q.pd), &wr.sg_list, need) {
+                    if let Err(e) = map_sges(mem, Pd(self.pd), &wr.sg_list, need) {
                         return Err((e, wr));
                     }
                 }
-                Ok(SendDesc { wr, inline })
+                Ok(SendDesc::new(wr, inline))
             });
             drop(ring);
             drop(mem);
@@ -405,15 +453,12 @@ impl Device {
                 Err(MapFailure::Refused((_, wr))) => {
                     // Completes with LOC_PROT_ERR in order: hand the earlier
                     // descriptors and then this request to the engine.
-                    let clock = self.sh.clock();
-                    let mut eng = lock(&q.engine);
-                    self.sh.drive(&q, &mut eng, &clock);
-                    let posted = eng.qp.post_send(wr);
-                    if posted.is_ok() {
-                        eng.fifo.push_back(false);
-                    }
-                    self.sh.drive(&q, &mut eng, &clock);
-                    if posted.is_err() {
+                    let clock = sh.clock();
+                    let mut eng = self.engine();
+                    eng.drive(self, sh, &clock);
+                    let posted = eng.post_refused(wr);
+                    eng.drive(self, sh, &clock);
+                    if !posted {
                         result = Err(fail(err(
                             V,
                             Errno::ENOMEM,
@@ -429,46 +474,44 @@ impl Device {
                         MapFailure::Injected => MapFailure::Injected,
                         MapFailure::Refused((m, _)) => MapFailure::Refused(m),
                     };
-                    result = Err(fail(self.sh.map_failure(V, e)));
+                    result = Err(fail(sh.counters().map_failure(V, e)));
                     break;
                 }
             }
         }
-        let clock = self.sh.clock();
-        let mut eng = lock(&q.engine);
-        self.sh.drive(&q, &mut eng, &clock);
+        let clock = sh.clock();
+        self.engine().drive(self, sh, &clock);
         result
     }
 
     /// Checks a send request against the QP; returns its UD destination
     /// with the AH resolved to the device's path handle (None for RC/UC).
-    pub(super) fn validate_send(
+    fn validate_send(
         &self,
-        q: &QpShared,
+        sh: &Shared,
         req: &SendRequest,
     ) -> Result<Option<rdmakit_proto::UdDest>> {
         const V: &str = "ibv_post_send";
         use rdmakit_proto::SendOp;
-        let st = state_from_u8(q.state.load(Ordering::Acquire));
+        let st = self.state();
         if matches!(st, QpState::Reset | QpState::Init | QpState::Rtr) {
             return Err(err(
                 V,
                 Errno::EINVAL,
                 Origin::Library,
-                format!("QP {} is in {st:?}; sends need RTS", q.qpn),
+                format!("QP {} is in {st:?}; sends need RTS", self.qpn),
             ));
         }
         let wr = &req.wr;
-        let ok = wr.op.allowed_on(q.qp_type);
-        if !ok {
+        if !wr.op.allowed_on(self.qp_type) {
             return Err(err(
                 V,
                 Errno::EINVAL,
                 Origin::Library,
-                format!("{:?} is not valid on a {:?} QP", wr.op, q.qp_type),
+                format!("{:?} is not valid on a {:?} QP", wr.op, self.qp_type),
             ));
         }
-        if wr.sg_list.len() > q.init.max_send_sge as usize {
+        if wr.sg_list.len() > self.init.max_send_sge as usize {
             return Err(err(
                 V,
                 Errno::EINVAL,
@@ -476,7 +519,7 @@ impl Device {
                 format!(
                     "{} SGEs, QP max_send_sge {}",
                     wr.sg_list.len(),
-                    q.init.max_send_sge
+                    self.init.max_send_sge
                 ),
             ));
         }
@@ -490,14 +533,14 @@ impl Device {
                     "inline is not valid for READ/atomics",
                 ));
             }
-            if len > u64::from(q.init.max_inline_data) {
+            if len > u64::from(self.init.max_inline_data) {
                 return Err(err(
                     V,
                     Errno::EINVAL,
                     Origin::Library,
                     format!(
                         "inline {len} bytes > max_inline_data {}",
-                        q.init.max_inline_data
+                        self.init.max_inline_data
                     ),
                 ));
             }
@@ -516,7 +559,7 @@ impl Device {
                 "atomics need 8 bytes at an 8-byte aligned address",
             ));
         }
-        if q.qp_type == QpType::Ud {
+        if self.qp_type == QpType::Ud {
             let Some(mut ud) = wr.ud else {
                 return Err(err(
                     V,
@@ -525,8 +568,7 @@ impl Device {
                     "UD send without address handle",
                 ));
             };
-            let o = lock(&self.sh.objs);
-            let Some(&(_, path)) = o.ahs.get(&ud.ah.0) else {
+            let Some(path) = sh.ahs().path_of(ud.ah.0) else {
                 return Err(err(
                     V,
                     Errno::EINVAL,
@@ -534,27 +576,24 @@ impl Device {
                     "unknown address handle",
                 ));
             };
-            ud.ah = AddressHandle(path);
+            ud.ah = path;
             return Ok(Some(ud));
         }
         Ok(wr.ud)
     }
 
-    /// `ibv_post_recv` of a list.
-    ///
-    /// # Errors
-    /// [`PostFailure`]: `EINVAL` (QP in RESET, QP uses an SRQ, too many
-    /// SGEs), `ENOMEM` (receive queue full or an injected mapping fault).
-    pub fn post_recv(&self, qpn: u32, wrs: &[RecvWr]) -> core::result::Result<(), PostFailure> {
+    /// `ibv_post_recv` of a list on device `sh`: see
+    /// [`super::Device::post_recv`].
+    pub(super) fn post_recv(
+        &self,
+        sh: &Shared,
+        wrs: &[RecvWr],
+    ) -> core::result::Result<(), PostFailure> {
         const V: &str = "ibv_post_recv";
-        let q = self.sh.qp(qpn).ok_or_else(|| PostFailure {
-            index: 0,
-            error: err(V, Errno::EINVAL, Origin::Library, "no such QP"),
-        })?;
         let mut result = Ok(());
         for (i, wr) in wrs.iter().enumerate() {
             let fail = |e| PostFailure { index: i, error: e };
-            if q.srq.is_some() {
+            if self.srq.is_some() {
                 result = Err(fail(err(
                     V,
                     Errno::EINVAL,
@@ -563,7 +602,7 @@ impl Device {
                 )));
                 break;
             }
-            if state_from_u8(q.state.load(Ordering::Acquire)) == QpState::Reset {
+            if self.state() == QpState::Reset {
                 result = Err(fail(err(
                     V,
                     Errno::EINVAL,
@@ -572,7 +611,7 @@ impl Device {
                 )));
                 break;
             }
-            if wr.sg_list.len() > q.init.max_recv_sge as usize {
+            if wr.sg_list.len() > self.init.max_recv_sge as usize {
                 result = Err(fail(err(
                     V,
                     Errno::EINVAL,
@@ -580,7 +619,7 @@ impl Device {
                     format!(
                         "{} SGEs, QP max_recv_sge {}",
                         wr.sg_list.len(),
-                        q.init.max_recv_sge
+                        self.init.max_recv_sge
                     ),
                 )));
                 break;
@@ -589,23 +628,96 @@ impl Device {
             // bad one completes this receive with LOC_PROT_ERR and NAKs the
             // sender (REM_OP_ERR); only the descriptor (and an injected
             // mapping fault) can fail the post.
-            let r = lock(&q.rq).post_recv(&self.sh.faults, wr);
+            let r = lock(&self.rq).post_recv(sh.faults(), wr);
             if let Err(e) = r {
-                result = Err(fail(self.sh.map_failure(V, e)));
+                result = Err(fail(sh.counters().map_failure(V, e)));
                 break;
             }
         }
         // No engine work here: the next datagram fetches posted receives
-        // (`Shared::receive`), so reposting between taking a message and
+        // (`Engine::feed`), so reposting between taking a message and
         // replying (perftest's latency tests, rdmakit perf's server) costs
         // no engine pass and leaves a held ACK held — the reply goes first.
         // In ERR the receives complete at once, flushed.
-        if state_from_u8(q.state.load(Ordering::Acquire)) == QpState::Err {
-            let clock = self.sh.clock();
-            let mut eng = lock(&q.engine);
-            let hold = eng.ack_held;
-            self.sh.drive_with(&q, &mut eng, &clock, hold);
+        if self.state() == QpState::Err {
+            let clock = sh.clock();
+            let mut eng = self.engine();
+            let hold = eng.ack_held();
+            eng.drive_with(self, sh, &clock, hold);
         }
         result
     }
+
+    /// The QP's number.
+    pub(super) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// Its transport.
+    pub(super) fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
+    /// Its PD.
+    pub(super) fn pd(&self) -> u32 {
+        self.pd
+    }
+
+    /// What it was created with.
+    pub(super) fn init(&self) -> &QpInit {
+        &self.init
+    }
+
+    /// Its send queue's descriptor ring.
+    fn sq(&self) -> &Mutex<Ring<SendDesc>> {
+        &self.sq
+    }
+
+    /// The ring its receives come from: its SRQ's, or its own.
+    fn recv_ring(&self) -> &Mutex<Ring<RecvWr>> {
+        self.srq.as_deref().map_or(&self.rq, Srq::ring)
+    }
+
+    /// Its SRQ.
+    fn srq(&self) -> Option<&Srq> {
+        self.srq.as_deref()
+    }
+
+    /// The CQ a completion goes to.
+    fn cq_of(&self, wc: &Wc) -> &Cq {
+        if wc.is_recv() {
+            &self.recv_cq
+        } else {
+            &self.send_cq
+        }
+    }
+
+    /// Records what the engine's last pass left: its state and next timer.
+    fn publish(&self, state: QpState, deadline: u64) {
+        self.state.store(state as u8, Ordering::Release);
+        self.deadline.store(deadline, Ordering::Release);
+    }
+
+    /// The engine's state after its last pass.
+    fn state(&self) -> QpState {
+        state_from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    /// The engine's next timer (ns; `u64::MAX`: none).
+    pub(super) fn deadline(&self) -> u64 {
+        self.deadline.load(Ordering::Acquire)
+    }
+
+    /// The engine, locked.
+    pub(super) fn engine(&self) -> MutexGuard<'_, Engine> {
+        lock(&self.engine)
+    }
+}
+
+fn map_sges(mem: &MrTable, pd: Pd, sges: &[rdmakit_proto::Sge], need: Access) -> MemResult {
+    let v = mem.view();
+    for s in sges {
+        v.check(pd, Key::Local(s.lkey), s.addr, u64::from(s.length), need)?;
+    }
+    Ok(())
 }
