@@ -18,8 +18,11 @@
 //!   inputs meant to exhaust it.
 //! - **Held connections**: [`hold::Holder`], idle or trickling connections
 //!   kept open against a server, as an attacker keeps them.
+//! - **Layout**: [`ownership::violations`], the files over a size and the
+//!   `impl` blocks away from the file that defines their type.
 
 pub mod hold;
+pub mod ownership;
 mod rss;
 
 pub use rss::{run_measured, Measured};
