@@ -10,7 +10,7 @@
 //! [`report::FleetReport`]: each node's status (`ok`, `warning`, `error`,
 //! `missing`) and reasons, its own findings grouped by code across nodes, cohorts of
 //! comparable hardware ([`cohort`]), categorical drift within a cohort ([`drift`]),
-//! robust numeric outliers ([`outlier`]), and the changes since a previous sweep or
+//! robust numeric outliers ([`outlier`], by the statistics of [`stats`]), and the changes since a previous sweep or
 //! against an expected inventory ([`baseline`]). [`render`] prints it for people or
 //! as JSON (schema `rdmakit.fleet/v1`, docs/fleet.md).
 //!
@@ -50,4 +50,5 @@ pub mod pairwise;
 pub mod render;
 pub mod report;
 pub mod slurm;
+pub mod stats;
 pub mod unique;

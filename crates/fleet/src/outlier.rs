@@ -1,4 +1,4 @@
-//! Numeric outliers within a cohort, with robust statistics.
+//! Numeric outliers within a cohort, with the robust statistics of [`crate::stats`].
 //!
 //! The modified z-score of Iglewicz and Hoaglin: `z = 0.6745 (x - median) / MAD`,
 //! flagged above 3.5. When more than half the values are equal the MAD is 0; then
@@ -17,9 +17,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Thresholds (the defaults are the documented ones).
+use crate::stats::{Spread, K, MEAN_AD_K, Z_CUT};
+
+/// When a cohort's value is an outlier (the defaults are the documented ones);
+/// the pairwise matrix's are [`crate::pairwise::report::MatrixThresholds`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Thresholds {
+pub struct CohortThresholds {
     /// Modified z-score above which a value is an outlier.
     pub z: f64,
     /// A link below this fraction of the cohort's median rate is an outlier.
@@ -33,10 +36,10 @@ pub struct Thresholds {
     pub min_values: usize,
 }
 
-impl Default for Thresholds {
+impl Default for CohortThresholds {
     fn default() -> Self {
-        Thresholds {
-            z: 3.5,
+        CohortThresholds {
+            z: Z_CUT,
             rate_fraction: 0.9,
             counter_min_excess: 10.0,
             counter_far_factor: 10.0,
@@ -46,56 +49,15 @@ impl Default for Thresholds {
     }
 }
 
-/// The robust centre and spread of a sample.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spread {
-    pub median: f64,
-    /// Median absolute deviation from the median.
-    pub mad: f64,
-    /// Mean absolute deviation from the median (used when `mad` is 0).
-    pub mean_ad: f64,
-}
-
-/// The median of a sample (the mean of the middle two for an even count); 0 for none.
-pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// Median, MAD and mean absolute deviation.
-pub fn spread(values: &[f64]) -> Spread {
-    let m = median(values);
-    let dev: Vec<f64> = values.iter().map(|x| (x - m).abs()).collect();
-    let mean_ad = if dev.is_empty() {
-        0.0
-    } else {
-        dev.iter().sum::<f64>() / dev.len() as f64
-    };
-    Spread {
-        median: m,
-        mad: median(&dev),
-        mean_ad,
-    }
-}
-
-/// The modified z-score of `x` in a sample of spread `s`, the denominator floored at
-/// `max(abs_floor, 5 % of |median|)`.
+/// The modified z-score of `x` in a cohort of spread `s`: the denominator floored
+/// at `max(abs_floor, 5 % of |median|)`, and the mean absolute deviation standing in
+/// when the MAD is 0.
 pub fn modified_z(x: f64, s: &Spread, abs_floor: f64) -> f64 {
     let floor = abs_floor.max(0.05 * s.median.abs());
-    let d = x - s.median;
     if s.mad > 0.0 {
-        0.6745 * d / s.mad.max(floor / 0.6745)
+        s.z(x, floor / K)
     } else if s.mean_ad > 0.0 {
-        d / (1.253314 * s.mean_ad).max(floor)
+        (x - s.median) / (MEAN_AD_K * s.mean_ad).max(floor)
     } else {
         0.0
     }
@@ -124,11 +86,11 @@ pub struct Flag {
 }
 
 /// Links below `rate_fraction` of the median rate (Gb/s samples of ACTIVE ports).
-pub fn low_rates(rates: &[f64], t: &Thresholds) -> Vec<Flag> {
+pub fn low_rates(rates: &[f64], t: &CohortThresholds) -> Vec<Flag> {
     if rates.len() < t.min_values {
         return Vec::new();
     }
-    let s = spread(rates);
+    let s = Spread::of(rates);
     rates
         .iter()
         .enumerate()
@@ -143,11 +105,11 @@ pub fn low_rates(rates: &[f64], t: &Thresholds) -> Vec<Flag> {
 }
 
 /// Error counters far above the cohort's (upward only).
-pub fn high_counters(values: &[f64], t: &Thresholds) -> Vec<Flag> {
+pub fn high_counters(values: &[f64], t: &CohortThresholds) -> Vec<Flag> {
     if values.len() < t.min_values {
         return Vec::new();
     }
-    let s = spread(values);
+    let s = Spread::of(values);
     values
         .iter()
         .enumerate()
@@ -217,25 +179,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn median_and_mad() {
-        let s = spread(&[1.0, 2.0, 3.0, 4.0, 100.0]);
-        assert_eq!(s.median, 3.0);
-        assert_eq!(s.mad, 1.0);
-        assert_eq!(median(&[]), 0.0);
-        assert_eq!(median(&[4.0, 1.0]), 2.5);
-    }
-
-    #[test]
     fn uniform_sample_scores_zero() {
-        let s = spread(&[40.0; 8]);
+        let s = Spread::of(&[40.0; 8]);
         assert_eq!(modified_z(40.0, &s, 1.0), 0.0);
-        assert!(low_rates(&[40.0; 8], &Thresholds::default()).is_empty());
-        assert!(high_counters(&[0.0; 8], &Thresholds::default()).is_empty());
+        assert!(low_rates(&[40.0; 8], &CohortThresholds::default()).is_empty());
+        assert!(high_counters(&[0.0; 8], &CohortThresholds::default()).is_empty());
     }
 
     #[test]
     fn one_bad_link_among_four() {
-        let f = low_rates(&[40.0, 40.0, 20.0, 40.0], &Thresholds::default());
+        let f = low_rates(&[40.0, 40.0, 20.0, 40.0], &CohortThresholds::default());
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].index, 2);
         assert_eq!(f[0].rule, Rule::BelowMedianRate);
@@ -243,7 +196,7 @@ mod tests {
 
     #[test]
     fn counters_far_above_and_scored() {
-        let t = Thresholds::default();
+        let t = CohortThresholds::default();
         // Four nodes: the score cannot reach 3.5, the absolute floor does.
         let f = high_counters(&[0.0, 0.0, 5000.0, 0.0], &t);
         assert_eq!(

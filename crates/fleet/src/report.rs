@@ -13,7 +13,7 @@ use crate::cohort::{self, Key};
 use crate::drift::{self, Drift, Fields};
 use crate::input::{InputError, InputKind, InputSummary, Loaded};
 use crate::node::{NodeReport, Severity};
-use crate::outlier::{self, Rule, Thresholds};
+use crate::outlier::{self, CohortThresholds, Rule};
 use crate::unique::Unique;
 
 /// The JSON schema identifier; bumped when a field changes meaning or disappears.
@@ -235,7 +235,7 @@ pub struct FleetReport {
 /// How to analyze.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    pub thresholds: Thresholds,
+    pub thresholds: CohortThresholds,
     /// `rdmakit 0.1.0`.
     pub tool: String,
     /// The previous sweep (`--baseline`).
@@ -782,7 +782,7 @@ fn cohort_outliers(
     id: &str,
     members: &[usize],
     nodes: &[NodeReport],
-    t: &Thresholds,
+    t: &CohortThresholds,
 ) -> Vec<Outlier> {
     let inv: Vec<(usize, &Inventory)> = members
         .iter()

@@ -5,7 +5,7 @@
 
 use rdmakit_fleet::pairwise::confirm::{plan_links, plan_nodes, Probe};
 use rdmakit_fleet::pairwise::localize::{judge, Judged, Suspect};
-use rdmakit_fleet::pairwise::report::{Fault, PairwiseReport, Phase, Thresholds, Verdict};
+use rdmakit_fleet::pairwise::report::{Fault, MatrixThresholds, PairwiseReport, Phase, Verdict};
 
 fn load(name: &str) -> PairwiseReport {
     let path = format!("{}/tests/data/pairwise/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -23,7 +23,7 @@ fn rejudge(r: &PairwiseReport) -> (Vec<String>, Judged) {
         .map(|c| (idx(&c.from), idx(&c.to), c.mbs))
         .collect();
     assert_eq!(cells.len(), 30, "a full 6-node matrix");
-    (names, judge(6, &cells, &Thresholds::default()))
+    (names, judge(6, &cells, &MatrixThresholds::default()))
 }
 
 #[test]

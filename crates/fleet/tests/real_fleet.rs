@@ -218,7 +218,11 @@ fn metric_samples_hold_every_outlier() {
         let v = s.values.iter().find(|v| v.node == o.node).unwrap();
         assert_eq!(v.value, o.value, "{o:?}");
         let values: Vec<f64> = s.values.iter().map(|v| v.value).collect();
-        assert_eq!(rdmakit_fleet::outlier::median(&values), o.median, "{o:?}");
+        assert_eq!(
+            rdmakit_fleet::stats::median(&values),
+            Some(o.median),
+            "{o:?}"
+        );
     }
     let mlx4 = r
         .cohorts

@@ -4,9 +4,10 @@
 use proptest::prelude::*;
 use rdmakit_doctor::inventory::{Inventory, InventoryDevice, InventoryPort};
 use rdmakit_fleet::node::NodeReport;
-use rdmakit_fleet::outlier::{high_counters, low_rates, modified_z, spread, Thresholds};
+use rdmakit_fleet::outlier::{high_counters, low_rates, modified_z, CohortThresholds};
 use rdmakit_fleet::render;
 use rdmakit_fleet::report::{analyze, Options, Status};
+use rdmakit_fleet::stats::Spread;
 
 /// A permutation of 0..n from random sort keys.
 fn permutation(keys: &[u32]) -> Vec<usize> {
@@ -62,9 +63,9 @@ proptest! {
     #[test]
     fn uniform_samples_flag_nothing(x in 0.0f64..1e12, n in 3usize..60) {
         let v = vec![x; n];
-        prop_assert!(low_rates(&v, &Thresholds::default()).is_empty());
-        prop_assert!(high_counters(&v, &Thresholds::default()).is_empty());
-        prop_assert_eq!(modified_z(x, &spread(&v), 1.0), 0.0);
+        prop_assert!(low_rates(&v, &CohortThresholds::default()).is_empty());
+        prop_assert!(high_counters(&v, &CohortThresholds::default()).is_empty());
+        prop_assert_eq!(modified_z(x, &Spread::of(&v), 1.0), 0.0);
     }
 
     /// Values within 1 % of each other are one value to the statistics.
@@ -74,8 +75,8 @@ proptest! {
         jitter in proptest::collection::vec(-0.01f64..0.01, 3..60),
     ) {
         let v: Vec<f64> = jitter.iter().map(|j| base * (1.0 + j)).collect();
-        prop_assert!(low_rates(&v, &Thresholds::default()).is_empty());
-        prop_assert!(high_counters(&v, &Thresholds::default()).is_empty());
+        prop_assert!(low_rates(&v, &CohortThresholds::default()).is_empty());
+        prop_assert!(high_counters(&v, &CohortThresholds::default()).is_empty());
     }
 
     #[test]
@@ -86,7 +87,7 @@ proptest! {
         let v: Vec<f64> = v.into_iter().map(f64::from).collect();
         let perm = permutation(&keys[..v.len()]);
         let shuffled: Vec<f64> = perm.iter().map(|&i| v[i]).collect();
-        let t = Thresholds::default();
+        let t = CohortThresholds::default();
         for f in [high_counters, low_rates] {
             let mut a: Vec<(usize, u64)> = f(&v, &t).iter().map(|x| (x.index, x.z.to_bits())).collect();
             let mut b: Vec<(usize, u64)> = f(&shuffled, &t)

@@ -351,7 +351,7 @@ fn cohort(
             .iter()
             .map(|m| {
                 let v: Vec<f64> = m.values.iter().map(|v| v.value).collect();
-                rdmakit_fleet::outlier::median(&v)
+                rdmakit_fleet::stats::median(&v).unwrap_or(0.0)
             })
             .collect();
         let plot_id = format!("fleet-{}-{}", slug(id), slug(metric));

@@ -17,8 +17,8 @@
 use std::fmt::Write as _;
 
 use plotters::style::RGBColor;
-use rdmakit_fleet::pairwise::localize::median;
 use rdmakit_fleet::pairwise::report::{Cell, Fault, Mode, PairwiseReport, Phase, Verdict};
+use rdmakit_fleet::stats::median;
 
 use crate::html::{esc, num, Page};
 use crate::plot::{self, HeatCell, HeatMap, Swatch, INK};

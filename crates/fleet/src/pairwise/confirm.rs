@@ -22,7 +22,7 @@
 
 use super::coordinator::{fault_of, run_rounds, Indexed, Run, Specs, Step};
 use super::localize::{self, Judged, SlowDir, Suspect};
-use super::report::{Check, Confirmation, Phase, RoundTiming, Thresholds, Verdict};
+use super::report::{Check, Confirmation, MatrixThresholds, Phase, RoundTiming, Verdict};
 use super::schedule;
 
 /// One check: a directed cell that must be low again, or the lower of a
@@ -185,7 +185,7 @@ pub(super) fn confirm(
     judged: &Judged,
     reference: Option<usize>,
     names: &[String],
-    t: &Thresholds,
+    t: &MatrixThresholds,
     on: &(dyn Fn(&Step) + Sync),
 ) -> (Vec<Confirmation>, Vec<Indexed>, Vec<RoundTiming>) {
     let n = names.len();
@@ -215,7 +215,7 @@ fn passes(
     run: &Run<'_>,
     plans: &[Plan],
     names: &[String],
-    t: &Thresholds,
+    t: &MatrixThresholds,
     on: &(dyn Fn(&Step) + Sync),
     all_cells: &mut Vec<Indexed>,
     timings: &mut Vec<RoundTiming>,
@@ -266,7 +266,7 @@ fn passes(
                 .flat_map(|&(a, b)| [cell(a, b), cell(b, a)])
                 .flatten()
                 .collect();
-            let Some(control) = localize::median(&control_vals) else {
+            let Some(control) = crate::stats::median(&control_vals) else {
                 continue;
             };
             let now: Vec<Check> = p
@@ -342,7 +342,7 @@ mod tests {
         let j = judge(
             6,
             &matrix(6, |a, _| if a == 2 { 50.0 } else { 900.0 }),
-            &Thresholds::default(),
+            &MatrixThresholds::default(),
         );
         let p = plan_nodes(&j, None);
         assert_eq!(p.len(), 1);
@@ -354,7 +354,7 @@ mod tests {
     #[test]
     fn the_reference_is_the_first_partner() {
         let cells = matrix(6, |a, b| if a == 4 || b == 4 { 50.0 } else { 900.0 });
-        let j = judge(6, &cells, &Thresholds::default());
+        let j = judge(6, &cells, &MatrixThresholds::default());
         let p = plan_nodes(&j, Some(3));
         assert_eq!(
             p[0].probes,
@@ -371,7 +371,7 @@ mod tests {
     #[test]
     fn a_slow_link_is_checked_in_its_low_direction_with_each_node_elsewhere() {
         let cells = matrix(6, |a, b| if (a, b) == (1, 4) { 60.0 } else { 900.0 });
-        let j = judge(6, &cells, &Thresholds::default());
+        let j = judge(6, &cells, &MatrixThresholds::default());
         let p = plan_links(&j, None, &[false; 6]);
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].suspect, Suspect::Link(1, 4));
@@ -397,7 +397,7 @@ mod tests {
                 900.0
             }
         });
-        let j = judge(6, &cells, &Thresholds::default());
+        let j = judge(6, &cells, &MatrixThresholds::default());
         let mut faulty = [false; 6];
         faulty[2] = true;
         let p = plan_links(&j, None, &faulty);
@@ -410,7 +410,11 @@ mod tests {
     #[test]
     fn no_partner_no_probe() {
         // Two nodes: nothing to compare with.
-        let j = judge(2, &[(0, 1, 10.0), (1, 0, 900.0)], &Thresholds::default());
+        let j = judge(
+            2,
+            &[(0, 1, 10.0), (1, 0, 900.0)],
+            &MatrixThresholds::default(),
+        );
         assert!(plan_links(&j, None, &[false; 2])
             .iter()
             .all(|p| p.probes.is_empty()));

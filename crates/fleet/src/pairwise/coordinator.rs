@@ -14,8 +14,8 @@ use super::localize::{self, Suspect};
 use super::logtext::escape;
 use super::protocol::{self, Conn, Measurement, ProtoError, Reply, Request, TestSpec};
 use super::report::{
-    Cell, Confirmation, Fault, Mode, Node, PairwiseReport, Phase, RoundTiming, Settings,
-    Thresholds, Unreachable, Verdict, SCHEMA,
+    Cell, Confirmation, Fault, MatrixThresholds, Mode, Node, PairwiseReport, Phase, RoundTiming,
+    Settings, Unreachable, Verdict, SCHEMA,
 };
 use super::schedule;
 
@@ -51,7 +51,7 @@ pub struct PairwiseConfig {
     /// Seconds per direction of a confirmation measurement.
     pub confirm_seconds: f64,
     /// Localization thresholds (the port rate: given, else the agents').
-    pub thresholds: Thresholds,
+    pub thresholds: MatrixThresholds,
     /// Connect and handshake timeout per agent.
     pub connect_timeout: Duration,
     /// Ask every agent to exit when done (agents of one job step).
@@ -75,7 +75,7 @@ impl PairwiseConfig {
             confirm: true,
             confirm_parallel: 1,
             confirm_seconds: 0.6,
-            thresholds: Thresholds::default(),
+            thresholds: MatrixThresholds::default(),
             connect_timeout: Duration::from_secs(5),
             shutdown: false,
         }

@@ -21,8 +21,8 @@
 //!    that cut; a low pair of two nodes that are not node suspects is a
 //!    **link suspect**.
 //! 5. A suspect is **significant** when it is also beyond the matrix's
-//!    noise: a modified z-score (0.6745 (x − median) / MAD, the MAD floored
-//!    at `mad_floor` × median) at most −`z` — of its score among the nodes'
+//!    noise: a modified z-score ([`crate::stats`]: 0.6745 (x − median) / MAD,
+//!    the MAD floored at `mad_floor` × median) at most −`z` — of its score among the nodes'
 //!    scores, or of its residual among all residuals.
 //!
 //! Node faults do not inflate the noise scale of the link test (residuals
@@ -34,7 +34,8 @@
 
 use std::collections::BTreeMap;
 
-use super::report::{Check, MatrixStats, Thresholds, Verdict};
+use super::report::{Check, MatrixStats, MatrixThresholds, Verdict};
+use crate::stats::{median, Spread};
 
 /// A directed measurement: requester index, responder index, MB/s.
 pub type Cell = (usize, usize, f64);
@@ -128,60 +129,30 @@ pub struct Judged {
     pub significant: Vec<Suspect>,
 }
 
-/// The median of `v` (None when empty).
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let m = s.len() / 2;
-    Some(if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    })
-}
-
-/// Median absolute deviation from `m`.
-fn mad(v: &[f64], m: f64) -> f64 {
-    median(&v.iter().map(|x| (x - m).abs()).collect::<Vec<_>>()).unwrap_or(0.0)
-}
-
-/// The modified z-score constant (Iglewicz & Hoaglin): 0.6745 = Φ⁻¹(0.75),
-/// so that MAD / 0.6745 estimates σ of normal data.
-const K: f64 = 0.6745;
-
-/// Robust location and scale of `v`, with the floored MAD.
+/// Robust location and scale of `v`, with the MAD floored at `mad_floor` × the
+/// median.
 struct Robust {
-    med: f64,
-    mad: f64,
-    mad_eff: f64,
+    spread: Spread,
+    mad_floor: f64,
 }
 
 impl Robust {
-    fn of(v: &[f64], t: &Thresholds) -> Robust {
-        let med = median(v).unwrap_or(0.0);
-        let mad_v = mad(v, med);
+    fn of(v: &[f64], t: &MatrixThresholds) -> Robust {
+        let spread = Spread::of(v);
         Robust {
-            med,
-            mad: mad_v,
-            mad_eff: mad_v.max(t.mad_floor * med),
+            mad_floor: t.mad_floor * spread.median,
+            spread,
         }
     }
 
     fn z(&self, x: f64) -> f64 {
-        if self.mad_eff > 0.0 {
-            K * (x - self.med) / self.mad_eff
-        } else {
-            0.0
-        }
+        self.spread.z(x, self.mad_floor)
     }
 }
 
 /// Judges `n` nodes' directed screening `cells`. Cells naming a node
 /// outside `0..n`, or a node with itself, are ignored.
-pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
+pub fn judge(n: usize, cells: &[Cell], t: &MatrixThresholds) -> Judged {
     let valid = |&(a, b, _): &Cell| a < n && b < n && a != b;
     let fig = |c: &Cell| if c.2.is_finite() { c.2.max(0.0) } else { 0.0 };
     let port_cut = t.port_rate_mbs.map(|r| t.port_floor * r);
@@ -209,7 +180,9 @@ pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
         .collect();
     let known: Vec<f64> = scores.iter().flatten().copied().collect();
     let nr = Robust::of(&known, t);
-    let slow_cut = port_cut.map_or(t.relative * nr.med, |p| (t.relative * nr.med).min(p));
+    let slow_cut = port_cut.map_or(t.relative * nr.spread.median, |p| {
+        (t.relative * nr.spread.median).min(p)
+    });
     // 3. Node suspects.
     let dir_of = |k: usize| {
         let (mut out, mut out_slow, mut inn, mut in_slow) = (0, 0, 0, 0);
@@ -256,7 +229,7 @@ pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
         .filter_map(|(&(a, b), &v)| Some(((a, b), ratio_to(v, expected(a, b)?))))
         .collect();
     let rr = Robust::of(&pair_res.values().copied().collect::<Vec<_>>(), t);
-    let link_cut = t.relative * rr.med;
+    let link_cut = t.relative * rr.spread.median;
     let pair_low = |a: usize, b: usize| -> (bool, bool) {
         let k = (a.min(b), a.max(b));
         match (pair_res.get(&k), pairs.get(&k)) {
@@ -326,11 +299,11 @@ pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
         stats: MatrixStats {
             cells: all.len(),
             median_mbs: median(&all).unwrap_or(0.0),
-            node_median_mbs: nr.med,
-            node_mad_mbs: nr.mad,
+            node_median_mbs: nr.spread.median,
+            node_mad_mbs: nr.spread.mad,
             slow_below_mbs: slow_cut,
-            residual_median: rr.med,
-            residual_mad: rr.mad,
+            residual_median: rr.spread.median,
+            residual_mad: rr.spread.mad,
             link_below_residual: link_cut,
         },
         cells: judged,
@@ -345,7 +318,7 @@ pub fn judge(n: usize, cells: &[Cell], t: &Thresholds) -> Judged {
 /// confirmed when every check is below `confirm_ratio` × its controls,
 /// dismissed when any is not (a real fault is low every time; noise is
 /// not), unconfirmed when there was nothing to check against.
-pub fn verdict(checks: &[Check], t: &Thresholds) -> Verdict {
+pub fn verdict(checks: &[Check], t: &MatrixThresholds) -> Verdict {
     if checks.is_empty() {
         return Verdict::Unconfirmed;
     }
@@ -394,8 +367,8 @@ mod tests {
         }
     }
 
-    fn t() -> Thresholds {
-        Thresholds::default()
+    fn t() -> MatrixThresholds {
+        MatrixThresholds::default()
     }
 
     #[test]
@@ -489,7 +462,7 @@ mod tests {
     fn absolute_floor_keeps_line_rate_cells_quiet() {
         // One cell at 70 % of the median is low relatively, but every cell
         // is above 90 % of a 1000 MB/s port: nothing to report.
-        let tight = Thresholds {
+        let tight = MatrixThresholds {
             relative: 0.8,
             mad_floor: 0.01,
             port_rate_mbs: Some(1000.0),
@@ -502,7 +475,7 @@ mod tests {
         let j = judge(
             4,
             &cells,
-            &Thresholds {
+            &MatrixThresholds {
                 port_rate_mbs: None,
                 ..tight
             },
@@ -538,6 +511,5 @@ mod tests {
         assert_eq!(verdict(&[c(0.1), c(0.9)], &t()), Verdict::Dismissed);
         assert_eq!(verdict(&[c(0.95)], &t()), Verdict::Dismissed);
         assert_eq!(ratio(0.0, 0.0), 0.0);
-        assert_eq!(median(&[3.0, 1.0, 2.0, 10.0]), Some(2.5));
     }
 }

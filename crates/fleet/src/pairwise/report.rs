@@ -98,15 +98,17 @@ pub struct Settings {
     pub reference: Option<String>,
     /// Suspects re-measured before they are reported.
     pub confirm: bool,
-    /// Thresholds of the localization.
-    pub thresholds: Thresholds,
+    /// MatrixThresholds of the localization.
+    pub thresholds: MatrixThresholds,
 }
 
 /// When a node or a pair counts as low (see `localize`): relative (and
 /// under the port floor when the port rate is known) makes a suspect; the
-/// robust z makes it significant. A uniform fabric flags nothing.
+/// robust z ([`crate::stats`]) makes it significant. A uniform fabric flags
+/// nothing. A fleet report's cohorts have theirs,
+/// [`crate::outlier::CohortThresholds`].
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Thresholds {
+pub struct MatrixThresholds {
     /// Below this fraction of the reference level (nodes: the median node
     /// score; pairs: the median residual).
     pub relative: f64,
@@ -129,11 +131,11 @@ pub struct Thresholds {
     pub confirm_passes: usize,
 }
 
-impl Default for Thresholds {
-    fn default() -> Thresholds {
-        Thresholds {
+impl Default for MatrixThresholds {
+    fn default() -> MatrixThresholds {
+        MatrixThresholds {
             relative: 0.6,
-            z: 3.5,
+            z: crate::stats::Z_CUT,
             mad_floor: 0.1,
             port_floor: 0.9,
             port_rate_mbs: None,
