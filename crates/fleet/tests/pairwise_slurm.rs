@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rdmakit_fleet::pairwise::auth::Token;
-use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig, SlurmError};
+use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig};
+use rdmakit_fleet::slurm::SlurmError;
 
 fn launch(c: &SlurmConfig) -> Result<AgentStep, SlurmError> {
     AgentStep::launch(c, &token())
@@ -88,7 +89,7 @@ fn a_failing_srun_is_reported_with_what_it_said() {
     let Err(e) = launch(&cfg(srun)) else {
         panic!("a failing srun launched")
     };
-    assert!(matches!(e, SlurmError::Exited { ready: 0, .. }), "{e}");
+    assert!(matches!(e, SlurmError::StepExited { ready: 0, .. }), "{e}");
     let msg = e.to_string();
     assert!(msg.contains("exit status: 1"), "{msg}");
     assert!(msg.contains("Invalid partition name"), "{msg}");

@@ -5,18 +5,19 @@
 //! (JSON) on stdout once it listens; srun's own output carries it back, so
 //! no shared file system is needed. When the coordinator is done it closes
 //! its connections (each `--once` agent exits), then waits for srun, and
-//! signals it if the step lingers.
+//! signals it if the step lingers. The step is run by [`crate::slurm::step`],
+//! as the sweep's is.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::auth::Token;
+use crate::slurm::step::{Next, Step};
+use crate::slurm::SlurmError;
 
 /// The environment variable that carries the token.
 pub const TOKEN_ENV: &str = "RDMAKIT_FLEET_TOKEN";
@@ -124,52 +125,9 @@ impl SlurmConfig {
     }
 }
 
-/// Why the step could not be had.
-#[derive(Debug, thiserror::Error)]
-pub enum SlurmError {
-    /// srun could not be started.
-    #[error("cannot run {srun}: {source}")]
-    Spawn {
-        /// The program.
-        srun: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// srun ended before every agent was ready.
-    #[error("srun exited ({status}) after {ready} agent(s) were ready{}", tail(.output))]
-    Exited {
-        /// Its exit status.
-        status: String,
-        /// READY lines seen.
-        ready: usize,
-        /// Its other stdout lines.
-        output: Vec<String>,
-    },
-    /// Not every agent was ready in time.
-    #[error("{ready} of {expected} agents ready after {secs:.0} s{}", tail(.output))]
-    Timeout {
-        /// READY lines seen.
-        ready: usize,
-        /// READY lines expected (`?` when no agent said).
-        expected: String,
-        /// Seconds waited.
-        secs: f64,
-        /// Other stdout lines.
-        output: Vec<String>,
-    },
-}
-
-fn tail(lines: &[String]) -> String {
-    if lines.is_empty() {
-        return String::new();
-    }
-    let k = lines.len().saturating_sub(5);
-    format!("; its other output:\n  {}", lines[k..].join("\n  "))
-}
-
 /// A running step of agents. Dropping it stops the step.
 pub struct AgentStep {
-    child: Option<Child>,
+    step: Step,
     /// The agents, by rank when known.
     pub agents: Vec<Ready>,
 }
@@ -178,36 +136,15 @@ impl AgentStep {
     /// Starts the step and waits for every agent's READY line.
     ///
     /// # Errors
-    /// [`SlurmError`].
+    /// srun could not start ([`SlurmError::Spawn`]), ended before every agent
+    /// was ready ([`SlurmError::StepExited`]), or not every agent was ready in
+    /// time ([`SlurmError::StepNotReady`]).
     pub fn launch(cfg: &SlurmConfig, token: &Token) -> Result<AgentStep, SlurmError> {
-        let mut child = Command::new(&cfg.srun)
-            .args(cfg.args())
-            .env(TOKEN_ENV, token.to_env_value())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|source| SlurmError::Spawn {
-                srun: cfg.srun.display().to_string(),
-                source,
-            })?;
-        let (tx, rx) = mpsc::channel::<String>();
-        if let Some(out) = child.stdout.take() {
-            std::thread::spawn(move || {
-                for line in BufReader::new(out).lines() {
-                    match line {
-                        Ok(l) => {
-                            if tx.send(l).is_err() {
-                                break;
-                            }
-                        }
-                        Err(_) => break,
-                    }
-                }
-            });
-        }
+        let mut srun = Command::new(&cfg.srun);
+        srun.args(cfg.args()).env(TOKEN_ENV, token.to_env_value());
+        let step = Step::spawn(srun, &cfg.srun.display().to_string(), false)?;
         let mut step = AgentStep {
-            child: Some(child),
+            step,
             agents: Vec::new(),
         };
         let mut other = Vec::new();
@@ -217,49 +154,56 @@ impl AgentStep {
             if expected.is_some_and(|e| step.agents.len() >= e) {
                 break;
             }
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(line) => match Ready::parse(&line) {
-                    Some(r) => {
-                        if expected.is_none() {
-                            expected = r.ntasks.map(|n| n as usize);
+            match step
+                .step
+                .next_line(Instant::now() + Duration::from_millis(100))
+            {
+                Next::Line(line) => {
+                    let line = line.text();
+                    match Ready::parse(&line) {
+                        Some(r) => {
+                            if expected.is_none() {
+                                expected = r.ntasks.map(|n| n as usize);
+                            }
+                            if !step.agents.iter().any(|a| a.addr == r.addr) {
+                                step.agents.push(r);
+                            }
                         }
-                        if !step.agents.iter().any(|a| a.addr == r.addr) {
-                            step.agents.push(r);
-                        }
+                        None => other.push(line),
                     }
-                    None => other.push(line),
-                },
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                }
+                Next::Timeout => {}
+                Next::Closed => {
                     // stdout closed: srun is gone (or going).
-                    let status = step.wait(Duration::from_secs(2));
-                    return Err(SlurmError::Exited {
+                    let status = step.step.stop(Duration::from_secs(2), KILL_AFTER);
+                    return Err(SlurmError::StepExited {
                         status,
                         ready: step.agents.len(),
                         output: other,
                     });
                 }
             }
-            if let Some(c) = step.child.as_mut() {
-                if let Ok(Some(st)) = c.try_wait() {
-                    // Drain what it printed before it went.
-                    while let Ok(line) = rx.recv_timeout(Duration::from_millis(50)) {
-                        if let Some(r) = Ready::parse(&line) {
-                            step.agents.push(r);
-                        } else {
-                            other.push(line);
-                        }
+            if let Some(st) = step.step.try_wait() {
+                // Drain what it printed before it went.
+                while let Next::Line(line) = step
+                    .step
+                    .next_line(Instant::now() + Duration::from_millis(50))
+                {
+                    let line = line.text();
+                    if let Some(r) = Ready::parse(&line) {
+                        step.agents.push(r);
+                    } else {
+                        other.push(line);
                     }
-                    step.child = None;
-                    return Err(SlurmError::Exited {
-                        status: st.to_string(),
-                        ready: step.agents.len(),
-                        output: other,
-                    });
                 }
+                return Err(SlurmError::StepExited {
+                    status: st.to_string(),
+                    ready: step.agents.len(),
+                    output: other,
+                });
             }
             if start.elapsed() > cfg.ready_timeout {
-                return Err(SlurmError::Timeout {
+                return Err(SlurmError::StepNotReady {
                     ready: step.agents.len(),
                     expected: expected.map_or("?".into(), |e| e.to_string()),
                     secs: cfg.ready_timeout.as_secs_f64(),
@@ -274,42 +218,16 @@ impl AgentStep {
     /// Waits up to `grace` for srun to end; then SIGTERM (srun passes it
     /// to the tasks), 5 s more, then SIGKILL. Returns its exit status.
     pub fn stop(&mut self, grace: Duration) -> String {
-        self.wait(grace)
-    }
-
-    fn wait(&mut self, grace: Duration) -> String {
-        let Some(mut c) = self.child.take() else {
-            return "already reaped".into();
-        };
-        let t = Instant::now();
-        let mut signalled = false;
-        loop {
-            match c.try_wait() {
-                Ok(Some(st)) => return st.to_string(),
-                Ok(None) => {}
-                Err(e) => return format!("wait: {e}"),
-            }
-            if !signalled && t.elapsed() > grace {
-                if let Some(pid) = rustix::process::Pid::from_raw(c.id() as i32) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::Term);
-                }
-                signalled = true;
-            }
-            if t.elapsed() > grace + Duration::from_secs(5) {
-                let _ = c.kill();
-                return match c.wait() {
-                    Ok(st) => format!("{st} (killed)"),
-                    Err(e) => format!("wait: {e}"),
-                };
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.step.stop(grace, KILL_AFTER)
     }
 }
 
+/// How long the step has after SIGTERM before SIGKILL.
+const KILL_AFTER: Duration = Duration::from_secs(5);
+
 impl Drop for AgentStep {
     fn drop(&mut self) {
-        let _ = self.wait(Duration::from_secs(3));
+        let _ = self.stop(Duration::from_secs(3));
     }
 }
 

@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::run::SlurmError;
+use super::SlurmError;
 
 /// How much of a command's stderr is kept for its error message (the rest is read
 /// and dropped, so the command never blocks on a full pipe).

@@ -2,51 +2,16 @@
 //! check. The only module of [`crate::slurm`] that does I/O; what it reads goes to
 //! the pure parsers next to it.
 
-use std::io::{BufRead as _, BufReader, Read, Write as _};
+use std::io::Write as _;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::frame::TASK_SCRIPT;
-use super::node::{parse_show_node, NodeState, ParseError};
+use super::node::{parse_show_node, NodeState};
+use super::step::{Next, Step, Stream};
 use super::sweep::{Collector, End, NodeResult, Outcome};
-
-/// A Slurm command that failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SlurmError {
-    // The io error is in the message, not a `#[source]`: callers print this error
-    // alone (the health check's one line) or with its chain, and either way it
-    // should read once.
-    #[error("{cmd}: cannot run it: {err} (is Slurm's client installed and on PATH?)")]
-    Spawn { cmd: String, err: std::io::Error },
-    #[error("{cmd}: {status}: {stderr}")]
-    Failed {
-        cmd: String,
-        status: String,
-        stderr: String,
-    },
-    #[error(transparent)]
-    Parse(#[from] ParseError),
-    #[error("{0}")]
-    Input(String),
-    #[error("{cmd}: no answer within {secs:.1} s (killed)")]
-    TimedOut { cmd: String, secs: f64 },
-    #[error("{cmd}: printed more than {max} bytes (killed): not what it should print")]
-    TooLarge { cmd: String, max: usize },
-    #[error("{cmd}: refusing to run {path} as root: {why}")]
-    Untrusted {
-        cmd: String,
-        path: String,
-        why: String,
-    },
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
+use super::SlurmError;
 
 /// How to run Slurm's commands: the environment they get on top of ours, and the
 /// bounds on each (docs/slurm.md).
@@ -437,22 +402,9 @@ pub fn execute(
             last_report: None,
         });
     }
-    let mut child = cmds
-        .command(&plan.argv[0])?
-        .args(&plan.argv[1..])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|err| SlurmError::Spawn {
-            cmd: "srun".into(),
-            err,
-        })?;
-    let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
-    let readers = [
-        child.stdout.take().map(|s| reader(s, true, tx.clone())),
-        child.stderr.take().map(|s| reader(s, false, tx.clone())),
-    ];
-    drop(tx);
+    let mut srun = cmds.command(&plan.argv[0])?;
+    srun.args(&plan.argv[1..]);
+    let mut step = Step::spawn(srun, "srun", true)?;
     let total = plan.run.len();
     let mut c = Collector::new();
     let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -471,44 +423,39 @@ pub fn execute(
             if stop.is_none() {
                 on_event(Event::TimedOut);
                 c.stop();
-                signal(&child, rustix::process::Signal::Term);
+                step.terminate();
                 stop = Some(now);
                 continue;
             }
             // srun ignored SIGTERM for STOP_GRACE: kill it; the readers end.
-            let _ = child.kill();
+            step.kill();
             stop = Some(now + Duration::from_secs(3600));
             continue;
         }
-        match rx.recv_timeout(wait_until - now) {
-            Ok((is_out, line)) => {
-                let text = String::from_utf8_lossy(&line);
-                let text = text.trim_end_matches(['\n', '\r']);
-                if is_out {
-                    out.extend_from_slice(&line);
-                    c.stdout_line(text);
-                    if c.reports() != reported {
-                        reported = c.reports();
-                        last_report = Some(t0.elapsed());
-                        on_event(Event::Progress { reported, total });
-                    }
-                } else {
-                    err.extend_from_slice(&line);
-                    let before = c.srun_messages().len();
-                    c.stderr_line(text);
-                    if let Some(m) = c.srun_messages().get(before) {
-                        on_event(Event::Srun(m.clone()));
-                    }
-                }
+        let line = match step.next_line(wait_until) {
+            Next::Line(l) => l,
+            Next::Timeout => continue,
+            Next::Closed => break,
+        };
+        let text = line.text();
+        if line.stream == Stream::Stdout {
+            out.extend_from_slice(&line.bytes);
+            c.stdout_line(&text);
+            if c.reports() != reported {
+                reported = c.reports();
+                last_report = Some(t0.elapsed());
+                on_event(Event::Progress { reported, total });
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        } else {
+            err.extend_from_slice(&line.bytes);
+            let before = c.srun_messages().len();
+            c.stderr_line(&text);
+            if let Some(m) = c.srun_messages().get(before) {
+                on_event(Event::Srun(m.clone()));
+            }
         }
     }
-    for r in readers.into_iter().flatten() {
-        let _ = r.join();
-    }
-    let status = wait(&mut child);
+    let status = step.wait().and_then(|s| s.code());
     let end = match stop {
         Some(_) => End::TimedOut(timeout.as_secs_f64()),
         None => End::Exited(status),
@@ -523,42 +470,6 @@ pub fn execute(
         elapsed: t0.elapsed(),
         last_report,
     })
-}
-
-/// Longest line read from srun at once (its own lines are under 1.1 KB).
-const MAX_LINE: u64 = 1 << 20;
-
-fn reader(
-    s: impl Read + Send + 'static,
-    is_out: bool,
-    tx: mpsc::Sender<(bool, Vec<u8>)>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(s);
-        loop {
-            let mut line = Vec::new();
-            // srun relays at most 1024 bytes a message, each on a line of its
-            // own: a longer "line" is cut, never held whole (issue 34).
-            match (&mut r).take(MAX_LINE).read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if tx.send((is_out, line)).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    })
-}
-
-fn signal(child: &Child, sig: rustix::process::Signal) {
-    if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
-        let _ = rustix::process::kill_process(pid, sig);
-    }
-}
-
-fn wait(child: &mut Child) -> Option<i32> {
-    child.wait().ok().and_then(|s| s.code())
 }
 
 /// Writes a sweep's evidence under `dir`: `srun.out` and `srun.err` (the raw lines),
