@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use rdmakit_host::model::{DeviceKind, HostFacts, Port};
 use rdmakit_host::parse::proc::Limit;
-use rdmakit_host::parse::sysfs::{Counter, LinkLayer, PcieSpeed};
+use rdmakit_host::parse::sysfs::{Counter, PcieSpeed};
 use serde::{Deserialize, Serialize};
 
 use crate::rules::hardware::roce_active_mtu;
@@ -277,7 +277,7 @@ fn port(facts: &HostFacts, d: &rdmakit_host::model::Device, p: &Port) -> Invento
     let nd_name = port_netdev(d, p);
     let nd = nd_name.as_deref().and_then(|n| netdev(facts, n));
     let netdev_mtu = nd.and_then(|n| n.mtu.get().copied());
-    let roce = matches!(p.link_layer.get(), Some(LinkLayer::Ethernet));
+    let roce = p.is_roce();
     let (active_mtu, mtu_source) = match (roce, nd, netdev_mtu) {
         (true, Some(n), Some(m)) if roce_active_mtu(m) > 0 => (
             Some(roce_active_mtu(m)),
@@ -310,11 +310,7 @@ fn port(facts: &HostFacts, d: &rdmakit_host::model::Device, p: &Port) -> Invento
         rate: p.rate.text().map(str::to_string),
         rate_gbps: p.rate.get().map(|r| r.gbps),
         width: p.rate.get().and_then(|r| r.width).map(|w| format!("{w}X")),
-        link_layer: p.link_layer.get().map(|l| match l {
-            LinkLayer::InfiniBand => "InfiniBand".to_string(),
-            LinkLayer::Ethernet => "Ethernet".to_string(),
-            LinkLayer::Other(s) => s.clone(),
-        }),
+        link_layer: p.link_layer_name(),
         active_mtu,
         max_mtu: None,
         mtu_source: Some(mtu_source),

@@ -69,6 +69,9 @@ impl<T> Attr<T> {
     }
 
     /// True when the file was read but its text could not be understood.
+    ///
+    /// (A value that parses to a name not known, such as the link layer
+    /// `Unknown`, is understood: see [`Attr::known`].)
     pub fn is_garbage(&self) -> bool {
         matches!(self.raw, Raw::Text(_)) && self.value.is_none()
     }
@@ -87,6 +90,42 @@ impl<T> Attr<T> {
             Raw::Err(e) => format!("<read failed: {e}>"),
         }
     }
+}
+
+impl<T> Attr<Option<T>> {
+    /// The value when the text named one that is known (None also when the
+    /// read failed or the text was garbage).
+    pub fn known(&self) -> Option<&T> {
+        self.value.as_ref()?.as_ref()
+    }
+}
+
+/// A name for a value of `rdmakit_types` (which has no serde).
+trait Named: Copy {
+    fn name(self) -> &'static str;
+}
+
+impl Named for LinkLayer {
+    fn name(self) -> &'static str {
+        LinkLayer::name(self)
+    }
+}
+
+impl Named for GidType {
+    fn name(self) -> &'static str {
+        GidType::name(self)
+    }
+}
+
+/// Serializes an attribute whose value is a `rdmakit_types` name: the value as
+/// that name, `null` when the text named none known.
+fn named<T: Named, S: serde::Serializer>(a: &Attr<Option<T>>, s: S) -> Result<S::Ok, S::Error> {
+    Attr {
+        path: a.path.clone(),
+        raw: a.raw.clone(),
+        value: a.value.map(|v| v.map(Named::name)),
+    }
+    .serialize(s)
 }
 
 /// Everything one collection found.
@@ -391,7 +430,9 @@ pub struct Port {
     pub state: Attr<PortState>,
     pub phys_state: Attr<PhysState>,
     pub rate: Attr<Rate>,
-    pub link_layer: Attr<LinkLayer>,
+    /// None inside: the kernel's `Unknown` or a name not known (kept as text).
+    #[serde(serialize_with = "named")]
+    pub link_layer: Attr<Option<LinkLayer>>,
     pub lid: Attr<u32>,
     pub sm_lid: Attr<u32>,
     pub cap_mask: Attr<u32>,
@@ -406,7 +447,16 @@ pub struct Port {
 impl Port {
     /// True when the link layer is Ethernet (RoCE).
     pub fn is_roce(&self) -> bool {
-        matches!(self.link_layer.get(), Some(LinkLayer::Ethernet))
+        matches!(self.link_layer.known(), Some(LinkLayer::Ethernet))
+    }
+
+    /// The link layer's name: a known one's (`InfiniBand`), else the text the
+    /// kernel printed (`Unknown`); None when it could not be read.
+    pub fn link_layer_name(&self) -> Option<String> {
+        match self.link_layer.get()? {
+            Some(l) => Some(l.name().to_string()),
+            None => self.link_layer.text().map(|t| t.trim().to_string()),
+        }
     }
 }
 
@@ -415,7 +465,9 @@ pub struct Gid {
     pub index: u32,
     pub path: String,
     pub gid: Ipv6Addr,
-    pub gid_type: Attr<GidType>,
+    /// None inside: a type not known (kept as text).
+    #[serde(serialize_with = "named")]
+    pub gid_type: Attr<Option<GidType>>,
     pub ndev: Attr<String>,
 }
 

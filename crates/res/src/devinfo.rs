@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use rdmakit_host::model::{Device, HostFacts, Port};
 use rdmakit_host::netlink::DevLimits;
-use rdmakit_host::parse::sysfs::{GidType, LinkLayer};
+use rdmakit_types::{phys_state_name, port_state_name, Gid, Speed, Width};
 use serde_json::{json, Map, Value};
 
 /// A recorded source's devices, rendered.
@@ -316,11 +316,10 @@ fn port_lines(s: &mut String, p: &Port, verbose: bool, gaps: &mut Vec<String>) -
         }
     }
     gaps.push(PORT_UNRECORDED[2].into());
-    let ll = p.link_layer.value.as_ref();
-    match ll {
+    match p.link_layer_name() {
         Some(l) => {
-            let _ = writeln!(s, "\t\t\tlink_layer:\t\t{}", link_layer_str(l));
-            put("link_layer", json!(link_layer_str(l)));
+            let _ = writeln!(s, "\t\t\tlink_layer:\t\t{l}");
+            put("link_layer", json!(l));
         }
         None => gaps.push("link_layer".into()),
     }
@@ -338,19 +337,21 @@ fn port_lines(s: &mut String, p: &Port, verbose: bool, gaps: &mut Vec<String>) -
     let _ = writeln!(s, "\t\t\tgid_tbl_len:\t\t{}", p.gid_slots);
     put("gid_tbl_len", json!(p.gid_slots));
     let rate = p.rate.value.as_ref();
-    match rate.and_then(|r| r.width).and_then(width_code) {
+    match rate.and_then(|r| r.width).and_then(Width::from_lanes) {
         Some(w) => {
-            let _ = writeln!(s, "\t\t\tactive_width:\t\t{}X ({w})", width_str(w));
-            put("active_width", json!(format!("{}X", width_str(w))));
-            put("active_width_value", json!(w));
+            let (lanes, code) = (w.lanes(), w.code());
+            let _ = writeln!(s, "\t\t\tactive_width:\t\t{lanes}X ({code})");
+            put("active_width", json!(format!("{lanes}X")));
+            put("active_width_value", json!(code));
         }
         None => gaps.push("active_width".into()),
     }
-    match rate.and_then(|r| r.speed.as_deref()).and_then(speed_code) {
-        Some(c) => {
-            let _ = writeln!(s, "\t\t\tactive_speed:\t\t{} ({c})", speed_str(c));
-            put("active_speed", json!(speed_str(c)));
-            put("active_speed_value", json!(c));
+    match rate.and_then(|r| r.speed.as_deref()).and_then(active_speed) {
+        Some(sp) => {
+            let (text, code) = (sp.devinfo(), sp.code());
+            let _ = writeln!(s, "\t\t\tactive_speed:\t\t{text} ({code})");
+            put("active_speed", json!(text));
+            put("active_speed_value", json!(code));
         }
         None => gaps.push("active_speed".into()),
     }
@@ -367,7 +368,7 @@ fn port_lines(s: &mut String, p: &Port, verbose: bool, gaps: &mut Vec<String>) -
         }
         None => gaps.push("phys_state".into()),
     }
-    let ethernet = matches!(ll, Some(LinkLayer::Ethernet));
+    let ethernet = p.is_roce();
     let mut gids = Vec::new();
     for g in &p.gids {
         if g.gid.is_unspecified() {
@@ -376,13 +377,9 @@ fn port_lines(s: &mut String, p: &Port, verbose: bool, gaps: &mut Vec<String>) -
         let text = if ethernet {
             g.gid.to_string()
         } else {
-            groups(&g.gid)
+            Gid(g.gid.octets()).to_string()
         };
-        let kind = match (ethernet, g.gid_type.value.as_ref()) {
-            (true, Some(GidType::RoceV1)) => Some("RoCE v1"),
-            (true, Some(GidType::RoceV2)) => Some("RoCE v2"),
-            _ => None,
-        };
+        let kind = g.gid_type.known().filter(|_| ethernet).map(|t| t.name());
         let suffix = kind.map(|k| format!(", {k}")).unwrap_or_default();
         let _ = writeln!(s, "\t\t\tGID[{:3}]:\t\t{text}{suffix}", g.index);
         let mut o = json!({ "index": g.index, "gid": text });
@@ -427,92 +424,18 @@ fn guid_str(g: u64) -> String {
     )
 }
 
-/// An InfiniBand GID as ibv_devinfo prints it: eight groups of four hex digits.
-fn groups(g: &std::net::Ipv6Addr) -> String {
-    let s: Vec<String> = g.segments().iter().map(|x| format!("{x:04x}")).collect();
-    s.join(":")
-}
-
 fn port_state_str(code: u8) -> &'static str {
-    match code {
-        0 => "PORT_NOP",
-        1 => "PORT_DOWN",
-        2 => "PORT_INIT",
-        3 => "PORT_ARMED",
-        4 => "PORT_ACTIVE",
-        5 => "PORT_ACTIVE_DEFER",
-        _ => "invalid state",
-    }
+    port_state_name(code).unwrap_or("invalid state")
 }
 
 fn phys_state_str(code: u8) -> &'static str {
-    match code {
-        1 => "SLEEP",
-        2 => "POLLING",
-        3 => "DISABLED",
-        4 => "PORT_CONFIGURATION TRAINING",
-        5 => "LINK_UP",
-        6 => "LINK_ERROR_RECOVERY",
-        7 => "PHY TEST",
-        _ => "invalid physical state",
-    }
+    phys_state_name(code).unwrap_or("invalid physical state")
 }
 
-fn link_layer_str(l: &LinkLayer) -> &str {
-    match l {
-        LinkLayer::InfiniBand => "InfiniBand",
-        LinkLayer::Ethernet => "Ethernet",
-        LinkLayer::Other(s) => s,
-    }
-}
-
-/// The IBA `active_width` code for a lane count (sysfs `rate`'s `4X`).
-fn width_code(lanes: u8) -> Option<u8> {
-    match lanes {
-        1 => Some(1),
-        4 => Some(2),
-        8 => Some(4),
-        12 => Some(8),
-        2 => Some(16),
-        _ => None,
-    }
-}
-
-fn width_str(code: u8) -> &'static str {
-    match code {
-        1 => "1",
-        2 => "4",
-        4 => "8",
-        8 => "12",
-        _ => "2",
-    }
-}
-
-/// The `active_speed` code for a speed name (sysfs `rate`'s `EDR`).
-fn speed_code(name: &str) -> Option<u8> {
-    match name {
-        "SDR" => Some(1),
-        "DDR" => Some(2),
-        "QDR" => Some(4),
-        "FDR10" => Some(8),
-        "FDR" => Some(16),
-        "EDR" => Some(32),
-        "HDR" => Some(64),
-        "NDR" => Some(128),
-        _ => None,
-    }
-}
-
-fn speed_str(code: u8) -> &'static str {
-    match code {
-        1 => "2.5 Gbps",
-        2 => "5.0 Gbps",
-        4 | 8 => "10.0 Gbps",
-        16 => "14.0 Gbps",
-        32 => "25.0 Gbps",
-        64 => "50.0 Gbps",
-        _ => "100.0 Gbps",
-    }
+/// The `active_speed` of a speed name (sysfs `rate`'s `EDR`): one that fits its
+/// byte (XDR's code is `active_speed_ex`'s alone).
+fn active_speed(name: &str) -> Option<Speed> {
+    Speed::from_name(name).filter(|s| s.code() <= 0xff)
 }
 
 #[cfg(test)]
@@ -521,17 +444,6 @@ mod tests {
 
     #[test]
     fn rate_names_map_to_ibv_devinfo_codes() {
-        for (lanes, code, text) in [
-            (1, 1, "1"),
-            (4, 2, "4"),
-            (8, 4, "8"),
-            (12, 8, "12"),
-            (2, 16, "2"),
-        ] {
-            assert_eq!(width_code(lanes), Some(code));
-            assert_eq!(width_str(code), text);
-        }
-        assert_eq!(width_code(3), None);
         for (name, code, text) in [
             ("SDR", 1, "2.5 Gbps"),
             ("QDR", 4, "10.0 Gbps"),
@@ -539,14 +451,16 @@ mod tests {
             ("EDR", 32, "25.0 Gbps"),
             ("NDR", 128, "100.0 Gbps"),
         ] {
-            assert_eq!(speed_code(name), Some(code));
-            assert_eq!(speed_str(code), text);
+            let sp = active_speed(name).unwrap();
+            assert_eq!((sp.code(), sp.devinfo()), (code, text));
         }
-        assert_eq!(speed_code("XYZ"), None);
+        assert_eq!(active_speed("XDR"), None);
+        assert_eq!(active_speed("XYZ"), None);
         assert_eq!(transport_of(1), 0);
         assert_eq!(transport_of(4), 1);
+        let gid: std::net::Ipv6Addr = "fe80::2:c903:10:1".parse().unwrap();
         assert_eq!(
-            groups(&"fe80::2:c903:10:1".parse().unwrap()),
+            Gid(gid.octets()).to_string(),
             "fe80:0000:0000:0000:0002:c903:0010:0001"
         );
     }

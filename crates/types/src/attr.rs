@@ -3,6 +3,7 @@
 
 use std::net::Ipv4Addr;
 
+use crate::link::{Speed, Width};
 use crate::qp::Mtu;
 
 /// `struct ibv_device_attr` (+ `num_comp_vectors` and `max_inline`), as a
@@ -72,13 +73,70 @@ pub enum PortState {
     Active = 4,
 }
 
+impl PortState {
+    /// Its name as `ibv_port_state_str` gives it: `PORT_ACTIVE`.
+    pub fn name(self) -> &'static str {
+        // The discriminants (1..=4) index the table.
+        PORT_STATE_NAMES[self as usize]
+    }
+}
+
+/// `ibv_port_state_str`'s names, by code.
+const PORT_STATE_NAMES: [&str; 6] = [
+    "PORT_NOP",
+    "PORT_DOWN",
+    "PORT_INIT",
+    "PORT_ARMED",
+    "PORT_ACTIVE",
+    "PORT_ACTIVE_DEFER",
+];
+
+/// `ibv_port_state_str`'s name of a port state code, also those [`PortState`]
+/// has no variant for (0 NOP, 5 ACTIVE_DEFER); None past 5.
+pub fn port_state_name(code: u8) -> Option<&'static str> {
+    PORT_STATE_NAMES.get(usize::from(code)).copied()
+}
+
+/// `ibv_devinfo`'s name of a physical port state ([`PortAttr::phys_state`]:
+/// 1 SLEEP ... 5 LINK_UP ... 7 PHY TEST); None for any other code.
+pub fn phys_state_name(code: u8) -> Option<&'static str> {
+    const NAMES: [&str; 7] = [
+        "SLEEP",
+        "POLLING",
+        "DISABLED",
+        "PORT_CONFIGURATION TRAINING",
+        "LINK_UP",
+        "LINK_ERROR_RECOVERY",
+        "PHY TEST",
+    ];
+    NAMES.get(usize::from(code).checked_sub(1)?).copied()
+}
+
 /// Link layer of a port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LinkLayer {
     /// InfiniBand.
     InfiniBand,
-    /// Ethernet (RoCE).
+    /// Ethernet (RoCE; iWARP too, as the kernel reports it).
     Ethernet,
+}
+
+impl LinkLayer {
+    /// Its name as `ports/<n>/link_layer` and `ibv_devinfo` print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkLayer::InfiniBand => "InfiniBand",
+            LinkLayer::Ethernet => "Ethernet",
+        }
+    }
+
+    /// The link layer of `ports/<n>/link_layer`'s text (any case). None for the
+    /// kernel's `Unknown` (an unspecified link layer) and anything else.
+    pub fn from_name(text: &str) -> Option<LinkLayer> {
+        [LinkLayer::InfiniBand, LinkLayer::Ethernet]
+            .into_iter()
+            .find(|l| l.name().eq_ignore_ascii_case(text))
+    }
 }
 
 /// A 16-byte GID.
@@ -123,10 +181,32 @@ impl core::fmt::Display for Gid {
 /// GID type of a table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GidType {
-    /// RoCE v1 (not used by the soft NIC).
+    /// The kernel's one type for an InfiniBand GID and a RoCE v1 one (it prints
+    /// `IB/RoCE v1`; the port's link layer tells them apart). Not used by the
+    /// soft NIC.
     RoceV1,
     /// RoCE v2 (UDP/IP).
     RoceV2,
+}
+
+impl GidType {
+    /// Its name as `ibv_devinfo -v` prints it: `RoCE v1`, `RoCE v2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GidType::RoceV1 => "RoCE v1",
+            GidType::RoceV2 => "RoCE v2",
+        }
+    }
+
+    /// The type of `gid_attrs/types/<i>`'s text (any case): `IB/RoCE v1` (also
+    /// `RoCE v1`, `RoCE`) and `RoCE v2`; None for anything else.
+    pub fn from_name(text: &str) -> Option<GidType> {
+        match text.to_ascii_lowercase().as_str() {
+            "ib/roce v1" | "roce v1" | "roce" => Some(GidType::RoceV1),
+            "roce v2" => Some(GidType::RoceV2),
+            _ => None,
+        }
+    }
 }
 
 /// One GID table entry.
@@ -158,9 +238,10 @@ pub struct PortAttr {
     pub sm_sl: u8,
     pub subnet_timeout: u8,
     pub init_type_reply: u8,
-    /// `active_width` encoding: 1 = 1X, 2 = 4X.
+    /// `active_width` encoding: 1 = 1X, 2 = 4X ([`PortAttr::width`]).
     pub active_width: u8,
-    /// `active_speed` encoding: 1 = 2.5 Gbps (SDR) ... 32 = 25 Gbps (EDR).
+    /// `active_speed` encoding: 1 = 2.5 Gbps (SDR) ... 32 = 25 Gbps (EDR)
+    /// ([`PortAttr::speed`]).
     pub active_speed: u8,
     /// 5 = LINK_UP.
     pub phys_state: u8,
@@ -169,4 +250,44 @@ pub struct PortAttr {
     pub gids: Vec<GidEntry>,
     /// The P_Key table.
     pub pkeys: Vec<u16>,
+}
+
+impl PortAttr {
+    /// The link's width, when `active_width` is a known code.
+    pub fn width(&self) -> Option<Width> {
+        Width::from_code(self.active_width)
+    }
+
+    /// The link's per-lane speed, when `active_speed` is a known code.
+    pub fn speed(&self) -> Option<Speed> {
+        Speed::from_code(self.active_speed.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_and_ibv_devinfo_names() {
+        assert_eq!(
+            LinkLayer::from_name("InfiniBand"),
+            Some(LinkLayer::InfiniBand)
+        );
+        assert_eq!(LinkLayer::from_name("ethernet"), Some(LinkLayer::Ethernet));
+        assert_eq!(LinkLayer::from_name("Unknown"), None);
+        assert_eq!(GidType::from_name("IB/RoCE v1"), Some(GidType::RoceV1));
+        assert_eq!(
+            GidType::from_name("RoCE v2").map(GidType::name),
+            Some("RoCE v2")
+        );
+        assert_eq!(GidType::from_name("IB"), None);
+        assert_eq!(PortState::Active.name(), "PORT_ACTIVE");
+        assert_eq!(PortState::Down.name(), port_state_name(1).unwrap());
+        assert_eq!(port_state_name(5), Some("PORT_ACTIVE_DEFER"));
+        assert_eq!(port_state_name(6), None);
+        assert_eq!(phys_state_name(5), Some("LINK_UP"));
+        assert_eq!(phys_state_name(0), None);
+        assert_eq!(phys_state_name(8), None);
+    }
 }

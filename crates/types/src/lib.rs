@@ -1,5 +1,6 @@
 //! The provider-neutral Verbs types of rdmakit: what `ibv_query_device` and
-//! `ibv_query_port` report ([`DeviceAttr`], [`PortAttr`], [`Gid`]), QP
+//! `ibv_query_port` report ([`DeviceAttr`], [`PortAttr`], [`Gid`], [`GidType`],
+//! [`LinkLayer`], the link's [`Width`] and [`Speed`]), QP
 //! creation parameters and attributes ([`QpInit`], [`QpAttr`]), work
 //! requests ([`SendWr`], [`RecvWr`], [`SendRequest`]), completions ([`Wc`])
 //! and asynchronous events ([`AsyncEvent`]).
@@ -14,12 +15,17 @@
 
 pub mod attr;
 pub mod device;
+pub mod link;
 pub mod qp;
 pub mod raw;
 pub mod wr;
 
-pub use attr::{DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState};
+pub use attr::{
+    phys_state_name, port_state_name, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr,
+    PortState,
+};
 pub use device::{AsyncEvent, QpInit, SendRequest};
+pub use link::{Speed, Width};
 pub use qp::{
     modify_is_ok, required_mask, Access, AddressHandle, AttrMask, Mtu, QpAttr, QpState, QpType,
 };

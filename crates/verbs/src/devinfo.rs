@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::{DeviceAttr, GidType, LinkLayer, PortAttr, PortState};
+use crate::{DeviceAttr, GidType, LinkLayer, PortAttr, Speed};
 
 /// What one device reports: the inputs of both renderings.
 #[derive(Debug)]
@@ -105,54 +105,23 @@ fn atomic_str(a: u32) -> &'static str {
     }
 }
 
-fn port_state_str(s: PortState) -> &'static str {
-    match s {
-        PortState::Down => "PORT_DOWN",
-        PortState::Init => "PORT_INIT",
-        PortState::Armed => "PORT_ARMED",
-        PortState::Active => "PORT_ACTIVE",
-    }
-}
-
 fn mtu_str(m: crate::Mtu) -> String {
     m.bytes().to_string()
 }
 
-fn width_str(w: u8) -> &'static str {
-    match w {
-        1 => "1",
-        2 => "4",
-        4 => "8",
-        8 => "12",
-        16 => "2",
-        _ => "invalid width",
-    }
+/// ibv_devinfo's width: its lanes, or "invalid width".
+fn width_str(pa: &PortAttr) -> String {
+    pa.width()
+        .map_or_else(|| "invalid width".into(), |w| w.lanes().to_string())
 }
 
-fn speed_str(s: u8) -> &'static str {
-    match s {
-        1 => "2.5 Gbps",
-        2 => "5.0 Gbps",
-        4 | 8 => "10.0 Gbps",
-        16 => "14.0 Gbps",
-        32 => "25.0 Gbps",
-        64 => "50.0 Gbps",
-        128 => "100.0 Gbps",
-        _ => "invalid speed",
-    }
+/// ibv_devinfo's speed: "25.0 Gbps", or "invalid speed".
+fn speed_str(pa: &PortAttr) -> &'static str {
+    pa.speed().map_or("invalid speed", Speed::devinfo)
 }
 
 fn phys_state_str(s: u8) -> &'static str {
-    match s {
-        1 => "SLEEP",
-        2 => "POLLING",
-        3 => "DISABLED",
-        4 => "PORT_CONFIGURATION TRAINING",
-        5 => "LINK_UP",
-        6 => "LINK_ERROR_RECOVERY",
-        7 => "PHY TEST",
-        _ => "invalid physical state",
-    }
+    rdmakit_types::phys_state_name(s).unwrap_or("invalid physical state")
 }
 
 fn vl_str(v: u8) -> &'static str {
@@ -163,13 +132,6 @@ fn vl_str(v: u8) -> &'static str {
         4 => "8",
         5 => "15",
         _ => "invalid value",
-    }
-}
-
-fn link_layer_str(l: LinkLayer) -> &'static str {
-    match l {
-        LinkLayer::InfiniBand => "InfiniBand",
-        LinkLayer::Ethernet => "Ethernet",
     }
 }
 
@@ -328,7 +290,7 @@ fn port_text(s: &mut String, p: u8, pa: &PortAttr, verbose: bool) {
     let _ = writeln!(
         s,
         "\t\t\tstate:\t\t\t{} ({})",
-        port_state_str(pa.state),
+        pa.state.name(),
         pa.state as u8
     );
     let _ = writeln!(
@@ -346,7 +308,7 @@ fn port_text(s: &mut String, p: u8, pa: &PortAttr, verbose: bool) {
     let _ = writeln!(s, "\t\t\tsm_lid:\t\t\t{}", pa.sm_lid);
     let _ = writeln!(s, "\t\t\tport_lid:\t\t{}", pa.lid);
     let _ = writeln!(s, "\t\t\tport_lmc:\t\t0x{:02x}", pa.lmc);
-    let _ = writeln!(s, "\t\t\tlink_layer:\t\t{}", link_layer_str(pa.link_layer));
+    let _ = writeln!(s, "\t\t\tlink_layer:\t\t{}", pa.link_layer.name());
     if !verbose {
         return;
     }
@@ -369,13 +331,13 @@ fn port_text(s: &mut String, p: u8, pa: &PortAttr, verbose: bool) {
     let _ = writeln!(
         s,
         "\t\t\tactive_width:\t\t{}X ({})",
-        width_str(pa.active_width),
+        width_str(pa),
         pa.active_width
     );
     let _ = writeln!(
         s,
         "\t\t\tactive_speed:\t\t{} ({})",
-        speed_str(pa.active_speed),
+        speed_str(pa),
         pa.active_speed
     );
     let _ = writeln!(
@@ -405,11 +367,10 @@ fn gid_text(g: crate::Gid, ll: LinkLayer) -> String {
     }
 }
 
-fn gid_type_suffix(t: GidType, ll: LinkLayer) -> &'static str {
-    match (ll, t) {
-        (LinkLayer::InfiniBand, _) => "",
-        (LinkLayer::Ethernet, GidType::RoceV1) => ", RoCE v1",
-        (LinkLayer::Ethernet, GidType::RoceV2) => ", RoCE v2",
+fn gid_type_suffix(t: GidType, ll: LinkLayer) -> String {
+    match ll {
+        LinkLayer::InfiniBand => String::new(),
+        LinkLayer::Ethernet => format!(", {}", t.name()),
     }
 }
 
@@ -494,7 +455,7 @@ pub fn to_json(i: &DevInfo, verbose: bool) -> Value {
 fn port_json(p: u8, pa: &PortAttr, verbose: bool) -> Value {
     let mut v = json!({
         "port": p,
-        "state": port_state_str(pa.state),
+        "state": pa.state.name(),
         "state_value": pa.state as u8,
         "max_mtu": pa.max_mtu.bytes(),
         "max_mtu_value": pa.max_mtu as u8,
@@ -503,7 +464,7 @@ fn port_json(p: u8, pa: &PortAttr, verbose: bool) -> Value {
         "sm_lid": pa.sm_lid,
         "port_lid": pa.lid,
         "port_lmc": pa.lmc,
-        "link_layer": link_layer_str(pa.link_layer),
+        "link_layer": pa.link_layer.name(),
     });
     if verbose {
         let gids: Vec<Value> = pa
@@ -515,10 +476,7 @@ fn port_json(p: u8, pa: &PortAttr, verbose: bool) -> Value {
                 json!({
                     "index": idx,
                     "gid": gid_text(g.gid, pa.link_layer),
-                    "type": match g.gid_type {
-                        GidType::RoceV1 => "RoCE v1",
-                        GidType::RoceV2 => "RoCE v2",
-                    },
+                    "type": g.gid_type.name(),
                 })
             })
             .collect();
@@ -535,9 +493,9 @@ fn port_json(p: u8, pa: &PortAttr, verbose: bool) -> Value {
             "gid_tbl_len": pa.gid_tbl_len,
             "subnet_timeout": pa.subnet_timeout,
             "init_type_reply": pa.init_type_reply,
-            "active_width": format!("{}X", width_str(pa.active_width)),
+            "active_width": format!("{}X", width_str(pa)),
             "active_width_value": pa.active_width,
-            "active_speed": speed_str(pa.active_speed),
+            "active_speed": speed_str(pa),
             "active_speed_value": pa.active_speed,
             "phys_state": phys_state_str(pa.phys_state),
             "phys_state_value": pa.phys_state,

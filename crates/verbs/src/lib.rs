@@ -75,5 +75,5 @@ pub use rdmakit_proto::{
 pub use rdmakit_soft::{DeviceConfig, Limits};
 pub use rdmakit_types::{
     AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState, QpInit,
-    SendRequest,
+    SendRequest, Speed, Width,
 };

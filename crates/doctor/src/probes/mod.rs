@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use rdmakit_soft::ResourceCounts;
-use rdmakit_verbs::{Access, Context, Error as VerbsError, LinkLayer, PortState};
+use rdmakit_verbs::{Access, Context, Error as VerbsError, PortState};
 
 /// How reports label the soft NIC: probed, but not a device of the host.
 pub const SOFT_LABEL: &str = "rdmakit soft NIC in userspace, not a host device";
@@ -242,10 +242,7 @@ fn ports(ctx: &Context) -> Vec<String> {
             Ok(pa) => format!(
                 "{p}: {} {} active_mtu {}",
                 port_state_name(pa.state),
-                match pa.link_layer {
-                    LinkLayer::InfiniBand => "InfiniBand",
-                    LinkLayer::Ethernet => "Ethernet",
-                },
+                pa.link_layer.name(),
                 pa.active_mtu.bytes()
             ),
             Err(e) => format!("{p}: {e}"),

@@ -268,7 +268,7 @@ pub fn port_rate(cx: &Ctx) -> Outcome {
                 );
                 continue;
             }
-            if matches!(p.link_layer.get(), Some(LinkLayer::InfiniBand))
+            if matches!(p.link_layer.known(), Some(LinkLayer::InfiniBand))
                 && rate.width == Some(1)
                 && d.kind != DeviceKind::Software
             {
@@ -444,10 +444,9 @@ fn roce_ports<'a>(cx: &Ctx<'a>) -> Result<Vec<(&'a Device, &'a Port)>, Outcome> 
 }
 
 fn gid_line(g: &Gid) -> String {
-    let t = match g.gid_type.get() {
-        Some(GidType::RoceV2) => "RoCE v2".to_string(),
-        Some(GidType::RoceV1) => "RoCE v1".to_string(),
-        _ => g.gid_type.shown(),
+    let t = match g.gid_type.known() {
+        Some(t) => t.name().to_string(),
+        None => g.gid_type.shown(),
     };
     format!(
         "[{}] {} {} {}",
@@ -483,7 +482,7 @@ pub fn roce_gids(cx: &Ctx) -> Outcome {
         let v2: Vec<&Gid> = p
             .gids
             .iter()
-            .filter(|g| matches!(g.gid_type.get(), Some(GidType::RoceV2)))
+            .filter(|g| matches!(g.gid_type.known(), Some(GidType::RoceV2)))
             .collect();
         if v2.is_empty() {
             out.push(

@@ -143,7 +143,7 @@ pub fn modules(cx: &Ctx) -> Outcome {
     if state("ib_umad") == ModuleState::Absent && state("ib_core") != ModuleState::Absent {
         let ib_ports = f.devices.iter().flat_map(|d| d.ports.iter()).any(|p| {
             matches!(
-                p.link_layer.get(),
+                p.link_layer.known(),
                 Some(rdmakit_host::parse::sysfs::LinkLayer::InfiniBand)
             )
         });

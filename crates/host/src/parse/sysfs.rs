@@ -9,6 +9,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
+pub use rdmakit_types::{GidType, LinkLayer, Speed};
+
 use super::{lossy, ParseError, Result};
 
 pub use super::cpu::{cpulist, cpumask, CpuSet, MAX_CPU};
@@ -81,20 +83,9 @@ impl Rate {
     /// Width × the signalling rate of one lane at the named speed, when both are
     /// known (e.g. 4X EDR → 103.125 Gb/s on the wire for a nominal 100).
     pub fn signaling_gbps(&self) -> Option<f64> {
-        let lane = lane_gbps(self.speed.as_deref()?)?;
+        let lane = Speed::from_name(self.speed.as_deref()?.trim())?.signaling_gbps();
         Some(lane * f64::from(self.width?))
     }
-}
-
-/// `ports/<n>/link_layer`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum LinkLayer {
-    /// `InfiniBand`
-    InfiniBand,
-    /// `Ethernet` (RoCE, iWARP)
-    Ethernet,
-    /// Anything else, as printed (the kernel prints `Unknown` for unspecified).
-    Other(String),
 }
 
 /// `<dev>/node_type`, e.g. `"1: CA"`.
@@ -116,20 +107,6 @@ impl NodeType {
     pub fn is_rnic(&self) -> bool {
         self.code == 4
     }
-}
-
-/// `ports/<n>/gid_attrs/types/<i>`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum GidType {
-    /// `"IB/RoCE v1"` (also `"RoCE v1"`): on an Ethernet port this is RoCE v1, on an
-    /// InfiniBand port a plain IB GID — the caller decides by the link layer.
-    RoceV1,
-    /// `"RoCE v2"`
-    RoceV2,
-    /// `"IB"`
-    Ib,
-    /// Anything else, as printed.
-    Other(String),
 }
 
 /// A counter file (`counters/*`, `hw_counters/*`).
@@ -178,19 +155,6 @@ const NODE_TYPES: [(u8, &str); 7] = [
     (5, "usNIC"),
     (6, "usNIC UDP"),
     (7, "unspecified"),
-];
-
-/// Per-lane signalling rates in Gb/s by speed name.
-const LANE_GBPS: [(&str, f64); 9] = [
-    ("SDR", 2.5),
-    ("DDR", 5.0),
-    ("QDR", 10.0),
-    ("FDR10", 10.3125),
-    ("FDR", 14.0625),
-    ("EDR", 25.78125),
-    ("HDR", 53.125),
-    ("NDR", 106.25),
-    ("XDR", 212.5),
 ];
 
 /// `s` without trailing newlines, NULs and whitespace.
@@ -281,28 +245,18 @@ pub fn rate(s: &str) -> Result<Rate> {
     })
 }
 
-/// Signalling rate of one lane at an InfiniBand speed (`"EDR"` → 25.78125 Gb/s),
-/// `None` for a name we do not know.
-pub fn lane_gbps(speed: &str) -> Option<f64> {
-    let speed = speed.trim();
-    LANE_GBPS
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(speed))
-        .map(|(_, gbps)| *gbps)
-}
-
-/// Parses `ports/<n>/link_layer`.
+/// Parses `ports/<n>/link_layer`: `InfiniBand` or `Ethernet`; None for the
+/// kernel's `Unknown` (an unspecified link layer) and any other name, which the
+/// attribute keeps as its text.
 ///
 /// # Errors
 /// When the value is empty.
-pub fn link_layer(s: &str) -> Result<LinkLayer> {
+pub fn link_layer(s: &str) -> Result<Option<LinkLayer>> {
     let text = strip(s).trim();
-    match text {
-        "" => Err(ParseError::new("link layer", s)),
-        t if t.eq_ignore_ascii_case("InfiniBand") => Ok(LinkLayer::InfiniBand),
-        t if t.eq_ignore_ascii_case("Ethernet") => Ok(LinkLayer::Ethernet),
-        t => Ok(LinkLayer::Other(t.to_string())),
+    if text.is_empty() {
+        return Err(ParseError::new("link layer", s));
     }
+    Ok(LinkLayer::from_name(text))
 }
 
 /// Parses a GUID as sysfs prints it, `"5054:00ff:fe12:3456"` (four groups of up to
@@ -360,21 +314,18 @@ pub fn gid_is_link_local(gid: &Ipv6Addr) -> bool {
     (gid.segments()[0] & 0xffc0) == 0xfe80
 }
 
-/// Parses `gid_attrs/types/<i>`: `"IB/RoCE v1"` and `"RoCE v1"` → [`GidType::RoceV1`],
-/// `"RoCE v2"` → [`GidType::RoceV2`], `"IB"` → [`GidType::Ib`], anything else kept.
+/// Parses `gid_attrs/types/<i>`: `"IB/RoCE v1"` and `"RoCE v1"` →
+/// [`GidType::RoceV1`], `"RoCE v2"` → [`GidType::RoceV2`]; None for any other
+/// name, which the attribute keeps as its text.
 ///
 /// # Errors
 /// When the value is empty.
-pub fn gid_type(s: &str) -> Result<GidType> {
+pub fn gid_type(s: &str) -> Result<Option<GidType>> {
     let text = strip(s).trim();
-    let lower = text.to_ascii_lowercase();
-    match lower.as_str() {
-        "" => Err(ParseError::new("GID type", s)),
-        "ib/roce v1" | "roce v1" | "roce" => Ok(GidType::RoceV1),
-        "roce v2" => Ok(GidType::RoceV2),
-        "ib" => Ok(GidType::Ib),
-        _ => Ok(GidType::Other(text.to_string())),
+    if text.is_empty() {
+        return Err(ParseError::new("GID type", s));
     }
+    Ok(GidType::from_name(text))
 }
 
 /// Parses a counter file: a decimal number, or a driver's `"N/A ..."` placeholder
@@ -603,7 +554,7 @@ mod tests {
 
     #[test]
     fn healthy_rxe0_link_layer_ethernet() {
-        assert_eq!(link_layer("Ethernet\n").unwrap(), LinkLayer::Ethernet);
+        assert_eq!(link_layer("Ethernet\n").unwrap(), Some(LinkLayer::Ethernet));
     }
 
     #[test]
@@ -639,13 +590,10 @@ mod tests {
 
     #[test]
     fn healthy_rxe0_gid_types_roce_v2() {
-        assert_eq!(gid_type("RoCE v2\n").unwrap(), GidType::RoceV2);
-        assert_eq!(gid_type("IB/RoCE v1\n").unwrap(), GidType::RoceV1);
-        assert_eq!(gid_type("IB\n").unwrap(), GidType::Ib);
-        assert_eq!(
-            gid_type("RoCE v3\n").unwrap(),
-            GidType::Other("RoCE v3".into())
-        );
+        assert_eq!(gid_type("RoCE v2\n").unwrap(), Some(GidType::RoceV2));
+        assert_eq!(gid_type("IB/RoCE v1\n").unwrap(), Some(GidType::RoceV1));
+        assert_eq!(gid_type("IB\n").unwrap(), None);
+        assert_eq!(gid_type("RoCE v3\n").unwrap(), None);
         assert!(gid_type("\n").is_err());
     }
 
@@ -759,11 +707,11 @@ mod tests {
 
     #[test]
     fn real_nics_link_layer_infiniband() {
-        assert_eq!(link_layer("InfiniBand\n").unwrap(), LinkLayer::InfiniBand);
         assert_eq!(
-            link_layer("Unknown\n").unwrap(),
-            LinkLayer::Other("Unknown".into())
+            link_layer("InfiniBand\n").unwrap(),
+            Some(LinkLayer::InfiniBand)
         );
+        assert_eq!(link_layer("Unknown\n").unwrap(), None);
     }
 
     #[test]
@@ -831,16 +779,21 @@ mod tests {
 
     #[test]
     fn lane_rates() {
-        assert_eq!(lane_gbps("SDR"), Some(2.5));
-        assert_eq!(lane_gbps("DDR"), Some(5.0));
-        assert_eq!(lane_gbps("QDR"), Some(10.0));
-        assert_eq!(lane_gbps("FDR10"), Some(10.3125));
-        assert_eq!(lane_gbps("FDR"), Some(14.0625));
-        assert_eq!(lane_gbps("EDR"), Some(25.78125));
-        assert_eq!(lane_gbps("HDR"), Some(53.125));
-        assert_eq!(lane_gbps("NDR"), Some(106.25));
-        assert_eq!(lane_gbps("XDR"), Some(212.5));
-        assert_eq!(lane_gbps("GDR"), None);
+        let lane = |name| {
+            rate(&format!("1 Gb/sec (1X {name})"))
+                .unwrap()
+                .signaling_gbps()
+        };
+        assert_eq!(lane("SDR"), Some(2.5));
+        assert_eq!(lane("DDR"), Some(5.0));
+        assert_eq!(lane("QDR"), Some(10.0));
+        assert_eq!(lane("FDR10"), Some(10.3125));
+        assert_eq!(lane("FDR"), Some(14.0625));
+        assert_eq!(lane("EDR"), Some(25.78125));
+        assert_eq!(lane("HDR"), Some(53.125));
+        assert_eq!(lane("NDR"), Some(106.25));
+        assert_eq!(lane("XDR"), Some(212.5));
+        assert_eq!(lane("GDR"), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub fn all_str_parsers(s: &str) {
         assert!(rate.gbps.is_finite() && rate.gbps >= 0.0);
         let _ = rate.signaling_gbps();
     }
-    let _ = sysfs::lane_gbps(s);
+    let _ = sysfs::Speed::from_name(s);
     let _ = sysfs::link_layer(s);
     let _ = sysfs::node_type(s);
     let _ = sysfs::guid(s);

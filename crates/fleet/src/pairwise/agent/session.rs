@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rdmakit_verbs::{Speed, Width};
+
 use super::super::link;
 use super::super::protocol::{AgentInfo, Conn, ProtoError, Reply, Request};
 use super::measure::{run as run_test, serve};
@@ -121,27 +123,10 @@ fn soft_mtu(cfg: &AgentConfig, local: Option<IpAddr>) -> Option<u32> {
 }
 
 /// Data rate in Gb/s of an IB width × speed (the verbs encodings), after
-/// line coding (8b/10b up to QDR, 64b/66b from FDR).
+/// line coding ([`Speed::data_gbps`]); None when either code is unknown.
 pub fn port_gbps(width: u8, speed: u8) -> Option<f64> {
-    let lanes = match width {
-        1 => 1.0,
-        2 => 4.0,
-        4 => 8.0,
-        8 => 12.0,
-        16 => 2.0,
-        _ => return None,
-    };
-    let lane = match speed {
-        1 => 2.0,
-        2 => 4.0,
-        4 | 8 => 8.0,
-        16 => 13.64,
-        32 => 25.0,
-        64 => 50.0,
-        128 => 100.0,
-        _ => return None,
-    };
-    Some(lanes * lane)
+    let lanes = Width::from_code(width)?.lanes();
+    Some(f64::from(lanes) * Speed::from_code(speed.into())?.data_gbps())
 }
 
 #[cfg(test)]

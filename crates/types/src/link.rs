@@ -1,0 +1,226 @@
+//! A port's link rate: its [`Width`] (lanes) and [`Speed`] (per-lane rate), each
+//! by the code `ibv_query_port` reports (`active_width`, `active_speed`), the name
+//! the kernel prints in `ports/<n>/rate` (`4X`, `EDR`) and the text `ibv_devinfo`
+//! prints. One table each; `verbs`' and `res`' devinfo, `host`'s rate parser and
+//! the pairwise agent's port rate read them.
+//!
+//! ```
+//! use rdmakit_types::{Speed, Width};
+//! let (w, s) = (Width::from_code(2).unwrap(), Speed::from_name("EDR").unwrap());
+//! assert_eq!((w.lanes(), s.code(), s.devinfo()), (4, 32, "25.0 Gbps"));
+//! assert_eq!(f64::from(w.lanes()) * s.data_gbps(), 100.0);
+//! ```
+
+/// A link's width: how many lanes it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Width {
+    /// 1X.
+    X1,
+    /// 2X.
+    X2,
+    /// 4X.
+    X4,
+    /// 8X.
+    X8,
+    /// 12X.
+    X12,
+}
+
+/// (width, `active_width` code, lanes), in declaration order.
+const WIDTHS: [(Width, u8, u8); 5] = [
+    (Width::X1, 1, 1),
+    (Width::X2, 16, 2),
+    (Width::X4, 2, 4),
+    (Width::X8, 4, 8),
+    (Width::X12, 8, 12),
+];
+
+impl Width {
+    /// The width of an `active_width` code (1, 2, 4, 8, 16); None for any other.
+    pub fn from_code(code: u8) -> Option<Width> {
+        WIDTHS.iter().find(|w| w.1 == code).map(|w| w.0)
+    }
+
+    /// The width of a lane count (`ports/<n>/rate`'s `4X` is 4).
+    pub fn from_lanes(lanes: u8) -> Option<Width> {
+        WIDTHS.iter().find(|w| w.2 == lanes).map(|w| w.0)
+    }
+
+    /// Its `active_width` code.
+    pub fn code(self) -> u8 {
+        self.row().1
+    }
+
+    /// Its lanes.
+    pub fn lanes(self) -> u8 {
+        self.row().2
+    }
+
+    fn row(self) -> &'static (Width, u8, u8) {
+        // The table is in declaration order (its test proves it).
+        &WIDTHS[self as usize]
+    }
+}
+
+/// A link's per-lane speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Speed {
+    /// Single data rate, 2.5 Gb/s a lane.
+    Sdr,
+    /// Double, 5 Gb/s.
+    Ddr,
+    /// Quad, 10 Gb/s.
+    Qdr,
+    /// FDR10: FDR's 64b/66b coding at QDR's signalling rate.
+    Fdr10,
+    /// Fourteen, 14.0625 Gb/s.
+    Fdr,
+    /// Enhanced, 25.78125 Gb/s.
+    Edr,
+    /// High, 53.125 Gb/s (PAM4).
+    Hdr,
+    /// Next, 106.25 Gb/s.
+    Ndr,
+    /// eXtended, 212.5 Gb/s (`active_speed_ex` only: its code does not fit
+    /// `active_speed`'s byte).
+    Xdr,
+}
+
+/// One speed's row: its code, name, what ibv_devinfo prints, and its per-lane
+/// signalling and data rates in Gb/s.
+struct SpeedRow {
+    speed: Speed,
+    code: u32,
+    name: &'static str,
+    devinfo: &'static str,
+    signaling: f64,
+    data: f64,
+}
+
+const fn sr(
+    speed: Speed,
+    code: u32,
+    name: &'static str,
+    devinfo: &'static str,
+    signaling: f64,
+    data: f64,
+) -> SpeedRow {
+    SpeedRow {
+        speed,
+        code,
+        name,
+        devinfo,
+        signaling,
+        data,
+    }
+}
+
+/// The speeds (rdma-core's `ibv_port_speed`, the kernel's `ib_port_speed`), in
+/// declaration order.
+/// The data rate is after line coding (8b/10b up to QDR, 64b/66b from FDR);
+/// FDR10 is counted at QDR's 8 Gb/s, as the pairwise agent always has.
+const SPEEDS: [SpeedRow; 9] = [
+    sr(Speed::Sdr, 1, "SDR", "2.5 Gbps", 2.5, 2.0),
+    sr(Speed::Ddr, 2, "DDR", "5.0 Gbps", 5.0, 4.0),
+    sr(Speed::Qdr, 4, "QDR", "10.0 Gbps", 10.0, 8.0),
+    sr(Speed::Fdr10, 8, "FDR10", "10.0 Gbps", 10.3125, 8.0),
+    sr(Speed::Fdr, 16, "FDR", "14.0 Gbps", 14.0625, 13.64),
+    sr(Speed::Edr, 32, "EDR", "25.0 Gbps", 25.78125, 25.0),
+    sr(Speed::Hdr, 64, "HDR", "50.0 Gbps", 53.125, 50.0),
+    sr(Speed::Ndr, 128, "NDR", "100.0 Gbps", 106.25, 100.0),
+    sr(Speed::Xdr, 256, "XDR", "200.0 Gbps", 212.5, 200.0),
+];
+
+impl Speed {
+    /// The speed of an `active_speed` (or `active_speed_ex`) code; None for any
+    /// other.
+    pub fn from_code(code: u32) -> Option<Speed> {
+        SPEEDS.iter().find(|s| s.code == code).map(|s| s.speed)
+    }
+
+    /// The speed of a name as the kernel prints it (`EDR`; any case).
+    pub fn from_name(name: &str) -> Option<Speed> {
+        SPEEDS
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+            .map(|s| s.speed)
+    }
+
+    /// Its code.
+    pub fn code(self) -> u32 {
+        self.row().code
+    }
+
+    /// Its name: `"EDR"`.
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+
+    /// What `ibv_devinfo` prints for it: `"25.0 Gbps"`.
+    pub fn devinfo(self) -> &'static str {
+        self.row().devinfo
+    }
+
+    /// One lane's signalling rate, Gb/s (EDR: 25.78125).
+    pub fn signaling_gbps(self) -> f64 {
+        self.row().signaling
+    }
+
+    /// One lane's data rate after line coding, Gb/s (EDR: 25).
+    pub fn data_gbps(self) -> f64 {
+        self.row().data
+    }
+
+    fn row(self) -> &'static SpeedRow {
+        // The table is in declaration order (its test proves it).
+        &SPEEDS[self as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_width_and_speed_has_its_row() {
+        for (i, w) in WIDTHS.iter().enumerate() {
+            assert_eq!(w.0 as usize, i, "{w:?} out of order");
+        }
+        for (i, s) in SPEEDS.iter().enumerate() {
+            assert_eq!(s.speed as usize, i, "{:?} out of order", s.speed);
+        }
+        for w in [Width::X1, Width::X2, Width::X4, Width::X8, Width::X12] {
+            assert_eq!(Width::from_code(w.code()), Some(w));
+            assert_eq!(Width::from_lanes(w.lanes()), Some(w));
+        }
+        assert_eq!(WIDTHS.len(), 5);
+        for s in [
+            Speed::Sdr,
+            Speed::Ddr,
+            Speed::Qdr,
+            Speed::Fdr10,
+            Speed::Fdr,
+            Speed::Edr,
+            Speed::Hdr,
+            Speed::Ndr,
+            Speed::Xdr,
+        ] {
+            assert_eq!(Speed::from_code(s.code()), Some(s));
+            assert_eq!(Speed::from_name(s.name()), Some(s));
+        }
+        assert_eq!(SPEEDS.len(), 9);
+    }
+
+    #[test]
+    fn rdma_core_codes_and_ibv_devinfo_texts() {
+        // rdma-core's verbs.h: IBV_WIDTH_1X = 1 ... IBV_WIDTH_2X = 16.
+        assert_eq!(Width::from_code(16).map(Width::lanes), Some(2));
+        assert_eq!(Width::from_code(3), None);
+        assert_eq!(Width::from_lanes(3), None);
+        // ibv_devinfo.c speed_str(): FDR10 prints as QDR does.
+        assert_eq!(Speed::from_code(8).map(Speed::devinfo), Some("10.0 Gbps"));
+        assert_eq!(Speed::from_code(3), None);
+        assert_eq!(Speed::from_name("ndr"), Some(Speed::Ndr));
+        assert_eq!(Speed::from_name("GDR"), None);
+    }
+}
