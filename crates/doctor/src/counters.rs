@@ -331,13 +331,29 @@ pub fn judge(c: &ErrorCounter, now: u64, was: Option<u64>) -> Reading {
     if now == c.max() {
         return Reading::Saturated { was };
     }
+    over(now, was, c.threshold)
+}
+
+impl TransportCounter {
+    /// Judges the counter's value `now`, with the baseline's value `was` if known:
+    /// growth above the threshold since it, or without one any count at all (the
+    /// driver has counted since it loaded; whether that still grows takes a
+    /// baseline). Never [`Reading::Saturated`]: the drivers' counters are 64-bit.
+    pub fn judge(&self, now: u64, was: Option<u64>) -> Reading {
+        over(now, was, if was.is_some() { self.threshold } else { 0 })
+    }
+}
+
+/// [`Reading::Over`] when what the counter counted — since `was` when there is a
+/// baseline, else all of `now` — is above `threshold`.
+fn over(now: u64, was: Option<u64>, threshold: u64) -> Reading {
     let (count, reset) = match was {
         None => (now, false),
         Some(w) if now >= w => (now - w, false),
         // Lower than before: cleared in between; `now` counts since the clearing.
         Some(_) => (now, true),
     };
-    if count > c.threshold {
+    if count > threshold {
         Reading::Over {
             count,
             since_baseline: was.is_some(),
@@ -407,6 +423,25 @@ mod tests {
             judge(s, 65535, Some(65535)),
             Reading::Saturated { was: Some(65535) }
         );
+    }
+
+    #[test]
+    fn transport_counters_any_count_alone_growth_past_a_baseline() {
+        let c = TRANSPORT_COUNTERS
+            .iter()
+            .find(|c| c.name == "local_ack_timeout_err")
+            .unwrap();
+        assert_eq!(c.judge(0, None), Reading::Quiet);
+        let over = |count, since_baseline, reset| Reading::Over {
+            count,
+            since_baseline,
+            reset,
+        };
+        assert_eq!(c.judge(3, None), over(3, false, false));
+        assert_eq!(c.judge(110, Some(100)), Reading::Quiet);
+        assert_eq!(c.judge(111, Some(100)), over(11, true, false));
+        assert_eq!(c.judge(12, Some(100)), over(12, true, true));
+        assert_eq!(c.judge(u64::MAX, None), over(u64::MAX, false, false));
     }
 
     #[test]

@@ -240,36 +240,32 @@ pub fn transport(cx: &Ctx) -> Outcome {
             let Some(now) = value(a, r) else {
                 continue;
             };
-            let mut then = None;
-            let part = match &b {
-                Base::Port(_, bp) => {
-                    let Some(was) = bp.counters.get(c.name).copied() else {
-                        continue;
-                    };
-                    let (growth, reset) = if now >= was {
-                        (now - was, false)
-                    } else {
-                        (now, true)
-                    };
-                    if growth <= c.threshold {
-                        continue;
-                    }
-                    then = bp
-                        .paths
-                        .get(c.name)
-                        .map(|path| Evidence::new(format!("baseline {path}"), was.to_string()));
-                    if reset {
-                        format!(
-                            "{} {growth} since the driver reset it after the baseline (> {})",
-                            c.name, c.threshold
-                        )
-                    } else {
-                        format!("{} +{growth} (> {})", c.name, c.threshold)
-                    }
-                }
-                _ if now == 0 => continue,
-                _ => format!("{} {now}", c.name),
+            // With a baseline, a counter it lacks has nothing to grow from.
+            let (was, was_path) = match &b {
+                Base::Port(_, bp) => match bp.counters.get(c.name) {
+                    Some(&w) => (Some(w), bp.paths.get(c.name)),
+                    None => continue,
+                },
+                _ => (None, None),
             };
+            let part = match c.judge(now, was) {
+                Reading::Quiet | Reading::Saturated { .. } => continue,
+                Reading::Over {
+                    count,
+                    since_baseline: false,
+                    ..
+                } => format!("{} {count}", c.name),
+                Reading::Over {
+                    count, reset: true, ..
+                } => format!(
+                    "{} {count} since the driver reset it after the baseline (> {})",
+                    c.name, c.threshold
+                ),
+                Reading::Over { count, .. } => format!("{} +{count} (> {})", c.name, c.threshold),
+            };
+            let then = was
+                .zip(was_path)
+                .map(|(w, path)| Evidence::new(format!("baseline {path}"), w.to_string()));
             fatal |= c.fatal;
             parts.push(part);
             if let Some(a) = a {
