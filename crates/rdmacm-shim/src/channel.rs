@@ -34,9 +34,11 @@ pub(crate) mod kind {
     pub const TIMEWAIT_EXIT: u32 = 15;
 }
 
-/// An event as the application sees it, with room for its private data.
+/// An event as the application sees it, with room for its private data
+/// (librdmacm's `struct cma_event`; in rdmakit "cma" names cross-memory attach,
+/// the same-host path of wire, proto and soft).
 #[repr(C)]
-pub(crate) struct CmaEvent {
+pub(crate) struct CmEvent {
     pub event: rdma_cm_event,
     pub data: [u8; 256],
     pub id_priv: *mut IdPriv,
@@ -46,7 +48,7 @@ pub(crate) struct CmaEvent {
 #[repr(C)]
 pub(crate) struct Channel {
     pub ch: rdma_event_channel,
-    queue: Mutex<VecDeque<Box<CmaEvent>>>,
+    queue: Mutex<VecDeque<Box<CmEvent>>>,
 }
 
 // SAFETY: the raw pointers inside queued events are only dereferenced under
@@ -104,12 +106,12 @@ impl Channel {
         unsafe { libc::close(b.ch.fd) };
     }
 
-    fn lock(&self) -> MutexGuard<'_, VecDeque<Box<CmaEvent>>> {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<Box<CmEvent>>> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Queues an event and makes the fd readable.
-    pub(crate) fn push(&self, ev: Box<CmaEvent>) {
+    pub(crate) fn push(&self, ev: Box<CmEvent>) {
         let mut q = self.lock();
         q.push_back(ev);
         let one = 1u64.to_ne_bytes();
@@ -119,7 +121,7 @@ impl Channel {
 
     /// Takes the next event; `None` when the queue is empty. The fd stops
     /// polling readable when the last event is taken.
-    fn pop(&self) -> Option<Box<CmaEvent>> {
+    fn pop(&self) -> Option<Box<CmEvent>> {
         let mut q = self.lock();
         let ev = q.pop_front()?;
         if q.is_empty() {
@@ -151,7 +153,7 @@ impl Channel {
 
     /// Moves the queued events of `id` to `to` (`rdma_migrate_id`).
     pub(crate) fn move_events(&self, id: *mut IdPriv, to: &Channel) {
-        let moved: Vec<Box<CmaEvent>> = {
+        let moved: Vec<Box<CmEvent>> = {
             let mut q = self.lock();
             let (mine, rest): (VecDeque<_>, VecDeque<_>) =
                 q.drain(..).partition(|e| e.id_priv == id);
@@ -168,7 +170,7 @@ impl Channel {
 
     /// Waits for the next event: blocks in `poll` unless the fd is
     /// non-blocking, where an empty queue is `EAGAIN`.
-    pub(crate) fn wait(&self) -> Res<Box<CmaEvent>> {
+    pub(crate) fn wait(&self) -> Res<Box<CmEvent>> {
         loop {
             if let Some(e) = self.pop() {
                 return Ok(e);

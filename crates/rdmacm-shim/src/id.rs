@@ -18,7 +18,7 @@ use rdmakit_proto::{QpState, QpType};
 
 use crate::abi::*;
 use crate::addr::{self, PortClaim};
-use crate::channel::{kind, Channel, CmaEvent};
+use crate::channel::{kind, Channel, CmEvent};
 use crate::guard::{why, Res};
 use crate::state::{state, Global};
 
@@ -825,7 +825,7 @@ pub(crate) fn get_event(channel: *mut rdma_event_channel) -> Res<*mut rdma_cm_ev
 }
 
 /// librdmacm's per-event work; false drops the event.
-fn process(ev: &mut CmaEvent) -> bool {
+fn process(ev: &mut CmEvent) -> bool {
     let Ok(g) = state() else { return true };
     if !g.is_live(ev.id_priv) {
         return false;
@@ -874,8 +874,8 @@ fn process(ev: &mut CmaEvent) -> bool {
 
 /// `rdma_ack_cm_event`.
 pub(crate) fn ack(event: *mut rdma_cm_event) {
-    // SAFETY: events are the first field of a leaked Box<CmaEvent>.
-    let ev = unsafe { Box::from_raw(event.cast::<CmaEvent>()) };
+    // SAFETY: events are the first field of a leaked Box<CmEvent>.
+    let ev = unsafe { Box::from_raw(event.cast::<CmEvent>()) };
     // SAFETY: the ID waits in destroy until this acknowledgement.
     unsafe { (*ev.id_priv).acknowledged() };
 }

@@ -25,7 +25,7 @@ use rdmakit_proto::Instant;
 
 use crate::abi::*;
 use crate::addr::PortTable;
-use crate::channel::{Channel, CmaEvent};
+use crate::channel::{Channel, CmEvent};
 use crate::guard::Res;
 use crate::id::IdPriv;
 use crate::verbs::{verbs, DevInfo, Verbs};
@@ -370,7 +370,7 @@ impl Global {
         };
         // SAFETY: IDs in the map are live (removed before they are freed).
         let id = unsafe { &mut *idp };
-        let mut ev = Box::new(CmaEvent {
+        let mut ev = Box::new(CmEvent {
             event: rdma_cm_event {
                 id: &mut id.id,
                 listen_id: if listen.is_null() {
