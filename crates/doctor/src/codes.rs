@@ -3,8 +3,9 @@
 //! explanation page.
 //!
 //! Codes are stable: a code is never reused for another meaning. The page of each
-//! code is `docs/findings/<CODE>.md` in the repository, compiled in here, so
-//! `rdmakit explain RDK-K001` and the docs are one source of truth.
+//! code is `findings/<CODE>.md` in this crate (docs/findings points there),
+//! compiled in here, so `rdmakit explain RDK-K001` and the docs are one source of
+//! truth.
 
 use serde::{Deserialize, Serialize};
 
@@ -105,7 +106,7 @@ macro_rules! codes {
                     severity: Severity::$sev,
                     title: $title,
                     omission: $omission,
-                    page: include_str!(concat!("../../../docs/findings/", $code, ".md")),
+                    page: include_str!(concat!("../findings/", $code, ".md")),
                 }, )* }
             }
         }

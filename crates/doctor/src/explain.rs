@@ -2,8 +2,8 @@
 //! work completion status means — the layer at fault, the likely causes in order, the
 //! checks to run next, and related codes.
 //!
-//! Finding codes explain themselves with their page (`docs/findings/<CODE>.md`, compiled
-//! into [`crate::codes`]); errnos, verb/errno pairs and work completion statuses come from
+//! Finding codes explain themselves with their page (`findings/<CODE>.md` of this crate,
+//! compiled into [`crate::codes`]); errnos, verb/errno pairs and work completion statuses come from
 //! the static tables in [`errno`], [`verbs`] and [`wc`].
 
 use serde::Serialize;

@@ -1,6 +1,6 @@
 //! Likely causes (most likely first) and next commands for each finding code.
-//! The full text is the code's page (`docs/findings/<CODE>.md`); this is its digest for
-//! `--json` consumers and the one-screen summary.
+//! The full text is the code's page (`crates/doctor/findings/<CODE>.md`); this is its
+//! digest for `--json` consumers and the one-screen summary.
 
 use crate::codes::Code::{self, *};
 

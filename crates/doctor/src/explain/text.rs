@@ -1,5 +1,5 @@
 //! Explanations for a terminal: a finding code's page (Markdown, as
-//! docs/findings holds it) rendered — headings in bold, `code` and **emphasis**
+//! crates/doctor/findings holds it) rendered — headings in bold, `code` and **emphasis**
 //! styled without their marks, lists with bullets and hanging indents, tables
 //! aligned, code blocks indented — and the errno / verb / status entries laid out
 //! the same way, all wrapped to the terminal's width. Styles are ANSI; the
@@ -68,7 +68,7 @@ fn styled(text: &str, style: Style) -> Vec<Word> {
         .collect()
 }
 
-/// A Markdown page as terminal text (the subset docs/findings uses).
+/// A Markdown page as terminal text (the subset the finding pages use).
 pub fn markdown(page: &str, width: usize) -> String {
     let mut out = String::new();
     let lines: Vec<&str> = page.lines().collect();

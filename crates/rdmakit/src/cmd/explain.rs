@@ -12,7 +12,7 @@ pub struct Args {
     /// Print the explanation as JSON.
     #[arg(long, conflicts_with = "raw")]
     json: bool,
-    /// Print a finding code's page as the Markdown source (docs/findings/CODE.md).
+    /// Print a finding code's page as the Markdown source (crates/doctor/findings/CODE.md).
     #[arg(long)]
     raw: bool,
 }
