@@ -20,32 +20,9 @@ use std::path::{Path, PathBuf};
 use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::report::Report;
 use rdmakit_host::bundle::Bundle;
-use rdmakit_host::capture::import_capture;
 use rdmakit_host::collect::collect;
+use rdmakit_testkit::bundle::{import, keep_devices, set_line};
 use serde_json::Value;
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"))
-}
-
-fn import(name: &str) -> Bundle {
-    import_capture(&fixtures().join(name)).unwrap_or_else(|e| {
-        panic!("fixtures/{name}: {e} (the real captures are part of the repository)")
-    })
-}
-
-fn set(b: &mut Bundle, path: &str, v: &str) {
-    b.write_file(path, format!("{v}\n").as_bytes());
-}
-
-fn only(mut b: Bundle, keep: &[&str]) -> Bundle {
-    for d in ["hfi1_0", "mlx4_0", "mlx5_0"] {
-        if !keep.contains(&d) {
-            b.remove_tree(&format!("/sys/class/infiniband/{d}"));
-        }
-    }
-    b
-}
 
 /// One kind of node: its bundle (without a host name) and its doctor report.
 struct Template {
@@ -66,26 +43,26 @@ fn templates() -> Vec<Template> {
     let rxe = || import("healthy");
     let real = || import("real-nics-procfs");
     let mut down = rxe();
-    set(
+    set_line(
         &mut down,
         "/sys/class/infiniband/rxe0/ports/1/state",
         "1: DOWN",
     );
-    set(
+    set_line(
         &mut down,
         "/sys/class/infiniband/rxe0/ports/1/phys_state",
         "3: Disabled",
     );
     let mut errs = rxe();
-    set(
+    set_line(
         &mut errs,
         "/sys/class/infiniband/rxe0/ports/1/hw_counters/retry_exceeded_err",
         "5000",
     );
-    let mut fw = only(real(), &["mlx4_0"]);
-    set(&mut fw, "/sys/class/infiniband/mlx4_0/fw_ver", "2.30.8000");
-    let mut slow = only(real(), &["mlx4_0"]);
-    set(
+    let mut fw = keep_devices(real(), &["mlx4_0"]);
+    set_line(&mut fw, "/sys/class/infiniband/mlx4_0/fw_ver", "2.30.8000");
+    let mut slow = keep_devices(real(), &["mlx4_0"]);
+    set_line(
         &mut slow,
         "/sys/class/infiniband/mlx4_0/ports/2/rate",
         "20 Gb/sec (4X DDR)",
@@ -93,14 +70,14 @@ fn templates() -> Vec<Template> {
     vec![
         template(rxe()),
         template(import("healthy-busy")),
-        template(only(real(), &["mlx4_0"])),
-        template(only(real(), &["hfi1_0", "mlx4_0"])),
+        template(keep_devices(real(), &["mlx4_0"])),
+        template(keep_devices(real(), &["hfi1_0", "mlx4_0"])),
         // faulty kinds
         template(down),
         template(errs),
         template(fw),
         template(slow),
-        template(only(real(), &["hfi1_0"])),
+        template(keep_devices(real(), &["hfi1_0"])),
     ]
 }
 

@@ -4,17 +4,15 @@
 //! those five nodes are flagged, each with the right reason, and no other; each kind
 //! of hardware forms its own cohort.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::*;
 use rdmakit_fleet::input::{self, InputKind, LoadOptions};
 use rdmakit_fleet::node::Severity;
 use rdmakit_fleet::render::{self, HumanOptions};
 use rdmakit_fleet::report::{FleetReport, Options, ReasonKind, Status};
+use rdmakit_testkit::fleet::*;
 
 /// The fleet's files, written once per test run (they take a while in a debug build).
 fn fleet_files() -> &'static (PathBuf, Vec<String>) {

@@ -2,16 +2,15 @@
 //! cluster (`--expect`), duplicate names and missing nodes — on nodes built from
 //! the real captures in fixtures/.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
 use rdmakit_fleet::baseline::{ChangeKind, Expected, Previous};
 use rdmakit_fleet::node::{NodeReport, Severity};
 use rdmakit_fleet::render;
 use rdmakit_fleet::report::{analyze, FleetReport, Options, ReasonKind, Status};
 use rdmakit_host::bundle::Bundle;
+use rdmakit_testkit::bundle::*;
+use rdmakit_testkit::fleet::*;
 
 fn node(b: &Bundle, origin: &str) -> NodeReport {
     NodeReport::from_report(&report(b), origin)
@@ -77,8 +76,8 @@ fn second_sweep_against_the_first() {
     for i in 1..=4 {
         let mut b = real_nics(&format!("mlx4-{i:02}"), &["mlx4_0"]);
         match i {
-            3 => set(&mut b, SYMBOL_ERROR, "120"),
-            4 => set(&mut b, FW, "2.32.1000"),
+            3 => set_line(&mut b, SYMBOL_ERROR, "120"),
+            4 => set_line(&mut b, FW, "2.32.1000"),
             _ => {}
         }
         now.push(node(&b, "sweep1"));
@@ -151,7 +150,7 @@ fn second_sweep_against_the_first() {
 #[test]
 fn a_reset_counter_is_only_listed() {
     let mut b = real_nics("mlx4-01", &["mlx4_0"]);
-    set(&mut b, SYMBOL_ERROR, "500");
+    set_line(&mut b, SYMBOL_ERROR, "500");
     let prev = Previous::from_nodes("before", &[node(&b, "before")]);
     let now = vec![node(&real_nics("mlx4-01", &["mlx4_0"]), "now")];
     let r = analyze(
@@ -195,7 +194,7 @@ fn small_cluster_checked_against_expected_inventory() {
 
     // Two mlx4 nodes that disagree: by majority nobody can tell which is right.
     let mut bad = real_nics("small-b", &["mlx4_0"]);
-    set(&mut bad, FW, "2.30.8000");
+    set_line(&mut bad, FW, "2.30.8000");
     let small = vec![
         node(&real_nics("small-a", &["mlx4_0"]), "small"),
         node(&bad, "small"),
@@ -294,7 +293,7 @@ fn copies_of_one_node_do_not_outvote_its_cohort() {
         .map(|i| node(&rxe(&format!("good{i}"), false), &format!("g{i}.json")))
         .collect();
     let mut bad = rxe("bad", false);
-    set(&mut bad, "/proc/sys/kernel/osrelease", "6.1.0-99-amd64");
+    set_line(&mut bad, "/proc/sys/kernel/osrelease", "6.1.0-99-amd64");
     let bad = node(&bad, "sweep.jsonl");
     nodes.extend((1..=50).map(|i| {
         let mut n = bad.clone();

@@ -24,8 +24,6 @@
 mod common;
 
 mod browser;
-#[path = "../../fleet/tests/common/mod.rs"]
-mod fleet_fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,6 +32,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use browser::{chromium, png_stats, Browser};
 use common::*;
+use rdmakit_testkit::fleet as fleet_fixture;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdmakit");

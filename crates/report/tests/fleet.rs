@@ -5,8 +5,6 @@
 //! the embedded data read back as the source JSON.
 
 mod common;
-#[path = "../../fleet/tests/common/mod.rs"]
-mod fleet_fixture;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -16,6 +14,7 @@ use rdmakit_fleet::input::{self, LoadOptions};
 use rdmakit_fleet::pairwise::report::PairwiseReport;
 use rdmakit_fleet::report::{FleetReport, Options};
 use rdmakit_report::embedded_json;
+use rdmakit_testkit::fleet as fleet_fixture;
 
 /// The test fleet's report (its files written once per test run) and its directory.
 fn fleet() -> &'static (PathBuf, FleetReport) {

@@ -3,14 +3,11 @@
 //! so the bundle is derived: the real Soft-RoCE capture fixtures/healthy plus the
 //! real mlx5_0 sysfs tree of fixtures/real-nics-procfs placed as a PCI function
 //! behind a bridge, with MSI-X vectors and their affinity synthesized by the
-//! doctor's test builder (crates/doctor/tests/common `pci_host`). This test keeps
+//! test builder the doctor's tests use too (rdmakit_testkit::bundle::pci_host). This test keeps
 //! the file equal to what the builder makes; `RDMAKIT_UPDATE_FIXTURES=1` rewrites it.
 
-#[path = "../../doctor/tests/common/mod.rs"]
-mod doctor_common;
-
-use doctor_common::{pci_host, PciSpec};
 use rdmakit_host::bundle::Bundle;
+use rdmakit_testkit::bundle::{pci_host, PciSpec};
 
 /// 8 CPUs, NUMA node 0 = CPUs 0-3, eight completion vectors pinned to CPUs 0-7
 /// (four of them on the other node: RDK-I005), the HCA's link trained to x8 of
@@ -31,7 +28,7 @@ pub fn spec() -> PciSpec {
 fn mlx5_pci_bundle_is_what_the_builder_makes() {
     let mut built = pci_host(&spec());
     built.header.tool =
-        "derived by crates/doctor/tests/common pci_host (see crates/report/tests/data/SOURCE)"
+        "derived by crates/testkit/src/bundle.rs pci_host (see crates/report/tests/data/SOURCE)"
             .into();
     built.header.created_unix = 0;
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/mlx5-pci.json.gz");

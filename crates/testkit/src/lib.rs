@@ -20,7 +20,16 @@
 //!   kept open against a server, as an attacker keeps them.
 //! - **Layout**: [`ownership::violations`], the files over a size and the
 //!   `impl` blocks away from the file that defines their type.
+//! - **Fixtures**: [`fixture`], [`fixtures_dir`]; with the feature `bundle`,
+//!   [`bundle`]: the real captures as bundles, the edits that derive faults
+//!   from them and a PCI device built on a real tree; with `fleet`, [`fleet`]:
+//!   a test fleet of doctor reports built from them. (These two depend on
+//!   `host` and `doctor`: only the crates whose tests need them turn them on.)
 
+#[cfg(feature = "bundle")]
+pub mod bundle;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 pub mod hold;
 pub mod ownership;
 mod rss;
@@ -321,6 +330,18 @@ pub fn fixture(rel: &str) -> PathBuf {
         p.display()
     );
     p
+}
+
+/// The repository's `fixtures/`, which must hold the real captures the test
+/// hosts are built from (`healthy`, `real-nics-procfs`).
+pub fn fixtures_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    assert!(
+        d.join("healthy/root").is_dir() && d.join("real-nics-procfs/root").is_dir(),
+        "the real captures are missing from {} (part of the repository)",
+        d.display()
+    );
+    d
 }
 
 /// The bytes of [`fixture`] `rel`.

@@ -1,80 +1,21 @@
-//! Test fleets built from the real captures in fixtures/: the Soft-RoCE VM's
-//! `healthy` and `healthy-busy` (rxe), and `real-nics-procfs` (hfi1_0, mlx4_0,
-//! mlx5_0 trees from real hosts) split into per-node hardware. Each node gets its own
-//! host name (/proc/sys/kernel/hostname, written into the bundle as a host would
-//! hold it); faults are injected by editing the files a real fault changes.
-#![allow(dead_code)]
+//! The test fleet: 22 nodes built from the real captures in fixtures/ (rxe
+//! from the Soft-RoCE VM, hfi1 and mlx4 hosts from real-nics-procfs), each
+//! with its own host name, faults injected by editing the files a real fault
+//! changes, written as the inputs `rdmakit fleet report` reads ([`faulty_fleet`]);
+//! the doctor's report of a node as JSON. Shared by the fleet's, the report's
+//! and rdmakit's tests (feature `fleet`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::report::Report;
 use rdmakit_host::bundle::Bundle;
-use rdmakit_host::capture::import_capture;
 use rdmakit_host::collect::collect;
 
-pub fn fixtures_dir() -> PathBuf {
-    let d = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"));
-    assert!(
-        d.join("healthy/root").is_dir() && d.join("real-nics-procfs/root").is_dir(),
-        "the real captures are missing from {} (part of the repository)",
-        d.display()
-    );
-    d
-}
+use crate::bundle::{port_down, real_nics, rxe, set_line};
+use crate::{fixture, fixtures_dir};
 
-pub fn fixture(name: &str) -> String {
-    fixtures_dir().join(name).display().to_string()
-}
-
-pub fn import(name: &str) -> Bundle {
-    import_capture(&fixtures_dir().join(name)).expect("fixture imports")
-}
-
-/// An rxe node from the healthy (or healthy-busy) VM capture, named `host`.
-pub fn rxe(host: &str, busy: bool) -> Bundle {
-    let mut b = import(if busy { "healthy-busy" } else { "healthy" });
-    name(&mut b, host);
-    b
-}
-
-/// A node from the real-nics-procfs tree holding only `devices`.
-pub fn real_nics(host: &str, devices: &[&str]) -> Bundle {
-    let mut b = import("real-nics-procfs");
-    for d in ["hfi1_0", "mlx4_0", "mlx5_0"] {
-        if !devices.contains(&d) {
-            assert!(
-                b.remove_tree(&format!("/sys/class/infiniband/{d}")) > 0,
-                "{d}"
-            );
-        }
-    }
-    name(&mut b, host);
-    b
-}
-
-pub fn name(b: &mut Bundle, host: &str) {
-    b.write_file("/proc/sys/kernel/hostname", format!("{host}\n").as_bytes());
-}
-
-pub fn set(b: &mut Bundle, path: &str, value: &str) {
-    b.write_file(path, format!("{value}\n").as_bytes());
-}
-
-/// Port `port` of `dev` goes down as a pulled cable leaves it. The capture's RDMA
-/// netlink answers go too: they still say ACTIVE, and a host whose sysfs and
-/// netlink disagree is a different fault (RDK-K011).
-pub fn port_down(b: &mut Bundle, dev: &str, port: u32) {
-    let p = format!("/sys/class/infiniband/{dev}/ports/{port}");
-    set(b, &format!("{p}/state"), "1: DOWN");
-    set(b, &format!("{p}/phys_state"), "3: Disabled");
-    for (op, key) in b.keys() {
-        if op == rdmakit_host::source::Op::Probe && key.starts_with("netlink:") {
-            b.remove(op, &key);
-        }
-    }
-}
-
+/// The doctor's report of a node (default configuration).
 pub fn report(b: &Bundle) -> Report {
     let facts = collect(b, &b.header.options.clone());
     Report::build(&facts, &Config::default(), "rdmakit test", "test bundle")
@@ -90,6 +31,7 @@ pub fn json_pretty(b: &Bundle) -> String {
     rdmakit_doctor::render::json(&report(b))
 }
 
+/// Writes a file, making its directory.
 pub fn write(path: &Path, content: &[u8]) {
     if let Some(p) = path.parent() {
         std::fs::create_dir_all(p).unwrap();
@@ -115,7 +57,7 @@ pub fn faulty_fleet(dir: &Path) -> Vec<String> {
         let mut b = rxe(&host, i > 8);
         match i {
             3 => port_down(&mut b, "rxe0", 1),
-            7 => set(
+            7 => set_line(
                 &mut b,
                 "/sys/class/infiniband/rxe0/ports/1/hw_counters/retry_exceeded_err",
                 "5000",
@@ -147,8 +89,8 @@ pub fn faulty_fleet(dir: &Path) -> Vec<String> {
         let host = format!("mlx4-{i:02}");
         let mut b = real_nics(&host, &["mlx4_0"]);
         match i {
-            2 => set(&mut b, "/sys/class/infiniband/mlx4_0/fw_ver", "2.30.8000"),
-            4 => set(
+            2 => set_line(&mut b, "/sys/class/infiniband/mlx4_0/fw_ver", "2.30.8000"),
+            4 => set_line(
                 &mut b,
                 "/sys/class/infiniband/mlx4_0/ports/2/rate",
                 "20 Gb/sec (4X DDR)",
@@ -165,7 +107,7 @@ pub fn faulty_fleet(dir: &Path) -> Vec<String> {
 
     vec![
         bundles.display().to_string(),
-        fixture("healthy"),
+        fixture("healthy").display().to_string(),
         dir.join("hpc.jsonl").display().to_string(),
         dir.join("mlx4").display().to_string(),
         dir.join("broken.json.gz").display().to_string(),
