@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use rdmakit_host::model::{Device, HostFacts, Port};
 use rdmakit_host::netlink::DevLimits;
-use rdmakit_types::{phys_state_name, port_state_name, Gid, Speed, Width};
+use rdmakit_types::{guid_str, phys_state_name, port_state_name, Gid, Speed, Width};
 use serde_json::{json, Map, Value};
 
 /// A recorded source's devices, rendered.
@@ -411,17 +411,6 @@ fn transport_str(t: u32) -> &'static str {
         3 => "usNIC UDP",
         _ => "unspecified",
     }
-}
-
-/// `ibv_devinfo`'s `guid_str`: four big-endian 16-bit groups.
-fn guid_str(g: u64) -> String {
-    format!(
-        "{:04x}:{:04x}:{:04x}:{:04x}",
-        (g >> 48) & 0xffff,
-        (g >> 32) & 0xffff,
-        (g >> 16) & 0xffff,
-        g & 0xffff
-    )
 }
 
 fn port_state_str(code: u8) -> &'static str {

@@ -112,6 +112,18 @@ pub fn phys_state_name(code: u8) -> Option<&'static str> {
     NAMES.get(usize::from(code).checked_sub(1)?).copied()
 }
 
+/// A node or system image GUID as `ibv_devinfo` (and sysfs) print it: four
+/// big-endian 16-bit groups, `5054:00ff:fe12:3456`.
+pub fn guid_str(g: u64) -> String {
+    format!(
+        "{:04x}:{:04x}:{:04x}:{:04x}",
+        (g >> 48) & 0xffff,
+        (g >> 32) & 0xffff,
+        (g >> 16) & 0xffff,
+        g & 0xffff
+    )
+}
+
 /// Link layer of a port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LinkLayer {
@@ -289,5 +301,6 @@ mod tests {
         assert_eq!(phys_state_name(5), Some("LINK_UP"));
         assert_eq!(phys_state_name(0), None);
         assert_eq!(phys_state_name(8), None);
+        assert_eq!(guid_str(0x5054_00ff_fe12_3456), "5054:00ff:fe12:3456");
     }
 }

@@ -86,89 +86,64 @@ pub enum Speed {
     Xdr,
 }
 
-/// One speed's row: its code, name, what ibv_devinfo prints, and its per-lane
-/// signalling and data rates in Gb/s.
-struct SpeedRow {
-    speed: Speed,
-    code: u32,
-    name: &'static str,
-    devinfo: &'static str,
-    signaling: f64,
-    data: f64,
-}
-
-const fn sr(
-    speed: Speed,
-    code: u32,
-    name: &'static str,
-    devinfo: &'static str,
-    signaling: f64,
-    data: f64,
-) -> SpeedRow {
-    SpeedRow {
-        speed,
-        code,
-        name,
-        devinfo,
-        signaling,
-        data,
-    }
-}
+/// (speed, code, name, `ibv_devinfo` text, signalling Gb/s, data Gb/s).
+type SpeedRow = (Speed, u32, &'static str, &'static str, f64, f64);
 
 /// The speeds (rdma-core's `ibv_port_speed`, the kernel's `ib_port_speed`), in
-/// declaration order.
-/// The data rate is after line coding (8b/10b up to QDR, 64b/66b from FDR);
-/// FDR10 is counted at QDR's 8 Gb/s, as the pairwise agent always has.
+/// declaration order: each with its code, its name, what `ibv_devinfo` prints, and
+/// its per-lane signalling and data rates in Gb/s. The data rate is after line
+/// coding (8b/10b up to QDR, 64b/66b from FDR); FDR10 is counted at QDR's 8 Gb/s,
+/// as the pairwise agent always has.
 const SPEEDS: [SpeedRow; 9] = [
-    sr(Speed::Sdr, 1, "SDR", "2.5 Gbps", 2.5, 2.0),
-    sr(Speed::Ddr, 2, "DDR", "5.0 Gbps", 5.0, 4.0),
-    sr(Speed::Qdr, 4, "QDR", "10.0 Gbps", 10.0, 8.0),
-    sr(Speed::Fdr10, 8, "FDR10", "10.0 Gbps", 10.3125, 8.0),
-    sr(Speed::Fdr, 16, "FDR", "14.0 Gbps", 14.0625, 13.64),
-    sr(Speed::Edr, 32, "EDR", "25.0 Gbps", 25.78125, 25.0),
-    sr(Speed::Hdr, 64, "HDR", "50.0 Gbps", 53.125, 50.0),
-    sr(Speed::Ndr, 128, "NDR", "100.0 Gbps", 106.25, 100.0),
-    sr(Speed::Xdr, 256, "XDR", "200.0 Gbps", 212.5, 200.0),
+    (Speed::Sdr, 1, "SDR", "2.5 Gbps", 2.5, 2.0),
+    (Speed::Ddr, 2, "DDR", "5.0 Gbps", 5.0, 4.0),
+    (Speed::Qdr, 4, "QDR", "10.0 Gbps", 10.0, 8.0),
+    (Speed::Fdr10, 8, "FDR10", "10.0 Gbps", 10.3125, 8.0),
+    (Speed::Fdr, 16, "FDR", "14.0 Gbps", 14.0625, 13.64),
+    (Speed::Edr, 32, "EDR", "25.0 Gbps", 25.78125, 25.0),
+    (Speed::Hdr, 64, "HDR", "50.0 Gbps", 53.125, 50.0),
+    (Speed::Ndr, 128, "NDR", "100.0 Gbps", 106.25, 100.0),
+    (Speed::Xdr, 256, "XDR", "200.0 Gbps", 212.5, 200.0),
 ];
 
 impl Speed {
     /// The speed of an `active_speed` (or `active_speed_ex`) code; None for any
     /// other.
     pub fn from_code(code: u32) -> Option<Speed> {
-        SPEEDS.iter().find(|s| s.code == code).map(|s| s.speed)
+        SPEEDS.iter().find(|s| s.1 == code).map(|s| s.0)
     }
 
     /// The speed of a name as the kernel prints it (`EDR`; any case).
     pub fn from_name(name: &str) -> Option<Speed> {
         SPEEDS
             .iter()
-            .find(|s| s.name.eq_ignore_ascii_case(name))
-            .map(|s| s.speed)
+            .find(|s| s.2.eq_ignore_ascii_case(name))
+            .map(|s| s.0)
     }
 
     /// Its code.
     pub fn code(self) -> u32 {
-        self.row().code
+        self.row().1
     }
 
     /// Its name: `"EDR"`.
     pub fn name(self) -> &'static str {
-        self.row().name
+        self.row().2
     }
 
     /// What `ibv_devinfo` prints for it: `"25.0 Gbps"`.
     pub fn devinfo(self) -> &'static str {
-        self.row().devinfo
+        self.row().3
     }
 
     /// One lane's signalling rate, Gb/s (EDR: 25.78125).
     pub fn signaling_gbps(self) -> f64 {
-        self.row().signaling
+        self.row().4
     }
 
     /// One lane's data rate after line coding, Gb/s (EDR: 25).
     pub fn data_gbps(self) -> f64 {
-        self.row().data
+        self.row().5
     }
 
     fn row(self) -> &'static SpeedRow {
@@ -187,7 +162,7 @@ mod tests {
             assert_eq!(w.0 as usize, i, "{w:?} out of order");
         }
         for (i, s) in SPEEDS.iter().enumerate() {
-            assert_eq!(s.speed as usize, i, "{:?} out of order", s.speed);
+            assert_eq!(s.0 as usize, i, "{:?} out of order", s.0);
         }
         for w in [Width::X1, Width::X2, Width::X4, Width::X8, Width::X12] {
             assert_eq!(Width::from_code(w.code()), Some(w));

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::{DeviceAttr, GidType, LinkLayer, PortAttr, Speed};
+use crate::{guid_str, DeviceAttr, GidType, LinkLayer, PortAttr, Speed};
 
 /// What one device reports: the inputs of both renderings.
 #[derive(Debug)]
@@ -72,17 +72,6 @@ impl DevInfo {
 pub fn json_list(infos: &[DevInfo], verbose: bool) -> String {
     let devs: Vec<Value> = infos.iter().map(|i| to_json(i, verbose)).collect();
     serde_json::to_string_pretty(&json!({ "devices": devs })).unwrap_or_default()
-}
-
-/// `ibv_devinfo`'s `guid_str`: four big-endian 16-bit groups.
-pub fn guid_str(g: u64) -> String {
-    format!(
-        "{:04x}:{:04x}:{:04x}:{:04x}",
-        (g >> 48) & 0xffff,
-        (g >> 32) & 0xffff,
-        (g >> 16) & 0xffff,
-        g & 0xffff
-    )
 }
 
 fn transport_str(t: u32) -> &'static str {

@@ -74,6 +74,6 @@ pub use rdmakit_proto::{
 };
 pub use rdmakit_soft::{DeviceConfig, Limits};
 pub use rdmakit_types::{
-    AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState, QpInit,
-    SendRequest, Speed, Width,
+    guid_str, AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState,
+    QpInit, SendRequest, Speed, Width,
 };
