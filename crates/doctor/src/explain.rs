@@ -579,17 +579,7 @@ mod tests {
 
     /// Text without ANSI styles.
     fn strip(s: &str) -> String {
-        let mut out = String::new();
-        let mut esc = false;
-        for c in s.chars() {
-            match (esc, c) {
-                (false, '\x1b') => esc = true,
-                (true, 'm') => esc = false,
-                (true, _) => {}
-                (false, c) => out.push(c),
-            }
-        }
-        out
+        anstream::adapter::strip_str(s).to_string()
     }
 
     fn ok(s: &str) -> Explanation {

@@ -27,6 +27,19 @@ pub struct FindingGroup {
     pub findings: Vec<usize>,
 }
 
+impl FindingGroup {
+    /// Its subjects in a line: "a, b, c" for up to three, else "a, b and 6 more"
+    /// (the terminal's and the HTML report's heading of a group).
+    pub fn subjects_inline(&self) -> String {
+        let s = &self.subjects;
+        if s.len() <= 3 {
+            s.join(", ")
+        } else {
+            format!("{}, {} and {} more", s[0], s[1], s.len() - 2)
+        }
+    }
+}
+
 /// A finding's message without its leading subject ("mlx5_0 port 1 trained at 1X"
 /// → "trained at 1X"); messages that do not start with it are kept whole.
 pub fn cause(f: &Finding) -> &str {

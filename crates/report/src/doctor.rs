@@ -308,20 +308,6 @@ fn findings(r: &Report, groups: &[FindingGroup]) -> String {
     s
 }
 
-/// "a, b, c" for up to three subjects, else "a, b and 6 more" (as the terminal).
-fn subjects_inline(subjects: &[String]) -> String {
-    if subjects.len() <= 3 {
-        subjects.join(", ")
-    } else {
-        format!(
-            "{}, {} and {} more",
-            subjects[0],
-            subjects[1],
-            subjects.len() - 2
-        )
-    }
-}
-
 /// One card for a group: its subjects in the head, the shared message, every
 /// subject and the members' evidence behind a `<details>` (opens without script),
 /// the fix and the next commands once.
@@ -342,7 +328,7 @@ fn group_card(g: &FindingGroup, all: &[Finding], anchor: bool) -> String {
         badge(sev, sev),
         esc(g.code.as_str()),
         esc(g.layer.as_str()),
-        esc(&subjects_inline(&g.subjects)),
+        esc(&g.subjects_inline()),
         g.subjects.len(),
         esc(&g.message)
     );

@@ -118,29 +118,11 @@ fn finding(out: &mut String, f: &Finding, verbose: bool, width: usize) {
     }
 }
 
-/// "a, b, c" for up to three subjects, else "a, b and 6 more".
-fn subjects_inline(subjects: &[String]) -> String {
-    if subjects.len() <= 3 {
-        subjects.join(", ")
-    } else {
-        format!(
-            "{}, {} and {} more",
-            subjects[0],
-            subjects[1],
-            subjects.len() - 2
-        )
-    }
-}
-
 /// A group of findings with one cause: printed once, with every subject, the
 /// members' evidence and the fix.
 fn group(out: &mut String, g: &FindingGroup, all: &[Finding], verbose: bool, width: usize) {
     let members: Vec<&Finding> = g.findings.iter().map(|i| &all[*i]).collect();
-    let subject = format!(
-        "{} ({} alike)",
-        subjects_inline(&g.subjects),
-        g.subjects.len()
-    );
+    let subject = format!("{} ({} alike)", g.subjects_inline(), g.subjects.len());
     head_line(
         out, g.severity, g.code, g.layer, &subject, &g.message, width,
     );
