@@ -4,41 +4,10 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
 use rdmakit_doctor::finding::Finding;
 use rdmakit_doctor::npd::{self, MAX_MESSAGE};
 use rdmakit_doctor::oneline::{finding_line, Unit, MORE};
-use rdmakit_host::bundle::Bundle;
-
-/// Every real capture: fixtures/*/ with a root/, and tests/data/vm/*.json.gz.
-fn captures() -> Vec<(String, Bundle)> {
-    let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("root").is_dir())
-        .collect();
-    dirs.sort();
-    for d in dirs {
-        let name = d.file_name().unwrap().to_string_lossy().into_owned();
-        out.push((name.clone(), import(&name)));
-    }
-    let vm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/vm");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&vm)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
-        .collect();
-    files.sort();
-    for f in files {
-        let b = Bundle::read(f.to_str().unwrap()).unwrap();
-        out.push((f.file_name().unwrap().to_string_lossy().into_owned(), b));
-    }
-    assert!(out.len() >= 30, "only {} captures found", out.len());
-    out
-}
 
 /// The words of a line, without the punctuation around them.
 fn words(s: &str) -> Vec<String> {
@@ -75,7 +44,7 @@ pub fn assert_good_line(line: &str, lead: &str, f: &Finding, max: usize, unit: U
 #[test]
 fn npd_lines_of_every_finding_of_every_capture_lead_with_code_and_port() {
     let mut seen = 0;
-    for (name, b) in captures() {
+    for (name, b) in every_capture() {
         for f in &report(&b).findings {
             for more in [0, 12] {
                 let line = npd::problem_line(f, more);

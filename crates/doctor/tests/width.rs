@@ -5,73 +5,20 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
 use rdmakit_doctor::render::{self, HumanOptions};
-use rdmakit_doctor::report::Report;
-use rdmakit_host::bundle::Bundle;
-
-fn reports() -> Vec<(String, Report)> {
-    let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("root").is_dir())
-        .collect();
-    dirs.sort();
-    for d in dirs {
-        let name = d.file_name().unwrap().to_string_lossy().into_owned();
-        out.push((name.clone(), report(&import(&name))));
-    }
-    let vm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/vm");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&vm)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
-        .collect();
-    files.sort();
-    for f in files {
-        let b = Bundle::read(f.to_str().unwrap()).unwrap();
-        out.push((
-            f.file_name().unwrap().to_string_lossy().into_owned(),
-            report(&b),
-        ));
-    }
-    assert!(out.len() >= 30, "only {} captures", out.len());
-    out
-}
-
-/// A line over `width` is fine only when a path or URL in it is what makes it
-/// long: without that one word it would fit.
-fn over(text: &str, width: usize) -> Vec<String> {
-    text.lines()
-        .filter(|l| {
-            let n = l.chars().count();
-            if n <= width {
-                return false;
-            }
-            let path = l
-                .split(' ')
-                .filter(|w| w.contains('/'))
-                .map(|w| w.chars().count())
-                .max()
-                .unwrap_or(0);
-            n - path > width
-        })
-        .map(|l| format!("{} cols: {l}", l.chars().count()))
-        .collect()
-}
+use rdmakit_testkit::lines_over;
 
 #[test]
 fn doctor_report_of_every_capture_fits_80_and_120_columns() {
     let mut rendered = 0;
-    for (name, r) in reports() {
+    for (name, b) in every_capture() {
+        let r = report(&b);
         for width in [80u16, 120] {
             for verbose in [false, true] {
                 let text = render::human(&r, HumanOptions { verbose, width });
                 let text = anstream::adapter::strip_str(&text).to_string();
-                let bad = over(&text, usize::from(width));
+                let bad = lines_over(&text, usize::from(width));
                 assert!(
                     bad.is_empty(),
                     "{name} at {width} columns (verbose {verbose}):\n{}\n\n{text}",
@@ -103,7 +50,7 @@ fn grouped_findings_fit_80_columns() {
     for verbose in [false, true] {
         let text = render::human(&r, HumanOptions { verbose, width: 80 });
         let text = anstream::adapter::strip_str(&text).to_string();
-        let bad = over(&text, 80);
+        let bad = lines_over(&text, 80);
         assert!(bad.is_empty(), "{}\n\n{text}", bad.join("\n"));
         // The eight ports' counters and the eight placeholder values: two groups.
         assert_eq!(text.matches("(8 alike)").count(), 2, "{text}");

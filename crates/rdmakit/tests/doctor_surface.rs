@@ -8,27 +8,11 @@
 mod common;
 
 use common::*;
+use rdmakit_testkit::lines_over;
 
 fn out(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let o = rdmakit_env(args, env);
     (o.status.code(), text(&o.stdout), text(&o.stderr))
-}
-
-/// Lines over `width` whose length no single path or URL explains.
-fn over(text: &str, width: usize) -> Vec<String> {
-    text.lines()
-        .filter(|l| {
-            let n = l.chars().count();
-            let path = l
-                .split(' ')
-                .filter(|w| w.contains('/'))
-                .map(|w| w.chars().count())
-                .max()
-                .unwrap_or(0);
-            n > width && n - path > width
-        })
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]
@@ -45,15 +29,15 @@ fn doctor_fits_80_columns_through_a_pipe_and_columns_when_set() {
             args.extend_from_slice(extra);
             let (_, piped, _) = out(&args, &[("COLUMNS", "")]);
             assert!(
-                over(&piped, 80).is_empty(),
+                lines_over(&piped, 80).is_empty(),
                 "{name}:\n{}",
-                over(&piped, 80).join("\n")
+                lines_over(&piped, 80).join("\n")
             );
             let (_, wide, _) = out(&args, &[("COLUMNS", "120")]);
             assert!(
-                over(&wide, 120).is_empty(),
+                lines_over(&wide, 120).is_empty(),
                 "{name}:\n{}",
-                over(&wide, 120).join("\n")
+                lines_over(&wide, 120).join("\n")
             );
         }
     }
@@ -62,7 +46,7 @@ fn doctor_fits_80_columns_through_a_pipe_and_columns_when_set() {
     let (_, wide, _) = out(&["doctor", "--from", &gpud], &[("COLUMNS", "120")]);
     assert!(wide.lines().any(|l| l.chars().count() > 80), "{wide}");
     let (_, list, _) = out(&["doctor", "--list-checks"], &[]);
-    assert!(over(&list, 80).is_empty(), "{list}");
+    assert!(lines_over(&list, 80).is_empty(), "{list}");
 }
 
 /// Every row of the table is "fail" exactly when it names failing checks, and

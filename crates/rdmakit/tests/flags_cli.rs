@@ -684,15 +684,7 @@ const TOKEN: &str = "flags-test-token-0123456789abcdef";
 /// An agent on a loopback address of its own (the soft NIC binds it too, as
 /// common::fleet_agent picks them): (process, address), `extra` flags added.
 fn agent(k: u8, name: &str, extra: &[&str], token_file: &Path) -> (Child, String) {
-    let p = std::process::id();
-    let ip = format!(
-        "127.{}.{}.{k}",
-        120 + (p % 50) as u8,
-        (p / 50 % 250) as u8 + 1
-    );
-    let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    drop(l);
+    let addr = loopback_addr(120, k);
     let c = bin()
         .args(["fleet", "agent", "--listen", &addr, "--name", name])
         .args(["--token-file", token_file.to_str().unwrap()])
@@ -701,14 +693,7 @@ fn agent(k: u8, name: &str, extra: &[&str], token_file: &Path) -> (Child, String
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "agent {name} never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    await_agent(&addr, name);
     (c, addr)
 }
 
@@ -894,27 +879,7 @@ fn fleet_pairwise_slurm_flags_reach_srun() {
 fn fleet_sweep_flags_on_a_fake_slurm() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let scontrol = "#!/bin/sh\n\
-        case \"$1 $2\" in\n\
-          'show hostnames') echo \"$3\" | tr ',' '\\n' ;;\n\
-          'show node') printf 'NodeName=n1 State=IDLE\\nNodeName=n2 State=IDLE\\n' ;;\n\
-          *) exit 9 ;;\n\
-        esac\n";
-    let sinfo = "#!/bin/sh\nprintf 'n1 gpu\\nn2 gpu\\n'\n";
-    let srun = "#!/bin/sh\n\
-        nodes=''\n\
-        while [ $# -gt 0 ]; do\n\
-          case \"$1\" in --nodelist=*) nodes=\"${1#--nodelist=}\" ;; --*) ;; *) break ;; esac\n\
-          shift\n\
-        done\n\
-        i=0\n\
-        for n in $(echo \"$nodes\" | tr ',' ' '); do\n\
-          SLURMD_NODENAME=$n \"$@\" | sed \"s/^/$i: /\"\n\
-          i=$((i + 1))\n\
-        done\n";
-    for (name, t) in [("scontrol", scontrol), ("sinfo", sinfo), ("srun", srun)] {
-        rdmakit_testkit::write_script(&d.join(name), t);
-    }
+    fake_slurm(d, 0);
     let path = format!(
         "{}:{}",
         d.display(),

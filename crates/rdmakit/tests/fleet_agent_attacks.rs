@@ -316,16 +316,7 @@ fn a_root_agent_with_user_runs_unprivileged_and_still_serves() {
     ];
     let agents: Vec<(Agent, String)> = (1..=2)
         .map(|k| {
-            let p = std::process::id();
-            let addr = format!(
-                "127.{}.{}.{k}",
-                62 + (p % 50) as u8,
-                (p / 50 % 250) as u8 + 1
-            );
-            let addr = format!("{addr}:{}", {
-                let l = std::net::TcpListener::bind(format!("{addr}:0")).unwrap();
-                l.local_addr().unwrap().port()
-            });
+            let addr = loopback_addr(62, k);
             let child = bin()
                 .args([
                     "fleet",
@@ -342,14 +333,7 @@ fn a_root_agent_with_user_runs_unprivileged_and_still_serves() {
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap();
-            let t = Instant::now();
-            while TcpStream::connect(&addr).is_err() {
-                assert!(
-                    t.elapsed() < Duration::from_secs(20),
-                    "agent u{k} never listened"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            await_agent(&addr, &format!("u{k}"));
             (Agent(child), addr)
         })
         .collect();

@@ -356,32 +356,6 @@ fn sweep_without_slurm_exits_2_naming_the_command_and_the_errno() {
     assert!(!out_dir.exists(), "no evidence directory without a sweep");
 }
 
-/// A fake Slurm of two idle nodes on PATH: scontrol lists them, srun runs each task
-/// here (after a second, as a queue would), labelled as `srun --label` does.
-fn fake_slurm(dir: &Path) {
-    let scontrol = "#!/bin/sh\n\
-        case \"$1 $2\" in\n\
-          'show hostnames') echo \"$3\" | tr ',' '\\n' ;;\n\
-          'show node') printf 'NodeName=n1 State=IDLE\\nNodeName=n2 State=IDLE\\n' ;;\n\
-          *) exit 9 ;;\n\
-        esac\n";
-    let srun = "#!/bin/sh\n\
-        nodes=''\n\
-        while [ $# -gt 0 ]; do\n\
-          case \"$1\" in --nodelist=*) nodes=\"${1#--nodelist=}\" ;; --*) ;; *) break ;; esac\n\
-          shift\n\
-        done\n\
-        sleep 1\n\
-        i=0\n\
-        for n in $(echo \"$nodes\" | tr ',' ' '); do\n\
-          SLURMD_NODENAME=$n \"$@\" | sed \"s/^/$i: /\"\n\
-          i=$((i + 1))\n\
-        done\n";
-    for (name, text) in [("scontrol", scontrol), ("srun", srun)] {
-        rdmakit_testkit::write_script(&dir.join(name), text);
-    }
-}
-
 /// Runs rdmakit with its stderr on a pseudo-terminal: (exit status, stdout, what
 /// the terminal showed).
 fn on_a_terminal(args: &[&str], env: &[(&str, String)]) -> (Option<i32>, String, String) {
@@ -396,7 +370,7 @@ fn on_a_terminal(args: &[&str], env: &[(&str, String)]) -> (Option<i32>, String,
 fn sweep_progress_only_on_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fake_slurm(d);
+    fake_slurm(d, 1);
     let path = format!(
         "{}:{}",
         d.display(),

@@ -96,7 +96,20 @@ pub fn text(o: &Output) -> String {
 /// Waits for `child` at most `limit`; past it, kills it and fails showing
 /// the end of its output. Its pipes are read while it runs (a program that
 /// writes more than a pipe holds never blocks on them).
-pub fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
+pub fn wait(child: Child, limit: Duration, what: &str) -> Output {
+    wait_or(child, limit, what, |c| {
+        let _ = c.kill();
+    })
+}
+
+/// [`wait`], with `kill` for what it does past `limit` (before it reaps the
+/// child and fails).
+pub(crate) fn wait_or(
+    mut child: Child,
+    limit: Duration,
+    what: &str,
+    kill: impl FnOnce(&mut Child),
+) -> Output {
     fn drain<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
         std::thread::spawn(move || {
             let mut v = Vec::new();
@@ -114,7 +127,7 @@ pub fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
             break st;
         }
         if Instant::now() > end {
-            let _ = child.kill();
+            kill(&mut child);
             let _ = child.wait();
             let (o, e) = (out.join().unwrap(), err.join().unwrap());
             panic!(
@@ -342,6 +355,25 @@ pub fn fixtures_dir() -> PathBuf {
         d.display()
     );
     d
+}
+
+/// The lines of `text` over `width` columns, each as "N cols: LINE" — but not a
+/// line that only a path or URL too long for any line makes longer (without that
+/// one word it would fit). For reports that must fit the terminal.
+pub fn lines_over(text: &str, width: usize) -> Vec<String> {
+    text.lines()
+        .filter(|l| {
+            let n = l.chars().count();
+            let path = l
+                .split(' ')
+                .filter(|w| w.contains('/'))
+                .map(|w| w.chars().count())
+                .max()
+                .unwrap_or(0);
+            n > width && n - path > width
+        })
+        .map(|l| format!("{} cols: {l}", l.chars().count()))
+        .collect()
 }
 
 /// The bytes of [`fixture`] `rel`.

@@ -8,10 +8,9 @@
 //! exec, so a 2 MB `sh -c 'exit 3'` reads as 50 MB. time's own footprint is a
 //! few hundred KB, so what it reports is the program's.
 
-use std::io::Read;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where GNU time is.
 const TIME: &str = "/usr/bin/time";
@@ -87,41 +86,11 @@ pub fn run_measured(cmd: &Command, limit: Duration, what: &str) -> Measured {
 
 /// [`crate::wait`] for a child leading its own process group: past `limit` the
 /// whole group is killed, then the test fails showing the end of the output.
-fn wait_group(mut child: Child, limit: Duration, what: &str) -> Output {
-    fn drain<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut v);
-            }
-            v
-        })
-    }
-    let out = drain(child.stdout.take());
-    let err = drain(child.stderr.take());
-    let end = Instant::now() + limit;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > end {
-            // SAFETY: kill(2) with the negated id of a group this test created.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-            let _ = child.wait();
-            let (o, e) = (out.join().unwrap(), err.join().unwrap());
-            panic!(
-                "{what} hung for {limit:?}; killed.\nstdout (end):\n{}\nstderr (end):\n{}",
-                crate::tail(&o),
-                crate::tail(&e)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+fn wait_group(child: Child, limit: Duration, what: &str) -> Output {
+    crate::wait_or(child, limit, what, |c| {
+        // SAFETY: kill(2) with the negated id of a group this test created.
+        unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_imports)]
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::codes::{Code, Severity};
@@ -13,6 +14,35 @@ use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::collect;
 pub use rdmakit_testkit::bundle::*;
 pub use rdmakit_testkit::fixtures_dir;
+
+/// Every real capture: fixtures/*/ with a root/, and tests/data/vm/*.json.gz (the
+/// VM tier's bundles), each with its name.
+pub fn every_capture() -> Vec<(String, Bundle)> {
+    let mut out = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("root").is_dir())
+        .collect();
+    dirs.sort();
+    for d in dirs {
+        let name = d.file_name().unwrap().to_string_lossy().into_owned();
+        out.push((name.clone(), import(&name)));
+    }
+    let vm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/vm");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&vm)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    files.sort();
+    for f in files {
+        let b = Bundle::read(f.to_str().unwrap()).unwrap();
+        out.push((f.file_name().unwrap().to_string_lossy().into_owned(), b));
+    }
+    assert!(out.len() >= 30, "only {} captures found", out.len());
+    out
+}
 
 pub fn report_with(b: &Bundle, cfg: &Config) -> Report {
     let facts = collect(b, &b.header.options.clone());

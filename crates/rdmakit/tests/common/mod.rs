@@ -148,16 +148,7 @@ pub fn fleet_agent(
     env: &[(&str, &std::ffi::OsStr)],
 ) -> (Agent, String) {
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
-    let p = std::process::id();
-    let ip = format!(
-        "127.{}.{}.{k}",
-        net + (p % 50) as u8,
-        (p / 50 % 250) as u8 + 1
-    );
-    let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    drop(l);
+    let addr = loopback_addr(net, k);
     let child = bin()
         .args(["fleet", "agent", "--listen", &addr, "--name", name])
         .args(["--idle-timeout", "120"])
@@ -168,15 +159,35 @@ pub fn fleet_agent(
         .spawn()
         .unwrap();
     let agent = Agent(child);
+    await_agent(&addr, name);
+    (agent, addr)
+}
+
+/// A free TCP address on a loopback address of its own, 127.<net + pid
+/// bits>.<pid bits>.<k>: tests running at once (and the soft NICs they bind)
+/// do not meet.
+pub fn loopback_addr(net: u8, k: u8) -> String {
+    let p = std::process::id();
+    let ip = format!(
+        "127.{}.{}.{k}",
+        net + (p % 50) as u8,
+        (p / 50 % 250) as u8 + 1
+    );
+    let l = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// Waits (20 s at the most) until the agent `name` listens on `addr`.
+pub fn await_agent(addr: &str, name: &str) {
+    use std::time::{Duration, Instant};
     let t = Instant::now();
-    while std::net::TcpStream::connect(&addr).is_err() {
+    while std::net::TcpStream::connect(addr).is_err() {
         assert!(
             t.elapsed() < Duration::from_secs(20),
             "agent {name} never listened"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    (agent, addr)
 }
 
 /// The `name` of each node of a fleet or pairwise report, in order.
@@ -206,4 +217,34 @@ pub fn pairwise_args(agents: &str, seconds: &str, lat: &str) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec()
+}
+
+/// A fake Slurm of two idle nodes, n1 and n2 of partition gpu, written to `dir`
+/// (put it first on PATH): scontrol and sinfo list them, srun runs each task
+/// here after `queue_secs` (as a queue would), labelled as `srun --label` does.
+pub fn fake_slurm(dir: &std::path::Path, queue_secs: u32) {
+    let scontrol = "#!/bin/sh\n\
+        case \"$1 $2\" in\n\
+          'show hostnames') echo \"$3\" | tr ',' '\\n' ;;\n\
+          'show node') printf 'NodeName=n1 State=IDLE\\nNodeName=n2 State=IDLE\\n' ;;\n\
+          *) exit 9 ;;\n\
+        esac\n";
+    let sinfo = "#!/bin/sh\nprintf 'n1 gpu\\nn2 gpu\\n'\n";
+    let srun = format!(
+        "#!/bin/sh\n\
+        nodes=''\n\
+        while [ $# -gt 0 ]; do\n\
+          case \"$1\" in --nodelist=*) nodes=\"${{1#--nodelist=}}\" ;; --*) ;; *) break ;; esac\n\
+          shift\n\
+        done\n\
+        sleep {queue_secs}\n\
+        i=0\n\
+        for n in $(echo \"$nodes\" | tr ',' ' '); do\n\
+          SLURMD_NODENAME=$n \"$@\" | sed \"s/^/$i: /\"\n\
+          i=$((i + 1))\n\
+        done\n"
+    );
+    for (name, text) in [("scontrol", scontrol), ("sinfo", sinfo), ("srun", &srun)] {
+        rdmakit_testkit::write_script(&dir.join(name), text);
+    }
 }
