@@ -598,13 +598,7 @@ pub fn connect(
     stream
         .set_write_timeout(Some(timeout))
         .map_err(|e| ProtoError::io("set timeout on", &peer, e, "setup"))?;
-    let what = "the agent's first line";
-    let line = gate::read_line_by(&stream, HANDSHAKE_MAX, deadline, timeout)
-        .map_err(|e| line_error(e, &peer, what))?;
-    let line = String::from_utf8(line).map_err(|_| ProtoError::Malformed {
-        peer: peer.clone(),
-        why: "not UTF-8".into(),
-    })?;
+    let line = handshake_line(&stream, deadline, timeout, &peer, "the agent's first line")?;
     let h: Challenge = match serde_json::from_str(&line) {
         Ok(h) => h,
         Err(e) => return Err(not_a_challenge(&line, &peer, &e)),
@@ -620,13 +614,7 @@ pub fn connect(
         nonce: hex(&nc),
     });
     write_line(&mut &stream, &auth_line, &peer)?;
-    let what = "the agent's welcome";
-    let line = gate::read_line_by(&stream, HANDSHAKE_MAX, deadline, timeout)
-        .map_err(|e| line_error(e, &peer, what))?;
-    let line = String::from_utf8(line).map_err(|_| ProtoError::Malformed {
-        peer: peer.clone(),
-        why: "not UTF-8".into(),
-    })?;
+    let line = handshake_line(&stream, deadline, timeout, &peer, "the agent's welcome")?;
     match parse::<Welcome>(&line, &peer, "the agent's welcome")? {
         Welcome::Refused { refused } if refused == "authentication failed" => {
             Err(ProtoError::AuthFailed {
@@ -678,6 +666,22 @@ fn not_a_challenge(line: &str, peer: &str, e: &serde_json::Error) -> ProtoError 
             None => format!("expected an rdmakit fleet agent's challenge: {e}"),
         },
     }
+}
+
+/// One line of the handshake from `stream` as text, read by `deadline`.
+fn handshake_line(
+    stream: &TcpStream,
+    deadline: Instant,
+    timeout: Duration,
+    peer: &str,
+    what: &'static str,
+) -> Result<String, ProtoError> {
+    let line = gate::read_line_by(stream, HANDSHAKE_MAX, deadline, timeout)
+        .map_err(|e| line_error(e, peer, what))?;
+    String::from_utf8(line).map_err(|_| ProtoError::Malformed {
+        peer: peer.into(),
+        why: "not UTF-8".into(),
+    })
 }
 
 fn with_secs(e: ProtoError, t: Duration) -> ProtoError {

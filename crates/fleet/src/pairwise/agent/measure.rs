@@ -252,27 +252,29 @@ pub(super) fn serve(
         if incoming {
             accept_ticket_holders(&listener, &mut pool, sh, id);
         }
-        match conn.poll_peer(Duration::from_millis(1))? {
-            PeerState::Quiet => {}
-            PeerState::Data => {
-                (sh.log)(&Event::Cancelled {
-                    id,
-                    why: Abort::CoordinatorSpoke.to_string(),
-                });
-                return Err(ProtoError::Malformed {
+        // The coordinator waits for our reply: anything from it now ends the test.
+        let stop = match conn.poll_peer(Duration::from_millis(1))? {
+            PeerState::Quiet => None,
+            PeerState::Data => Some((
+                Abort::CoordinatorSpoke,
+                ProtoError::Malformed {
                     peer: conn.peer().into(),
                     why: "a request while a test was starting".into(),
-                });
-            }
-            PeerState::Closed => {
-                (sh.log)(&Event::Cancelled {
-                    id,
-                    why: Abort::CoordinatorGone.to_string(),
-                });
-                return Err(ProtoError::Closed {
+                },
+            )),
+            PeerState::Closed => Some((
+                Abort::CoordinatorGone,
+                ProtoError::Closed {
                     peer: conn.peer().into(),
-                });
-            }
+                },
+            )),
+        };
+        if let Some((abort, err)) = stop {
+            (sh.log)(&Event::Cancelled {
+                id,
+                why: abort.to_string(),
+            });
+            return Err(err);
         }
         if Instant::now() > deadline || sh.stopping.load(Ordering::SeqCst) {
             return conn.send(&Reply::Served {
