@@ -91,17 +91,25 @@ fn sockaddr(b: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
+/// A site's subnet prefix as the address the maps know it by (`prefix::1`);
+/// None for the link-local and the zero prefix, which identify no site.
+fn prefix_address(p: u64) -> Option<Ipv6Addr> {
+    if p == 0xfe80_0000_0000_0000 || p == 0 {
+        return None;
+    }
+    let mut a = [0u8; 16];
+    a[..8].copy_from_slice(&p.to_be_bytes());
+    a[15] = 1;
+    Some(Ipv6Addr::from(a))
+}
+
 pub(crate) fn discover_netlink(buf: &[u8], maps: &mut Maps) {
     let mut copy = buf.to_vec();
     walk_netlink(&mut copy, &mut |field, b| match field {
         Field::Guid => maps.see_guid(u64_ne(b)),
         Field::SubnetPrefix => {
-            let p = u64_ne(b);
-            if p != 0xfe80_0000_0000_0000 && p != 0 {
-                let mut a = [0u8; 16];
-                a[..8].copy_from_slice(&p.to_be_bytes());
-                a[15] = 1;
-                maps.see_v6(Ipv6Addr::from(a));
+            if let Some(a) = prefix_address(u64_ne(b)) {
+                maps.see_v6(a);
             }
         }
         Field::SockAddr => match sockaddr(b) {
@@ -119,12 +127,8 @@ pub(crate) fn redact_netlink(buf: &mut [u8], maps: &mut Maps) {
             b.copy_from_slice(&p.to_ne_bytes());
         }
         Field::SubnetPrefix => {
-            let p = u64_ne(b);
-            if p != 0xfe80_0000_0000_0000 && p != 0 {
-                let mut a = [0u8; 16];
-                a[..8].copy_from_slice(&p.to_be_bytes());
-                a[15] = 1;
-                let m = maps.v6(Ipv6Addr::from(a)).octets();
+            if let Some(a) = prefix_address(u64_ne(b)) {
+                let m = maps.v6(a).octets();
                 let q = u64::from_be_bytes([m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]]);
                 b.copy_from_slice(&q.to_ne_bytes());
             }
@@ -310,30 +314,15 @@ mod tests {
 
     /// A VPD as a ConnectX's looks: ID string, VPD-R with PN, EC, SN, V2, RV.
     fn vpd() -> Vec<u8> {
-        let mut b = vec![0x82, 5, 0];
-        b.extend_from_slice(b"CX-6 ");
-        let mut r = Vec::new();
-        for (kw, v) in [
-            (b"PN", &b"MCX653106A-ECAT"[..]),
-            (b"EC", b"A7"),
-            (b"SN", b"MT2033X12345"),
-            (b"V2", b"MCX653106A"),
-        ] {
-            r.extend_from_slice(kw);
-            r.push(v.len() as u8);
-            r.extend_from_slice(v);
-        }
-        r.extend_from_slice(b"RV");
-        r.push(1);
-        r.push(0);
-        b.push(0x90);
-        b.extend_from_slice(&(r.len() as u16).to_le_bytes());
-        b.extend_from_slice(&r);
-        b.push(0x78);
-        let at = b.len() - 2;
-        let sum = b[..at].iter().fold(0u8, |s, x| s.wrapping_add(*x));
-        b[at] = 0u8.wrapping_sub(sum);
-        b
+        super::super::tests::vpd_of(
+            b"CX-6 ",
+            &[
+                (b"PN", b"MCX653106A-ECAT"),
+                (b"EC", b"A7"),
+                (b"SN", b"MT2033X12345"),
+                (b"V2", b"MCX653106A"),
+            ],
+        )
     }
 
     #[test]

@@ -79,16 +79,26 @@ fn rich_bundle() -> Bundle {
 /// A VPD as ConnectX adapters carry one: the product name, then PN, EC, SN, V3
 /// in VPD-R, the RV checksum, the end tag.
 fn vpd() -> Vec<u8> {
-    let mut b = vec![0x82, 16, 0];
-    b.extend_from_slice(b"ConnectX-6 Dx   ");
+    vpd_of(
+        b"ConnectX-6 Dx   ",
+        &[
+            (b"PN", b"MCX623106AN-CDAT"),
+            (b"EC", b"A6"),
+            (b"SN", SERIAL.as_bytes()),
+            (b"V3", b"8a6c3a2f1e0b4d9a"),
+        ],
+    )
+}
+
+/// A VPD image: the ID string `id`, then VPD-R with `fields` (keyword, value)
+/// and its RV checksum, then the end tag.
+pub(super) fn vpd_of(id: &[u8], fields: &[(&[u8; 2], &[u8])]) -> Vec<u8> {
+    let mut b = vec![0x82];
+    b.extend_from_slice(&(id.len() as u16).to_le_bytes());
+    b.extend_from_slice(id);
     let mut r = Vec::new();
-    for (kw, v) in [
-        (b"PN", &b"MCX623106AN-CDAT"[..]),
-        (b"EC", b"A6"),
-        (b"SN", SERIAL.as_bytes()),
-        (b"V3", b"8a6c3a2f1e0b4d9a"),
-    ] {
-        r.extend_from_slice(kw);
+    for (kw, v) in fields {
+        r.extend_from_slice(&kw[..]);
         r.push(v.len() as u8);
         r.extend_from_slice(v);
     }
