@@ -18,7 +18,9 @@ use std::fmt::Write as _;
 
 use rdmakit_host::model::{Device, HostFacts, Port};
 use rdmakit_host::netlink::DevLimits;
-use rdmakit_types::{guid_str, phys_state_name, port_state_name, Gid, Speed, Width};
+use rdmakit_types::{
+    guid_str, phys_state_name, port_state_name, transport_name, Gid, Speed, Width,
+};
 use serde_json::{json, Map, Value};
 
 /// A recorded source's devices, rendered.
@@ -404,13 +406,7 @@ fn transport_of(node_type: u8) -> u32 {
 }
 
 fn transport_str(t: u32) -> &'static str {
-    match t {
-        0 => "InfiniBand",
-        1 => "iWARP",
-        2 => "usNIC",
-        3 => "usNIC UDP",
-        _ => "unspecified",
-    }
+    transport_name(t).unwrap_or("unspecified")
 }
 
 fn port_state_str(code: u8) -> &'static str {

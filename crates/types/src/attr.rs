@@ -124,6 +124,14 @@ pub fn guid_str(g: u64) -> String {
     )
 }
 
+/// `ibv_devinfo`'s name of a transport (`enum ibv_transport_type`, in
+/// [`DeviceAttr::transport`]): 0 InfiniBand ... 4 unspecified; None for any
+/// other.
+pub fn transport_name(t: u32) -> Option<&'static str> {
+    const NAMES: [&str; 5] = ["InfiniBand", "iWARP", "usNIC", "usNIC UDP", "unspecified"];
+    NAMES.get(usize::try_from(t).ok()?).copied()
+}
+
 /// Link layer of a port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LinkLayer {
@@ -302,5 +310,7 @@ mod tests {
         assert_eq!(phys_state_name(0), None);
         assert_eq!(phys_state_name(8), None);
         assert_eq!(guid_str(0x5054_00ff_fe12_3456), "5054:00ff:fe12:3456");
+        assert_eq!(transport_name(1), Some("iWARP"));
+        assert_eq!(transport_name(5), None);
     }
 }

@@ -75,14 +75,7 @@ pub fn json_list(infos: &[DevInfo], verbose: bool) -> String {
 }
 
 fn transport_str(t: u32) -> &'static str {
-    match t {
-        0 => "InfiniBand",
-        1 => "iWARP",
-        2 => "usNIC",
-        3 => "usNIC UDP",
-        4 => "unspecified",
-        _ => "invalid transport",
-    }
+    rdmakit_types::transport_name(t).unwrap_or("invalid transport")
 }
 
 fn atomic_str(a: u32) -> &'static str {
