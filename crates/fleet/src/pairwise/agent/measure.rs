@@ -299,10 +299,7 @@ pub(super) fn serve(
         port: 0,
         device: cfg.device.clone(),
         provider: cfg.provider,
-        soft: rdmakit_verbs::DeviceConfig {
-            addr: Some(ip),
-            ..cfg.soft.clone()
-        },
+        soft: cfg.soft_at(ip),
         gid_index: 0,
         test: params.test,
     };
@@ -399,10 +396,7 @@ pub(super) fn run(
         port: server.port(),
         device: cfg.device.clone(),
         provider: cfg.provider,
-        soft: rdmakit_verbs::DeviceConfig {
-            addr: Some(ip),
-            ..cfg.soft.clone()
-        },
+        soft: cfg.soft_at(ip),
         gid_index: 0,
         params: params.clone(),
         connect_timeout: Duration::from_secs(5),

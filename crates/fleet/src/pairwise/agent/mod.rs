@@ -106,6 +106,15 @@ impl AgentConfig {
             version: env!("CARGO_PKG_VERSION").into(),
         }
     }
+
+    /// The soft NIC's configuration for one test: [`AgentConfig::soft`] at
+    /// the test's address `ip`.
+    pub(crate) fn soft_at(&self, ip: std::net::Ipv4Addr) -> rdmakit_verbs::DeviceConfig {
+        rdmakit_verbs::DeviceConfig {
+            addr: Some(ip),
+            ..self.soft.clone()
+        }
+    }
 }
 
 /// What the agent reports as it goes (the CLI logs each as one line).
