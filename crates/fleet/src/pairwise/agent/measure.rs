@@ -180,6 +180,21 @@ fn supervise<T: Send>(
     out
 }
 
+/// Logs why a running test was cancelled; the coordinator going away or
+/// speaking mid-test ends its session too.
+fn cancelled(sh: &Shared, conn: &Conn, id: u64, why: &Abort) -> Result<(), ProtoError> {
+    (sh.log)(&Event::Cancelled {
+        id,
+        why: why.to_string(),
+    });
+    if matches!(why, Abort::CoordinatorGone | Abort::CoordinatorSpoke) {
+        return Err(ProtoError::Closed {
+            peer: conn.peer().into(),
+        });
+    }
+    Ok(())
+}
+
 fn perf_error(e: &rdmakit_perf::PerfError) -> String {
     e.to_string()
 }
@@ -320,16 +335,8 @@ pub(super) fn serve(
         rdmakit_perf::serve_on(stream, &opts, &admit, &mut hooks)
     });
     let seconds = start.elapsed().as_secs_f64();
-    if let Some(w) = why {
-        (sh.log)(&Event::Cancelled {
-            id,
-            why: w.to_string(),
-        });
-        if matches!(w, Abort::CoordinatorGone | Abort::CoordinatorSpoke) {
-            return Err(ProtoError::Closed {
-                peer: conn.peer().into(),
-            });
-        }
+    if let Some(w) = &why {
+        cancelled(sh, conn, id, w)?;
     }
     let error = r.err().map(|e| perf_error(&e));
     (sh.log)(&Event::TestDone {
@@ -411,15 +418,7 @@ pub(super) fn run(
     });
     let seconds = start.elapsed().as_secs_f64();
     if let Some(w) = &why {
-        (sh.log)(&Event::Cancelled {
-            id,
-            why: w.to_string(),
-        });
-        if matches!(w, Abort::CoordinatorGone | Abort::CoordinatorSpoke) {
-            return Err(ProtoError::Closed {
-                peer: conn.peer().into(),
-            });
-        }
+        cancelled(sh, conn, id, w)?;
     }
     match r {
         Ok(rep) => {
