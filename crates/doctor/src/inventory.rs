@@ -134,7 +134,7 @@ impl Inventory {
     /// The inventory of the host the facts describe.
     pub fn build(facts: &HostFacts) -> Inventory {
         let mut notes = Vec::new();
-        let (hostname, hostname_source) = match facts.hostname.best() {
+        let (hostname, hostname_source) = match facts.node.hostname.best() {
             Some((n, p)) => (Some(n.to_string()), Some(p.to_string())),
             None => (None, None),
         };

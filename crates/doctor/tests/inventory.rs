@@ -106,7 +106,10 @@ fn hostname_is_recorded_and_replayed() {
             Some("/proc/sys/kernel/hostname")
         );
     }
-    assert_eq!(facts.hostname.best().map(|(n, _)| n), Some("gpu-node17"));
+    assert_eq!(
+        facts.node.hostname.best().map(|(n, _)| n),
+        Some("gpu-node17")
+    );
 
     // /etc/hostname when the kernel's is absent; garbage is not a name.
     let mut etc_only = import("healthy");

@@ -17,7 +17,8 @@
 //! ```
 //! File contents that are not UTF-8 are stored as `"base64"` instead of `"text"`.
 //! Replaying a question the bundle never recorded answers ENOENT and is counted in
-//! [`Bundle::misses`], so a report can say the bundle came from another version.
+//! [`Bundle::misses`], so a report can say the bundle came from another version
+//! (except the questions [`ASKED_SINCE`] lists, which older bundles lack by design).
 //!
 //! A bundle comes from elsewhere (a customer's host, a sweep's node), so reading
 //! one is bounded ([`crate::bounded`]): at most [`Cap::BUNDLE`] of JSON, before
@@ -38,6 +39,13 @@ use crate::source::{canonicalize, Answer, Entry, Errno, Kind, Meta, Op, Probe, S
 pub const FORMAT: &str = "rdmakit-bundle";
 /// The current bundle version; readers accept this version only.
 pub const VERSION: u32 = 1;
+
+/// Questions [`crate::collect::collect`] asks that bundles recorded before it
+/// asked them lack (the boot id; `/proc/self/status`, where the walk up the
+/// collecting process's ancestors starts). A replay answers them ENOENT — the
+/// fact is absent, as from a host that lacks it — without counting a miss, so
+/// an older bundle replays without a note.
+pub const ASKED_SINCE: &[&str] = &["/proc/sys/kernel/random/boot_id", "/proc/self/status"];
 
 /// Why a bundle could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -514,7 +522,9 @@ impl Bundle {
                 }
             }
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
+        if !ASKED_SINCE.contains(&key) {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        }
         None
     }
 
@@ -679,6 +689,13 @@ mod tests {
         assert_eq!(back.read("/bin").unwrap(), vec![0xff, 0, 1]);
         assert_eq!(back.misses(), 0);
         assert_eq!(back.read("/never"), Err(Errno::ENOENT));
+        assert_eq!(back.misses(), 1);
+        // A question collect asks only since these bundles were recorded: absent,
+        // not a miss.
+        assert_eq!(
+            back.read("/proc/sys/kernel/random/boot_id"),
+            Err(Errno::ENOENT)
+        );
         assert_eq!(back.misses(), 1);
     }
 

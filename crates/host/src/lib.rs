@@ -35,3 +35,4 @@ pub mod process;
 pub mod redact;
 pub mod secrets;
 pub mod source;
+pub mod watch;

@@ -147,8 +147,8 @@ pub struct HostFacts {
     pub irq_affinity: BTreeMap<u32, Attr<CpuSet>>,
     pub memlock: Memlock,
     pub identity: Option<Identity>,
-    /// The host's name, for telling nodes apart in a fleet.
-    pub hostname: Hostname,
+    /// Which node and which boot of it, and the processes the collection ran under.
+    pub node: Node,
     /// The network namespaces of the collecting process and of init.
     pub namespaces: Namespaces,
     /// The process asked about with `--pid`, as it sees the host.
@@ -510,6 +510,42 @@ impl Memlock {
             .get()
             .map(|(s, _)| (*s, self.self_limits.path.clone()))
     }
+}
+
+/// Who the host is: its name (for telling nodes apart in a fleet), which boot of
+/// it the facts are from, and the processes the collection ran under. The
+/// node-health check ([`crate::collect::node`]) reads these first, so a check
+/// that hangs later still knows which node and boot it was judging.
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    pub hostname: Hostname,
+    /// `/proc/sys/kernel/random/boot_id`: drawn anew by the kernel at every boot
+    /// (node-problem-detector's state is kept per boot).
+    pub boot_id: Attr<String>,
+    /// The collecting process's ancestors, parent first, up to
+    /// [`crate::collect::MAX_ANCESTORS`]; stops at pid 1 or the first process
+    /// that cannot be read.
+    pub ancestors: Vec<Ancestor>,
+}
+
+impl Node {
+    /// The boot id, when the source had a sensible one.
+    pub fn boot(&self) -> Option<&str> {
+        self.boot_id.get().map(String::as_str)
+    }
+}
+
+/// A process above the collecting one: only what the Slurm health check needs of
+/// its command line and environment ([`crate::secrets::kept_argv`],
+/// [`crate::secrets::kept_environ`] with [`crate::collect::ANCESTOR_ENV`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Ancestor {
+    pub pid: u32,
+    /// The program (argv\[0\]), and a Slurm daemon's `-f FILE`.
+    pub argv: Vec<String>,
+    /// `NAME=value` entries of [`crate::collect::ANCESTOR_ENV`] only (empty when
+    /// unreadable).
+    pub environ: Vec<String>,
 }
 
 /// Where a host's name is read: the kernel's UTS name first (what `hostname`

@@ -1,13 +1,16 @@
 //! What a bundle never carries out of the host: a process's environment or its
 //! arguments, and secrets on the kernel command line.
 //!
-//! No collector reads `/proc/PID/environ` or `/proc/PID/cmdline` today; this is the
-//! last gate before bytes leave the host (a written bundle, a sweep's bundle frame),
-//! so a collector added later cannot ship a token by reading one. Every record is
-//! passed through [`scrub`] when a bundle is serialized:
+//! One collector reads `/proc/PID/environ` and `/proc/PID/cmdline`: the collecting
+//! process's ancestors ([`crate::model::Ancestor`]), for the Slurm health check's
+//! slurm.conf. It keeps of them only what [`kept_argv`] and [`kept_environ`] allow,
+//! and this module is also the last gate before bytes leave the host (a written
+//! bundle, a sweep's bundle frame), so no collector can ship a token by reading
+//! one. Every record is passed through [`scrub`] when a bundle is serialized:
 //! - `/proc/*/environ` (any pid, `self`, `thread-self`, a task) keeps only the
 //!   variables named in [`ENV_ALLOW`];
-//! - `/proc/*/cmdline` of a process keeps only the program (argv\[0\]);
+//! - `/proc/*/cmdline` of a process keeps only the program (argv\[0\]) and, for
+//!   slurmd and slurmstepd, the `-f FILE` naming their slurm.conf ([`kept_argv`]);
 //! - `/proc/cmdline` (the kernel's) keeps every parameter, with the value of any
 //!   whose name says password, secret, token or credential replaced
 //!   (`rd.iscsi.password=...`, `netroot=iscsi:user:pass@...` stays as is: dracut
@@ -40,17 +43,14 @@ pub fn scrub<'a>(op: Op, path: &str, answer: &'a Answer) -> Cow<'a, Answer> {
     }
     let kept = match proc_file(path) {
         Some(ProcFile::Environ) => keep_env(bytes),
-        Some(ProcFile::ProcessCmdline) => bytes
-            .split(|b| *b == 0)
-            .next()
-            .map(|argv0| {
-                let mut v = argv0.to_vec();
-                if !v.is_empty() {
-                    v.push(0);
-                }
-                v
-            })
-            .unwrap_or_default(),
+        Some(ProcFile::ProcessCmdline) => {
+            let mut v = Vec::new();
+            for a in kept_argv(crate::parse::proc::nul_separated(bytes)) {
+                v.extend_from_slice(a.as_bytes());
+                v.push(0);
+            }
+            v
+        }
         Some(ProcFile::KernelCmdline) => kernel_cmdline(bytes),
         None => return Cow::Borrowed(answer),
     };
@@ -59,6 +59,57 @@ pub fn scrub<'a>(op: Op, path: &str, answer: &'a Answer) -> Cow<'a, Answer> {
     } else {
         Cow::Owned(Answer::Data(kept))
     }
+}
+
+/// What is kept of a process's command line: the program (argv\[0\]); for slurmd
+/// and slurmstepd also their `-f FILE` (which slurm.conf they run with). A job's
+/// arguments may hold a secret, and nothing rdmakit does needs them.
+pub fn kept_argv(argv: Vec<String>) -> Vec<String> {
+    let Some(program) = argv.first() else {
+        return argv;
+    };
+    let mut kept = vec![program.clone()];
+    if is_slurm_daemon(program) {
+        if let Some(f) = conf_arg(&argv) {
+            kept.extend(["-f".to_string(), f.to_string()]);
+        }
+    }
+    kept
+}
+
+/// What is kept of a process's environment: the `NAME=value` entries whose name
+/// is in `allow` (a subset of [`ENV_ALLOW`]; the names outside it are dropped too).
+pub fn kept_environ(environ: Vec<String>, allow: &[&str]) -> Vec<String> {
+    environ
+        .into_iter()
+        .filter(|e| {
+            e.split_once('=')
+                .is_some_and(|(name, _)| allow.contains(&name) && ENV_ALLOW.contains(&name))
+        })
+        .collect()
+}
+
+/// slurmd, or slurmstepd (which renames itself "slurmstepd: [12.0]"), by argv\[0\]
+/// without its directory.
+pub fn is_slurm_daemon(argv0: &str) -> bool {
+    let prog = argv0.rsplit('/').next().unwrap_or(argv0);
+    prog == "slurmd" || prog.starts_with("slurmstepd")
+}
+
+/// slurmd's `-f FILE` or `-fFILE`.
+pub fn conf_arg(argv: &[String]) -> Option<&str> {
+    let mut it = argv.iter().skip(1);
+    while let Some(a) = it.next() {
+        if a == "-f" {
+            return it.next().map(String::as_str).filter(|s| !s.is_empty());
+        }
+        if let Some(rest) = a.strip_prefix("-f") {
+            if !rest.is_empty() && !rest.starts_with('-') {
+                return Some(rest);
+            }
+        }
+    }
+    None
 }
 
 enum ProcFile {
@@ -234,6 +285,53 @@ RDMAKIT_PAIRWISE_TOKEN=0123abcd\0SLURMD_NODENAME=n3\0SLURM_CONF_X=1\0";
     }
 
     #[test]
+    fn only_slurm_conf_and_a_slurm_daemons_conf_argument_are_kept() {
+        let v = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let env = v(&[
+            "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI",
+            "RDMAKIT_PAIRWISE_TOKEN=0123abcd",
+            "SLURM_CONF=/etc/slurm/slurm.conf",
+            "SLURM_CONFX=no",
+            "NOEQUALS",
+        ]);
+        assert_eq!(
+            kept_environ(env.clone(), &["SLURM_CONF"]),
+            ["SLURM_CONF=/etc/slurm/slurm.conf"]
+        );
+        // A name outside ENV_ALLOW is never kept, even when asked for.
+        assert!(kept_environ(env, &["AWS_SECRET_ACCESS_KEY"]).is_empty());
+        let job = v(&["/usr/bin/python3", "train.py", "--api-key", "sk-123"]);
+        assert_eq!(kept_argv(job), ["/usr/bin/python3"]);
+        assert_eq!(
+            kept_argv(v(&["slurmstepd: [12.0]", "x"])),
+            ["slurmstepd: [12.0]"]
+        );
+        // The argv the cluster tier starts slurmd with (scripts/cluster/lib.sh).
+        let slurmd = v(&[
+            "/usr/sbin/slurmd",
+            "-D",
+            "-N",
+            "n3",
+            "-f",
+            "/tmp/rdkc.1/slurm.conf",
+        ]);
+        assert_eq!(
+            kept_argv(slurmd),
+            ["/usr/sbin/slurmd", "-f", "/tmp/rdkc.1/slurm.conf"]
+        );
+        assert_eq!(
+            kept_argv(v(&["slurmd", "-f/etc/x.conf"])),
+            ["slurmd", "-f", "/etc/x.conf"]
+        );
+        // Not slurm: -f is an argument like any other.
+        assert_eq!(
+            kept_argv(v(&["/usr/bin/vim", "-f", "/etc/passwd"])),
+            ["/usr/bin/vim"]
+        );
+        assert!(kept_argv(Vec::new()).is_empty());
+    }
+
+    #[test]
     fn a_process_cmdline_keeps_only_the_program() {
         let a = Answer::Data(b"/usr/bin/rdmakit\0fleet\0agent\0--token\0s3cret\0".to_vec());
         assert_eq!(
@@ -245,6 +343,12 @@ RDMAKIT_PAIRWISE_TOKEN=0123abcd\0SLURMD_NODENAME=n3\0SLURM_CONF_X=1\0";
             scrub(Op::Read, "/proc/42/cmdline", &empty),
             Cow::Borrowed(_)
         ));
+        // slurmd keeps the slurm.conf it runs with, nothing else.
+        let slurmd = Answer::Data(b"/usr/sbin/slurmd\0-D\0--token\0s3cret\0-f\0/c\0".to_vec());
+        assert_eq!(
+            data(&scrub(Op::Read, "/proc/42/cmdline", &slurmd)),
+            b"/usr/sbin/slurmd\0-f\0/c\0"
+        );
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! - [`env`]: the environment the health check gives scontrol (Slurm gives it none).
 //! - [`frame`]: how a node's report travels over srun's output.
 //! - [`sweep`]: srun's output → one result per node (reported, or missing and why).
-//! - [`watch`]: a deadline on the doctor, naming the read it hung in.
 //! - [`run`]: runs sinfo / scontrol / srun; [`exec`]: one command within a deadline
 //!   and a size cap, from a file only root can replace; [`step`]: one srun job step
 //!   read line by line, for the sweep and the pairwise agents (the modules that run
@@ -19,7 +18,6 @@ pub mod node;
 pub mod run;
 pub mod step;
 pub mod sweep;
-pub mod watch;
 
 use node::ParseError;
 

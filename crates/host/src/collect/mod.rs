@@ -2,7 +2,9 @@
 //!
 //! Collection never writes to the host: the only calls it makes are reads, directory
 //! listings, readlink, lstat, getrlimit, access(2), a non-blocking read of /dev/kmsg
-//! and opening (then closing) a NETLINK_RDMA socket.
+//! and opening (then closing) a NETLINK_RDMA socket. Of the processes it reads
+//! (`--pid`, the collecting process's ancestors) it keeps no argument and no
+//! environment variable but the ones [`crate::secrets`] allows.
 
 mod device;
 mod process;
@@ -12,7 +14,7 @@ use std::cell::RefCell;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Attr, HostFacts, Raw, Unrecognized};
+use crate::model::{Attr, HostFacts, Node, Raw, Unrecognized};
 use crate::parse::ParseError;
 use crate::source::Source;
 
@@ -55,7 +57,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
     let irq_affinity = system::irq_affinity(&cx, &devices, interrupts.get());
     let memlock = system::memlock(&cx, opts.pid);
     let identity = system::identity(&cx);
-    let hostname = system::hostname(&cx);
+    let node = node_in(&cx);
     let rdma_core = system::rdma_core(&cx);
     let kernel_log = system::kernel_log(&cx, opts.kernel_log.as_deref());
     let netlink = if ask_netlink {
@@ -83,7 +85,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
         irq_affinity,
         memlock,
         identity,
-        hostname,
+        node,
         rdma_core,
         kernel_log,
         netlink,
@@ -100,6 +102,35 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
                 value: e.value,
             })
             .collect(),
+    }
+}
+
+/// The most ancestors [`node`] reads (the health check's slurmd is within a few
+/// levels: slurmd → the health check, slurmd → slurmstepd → prolog).
+pub const MAX_ANCESTORS: usize = 6;
+
+/// The only variables read from an ancestor's environment: where slurm.conf is.
+pub const ANCESTOR_ENV: &[&str] = &["SLURM_CONF"];
+
+/// Who the host is ([`Node`]): its names, its boot id and the collecting process's
+/// ancestors. [`collect`] reads the same; the node-health check reads this first,
+/// on its own, so that it knows the node even when the rest of a collection hangs.
+pub fn node(src: &dyn Source) -> Node {
+    let cx = Cx {
+        src,
+        unrecognized: RefCell::new(Vec::new()),
+    };
+    node_in(&cx)
+}
+
+fn node_in(cx: &Cx) -> Node {
+    Node {
+        hostname: system::hostname(cx),
+        boot_id: cx.attr(
+            "/proc/sys/kernel/random/boot_id",
+            crate::parse::proc::boot_id,
+        ),
+        ancestors: process::ancestors(cx),
     }
 }
 

@@ -1,14 +1,16 @@
 //! The process view: network namespaces, the `--pid` process (its credentials, its
-//! network namespace, `/dev/infiniband` through its root), and the RDMA cgroups of
-//! the processes that hold RDMA objects.
+//! network namespace, `/dev/infiniband` through its root), the RDMA cgroups of
+//! the processes that hold RDMA objects, and the collecting process's ancestors.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::system::dev_nodes_at;
 use super::Cx;
-use crate::model::{Attr, Namespaces, Raw, RdmaCgroup, Subject};
+use crate::model::{Ancestor, Attr, Namespaces, Raw, RdmaCgroup, Subject};
 use crate::parse::cgroup::{self, CgroupMounts};
+use crate::parse::proc::{nul_separated, status_ppid};
 use crate::parse::ParseError;
+use crate::secrets::{kept_argv, kept_environ};
 
 /// readlink of a namespace link ("net:[4026531840]") as an attribute.
 fn link_attr(cx: &Cx, path: &str) -> Attr<String> {
@@ -48,6 +50,34 @@ pub(super) fn subject(cx: &Cx, pid: u32) -> Subject {
             .map(|_| dev_nodes_at(cx, &root, false)),
         root,
     }
+}
+
+/// The collecting process's ancestors, parent first (see [`crate::model::Node`]):
+/// `/proc/PID/status` for the parent's pid, `/proc/PID/cmdline` and
+/// `/proc/PID/environ` for what [`kept_argv`] and [`kept_environ`] keep.
+pub(super) fn ancestors(cx: &Cx) -> Vec<Ancestor> {
+    let ppid = |who: &str| {
+        let status = cx.src.read(&format!("/proc/{who}/status")).ok()?;
+        status_ppid(&status).ok()
+    };
+    let mut out = Vec::new();
+    let mut next = ppid("self");
+    while let Some(pid) = next.filter(|p| *p > 1 && out.len() < super::MAX_ANCESTORS) {
+        let Ok(cmdline) = cx.src.read(&format!("/proc/{pid}/cmdline")) else {
+            break;
+        };
+        let environ = cx
+            .src
+            .read(&format!("/proc/{pid}/environ"))
+            .unwrap_or_default();
+        out.push(Ancestor {
+            pid,
+            argv: kept_argv(nul_separated(&cmdline)),
+            environ: kept_environ(nul_separated(&environ), super::ANCESTOR_ENV),
+        });
+        next = ppid(&pid.to_string());
+    }
+    out
 }
 
 /// Deepest cgroup directories walked up from a process's cgroup.
@@ -146,6 +176,28 @@ pub(super) fn rdma_cgroups(cx: &Cx, pids: &BTreeSet<u32>) -> Vec<RdmaCgroup> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This process's own ancestors (the test harness's): whatever their
+    /// environment and arguments hold, only SLURM_CONF and a Slurm daemon's `-f`
+    /// are read back.
+    #[test]
+    fn ancestors_of_this_process_keep_nothing_else() {
+        let live = crate::source::LiveSource::host();
+        let node = super::super::node(&live);
+        assert!(node.ancestors.len() <= super::super::MAX_ANCESTORS);
+        assert_eq!(
+            node.ancestors.first().map(|a| a.pid),
+            Some(std::os::unix::process::parent_id()).filter(|p| *p > 1)
+        );
+        for a in &node.ancestors {
+            assert!(
+                a.environ.iter().all(|e| e.starts_with("SLURM_CONF=")),
+                "{a:?}"
+            );
+            assert!(a.argv.len() == 1 || a.argv.len() == 3, "{a:?}");
+        }
+        assert!(node.boot().is_some(), "{:?}", node.boot_id);
+    }
 
     #[test]
     fn cgroup_paths() {

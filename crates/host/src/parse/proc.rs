@@ -415,6 +415,43 @@ pub fn hostname(s: &str) -> Result<String> {
     Ok(line.to_string())
 }
 
+/// Parses `/proc/sys/kernel/random/boot_id`: one word of hex digits and dashes
+/// (a UUID, which the kernel draws anew at every boot).
+///
+/// # Errors
+/// Empty, longer than 64 characters, or other characters.
+pub fn boot_id(s: &str) -> Result<String> {
+    let id = s.trim();
+    let ok =
+        !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    if !ok {
+        return Err(ParseError::new("boot id", id));
+    }
+    Ok(id.to_string())
+}
+
+/// The parent's pid from `/proc/PID/status` (its `PPid:` line).
+///
+/// # Errors
+/// No `PPid:` line, or not a number.
+pub fn status_ppid(bytes: &[u8]) -> Result<u32> {
+    let text = lossy(bytes);
+    text.lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| ParseError::new("PPid in /proc/PID/status", &text))
+}
+
+/// The NUL-separated strings of `/proc/PID/cmdline` or `/proc/PID/environ`
+/// (empty ones dropped).
+pub fn nul_separated(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
 /// Parses a kernel config (`/proc/config.gz` after decompression, or
 /// `/boot/config-*`): `CONFIG_X=value` (value as written, quotes kept) and
 /// `# CONFIG_X is not set` → `"n"`. Other lines are ignored.
@@ -705,6 +742,22 @@ mod tests {
     const HEALTHY_INTERRUPTS: &str = include_str!("testdata/healthy-proc-interrupts.txt");
     const HEALTHY_MODULES: &str = include_str!("testdata/healthy-proc-modules.txt");
     const HEALTHY_LIMITS: &str = include_str!("testdata/healthy-proc-self-limits.txt");
+
+    #[test]
+    fn boot_id_ppid_and_nul_separated_strings() {
+        // A real boot id, and the kernel's own trailing newline.
+        let id = "fbcc2b86-4c9b-4d1e-9c58-0f4b2a3e5d71";
+        assert_eq!(boot_id(&format!("{id}\n")).unwrap(), id);
+        assert!(boot_id("").is_err());
+        assert!(boot_id("not a boot id").is_err());
+        assert!(boot_id(&"a".repeat(65)).is_err());
+        assert_eq!(
+            status_ppid(b"Name:\tx\nPPid:\t1234\nTracerPid:\t0\n").unwrap(),
+            1234
+        );
+        assert!(status_ppid(b"garbage").is_err());
+        assert_eq!(nul_separated(b"a\0b\0\0"), vec!["a", "b"]);
+    }
 
     #[test]
     fn hostname_files() {

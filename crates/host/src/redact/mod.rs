@@ -1,7 +1,8 @@
 //! `rdmakit collect --redact`: a bundle that can be attached to a public ticket.
 //!
 //! Host names, GUIDs (node, system image, port; GIDs), serials (board ids, PCI VPD
-//! and Device Serial Numbers, DMI serials and UUIDs, `serial` attributes), MAC
+//! and Device Serial Numbers, DMI serials and UUIDs, `serial` attributes, the
+//! boot id), MAC
 //! addresses and IP addresses are replaced wherever they occur — file contents
 //! (the kernel log, sysfs values, `/proc/net` files in their hex forms), binary
 //! answers (RDMA netlink replies, VPD, PCI config space), paths, directory
@@ -59,6 +60,8 @@ const SERIAL_FILES: &[&str] = &[
     "product_uuid",
     "board_asset_tag",
     "chassis_asset_tag",
+    // /proc/sys/kernel/random/boot_id: names one boot of one host.
+    "boot_id",
 ];
 
 /// Package databases: versions, not addresses.

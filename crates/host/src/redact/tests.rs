@@ -13,6 +13,7 @@ const HOST: &str = "gpu-node17.cluster.example.org";
 const SERIAL: &str = "MT2033X12345";
 const DMI_SERIAL: &str = "CZ2049ABCD";
 const UUID: &str = "4c4c4544-0051-3510-8057-b3c04f4e3132";
+const BOOT_ID: &str = "fbcc2b86-4c9b-4d1e-9c58-0f4b2a3e5d71";
 const DSN: u64 = 0x0002_c903_00a1_b2c3;
 const PEER_V4: &str = "10.0.2.77";
 
@@ -21,6 +22,10 @@ fn rich_bundle() -> Bundle {
     let mut b = crate::capture::import_capture(&cap).expect("fixtures/healthy");
     b.write_file("/proc/sys/kernel/hostname", format!("{HOST}\n").as_bytes());
     b.write_file("/etc/hostname", b"gpu-node17\n");
+    b.write_file(
+        "/proc/sys/kernel/random/boot_id",
+        format!("{BOOT_ID}\n").as_bytes(),
+    );
     b.write_file(
         "/sys/devices/virtual/infiniband/rxe0/node_desc",
         b"gpu-node17 rxe0\n",
@@ -152,6 +157,7 @@ fn every_identifier_goes_in_every_form() {
         SERIAL,
         DMI_SERIAL,
         UUID,
+        BOOT_ID,
         "8a6c3a2f1e0b4d9a",
         PEER_V4,
         "10.0.2.15",
@@ -188,7 +194,7 @@ fn every_identifier_goes_in_every_form() {
         );
     }
     let c = r.counts;
-    assert_eq!((c.hostnames, c.serials, c.board_ids), (2, 4, 0), "{c:?}");
+    assert_eq!((c.hostnames, c.serials, c.board_ids), (2, 5, 0), "{c:?}");
     assert!(c.macs >= 2 && c.guids >= 2 && c.ipv4 >= 1, "{c:?}");
     // The masks, the header line and the placeholder texts are left alone.
     let route = r.bundle.get(Op::Read, "/proc/net/route");
@@ -239,7 +245,11 @@ fn the_collectors_read_the_same_facts_with_placeholders() {
         guid
     );
     assert_eq!(
-        b.hostname.best().map(|(h, _)| h.to_string()).as_deref(),
+        b.node
+            .hostname
+            .best()
+            .map(|(h, _)| h.to_string())
+            .as_deref(),
         Some("host1.example.invalid")
     );
     // The binary answers keep their length.

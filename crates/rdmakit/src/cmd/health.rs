@@ -8,8 +8,9 @@ use std::time::Duration;
 use rdmakit_fleet::slurm::env::{self, find_slurm_conf};
 use rdmakit_fleet::slurm::health::{self, Action, Verdict};
 use rdmakit_fleet::slurm::run::Commands;
-use rdmakit_fleet::slurm::watch::{self, Watched};
-use rdmakit_host::collect::collect;
+use rdmakit_host::collect::{self, collect};
+use rdmakit_host::source::LiveSource;
+use rdmakit_host::watch::{self, Watched};
 
 use super::doctor::{build_report, note_bundle_misses, Args, Settings};
 
@@ -36,7 +37,8 @@ pub(super) fn run(a: Args, s: Settings) -> anyhow::Result<ExitCode> {
     // The environment for scontrol: Slurm gives a HealthCheckProgram none.
     let path = env::path_for(std::env::var("PATH").ok().as_deref());
     let own_conf = std::env::var("SLURM_CONF").ok();
-    let conf = find_slurm_conf(own_conf.as_deref(), &env::ancestors(6), |p| p.is_file());
+    let ancestors = collect::node(&LiveSource::host()).ancestors;
+    let conf = find_slurm_conf(own_conf.as_deref(), &ancestors, |p| p.is_file());
     let mut cmds = Commands::health_check(vec![("PATH".into(), path)]);
     if let Some(c) = &conf {
         cmds.env

@@ -1,15 +1,20 @@
-//! A deadline for the health check: Slurm kills a `HealthCheckProgram` after 60 s
-//! and then nothing drains the node, so the check bounds itself and turns a hang
-//! into a verdict. A read that blocks (a sysfs attribute of a driver stuck in a
-//! firmware command) cannot be cancelled; the work runs on its own thread and the
-//! caller stops waiting, names the read it was blocked in, and exits (which ends
-//! the thread).
+//! A deadline on reading a host: a read that blocks — a sysfs attribute of a driver
+//! stuck in a firmware command (a task in D state), a FUSE file whose daemon never
+//! answers — cannot be cancelled, so the work that reads runs on its own thread
+//! ([`within`]) and the caller stops waiting when the deadline passes. [`Watched`]
+//! wraps a [`Source`] and tells a [`Tracker`] which read is in progress, so the
+//! caller can name the path the work hung in. The thread left behind ends with the
+//! process.
+//!
+//! The node-health check (`rdmakit_doctor::health`) runs under it for
+//! node-problem-detector and the Slurm health check, whose callers kill a check
+//! that outlives their own timeout and then learn nothing.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rdmakit_host::source::{Entry, Errno, Meta, Probe, Source};
+use crate::source::{Entry, Errno, Meta, Probe, Source};
 
 /// What the watched work is reading now.
 #[derive(Debug, Clone, Default)]
