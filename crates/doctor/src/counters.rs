@@ -3,13 +3,16 @@
 //! drivers' transport counters (retransmissions, timeouts, exhausted retries), and the
 //! [`Baseline`] an earlier collection gives, so growth is judged instead of totals.
 //!
-//! Pure data and arithmetic; the checks that use it are in [`crate::rules::counters`].
+//! Pure data and arithmetic, but for [`Baseline::load`], which replays the earlier
+//! bundle; the checks that use it are in [`crate::rules::counters`].
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use rdmakit_host::collect::collect;
 use rdmakit_host::model::HostFacts;
+use rdmakit_host::open::{OpenError, SourceSpec};
 
 /// One PortCounters error field as the kernel exposes it in `ports/<n>/counters/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,7 +258,44 @@ pub struct BaselinePort {
     pub paths: BTreeMap<String, String>,
 }
 
+/// Why a `--baseline` bundle cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// It does not open (each message names `--baseline` and the path).
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// It holds no port.
+    #[error("--baseline {0}: holds no RDMA port, so there are no counters to compare with")]
+    NoPort(String),
+}
+
 impl Baseline {
+    /// The port counters of the bundle or capture directory at `path` (an
+    /// earlier `rdmakit collect` of the same host), with its age when
+    /// `now_unix` — the time of the collection it is compared with — and the
+    /// bundle's own time are both known.
+    ///
+    /// # Errors
+    /// The bundle does not open, or holds no RDMA port.
+    pub fn load(path: &str, now_unix: Option<u64>) -> Result<Baseline, BaselineError> {
+        let spec = SourceSpec {
+            from: Some(path.to_string()),
+            from_flag: "--baseline",
+            ..SourceSpec::default()
+        };
+        // A bundle answers device limits from its records: none are asked live.
+        let (opened, opts) = spec.open(|| std::sync::Arc::new(|_: &str| None))?;
+        let facts = collect(opened.source(), &opts);
+        if facts.devices.iter().all(|d| d.ports.is_empty()) {
+            return Err(BaselineError::NoPort(path.to_string()));
+        }
+        let age = match (opened.recorded_unix(), now_unix) {
+            (Some(t), Some(n)) if n >= t => Some(n - t),
+            _ => None,
+        };
+        Ok(Baseline::from_facts(&facts, opened.label(), age))
+    }
+
     /// The counters of every port in `facts`.
     pub fn from_facts(facts: &HostFacts, source: &str, age_secs: Option<u64>) -> Baseline {
         let mut ports = BTreeMap::new();

@@ -26,6 +26,7 @@ pub mod counters;
 pub mod explain;
 pub mod finding;
 pub mod group;
+pub mod health;
 pub mod inventory;
 pub mod npd;
 pub mod oneline;

@@ -14,10 +14,15 @@
 //! plugin therefore reads "unknown", never "healthy", until its first check has run.
 //! See docs/npd.md.
 
+use std::path::Path;
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
-use crate::codes::Severity;
+use rdmakit_host::bounded::{read_tree_file, Cap};
+
 use crate::finding::Finding;
+use crate::health::{NodeCheck, Unknown, Verdict};
 use crate::oneline::{finding_line, shorten, Unit};
 use crate::report::Report;
 
@@ -29,30 +34,72 @@ pub const STATE_SCHEMA: &str = "rdmakit.npd-state/v1";
 
 /// What the plugin tells NPD.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Ok(String),
-    Problem(String),
-    Unknown(String),
+pub struct Answer {
+    /// NPD's status: 0 OK, 1 NonOK, 2 Unknown ([`Verdict::exit_code`]).
+    pub exit: u8,
+    /// The one line, within [`MAX_MESSAGE`] bytes.
+    pub line: String,
+    /// Why the state could not be kept (for stderr, which NPD logs; the
+    /// answer stands).
+    pub note: Option<String>,
 }
 
-impl Verdict {
-    /// NPD's status: 0 OK, 1 NonOK, 2 Unknown.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Verdict::Ok(_) => 0,
-            Verdict::Problem(_) => 1,
-            Verdict::Unknown(_) => 2,
+/// Runs `check` as the plugin: under `deadline` ([`NodeCheck::within`]), with
+/// the last completed check of this boot kept in `state_path` (read as a
+/// regular file only — never a wait on a FIFO: the plugin must answer in
+/// time — of at most [`Cap::STATE`]; rewritten after each completed check).
+/// The boot is the checked node's ([`crate::health::NodeId::boot_id`]).
+pub fn run(check: NodeCheck, state_path: &str, deadline: Duration) -> Answer {
+    let last = read_tree_file(Path::new(state_path), Cap::STATE.bytes)
+        .ok()
+        .and_then(|b| State::parse(&String::from_utf8_lossy(&b)));
+    let health = check.within(deadline);
+    let boot = health.node.as_ref().and_then(|n| n.boot_id.as_deref());
+    let now = now_unix();
+    let v = &health.verdict;
+    let why = match (v, &health.checked) {
+        (Verdict::Unknown(Unknown::Hung { limit, .. }), _) => {
+            format!("check not done in {}s", limit.as_secs_f64())
         }
+        (Verdict::Unknown(Unknown::Failed(e)), _) => format!("cannot read the host: {e}"),
+        (_, None) => "no check completed".to_string(),
+        (_, Some(c)) => {
+            let line = line(v, &c.report);
+            let state = State::of(v.exit_code(), &line, boot.unwrap_or_default(), now);
+            let note = state
+                .save(state_path)
+                .err()
+                .map(|e| format!("--npd-state {state_path}: {e}"));
+            return Answer {
+                exit: v.exit_code(),
+                line,
+                note,
+            };
+        }
+    };
+    Answer {
+        exit: 2,
+        line: unknown(&why, last.as_ref(), boot, now),
+        note: None,
     }
+}
 
-    /// The one line, within [`MAX_MESSAGE`] bytes, shortened by dropping detail
-    /// (never inside a word; [`crate::oneline::shorten`]).
-    pub fn line(&self) -> String {
-        let m = match self {
-            Verdict::Ok(m) | Verdict::Problem(m) | Verdict::Unknown(m) => m,
-        };
-        shorten(m, MAX_MESSAGE, Unit::Bytes)
-    }
+/// The line of a completed check: a problem names the first failing finding
+/// (with how many more failed), ok says what was seen.
+pub fn line(v: &Verdict, r: &Report) -> String {
+    let m = match v {
+        Verdict::Unhealthy { failing } if !failing.is_empty() => {
+            return problem_line(&failing[0], failing.len() - 1)
+        }
+        _ => ok_message(r),
+    };
+    fit(&m)
+}
+
+/// The message shortened to [`MAX_MESSAGE`] bytes by dropping detail (never
+/// inside a word; [`crate::oneline::shorten`]).
+fn fit(m: &str) -> String {
+    shorten(m, MAX_MESSAGE, Unit::Bytes)
 }
 
 /// The line of a problem: the finding's code, device and port, what is wrong,
@@ -96,14 +143,15 @@ impl State {
         std::fs::rename(&tmp, p)
     }
 
-    /// The state after a completed check.
-    pub fn of(v: &Verdict, boot_id: &str, now_unix: u64) -> State {
+    /// The state after a completed check: its status and line, in the boot
+    /// `boot_id` ("" when the node's boot is not known: never matched).
+    pub fn of(exit: u8, line: &str, boot_id: &str, now_unix: u64) -> State {
         State {
             schema: STATE_SCHEMA.to_string(),
             boot_id: boot_id.to_string(),
             checked_unix: now_unix,
-            exit: v.exit_code(),
-            message: v.line(),
+            exit,
+            message: fit(line),
         }
     }
 
@@ -120,20 +168,12 @@ impl State {
     }
 }
 
-/// The verdict of a completed check: a problem when a finding at or above `fail_on`
-/// was found (the first one named, with how many more), else ok with what was seen.
-pub fn verdict(r: &Report, fail_on: Option<Severity>) -> Verdict {
-    let failing: Vec<_> = match fail_on {
-        Some(level) => r.findings.iter().filter(|f| f.severity >= level).collect(),
-        None => Vec::new(),
-    };
-    if let Some(f) = failing.first() {
-        return Verdict::Problem(problem_line(f, failing.len() - 1));
-    }
+/// "ok: 1 RDMA device, 1/1 ports ACTIVE, 1 warning": what a healthy check saw.
+fn ok_message(r: &Report) -> String {
     let ports: Vec<&String> = r.devices.iter().flat_map(|d| d.ports.iter()).collect();
     let active = ports.iter().filter(|p| p.contains(" ACTIVE ")).count();
     let warnings = r.counts.warning;
-    Verdict::Ok(format!(
+    format!(
         "ok: {} RDMA device{}, {active}/{} ports ACTIVE{}",
         r.devices.len(),
         if r.devices.len() == 1 { "" } else { "s" },
@@ -143,13 +183,15 @@ pub fn verdict(r: &Report, fail_on: Option<Severity>) -> Verdict {
             1 => ", 1 warning".to_string(),
             n => format!(", {n} warnings"),
         }
-    ))
+    )
 }
 
-/// The verdict when no check completed: unknown, with what the last completed check
-/// of this boot found, or that none has since the node booted.
-pub fn unknown(why: &str, last: Option<&State>, boot_id: &str, now_unix: u64) -> Verdict {
-    match last.filter(|s| s.boot_id == boot_id) {
+/// The line when no check completed: unknown, with what the last completed check
+/// of this boot found, or that none has since the node booted (or since a boot
+/// that is not known: `boot_id` `None`).
+pub fn unknown(why: &str, last: Option<&State>, boot_id: Option<&str>, now_unix: u64) -> String {
+    let same_boot = |s: &&State| !s.boot_id.is_empty() && Some(s.boot_id.as_str()) == boot_id;
+    let line = match last.filter(same_boot) {
         // Room for each part: why it is unknown, then as much of the last line
         // as fits, each shortened by whole words.
         Some(s) => {
@@ -164,12 +206,19 @@ pub fn unknown(why: &str, last: Option<&State>, boot_id: &str, now_unix: u64) ->
             );
             let room = MAX_MESSAGE.saturating_sub(head.len() + last.len() + 2);
             match shorten(&s.message, room, Unit::Bytes) {
-                m if m.is_empty() => Verdict::Unknown(format!("{head}{last}")),
-                m => Verdict::Unknown(format!("{head}{last}: {m}")),
+                m if m.is_empty() => format!("{head}{last}"),
+                m => format!("{head}{last}: {m}"),
             }
         }
-        None => Verdict::Unknown(format!("unknown: {why}; no check completed since boot")),
-    }
+        None => format!("unknown: {why}; no check completed since boot"),
+    };
+    fit(&line)
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn age(secs: u64) -> String {
@@ -186,31 +235,21 @@ mod tests {
 
     #[test]
     fn lines_fit_npds_limit_and_end_on_a_whole_word() {
-        let v = Verdict::Problem(format!("RDK-H002 {}", "é".repeat(100)));
-        let l = v.line();
+        let l = fit(&format!("RDK-H002 {}", "é".repeat(100)));
         assert!(l.len() <= MAX_MESSAGE);
         assert!(l.starts_with("RDK-H002 ..."), "{l}");
-        let v = Verdict::Unknown(format!("unknown: cannot read {}", "the host ".repeat(20)));
         assert_eq!(
-            v.line(),
+            fit(&format!("unknown: cannot read {}", "the host ".repeat(20))),
             "unknown: cannot read the host the host the host the host the host the host ..."
         );
-        assert_eq!(Verdict::Ok("a\nb".into()).line(), "a b");
-        assert_eq!(
-            (
-                Verdict::Ok(String::new()).exit_code(),
-                Verdict::Problem(String::new()).exit_code(),
-                Verdict::Unknown(String::new()).exit_code()
-            ),
-            (0, 1, 2)
-        );
+        assert_eq!(fit("a\nb"), "a b");
     }
 
     #[test]
     fn the_state_is_saved_whole_and_read_back() {
         let d = std::env::temp_dir().join(format!("rdmakit-npd-{}", std::process::id()));
         let path = d.join("sub/state.json");
-        let ok = State::of(&Verdict::Ok("ok".into()), "boot-a", 1000);
+        let ok = State::of(0, "ok", "boot-a", 1000);
         ok.save(path.to_str().unwrap()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(State::parse(&text), Some(ok));
@@ -223,32 +262,35 @@ mod tests {
 
     #[test]
     fn unknown_never_reuses_another_boots_state() {
-        let ok = State::of(&Verdict::Ok("ok: 1 RDMA device".into()), "boot-a", 1000);
+        let ok = State::of(0, "ok: 1 RDMA device", "boot-a", 1000);
         let back = State::parse(&ok.to_json()).unwrap();
         assert_eq!(back, ok);
-        let same = unknown("timed out", Some(&back), "boot-a", 1090);
+        let same = unknown("timed out", Some(&back), Some("boot-a"), 1090);
         assert_eq!(
-            same.line(),
+            same,
             "unknown: timed out; last check 90s ago: ok: 1 RDMA device"
         );
         // Too long for one line: each part keeps its first whole words.
-        let long = State::of(
-            &Verdict::Ok("ok: 1 RDMA device, 1/1 ports ACTIVE".into()),
-            "boot-a",
-            1000,
-        );
-        let l = unknown("check not done in 15s", Some(&long), "boot-a", 1003).line();
+        let long = State::of(0, "ok: 1 RDMA device, 1/1 ports ACTIVE", "boot-a", 1000);
+        let l = unknown("check not done in 15s", Some(&long), Some("boot-a"), 1003);
         assert_eq!(
             l,
             "unknown: check not done in 15s; last check 3s ago: ok: 1 RDMA device ..."
         );
-        let other = unknown("timed out", Some(&back), "boot-b", 1090);
-        assert_eq!(
-            other.line(),
-            "unknown: timed out; no check completed since boot"
-        );
-        assert_eq!(other.exit_code(), 2);
+        let other = unknown("timed out", Some(&back), Some("boot-b"), 1090);
+        assert_eq!(other, "unknown: timed out; no check completed since boot");
         assert!(State::parse("{\"schema\":\"x\"}").is_none());
         assert!(State::parse("garbage").is_none());
+    }
+
+    /// A node whose boot is not known (a source and a host without a boot id)
+    /// never claims a last check: not even one saved without a boot either.
+    #[test]
+    fn an_unknown_boot_matches_no_state() {
+        let unbooted = State::of(0, "ok: 1 RDMA device", "", 1000);
+        let l = unknown("timed out", Some(&unbooted), None, 1090);
+        assert_eq!(l, "unknown: timed out; no check completed since boot");
+        let l = unknown("timed out", Some(&unbooted), Some(""), 1090);
+        assert_eq!(l, "unknown: timed out; no check completed since boot");
     }
 }

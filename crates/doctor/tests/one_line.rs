@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use rdmakit_doctor::finding::Finding;
+use rdmakit_doctor::health::Verdict;
 use rdmakit_doctor::npd::{self, MAX_MESSAGE};
 use rdmakit_doctor::oneline::{finding_line, Unit, MORE};
 
@@ -64,9 +65,9 @@ fn npd_lines_of_every_finding_of_every_capture_lead_with_code_and_port() {
 #[test]
 fn saturated_connectx3_npd_line_names_the_port_and_both_counters() {
     let r = report(&import("mlx4-saturated-edit"));
-    let v = npd::verdict(&r, Some(rdmakit_doctor::codes::Severity::Error));
+    let v = Verdict::of(&r.findings, Some(rdmakit_doctor::codes::Severity::Error));
     assert_eq!(
-        v.line(),
+        npd::line(&v, &r),
         "RDK-H010 mlx4_0 port 1: symbol_error 65535 saturated, link_downed 255 saturated"
     );
     assert_eq!(v.exit_code(), 1);

@@ -22,8 +22,9 @@
 //!
 //! Promises: no I/O outside [`input`] (which only reads the files it is given and
 //! replays bundles through the doctor; it never touches the host) and
-//! [`slurm::run`] and [`slurm::exec`] (which run Slurm's commands within bounds;
-//! host facts are read only through `rdmakit_host::Source`); bad input is an
+//! [`slurm::run`], [`slurm::exec`] and [`slurm::check`] (which run Slurm's commands
+//! within bounds, and the doctor under its deadline: host facts are read only
+//! through the doctor and `rdmakit_host::Source`); bad input is an
 //! error entry naming it, never a panic, and never drops the rest; the same inputs
 //! give the same report whatever their order of arrival (nodes are sorted by name,
 //! cohorts by size).

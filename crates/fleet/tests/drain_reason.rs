@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::codes::Severity;
 use rdmakit_doctor::finding::Finding;
+use rdmakit_doctor::health::Verdict;
 use rdmakit_doctor::oneline::{finding_line, Unit, MORE};
 use rdmakit_doctor::report::Report;
-use rdmakit_fleet::slurm::health::{drain_reason, verdict, Verdict, MAX_REASON};
+use rdmakit_fleet::slurm::health::{drain_reason, reason, MAX_REASON};
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::capture::import_capture;
 use rdmakit_host::collect::collect;
@@ -122,11 +123,10 @@ fn saturated_connectx3_drain_reason_names_the_port() {
     let facts = collect(&b, &b.header.options.clone());
     let r = Report::build(&facts, &Config::default(), "rdmakit test", "test");
     assert_eq!(
-        verdict(&r.findings, Some(Severity::Error)),
-        Verdict::Unhealthy {
-            reason: "rdmakit: RDK-H010 mlx4_0 port 1: symbol_error 65535 saturated, \
-                     link_downed 255 saturated"
-                .into()
-        }
+        reason(&Verdict::of(&r.findings, Some(Severity::Error))).as_deref(),
+        Some(
+            "rdmakit: RDK-H010 mlx4_0 port 1: symbol_error 65535 saturated, \
+             link_downed 255 saturated"
+        )
     );
 }

@@ -1,9 +1,11 @@
 //! The Slurm health check's decisions (`rdmakit doctor --slurm-health-check`, run
-//! as `HealthCheckProgram` or `Prolog`): pure functions from the doctor's findings
-//! and the node's Slurm state to one action — drain, resume, or leave alone.
+//! as `HealthCheckProgram` or `Prolog`): pure functions from the doctor's verdict
+//! on the node (`rdmakit_doctor::health::Verdict`) and the node's Slurm state to
+//! one action — drain, resume, or leave alone. [`super::check`] runs them.
 //!
 //! The rules (docs/slurm.md):
-//! - An unhealthy node (a finding at or above `--fail-on`, or a doctor that hung) is
+//! - An unhealthy node (a finding at or above `--fail-on`, or a doctor that hung:
+//!   a job would hang there too) is
 //!   drained with a reason that starts with [`REASON_PREFIX`] and names the codes —
 //!   but only a node nobody else holds ([`held`]): no reason but rdmakit's, a base
 //!   state of `IDLE`, `MIXED` or `ALLOCATED`, and no flag but the harmless ones
@@ -20,8 +22,8 @@
 //!   `COMPLETING`), never one that is down, not responding, in maintenance,
 //!   rebooting or powered down.
 
-use rdmakit_doctor::codes::Severity;
 use rdmakit_doctor::finding::Finding;
+use rdmakit_doctor::health::{Unknown, Verdict};
 use rdmakit_doctor::oneline::{self, Unit};
 
 use super::node::NodeState;
@@ -47,16 +49,6 @@ pub const FREE_FLAGS: &[&str] = &[
     "DYNAMIC_NORM",
     "PERFCTRS",
 ];
-
-/// What the checks say about this node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Healthy,
-    /// `reason` is the whole drain reason, [`REASON_PREFIX`] included.
-    Unhealthy {
-        reason: String,
-    },
-}
 
 /// What to do with the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,34 +85,24 @@ pub fn is_ours(reason: &str) -> bool {
     reason.trim_start().starts_with(REASON_PREFIX)
 }
 
-/// The verdict of a doctor report: unhealthy when a finding is at or above
-/// `fail_on` (None: never).
-pub fn verdict(findings: &[Finding], fail_on: Option<Severity>) -> Verdict {
-    let Some(level) = fail_on else {
-        return Verdict::Healthy;
-    };
-    let failing: Vec<&Finding> = findings.iter().filter(|f| f.severity >= level).collect();
-    if failing.is_empty() {
-        Verdict::Healthy
-    } else {
-        Verdict::Unhealthy {
-            reason: drain_reason(&failing),
+/// The drain reason for `v`, or None when it does not call for one: the
+/// failing findings ([`drain_reason`]), or a doctor that did not finish —
+/// `reading` is the read it was blocked in, when known (a hung sysfs read means a
+/// stuck driver or firmware, and a job would hang there too).
+pub fn reason(v: &Verdict) -> Option<String> {
+    match v {
+        Verdict::Healthy | Verdict::Unknown(Unknown::Failed(_)) => None,
+        Verdict::Unhealthy { failing } => Some(drain_reason(&failing.iter().collect::<Vec<_>>())),
+        Verdict::Unknown(Unknown::Hung { limit, reading }) => {
+            let what = match reading {
+                Some(p) => format!("reading {p}"),
+                None => "collecting host facts".to_string(),
+            };
+            Some(clip(&format!(
+                "{REASON_PREFIX} doctor hung: no answer in {} s {what}",
+                limit.as_secs()
+            )))
         }
-    }
-}
-
-/// The verdict when the doctor did not finish within `secs` seconds; `path` is the
-/// read it was blocked in, when known (a hung sysfs read means a stuck driver or
-/// firmware, and a job would hang there too).
-pub fn hung(secs: u64, path: Option<&str>) -> Verdict {
-    let what = match path {
-        Some(p) => format!("reading {p}"),
-        None => "collecting host facts".to_string(),
-    };
-    Verdict::Unhealthy {
-        reason: clip(&format!(
-            "{REASON_PREFIX} doctor hung: no answer in {secs} s {what}"
-        )),
     }
 }
 
@@ -203,8 +185,13 @@ pub fn held(node: &NodeState) -> Option<String> {
 /// The one action for a node in state `node` given the checks' verdict.
 pub fn decide(v: &Verdict, node: &NodeState) -> Action {
     let current = node.reason.as_ref().map(|r| r.text.as_str());
-    match v {
-        Verdict::Unhealthy { reason } => {
+    if let Verdict::Unknown(Unknown::Failed(why)) = v {
+        return Action::Leave {
+            why: format!("not checked ({why}): left as it is"),
+        };
+    }
+    match reason(v) {
+        Some(reason) => {
             if let Some(why) = held(node) {
                 return Action::Leave {
                     why: format!(
@@ -216,12 +203,10 @@ pub fn decide(v: &Verdict, node: &NodeState) -> Action {
                 Some(cur) if node.drained() && cur == reason => Action::Leave {
                     why: "already drained by rdmakit for this reason".into(),
                 },
-                _ => Action::Drain {
-                    reason: reason.clone(),
-                },
+                _ => Action::Drain { reason },
             }
         }
-        Verdict::Healthy => {
+        None => {
             if !node.drained() {
                 return Action::Leave {
                     why: "healthy; not drained".into(),
@@ -262,13 +247,14 @@ pub fn decide(v: &Verdict, node: &NodeState) -> Action {
     }
 }
 
-/// The health check's exit status: 0 healthy, 1 unhealthy (a Prolog that exits 1
-/// keeps the job off the node; Slurm keeps rdmakit's drain reason). 2 — rdmakit
-/// could not check or act — is the caller's.
+/// The health check's exit status: 0 healthy, 1 unhealthy or hung (a Prolog that
+/// exits 1 keeps the job off the node; Slurm keeps rdmakit's drain reason), 2 the
+/// checks could not run (rdmakit could not act either: the caller's too).
 pub fn exit_code(v: &Verdict) -> u8 {
     match v {
         Verdict::Healthy => 0,
-        Verdict::Unhealthy { .. } => 1,
+        Verdict::Unhealthy { .. } | Verdict::Unknown(Unknown::Hung { .. }) => 1,
+        Verdict::Unknown(Unknown::Failed(_)) => 2,
     }
 }
 
@@ -292,8 +278,21 @@ fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
     use crate::slurm::node::parse_show_node;
-    use rdmakit_doctor::codes::Code;
+    use rdmakit_doctor::codes::{Code, Severity};
+
+    fn verdict(fs: &[Finding], fail_on: Option<Severity>) -> Verdict {
+        Verdict::of(fs, fail_on)
+    }
+
+    fn hung(secs: u64, reading: Option<&str>) -> Verdict {
+        Verdict::Unknown(Unknown::Hung {
+            limit: Duration::from_secs(secs),
+            reading: reading.map(str::to_string),
+        })
+    }
 
     fn f(code: Code, subject: &str, msg: &str) -> Finding {
         Finding::new(code, subject, msg)
@@ -356,10 +355,8 @@ mod tests {
         );
         // Only findings at or above --fail-on count: K010 is info.
         assert_eq!(
-            verdict(&fs, Some(Severity::Error)),
-            Verdict::Unhealthy {
-                reason: "rdmakit: RDK-H002 mlx5_0 port 1 is DOWN (+1 more) (+RDK-K006)".into()
-            }
+            reason(&verdict(&fs, Some(Severity::Error))).as_deref(),
+            Some("rdmakit: RDK-H002 mlx5_0 port 1 is DOWN (+1 more) (+RDK-K006)")
         );
         assert_eq!(verdict(&fs[3..], Some(Severity::Error)), Verdict::Healthy);
         assert_eq!(verdict(&fs, None), Verdict::Healthy);
@@ -387,9 +384,7 @@ mod tests {
         );
         assert!(!r.contains('\n') && !r.contains('\t'));
         let h = hung(30, Some(&format!("/sys/{}", "d/".repeat(200))));
-        let Verdict::Unhealthy { reason } = h else {
-            panic!()
-        };
+        let reason = super::reason(&h).unwrap();
         assert!(reason.chars().count() <= MAX_REASON);
         assert!(reason.starts_with("rdmakit: doctor hung: no answer in 30 s reading /sys/d/"));
     }
@@ -639,6 +634,13 @@ mod tests {
         ));
         assert_eq!(exit_code(&Verdict::Healthy), 0);
         assert_eq!(exit_code(&hung(1, None)), 1);
+        let failed = Verdict::Unknown(Unknown::Failed("EACCES".into()));
+        assert_eq!(exit_code(&failed), 2);
+        assert_eq!(reason(&failed), None);
+        let Action::Leave { why } = decide(&failed, &state("NodeName=n1 State=IDLE")) else {
+            panic!("acted on a node it could not check")
+        };
+        assert!(why.starts_with("not checked (EACCES)"), "{why}");
         assert!(is_ours("rdmakit: x") && !is_ours("admin: rdmakit: x"));
     }
 }

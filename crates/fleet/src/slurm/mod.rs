@@ -1,7 +1,10 @@
 //! Slurm: sweeps over srun and the health check (docs/slurm.md).
 //!
 //! - [`node`]: a node's state from `scontrol show node -o`.
-//! - [`health`]: drain / resume / leave, and the drain reason, from findings.
+//! - [`health`]: drain / resume / leave, and the drain reason, from the doctor's
+//!   verdict on the node.
+//! - [`check`]: the health check's run: the verdict within a deadline, then the
+//!   action, carried out with scontrol.
 //! - [`env`]: the environment the health check gives scontrol (Slurm gives it none).
 //! - [`frame`]: how a node's report travels over srun's output.
 //! - [`sweep`]: srun's output → one result per node (reported, or missing and why).
@@ -10,6 +13,7 @@
 //!   read line by line, for the sweep and the pairwise agents (the modules that run
 //!   commands). Each says what failed as a [`SlurmError`].
 
+pub mod check;
 pub mod env;
 pub mod exec;
 pub mod frame;

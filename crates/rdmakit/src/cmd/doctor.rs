@@ -2,24 +2,22 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use anyhow::bail;
-pub(super) use rdmakit_doctor::assemble::Settings;
-use rdmakit_doctor::assemble::{assemble, Assembly, RawOptions};
-use rdmakit_doctor::counters::Baseline;
+use rdmakit_doctor::assemble::{RawOptions, Settings};
+use rdmakit_doctor::health::{Edge, NodeCheck, Probes, Verdict};
+use rdmakit_doctor::npd;
 use rdmakit_doctor::render::{self, HumanOptions};
-use rdmakit_doctor::report::Report;
-use rdmakit_fleet::slurm::frame;
-use rdmakit_host::bundle::Bundle;
-use rdmakit_host::collect::collect;
-use rdmakit_host::source::Recorder;
+use rdmakit_fleet::slurm::check::{self, HealthCheck, SlurmEnv};
+use rdmakit_fleet::slurm::{env, frame};
+use rdmakit_host::open::SourceSpec;
 
-use super::{Opened, SourceArgs};
+use super::SourceArgs;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     #[command(flatten)]
-    pub(super) source: SourceArgs,
+    source: SourceArgs,
     /// Print the report as JSON (schema rdmakit.doctor/v1, see docs/json-schema.md).
     #[arg(long)]
     json: bool,
@@ -95,7 +93,7 @@ pub struct Args {
     /// Slurm HealthCheckProgram / Prolog: fast checks only; drain this node on a finding
     /// at or above --fail-on, resume a drain rdmakit set when healthy (docs/slurm.md).
     #[arg(long, conflicts_with_all = ["json", "frame", "npd", "html", "device", "list_checks", "verbose", "baseline"])]
-    pub(super) slurm_health_check: bool,
+    slurm_health_check: bool,
     /// With --slurm-health-check: seconds the checks may take before the node counts as hung
     /// (Slurm kills the program at 60).
     #[arg(
@@ -104,34 +102,14 @@ pub struct Args {
         default_value_t = 30,
         requires = "slurm_health_check"
     )]
-    pub(super) health_timeout: u64,
+    health_timeout: u64,
     /// With --slurm-health-check: print the decision, change nothing in Slurm.
     #[arg(long, requires = "slurm_health_check")]
-    pub(super) dry_run: bool,
-}
-
-/// The port counters of the `--baseline` bundle, with its age relative to the
-/// collection being judged when both times are known.
-fn load_baseline(path: &str, current: &Opened, live: bool) -> anyhow::Result<Baseline> {
-    let (opened, opts) = super::ReplayArgs::open_named("--baseline", path)?;
-    let facts = collect(opened.source(), &opts);
-    if facts.devices.iter().all(|d| d.ports.is_empty()) {
-        bail!("--baseline {path}: holds no RDMA port, so there are no counters to compare with");
-    }
-    let then = opened.recorded_unix();
-    let now = current.recorded_unix().or_else(|| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        (live && matches!(current, Opened::Live(..))).then(|| now.map_or(0, |d| d.as_secs()))
-    });
-    let age = match (then, now) {
-        (Some(t), Some(n)) if n >= t => Some(n - t),
-        _ => None,
-    };
-    Ok(Baseline::from_facts(&facts, opened.label(), age))
+    dry_run: bool,
 }
 
 /// Validated settings (the second step of argument parsing).
-pub(super) fn settings(a: &Args) -> anyhow::Result<Settings> {
+fn settings(a: &Args) -> anyhow::Result<Settings> {
     Settings::parse(&RawOptions {
         expect_rate: a.expect_rate,
         netdev: a.netdev.as_deref(),
@@ -144,64 +122,109 @@ pub(super) fn settings(a: &Args) -> anyhow::Result<Settings> {
     .map_err(anyhow::Error::msg)
 }
 
+/// The check the flags ask for, with what the environment says of the soft NIC
+/// and libibverbs read here, at the edge. The health checks (--npd,
+/// --slurm-health-check) never probe by default; --npd never does.
+fn node_check(a: &Args, settings: Settings) -> NodeCheck {
+    let s = &a.source;
+    NodeCheck {
+        source: SourceSpec {
+            root: s.root.clone(),
+            from: s.from.clone(),
+            pid: s.pid,
+            kernel_log: s.kernel_log.clone(),
+            from_flag: "--from",
+        },
+        settings,
+        baseline: a.baseline.clone(),
+        probes: match a.npd {
+            true => Probes::default(),
+            false => Probes {
+                device: a.device.clone(),
+                probe: a.probe,
+                no_probe: a.no_probe,
+                auto: !a.slurm_health_check,
+            },
+        },
+        record: a.frame_bundle,
+        edge: Edge {
+            tool: format!("rdmakit {}", env!("CARGO_PKG_VERSION")),
+            soft: rdmakit_verbs::SoftProvider::from_env(),
+            soft_names: super::soft_names(),
+            library: super::ibverbs_library(),
+        },
+    }
+}
+
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.list_checks {
         anstream::stdout().write_all(render::list_checks(width()).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut s = settings(&a)?;
+    let s = settings(&a)?;
+    let fail_on = s.fail_on;
+    let check = node_check(&a, s);
+    let env = |k: &str| std::env::var(k).ok();
     if a.npd {
-        return super::npd::run(&a.source, &s.cfg, s.fail_on, &a.npd_state, a.npd_deadline);
+        let d = a.npd_deadline;
+        anyhow::ensure!(
+            d.is_finite() && d > 0.0,
+            "--npd-deadline {d}: must be a positive number of seconds"
+        );
+        let answer = npd::run(check, &a.npd_state, Duration::from_secs_f64(d));
+        if let Some(note) = &answer.note {
+            eprintln!("rdmakit: {note}");
+        }
+        writeln!(std::io::stdout(), "{}", answer.line)?;
+        return Ok(ExitCode::from(answer.exit));
     }
     if a.slurm_health_check {
-        return super::health::run(a, s);
+        let hc = HealthCheck {
+            check,
+            timeout: Duration::from_secs(a.health_timeout),
+            dry_run: a.dry_run,
+            env: SlurmEnv {
+                path: env("PATH"),
+                slurm_conf: env("SLURM_CONF"),
+                slurmd_nodename: env("SLURMD_NODENAME"),
+            },
+        };
+        return Ok(ExitCode::from(check::run(hc, &mut |l| println!("{l}"))));
     }
-    let (opened, opts) = a.source.open()?;
     let spinner = super::progress::Spinner::start("collecting host facts");
-    let (facts, records) = if a.frame_bundle {
-        let rec = Recorder::new(opened.source());
-        let facts = collect(&rec, &opts);
-        (facts, Some((rec.into_records(), opts.clone())))
-    } else {
-        (collect(opened.source(), &opts), None)
-    };
-    if let Some(path) = &a.baseline {
-        let live = a.source.from.is_none() && a.source.root.is_none();
-        s.cfg.baseline = Some(load_baseline(path, &opened, live)?);
-    }
-    note_bundle_misses(&a, &opened);
-    // Active probes: by default only on a live host without RDMA devices (the soft NIC).
-    let report = build_report(&a, &s, &facts, &opened, true, Some(&spinner))?;
+    let c = check.run(&|m| spinner.set_message(&m))?;
     drop(spinner);
+    if c.misses > 0 {
+        eprintln!(
+            "rdmakit: note: the bundle had no answer for {} questions (recorded by another \
+             rdmakit version or a partial capture); those facts count as absent",
+            c.misses
+        );
+    }
     if let Some(path) = &a.html {
-        super::html::doctor(path, &facts, &report, opened.recorded_unix())?;
+        super::html::doctor(path, &c.facts, &c.report, c.recorded_unix)?;
     }
     let mut out = anstream::stdout();
     if a.frame {
-        let node = super::health::node_name();
+        let hostname = c.node.hostname.as_deref().unwrap_or_default();
+        let node = env::node_name(env("SLURMD_NODENAME").as_deref(), hostname);
         // The same JSON as --json (groups included), so a sweep's node is the doctor's.
-        let json = render::json(&report);
-        let bundle = records.map(|(recs, opts)| {
-            let tool = format!("rdmakit {} ({})", env!("CARGO_PKG_VERSION"), opened.label());
-            Bundle::new(Bundle::header_now(&tool, opts), recs).to_json()
-        });
+        let json = render::json(&c.report);
+        let bundle = c.bundle.map(|b| b.to_json());
         let text = frame::doctor_output(&node, json.as_bytes(), bundle.as_deref());
         out.write_all(text.as_bytes())?;
     } else if a.json {
-        writeln!(out, "{}", render::json(&report))?;
+        writeln!(out, "{}", render::json(&c.report))?;
     } else {
         let opts = HumanOptions {
             verbose: a.verbose,
             width: width(),
         };
-        out.write_all(render::human(&report, opts).as_bytes())?;
+        out.write_all(render::human(&c.report, opts).as_bytes())?;
     }
-    let failed = s.fail_on.is_some_and(|l| report.fails(l));
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(
+        Verdict::of(&c.report.findings, fail_on).exit_code(),
+    ))
 }
 
 /// The columns human output wraps to: `COLUMNS` when set to a number, else
@@ -210,57 +233,4 @@ pub(super) fn width() -> u16 {
     let columns = std::env::var("COLUMNS").ok();
     let terminal = terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0);
     render::width_from(columns.as_deref(), terminal)
-}
-
-/// A bundle without answers to some questions says so (a capture directory holds
-/// only what it captured, so it does not).
-pub(super) fn note_bundle_misses(a: &Args, opened: &Opened) {
-    let from_dir = a
-        .source
-        .from
-        .as_deref()
-        .is_some_and(|p| std::path::Path::new(p).is_dir());
-    if let Opened::Bundle(b, _) = opened {
-        if b.misses() > 0 && !from_dir {
-            eprintln!(
-                "rdmakit: note: the bundle had no answer for {} questions (recorded by another \
-                 rdmakit version or a partial capture); those facts count as absent",
-                b.misses()
-            );
-        }
-    }
-}
-
-/// The report over `facts` (`rdmakit_doctor::assemble`), with what the
-/// environment says of the soft NIC and libibverbs read here, at the edge.
-/// `spinner` (on a terminal) names the probes under way.
-pub(super) fn build_report(
-    a: &Args,
-    s: &Settings,
-    facts: &rdmakit_host::model::HostFacts,
-    opened: &Opened,
-    auto_probe: bool,
-    spinner: Option<&super::progress::Spinner>,
-) -> anyhow::Result<Report> {
-    let phase = |msg: String| {
-        if let Some(sp) = spinner {
-            sp.set_message(&msg);
-        }
-    };
-    let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
-    let library = super::ibverbs_library();
-    let assembly = Assembly {
-        device: a.device.as_deref(),
-        probe: a.probe,
-        no_probe: a.no_probe,
-        auto_probe,
-        live: a.source.from.is_none() && a.source.root.is_none(),
-        input: a.source.from.as_deref().or(a.source.root.as_deref()),
-        source_label: opened.label(),
-        tool: &tool,
-        soft: &rdmakit_verbs::SoftProvider::from_env(),
-        soft_names: &super::soft_names(),
-        library: &library,
-    };
-    assemble(facts, &s.cfg, &assembly, &phase).map_err(anyhow::Error::msg)
 }

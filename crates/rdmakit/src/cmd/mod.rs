@@ -7,13 +7,11 @@ pub mod doctor;
 pub mod exits;
 pub mod explain;
 pub mod fleet;
-pub mod health;
 pub mod html;
 pub mod irq;
 pub mod link;
 pub mod metrics;
 pub mod monitor;
-pub mod npd;
 pub mod pcap;
 pub mod perf;
 pub mod progress;
@@ -102,17 +100,6 @@ impl ReplayArgs {
         spec.open(device_limits).map_err(anyhow::Error::new)
     }
 
-    /// Opens the bundle (or capture directory) `path` that `flag` named
-    /// (`--baseline`): its errors name that flag.
-    pub fn open_named(flag: &'static str, path: &str) -> anyhow::Result<(Opened, CollectOptions)> {
-        let spec = SourceSpec {
-            from: Some(path.to_string()),
-            from_flag: flag,
-            ..SourceSpec::default()
-        };
-        spec.open(device_limits).map_err(anyhow::Error::new)
-    }
-
     /// The live host (neither --root nor --from).
     pub fn live(&self) -> bool {
         self.root.is_none() && self.from.is_none()
@@ -140,18 +127,6 @@ pub struct SourceArgs {
 }
 
 pub use rdmakit_host::open::Opened;
-
-impl SourceArgs {
-    /// Opens the source, and the options to collect with.
-    pub fn open(&self) -> anyhow::Result<(Opened, CollectOptions)> {
-        let replay = ReplayArgs {
-            root: self.root.clone(),
-            from: self.from.clone(),
-        };
-        replay.open_with(self.pid, self.kernel_log.as_deref())
-    }
-}
-
 /// Prints `WHO: error: WHAT` on stderr in rdmakit's words (an errno by its
 /// name, never Rust's "(os error N)") and gives exit status 2: for the
 /// commands that report their own failures (fleet agent, fleet pairwise).
