@@ -5,7 +5,7 @@
 
 use rdmakit_fleet::pairwise::confirm::{plan_links, plan_nodes, Probe};
 use rdmakit_fleet::pairwise::localize::{judge, Judged, Suspect};
-use rdmakit_fleet::pairwise::report::{Fault, MatrixThresholds, PairwiseReport, Phase, Verdict};
+use rdmakit_fleet::pairwise::report::{Fault, MatrixThresholds, Outcome, PairwiseReport, Phase};
 
 fn load(name: &str) -> PairwiseReport {
     let path = format!("{}/tests/data/pairwise/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -38,7 +38,7 @@ fn clean_noisy_matrix_has_nothing_significant_and_its_verdict_is_clean() {
     assert!(r
         .confirmations
         .iter()
-        .all(|c| c.verdict == Verdict::Dismissed));
+        .all(|c| c.verdict == Outcome::Dismissed));
 }
 
 #[test]

@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 
 use plotters::style::RGBColor;
-use rdmakit_fleet::pairwise::report::{Cell, Fault, Mode, PairwiseReport, Phase, Verdict};
+use rdmakit_fleet::pairwise::report::{Cell, Fault, Mode, Outcome, PairwiseReport, Phase};
 use rdmakit_fleet::stats::median;
 
 use crate::html::{esc, num, Page};
@@ -487,9 +487,9 @@ fn confirmations(r: &PairwiseReport) -> String {
     );
     for c in &r.confirmations {
         let (class, word) = match c.verdict {
-            Verdict::Confirmed => ("error", "confirmed"),
-            Verdict::Dismissed => ("pass", "dismissed (noise)"),
-            Verdict::Unconfirmed => ("warning", "not re-measured"),
+            Outcome::Confirmed => ("error", "confirmed"),
+            Outcome::Dismissed => ("pass", "dismissed (noise)"),
+            Outcome::Unconfirmed => ("warning", "not re-measured"),
         };
         let head = format!(
             "<td rowspan=\"{}\">{}</td><td rowspan=\"{}\"><span class=\"badge {class}\">{word}\

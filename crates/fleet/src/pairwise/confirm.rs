@@ -22,7 +22,7 @@
 
 use super::coordinator::{fault_of, run_rounds, Indexed, Run, Specs, Step};
 use super::localize::{self, Judged, SlowDir, Suspect};
-use super::report::{Check, Confirmation, MatrixThresholds, Phase, RoundTiming, Verdict};
+use super::report::{Check, Confirmation, MatrixThresholds, Outcome, Phase, RoundTiming};
 use super::schedule;
 
 /// One check: a directed cell that must be low again, or the lower of a
@@ -198,9 +198,9 @@ pub(super) fn confirm(
     for (c, p) in out.iter().zip(&nodes) {
         if let Suspect::Node(x) = p.suspect {
             faulty[x] = match c.verdict {
-                Verdict::Confirmed => true,
-                Verdict::Dismissed => false,
-                Verdict::Unconfirmed => judged.nodes[x].significant,
+                Outcome::Confirmed => true,
+                Outcome::Dismissed => false,
+                Outcome::Unconfirmed => judged.nodes[x].significant,
             };
         }
     }

@@ -14,8 +14,8 @@ use super::localize::{self, Suspect};
 use super::logtext::escape;
 use super::protocol::{self, Conn, Measurement, ProtoError, Reply, Request, TestSpec};
 use super::report::{
-    Cell, Confirmation, Fault, MatrixThresholds, Mode, Node, PairwiseReport, Phase, RoundTiming,
-    Settings, Unreachable, Verdict, SCHEMA,
+    Cell, Confirmation, Fault, MatrixThresholds, Mode, Node, Outcome, PairwiseReport, Phase,
+    RoundTiming, Settings, Unreachable, SCHEMA,
 };
 use super::schedule;
 
@@ -284,7 +284,7 @@ pub fn run(
                 .map(|s| Confirmation {
                     suspect: fault_of(*s, &names),
                     checks: Vec::new(),
-                    verdict: Verdict::Unconfirmed,
+                    verdict: Outcome::Unconfirmed,
                 })
                 .collect();
         }
@@ -319,9 +319,9 @@ pub fn run(
     let mut faults: Vec<Fault> = confirmations
         .iter()
         .filter(|c| match c.verdict {
-            Verdict::Confirmed => true,
-            Verdict::Dismissed => false,
-            Verdict::Unconfirmed => significant.contains(&c.suspect),
+            Outcome::Confirmed => true,
+            Outcome::Dismissed => false,
+            Outcome::Unconfirmed => significant.contains(&c.suspect),
         })
         .map(|c| c.suspect.clone())
         .collect();

@@ -34,7 +34,7 @@
 
 use std::collections::BTreeMap;
 
-use super::report::{Check, MatrixStats, MatrixThresholds, Verdict};
+use super::report::{Check, MatrixStats, MatrixThresholds, Outcome};
 use crate::stats::{median, Spread};
 
 /// A directed measurement: requester index, responder index, MB/s.
@@ -318,14 +318,14 @@ pub fn judge(n: usize, cells: &[Cell], t: &MatrixThresholds) -> Judged {
 /// confirmed when every check is below `confirm_ratio` × its controls,
 /// dismissed when any is not (a real fault is low every time; noise is
 /// not), unconfirmed when there was nothing to check against.
-pub fn verdict(checks: &[Check], t: &MatrixThresholds) -> Verdict {
+pub fn verdict(checks: &[Check], t: &MatrixThresholds) -> Outcome {
     if checks.is_empty() {
-        return Verdict::Unconfirmed;
+        return Outcome::Unconfirmed;
     }
     if checks.iter().all(|c| c.ratio < t.confirm_ratio) {
-        Verdict::Confirmed
+        Outcome::Confirmed
     } else {
-        Verdict::Dismissed
+        Outcome::Dismissed
     }
 }
 
@@ -506,10 +506,10 @@ mod tests {
             control_mbs: 100.0,
             ratio: r,
         };
-        assert_eq!(verdict(&[], &t()), Verdict::Unconfirmed);
-        assert_eq!(verdict(&[c(0.1), c(0.2)], &t()), Verdict::Confirmed);
-        assert_eq!(verdict(&[c(0.1), c(0.9)], &t()), Verdict::Dismissed);
-        assert_eq!(verdict(&[c(0.95)], &t()), Verdict::Dismissed);
+        assert_eq!(verdict(&[], &t()), Outcome::Unconfirmed);
+        assert_eq!(verdict(&[c(0.1), c(0.2)], &t()), Outcome::Confirmed);
+        assert_eq!(verdict(&[c(0.1), c(0.9)], &t()), Outcome::Dismissed);
+        assert_eq!(verdict(&[c(0.95)], &t()), Outcome::Dismissed);
         assert_eq!(ratio(0.0, 0.0), 0.0);
     }
 }

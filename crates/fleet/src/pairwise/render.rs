@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 
 use super::logtext::escape;
-use super::report::{Cell, Fault, PairwiseReport, Phase, Verdict};
+use super::report::{Cell, Fault, Outcome, PairwiseReport, Phase};
 
 const RED: Style = AnsiColor::Red.on_default().bold();
 const YELLOW: Style = AnsiColor::Yellow.on_default();
@@ -108,9 +108,9 @@ pub fn human(r: &PairwiseReport) -> String {
         let _ = writeln!(o, "\nSuspects re-measured against healthy pairs:");
         for c in &r.confirmations {
             let v = match c.verdict {
-                Verdict::Confirmed => paint(RED, "confirmed"),
-                Verdict::Dismissed => paint(GREEN, "dismissed (noise)"),
-                Verdict::Unconfirmed => paint(YELLOW, "not re-measured"),
+                Outcome::Confirmed => paint(RED, "confirmed"),
+                Outcome::Dismissed => paint(GREEN, "dismissed (noise)"),
+                Outcome::Unconfirmed => paint(YELLOW, "not re-measured"),
             };
             let _ = writeln!(o, "  {}: {v}", c.suspect);
             for k in &c.checks {

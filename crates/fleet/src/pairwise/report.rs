@@ -317,7 +317,7 @@ pub struct Confirmation {
     /// Re-measurements: the suspect's figure against its controls'.
     pub checks: Vec<Check>,
     /// The outcome.
-    pub verdict: Verdict,
+    pub verdict: Outcome,
 }
 
 /// One re-measurement of a suspect.
@@ -340,10 +340,12 @@ pub struct Check {
     pub ratio: f64,
 }
 
-/// What became of a suspect.
+/// What became of a suspect once re-measured (serialized as a confirmation's
+/// `verdict`). It judges one measurement against its controls, not a node's
+/// health: that is `rdmakit_doctor::health::Verdict`, from the doctor's findings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum Outcome {
     /// Low again against healthy controls: reported.
     Confirmed,
     /// Fine when measured again: the screening's noise, not reported.
