@@ -15,7 +15,7 @@ use rdmakit_doctor::probes::ProbeReport;
 use rdmakit_doctor::report::Report;
 use rdmakit_doctor::views::irq::{DeviceIrqs, IrqView};
 use rdmakit_doctor::views::topology::{DeviceTopology, LinkState, TopologyView};
-use rdmakit_doctor::views::Verdict;
+use rdmakit_doctor::views::CheckStatus;
 use serde::Serialize;
 
 use crate::html::{esc, Page};
@@ -460,7 +460,7 @@ fn probes(r: &Report) -> String {
     s
 }
 
-fn verdict_line(vs: &[Verdict]) -> String {
+fn verdict_line(vs: &[CheckStatus]) -> String {
     let mut s = String::from("<p>The doctor: ");
     let parts: Vec<String> = vs
         .iter()

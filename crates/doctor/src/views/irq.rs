@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use comfy_table::{presets, Cell, ContentArrangement, Table};
 use serde::Serialize;
 
-use super::{findings_about, verdicts, Verdict};
+use super::{findings_about, verdicts, CheckStatus};
 use crate::finding::Finding;
 use crate::report::Report;
 use crate::rules::irq::completion_vectors;
@@ -33,7 +33,7 @@ pub struct IrqView {
     /// The file the lines came from.
     pub interrupts_path: String,
     /// The doctor's IRQ checks (`irq.vectors`, `irq.affinity`).
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<CheckStatus>,
     pub devices: Vec<DeviceIrqs>,
 }
 

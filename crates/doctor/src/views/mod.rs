@@ -15,9 +15,11 @@ use crate::finding::Finding;
 use crate::report::Report;
 use serde::Serialize;
 
-/// A check's conclusion, as a view carries it.
+/// A check's [`crate::checks::Status`] as a view carries it (its JSON keeps the
+/// name `verdicts`). One check's conclusion, not the node's:
+/// [`crate::health::Verdict`] is that.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
+pub struct CheckStatus {
     /// The check id (`irq.vectors`).
     pub check: &'static str,
     /// `pass`, `fail`, `n/a` or `not checked`.
@@ -27,12 +29,12 @@ pub struct Verdict {
     pub reason: Option<String>,
 }
 
-fn verdicts(report: &Report, ids: &[&str]) -> Vec<Verdict> {
+fn verdicts(report: &Report, ids: &[&str]) -> Vec<CheckStatus> {
     report
         .checks
         .iter()
         .filter(|c| ids.contains(&c.id))
-        .map(|c: &CheckResult| Verdict {
+        .map(|c: &CheckResult| CheckStatus {
             check: c.id,
             result: c.status.word(),
             reason: match &c.status {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{findings_about, verdicts, Verdict};
+use super::{findings_about, verdicts, CheckStatus};
 use crate::finding::Finding;
 use crate::report::Report;
 use rdmakit_host::model::{Device, DeviceKind, HostFacts, PcieLink, Port};
@@ -20,7 +20,7 @@ pub struct TopologyView {
     pub schema: &'static str,
     pub source: String,
     /// The doctor's checks of links and ports.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<CheckStatus>,
     pub devices: Vec<DeviceTopology>,
 }
 
