@@ -64,7 +64,7 @@ fn apply(cmd: clap::Command, path: &str) -> clap::Command {
 /// `soft`) the general table.
 fn statuses(path: &str) -> Option<Vec<(Exit, String)>> {
     match exits::of(path) {
-        Some(t) => Some(t.iter().map(|(e, m)| (*e, m.to_string())).collect()),
+        Some(t) => Some(t),
         None if path == "help" || path.ends_with(" help") => None,
         None => Some(general()),
     }
