@@ -85,7 +85,7 @@ fn main() -> ExitCode {
         eprintln!(
             "rdmakit: error: --provider chooses how devinfo, perf, verbs-test and fleet agent \
              open a device; `rdmakit {}` opens none: leave --provider out",
-            cli.command.name()
+            typed(&matches, &cli.command)
         );
         return Exit::Failed.into();
     }
@@ -126,40 +126,14 @@ fn main() -> ExitCode {
     match r {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rdmakit: error: {}", said_once(&e));
+            let said = rdmakit_vocab::errno::said_once(e.as_ref());
+            eprintln!("rdmakit: error: {said}");
             Exit::Failed.into()
         }
     }
 }
 
 impl Command {
-    /// The subcommand's name, as typed.
-    fn name(&self) -> String {
-        let id = match self {
-            Command::Doctor(_) => "doctor",
-            Command::Explain(_) => "explain",
-            Command::Collect(_) => "collect",
-            Command::Pcap(_) => "pcap",
-            Command::Dev(_) => "dev",
-            Command::Devinfo(a) if a.replays() => "devinfo --from/--root",
-            Command::Devinfo(_) => "devinfo",
-            Command::Link(_) => "link",
-            Command::Res(_) => "res",
-            Command::Stat(_) => "stat",
-            Command::Monitor(_) => "monitor",
-            Command::Metrics(_) => "metrics",
-            Command::Perf(_) => "perf",
-            Command::Soft(_) => "soft",
-            Command::Shim(_) => "shim",
-            Command::VerbsTest(_) => "verbs-test",
-            Command::Fleet(a) => return format!("fleet {}", a.name()),
-            Command::Irq(_) => "irq",
-            Command::Completions(_) => "completions",
-            Command::Man(_) => "man",
-        };
-        id.to_string()
-    }
-
     /// Whether the subcommand opens a device through a verbs provider (the only
     /// ones `--provider` applies to).
     fn opens_devices(&self) -> bool {
@@ -172,54 +146,13 @@ impl Command {
     }
 }
 
-/// The error and its causes (as `{:#}` prints them), each said once, in
-/// rdmakit's words: a cause whose text is already in the message — an error
-/// type that prints its source and also returns it — is not repeated ("…: No
-/// such file or directory (os error 2): No such file or directory (os error
-/// 2)"), and Rust's "MESSAGE (os error N)" becomes "ENAME (MESSAGE)".
-fn said_once(e: &anyhow::Error) -> String {
-    let mut out = e.to_string();
-    for cause in e.chain().skip(1) {
-        let c = cause.to_string();
-        if !out.contains(&c) {
-            out.push_str(": ");
-            out.push_str(&c);
-        }
+/// The subcommand as typed ("fleet report"), for messages.
+fn typed(mut m: &clap::ArgMatches, command: &Command) -> String {
+    let mut path = Vec::new();
+    while let Some((name, sub)) = m.subcommand() {
+        path.push(name);
+        m = sub;
     }
-    rdmakit_vocab::errno::plain(&out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::said_once;
-
-    /// An error type that shows its source and also returns it: said once,
-    /// and with the errno's name rather than Rust's wording.
-    #[derive(Debug)]
-    struct Doubling(std::io::Error);
-    impl std::fmt::Display for Doubling {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "/nonexistent: {}", self.0)
-        }
-    }
-    impl std::error::Error for Doubling {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.0)
-        }
-    }
-
-    #[test]
-    fn enoent_is_said_once_by_its_name() {
-        let io = std::io::Error::from_raw_os_error(2);
-        let e = anyhow::Error::new(Doubling(io)).context("--baseline x");
-        assert_eq!(
-            said_once(&e),
-            "--baseline x: /nonexistent: ENOENT (No such file or directory)"
-        );
-        let plain = anyhow::Error::new(std::io::Error::from_raw_os_error(2)).context("reading f");
-        assert_eq!(
-            said_once(&plain),
-            "reading f: ENOENT (No such file or directory)"
-        );
-    }
+    let replays = matches!(command, Command::Devinfo(a) if a.replays());
+    path.join(" ") + if replays { " --from/--root" } else { "" }
 }

@@ -308,9 +308,70 @@ pub fn plain(text: &str) -> String {
     out
 }
 
+/// An error and its causes, each said once, in rdmakit's words: a cause whose
+/// text is already in the message — an error type that prints its source and
+/// also returns it — is not repeated ("…: No such file or directory (os error
+/// 2): No such file or directory (os error 2)"), and Rust's "MESSAGE (os error
+/// N)" becomes "ENAME (MESSAGE)" ([`plain`]).
+pub fn said_once(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    plain(&out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error type that shows its source and also returns it, under a
+    /// context: said once, and with the errno's name rather than Rust's wording.
+    #[test]
+    fn enoent_is_said_once_by_its_name() {
+        #[derive(Debug)]
+        struct Doubling(std::io::Error);
+        impl std::fmt::Display for Doubling {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "/nonexistent: {}", self.0)
+            }
+        }
+        impl std::error::Error for Doubling {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        #[derive(Debug)]
+        struct Context(&'static str, Doubling);
+        impl std::fmt::Display for Context {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for Context {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.1)
+            }
+        }
+        let e = Context(
+            "--baseline x",
+            Doubling(std::io::Error::from_raw_os_error(2)),
+        );
+        assert_eq!(
+            said_once(&e),
+            "--baseline x: /nonexistent: ENOENT (No such file or directory)"
+        );
+        assert_eq!(
+            said_once(&std::io::Error::from_raw_os_error(2)),
+            "ENOENT (No such file or directory)"
+        );
+    }
 
     /// The numbers Linux leaves unassigned below [`MAX`].
     const UNASSIGNED: [i32; 2] = [41, 58];

@@ -43,17 +43,6 @@ enum Command {
 }
 
 impl Args {
-    /// The subcommand's name ("agent").
-    pub fn name(&self) -> &'static str {
-        match self.command {
-            Command::Report(_) => "report",
-            Command::Baseline(_) => "baseline",
-            Command::Sweep(_) => "sweep",
-            Command::Agent(_) => "agent",
-            Command::Pairwise(_) => "pairwise",
-        }
-    }
-
     /// Whether it opens a device through a verbs provider: the agent's `-d DEV`.
     pub fn opens_devices(&self) -> bool {
         matches!(self.command, Command::Agent(_))
