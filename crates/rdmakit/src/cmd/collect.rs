@@ -57,7 +57,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {
             let rec = Recorder::new(opened.source());
-            let spinner = super::progress::Spinner::start("collecting host facts");
+            let spinner = super::progress::Progress::spinner("collecting host facts");
             let _ = collect(&rec, &opts);
             drop(spinner);
             let mut header = Bundle::header_now(&tool, opts);

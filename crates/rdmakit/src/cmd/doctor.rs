@@ -12,6 +12,7 @@ use rdmakit_fleet::slurm::check::{self, HealthCheck, SlurmEnv};
 use rdmakit_fleet::slurm::{env, frame};
 use rdmakit_host::open::SourceSpec;
 
+use super::progress::Progress;
 use super::SourceArgs;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -191,8 +192,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         return Ok(ExitCode::from(check::run(hc, &mut |l| println!("{l}"))));
     }
-    let spinner = super::progress::Spinner::start("collecting host facts");
-    let c = check.run(&|m| spinner.set_message(&m))?;
+    let spinner = Progress::spinner("collecting host facts");
+    let c = check.run(&|m| spinner.message(m))?;
     drop(spinner);
     if c.misses > 0 {
         eprintln!(

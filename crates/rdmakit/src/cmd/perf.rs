@@ -8,10 +8,11 @@
 //! RETRY_EXC_ERR when the peer vanished, a broken exchange, a validation
 //! failure), 2 invalid arguments.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::progress::Progress as Bar;
 use rdmakit_perf::options::{parse_duration, parse_mtu, parse_test, parse_ud, Options};
 use rdmakit_perf::{
     render, run_client, run_server, ClientOpts, Header, PerfError, Progress, ServerOpts, Step, Test,
@@ -123,7 +124,12 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
     let json = a.json;
     let gbits = a.report_gbits;
 
-    let bar = Bar::new(!json || std::io::stderr().is_terminal());
+    let bar = Bar::new(
+        "{msg} [{bar:30}] {percent:>3}%",
+        Some(1000),
+        Duration::from_secs(1),
+        true,
+    );
     let bar_ref = &bar;
     let mut hooks = Progress {
         // The server says it waits once it listens (a port in use fails first).
@@ -140,7 +146,8 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
             }
         })),
         on_progress: Some(Box::new(move |s: &Step| {
-            bar_ref.set(s.done, || render::progress_label(test, s))
+            bar_ref.message(render::progress_label(test, s));
+            bar_ref.position((s.done.clamp(0.0, 1.0) * 1000.0) as u64, None);
         })),
         cancel: None,
     };
@@ -178,7 +185,7 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
         ),
     };
     drop(hooks);
-    bar.finish();
+    drop(bar);
     match result {
         Ok(r) => {
             if json {
@@ -210,52 +217,4 @@ fn failed(test: Test, json: bool, e: PerfError) -> anyhow::Result<ExitCode> {
 fn usage(msg: &str) -> ExitCode {
     eprintln!("rdmakit perf: error: {msg}");
     ExitCode::from(2)
-}
-
-/// A progress bar on stderr when it is a terminal, shown once the run has
-/// lasted a second: what runs (test, size, which of the sweep's sizes), the
-/// bar, the percentage of the whole run.
-struct Bar {
-    pb: Option<indicatif::ProgressBar>,
-    start: Instant,
-    shown: std::cell::Cell<bool>,
-}
-
-impl Bar {
-    fn new(allowed: bool) -> Bar {
-        let pb = (allowed && std::io::stderr().is_terminal()).then(|| {
-            let pb = indicatif::ProgressBar::with_draw_target(
-                Some(1000),
-                indicatif::ProgressDrawTarget::hidden(),
-            );
-            if let Ok(style) =
-                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {percent:>3}%")
-            {
-                pb.set_style(style.progress_chars("=> "));
-            }
-            pb
-        });
-        Bar {
-            pb,
-            start: Instant::now(),
-            shown: std::cell::Cell::new(false),
-        }
-    }
-
-    /// `done` of the whole run (0..=1), under the label `label` makes.
-    fn set(&self, done: f64, label: impl FnOnce() -> String) {
-        let Some(pb) = &self.pb else { return };
-        if !self.shown.get() && self.start.elapsed() >= Duration::from_secs(1) {
-            pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            self.shown.set(true);
-        }
-        pb.set_message(label());
-        pb.set_position((done.clamp(0.0, 1.0) * 1000.0) as u64);
-    }
-
-    fn finish(&self) {
-        if let Some(pb) = &self.pb {
-            pb.finish_and_clear();
-        }
-    }
 }

@@ -1,6 +1,8 @@
-//! A spinner on stderr for work of unknown length (collecting host facts, the
-//! doctor's probes): only on a terminal, and only once the work has lasted a
-//! second, so quick runs and pipes never see it.
+//! Progress on stderr, only when it is a terminal: the one widget every command
+//! that makes people wait draws with (collecting host facts and probing, perf's
+//! run, a sweep's nodes, a pairwise run's rounds, loading a fleet's inputs). The
+//! libraries report progress as events; this draws them. Shown only once `after`
+//! has passed, so quick runs and pipes never see it.
 
 use std::io::IsTerminal as _;
 use std::sync::mpsc;
@@ -8,51 +10,81 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub struct Spinner {
+pub struct Progress {
     pb: Option<ProgressBar>,
     stop: Option<mpsc::Sender<()>>,
     waiter: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Spinner {
-    /// Starts a spinner with `msg`; it shows after one second when stderr is a terminal.
-    pub fn start(msg: &str) -> Spinner {
-        if !std::io::stderr().is_terminal() {
-            return Spinner {
+impl Progress {
+    /// A bar drawn with indicatif's `template`, `len` steps long (`None`: not
+    /// known yet), shown on stderr after `after` when `wanted` and stderr is a
+    /// terminal; otherwise nothing at all.
+    pub fn new(template: &str, len: Option<u64>, after: Duration, wanted: bool) -> Progress {
+        if !wanted || !std::io::stderr().is_terminal() {
+            return Progress {
                 pb: None,
                 stop: None,
                 waiter: None,
             };
         }
-        let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
-        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
-            pb.set_style(style);
+        let pb = ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden());
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            pb.set_style(style.progress_chars("=> "));
         }
-        pb.set_message(msg.to_string());
         let (tx, rx) = mpsc::channel::<()>();
         let shown = pb.clone();
         let waiter = std::thread::spawn(move || {
-            if rx.recv_timeout(Duration::from_secs(1)) == Err(mpsc::RecvTimeoutError::Timeout) {
+            if rx.recv_timeout(after) == Err(mpsc::RecvTimeoutError::Timeout) {
                 shown.set_draw_target(ProgressDrawTarget::stderr());
                 shown.enable_steady_tick(Duration::from_millis(120));
             }
         });
-        Spinner {
+        Progress {
             pb: Some(pb),
             stop: Some(tx),
             waiter: Some(waiter),
         }
     }
 
+    /// "⠋ collecting host facts (3s)", after a second: work of unknown length.
+    pub fn spinner(msg: &str) -> Progress {
+        let p = Progress::new(
+            "{spinner} {msg} ({elapsed})",
+            None,
+            Duration::from_secs(1),
+            true,
+        );
+        p.message(msg);
+        p
+    }
+
     /// Changes the message (the phase under way).
-    pub fn set_message(&self, msg: &str) {
+    pub fn message(&self, msg: impl Into<String>) {
         if let Some(pb) = &self.pb {
-            pb.set_message(msg.to_string());
+            pb.set_message(msg.into());
+        }
+    }
+
+    /// Changes the prefix (a counter beside the message).
+    pub fn prefix(&self, p: impl Into<String>) {
+        if let Some(pb) = &self.pb {
+            pb.set_prefix(p.into());
+        }
+    }
+
+    /// Moves to step `n` of `len` (which `len` changes when given).
+    pub fn position(&self, n: u64, len: Option<u64>) {
+        if let Some(pb) = &self.pb {
+            if let Some(l) = len {
+                pb.set_length(l);
+            }
+            pb.set_position(n);
         }
     }
 }
 
-impl Drop for Spinner {
+impl Drop for Progress {
     fn drop(&mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());

@@ -7,10 +7,9 @@ pub mod pairwise;
 pub mod report;
 pub mod sweep;
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::process::ExitCode;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use rdmakit_fleet::baseline::{Expected, Previous};
@@ -19,6 +18,8 @@ use rdmakit_fleet::render::{self, HumanOptions};
 use rdmakit_fleet::report::{FleetReport, Options};
 use rdmakit_host::bounded::{read_named, Cap};
 use rdmakit_vocab::exit::Exit;
+
+use super::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -80,27 +81,14 @@ fn tool() -> String {
 
 /// Reads inputs, with a progress bar on a terminal once it has taken a second.
 fn load(paths: &[String]) -> Loaded {
-    let start = Instant::now();
-    let bar: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
-    let terminal = std::io::stderr().is_terminal();
-    let progress = |done: usize, total: usize| {
-        if !terminal || start.elapsed() < Duration::from_secs(1) {
-            return;
-        }
-        let mut b = bar.lock().unwrap_or_else(|p| p.into_inner());
-        let pb = b.get_or_insert_with(|| indicatif::ProgressBar::new(total as u64));
-        pb.set_position(done as u64);
-    };
+    let bar = Progress::new("{wide_bar} {pos}/{len}", None, Duration::from_secs(1), true);
+    let progress = |done: usize, total: usize| bar.position(done as u64, Some(total as u64));
     let opts = LoadOptions {
         tool: tool(),
         progress: Some(&progress),
         ..LoadOptions::default()
     };
-    let loaded = input::load(paths, &opts);
-    if let Some(pb) = bar.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        pb.finish_and_clear();
-    }
-    loaded
+    input::load(paths, &opts)
 }
 
 /// `--baseline PREVIOUS`: a previous fleet report, or inputs of the kinds `report`

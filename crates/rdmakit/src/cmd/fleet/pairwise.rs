@@ -3,7 +3,6 @@
 //! as one job step), runs it, renders the report. Exit status: 0 no fault,
 //! 1 a fault found or an agent unreachable, 2 the run could not be made.
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +15,8 @@ use rdmakit_fleet::pairwise::render;
 use rdmakit_fleet::pairwise::report::PairwiseReport;
 use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig};
 use rdmakit_vocab::exit::Exit;
+
+use crate::cmd::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -213,9 +214,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let cfg = opts.config(agents, token);
 
-    let bar = Bar::new(!a.json);
-    let result = coordinator::run(&cfg, &|s: &Step| bar.step(s));
-    bar.finish();
+    let bar = Progress::new("{spinner} {msg} {prefix}", None, Duration::ZERO, !a.json);
+    let result = coordinator::run(&cfg, &|s: &Step| match s.text() {
+        StepText::Message(m) => bar.message(m),
+        StepText::Prefix(p) => bar.prefix(p),
+    });
+    drop(bar);
     if let Some(mut s) = step {
         let status = s.stop(Duration::from_secs(10));
         if !a.json {
@@ -246,34 +250,4 @@ fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<ExitCode> {
     } else {
         Exit::Found.into()
     })
-}
-
-/// Progress on stderr when it is a terminal.
-struct Bar {
-    pb: Option<indicatif::ProgressBar>,
-}
-
-impl Bar {
-    fn new(allowed: bool) -> Bar {
-        let pb = (allowed && std::io::stderr().is_terminal()).then(|| {
-            let pb = indicatif::ProgressBar::new_spinner();
-            pb.enable_steady_tick(Duration::from_millis(120));
-            pb
-        });
-        Bar { pb }
-    }
-
-    fn step(&self, s: &Step) {
-        let Some(pb) = &self.pb else { return };
-        match s.text() {
-            StepText::Message(m) => pb.set_message(m),
-            StepText::Prefix(p) => pb.set_prefix(p),
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(pb) = &self.pb {
-            pb.finish_and_clear();
-        }
-    }
 }

@@ -1,12 +1,13 @@
 //! `rdmakit fleet sweep`: one doctor per node as one Slurm job step.
 
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use rdmakit_fleet::slurm::run::{self, Commands, Event, SweepSpec};
+
+use crate::cmd::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -66,32 +67,19 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         PathBuf::from(format!("rdmakit-sweep-{t}"))
     });
 
-    let bar = (std::io::stderr().is_terminal() && !plan.run.is_empty()).then(|| {
-        let pb = indicatif::ProgressBar::new(plan.run.len() as u64);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} nodes reported {elapsed} {wide_msg}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        pb.enable_steady_tick(Duration::from_millis(200));
-        pb
-    });
-    let mut on_event = |e: Event| {
-        if let Some(pb) = &bar {
-            match e {
-                Event::Progress { reported, .. } => pb.set_position(reported as u64),
-                Event::Srun(m) => pb.set_message(m),
-                Event::TimedOut => {
-                    pb.set_message(format!("timeout ({} s): stopping srun", a.timeout))
-                }
-            }
-        }
+    let bar = Progress::new(
+        "{spinner} {pos}/{len} nodes reported {elapsed} {wide_msg}",
+        Some(plan.run.len() as u64),
+        Duration::ZERO,
+        !plan.run.is_empty(),
+    );
+    let mut on_event = |e: Event| match e {
+        Event::Progress { reported, .. } => bar.position(reported as u64, None),
+        Event::Srun(m) => bar.message(m),
+        Event::TimedOut => bar.message(format!("timeout ({} s): stopping srun", a.timeout)),
     };
     let swept = run::execute(&cmds, plan, spec.timeout, &mut on_event)?;
-    if let Some(pb) = &bar {
-        pb.finish_and_clear();
-    }
+    drop(bar);
 
     let (report, json) = run::write_report(&dir, &swept, &opts)?;
     a.report
