@@ -103,6 +103,24 @@ impl Token {
         Token::new(&f.read_all().map_err(TokenError::Read)?)
     }
 
+    /// The run's token: `file` (`--token-file`, [`Token::from_file`]), else
+    /// `env`, the value of [`crate::pairwise::slurm::TOKEN_ENV`] that the
+    /// caller read at its edge.
+    ///
+    /// # Errors
+    /// [`TokenError::Missing`] when neither gives one; as [`Token::from_file`]
+    /// and [`Token::new`].
+    pub fn from_file_or_env(
+        file: Option<&Path>,
+        env: Option<&std::ffi::OsStr>,
+    ) -> Result<Token, TokenError> {
+        match (file, env) {
+            (Some(f), _) => Token::from_file(f),
+            (None, Some(v)) if !v.is_empty() => Token::new(v.as_encoded_bytes()),
+            _ => Err(TokenError::Missing),
+        }
+    }
+
     /// A fresh random token: 32 random bytes as 64 hex digits (text, so it
     /// can travel in an environment variable).
     ///

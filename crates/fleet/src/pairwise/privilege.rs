@@ -72,6 +72,20 @@ pub struct Dropped {
     pub memlock: Option<u64>,
 }
 
+/// "running as alice (uid 1000, gid 1000, memlock 65536 KiB)".
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let memlock = self
+            .memlock
+            .map_or("unlimited".to_string(), |b| format!("{} KiB", b / 1024));
+        write!(
+            f,
+            "running as {} (uid {}, gid {}, memlock {memlock})",
+            self.user, self.uid, self.gid
+        )
+    }
+}
+
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()

@@ -38,6 +38,20 @@ pub struct Ready {
 }
 
 impl Ready {
+    /// The READY line of agent `name` reachable at `addr`, with its Slurm rank
+    /// and task count from `env` (`SLURM_PROCID`, `SLURM_NTASKS`; the caller
+    /// reads the environment).
+    pub fn new(name: &str, addr: SocketAddr, env: &dyn Fn(&str) -> Option<String>) -> Ready {
+        let number = |k: &str| env(k).and_then(|v| v.parse().ok());
+        Ready {
+            agent: "ready".into(),
+            name: name.to_string(),
+            addr,
+            rank: number("SLURM_PROCID"),
+            ntasks: number("SLURM_NTASKS"),
+        }
+    }
+
     /// The line an agent prints.
     pub fn line(&self) -> String {
         // A plain struct: serializing cannot fail.

@@ -86,6 +86,23 @@ pub struct AgentConfig {
     pub version: String,
 }
 
+/// Whether `device` is one the provider lists, so an agent started with a wrong
+/// `-d` fails at once rather than at its first test.
+///
+/// # Errors
+/// The device is not listed (the message names those that are), or the
+/// provider cannot list devices.
+pub fn check_device(provider: rdmakit_verbs::ProviderChoice, device: &str) -> Result<(), String> {
+    match rdmakit_verbs::devices(provider) {
+        Ok(names) if names.iter().any(|n| n == device) => Ok(()),
+        Ok(names) => Err(format!(
+            "-d {device}: no such RDMA device (devices: {}); `rdmakit devinfo` lists them",
+            names.join(", ")
+        )),
+        Err(e) => Err(format!("-d {device}: {e}")),
+    }
+}
+
 impl AgentConfig {
     /// Defaults for everything but what identifies the run.
     pub fn new(listen: SocketAddr, name: &str, token: Token) -> AgentConfig {

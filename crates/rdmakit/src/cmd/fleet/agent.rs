@@ -59,84 +59,45 @@ pub struct Args {
 }
 
 pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<ExitCode> {
+    Ok(serve(a, provider).unwrap_or_else(|e| crate::cmd::fail("rdmakit fleet agent", e)))
+}
+
+/// Starts the agent and serves until it exits; any failure is the message
+/// `fail` prints.
+fn serve(a: Args, provider: crate::cmd::ProviderSetting) -> Result<ExitCode, String> {
+    let say = |e: &dyn std::fmt::Display| e.to_string();
     // The provider opens `-d DEV` only; the soft NIC is built in.
     let provider = match provider {
         Ok(c) => c,
-        Err(e) if a.device.is_some() => {
-            return Ok(crate::cmd::fail("rdmakit fleet agent", e));
-        }
+        Err(e) if a.device.is_some() => return Err(say(&e)),
         Err(_) => rdmakit_verbs::ProviderChoice::Auto,
     };
-    let token = match super::token(a.token_file.as_deref()) {
-        Ok(t) => t,
-        Err(e) => {
-            return Ok(crate::cmd::fail("rdmakit fleet agent", e));
-        }
-    };
+    let token = super::token(a.token_file.as_deref()).map_err(|e| say(&e))?;
     if !(a.max_test_seconds > 0.0 && a.max_test_seconds <= 3600.0) {
-        return Ok(crate::cmd::fail(
-            "rdmakit fleet agent",
-            "--max-test-seconds: 0 to 3600",
-        ));
+        return Err("--max-test-seconds: 0 to 3600".into());
     }
     // A device that is not there fails now, not at the first test.
     if let Some(d) = &a.device {
-        match rdmakit_verbs::devices(provider) {
-            Ok(names) if names.iter().any(|n| n == d) => {}
-            Ok(names) => {
-                return Ok(crate::cmd::fail(
-                    "rdmakit fleet agent",
-                    format!(
-                        "-d {d}: no such RDMA device (devices: {}); `rdmakit devinfo` lists them",
-                        names.join(", ")
-                    ),
-                ))
-            }
-            Err(e) => {
-                return Ok(crate::cmd::fail(
-                    "rdmakit fleet agent",
-                    format!("-d {d}: {e}"),
-                ))
-            }
-        }
+        agent::check_device(provider, d)?;
     }
     let name = a.name.clone().unwrap_or_else(agent::hostname);
     let mut cfg = AgentConfig::new(a.listen, &name, token);
     cfg.device = a.device.clone();
     cfg.provider = provider;
     if a.device.is_none() {
-        cfg.soft = match rdmakit_verbs::DeviceConfig::from_env() {
-            Ok(c) => c,
-            Err(e) => {
-                return Ok(crate::cmd::fail("rdmakit fleet agent", e));
-            }
-        };
+        cfg.soft = rdmakit_verbs::DeviceConfig::from_env().map_err(|e| say(&e))?;
     }
     cfg.idle_timeout = Duration::from_secs(a.idle_timeout);
     cfg.max_test_seconds = a.max_test_seconds;
     cfg.max_size = a.max_size as usize;
     cfg.once = a.once;
-    let agent = match Agent::bind(cfg) {
-        Ok(x) => x,
-        Err(e) => {
-            return Ok(crate::cmd::fail("rdmakit fleet agent", e));
-        }
-    };
+    let agent = Agent::bind(cfg).map_err(|e| say(&e))?;
     let local = agent.local_addr();
     match &a.user {
-        Some(user) => match privilege::drop_to(user) {
-            Ok(d) => eprintln!(
-                "rdmakit fleet agent {name}: running as {} (uid {}, gid {}, memlock {}) from here on",
-                d.user,
-                d.uid,
-                d.gid,
-                d.memlock
-                    .map_or("unlimited".to_string(), |b| format!("{} KiB", b / 1024))
-            ),
-            Err(e) => {
-                return Ok(crate::cmd::fail("rdmakit fleet agent", e));
-            }
-        },
+        Some(user) => {
+            let d = privilege::drop_to(user).map_err(|e| say(&e))?;
+            eprintln!("rdmakit fleet agent {name}: {d} from here on");
+        }
         None if privilege::is_root() => eprintln!(
             "rdmakit fleet agent {name}: warning: running as root; --user NAME gives root up \
              once the port is bound"
@@ -144,35 +105,18 @@ pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exi
         None => {}
     }
     if a.announce {
-        let launch = std::env::var("SLURM_LAUNCH_NODE_IPADDR").ok();
-        let ip = match agent::advertised(a.advertise, local, launch.as_deref()) {
-            Ok(ip) => ip,
-            Err(e) => {
-                return Ok(crate::cmd::fail("rdmakit fleet agent", e));
-            }
-        };
-        let env_u32 = |k: &str| std::env::var(k).ok().and_then(|v| v.parse().ok());
-        let r = Ready {
-            agent: "ready".into(),
-            name: name.clone(),
-            addr: SocketAddr::new(IpAddr::V4(ip), local.port()),
-            rank: env_u32("SLURM_PROCID"),
-            ntasks: env_u32("SLURM_NTASKS"),
-        };
+        let env = |k: &str| std::env::var(k).ok();
+        let launch = env("SLURM_LAUNCH_NODE_IPADDR");
+        let ip = agent::advertised(a.advertise, local, launch.as_deref())?;
+        let r = Ready::new(&name, SocketAddr::new(IpAddr::V4(ip), local.port()), &env);
         println!("{}", r.line());
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
     }
     let start = Instant::now();
-    let tag = name.clone();
     let log: agent::Logger = Arc::new(move |e: &Event| {
-        eprintln!(
-            "rdmakit fleet agent {tag} [{:>8.1}s]: {e}",
-            start.elapsed().as_secs_f64()
-        );
+        let t = start.elapsed().as_secs_f64();
+        eprintln!("rdmakit fleet agent {name} [{t:>8.1}s]: {e}");
     });
-    match agent.run(log) {
-        Ok(_) => Ok(Exit::Ok.into()),
-        Err(e) => Ok(crate::cmd::fail("rdmakit fleet agent", e)),
-    }
+    agent.run(log).map(|_| Exit::Ok.into()).map_err(|e| say(&e))
 }

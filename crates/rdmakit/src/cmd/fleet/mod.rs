@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use rdmakit_fleet::baseline::{Expected, Previous};
 use rdmakit_fleet::input::{self, LoadOptions, Loaded};
+use rdmakit_fleet::pairwise::auth::{Token, TokenError};
 use rdmakit_fleet::render::{self, HumanOptions};
 use rdmakit_fleet::report::{FleetReport, Options};
 use rdmakit_host::bounded::{read_named, Cap};
@@ -62,17 +63,9 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
 
 /// The pairwise run's token: `--token-file`, else `RDMAKIT_FLEET_TOKEN` (read
 /// here, at the edge).
-pub fn token(
-    file: Option<&std::path::Path>,
-) -> Result<rdmakit_fleet::pairwise::auth::Token, rdmakit_fleet::pairwise::auth::TokenError> {
-    use rdmakit_fleet::pairwise::auth::{Token, TokenError};
-    if let Some(f) = file {
-        return Token::from_file(f);
-    }
-    match std::env::var_os(rdmakit_fleet::pairwise::slurm::TOKEN_ENV) {
-        Some(v) if !v.is_empty() => Token::new(v.as_encoded_bytes()),
-        _ => Err(TokenError::Missing),
-    }
+pub fn token(file: Option<&std::path::Path>) -> Result<Token, TokenError> {
+    let env = std::env::var_os(rdmakit_fleet::pairwise::slurm::TOKEN_ENV);
+    Token::from_file_or_env(file, env.as_deref())
 }
 
 fn tool() -> String {

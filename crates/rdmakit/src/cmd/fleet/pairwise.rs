@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use rdmakit_fleet::pairwise::auth::Token;
+use rdmakit_fleet::pairwise::auth::{Token, TokenError};
 use rdmakit_fleet::pairwise::coordinator::{self, Step};
 use rdmakit_fleet::pairwise::options::{self, Options, StepText};
 use rdmakit_fleet::pairwise::render;
@@ -117,39 +117,34 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    match measure(&a)? {
+        Ok(report) => show(&a, &report),
+        Err(e) => Ok(crate::cmd::fail("rdmakit fleet pairwise", e)),
+    }
+}
+
+/// The run (or the saved one `--from` names), or why it could not be made (the
+/// command's own error line, exit 2).
+fn measure(a: &Args) -> anyhow::Result<Result<PairwiseReport, String>> {
     // clap drops `requires = "slurm"` once --agents (which conflicts with
     // --slurm) is given: the Slurm-only flags are checked here.
-    if !a.slurm {
-        let given = [
-            ("-N/--nodes", a.nodes.is_some()),
-            ("-p/--partition", a.partition.is_some()),
-            ("-w/--nodelist", a.nodelist.is_some()),
-            ("--agent-port", a.agent_port.is_some()),
-            ("-d/--ib-dev", a.device.is_some()),
-            ("--srun", a.srun.is_some()),
-            ("--agent-program", a.agent_program.is_some()),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
-            return Ok(crate::cmd::fail(
-                "rdmakit fleet pairwise",
-                format!(
-                    "{flag} applies with --slurm (agents started as a job step); agents named \
-                     with --agents were started by you: leave {flag} out"
-                ),
-            ));
-        }
+    let slurm_only = [
+        ("-N/--nodes", a.nodes.is_some()),
+        ("-p/--partition", a.partition.is_some()),
+        ("-w/--nodelist", a.nodelist.is_some()),
+        ("--agent-port", a.agent_port.is_some()),
+        ("-d/--ib-dev", a.device.is_some()),
+        ("--srun", a.srun.is_some()),
+        ("--agent-program", a.agent_program.is_some()),
+    ];
+    if let Some((flag, _)) = slurm_only.iter().find(|(_, set)| *set && !a.slurm) {
+        return Ok(Err(format!(
+            "{flag} applies with --slurm (agents started as a job step); agents named with \
+             --agents were started by you: leave {flag} out"
+        )));
     }
     if let Some(f) = &a.from {
-        let report = match options::saved(f) {
-            Ok(r) => r,
-            Err(e) => {
-                return Ok(crate::cmd::fail(
-                    "rdmakit fleet pairwise",
-                    format!("--from {}: {e}", f.display()),
-                ));
-            }
-        };
-        return show(&a, &report);
+        return Ok(options::saved(f).map_err(|e| format!("--from {}: {e}", f.display())));
     }
     let opts = Options {
         quick: a.quick,
@@ -166,14 +161,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         shutdown: a.slurm,
     };
     if let Err(e) = opts.validate() {
-        return Ok(crate::cmd::fail("rdmakit fleet pairwise", e));
+        return Ok(Err(e.to_string()));
     }
     let token = match super::token(a.token_file.as_deref()) {
         Ok(t) => t,
-        Err(rdmakit_fleet::pairwise::auth::TokenError::Missing) if a.slurm => Token::generate()?,
-        Err(e) => {
-            return Ok(crate::cmd::fail("rdmakit fleet pairwise", e));
-        }
+        Err(TokenError::Missing) if a.slurm => Token::generate()?,
+        Err(e) => return Ok(Err(e.to_string())),
     };
     let mut step = None;
     let agents: Vec<SocketAddr> = if a.slurm {
@@ -189,31 +182,17 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if let Some(d) = &a.device {
             sc.agent_args = vec!["-d".into(), d.clone()];
         }
-        let s = match AgentStep::launch(&sc, &token) {
-            Ok(s) => s,
-            Err(e) => {
-                return Ok(crate::cmd::fail(
-                    "rdmakit fleet pairwise",
-                    format!("--slurm: {e}"),
-                ));
-            }
-        };
-        let v = s.agents.iter().map(|r| r.addr).collect();
-        step = Some(s);
-        v
+        match AgentStep::launch(&sc, &token) {
+            Ok(s) => step.insert(s).agents.iter().map(|r| r.addr).collect(),
+            Err(e) => return Ok(Err(format!("--slurm: {e}"))),
+        }
     } else {
         match options::resolve(&a.agents) {
             Ok(v) => v,
-            Err(e) => {
-                return Ok(crate::cmd::fail(
-                    "rdmakit fleet pairwise",
-                    format!("--agents: {e}"),
-                ));
-            }
+            Err(e) => return Ok(Err(format!("--agents: {e}"))),
         }
     };
     let cfg = opts.config(agents, token);
-
     let bar = Progress::new("{spinner} {msg} {prefix}", None, Duration::ZERO, !a.json);
     let result = coordinator::run(&cfg, &|s: &Step| match s.text() {
         StepText::Message(m) => bar.message(m),
@@ -226,13 +205,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             eprintln!("rdmakit fleet pairwise: the agents' job step ended ({status})");
         }
     }
-    let report = match result {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(crate::cmd::fail("rdmakit fleet pairwise", e));
-        }
-    };
-    show(&a, &report)
+    Ok(result.map_err(|e| e.to_string()))
 }
 
 /// Prints the run (text or JSON), writes its page, and gives the exit status.
