@@ -65,6 +65,25 @@ pub enum BundleError {
     Version { path: String, found: u32 },
 }
 
+impl BundleError {
+    /// "-o FILE: cannot write the bundle: ENOENT (No such file or directory):
+    /// its directory does not exist": the bundle a user asked for with `flag`
+    /// at `path` and could not have, in rdmakit's words, with what to do for
+    /// the usual causes.
+    pub fn when_writing(&self, flag: &str, path: &str) -> String {
+        let (why, errno) = match self {
+            BundleError::Io { err, .. } => (crate::errno::io_text(err), err.raw_os_error()),
+            e => (crate::errno::plain(&e.to_string()), None),
+        };
+        let hint = match errno {
+            Some(2) => ": its directory does not exist",
+            Some(1 | 13 | 30) => ": write it where you may (e.g. under /tmp)",
+            _ => "",
+        };
+        format!("{flag} {path}: cannot write the bundle: {why}{hint}")
+    }
+}
+
 /// A recorded collection, which is also a [`Source`] that replays it.
 #[derive(Debug)]
 pub struct Bundle {

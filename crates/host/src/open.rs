@@ -8,7 +8,7 @@ use crate::bounded::{self, Cap};
 use crate::bundle::{Bundle, BundleError};
 use crate::capture::{import_capture, ImportError};
 use crate::collect::CollectOptions;
-use crate::source::{Answer, Errno, LimitsFn, LiveSource, Op, Source};
+use crate::source::{Answer, Errno, LimitsFn, LiveSource, Op, Recorder, Source};
 
 /// Which source to open, as the command line names it.
 #[derive(Clone, Debug, Default)]
@@ -49,6 +49,26 @@ impl Opened {
             Opened::Bundle(b, _) => Some(b.header.created_unix).filter(|t| *t > 0),
             Opened::Live(..) => None,
         }
+    }
+
+    /// A bundle of what a collection with `opts` reads from this source, made
+    /// by `tool`. A bundle or a capture directory being converted
+    /// (`keep_all`) gives every answer it holds, under its header with `opts`
+    /// (the options this run adds: a replay reads what they name); any other
+    /// source is recorded afresh, the live host's label in the header's tool.
+    pub fn record(&self, opts: &CollectOptions, tool: &str, keep_all: bool) -> Bundle {
+        if let (Opened::Bundle(b, _), true) = (self, keep_all) {
+            let mut c = b.copy();
+            c.header.options = opts.clone();
+            return c;
+        }
+        let rec = Recorder::new(self.source());
+        let _ = crate::collect::collect(&rec, opts);
+        let mut header = Bundle::header_now(tool, opts.clone());
+        if let Opened::Live(_, label) = self {
+            header.tool = format!("{tool} ({label})");
+        }
+        Bundle::new(header, rec.into_records())
     }
 
     /// What to call it: "live host", "tree at DIR", "bundle FILE (tool)", ...

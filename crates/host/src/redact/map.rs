@@ -58,6 +58,24 @@ pub struct Counts {
     pub board_ids: usize,
 }
 
+/// "3 host names, 2 MAC addresses, ...": every kind, for the user.
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} host names, {} MAC addresses, {} GUIDs, {} IPv4 subnets, {} IPv6 prefixes, \
+             {} serials, {} board ids",
+            self.hostnames,
+            self.macs,
+            self.guids,
+            self.ipv4,
+            self.ipv6_prefixes,
+            self.serials,
+            self.board_ids
+        )
+    }
+}
+
 /// Values that name nothing (firmware fills DMI with them).
 const NOT_IDENTIFIERS: &[&str] = &[
     "",

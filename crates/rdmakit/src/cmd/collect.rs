@@ -2,12 +2,12 @@
 
 use std::process::ExitCode;
 
-use rdmakit_host::bundle::Bundle;
-use rdmakit_host::collect::collect;
-use rdmakit_host::source::Recorder;
+use std::path::Path;
 
-use super::{Opened, ReplayArgs};
 use rdmakit_vocab::exit::Exit;
+
+use super::progress::Progress;
+use super::ReplayArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -41,47 +41,23 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let (opened, opts) = a.source.open_with(a.pid, a.kernel_log.as_deref())?;
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
-    let bundle = match &opened {
-        // Converting a bundle or capture directory: keep every answer it has.
-        Opened::Bundle(b, _)
-            if a.source
-                .from
-                .as_deref()
-                .is_some_and(|p| std::path::Path::new(p).is_dir()) =>
-        {
-            // With the options this run adds (--pid, --kernel-log): a
-            // replay reads what they name.
-            let mut c = b.copy();
-            c.header.options = opts.clone();
-            c
-        }
-        _ => {
-            let rec = Recorder::new(opened.source());
-            let spinner = super::progress::Progress::spinner("collecting host facts");
-            let _ = collect(&rec, &opts);
-            drop(spinner);
-            let mut header = Bundle::header_now(&tool, opts);
-            if let Opened::Live(_, label) = &opened {
-                header.tool = format!("{tool} ({label})");
-            }
-            Bundle::new(header, rec.into_records())
-        }
-    };
-    let bundle = if a.redact {
+    // Converting a bundle or capture directory keeps every answer it has.
+    let convert = a
+        .source
+        .from
+        .as_deref()
+        .is_some_and(|p| Path::new(p).is_dir());
+    let spinner = Progress::spinner("collecting host facts");
+    let mut bundle = opened.record(&opts, &tool, convert);
+    drop(spinner);
+    if a.redact {
         let r = rdmakit_host::redact::redact(&bundle);
-        let c = r.counts;
-        eprintln!(
-            "rdmakit: redacted {} host names, {} MAC addresses, {} GUIDs, {} IPv4 subnets, \
-             {} IPv6 prefixes, {} serials, {} board ids",
-            c.hostnames, c.macs, c.guids, c.ipv4, c.ipv6_prefixes, c.serials, c.board_ids
-        );
-        r.bundle
-    } else {
-        bundle
-    };
+        eprintln!("rdmakit: redacted {}", r.counts);
+        bundle = r.bundle;
+    }
     bundle
         .write(&a.output)
-        .map_err(|e| super::write_error("-o", &a.output, "the bundle", &e))?;
+        .map_err(|e| anyhow::anyhow!(e.when_writing("-o", &a.output)))?;
     let errors = bundle.read_errors();
     eprintln!(
         "rdmakit: wrote {}: {} answers ({} of them read errors, kept with their errno); \

@@ -138,28 +138,6 @@ pub fn fail(who: &str, what: impl std::fmt::Display) -> std::process::ExitCode {
     rdmakit_vocab::exit::Exit::Failed.into()
 }
 
-/// "-o FILE: cannot write the bundle: ENOENT (No such file or directory): its
-/// directory does not exist": a file rdmakit was asked to write and could not,
-/// with what to do for the usual causes.
-pub fn write_error(
-    flag: &str,
-    path: &str,
-    what: &str,
-    e: &rdmakit_host::bundle::BundleError,
-) -> anyhow::Error {
-    use rdmakit_host::bundle::BundleError;
-    let (why, errno) = match e {
-        BundleError::Io { err, .. } => (rdmakit_vocab::errno::io_text(err), err.raw_os_error()),
-        e => (rdmakit_vocab::errno::plain(&e.to_string()), None),
-    };
-    let hint = match errno {
-        Some(2) => ": its directory does not exist",
-        Some(1 | 13 | 30) => ": write it where you may (e.g. under /tmp)",
-        _ => "",
-    };
-    anyhow::anyhow!("{flag} {path}: cannot write {what}: {why}{hint}")
-}
-
 /// Device limits (`ibv_query_device`) through rdma-core's libibverbs, asked
 /// once per run when the doctor first needs them (RDK-R002) and recorded in
 /// bundles like every other answer.
