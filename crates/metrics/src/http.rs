@@ -324,6 +324,49 @@ impl Coalesce {
     }
 }
 
+/// Binds the exporter's address `addr` (`IP:PORT`, e.g. `127.0.0.1:9879`,
+/// `[::]:9879`).
+///
+/// # Errors
+/// Why not, with what to do for the usual causes (the port taken, an address
+/// not this host's, a port below 1024 without root, not an address at all).
+pub fn bind(addr: &str) -> Result<TcpListener, String> {
+    TcpListener::bind(addr).map_err(|e| {
+        let hint = match e.raw_os_error() {
+            Some(98) => ": another exporter on that port? pick another",
+            Some(99) => ": not an address of this host",
+            Some(13) => ": ports below 1024 need root",
+            None => ": give IP:PORT, e.g. 127.0.0.1:9879 or [::]:9879",
+            _ => "",
+        };
+        format!(
+            "--listen {addr}: cannot bind: {}{hint}",
+            rdmakit_host::errno::io_text(&e)
+        )
+    })
+}
+
+/// Serves the metrics of `opened` on `listener` ([`serve`]): every scrape
+/// reads the facts afresh ([`crate::scrape`]), one collection at a time —
+/// concurrent scrapes wait rather than read the host twice over.
+///
+/// # Errors
+/// As [`serve`].
+pub fn serve_source(
+    listener: TcpListener,
+    opened: rdmakit_host::open::Opened,
+    copts: rdmakit_host::collect::CollectOptions,
+    opts: crate::Options,
+) -> io::Result<()> {
+    let state = Mutex::new((opened, copts));
+    let render = move || {
+        let guard = state.lock().unwrap_or_else(|p| p.into_inner());
+        let (opened, copts) = &*guard;
+        crate::scrape(opened.source(), copts, opened.label(), &opts)
+    };
+    serve(listener, Arc::new(render))
+}
+
 /// Accepts connections until accepting itself fails persistently, each served as
 /// its own task, at most [`MAX_CONNECTIONS`] at once (see [`Slots`]).
 ///

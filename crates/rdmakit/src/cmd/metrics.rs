@@ -3,10 +3,8 @@
 //! over HTTP.
 
 use std::io::Write as _;
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 use rdmakit_metrics::{http, scrape, Options};
@@ -51,30 +49,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let (opened, copts) = a.source.open_with(a.pid, a.kernel_log.as_deref())?;
     if let Some(addr) = &a.listen {
-        let listener = TcpListener::bind(addr).map_err(|e| {
-            let hint = match e.raw_os_error() {
-                Some(98) => ": another exporter on that port? pick another",
-                Some(99) => ": not an address of this host",
-                Some(13) => ": ports below 1024 need root",
-                None => ": give IP:PORT, e.g. 127.0.0.1:9879 or [::]:9879",
-                _ => "",
-            };
-            anyhow::anyhow!(
-                "--listen {addr}: cannot bind: {}{hint}",
-                rdmakit_vocab::errno::io_text(&e)
-            )
-        })?;
+        let listener = http::bind(addr).map_err(anyhow::Error::msg)?;
         let local = listener.local_addr().context("--listen: local address")?;
         eprintln!("rdmakit: serving metrics on http://{local}/metrics");
-        // One collection at a time: concurrent scrapes wait rather than read the host
-        // twice over.
-        let state = Mutex::new((opened, copts));
-        let render = move || {
-            let guard = state.lock().unwrap_or_else(|p| p.into_inner());
-            let (opened, copts) = &*guard;
-            scrape(opened.source(), copts, opened.label(), &opts)
-        };
-        http::serve(listener, Arc::new(render)).context("serving metrics")?;
+        http::serve_source(listener, opened, copts, opts).context("serving metrics")?;
         return Ok(Exit::Ok.into());
     }
     let text = scrape(opened.source(), &copts, opened.label(), &opts);
