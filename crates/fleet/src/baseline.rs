@@ -458,6 +458,30 @@ impl Expected {
         supersets.next().is_none().then_some(first)
     }
 
+    /// One line per cohort, for whoever wrote the file: "LABEL: N node(s), M
+    /// expected value(s)", and the fields no majority decided (left out, to be
+    /// pinned by hand).
+    pub fn summary(&self) -> Vec<String> {
+        self.cohorts
+            .iter()
+            .map(|c| {
+                let undecided = match c.undecided.is_empty() {
+                    true => String::new(),
+                    false => format!(
+                        "; no majority for {} (left out: pin them by hand)",
+                        c.undecided.join(", ")
+                    ),
+                };
+                format!(
+                    "{}: {} node(s), {} expected value(s){undecided}",
+                    c.label,
+                    c.nodes,
+                    c.values.len()
+                )
+            })
+            .collect()
+    }
+
     /// The JSON file (pretty, stable order).
     pub fn to_json(&self) -> String {
         // Plain data with string keys: serialization cannot fail.

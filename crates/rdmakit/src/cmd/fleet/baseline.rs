@@ -29,22 +29,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         std::fs::write(&a.output, &text).with_context(|| format!("writing {}", a.output))?;
     }
     let mut err = anstream::stderr();
-    for c in &exp.cohorts {
-        writeln!(
-            err,
-            "{}: {} node(s), {} expected value(s){}",
-            c.label,
-            c.nodes,
-            c.values.len(),
-            if c.undecided.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; no majority for {} (left out: pin them by hand)",
-                    c.undecided.join(", ")
-                )
-            }
-        )?;
+    for line in exp.summary() {
+        writeln!(err, "{line}")?;
     }
     for e in &r.errors {
         writeln!(err, "rdmakit: bad input: {}: {}", e.input, e.message)?;
