@@ -51,6 +51,36 @@ impl Exit {
         }
     }
 
+    /// "Exit status:" and one entry per status of `table` (a status and what
+    /// it means there), as a command's `--help` ends: each meaning wrapped at
+    /// 78 columns under its own text, so an 80-column terminal shows it as
+    /// written.
+    pub fn help_text(table: &[(Exit, String)]) -> String {
+        const WIDTH: usize = 78;
+        const INDENT: &str = "     ";
+        let mut s = String::from("Exit status:");
+        for (e, m) in table {
+            let mut line = format!("  {}  ", e.code());
+            let mut fresh = true;
+            for w in m.split_whitespace() {
+                if !fresh && line.len() + 1 + w.len() > WIDTH {
+                    s.push('\n');
+                    s.push_str(&line);
+                    line = INDENT.to_string();
+                    fresh = true;
+                }
+                if !fresh {
+                    line.push(' ');
+                }
+                line.push_str(w);
+                fresh = false;
+            }
+            s.push('\n');
+            s.push_str(&line);
+        }
+        s
+    }
+
     /// The status with this number, if the table has one.
     pub fn from_code(code: u8) -> Option<Exit> {
         Exit::ALL.into_iter().find(|e| e.code() == code)
@@ -95,5 +125,20 @@ mod tests {
             assert!(!e.meaning().is_empty());
         }
         assert_eq!(Exit::from_code(4), None);
+    }
+
+    #[test]
+    fn help_text_wraps_each_meaning_under_itself() {
+        let t = [
+            (Exit::Ok, "shown".to_string()),
+            (Exit::Failed, "word ".repeat(20)),
+        ];
+        let h = Exit::help_text(&t);
+        assert_eq!(
+            h,
+            "Exit status:\n  0  shown\n  2  word word word word word word word word word word word \
+             word word word\n     word word word word word word"
+        );
+        assert!(h.lines().all(|l| l.len() <= 78));
     }
 }

@@ -35,7 +35,7 @@ pub fn completions(a: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result
 /// (clap's long help: `-h` stays short), and the table every subcommand shares
 /// at the end of `rdmakit --help`.
 pub fn with_exit_status(cmd: clap::Command) -> clap::Command {
-    let top = help_text(&general());
+    let top = Exit::help_text(&general());
     apply(cmd.after_long_help(top), "")
 }
 
@@ -52,7 +52,7 @@ fn apply(cmd: clap::Command, path: &str) -> clap::Command {
         };
         cmd.mut_subcommand(&name, |sub| {
             let sub = match statuses(&sub_path) {
-                Some(t) => sub.after_long_help(help_text(&t)),
+                Some(t) => sub.after_long_help(Exit::help_text(&t)),
                 None => sub,
             };
             apply(sub, &sub_path)
@@ -76,34 +76,6 @@ fn general() -> Vec<(Exit, String)> {
         .iter()
         .map(|e| (*e, e.meaning().to_string()))
         .collect()
-}
-
-/// "Exit status:" and one entry per status, for `--help`: wrapped at 78
-/// columns under its text, so an 80-column terminal shows it as written.
-fn help_text(t: &[(Exit, String)]) -> String {
-    const WIDTH: usize = 78;
-    const INDENT: &str = "     ";
-    let mut s = String::from("Exit status:");
-    for (e, m) in t {
-        let mut line = format!("  {}  ", e.code());
-        let mut fresh = true;
-        for w in m.split_whitespace() {
-            if !fresh && line.len() + 1 + w.len() > WIDTH {
-                s.push('\n');
-                s.push_str(&line);
-                line = INDENT.to_string();
-                fresh = true;
-            }
-            if !fresh {
-                line.push(' ');
-            }
-            line.push_str(w);
-            fresh = false;
-        }
-        s.push('\n');
-        s.push_str(&line);
-    }
-    s
 }
 
 /// The man page's EXIT STATUS section (roff).
