@@ -68,6 +68,40 @@ impl DevInfo {
     }
 }
 
+/// The devices `rdmakit devinfo` shows: every device `provider` lists, or
+/// `dev` alone, each queried ([`DevInfo::query`]; only `port` when given).
+///
+/// # Errors
+/// The devices cannot be listed, `dev` is not one of them, a device does not
+/// open or a query fails; each message names which.
+pub fn query_all(
+    provider: crate::ProviderChoice,
+    dev: Option<&str>,
+    port: Option<u8>,
+) -> Result<Vec<DevInfo>, String> {
+    let said = |e: &crate::Error| rdmakit_vocab::errno::said_once(e);
+    let names =
+        crate::devices(provider).map_err(|e| format!("listing RDMA devices: {}", said(&e)))?;
+    let names = match dev {
+        Some(d) if !names.iter().any(|n| n == d) => {
+            return Err(format!(
+                "IB device '{d}' wasn't found (devices: {})",
+                names.join(", ")
+            ))
+        }
+        Some(d) => vec![d.to_string()],
+        None => names,
+    };
+    names
+        .iter()
+        .map(|n| {
+            let ctx = crate::open_device(provider, n)
+                .map_err(|e| format!("opening {n}: {}", said(&e)))?;
+            DevInfo::query(&ctx, port)
+        })
+        .collect()
+}
+
 /// `--json`: every device as `{"devices": [...]}`, pretty-printed.
 pub fn json_list(infos: &[DevInfo], verbose: bool) -> String {
     let devs: Vec<Value> = infos.iter().map(|i| to_json(i, verbose)).collect();

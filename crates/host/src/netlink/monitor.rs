@@ -20,6 +20,16 @@ fn errno(e: &std::io::Error) -> Errno {
     Errno(e.raw_os_error().unwrap_or(Errno::EIO.0))
 }
 
+/// Whether the kernel behind `src` announces device events: its
+/// RDMA_NLDEV_CMD_SYS_GET reply carries the MONITOR_MODE attribute, which kernels
+/// with RDMA monitoring send (on others a subscription works but stays silent).
+/// `None` when the question is not answered.
+pub fn announces(src: &dyn crate::source::Source) -> Option<bool> {
+    let replies = super::exchange(src, &super::requests::sys()).ok()?;
+    let sys = views::sys(replies.first()?).ok()?;
+    Some(sys.monitor_mode.is_some())
+}
+
 impl Monitor {
     /// Opens NETLINK_RDMA and joins the notify group.
     ///

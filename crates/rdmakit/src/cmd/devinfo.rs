@@ -11,8 +11,8 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context as _};
-use rdmakit_verbs::devinfo::{json_list, text, DevInfo};
+use anyhow::Context as _;
+use rdmakit_verbs::devinfo::{json_list, query_all, text};
 use rdmakit_vocab::exit::Exit;
 use serde_json::json;
 
@@ -41,36 +41,13 @@ impl Args {
     }
 }
 
-/// Queries `name` through the chosen provider.
-pub fn query(
-    provider: rdmakit_verbs::ProviderChoice,
-    name: &str,
-    port: Option<u8>,
-) -> anyhow::Result<DevInfo> {
-    let ctx =
-        rdmakit_verbs::open_device(provider, name).with_context(|| format!("opening {name}"))?;
-    DevInfo::query(&ctx, port).map_err(anyhow::Error::msg)
-}
-
 pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
     if !a.source.live() {
         return replay(&a);
     }
     let provider = provider.context("listing RDMA devices")?;
-    let names = rdmakit_verbs::devices(provider).context("listing RDMA devices")?;
-    let names: Vec<String> = match &a.dev {
-        Some(d) => {
-            if !names.iter().any(|n| n == d) {
-                bail!(
-                    "IB device '{d}' wasn't found (devices: {})",
-                    names.join(", ")
-                );
-            }
-            vec![d.clone()]
-        }
-        None => names,
-    };
-    if names.is_empty() {
+    let infos = query_all(provider, a.dev.as_deref(), a.port).map_err(anyhow::Error::msg)?;
+    if infos.is_empty() {
         if a.json {
             println!("{}", json!({ "devices": [] }));
         } else {
@@ -78,10 +55,6 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
         }
         return Ok(Exit::Ok.into());
     }
-    let infos = names
-        .iter()
-        .map(|n| query(provider, n, a.port))
-        .collect::<anyhow::Result<Vec<_>>>()?;
     let mut out = std::io::stdout().lock();
     if a.json {
         writeln!(out, "{}", json_list(&infos, a.verbose))?;

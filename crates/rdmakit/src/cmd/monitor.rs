@@ -37,20 +37,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // subscription works but stays silent forever: say so instead of hanging
     // without a word.
     let live = rdmakit_host::source::LiveSource::host();
-    if let Ok(sys) = netlink::exchange(&live, &netlink::requests::sys()).and_then(|m| {
-        m.first()
-            .map(|a| netlink::views::sys(a))
-            .transpose()
-            .map_err(Into::into)
-    }) {
-        if sys.is_some_and(|s| s.monitor_mode.is_none()) {
-            eprintln!(
-                "rdmakit: monitor: kernel layer: this kernel does not announce RDMA device \
-                 events (its RDMA_NLDEV_CMD_SYS_GET reply has no MONITOR_MODE attribute, which \
-                 kernels with RDMA monitoring send); expect no output. Poll with 'rdmakit dev' \
-                 and 'rdmakit link' instead."
-            );
-        }
+    if netlink::monitor::announces(&live) == Some(false) {
+        eprintln!(
+            "rdmakit: monitor: kernel layer: this kernel does not announce RDMA device \
+             events (its RDMA_NLDEV_CMD_SYS_GET reply has no MONITOR_MODE attribute, which \
+             kernels with RDMA monitoring send); expect no output. Poll with 'rdmakit dev' \
+             and 'rdmakit link' instead."
+        );
     }
     let mut out = anstream::stdout();
     loop {
