@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use rdmakit_verbs::ibverbs::suite;
 use rdmakit_vocab::exit::Exit;
 
@@ -28,42 +28,15 @@ pub struct Args {
 
 pub fn run(a: Args, choice: super::ProviderSetting) -> anyhow::Result<ExitCode> {
     let choice = choice.context("choosing a verbs provider")?;
-    let provider = rdmakit_verbs::default_provider(choice).context("choosing a verbs provider")?;
-    let dev = match a.dev {
-        Some(d) => d,
-        None => match provider.device_names().context("listing devices")?.first() {
-            Some(d) => d.clone(),
-            None => bail!("the {} provider lists no device", provider.kind()),
-        },
-    };
-    let ca = rdmakit_verbs::open_device(choice, &dev).with_context(|| format!("opening {dev}"))?;
-    let cb =
-        rdmakit_verbs::open_device(choice, &dev).with_context(|| format!("opening {dev} again"))?;
-    let kind = if ca.soft().is_some() {
-        "soft"
-    } else {
-        "ibverbs"
-    };
-    let results = suite::run(
-        &ca,
-        &cb,
-        Duration::from_secs(a.timeout.max(1)),
-        a.filter.as_deref(),
-    );
-    if results.is_empty() {
-        bail!(
-            "--filter {}: matches no case; the cases: {}",
-            a.filter.as_deref().unwrap_or_default(),
-            suite::CASES.join(", ")
-        );
-    }
-    let failed = results.iter().filter(|r| !r.passed).count();
+    let timeout = Duration::from_secs(a.timeout.max(1));
+    let r = suite::run_device(choice, a.dev.as_deref(), timeout, a.filter.as_deref())
+        .map_err(anyhow::Error::msg)?;
     if a.json {
-        println!("{}", suite::json(&dev, kind, &results));
+        println!("{}", suite::json(&r.device, r.kind, &r.results));
     } else {
-        print!("{}", suite::text(&dev, kind, &results));
+        print!("{}", suite::text(&r.device, r.kind, &r.results));
     }
-    Ok(if failed == 0 {
+    Ok(if r.results.iter().all(|c| c.passed) {
         Exit::Ok.into()
     } else {
         Exit::Found.into()

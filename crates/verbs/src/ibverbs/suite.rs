@@ -570,6 +570,69 @@ pub const CASES: &[&str] = &[
     "errors.bad_lkey_and_bad_transition",
 ];
 
+/// A run of the suite on one device: which, through which provider ("soft" or
+/// "ibverbs"), and each case's result.
+pub struct DeviceRun {
+    /// The device.
+    pub device: String,
+    /// The provider it was opened through: "soft" or "ibverbs".
+    pub kind: &'static str,
+    /// Each case run, in the suite's order.
+    pub results: Vec<CaseResult>,
+}
+
+/// Runs the suite ([`run`]) on `device` of the provider `choice` selects (its
+/// first device when `None`), between two contexts of it.
+///
+/// # Errors
+/// No provider, no device, a device that does not open, or `filter` matching
+/// no case; each message says which.
+pub fn run_device(
+    choice: crate::ProviderChoice,
+    device: Option<&str>,
+    timeout: Duration,
+    filter: Option<&str>,
+) -> Result<DeviceRun, String> {
+    let said =
+        |what: &str, e: &crate::Error| format!("{what}: {}", rdmakit_vocab::errno::said_once(e));
+    let provider =
+        crate::default_provider(choice).map_err(|e| said("choosing a verbs provider", &e))?;
+    let device = match device {
+        Some(d) => d.to_string(),
+        None => match provider
+            .device_names()
+            .map_err(|e| said("listing devices", &e))?
+            .first()
+        {
+            Some(d) => d.clone(),
+            None => return Err(format!("the {} provider lists no device", provider.kind())),
+        },
+    };
+    let open = |what: &str| {
+        crate::open_device(choice, &device)
+            .map_err(|e| said(&format!("opening {device}{what}"), &e))
+    };
+    let (ca, cb) = (open("")?, open(" again")?);
+    let kind = if ca.soft().is_some() {
+        "soft"
+    } else {
+        "ibverbs"
+    };
+    let results = run(&ca, &cb, timeout, filter);
+    if results.is_empty() {
+        return Err(format!(
+            "--filter {}: matches no case; the cases: {}",
+            filter.unwrap_or_default(),
+            CASES.join(", ")
+        ));
+    }
+    Ok(DeviceRun {
+        device,
+        kind,
+        results,
+    })
+}
+
 /// Runs every case (or those whose name contains `filter`) between `a`
 /// and `b` (the same context twice is fine), each with its own PD/CQ.
 pub fn run(
