@@ -27,7 +27,7 @@ use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::{collect, node};
 use rdmakit_host::model::{Ancestor, HostFacts, Node};
 use rdmakit_host::open::{OpenError, Opened, SourceSpec};
-use rdmakit_host::source::{LiveSource, Recorder, Source};
+use rdmakit_host::source::{LiveSource, Recorder};
 use rdmakit_host::watch::{self, Tracker, Watched};
 use rdmakit_verbs::SoftProvider;
 
@@ -240,17 +240,18 @@ impl NodeCheck {
         publish: &dyn Fn(&NodeId),
         phase: &dyn Fn(String),
     ) -> Result<Checked, CheckError> {
+        // This host first: where the check runs, and the node itself when the
+        // source turns out to lack names or a boot id, or not to open at all.
+        let live = LiveSource::host();
+        let here = node(&Watched::new(&live, tracker.clone()));
+        publish(&NodeId::of(None, &here));
         let library = self.edge.library.clone();
         let (opened, opts) = self
             .source
             .open(move || Arc::new(rdmakit_verbs::ibverbs::limits_by_name(library)) as _)?;
         let src = Watched::new(opened.source(), tracker.clone());
-        let here = LiveSource::host();
-        let node = node_id(
-            &src,
-            host_itself(&opened),
-            &Watched::new(&here, tracker.clone()),
-        );
+        let judged = (!host_itself(&opened)).then(|| node(&src));
+        let node = NodeId::of(judged.as_ref(), &here);
         publish(&node);
         phase("collecting host facts".into());
         let (facts, bundle) = if self.record {
@@ -307,23 +308,24 @@ impl NodeCheck {
     }
 }
 
-/// The source is this host itself (the live host at `/`), not a replay.
+/// The source is this host itself (the live host at `/`), not a replay: its
+/// node is the one already read.
 fn host_itself(opened: &Opened) -> bool {
     matches!(opened, Opened::Live(s, _) if s.root() == std::path::Path::new("/"))
 }
 
-/// Who the node is (the source's names and boot id, else this host's) and the
-/// processes the check runs under (this host's). `here` is read only when the
-/// source is not this host itself.
-fn node_id(src: &dyn Source, itself: bool, here: &dyn Source) -> NodeId {
-    let judged = node(src);
-    let here = if itself { judged.clone() } else { node(here) };
-    let name = |n: &Node| n.hostname.best().map(|(h, _)| h.to_string());
-    let boot = |n: &Node| n.boot().map(str::to_string);
-    NodeId {
-        hostname: name(&judged).or_else(|| name(&here)),
-        boot_id: boot(&judged).or_else(|| boot(&here)),
-        ancestors: here.ancestors,
+impl NodeId {
+    /// Who the node is: the `judged` source's names and boot id, each else
+    /// `here`'s (this host's, which is also the node when there is no other
+    /// source); the ancestors are always `here`'s.
+    pub fn of(judged: Option<&Node>, here: &Node) -> NodeId {
+        let name = |n: &Node| n.hostname.best().map(|(h, _)| h.to_string());
+        let boot = |n: &Node| n.boot().map(str::to_string);
+        NodeId {
+            hostname: judged.and_then(name).or_else(|| name(here)),
+            boot_id: judged.and_then(boot).or_else(|| boot(here)),
+            ancestors: here.ancestors.clone(),
+        }
     }
 }
 
@@ -362,7 +364,8 @@ mod tests {
     }
 
     /// A source without names or a boot id (a capture of /sys alone) is taken
-    /// to be of the host the check runs on; one with them is itself.
+    /// to be of the host the check runs on, as is one that did not open (no
+    /// source: `None`); one with them is itself.
     #[test]
     fn the_node_is_the_sources_else_this_hosts() {
         use rdmakit_host::source::{Answer, Op};
@@ -384,14 +387,15 @@ mod tests {
             "/proc/sys/kernel/random/boot_id",
             Answer::Data(b"fbcc2b86-4c9b-4d1e-9c58-0f4b2a3e5d71\n".to_vec()),
         );
-        let id = node_id(&named, false, &empty);
+        let (named, empty) = (node(&named), node(&empty));
+        let id = NodeId::of(Some(&named), &empty);
         assert_eq!(id.hostname.as_deref(), Some("node17"));
         assert_eq!(
             id.boot_id.as_deref(),
             Some("fbcc2b86-4c9b-4d1e-9c58-0f4b2a3e5d71")
         );
-        let id = node_id(&empty, false, &named);
-        assert_eq!(id.hostname.as_deref(), Some("node17"));
-        assert_eq!(node_id(&empty, false, &empty), NodeId::default());
+        assert_eq!(NodeId::of(Some(&empty), &named), NodeId::of(None, &named));
+        assert_eq!(NodeId::of(None, &named).hostname.as_deref(), Some("node17"));
+        assert_eq!(NodeId::of(Some(&empty), &empty), NodeId::default());
     }
 }

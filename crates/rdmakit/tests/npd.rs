@@ -156,6 +156,21 @@ fn a_hung_check_is_unknown_never_healthy() {
     assert!(l.contains(" ago: ok: 1 RDMA device"), "{l}");
 }
 
+/// A source that cannot be read at all is still judged on this host's boot:
+/// the line names this boot's last completed check.
+#[test]
+fn an_unreadable_source_still_names_this_boots_last_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("npd.json");
+    let (code, _, _) = npd("--from", &fixture("healthy"), &state, &[]);
+    assert_eq!(code, Some(0));
+    let gone = dir.path().join("gone");
+    let (code, l, _) = npd("--root", gone.to_str().unwrap(), &state, &[]);
+    assert_eq!(code, Some(2), "{l}");
+    assert!(l.starts_with("unknown: cannot read the host"), "{l}");
+    assert!(l.contains("; last check "), "{l}");
+}
+
 fn yaml_docs(path: &Path) -> Vec<serde_yaml::Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.split("\n---\n")
