@@ -3,6 +3,7 @@
 #   step NAME CMD [ARG]...  run CMD, output to /results/steps/NAME.log (and the console
 #                           on failure), record "NAME<TAB>rc<TAB>seconds" in steps.tsv
 #   wait_port_active DEV PORT SECONDS
+#   rxe_v4_gid_index        rxe0's RoCE v2 IPv4 GID index
 #
 # A plan is /rdk/plans/<name>/guest.sh, sourced with PLAN and PLAN_DIR set; it calls
 # step for each test. Steps keep running after one fails; the host reports every
@@ -41,6 +42,21 @@ wait_port_active() {
     sleep 0.2; _i=$((_i + 1))
   done
   echo "$1 port $2 not ACTIVE after $3 s: $(cat /sys/class/infiniband/$1/ports/$2/state 2>&1)"
+  return 1
+}
+
+# rxe_v4_gid_index: the index of rxe0's RoCE v2 IPv4-mapped GID (10.0.2.15) on
+# port 1; fails when there is none.
+rxe_v4_gid_index() {
+  for _gid in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+    _ix=${_gid##*/}
+    case "$(cat $_gid)" in
+      0000:0000:0000:0000:0000:ffff:*)
+        case "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$_ix 2>/dev/null)" in
+          *v2*) echo $_ix; return 0 ;;
+        esac ;;
+    esac
+  done
   return 1
 }
 

@@ -32,6 +32,14 @@ fault_run() {
     --catalogue $CAT --fault $_n --vars $D/$_n.vars
 }
 
+# fault_run_pid NAME PID: fault_run NAME about the process PID (doctor --pid), then
+# PID is killed and reaped; fails when fault_run did.
+fault_run_pid() {
+  DOCTOR_ARGS="--pid $2" fault_run $1; _frc=$?
+  kill $2; wait $2 2>/dev/null
+  return $_frc
+}
+
 # as_user CMD...: uid/gid 1000 (rdmauser, in the image) with an unlimited memlock
 # limit; as_user_memlock KIB CMD...: the same with RLIMIT_MEMLOCK = KIB KiB
 as_user() { sh -c 'ulimit -l unlimited && exec setpriv --reuid=1000 --regid=1000 --clear-groups "$@"' sh "$@"; }
@@ -99,8 +107,7 @@ sc_uverbs_not_accessible_pid() {
     > $D/uverbs_not_accessible_pid.state 2>&1
   echo "pid=$_p" > $D/uverbs_not_accessible_pid.vars
   _rc=0
-  DOCTOR_ARGS="--pid $_p" fault_run uverbs_not_accessible_pid || _rc=1
-  kill $_p; wait $_p 2>/dev/null
+  fault_run_pid uverbs_not_accessible_pid $_p || _rc=1
   chmod 666 /dev/infiniband/uverbs0 || _rc=1
   return $_rc
 }
@@ -128,8 +135,7 @@ sc_dev_nodes_hidden_pid() {
     echo "ibv_devinfo exit $?"; } > $D/dev_nodes_hidden_pid.state 2>&1
   echo "pid=$_p" > $D/dev_nodes_hidden_pid.vars
   _rc=0
-  DOCTOR_ARGS="--pid $_p" fault_run dev_nodes_hidden_pid || _rc=1
-  kill $_p; wait $_p 2>/dev/null
+  fault_run_pid dev_nodes_hidden_pid $_p || _rc=1
   return $_rc
 }
 
@@ -147,8 +153,7 @@ sc_memlock_pid() {
     || { echo "FAIL: ibv_reg_mr of 1 MiB did not fail under a 64 KiB memlock limit"; kill $_p; return 1; }
   echo "pid=$_p" > $D/memlock_pid.vars
   _rc=0
-  DOCTOR_ARGS="--pid $_p" fault_run memlock_pid || _rc=1
-  kill $_p; wait $_p 2>/dev/null
+  fault_run_pid memlock_pid $_p || _rc=1
   return $_rc
 }
 
@@ -256,8 +261,7 @@ sc_netns_exclusive() {
   printf 'pid=%s\ninit_ns=%s\nblue_ns=%s\n' "$_p" "$_own" "$_blue" > $D/netns_exclusive_pid.vars
   _rc=0
   fault_run netns_exclusive_inside ip netns exec blue || _rc=1
-  DOCTOR_ARGS="--pid $_p" fault_run netns_exclusive_pid || _rc=1
-  kill $_p; wait $_p 2>/dev/null
+  fault_run_pid netns_exclusive_pid $_p || _rc=1
   ip netns del blue || _rc=1
   rdma system set netns shared || _rc=1
   return $_rc

@@ -7,19 +7,6 @@
 P=$R/perfcmp
 mkdir -p $P
 
-gid_v4() {
-  for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-    i=${g##*/}
-    case "$(cat $g)" in
-      0000:0000:0000:0000:0000:ffff:*)
-        case "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i 2>/dev/null)" in
-          *v2*) echo $i; return 0 ;;
-        esac ;;
-    esac
-  done
-  return 1
-}
-
 now() { cut -d' ' -f1 /proc/uptime; }
 
 # rate NAME PORT CMD...: server CMD, client CMD 127.0.0.1; prints msg/s of the client.
@@ -43,7 +30,7 @@ rate() {
 
 cmp_one() { # TEST SIZE ITERS PERFTEST_TOOL RDMAKIT_TEST
   _t=$1 _s=$2; ITERS=$3
-  gi=$(gid_v4) || { echo "no IPv4 RoCE v2 GID on rxe0"; return 1; }
+  gi=$(rxe_v4_gid_index) || { echo "no IPv4 RoCE v2 GID on rxe0"; return 1; }
   # -F: without it perftest exits 1 when its clock calibration fails under TCG
   # (r^2 < 0.9); its own figures are not used here.
   pt=$(rate pt_$_t 18801 $4 -d rxe0 -x $gi -s $_s -n $ITERS -F) || return 1

@@ -36,20 +36,6 @@ shim_devinfo() {
   return 0
 }
 
-# The index of rxe0's RoCE v2 IPv4-mapped GID (10.0.2.15).
-rxe_v4_gid_index() {
-  for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-    i=${g##*/}
-    case "$(cat $g)" in
-      0000:0000:0000:0000:0000:ffff:*)
-        case "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i 2>/dev/null)" in
-          *v2*) echo $i; return 0 ;;
-        esac ;;
-    esac
-  done
-  return 1
-}
-
 # pingpong_rate LABEL ENV_LIBPATH GIDX SIZE ITERS [DEV] [TRANSPORT]: Mbit/s of the client.
 pingpong_rate() {
   _l=$1 _lp=$2 _g=$3 _s=$4 _n=$5 _d=$6 _tr=$7
