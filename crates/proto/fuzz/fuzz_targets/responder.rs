@@ -11,34 +11,21 @@
 
 use libfuzzer_sys::fuzz_target;
 use rdmakit_proto::{
-    Access, AddressHandle, Instant, MemTable, Mtu, Pd, Qp, QpAttr, QpConfig, QpState,
-    QpType, RecvWr, SendOp, SendWr, Sge, UdDest,
+    Access, AddressHandle, Instant, MemTable, Pd, Qp, QpType, RecvWr, SendOp, SendWr, Sge,
+    UdDest,
 };
 use rdmakit_wire::opcode::OpCode;
 use rdmakit_wire::roce;
 
-const QPN: u32 = 0x11;
+mod common;
+
+use common::QPN;
 
 fn setup(t: QpType) -> (Qp, MemTable, u32, u32, u32) {
-    let mut qp = Qp::new(QpConfig::new(QPN, t, Pd(1)));
-    let a = QpAttr {
-        qp_state: QpState::Init,
-        path_mtu: Mtu::Mtu256,
-        qkey: 0x1111_1111,
-        rq_psn: 100,
-        sq_psn: 500,
-        dest_qp_num: 0x22,
-        qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
-        ah: AddressHandle(1),
-        timeout: 1,
-        retry_cnt: 3,
-        rnr_retry: 2,
-        min_rnr_timer: 1,
-        max_rd_atomic: 4,
-        max_dest_rd_atomic: 4,
-        ..QpAttr::default()
-    };
-    qp.bring_up(&a, QpState::Rts).expect("bring-up");
+    let mut qp = common::rts_qp(
+        t,
+        Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+    );
     let mut mem = MemTable::new();
     let (lk, rw) = mem.register(Pd(1), 0x1000, 1024, Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC);
     let (_, ro) = mem.register(Pd(1), 0x2000, 1024, Access::REMOTE_READ);

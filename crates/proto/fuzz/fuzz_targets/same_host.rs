@@ -12,11 +12,14 @@
 
 use libfuzzer_sys::fuzz_target;
 use rdmakit_proto::{
-    Access, AddressHandle, AtomicOp, Instant, Key, MemResult, MemTable, Memory, Mtu, Pd,
-    PeerCopy, PeerDir, PeerError, Qp, QpAttr, QpConfig, QpState, QpType, RecvWr, Sge,
+    Access, AtomicOp, Instant, Key, MemResult, MemTable, Memory, Pd, PeerCopy, PeerDir,
+    PeerError, QpType, RecvWr, Sge,
 };
 
-const QPN: u32 = 0x11;
+mod common;
+
+use common::QPN;
+
 const OPS: [u8; 3] = [0xc0, 0xc1, 0xc2];
 
 /// A responder's memory that checks every copy the engine asks for.
@@ -67,23 +70,7 @@ impl Memory for Checked {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut qp = Qp::new(QpConfig::new(QPN, QpType::Rc, Pd(1)));
-    let a = QpAttr {
-        path_mtu: Mtu::Mtu256,
-        rq_psn: 100,
-        sq_psn: 500,
-        dest_qp_num: 0x22,
-        qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ,
-        ah: AddressHandle(1),
-        timeout: 1,
-        retry_cnt: 3,
-        rnr_retry: 2,
-        min_rnr_timer: 1,
-        max_rd_atomic: 4,
-        max_dest_rd_atomic: 4,
-        ..QpAttr::default()
-    };
-    qp.bring_up(&a, QpState::Rts).expect("bring-up");
+    let mut qp = common::rts_qp(QpType::Rc, Access::REMOTE_WRITE | Access::REMOTE_READ);
     let mut t = MemTable::new();
     let (lk, rw) = t.register(Pd(1), 0x1_0000, 4096, Access::LOCAL_WRITE | Access::REMOTE_WRITE);
     let (_, ro) = t.register(Pd(1), 0x2_0000, 4096, Access::REMOTE_READ);

@@ -453,24 +453,30 @@ impl Qp {
         if !self.may_transmit() {
             return None;
         }
-        self.poll_transmit_body(now, buf, mem)
+        self.poll_transmit_body(now, buf, mem, false)
     }
 
+    /// The body of [`Qp::poll_transmit`] and, with `defer_acks`, of
+    /// [`Qp::poll_transmit_deferring_acks`]: a response first unless it is
+    /// only plain ACKs that may wait, then the requester.
     fn poll_transmit_body<M: Memory + ?Sized>(
         &mut self,
         now: impl Clock,
         buf: &mut [u8],
         mem: &mut M,
+        defer_acks: bool,
     ) -> Option<Transmit> {
         if buf.len() < self.max_packet_len() {
             return None;
         }
-        if let Some((t, fatal)) = self.resp.poll(&mut self.c, buf, mem) {
-            self.c.stats.tx_packets += 1;
-            if fatal {
-                self.enter_error();
+        if !(defer_acks && self.only_acks_pending()) {
+            if let Some((t, fatal)) = self.resp.poll(&mut self.c, buf, mem) {
+                self.c.stats.tx_packets += 1;
+                if fatal {
+                    self.enter_error();
+                }
+                return Some(t);
             }
-            return Some(t);
         }
         if !matches!(self.c.state, QpState::Rts | QpState::Sqd) {
             return None;
@@ -517,25 +523,7 @@ impl Qp {
         if !self.may_transmit() {
             return None;
         }
-        self.poll_transmit_deferring_body(now, buf, mem)
-    }
-
-    fn poll_transmit_deferring_body<M: Memory + ?Sized>(
-        &mut self,
-        now: impl Clock,
-        buf: &mut [u8],
-        mem: &mut M,
-    ) -> Option<Transmit> {
-        if !self.only_acks_pending() {
-            return self.poll_transmit_body(now, buf, mem);
-        }
-        if buf.len() < self.max_packet_len() || !matches!(self.c.state, QpState::Rts | QpState::Sqd)
-        {
-            return None;
-        }
-        let t = self.poll_requester(now, buf, mem)?;
-        self.c.stats.tx_packets += 1;
-        Some(t)
+        self.poll_transmit_body(now, buf, mem, true)
     }
 
     /// The requester's next packet, unless an RNR wait holds it back; an
