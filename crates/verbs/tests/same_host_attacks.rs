@@ -16,9 +16,9 @@
 //! MR, both canaries and the attacker's own buffer are checked, and every
 //! request must be counted as refused.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::net::{SocketAddrV4, UdpSocket};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -196,7 +196,7 @@ impl Drop for Attacker {
 
 #[test]
 fn same_host_requests_from_an_unprivileged_user_move_no_byte() {
-    let Some(mut cmd) = rdmakit_testkit::as_attacker(std::env::current_exe().unwrap()) else {
+    let Some(cmd) = rdmakit_testkit::as_attacker(std::env::current_exe().unwrap()) else {
         return;
     };
     let ctx = Context::open_soft(DeviceConfig::default()).unwrap();
@@ -210,24 +210,7 @@ fn same_host_requests_from_an_unprivileged_user_move_no_byte() {
     let heap = canary(8192);
     let stack: [u8; 4096] = std::array::from_fn(|i| CANARY[i % CANARY.len()]);
     let remote = mr.remote(0);
-    let mut child = cmd
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
-        .env(ROLE, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(i) = l.find("@@") {
-                let _ = tx.send(l[i + 2..].to_string());
-            }
-        }
-    });
+    let (child, mut stdin, rx) = common::spawn_child_cmd(cmd, ROLE, "1");
     let a = Attacker { child, rx };
     writeln!(
         stdin,

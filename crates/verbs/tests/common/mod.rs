@@ -24,7 +24,7 @@ pub fn spawn_child_with(
     wrapper: &[&str],
 ) -> (Child, ChildStdin, mpsc::Receiver<String>) {
     let exe = std::env::current_exe().unwrap();
-    let mut cmd = match wrapper.split_first() {
+    let cmd = match wrapper.split_first() {
         Some((prog, args)) => {
             let mut c = Command::new(prog);
             c.args(args).arg(&exe);
@@ -32,6 +32,17 @@ pub fn spawn_child_with(
         }
         None => Command::new(&exe),
     };
+    spawn_child_cmd(cmd, role, mode)
+}
+
+/// [`spawn_child`] through `cmd`, a command that runs this test binary (as
+/// `rdmakit_testkit::as_attacker` makes one).
+#[allow(dead_code)]
+pub fn spawn_child_cmd(
+    mut cmd: Command,
+    role: &str,
+    mode: &str,
+) -> (Child, ChildStdin, mpsc::Receiver<String>) {
     let mut child = cmd
         .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
         .env(role, mode)
