@@ -9,16 +9,15 @@ mod common;
 
 use std::time::Duration;
 
-use common::{both_ok, have, pair, serial};
+use common::{both_ok, have, have_serial, pair};
 
 const LIMIT: Duration = Duration::from_secs(90);
 
 #[test]
 fn rping_verifies_data_at_three_sizes() {
-    if !have("rping", "rdmacm-utils") {
+    let Some(_g) = have_serial("rping", "rdmacm-utils") else {
         return;
-    }
-    let _g = serial();
+    };
     // rping refuses 65536 ("valid range is 23 to 65536"); 32 KiB is eight
     // 4 KiB packets per RDMA READ and WRITE.
     for (size, port) in [("64", "18601"), ("4096", "18602"), ("32768", "18603")] {
@@ -65,10 +64,9 @@ fn rping_verifies_data_at_three_sizes() {
 
 #[test]
 fn rping_server_on_the_wildcard_address() {
-    if !have("rping", "rdmacm-utils") {
+    let Some(_g) = have_serial("rping", "rdmacm-utils") else {
         return;
-    }
-    let _g = serial();
+    };
     let r = pair(
         &["rping", "-s", "-p", "18604", "-C", "5", "-V"],
         &[
@@ -89,10 +87,9 @@ fn rping_server_on_the_wildcard_address() {
 
 #[test]
 fn rping_to_a_port_nobody_listens_on_is_rejected() {
-    if !have("rping", "rdmacm-utils") {
+    let Some(_g) = have_serial("rping", "rdmacm-utils") else {
         return;
-    }
-    let _g = serial();
+    };
     let out = common::wait(
         common::command(
             "rping",
@@ -117,14 +114,24 @@ fn server_and_client(what: &str, server: &[&str], client: &[&str], says: (&str, 
     assert!(s.contains(says.0) && c.contains(says.1), "{s}\n{c}");
 }
 
+/// Runs `f` while `tool args` serves (started half a second before), then
+/// kills the server: cmtime's and qperf's serve until killed.
+fn while_serving<T>(tool: &str, args: &[&str], f: impl FnOnce() -> T) -> T {
+    let mut server = common::command(tool, args).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let r = f();
+    let _ = server.kill();
+    let _ = server.wait();
+    r
+}
+
 const STATUS_0: (&str, &str) = ("return status 0", "return status 0");
 
 #[test]
 fn ucmatose_one_and_four_connections() {
-    if !have("ucmatose", "rdmacm-utils") {
+    let Some(_g) = have_serial("ucmatose", "rdmacm-utils") else {
         return;
-    }
-    let _g = serial();
+    };
     let client = ["ucmatose", "-s", "127.0.0.1", "-p"];
     server_and_client(
         "ucmatose",
@@ -143,10 +150,9 @@ fn ucmatose_one_and_four_connections() {
 
 #[test]
 fn udaddy_resolves_the_service_and_exchanges_datagrams() {
-    if !have("udaddy", "rdmacm-utils") {
+    let Some(_g) = have_serial("udaddy", "rdmacm-utils") else {
         return;
-    }
-    let _g = serial();
+    };
     // udaddy's port is fixed (7174); this test binary's port table is its own.
     server_and_client(
         "udaddy",
@@ -158,10 +164,9 @@ fn udaddy_resolves_the_service_and_exchanges_datagrams() {
 
 #[test]
 fn rdma_server_and_rdma_client_use_create_ep_and_the_verbs_helpers() {
-    if !have("rdma_server", "rdmacm-utils") {
+    let Some(_g) = have_serial("rdma_server", "rdmacm-utils") else {
         return;
-    }
-    let _g = serial();
+    };
     server_and_client(
         "rdma_server / rdma_client",
         &["rdma_server", "-p", "18608"],
@@ -172,23 +177,18 @@ fn rdma_server_and_rdma_client_use_create_ep_and_the_verbs_helpers() {
 
 #[test]
 fn cmtime_sets_up_and_tears_down_twenty_connections() {
-    if !have("cmtime", "rdmacm-utils") {
+    let Some(_g) = have_serial("cmtime", "rdmacm-utils") else {
         return;
-    }
-    let _g = serial();
-    let server = common::command("cmtime", &["-p", "18609"]).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let out = common::wait(
-        common::command("cmtime", &["-s", "127.0.0.1", "-p", "18609", "-c", "20"])
-            .spawn()
-            .unwrap(),
-        LIMIT,
-        "cmtime client",
-    );
-    // The cmtime server serves until killed.
-    let mut server = server;
-    let _ = server.kill();
-    let _ = server.wait();
+    };
+    let out = while_serving("cmtime", &["-p", "18609"], || {
+        common::wait(
+            common::command("cmtime", &["-s", "127.0.0.1", "-p", "18609", "-c", "20"])
+                .spawn()
+                .unwrap(),
+            LIMIT,
+            "cmtime client",
+        )
+    });
     let t = common::text(&out);
     assert!(out.status.success(), "cmtime: {:?}\n{t}", out.status);
     for step in [
@@ -204,56 +204,50 @@ fn cmtime_sets_up_and_tears_down_twenty_connections() {
 
 #[test]
 fn qperf_over_rdma_cm() {
-    if !have("qperf", "qperf") {
+    let Some(_g) = have_serial("qperf", "qperf") else {
         return;
-    }
-    let _g = serial();
+    };
     // qperf's server listens on TCP 19765 for its control connection.
-    let server = common::command("qperf", &["--listen_port", "18610"])
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
     let mut failures = Vec::new();
-    // rc_bw, rc_rdma_read_* and ud_lat need a receive-only / send-only QP
-    // and LID-addressed AHs from libibverbs (issue 20, item 2).
-    for test in ["rc_lat", "rc_rdma_write_lat"] {
-        // Debian's qperf 0.4.11 sends the client its rdma_cm port between
-        // rdma_bind_addr and rdma_listen (fixed upstream after 0.4.11, in
-        // "Fix rdmacm race", 118a571). A client that connects inside that
-        // window is rejected by the server's CM with "invalid service ID"
-        // (reason 8), as Linux's ib_cm rejects it; on a loaded machine it
-        // happens. Only that rejection is retried: the shim's debug output
-        // names the reason.
-        let mut attempt = 0;
-        let (out, t) = loop {
-            attempt += 1;
-            let mut c = common::command(
-                "qperf",
-                &[
-                    "127.0.0.1",
-                    "--listen_port",
-                    "18610",
-                    "-cm1",
-                    "-t",
-                    "1",
-                    test,
-                ],
-            );
-            c.env("RDMAKIT_SHIM_DEBUG", "1");
-            let out = common::wait(c.spawn().unwrap(), LIMIT, &format!("qperf {test}"));
-            let t = common::text(&out);
-            let early = t.contains("RDMA_CM_EVENT_REJECTED on ID") && t.contains("(status 8)");
-            if out.status.success() || !early || attempt == 3 {
-                break (out, t);
+    while_serving("qperf", &["--listen_port", "18610"], || {
+        // rc_bw, rc_rdma_read_* and ud_lat need a receive-only / send-only QP
+        // and LID-addressed AHs from libibverbs (issue 20, item 2).
+        for test in ["rc_lat", "rc_rdma_write_lat"] {
+            // Debian's qperf 0.4.11 sends the client its rdma_cm port between
+            // rdma_bind_addr and rdma_listen (fixed upstream after 0.4.11, in
+            // "Fix rdmacm race", 118a571). A client that connects inside that
+            // window is rejected by the server's CM with "invalid service ID"
+            // (reason 8), as Linux's ib_cm rejects it; on a loaded machine it
+            // happens. Only that rejection is retried: the shim's debug output
+            // names the reason.
+            let mut attempt = 0;
+            let (out, t) = loop {
+                attempt += 1;
+                let mut c = common::command(
+                    "qperf",
+                    &[
+                        "127.0.0.1",
+                        "--listen_port",
+                        "18610",
+                        "-cm1",
+                        "-t",
+                        "1",
+                        test,
+                    ],
+                );
+                c.env("RDMAKIT_SHIM_DEBUG", "1");
+                let out = common::wait(c.spawn().unwrap(), LIMIT, &format!("qperf {test}"));
+                let t = common::text(&out);
+                let early = t.contains("RDMA_CM_EVENT_REJECTED on ID") && t.contains("(status 8)");
+                if out.status.success() || !early || attempt == 3 {
+                    break (out, t);
+                }
+            };
+            if !out.status.success() || !t.contains("latency") {
+                failures.push(format!("qperf -cm1 {test}: {:?}\n{t}", out.status));
             }
-        };
-        if !out.status.success() || !t.contains("latency") {
-            failures.push(format!("qperf -cm1 {test}: {:?}\n{t}", out.status));
         }
-    }
-    let mut server = server;
-    let _ = server.kill();
-    let _ = server.wait();
+    });
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{
-    assert_verbs_endpoints, fi_info_blocks, have, lib_dir, registry_dir, serial, text, wait,
+    assert_verbs_endpoints, fi_info_blocks, have, have_serial, lib_dir, registry_dir, text, wait,
 };
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -257,10 +257,9 @@ fn fi_pingpong_verbs_msg_between_two_soft_nics_on_one_host() {
     // rdma_cm port table, and its QP is addressed with the GID of the
     // device that owns the port (not the client's own). -c checks every
     // byte received.
-    if !have("fi_pingpong", "libfabric-bin") {
+    let Some(_g) = have_serial("fi_pingpong", "libfabric-bin") else {
         return;
-    }
-    let _g = serial();
+    };
     let Some(ns) = netns("10.77.0.1", "10.77.0.2") else {
         return;
     };

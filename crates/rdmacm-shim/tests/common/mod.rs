@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{MutexGuard, OnceLock};
 use std::time::Duration;
 
 pub use rdmakit_testkit::{await_listen, both_ok, free_port, listening, serial, tail, text, wait};
@@ -43,6 +43,12 @@ pub fn registry_dir() -> &'static Path {
 /// True when `tool` is installed; otherwise skips (or fails when required).
 pub fn have(tool: &str, package: &str) -> bool {
     rdmakit_testkit::have(tool, package, "RDMAKIT_REQUIRE_RDMACM_TOOLS")
+}
+
+/// When `tool` is installed, the [`serial`] lock to run it under; otherwise
+/// `None`, and the test skips (or fails when required) as with [`have`].
+pub fn have_serial(tool: &str, package: &str) -> Option<MutexGuard<'static, ()>> {
+    have(tool, package).then(serial)
 }
 
 pub fn command(tool: &str, args: &[&str]) -> Command {
