@@ -27,6 +27,24 @@ fn err(plot: &str, e: impl std::fmt::Display) -> ReportError {
     }
 }
 
+/// An SVG of `size` pixels on white, drawn by `draw`, as an inline element
+/// (see [`inline`]); `id` names the plot in errors.
+fn svg(
+    id: &str,
+    title: &str,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>,
+) -> Result<String, ReportError> {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(id, e))?;
+        draw(&root)?;
+        root.present().map_err(|e| err(id, e))?;
+    }
+    Ok(inline(buf, id, title))
+}
+
 /// Makes plotters' SVG an inline element of the page: no namespace URL (HTML
 /// parsers put inline `<svg>` in the SVG namespace themselves), no `//` in any
 /// text, and a `data-plot` name the browser test finds it by.
@@ -126,10 +144,7 @@ pub(crate) fn size_chart(c: &SizeChart) -> Result<String, ReportError> {
         }
     }
     let ymax = if ymax > 0.0 { ymax * 1.12 } else { 1.0 };
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (580, 350)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(c.id, e))?;
+    svg(c.id, c.title, (580, 350), |root| {
         let builder = |root| {
             let mut b = ChartBuilder::on(root);
             b.caption(c.title, (FONT, 20))
@@ -187,19 +202,18 @@ pub(crate) fn size_chart(c: &SizeChart) -> Result<String, ReportError> {
         if c.y_log && ymin < f64::MAX {
             let lo = ymin / 1.5;
             let hi = (ymax * 2.0).max(lo * 10.0);
-            let mut chart = builder(&root)
+            let mut chart = builder(root)
                 .build_cartesian_2d(x, (lo..hi).log_scale())
                 .map_err(|e| err(c.id, e))?;
             draw!(chart, format!("{} (log scale)", c.y_desc));
         } else {
-            let mut chart = builder(&root)
+            let mut chart = builder(root)
                 .build_cartesian_2d(x, 0f64..ymax)
                 .map_err(|e| err(c.id, e))?;
             draw!(chart, c.y_desc.to_string());
         }
-        root.present().map_err(|e| err(c.id, e))?;
-    }
-    Ok(inline(buf, c.id, c.title))
+        Ok(())
+    })
 }
 
 /// One bar of a bar chart.
@@ -233,11 +247,8 @@ pub(crate) fn bar_chart(c: &BarChart) -> Result<String, ReportError> {
     };
     let width = (160 + 40 * n as u32).clamp(560, 1200);
     let labels: Vec<String> = c.bars.iter().map(|b| b.label.clone()).collect();
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (width, 300)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(c.id, e))?;
-        let mut chart = ChartBuilder::on(&root)
+    svg(c.id, c.title, (width, 300), |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(c.title, (FONT, 19))
             .margin(12)
             .x_label_area_size(40)
@@ -300,9 +311,8 @@ pub(crate) fn bar_chart(c: &BarChart) -> Result<String, ReportError> {
                 .draw()
                 .map_err(|e| err(c.id, e))?;
         }
-        root.present().map_err(|e| err(c.id, e))?;
-    }
-    Ok(inline(buf, c.id, c.title))
+        Ok(())
+    })
 }
 
 /// A box of a diagram: lines of text, the first in bold.
@@ -362,11 +372,7 @@ pub(crate) fn diagram(d: &Diagram) -> Result<String, ReportError> {
         }
         pos.push(v);
     }
-    let mut buf = String::new();
-    {
-        let root: DrawingArea<SVGBackend, Shift> =
-            SVGBackend::with_string(&mut buf, (width as u32, height as u32)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(d.id, e))?;
+    svg(d.id, d.title, (width as u32, height as u32), |root| {
         root.draw(&Text::new(
             d.title,
             (24, 12),
@@ -446,9 +452,8 @@ pub(crate) fn diagram(d: &Diagram) -> Result<String, ReportError> {
                 }
             }
         }
-        root.present().map_err(|e| err(d.id, e))?;
-    }
-    Ok(inline(buf, d.id, d.title))
+        Ok(())
+    })
 }
 
 /// One dot of a dot plot: a node's value on a row.
@@ -492,11 +497,8 @@ pub(crate) fn dot_plot(c: &DotPlot) -> Result<String, ReportError> {
         + 16;
     let height = (100 + 56 * nrows as u32).min(1400);
     let labels = c.rows.clone();
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (560, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(c.id, e))?;
-        let mut chart = ChartBuilder::on(&root)
+    svg(c.id, c.title, (560, height), |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(c.title, (FONT, 17))
             .margin(12)
             .x_label_area_size(40)
@@ -602,7 +604,6 @@ pub(crate) fn dot_plot(c: &DotPlot) -> Result<String, ReportError> {
                 ))
                 .map_err(|e| err(c.id, e))?;
         }
-        root.present().map_err(|e| err(c.id, e))?;
-    }
-    Ok(inline(buf, c.id, c.title))
+        Ok(())
+    })
 }
