@@ -40,7 +40,7 @@ use common::*;
 use rdmakit_soft::proto::QpType;
 use rdmakit_soft::registry::{FileId, Locks};
 use rdmakit_soft::{Device, DeviceConfig, Errno, Exhaustion, Limits, QpInit};
-use rdmakit_testkit::{as_attacker, attacker_dir, wait, ATTACKER_UID};
+use rdmakit_testkit::{as_attacker, attacker_dir, retry, wait, ATTACKER_UID};
 use tempfile::TempDir;
 
 /// No command may take longer: no command hangs.
@@ -366,24 +366,19 @@ impl Drop for Procs {
 
 /// Waits until some process holds a `flock` on `path`.
 fn await_flock(path: &Path) {
-    let end = Instant::now() + LIMIT;
-    loop {
-        if let Ok(m) = fs::metadata(path) {
-            if !Locks::read()
+    retry(LIMIT, Duration::from_millis(20), || {
+        let locked = fs::metadata(path).is_ok_and(|m| {
+            !Locks::read()
                 .unwrap()
                 .holders(FileId::new(m.dev(), m.ino()))
                 .is_empty()
-            {
-                return;
-            }
+        });
+        if locked {
+            Ok(())
+        } else {
+            Err(format!("nobody ever locked {}", path.display()))
         }
-        assert!(
-            Instant::now() < end,
-            "nobody ever locked {}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    })
 }
 
 /// The second attack: the attacker holds its lock for 25 s and
@@ -699,16 +694,15 @@ fn holder(
 /// Waits until root's device can create `n` QPs again (a killed holder's
 /// context is released when the kernel closes its descriptors).
 fn creates_again(dev: &Device, pd: u32, cq: u32, n: u32) {
-    let end = Instant::now() + LIMIT;
     let mut made = 0;
-    loop {
+    retry(LIMIT, Duration::from_millis(50), || {
         made += create_qps(dev, pd, cq, n - made).0;
         if made == n {
-            return;
+            Ok(())
+        } else {
+            Err(format!("created {made} of {n}"))
         }
-        assert!(Instant::now() < end, "created {made} of {n}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    })
 }
 
 /// One user's real leak exhausts the device for everyone, as on a real NIC:
@@ -807,15 +801,14 @@ fn roots_leak_exhausts_the_device_for_other_users_too() {
         "root's inherited context did not count for the attacker"
     );
     procs.end(child);
-    let end = Instant::now() + LIMIT;
-    loop {
+    retry(LIMIT, Duration::from_millis(50), || {
         let made = tries(&mut procs).unwrap();
         if made == (4, 0) {
-            break;
+            Ok(())
+        } else {
+            Err(format!("the attacker still gets {made:?}"))
         }
-        assert!(Instant::now() < end, "the attacker still gets {made:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    })
 }
 
 /// A leaky driver's records of a dead process: the attacker's own leaky

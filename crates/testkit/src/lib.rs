@@ -215,6 +215,24 @@ fn listens_on(row: &str, port: u16) -> bool {
             == Some(port)
 }
 
+/// Tries `attempt` every `every` until it answers `Ok`, for at most `limit`;
+/// then fails with the last `Err`. For what a test waits on another process
+/// or the kernel to do in its own time.
+pub fn retry<T>(
+    limit: Duration,
+    every: Duration,
+    mut attempt: impl FnMut() -> Result<T, String>,
+) -> T {
+    let end = Instant::now() + limit;
+    loop {
+        match attempt() {
+            Ok(v) => return v,
+            Err(why) => assert!(Instant::now() < end, "{why}"),
+        }
+        std::thread::sleep(every);
+    }
+}
+
 /// Waits until `server` listens on TCP `port` (a client that comes earlier
 /// fails); fails with its output if it exits first or never does.
 pub fn await_listen(mut server: Child, port: u16, limit: Duration) -> Child {
