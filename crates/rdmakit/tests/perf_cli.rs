@@ -255,14 +255,15 @@ fn perf(args: &[&str]) -> (Option<i32>, String, String) {
 #[test]
 fn a_client_without_a_server_says_so_with_the_errno_and_the_fix() {
     let port = free_port().to_string();
-    let (code, out, err) = perf(&[
+    let client = [
         "write-bw",
         "127.0.0.1",
         "-p",
         &port,
         "--connect-timeout",
         "0.3",
-    ]);
+    ];
+    let (code, out, err) = perf(&client);
     assert_eq!(code, Some(1), "{err}");
     assert_eq!(out, "");
     assert_eq!(
@@ -272,15 +273,7 @@ fn a_client_without_a_server_says_so_with_the_errno_and_the_fix() {
              start one with `rdmakit perf write-bw` on that host, or check -p\n"
         )
     );
-    let (code, out, _) = perf(&[
-        "write-bw",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "--connect-timeout",
-        "0.3",
-        "--json",
-    ]);
+    let (code, out, _) = perf(&[&client[..], &["--json"]].concat());
     assert_eq!(code, Some(1));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
