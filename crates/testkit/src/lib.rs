@@ -33,6 +33,7 @@ pub mod fleet;
 pub mod hold;
 pub mod ownership;
 mod rss;
+pub mod words;
 
 pub use rss::{run_measured, Measured};
 
