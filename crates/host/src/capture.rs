@@ -12,6 +12,9 @@
 //! - `_libs.txt`: `ls -l` of libibverbs.so.1* and libibverbs/*.so in the library
 //!   directory (links and files).
 //! - `_dmesg.txt`: the kernel log (answers the kmsg probe).
+//! - `ethtool/IF/STEM.txt` / `STEM.errno`: what `ethtool -S`, `-a`,
+//!   `--show-fec`, `-m … hex on` and `dcb` printed for netdev IF, or the errno
+//!   they failed with ([`crate::ethernet`]).
 //! - `_capture.log` (rdmacap): the capture ran as root, so the identity probe answers
 //!   uid 0; `netlink/_index.txt`: the kernel answered NETLINK_RDMA, so the netlink
 //!   probe succeeds.
@@ -159,6 +162,14 @@ pub fn import_capture(dir: &Path) -> Result<Bundle, ImportError> {
             )?;
         }
     }
+    if let Ok(eth) = open_subdir(top.as_fd(), c"ethtool") {
+        import_ethernet(
+            eth.as_fd(),
+            &format!("{shown}/ethtool"),
+            &mut recs,
+            &mut budget,
+        )?;
+    }
     let mut header = Bundle::header_now("rdmacap import", CollectOptions::default());
     header.created_unix = 0;
     Ok(Bundle::new(
@@ -263,6 +274,55 @@ fn import_netlink(
             (Op::Probe, crate::source::netlink_key(&req)),
             Answer::Data(reply),
         );
+    }
+    Ok(())
+}
+
+/// `ethtool/IF/STEM.txt` (a command's output) and `ethtool/IF/STEM.errno` (the
+/// name of the errno it failed with) become answers of the Ethernet probes
+/// ([`crate::ethernet`]); other names are not imported.
+fn import_ethernet(
+    dir: BorrowedFd<'_>,
+    shown: &str,
+    recs: &mut Records,
+    budget: &mut Budget,
+) -> Result<(), ImportError> {
+    for (ifname, t) in list(dir, shown)? {
+        let Some(ifname) = ifname
+            .to_str()
+            .ok()
+            .filter(|n| crate::ethernet::valid_ifname(n))
+        else {
+            continue;
+        };
+        if t != FileType::Directory {
+            continue;
+        }
+        let c = std::ffi::CString::new(ifname).map_err(|_| ImportError::NoRoot(shown.into()))?;
+        let sub = open_subdir(dir, &c).map_err(|e| io(&format!("{shown}/{ifname}"), e))?;
+        let sub_shown = format!("{shown}/{ifname}");
+        for (name, t) in list(sub.as_fd(), &sub_shown)? {
+            let Some((stem, ext)) = name.to_str().ok().and_then(|n| n.rsplit_once('.')) else {
+                continue;
+            };
+            let Some(q) = crate::ethernet::EthQuery::from_file_stem(stem, ifname) else {
+                continue;
+            };
+            if t != FileType::RegularFile || !matches!(ext, "txt" | "errno") {
+                continue;
+            }
+            budget.entry()?;
+            let path = format!("{sub_shown}/{}", name.to_string_lossy());
+            let b = bounded::read_in_dir(sub.as_fd(), &name, &path, Cap::CAPTURE, false)?;
+            budget.file(b.len())?;
+            let answer = if ext == "txt" {
+                Answer::Data(b)
+            } else {
+                let n = errno::number(String::from_utf8_lossy(&b).trim());
+                Answer::Err(Errno(n.unwrap_or(Errno::EIO.0)))
+            };
+            recs.insert((Op::Probe, q.key()), answer);
+        }
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ pub mod bundle;
 pub mod capture;
 pub mod collect;
 pub mod errno;
+pub mod ethernet;
 pub mod model;
 pub mod netlink;
 pub mod open;

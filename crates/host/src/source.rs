@@ -39,6 +39,9 @@ impl Errno {
     pub const ENOTDIR: Errno = Errno(20);
     pub const EAGAIN: Errno = Errno(11);
     pub const EPROTONOSUPPORT: Errno = Errno(93);
+    /// The driver has no such operation (ethtool, DCB).
+    pub const EOPNOTSUPP: Errno = Errno(95);
+    pub const ENODEV: Errno = Errno(19);
     /// A file over its cap ([`crate::bounded`]).
     pub const EFBIG: Errno = Errno(27);
     /// A pipe that did not end in time ([`crate::bounded`]).
@@ -124,6 +127,9 @@ pub enum Probe {
     /// (the CLI supplies them; the host crate does not load libibverbs): lines
     /// "max_qp N", "max_cq N", "max_mr N", "max_pd N".
     DeviceLimits(String),
+    /// An Ethernet fact of a netdev that is not a file (ethtool, DCB), in the
+    /// text the matching command prints ([`crate::ethernet`]).
+    Ethernet(crate::ethernet::EthQuery),
 }
 
 impl Probe {
@@ -137,6 +143,7 @@ impl Probe {
             Probe::Kmsg => "kmsg".into(),
             Probe::Netlink(req) => netlink_key(req),
             Probe::DeviceLimits(dev) => format!("device_limits:{dev}"),
+            Probe::Ethernet(q) => q.key(),
         }
     }
 }
@@ -361,6 +368,13 @@ impl Source for LiveSource {
                     return Err(Errno::ENOENT);
                 }
                 netlink_exchange(req)
+            }
+            Probe::Ethernet(q) => {
+                if !self.is_host_root() {
+                    // A captured tree has no netdev behind it.
+                    return Err(Errno::ENOENT);
+                }
+                crate::ethernet::live::answer(q)
             }
         }
     }
