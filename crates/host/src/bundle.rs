@@ -45,7 +45,29 @@ pub const VERSION: u32 = 1;
 /// collecting process's ancestors starts). A replay answers them ENOENT — the
 /// fact is absent, as from a host that lacks it — without counting a miss, so
 /// an older bundle replays without a note.
-pub const ASKED_SINCE: &[&str] = &["/proc/sys/kernel/random/boot_id", "/proc/self/status"];
+/// An entry ending in `*` stands for any one path component or probe name
+/// there ("/sys/class/net/*": every netdev's directory listing).
+pub const ASKED_SINCE: &[&str] = &[
+    "/proc/sys/kernel/random/boot_id",
+    "/proc/self/status",
+    // The Ethernet layer beneath RoCE (crate::ethernet): the listings it walks
+    // to find what exists, and its probes.
+    "/sys",
+    "/proc/net",
+    "/sys/class/net/*",
+    "ethtool-*",
+    "dcb:*",
+];
+
+/// Whether `key` is a question [`ASKED_SINCE`] lists.
+pub fn asked_since(key: &str) -> bool {
+    ASKED_SINCE.iter().any(|a| match a.strip_suffix('*') {
+        Some(prefix) => key
+            .strip_prefix(prefix)
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/')),
+        None => *a == key,
+    })
+}
 
 /// Why a bundle could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -541,7 +563,7 @@ impl Bundle {
                 }
             }
         }
-        if !ASKED_SINCE.contains(&key) {
+        if !asked_since(key) {
             self.misses.fetch_add(1, Ordering::Relaxed);
         }
         None
@@ -660,6 +682,17 @@ impl Source for Bundle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn asked_since_patterns_stand_for_one_component() {
+        assert!(asked_since("/proc/self/status"));
+        assert!(asked_since("/sys/class/net/eth0"));
+        assert!(!asked_since("/sys/class/net/eth0/mtu"));
+        assert!(!asked_since("/sys/class/net/"));
+        assert!(asked_since("ethtool-stats:eth0"));
+        assert!(asked_since("dcb:ens1f0np0"));
+        assert!(!asked_since("/sys/class"));
+    }
 
     #[test]
     fn a_copy_keeps_every_answer_and_counts_read_errors() {

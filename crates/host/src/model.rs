@@ -159,6 +159,8 @@ pub struct HostFacts {
     pub kernel_log: KernelLog,
     /// What NETLINK_RDMA answered (devices, ports, resources, counters, owners).
     pub netlink: crate::netlink::NetlinkFacts,
+    /// The Ethernet layer beneath RoCE ports (QoS, ECN, counters, optics).
+    pub ethernet: crate::ethernet::Ethernet,
     /// Values met while collecting that their parser did not understand.
     pub unrecognized: Vec<Unrecognized>,
 }

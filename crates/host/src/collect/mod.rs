@@ -49,6 +49,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
     let dev_nodes = system::dev_nodes(&cx);
     let devices = device::devices(&cx, &kernel.ib_class);
     let netdevs = system::netdevs(&cx);
+    let ethernet = crate::ethernet::facts::collect(&cx, &devices, &netdevs);
     let cpus_online = cx.attr(
         "/sys/devices/system/cpu/online",
         crate::parse::sysfs::cpulist,
@@ -89,6 +90,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
         rdma_core,
         kernel_log,
         netlink,
+        ethernet,
         namespaces,
         subject,
         rdma_cgroups,
@@ -228,6 +230,23 @@ impl Cx<'_> {
             .read_dir(path)
             .map(|v| v.into_iter().map(|e| e.name).collect())
             .unwrap_or_default()
+    }
+
+    /// Whether `path` exists, judged by listing each directory on the way
+    /// from `/` (so a replay asks nothing its capture could not answer: a
+    /// directory a capture did not take is absent, not a miss).
+    pub fn listed(&self, path: &str) -> bool {
+        let mut dir = String::new();
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            let shown = if dir.is_empty() { "/" } else { dir.as_str() };
+            match self.src.read_dir(shown) {
+                Ok(v) if v.iter().any(|e| e.name == part) => {}
+                _ => return false,
+            }
+            dir.push('/');
+            dir.push_str(part);
+        }
+        true
     }
 
     /// The basename of where a symlink points ("mlx5_core" for device/driver).

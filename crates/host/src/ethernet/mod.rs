@@ -17,7 +17,11 @@
 //! capture): EOPNOTSUPP from a driver without the operation (veth has no DCB,
 //! virtio no module EEPROM) means "not applicable", never an alarm.
 
+pub mod facts;
 pub mod live;
+pub mod sysfs;
+
+pub use facts::{EthLink, Ethernet, RocePort};
 
 use serde::{Deserialize, Serialize};
 
