@@ -344,7 +344,7 @@ impl Source for LiveSource {
                     // A captured tree has no kernel behind it.
                     return Err(Errno::ENOENT);
                 }
-                match netlink_sys::Socket::new(20) {
+                match netlink_sys::Socket::new(NETLINK_RDMA) {
                     Ok(_) => Ok(Vec::new()),
                     Err(e) => Err(Errno::from_io(&e)),
                 }
@@ -367,7 +367,7 @@ impl Source for LiveSource {
                 if !self.is_host_root() {
                     return Err(Errno::ENOENT);
                 }
-                netlink_exchange(req)
+                netlink_exchange(NETLINK_RDMA, req, 64 << 20)
             }
             Probe::Ethernet(q) => {
                 if !self.is_host_root() {
@@ -380,13 +380,18 @@ impl Source for LiveSource {
     }
 }
 
-/// Sends one request on a fresh NETLINK_RDMA socket and returns every reply
-/// datagram until NLMSG_DONE (3) or NLMSG_ERROR (2), or 64 MiB, or a 5 s silence.
-fn netlink_exchange(req: &[u8]) -> Result<Vec<u8>, Errno> {
+const NETLINK_RDMA: isize = 20;
+
+/// Sends one request on a fresh netlink socket of `protocol` (in the calling
+/// thread's network namespace) and returns every reply datagram until
+/// NLMSG_DONE (3) or NLMSG_ERROR (2, an error or the ACK that NLM_F_ACK asks
+/// for), or until more than `max` bytes came (the answer then stops there),
+/// or a 5 s silence (ETIMEDOUT).
+pub(crate) fn netlink_exchange(protocol: isize, req: &[u8], max: usize) -> Result<Vec<u8>, Errno> {
     const NLMSG_ERROR: u16 = 2;
     const NLMSG_DONE: u16 = 3;
     let io = |e: std::io::Error| Errno::from_io(&e);
-    let mut sock = netlink_sys::Socket::new(20).map_err(io)?;
+    let mut sock = netlink_sys::Socket::new(protocol).map_err(io)?;
     sock.bind_auto().map_err(io)?;
     sock.connect(&netlink_sys::SocketAddr::new(0, 0))
         .map_err(io)?;
@@ -414,7 +419,7 @@ fn netlink_exchange(req: &[u8]) -> Result<Vec<u8>, Errno> {
             }
             off += (len + 3) & !3;
         }
-        if done || out.len() > 64 << 20 {
+        if done || out.len() > max {
             return Ok(out);
         }
     }

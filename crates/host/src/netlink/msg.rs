@@ -276,6 +276,14 @@ impl Request {
         Request { buf }
     }
 
+    /// Appends a family's fixed header (`struct dcbmsg`, `struct ifinfomsg`),
+    /// padded to 4 bytes: before any attribute.
+    pub fn family_header(mut self, header: &[u8]) -> Request {
+        self.buf.extend_from_slice(header);
+        self.buf.resize(align4(self.buf.len()), 0);
+        self
+    }
+
     /// Appends an attribute with a raw payload.
     pub fn attr(mut self, kind: u16, payload: &[u8]) -> Request {
         let len = (NLA_HDRLEN + payload.len()) as u16;
