@@ -19,6 +19,8 @@
 
 pub mod facts;
 pub mod live;
+pub mod optics;
+pub mod parse;
 pub mod sysfs;
 
 pub use facts::{EthLink, Ethernet, RocePort};

@@ -3,6 +3,7 @@
 // tests/parse_props.rs (proptest) and fuzz/fuzz_targets/parsers.rs
 // (libFuzzer, through `include!`), so both drive the same entry points.
 
+use rdmakit_host::ethernet::{optics, parse as eth};
 use rdmakit_host::parse::{cgroup, kmsg, pkg, proc, sysfs};
 
 /// Every string parser, applied to `s`; results are thrown away, only panics count.
@@ -52,10 +53,16 @@ pub fn all_str_parsers(s: &str) {
     let _ = pkg::rdma_core_major(s);
     let _ = pkg::libibverbs_soname_version(s);
     let _ = pkg::provider_lib_name(s);
+    let _ = eth::ethtool::stats(s);
+    let _ = eth::ethtool::pause(s);
+    let _ = eth::ethtool::fec(s);
+    let _ = eth::dcb::dcb(s);
+    let _ = eth::dcb::mlnx_qos(s);
 }
 
 /// Every byte parser, applied to `b`.
 pub fn all_byte_parsers(b: &[u8]) {
+    let _ = optics::parse_module(b);
     let _ = sysfs::driver_file(b);
     let _ = proc::modules_checked(b);
     if let Ok(irqs) = proc::interrupts(b) {
