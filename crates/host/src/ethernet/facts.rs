@@ -5,10 +5,17 @@
 
 use serde::Serialize;
 
+use super::optics::Module;
+use super::parse::dcb::Dcb;
+use super::parse::ethtool::{Fec, Pause};
+use super::parse::TextError;
 use super::sysfs::{self, DefaultTos, Ecn, OfedQos, Vlan};
+use super::EthQuery;
 use crate::collect::Cx;
-use crate::model::{Attr, Device, Netdev};
+use crate::model::{Attr, Device, Netdev, Raw};
 use crate::parse::sysfs::LinkLayer;
+use crate::parse::ParseError;
+use crate::source::Probe;
 
 /// The Ethernet layer of every RoCE port.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -45,6 +52,27 @@ pub struct EthLink {
     pub bdf: Option<String>,
     pub ecn: Ecn,
     pub ofed_qos: OfedQos,
+    /// `ethtool -S`: the driver's statistics, its names, in its order.
+    pub stats: Attr<Vec<(String, u64)>>,
+    /// `ethtool -a`.
+    pub pause: Attr<Pause>,
+    /// `ethtool --show-fec`.
+    pub fec: Attr<Fec>,
+    /// DCB (iproute2 `dcb`, or `mlnx_qos` output in a capture).
+    pub dcb: Attr<Dcb>,
+    /// The module EEPROM (`ethtool -m`), decoded.
+    pub module: Attr<Module>,
+}
+
+impl EthLink {
+    /// A statistic by the driver's name.
+    pub fn stat(&self, name: &str) -> Option<u64> {
+        self.stats
+            .get()?
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
 }
 
 impl Ethernet {
@@ -97,7 +125,31 @@ fn link(cx: &Cx, name: &str, netdevs: &[Netdev]) -> EthLink {
     let bdf = cx
         .link_basename(&format!("/sys/class/net/{name}/device"))
         .filter(|b| b.len() == 12 && b.as_bytes()[4] == b':');
+    let probe = |q: EthQuery| Probe::Ethernet(q);
+    let n = name.to_string();
     EthLink {
+        stats: probe_attr(cx, &probe(EthQuery::Stats(n.clone())), |b| {
+            super::parse::ethtool::stats(&String::from_utf8_lossy(b)).map_err(text_error)
+        }),
+        pause: probe_attr(cx, &probe(EthQuery::Pause(n.clone())), |b| {
+            super::parse::ethtool::pause(&String::from_utf8_lossy(b)).map_err(text_error)
+        }),
+        fec: probe_attr(cx, &probe(EthQuery::Fec(n.clone())), |b| {
+            super::parse::ethtool::fec(&String::from_utf8_lossy(b)).map_err(text_error)
+        }),
+        dcb: probe_attr(cx, &probe(EthQuery::Dcb(n.clone())), |b| {
+            let t = String::from_utf8_lossy(b);
+            if t.contains("DCBX mode:") || t.contains("Priority trust state") {
+                super::parse::dcb::mlnx_qos(&t)
+            } else {
+                super::parse::dcb::dcb(&t)
+            }
+            .map_err(text_error)
+        }),
+        module: probe_attr(cx, &probe(EthQuery::Module(n)), |b| {
+            super::optics::parse_module(b)
+                .map_err(|e| ParseError::new("module EEPROM", &e.to_string()))
+        }),
         driver: netdevs
             .iter()
             .find(|n| n.name == name)
@@ -107,4 +159,51 @@ fn link(cx: &Cx, name: &str, netdevs: &[Netdev]) -> EthLink {
         bdf,
         name: name.to_string(),
     }
+}
+
+/// A probe's answer as an attribute: its path is the command it stands for
+/// ("ethtool -S eth0"), its raw text the answer's first line and size (the
+/// values are in the parsed value).
+fn probe_attr<T>(
+    cx: &Cx,
+    probe: &Probe,
+    parse: impl Fn(&[u8]) -> Result<T, ParseError>,
+) -> Attr<T> {
+    let Probe::Ethernet(q) = probe else {
+        return Attr::absent("");
+    };
+    let path = q.command();
+    match cx.src.probe(probe) {
+        Ok(bytes) => {
+            let value = match parse(&bytes) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    cx.unrecognized.borrow_mut().push((path.clone(), e));
+                    None
+                }
+            };
+            let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+            Attr {
+                raw: Raw::Text(format!(
+                    "{} bytes, first line: {}",
+                    bytes.len(),
+                    crate::collect::strip_value(&first[..first.len().min(120)])
+                )),
+                path,
+                value,
+            }
+        }
+        Err(e) => Attr {
+            path,
+            raw: Raw::Err(e),
+            value: None,
+        },
+    }
+}
+
+fn text_error(e: TextError) -> ParseError {
+    ParseError::new(
+        e.command,
+        &format!("line {}: {}: {}", e.line, e.reason, e.text),
+    )
 }

@@ -11,7 +11,7 @@
 //! | [`EthQuery::Pause`] | `ethtool -a IF` | `ethtool/IF/pause.txt` |
 //! | [`EthQuery::Fec`] | `ethtool --show-fec IF` | `ethtool/IF/fec.txt` |
 //! | [`EthQuery::Module`] | `ethtool -m IF hex on` | `ethtool/IF/module.txt` |
-//! | [`EthQuery::Dcb`] | `dcb -n dcbx/ets/pfc/app show dev IF` | `ethtool/IF/dcb.txt` |
+//! | [`EthQuery::Dcb`] | `dcb -s -N dcbx/ets/pfc/app show dev IF` | `ethtool/IF/dcb.txt` |
 //!
 //! A query that fails is its errno (`ethtool/IF/NAME.errno` holds its name in a
 //! capture): EOPNOTSUPP from a driver without the operation (veth has no DCB,
@@ -82,6 +82,19 @@ impl EthQuery {
         EthQuery::all(ifname)
             .into_iter()
             .find(|q| q.file_stem() == stem)
+    }
+
+    /// The command whose output the answer is ("ethtool -S eth0"), as
+    /// evidence names it.
+    pub fn command(&self) -> String {
+        let i = self.ifname();
+        match self {
+            EthQuery::Stats(_) => format!("ethtool -S {i}"),
+            EthQuery::Pause(_) => format!("ethtool -a {i}"),
+            EthQuery::Fec(_) => format!("ethtool --show-fec {i}"),
+            EthQuery::Module(_) => format!("ethtool -m {i}"),
+            EthQuery::Dcb(_) => format!("dcb show dev {i}"),
+        }
     }
 
     /// The key under which the answer is stored in a bundle ("ethtool-stats:eth0").
