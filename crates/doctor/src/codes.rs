@@ -197,6 +197,31 @@ codes! {
         "RDMA resources are held by a dead or zombie process", None;
     R002 = "RDK-R002", "resource-usage-near-limit", Application, Warning,
         "RDMA object usage is near a device limit (max_qp, max_cq, max_mr, max_pd)", None;
+    N001 = "RDK-N001", "roce-priority-not-lossless", Hardware, Error,
+        "RoCE traffic lands on a priority PFC does not protect",
+        Some("check where the ToS lands, not only that PFC is on: ToS >> 2 is the DSCP, the DSCP maps to a priority, and PFC must be enabled on that priority");
+    N002 = "RDK-N002", "roce-ecn-disabled", Hardware, Warning,
+        "ECN is disabled on the priority RoCE traffic lands on", None;
+    N003 = "RDK-N003", "roce-ecn-one-sided", Hardware, Warning,
+        "ECN is enabled at only one end of the congestion loop (NP or RP)", None;
+    N004 = "RDK-N004", "cnp-priority-unprotected", Hardware, Info,
+        "Congestion notifications go out on a priority that is neither lossless nor strict", None;
+    N005 = "RDK-N005", "global-pause-with-pfc", Hardware, Warning,
+        "Global (802.3x) pause is on together with PFC", None;
+    N006 = "RDK-N006", "trust-marking-mismatch", Hardware, Error,
+        "The port trusts a marking RoCE traffic does not carry (PCP vs DSCP)", None;
+    N007 = "RDK-N007", "pause-storm", Hardware, Error,
+        "Pause frames hold the link for a large share of the time", None;
+    N008 = "RDK-N008", "ethernet-drops", Hardware, Warning,
+        "The Ethernet port drops packets (discards, buffer exhaustion, CRC errors)", None;
+    N009 = "RDK-N009", "congestion-notifications", Hardware, Info,
+        "Congestion notifications (CNPs) sent, handled and ignored since the baseline", None;
+    N010 = "RDK-N010", "optics-threshold", Hardware, Warning,
+        "A module reads beyond its own warning or alarm thresholds", None;
+    N011 = "RDK-N011", "optics-weak-lane", Hardware, Warning,
+        "One lane of a module receives far less light than its siblings", None;
+    N012 = "RDK-N012", "fec-uncorrectable", Hardware, Warning,
+        "FEC could not correct blocks on the link", None;
     P001 = "RDK-P001", "probe-mr-registration-failed", Application, Error,
         "Active probe: memory registration failed", None;
     P002 = "RDK-P002", "probe-qp-bringup-failed", Application, Error,

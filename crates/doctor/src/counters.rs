@@ -244,6 +244,9 @@ pub struct Baseline {
     pub age_secs: Option<u64>,
     /// By "device/port".
     pub ports: BTreeMap<String, BaselinePort>,
+    /// The Ethernet statistics (`ethtool -S`) of each netdev beneath a RoCE
+    /// port, by netdev; the FEC statistics' blocks as `fec:NAME`.
+    pub links: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 /// One port of the baseline.
@@ -319,10 +322,30 @@ impl Baseline {
                 );
             }
         }
+        let mut links = BTreeMap::new();
+        for l in &facts.ethernet.links {
+            let mut m: BTreeMap<String, u64> = l
+                .stats
+                .get()
+                .map(|v| v.iter().cloned().collect())
+                .unwrap_or_default();
+            if let Some(f) = l.fec.get() {
+                if let Some(v) = f.uncorrectable_blocks() {
+                    m.insert("fec:uncorrectable_blocks".into(), v);
+                }
+                if let Some(v) = f.corrected_blocks() {
+                    m.insert("fec:corrected_blocks".into(), v);
+                }
+            }
+            if !m.is_empty() {
+                links.insert(l.name.clone(), m);
+            }
+        }
         Baseline {
             source: source.to_string(),
             age_secs,
             ports,
+            links,
         }
     }
 

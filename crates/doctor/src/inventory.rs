@@ -45,6 +45,9 @@ pub struct Inventory {
     /// RLIMIT_MEMLOCK soft limit that applies (bytes, or `unlimited`).
     pub memlock: Option<String>,
     pub devices: Vec<InventoryDevice>,
+    /// The Ethernet links beneath RoCE ports: their module and settings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<InventoryLink>,
     /// What the inventory could not tell, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -121,6 +124,45 @@ pub struct InventoryPort {
     /// Counter files without a number (`counters/port_rcv_data: N/A (no PMA)`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub counters_unavailable: Vec<String>,
+    /// The class of service of a RoCE port's traffic (docs/roce-qos.md), where
+    /// its DCB facts were read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qos: Option<InventoryQos>,
+}
+
+/// A RoCE port's class of service: the ToS a connection gets when the
+/// application sets none, the trust mode, the priority it lands on, the
+/// PFC-enabled priorities and ECN on that priority.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct InventoryQos {
+    /// The physical netdev these were read on.
+    pub link: String,
+    pub tos: u8,
+    /// `dscp` or `pcp`.
+    pub trust: String,
+    pub priority: Option<u8>,
+    /// `3`, `3,4`, `none`.
+    pub pfc: Option<String>,
+    /// `on`/`off` at the notification point, where sysfs has a per-priority switch.
+    pub ecn_np: Option<String>,
+    /// The same at the reaction point.
+    pub ecn_rp: Option<String>,
+}
+
+/// A physical netdev beneath a RoCE port.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct InventoryLink {
+    pub name: String,
+    pub driver: Option<String>,
+    /// The plug-in module: vendor and part number.
+    pub module_vendor: Option<String>,
+    pub module_part: Option<String>,
+    /// Active FEC encoding(s), as ethtool prints them.
+    pub fec: Option<String>,
+    /// Global pause: `rx on, tx off`.
+    pub global_pause: Option<String>,
 }
 
 impl InventoryPort {
@@ -199,6 +241,52 @@ impl Inventory {
                     .to_string(),
             );
         }
+        let mut devices: Vec<InventoryDevice> = devices;
+        for q in crate::rules::ethernet::port_qos(facts) {
+            let port = devices
+                .iter_mut()
+                .filter(|d| d.name == q.device)
+                .flat_map(|d| d.ports.iter_mut())
+                .find(|p| p.num == q.port);
+            if let Some(p) = port {
+                if p.qos.is_none() {
+                    p.qos = Some(InventoryQos {
+                        link: q.link,
+                        tos: q.tos,
+                        trust: q.trust.to_string(),
+                        priority: q.priority,
+                        pfc: q.pfc,
+                        ecn_np: q.ecn_np.map(str::to_string),
+                        ecn_rp: q.ecn_rp.map(str::to_string),
+                    });
+                }
+            }
+        }
+        let on_off = |b: Option<bool>| match b {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "n/a",
+        };
+        let links = facts
+            .ethernet
+            .links
+            .iter()
+            .map(|l| InventoryLink {
+                name: l.name.clone(),
+                driver: l.driver.clone(),
+                module_vendor: l.module.get().map(|m| m.vendor.clone()),
+                module_part: l.module.get().map(|m| m.part_number.clone()),
+                fec: l
+                    .fec
+                    .get()
+                    .map(|f| f.active.join(" "))
+                    .filter(|s| !s.is_empty()),
+                global_pause: l
+                    .pause
+                    .get()
+                    .map(|p| format!("rx {}, tx {}", on_off(p.rx), on_off(p.tx))),
+            })
+            .collect();
         Inventory {
             hostname,
             hostname_source,
@@ -207,6 +295,7 @@ impl Inventory {
             rdma_core_source,
             memlock,
             devices,
+            links,
             notes,
         }
     }
@@ -319,6 +408,7 @@ fn port(facts: &HostFacts, d: &rdmakit_host::model::Device, p: &Port) -> Invento
         counters: counters_map,
         hw_counters: hw,
         counters_unavailable: unavailable,
+        qos: None,
     }
 }
 

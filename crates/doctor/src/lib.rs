@@ -31,6 +31,7 @@ pub mod inventory;
 pub mod npd;
 pub mod oneline;
 pub mod probes;
+pub mod qos;
 pub mod render;
 pub mod report;
 pub mod rules;

@@ -26,7 +26,7 @@ fn vm(name: &str) -> Bundle {
 
 /// Checks whose codes can be raised to warning or error: a default severity of
 /// warning or above, or one the rule raises (RDK-H008 below 1024 bytes, RDK-H011
-/// with a baseline).
+/// with a baseline, RDK-N009 when CNPs are ignored).
 fn can_warn() -> BTreeSet<&'static str> {
     CHECKS
         .iter()
@@ -34,7 +34,7 @@ fn can_warn() -> BTreeSet<&'static str> {
             c.codes
                 .iter()
                 .any(|code| code.info().severity >= Severity::Warning)
-                || matches!(c.id, "roce.mtu" | "port.transport")
+                || matches!(c.id, "roce.mtu" | "port.transport" | "roce.congestion")
         })
         .map(|c| c.id)
         .collect()
@@ -43,7 +43,12 @@ fn can_warn() -> BTreeSet<&'static str> {
 #[test]
 fn every_check_that_can_warn_passes_somewhere() {
     let mut reports: Vec<(String, Report)> = Vec::new();
-    for name in ["healthy", "healthy-busy", "real-nics-procfs"] {
+    for name in [
+        "healthy",
+        "healthy-busy",
+        "real-nics-procfs",
+        "roce-mlx5-qos",
+    ] {
         reports.push((name.into(), report(&import(name))));
     }
     // Port counters judged against a baseline of the same capture: no growth.
@@ -59,6 +64,29 @@ fn every_check_that_can_warn_passes_somewhere() {
             },
         ),
     ));
+    // The Ethernet counters judged against a baseline of the same RoCE host.
+    let roce = import("roce-mlx5-qos");
+    let facts = collect(&roce, &roce.header.options.clone());
+    reports.push((
+        "roce-mlx5-qos --baseline itself".into(),
+        report_with(
+            &roce,
+            &Config {
+                baseline: Some(Baseline::from_facts(&facts, "itself", Some(10))),
+                ..Config::default()
+            },
+        ),
+    ));
+    // A four-lane module (a real CMIS QSFP+ dump) in the same host.
+    let mut four_lanes = import("roce-mlx5-qos");
+    let cmis = rdmakit_testkit::fixtures_dir()
+        .join("ethernet/cmis-hisense-def8504/sfputil-eeprom-hexdump.txt");
+    rdmakit_testkit::bundle::set_probe(
+        &mut four_lanes,
+        "ethtool-module:eth0",
+        &std::fs::read_to_string(&cmis).expect("CMIS fixture"),
+    );
+    reports.push(("roce-mlx5-qos, CMIS module".into(), report(&four_lanes)));
     for name in ["healthy", "orphaned_by_fork"] {
         reports.push((format!("vm {name}"), report(&vm(name))));
     }

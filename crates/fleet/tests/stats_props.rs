@@ -46,6 +46,7 @@ fn inventory(host: &str, fw: &str, rate: f64, errors: u64, devices: usize) -> In
                 ..InventoryDevice::default()
             })
             .collect(),
+        links: Vec::new(),
         notes: Vec::new(),
     }
 }

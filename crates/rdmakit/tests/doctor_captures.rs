@@ -18,7 +18,12 @@ fn fixture(name: &str) -> String {
 }
 
 /// The captures of healthy hosts (fixtures/<name>/SOURCE says where each came from).
-const HEALTHY: &[&str] = &["healthy", "healthy-busy", "real-nics-procfs"];
+const HEALTHY: &[&str] = &[
+    "healthy",
+    "healthy-busy",
+    "real-nics-procfs",
+    "roce-mlx5-qos",
+];
 /// Captures (or edits, said in their SOURCE) of hosts with a fault.
 const FAULTY: &[&str] = &["gpud-h100", "mlx4-saturated-edit"];
 
@@ -47,6 +52,11 @@ fn healthy_busy_rxe_capture_passes_fail_on_warning() {
 #[test]
 fn real_nics_procfs_capture_passes_fail_on_warning() {
     passes_fail_on_warning("real-nics-procfs");
+}
+
+#[test]
+fn configured_roce_host_passes_fail_on_warning() {
+    passes_fail_on_warning("roce-mlx5-qos");
 }
 
 /// A new fixture must be put in one list or the other, so its verdict is tested.

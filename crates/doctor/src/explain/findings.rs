@@ -99,6 +99,54 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["Packet loss on RoCE without end-to-end PFC/ECN", "Link errors on the path (RDK-H010)", "A receiver that does not post receives in time (RNR)", "A peer that went away (timeouts until retries are exhausted)"],
             &["rdmakit collect -o before.json.gz; rdmakit doctor --baseline before.json.gz", "ethtool -S <if> | grep -iE 'pause|pfc|discard|out_of_buffer'", "rdmakit explain wc:RETRY_EXC_ERR"],
         ),
+        N001 => (
+            &["The connection's ToS was never set: rdma_cm's default is 0 (DSCP 0, priority 0)", "ToS arithmetic: DSCP 26 is ToS 104/106, not 26", "The DSCP → priority map (APP table) differs from the PFC priority", "Applications set their own class (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS) that differs"],
+            &["cat /sys/kernel/config/rdma_cm/<dev>/ports/1/default_roce_tos", "dcb app show dev <if>; dcb pfc show dev <if>", "mlnx_qos -i <if>", "ethtool -S <if> | grep -E 'prio[0-9]_(pause|packets)'"],
+        ),
+        N002 => (
+            &["ECN left at the driver default for that priority", "ECN settings not persisted across reboot or driver reload", "Firmware congestion control mask (ROCE_CC_PRIO_MASK) excludes the priority"],
+            &["grep . /sys/class/net/<if>/ecn/roce_np/enable/* /sys/class/net/<if>/ecn/roce_rp/enable/*", "mlxconfig -d <BDF> q | grep -i ROCE_CC", "rdma statistic show link <dev>/1 | grep -E 'cnp|ecn'"],
+        ),
+        N003 => (
+            &["Only one of roce_np/roce_rp was set by the configuration script", "Settings applied by hand on some hosts"],
+            &["grep . /sys/class/net/<if>/ecn/roce_*/enable/*", "rdmakit fleet report <reports>"],
+        ),
+        N004 => (
+            &["CNP DSCP (default 48) not mapped to the strict or lossless class", "ETS configured without a strict class for CNPs"],
+            &["cat /sys/class/net/<if>/ecn/roce_np/cnp_dscp /sys/class/net/<if>/ecn/roce_np/cnp_802p_prio", "dcb ets show dev <if>; dcb app show dev <if>"],
+        ),
+        N005 => (
+            &["Global pause left at the NIC's default (on) when PFC was configured", "A network configuration that re-enables pause on link up"],
+            &["ethtool -a <if>", "ethtool -A <if> rx off tx off", "dcb pfc show dev <if>"],
+        ),
+        N006 => (
+            &["mlx5 starts in trust pcp; no DSCP APP entry was ever added", "A layer-3 (untagged) design with a switch or host still trusting 802.1p", "A VLAN design whose egress map sets the PCP but whose DSCP maps elsewhere"],
+            &["mlnx_qos -i <if> | grep -i trust", "dcb app show dev <if>", "cat /proc/net/vlan/<vlan-if>"],
+        ),
+        N007 => (
+            &["A receiver that cannot drain its buffers (slow application, few receive WQEs, PCIe back-pressure): tx pauses", "Congestion in the switch (incast) with ECN not slowing senders: rx pauses", "A stuck peer or a PFC deadlock"],
+            &["ethtool -S <if> | grep -E 'prio[0-9]_pause|pause_storm'", "rdmakit collect -o before.json.gz; sleep 10; rdmakit doctor --baseline before.json.gz", "mlnx_qos -i <if>"],
+        ),
+        N008 => (
+            &["Buffers exhausted on a lossy priority, or PFC not protecting the traffic", "Receivers posting too few receive WQEs (out_of_buffer)", "A bad cable or module (CRC errors)", "An MTU mismatch with the peer (oversize frames)"],
+            &["ethtool -S <if> | grep -E 'discard|out_of_buffer|crc|oversize'", "rdma statistic show link <dev>/1 | grep out_of_buffer", "ip link show <if>"],
+        ),
+        N009 => (
+            &["Congestion on the fabric (normal in moderation)", "Reaction point disabled: CNPs ignored", "Notification point disabled: marked packets but no CNPs"],
+            &["rdma statistic show link <dev>/1 | grep -E 'cnp|ecn'", "grep . /sys/class/net/<if>/ecn/roce_*/enable/*"],
+        ),
+        N010 => (
+            &["Dirty or damaged connector or fibre", "A failing laser at this or the far end", "Overheating (airflow, a module beyond its rating)"],
+            &["ethtool -m <if>", "ethtool -S <if> | grep -E 'corrected|symbol|crc'"],
+        ),
+        N011 => (
+            &["One dirty or damaged fibre of the cable", "One failing laser of the far-end module"],
+            &["ethtool -m <if>", "swap the cable and see whether the weak lane follows it"],
+        ),
+        N012 => (
+            &["Optics or cable degraded beyond what FEC can correct", "FEC mode mismatch with the switch port"],
+            &["ethtool --show-fec <if>", "ethtool -I --show-fec <if>", "ethtool -m <if>", "ethtool -S <if> | grep -iE 'fec|symbol'"],
+        ),
         I001 => (
             &["MSI/MSI-X disabled (pci=nomsi)", "Driver probe incomplete or failed", "Hypervisor does not expose MSI-X for the device"],
             &["grep <BDF> /proc/interrupts", "ls /sys/bus/pci/devices/<BDF>/msi_irqs/", "lspci -s <BDF> -vvv | grep MSI-X", "cat /proc/cmdline"],

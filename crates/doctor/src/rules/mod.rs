@@ -3,12 +3,15 @@
 pub mod application;
 pub mod consistency;
 pub mod counters;
+pub mod ethernet;
+pub mod ethernet_counters;
 pub mod hardware;
 pub mod irq;
 pub mod kernel;
 pub mod kernel_log;
 pub mod library;
 pub mod namespaces;
+pub mod optics;
 pub mod resources;
 
 use rdmakit_host::model::{Device, HostFacts, ModuleState, Netdev, Port};
