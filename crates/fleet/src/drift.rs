@@ -4,7 +4,10 @@
 //! Fields (from the doctor's inventory; a node without a value is not compared):
 //! `kernel`, `rdma_core`, `memlock`, `device_count`, `port_count`, per device
 //! `driver[DEV]`, `fw_ver[DEV]`, `pcie_speed[DEV]`, `pcie_width[DEV]` (current link),
-//! and per ACTIVE port `rate[DEV/PORT]`, `width[DEV/PORT]`, `active_mtu[DEV/PORT]`.
+//! and per ACTIVE port `rate[DEV/PORT]`, `width[DEV/PORT]`, `active_mtu[DEV/PORT]`;
+//! per RoCE port whose DCB facts were read `roce_tos`, `trust`, `roce_priority`,
+//! `pfc`, `ecn_np`, `ecn_rp` (`[DEV/PORT]`); per link beneath RoCE
+//! `module_part[IF]`, `fec[IF]`, `global_pause[IF]`.
 //!
 //! When no value has a strict majority (two nodes that disagree, a 2–2 split) every
 //! node of the field is reported: nothing says which side is right, which is what
@@ -62,6 +65,25 @@ pub fn fields(inv: &Inventory) -> Fields {
                 p.active_mtu.map(|m| m.to_string()),
             );
         }
+        for p in &d.ports {
+            let Some(q) = &p.qos else { continue };
+            let s = format!("{n}/{}", p.num);
+            put(format!("roce_tos[{s}]"), Some(q.tos.to_string()));
+            put(format!("trust[{s}]"), Some(q.trust.clone()));
+            put(
+                format!("roce_priority[{s}]"),
+                q.priority.map(|v| v.to_string()),
+            );
+            put(format!("pfc[{s}]"), q.pfc.clone());
+            put(format!("ecn_np[{s}]"), q.ecn_np.clone());
+            put(format!("ecn_rp[{s}]"), q.ecn_rp.clone());
+        }
+    }
+    for l in &inv.links {
+        let n = &l.name;
+        put(format!("module_part[{n}]"), l.module_part.clone());
+        put(format!("fec[{n}]"), l.fec.clone());
+        put(format!("global_pause[{n}]"), l.global_pause.clone());
     }
     f
 }
