@@ -163,6 +163,29 @@ pub struct InventoryLink {
     pub fec: Option<String>,
     /// Global pause: `rx on, tx off`.
     pub global_pause: Option<String>,
+    /// The `ethtool -S` counters that mean trouble (pause time, discards,
+    /// buffer drops, CRC and FEC errors), raw values, the driver's names.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// Whether an `ethtool -S` counter is one the inventory keeps: pause time and
+/// storms, discards, drops, buffer exhaustion, CRC, symbol and FEC errors.
+pub fn is_link_trouble_counter(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "pause_duration",
+        "pause_storm",
+        "discard",
+        "drop",
+        "out_of_buffer",
+        "crc",
+        "symbol_err",
+        "uncorrectable",
+        "link_down",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
 }
 
 impl InventoryPort {
@@ -285,6 +308,17 @@ impl Inventory {
                     .pause
                     .get()
                     .map(|p| format!("rx {}, tx {}", on_off(p.rx), on_off(p.tx))),
+                counters: l
+                    .stats
+                    .get()
+                    .map(|v| {
+                        v.iter()
+                            .filter(|(n, _)| is_link_trouble_counter(n))
+                            .take(256)
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             })
             .collect();
         Inventory {

@@ -762,6 +762,17 @@ fn samples(members: &[(usize, &Inventory)]) -> Vec<Sample> {
             }
         }
     }
+    // The Ethernet links beneath RoCE: pause time, discards, CRC/FEC errors.
+    for &(m, inv) in members {
+        for l in &inv.links {
+            for (c, v) in &l.counters {
+                counters
+                    .entry((format!("link {}", l.name), format!("ethtool/{c}")))
+                    .or_default()
+                    .push((m, *v as f64));
+            }
+        }
+    }
     let rates = rates.into_iter().map(|(subject, values)| Sample {
         metric: "rate_gbps".into(),
         subject,
