@@ -448,12 +448,39 @@ impl Qp {
         buf: &mut [u8],
         mem: &mut M,
     ) -> Option<Transmit> {
-        // Inline, so that the call that ends a driver's loop costs the
-        // check alone, not the frame of the body.
+        self.poll_transmit_if_any(now, buf, mem, false)
+    }
+
+    /// [`Qp::poll_transmit`], except that plain ACKs are held back while
+    /// they are all the responder has: the caller sends them later with
+    /// `poll_transmit` (an ACK is off the peer's critical path; its
+    /// requester reaps send completions lazily, and the local ACK timeout
+    /// is milliseconds). Requests still go out.
+    #[inline]
+    pub fn poll_transmit_deferring_acks<M: Memory + ?Sized>(
+        &mut self,
+        now: impl Clock,
+        buf: &mut [u8],
+        mem: &mut M,
+    ) -> Option<Transmit> {
+        self.poll_transmit_if_any(now, buf, mem, true)
+    }
+
+    /// The guard of both `poll_transmit`s, then their body. Inline, so
+    /// that the call that ends a driver's loop costs the check alone, not
+    /// the frame of the body.
+    #[inline]
+    fn poll_transmit_if_any<M: Memory + ?Sized>(
+        &mut self,
+        now: impl Clock,
+        buf: &mut [u8],
+        mem: &mut M,
+        defer_acks: bool,
+    ) -> Option<Transmit> {
         if !self.may_transmit() {
             return None;
         }
-        self.poll_transmit_body(now, buf, mem, false)
+        self.poll_transmit_body(now, buf, mem, defer_acks)
     }
 
     /// The body of [`Qp::poll_transmit`] and, with `defer_acks`, of
@@ -506,24 +533,6 @@ impl Qp {
     fn may_transmit(&self) -> bool {
         self.resp.pending()
             || (matches!(self.c.state, QpState::Rts | QpState::Sqd) && self.req.unsent())
-    }
-
-    /// [`Qp::poll_transmit`], except that plain ACKs are held back while
-    /// they are all the responder has: the caller sends them later with
-    /// `poll_transmit` (an ACK is off the peer's critical path; its
-    /// requester reaps send completions lazily, and the local ACK timeout
-    /// is milliseconds). Requests still go out.
-    #[inline]
-    pub fn poll_transmit_deferring_acks<M: Memory + ?Sized>(
-        &mut self,
-        now: impl Clock,
-        buf: &mut [u8],
-        mem: &mut M,
-    ) -> Option<Transmit> {
-        if !self.may_transmit() {
-            return None;
-        }
-        self.poll_transmit_body(now, buf, mem, true)
     }
 
     /// The requester's next packet, unless an RNR wait holds it back; an
