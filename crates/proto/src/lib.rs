@@ -40,6 +40,8 @@ mod engine;
 pub mod mem;
 pub mod psn;
 pub mod sim;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub mod time;
 
 pub use engine::{

@@ -19,9 +19,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rdmakit_proto::sim::{LinkConfig, Network, QpRef};
+use rdmakit_proto::testing::{rts_qp, HookedMem, SameHostHook};
 use rdmakit_proto::{
-    Access, AddressHandle, AtomicOp, Instant, Key, MemResult, MemTable, Memory, Mtu, Pd, PeerCopy,
-    PeerError, Qp, QpAttr, QpConfig, QpState, QpType, RecvWr, SendOp, SendWr, Sge, UdDest, Wc,
+    Access, AddressHandle, Instant, MemTable, Memory, Mtu, Pd, PeerCopy, PeerError, Qp, QpType,
+    RecvWr, SendOp, SendWr, Sge, UdDest, Wc,
 };
 use rdmakit_wire::{icrc, ipv4, roce, udp};
 
@@ -234,33 +235,17 @@ fn rc_send_with_inv_then_bad_local_inv() -> Run {
 
 /// A memory whose buffers have host addresses (the same-host path's
 /// precondition) and whose copies succeed (`accept`) or are declined.
-struct HostMem {
-    t: MemTable,
+struct HostAddrs {
     accept: bool,
 }
 
-impl Memory for HostMem {
-    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult {
-        self.t.check(pd, key, addr, len, need)
+impl SameHostHook for HostAddrs {
+    fn host_addrs(&self) -> bool {
+        true
     }
-    fn read(&self, pd: Pd, key: Key, addr: u64, out: &mut [u8], need: Access) -> MemResult {
-        self.t.read(pd, key, addr, out, need)
-    }
-    fn write(&mut self, pd: Pd, key: Key, addr: u64, data: &[u8], need: Access) -> MemResult {
-        self.t.write(pd, key, addr, data, need)
-    }
-    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> MemResult<u64> {
-        self.t.atomic(pd, rkey, addr, op)
-    }
-    fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult {
-        self.t.invalidate(pd, rkey)
-    }
-    fn host_addr(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> Option<u64> {
-        self.check(pd, key, addr, len, need).ok().map(|()| addr)
-    }
-    fn peer_copy(&mut self, copy: &PeerCopy<'_>) -> Result<u64, PeerError> {
+    fn peer_copy(&mut self, t: &MemTable, copy: &PeerCopy<'_>) -> Result<u64, PeerError> {
         for &(k, a, n) in copy.local {
-            self.check(copy.pd, k, a, n, copy.need)?;
+            t.check(copy.pd, k, a, n, copy.need)?;
         }
         if !self.accept {
             return Err(PeerError::Declined("test"));
@@ -268,6 +253,8 @@ impl Memory for HostMem {
         Ok(copy.local.iter().map(|l| l.2).sum())
     }
 }
+
+type HostMem = HookedMem<HostAddrs>;
 
 /// Two QPs connected back to back (no simulator: its memory has no host
 /// addresses), the packets of both recorded at time zero.
@@ -279,27 +266,12 @@ struct Direct {
 
 fn direct(t: QpType, mtu: Mtu, same_host: bool, accept: bool) -> Direct {
     let side = |qpn, dqpn| {
-        let mut c = QpConfig::new(qpn, t, Pd(1));
-        c.port_mtu = mtu;
-        let mut q = Qp::new(c);
-        let attr = QpAttr {
-            path_mtu: mtu,
-            qkey: 0x1111_1111,
-            dest_qp_num: dqpn,
-            qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
-            ah: AddressHandle(qpn >> 5),
-            timeout: 8,
-            retry_cnt: 2,
-            rnr_retry: 2,
-            max_rd_atomic: 4,
-            max_dest_rd_atomic: 4,
-            ..QpAttr::default()
-        };
-        q.bring_up(&attr, QpState::Rts).unwrap();
-        q.set_same_host(same_host);
+        let access = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
+        let q = rts_qp(qpn, dqpn, t, mtu, access, same_host);
         let mut t = MemTable::new();
         assert_eq!(t.register(Pd(1), BUF, LEN, Access::all()), (LKEY, RKEY));
-        (q, HostMem { t, accept })
+        let hook = HostAddrs { accept };
+        (q, HookedMem { t, hook })
     };
     let (qa, ma) = side(0x11, 0x22);
     let (qb, mb) = side(0x22, 0x11);

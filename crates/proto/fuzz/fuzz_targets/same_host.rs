@@ -11,9 +11,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use rdmakit_proto::testing::{HookedMem, SameHostHook};
 use rdmakit_proto::{
-    Access, AtomicOp, Instant, Key, MemResult, MemTable, Memory, Pd, PeerCopy, PeerDir,
-    PeerError, QpType, RecvWr, Sge,
+    Access, Instant, MemTable, Memory, Pd, PeerCopy, PeerDir, PeerError, QpType, RecvWr, Sge,
 };
 
 mod common;
@@ -24,33 +24,17 @@ const OPS: [u8; 3] = [0xc0, 0xc1, 0xc2];
 
 /// A responder's memory that checks every copy the engine asks for.
 struct Checked {
-    t: MemTable,
     decline: bool,
     copies: usize,
 }
 
-impl Memory for Checked {
-    fn check(&self, pd: Pd, key: Key, addr: u64, len: u64, need: Access) -> MemResult {
-        self.t.check(pd, key, addr, len, need)
-    }
-    fn read(&self, pd: Pd, key: Key, addr: u64, out: &mut [u8], need: Access) -> MemResult {
-        self.t.read(pd, key, addr, out, need)
-    }
-    fn write(&mut self, pd: Pd, key: Key, addr: u64, data: &[u8], need: Access) -> MemResult {
-        self.t.write(pd, key, addr, data, need)
-    }
-    fn atomic(&mut self, pd: Pd, rkey: u32, addr: u64, op: AtomicOp) -> MemResult<u64> {
-        self.t.atomic(pd, rkey, addr, op)
-    }
-    fn invalidate(&mut self, pd: Pd, rkey: u32) -> MemResult {
-        self.t.invalidate(pd, rkey)
-    }
-    fn peer_copy(&mut self, copy: &PeerCopy<'_>) -> Result<u64, PeerError> {
+impl SameHostHook for Checked {
+    fn peer_copy(&mut self, t: &MemTable, copy: &PeerCopy<'_>) -> Result<u64, PeerError> {
         let mut local = 0u64;
         for &(k, a, n) in copy.local {
             // The engine must only ask for ranges that pass the checks.
             assert!(
-                self.t.check(copy.pd, k, a, n, copy.need).is_ok(),
+                t.check(copy.pd, k, a, n, copy.need).is_ok(),
                 "a copy into a range the memory refuses"
             );
             local += n;
@@ -79,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
         let sge = Sge { addr: 0x1_0000 + i * 1024, length: 1024, lkey: lk };
         let _ = qp.post_recv(RecvWr { wr_id: i, sg_list: vec![sge] });
     }
-    let mut mem = Checked { t, decline: false, copies: 0 };
+    let mut mem = HookedMem { t, hook: Checked { decline: false, copies: 0 } };
     let ro_before = mem.t.region(ro).map(|r| r.data.clone());
     let other_before = mem.t.region(other).map(|r| r.data.clone());
     let now = Instant::ZERO;
@@ -101,12 +85,12 @@ fuzz_target!(|data: &[u8]| {
             hdr[8..12].copy_from_slice(&key.to_be_bytes());
         }
         pkt.extend_from_slice(&hdr);
-        mem.decline = flags & 4 != 0;
+        mem.hook.decline = flags & 4 != 0;
         qp.handle_packet(now, &pkt, &mut mem);
         while qp.poll_transmit(now, &mut out, &mut mem).is_some() {}
         while qp.poll_completion().is_some() {}
     }
-    let _ = mem.copies;
+    let _ = mem.hook.copies;
     assert!(mem.t.region(ro).map(|r| r.data.clone()) == ro_before, "read-only region written");
     assert!(mem.t.region(other).map(|r| r.data.clone()) == other_before, "foreign-PD region written");
 });

@@ -321,10 +321,11 @@ mod tests {
     use crate::mem::{
         AtomicOp, Key, MemResult, MemTable, Memory, Pd, PeerCopy, PeerDir, PeerError,
     };
-    use crate::qp::{Access, Mtu, QpAttr, QpState, QpType};
+    use crate::qp::{Access, Mtu, QpType};
+    use crate::testing::rts_qp;
     use crate::time::Instant;
     use crate::wr::{RecvWr, SendOp, SendWr, Sge, Wc, WcStatus};
-    use crate::{Qp, QpConfig};
+    use crate::Qp;
 
     /// "Processes" on one host: pid → memory. Host addresses are the
     /// tables' virtual addresses.
@@ -465,23 +466,8 @@ mod tests {
             copies: 0,
         };
         let qp = |qpn, dqpn| {
-            let mut c = QpConfig::new(qpn, QpType::Rc, Pd(1));
-            c.port_mtu = Mtu::Mtu1024;
-            let mut q = Qp::new(c);
-            let attr = QpAttr {
-                path_mtu: Mtu::Mtu1024,
-                dest_qp_num: dqpn,
-                qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ,
-                timeout: 8,
-                retry_cnt: 2,
-                rnr_retry: 2,
-                max_rd_atomic: 4,
-                max_dest_rd_atomic: 4,
-                ..QpAttr::default()
-            };
-            q.bring_up(&attr, QpState::Rts).unwrap();
-            q.set_same_host(true);
-            q
+            let access = Access::REMOTE_WRITE | Access::REMOTE_READ;
+            rts_qp(qpn, dqpn, QpType::Rc, Mtu::Mtu1024, access, true)
         };
         for (pid, base) in [(100, A_BUF), (200, B_BUF)] {
             let mut h = host.borrow_mut();
