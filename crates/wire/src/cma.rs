@@ -27,6 +27,7 @@
 
 use core::fmt;
 
+use crate::view::len_at_least;
 use crate::{Error, Result};
 
 /// Same-host RDMA WRITE (the responder pulls from the requester).
@@ -115,9 +116,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// As above.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
-        if b.len() < FIXED_LEN {
-            return Err(Error::Truncated);
-        }
+        len_at_least(b, FIXED_LEN)?;
         let n = usize::from(b[field::NIOV]);
         if n == 0 || n > MAX_IOV {
             return Err(Error::Malformed);

@@ -4,7 +4,7 @@ use core::fmt;
 use std::net::Ipv4Addr;
 
 use crate::checksum;
-use crate::view::view;
+use crate::view::{get_u16, len_at_least, set_u16, view};
 use crate::{Error, Result};
 
 mod field {
@@ -37,10 +37,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// header length or the total length; [`Error::Malformed`] if the header
     /// length is below 20 or the total length below the header length.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        let len = len_at_least(self.buffer.as_ref(), HEADER_LEN)?;
         let header_len = usize::from(self.header_len());
         let total_len = usize::from(self.total_len());
         if header_len < HEADER_LEN || total_len < header_len {
@@ -53,8 +50,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     fn u16_at(&self, f: core::ops::Range<usize>) -> u16 {
-        let d = &self.buffer.as_ref()[f];
-        u16::from_be_bytes([d[0], d[1]])
+        get_u16(self.buffer.as_ref(), f.start)
     }
 
     /// IP version (4 for a valid packet).
@@ -141,7 +137,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Packet<&'a T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     fn set_u16_at(&mut self, f: core::ops::Range<usize>, value: u16) {
-        self.buffer.as_mut()[f].copy_from_slice(&value.to_be_bytes())
+        set_u16(self.buffer.as_mut(), f.start, value)
     }
 
     /// Set the version (low 4 bits of `value`).

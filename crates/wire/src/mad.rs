@@ -18,7 +18,7 @@
 
 use core::fmt;
 
-use crate::view::view;
+use crate::view::{get_u16, view};
 use crate::{Error, Result};
 
 mod field {
@@ -58,8 +58,7 @@ view!(a "MAD", HEADER_LEN, "the 24-byte header");
 
 impl<T: AsRef<[u8]>> Packet<T> {
     fn u16_at(&self, f: core::ops::Range<usize>) -> u16 {
-        let d = &self.buffer.as_ref()[f];
-        u16::from_be_bytes([d[0], d[1]])
+        get_u16(self.buffer.as_ref(), f.start)
     }
 
     /// Base version (1).

@@ -11,7 +11,7 @@
 use core::fmt;
 
 use crate::opcode::{OpCode, OpInfo};
-use crate::view::view;
+use crate::view::{len_at_least, view};
 use crate::{aeth, atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth};
 use crate::{Error, Result};
 
@@ -82,10 +82,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// headers of its opcode plus pad plus ICRC; [`Error::Unsupported`] if the
     /// opcode is not in the RC/UC/UD table.
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < bth::HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        let len = len_at_least(self.buffer.as_ref(), bth::HEADER_LEN)?;
         let layout = self.layout().ok_or(Error::Unsupported)?;
         if len < layout.header_len + usize::from(self.bth().pad_count()) + ICRC_LEN {
             return Err(Error::Truncated);

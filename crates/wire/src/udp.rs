@@ -4,7 +4,7 @@ use core::fmt;
 use std::net::IpAddr;
 
 use crate::checksum;
-use crate::view::view;
+use crate::view::{get_u16, len_at_least, set_u16, view};
 use crate::{Error, Result};
 
 mod field {
@@ -28,10 +28,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// [`Error::Truncated`] if the buffer is shorter than the header or the length
     /// field; [`Error::Malformed`] if the length field is below 8.
     pub fn check_len(&self) -> Result<()> {
-        let buffer_len = self.buffer.as_ref().len();
-        if buffer_len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
+        let buffer_len = len_at_least(self.buffer.as_ref(), HEADER_LEN)?;
         let field_len = usize::from(self.len());
         if field_len < HEADER_LEN {
             Err(Error::Malformed)
@@ -43,8 +40,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     fn u16_at(&self, f: core::ops::Range<usize>) -> u16 {
-        let d = &self.buffer.as_ref()[f];
-        u16::from_be_bytes([d[0], d[1]])
+        get_u16(self.buffer.as_ref(), f.start)
     }
 
     /// Source port.
@@ -99,7 +95,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Packet<&'a T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     fn set_u16_at(&mut self, f: core::ops::Range<usize>, value: u16) {
-        self.buffer.as_mut()[f].copy_from_slice(&value.to_be_bytes())
+        set_u16(self.buffer.as_mut(), f.start, value)
     }
 
     /// Set the source port.

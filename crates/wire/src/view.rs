@@ -42,16 +42,25 @@ macro_rules! view {
             /// # Errors
             #[doc = concat!("[`crate::Error::Truncated`] if the buffer is shorter than ", $shorter, ".")]
             pub fn check_len(&self) -> $crate::Result<()> {
-                if self.buffer.as_ref().len() < $len {
-                    Err($crate::Error::Truncated)
-                } else {
-                    Ok(())
-                }
+                $crate::view::len_at_least(self.buffer.as_ref(), $len).map(|_| ())
             }
         }
     };
 }
 pub(crate) use view;
+
+/// The length of `b`, which must hold at least the `fixed` bytes of a
+/// header's fixed part: the first test of every `check_len`.
+///
+/// # Errors
+/// [`crate::Error::Truncated`] when `b` is shorter.
+pub(crate) fn len_at_least(b: &[u8], fixed: usize) -> crate::Result<usize> {
+    if b.len() < fixed {
+        Err(crate::Error::Truncated)
+    } else {
+        Ok(b.len())
+    }
+}
 
 /// The big-endian u16 at `off`.
 pub(crate) fn get_u16(b: &[u8], off: usize) -> u16 {
