@@ -306,17 +306,8 @@ RDMAKIT_PAIRWISE_TOKEN=0123abcd\0SLURMD_NODENAME=n3\0SLURM_CONF_X=1\0";
             kept_argv(v(&["slurmstepd: [12.0]", "x"])),
             ["slurmstepd: [12.0]"]
         );
-        // The argv the cluster tier starts slurmd with (scripts/cluster/lib.sh).
-        let slurmd = v(&[
-            "/usr/sbin/slurmd",
-            "-D",
-            "-N",
-            "n3",
-            "-f",
-            "/tmp/rdkc.1/slurm.conf",
-        ]);
         assert_eq!(
-            kept_argv(slurmd),
+            kept_argv(v(&rdmakit_testkit::SLURMD_ARGV)),
             ["/usr/sbin/slurmd", "-f", "/tmp/rdkc.1/slurm.conf"]
         );
         assert_eq!(

@@ -20,7 +20,7 @@
 //!   kept open against a server, as an attacker keeps them.
 //! - **Layout**: [`ownership::violations`], the files over a size and the
 //!   `impl` blocks away from the file that defines their type.
-//! - **Fixtures**: [`fixture`], [`fixtures_dir`]; with the feature `bundle`,
+//! - **Fixtures**: [`fixture`], [`fixtures_dir`], [`SLURMD_ARGV`]; with the feature `bundle`,
 //!   [`bundle`]: the real captures as bundles, the edits that derive faults
 //!   from them and a PCI device built on a real tree; with `fleet`, [`fleet`]:
 //!   a test fleet of doctor reports built from them. (These two depend on
@@ -348,6 +348,19 @@ pub fn attacker_dir() -> tempfile::TempDir {
     .expect("chmod");
     d
 }
+
+/// The argv the cluster tier starts slurmd with (scripts/cluster/lib.sh's
+/// `cl_up`, node 3): its slurm.conf given with `-f`, as the Slurm tests of
+/// `host` (what a bundle keeps of it) and `fleet` (where the conf is found)
+/// read it.
+pub const SLURMD_ARGV: [&str; 6] = [
+    "/usr/sbin/slurmd",
+    "-D",
+    "-N",
+    "n3",
+    "-f",
+    "/tmp/rdkc.1/slurm.conf",
+];
 
 /// The repository's `fixtures/<rel>` (real captures, each with its SOURCE
 /// note), which must exist: a missing fixture fails the test instead of

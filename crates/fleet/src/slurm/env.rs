@@ -147,20 +147,9 @@ mod tests {
 
     #[test]
     fn slurmd_parent_with_dash_f_as_started_by_the_cluster_tier() {
-        // The argv the cluster tier starts slurmd with (scripts/cluster/lib.sh).
         let a = [
             anc(&["/bin/sh", "-c", "x"], &[]),
-            anc(
-                &[
-                    "/usr/sbin/slurmd",
-                    "-D",
-                    "-N",
-                    "n3",
-                    "-f",
-                    "/tmp/rdkc.1/slurm.conf",
-                ],
-                &[],
-            ),
+            anc(&rdmakit_testkit::SLURMD_ARGV, &[]),
         ];
         let f = find_slurm_conf(None, &a, |_| false).unwrap();
         assert_eq!(f.path, Path::new("/tmp/rdkc.1/slurm.conf"));
