@@ -317,6 +317,40 @@ impl<'a> Repr<'a> {
         }
     }
 
+    /// [`Repr::new`] with every extension header of `opcode` present and
+    /// zeroed (an AETH's syndrome too): set the fields that matter. No
+    /// payload.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for an opcode not in the RC/UC/UD table.
+    pub fn with_zeroed_headers(opcode: OpCode, dest_qp: u32, psn: u32) -> Result<Repr<'a>> {
+        let h = opcode.info().ok_or(Error::Unsupported)?.headers;
+        Ok(Repr {
+            deth: h.deth.then_some(deth::Repr { qkey: 0, src_qp: 0 }),
+            reth: h.reth.then_some(reth::Repr {
+                va: 0,
+                rkey: 0,
+                dma_len: 0,
+            }),
+            atomic_eth: h.atomic_eth.then_some(atomic_eth::Repr {
+                va: 0,
+                rkey: 0,
+                swap_add: 0,
+                compare: 0,
+            }),
+            aeth: h.aeth.then_some(aeth::Repr {
+                kind: aeth::AethKind::from_syndrome(0),
+                msn: 0,
+            }),
+            atomic_ack_eth: h
+                .atomic_ack_eth
+                .then_some(atomic_ack_eth::Repr { orig_value: 0 }),
+            immdt: h.immdt.then_some(immdt::Repr { imm: 0 }),
+            ieth: h.ieth.then_some(ieth::Repr { rkey: 0 }),
+            ..Repr::new(opcode, dest_qp, psn)
+        })
+    }
+
     /// The opcode's table entry.
     ///
     /// # Errors
@@ -648,6 +682,22 @@ mod tests {
         let mut b = ACK_WRITE_BW_S8192;
         b[0] = 0x15;
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Unsupported);
+    }
+
+    /// Every known opcode gets exactly its extension headers, zeroed; an
+    /// unknown one is refused.
+    #[test]
+    fn with_zeroed_headers_has_exactly_the_opcodes_headers() {
+        for opcode in OpCode::all_known() {
+            let r = Repr::with_zeroed_headers(opcode, 0x11, 7).unwrap();
+            assert_eq!(r.check(), Ok(()), "{opcode:?}");
+            assert_eq!((r.bth.opcode, r.bth.dest_qp, r.bth.psn), (opcode, 0x11, 7));
+            assert_eq!(r.reth.map_or(0, |h| h.va | u64::from(h.rkey)), 0);
+        }
+        assert_eq!(
+            Repr::with_zeroed_headers(OpCode(0xff), 0, 0).unwrap_err(),
+            Error::Unsupported
+        );
     }
 
     /// For every known opcode and payloads of 0..=8 bytes (all pad widths):

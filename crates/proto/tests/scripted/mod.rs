@@ -111,31 +111,7 @@ pub fn mk_sge(addr: u64, length: u32, lkey: u32) -> Sge {
 /// A packet of `opcode` to the fixture's QP with every extension header
 /// the opcode carries, zeroed: a test sets the fields it is about.
 pub fn mk(opcode: u8, psn: u32) -> Packet<'static> {
-    let h = OpCode(opcode).info().expect("opcode").headers;
-    Packet {
-        deth: h.deth.then_some(deth::Repr { qkey: 0, src_qp: 0 }),
-        reth: h.reth.then_some(reth::Repr {
-            va: 0,
-            rkey: 0,
-            dma_len: 0,
-        }),
-        atomic_eth: h.atomic_eth.then_some(atomic_eth::Repr {
-            va: 0,
-            rkey: 0,
-            swap_add: 0,
-            compare: 0,
-        }),
-        aeth: h.aeth.then_some(aeth::Repr {
-            kind: AethKind::from_syndrome(0),
-            msn: 0,
-        }),
-        atomic_ack_eth: h
-            .atomic_ack_eth
-            .then_some(atomic_ack_eth::Repr { orig_value: 0 }),
-        immdt: h.immdt.then_some(immdt::Repr { imm: 0 }),
-        ieth: h.ieth.then_some(ieth::Repr { rkey: 0 }),
-        ..Packet::new(OpCode(opcode), QPN, psn)
-    }
+    Packet::with_zeroed_headers(OpCode(opcode), QPN, psn).expect("opcode")
 }
 
 /// The bytes of `p` as the engine takes them: BTH through pad, no ICRC.
