@@ -230,51 +230,36 @@ struct FrameParts {
     trailer: Vec<u8>,
 }
 
-fn frame_parts() -> impl Strategy<Value = FrameParts> {
-    (
-        roce_parts(),
-        mac(),
-        mac(),
-        proptest::option::of((0u8..8, any::<bool>(), 0u16..4096)),
-        any::<bool>(),
-        any::<([u8; 16], [u8; 16])>(),
-        any::<(u8, u8, u16)>(),
-        0u32..0x10_0000,
-        0xc000u16..=0xffff,
-        any::<bool>(),
-        proptest::collection::vec(any::<u8>(), 0..8),
-    )
-        .prop_map(
-            |(
-                roce,
-                src_mac,
-                dst_mac,
-                vlan,
-                v6,
-                addrs,
-                (ttl, tos, ident),
-                flow,
-                sport,
-                c,
-                trailer,
-            )| {
-                FrameParts {
-                    roce,
-                    src_mac,
-                    dst_mac,
-                    vlan,
-                    v6,
-                    addrs,
-                    ttl,
-                    tos,
-                    ident,
-                    flow,
-                    sport,
-                    compute_udp: c,
-                    trailer,
-                }
-            },
-        )
+prop_compose! {
+    fn frame_parts()(
+        roce in roce_parts(),
+        src_mac in mac(),
+        dst_mac in mac(),
+        vlan in proptest::option::of((0u8..8, any::<bool>(), 0u16..4096)),
+        v6 in any::<bool>(),
+        addrs in any::<([u8; 16], [u8; 16])>(),
+        (ttl, tos, ident) in any::<(u8, u8, u16)>(),
+        flow in 0u32..0x10_0000,
+        sport in 0xc000u16..=0xffff,
+        compute_udp in any::<bool>(),
+        trailer in proptest::collection::vec(any::<u8>(), 0..8),
+    ) -> FrameParts {
+        FrameParts {
+            roce,
+            src_mac,
+            dst_mac,
+            vlan,
+            v6,
+            addrs,
+            ttl,
+            tos,
+            ident,
+            flow,
+            sport,
+            compute_udp,
+            trailer,
+        }
+    }
 }
 
 impl FrameParts {
