@@ -486,12 +486,7 @@ fn cmis(img: &Image, identifier: u8) -> Result<Module, OpticsError> {
 mod tests {
     use super::*;
     use crate::ethernet::optics::parse_module;
-
-    fn blank(id: u8, len: usize) -> Vec<u8> {
-        let mut v = vec![0u8; len];
-        v[0] = id;
-        v
-    }
+    use crate::ethernet::optics::tests::blank;
 
     #[test]
     fn sff8472_external_calibration_applies_slopes_offsets_and_polynomial() {

@@ -358,7 +358,8 @@ pub fn parse_module(text_or_bytes: &[u8]) -> Result<Module, OpticsError> {
 mod tests {
     use super::*;
 
-    fn blank(id: u8, len: usize) -> Vec<u8> {
+    /// A module image of `len` zero bytes with identifier byte `id`.
+    pub(super) fn blank(id: u8, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
         v[0] = id;
         v
