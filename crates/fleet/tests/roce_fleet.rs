@@ -35,6 +35,18 @@ fn fleet(name: &str, edit: impl Fn(&mut rdmakit_host::bundle::Bundle)) -> FleetR
     )
 }
 
+/// The one node flagged, which must be roce04.
+fn only_flagged(r: &FleetReport) -> &rdmakit_fleet::report::FleetNode {
+    let flagged: Vec<&str> = r
+        .nodes
+        .iter()
+        .filter(|n| n.status != Status::Ok)
+        .map(|n| n.name.as_str())
+        .collect();
+    assert_eq!(flagged, ["roce04"], "{:#?}", r.nodes);
+    r.nodes.iter().find(|n| n.name == "roce04").unwrap()
+}
+
 fn fixture(rel: &str) -> String {
     std::fs::read_to_string(rdmakit_testkit::fixtures_dir().join(rel)).unwrap()
 }
@@ -43,14 +55,7 @@ fn fixture(rel: &str) -> String {
 fn one_node_with_pfc_on_another_priority_is_drift() {
     let prio4 = fixture("ethernet/mlnx-qos-pfc-prio4-edit/mlnx_qos.txt");
     let r = fleet("roce_fleet_pfc", |b| set_probe(b, "dcb:eth0", &prio4));
-    let flagged: Vec<&str> = r
-        .nodes
-        .iter()
-        .filter(|n| n.status != Status::Ok)
-        .map(|n| n.name.as_str())
-        .collect();
-    assert_eq!(flagged, ["roce04"], "{:#?}", r.nodes);
-    let n = r.nodes.iter().find(|n| n.name == "roce04").unwrap();
+    let n = only_flagged(&r);
     let pfc = n
         .reasons
         .iter()
@@ -76,14 +81,7 @@ fn one_node_paused_far_longer_than_its_cohort_is_an_outlier() {
     let r = fleet("roce_fleet_pause", |b| {
         set_probe(b, "ethtool-stats:eth0", &stats)
     });
-    let flagged: Vec<&str> = r
-        .nodes
-        .iter()
-        .filter(|n| n.status != Status::Ok)
-        .map(|n| n.name.as_str())
-        .collect();
-    assert_eq!(flagged, ["roce04"], "{:#?}", r.nodes);
-    let n = r.nodes.iter().find(|n| n.name == "roce04").unwrap();
+    let n = only_flagged(&r);
     let o = n
         .reasons
         .iter()

@@ -4,8 +4,6 @@
 //!
 //! Counters and optics are [`super::ethernet_counters`].
 
-use std::collections::BTreeMap;
-
 use rdmakit_host::ethernet::parse::dcb::{Dcb, Selector, Trust, Tsa};
 use rdmakit_host::ethernet::{EthLink, RocePort};
 use rdmakit_host::model::{Attr, HostFacts};
@@ -415,19 +413,34 @@ pub fn ecn(cx: &Ctx) -> Outcome {
     Outcome::Findings(out)
 }
 
-/// RDK-N004: the CNPs' own marking lands on a lossless or strict priority.
-pub fn cnp_priority(cx: &Ctx) -> Outcome {
+/// Links with their DCB facts, and why other links cannot be judged.
+type Links<'a> = (Vec<(&'a EthLink, &'a Dcb)>, Vec<String>);
+
+/// Every link beneath a RoCE port once, with its DCB facts, and why others
+/// cannot be judged; or why the host has no RoCE port.
+fn each_link<'a>(cx: &Ctx<'a>) -> Result<Links<'a>, Outcome> {
     if let Some(o) = no_roce(cx) {
-        return o;
+        return Err(o);
     }
     let (ok, why) = judged(cx);
+    let mut seen = std::collections::BTreeSet::new();
+    let links = ok
+        .into_iter()
+        .filter(|(_, l, _)| seen.insert(l.name.as_str()))
+        .map(|(_, l, d)| (l, d))
+        .collect();
+    Ok((links, why))
+}
+
+/// RDK-N004: the CNPs' own marking lands on a lossless or strict priority.
+pub fn cnp_priority(cx: &Ctx) -> Outcome {
+    let (links, why) = match each_link(cx) {
+        Ok(v) => v,
+        Err(o) => return o,
+    };
     let mut out = Vec::new();
     let mut judged_any = false;
-    let mut seen: BTreeMap<&str, ()> = BTreeMap::new();
-    for (_, l, dcb) in ok {
-        if seen.insert(l.name.as_str(), ()).is_some() {
-            continue;
-        }
+    for (l, dcb) in links {
         let trust = trust_of(l, dcb);
         let (prio, how, src) = match trust.value {
             Trust::Dscp => {
@@ -511,17 +524,13 @@ pub fn cnp_priority(cx: &Ctx) -> Outcome {
 
 /// RDK-N005: global pause off where PFC is on.
 pub fn global_pause(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_roce(cx) {
-        return o;
-    }
-    let (ok, why) = judged(cx);
+    let (links, why) = match each_link(cx) {
+        Ok(v) => v,
+        Err(o) => return o,
+    };
     let mut out = Vec::new();
     let mut judged_any = false;
-    let mut seen: BTreeMap<&str, ()> = BTreeMap::new();
-    for (_, l, dcb) in ok {
-        if seen.insert(l.name.as_str(), ()).is_some() {
-            continue;
-        }
+    for (l, dcb) in links {
         let (Some(bits), Some(pause)) = (pfc_bits(dcb), l.pause.get()) else {
             continue;
         };

@@ -92,8 +92,12 @@ fn deltas(b: Option<&Baseline>, l: &EthLink, pick: impl Fn(&str) -> bool) -> Vec
         .unwrap_or_default()
 }
 
-/// The links with statistics, and why none could be read when none could.
+/// The links with statistics, and why none could be read when none could
+/// (or why the host has no RoCE port to judge).
 fn links_with_stats<'a>(cx: &'a Ctx) -> Result<Vec<&'a EthLink>, Outcome> {
+    if let Some(o) = no_roce(cx) {
+        return Err(o);
+    }
     let e = &cx.facts.ethernet;
     let with: Vec<&EthLink> = e.links.iter().filter(|l| l.stats.get().is_some()).collect();
     if !with.is_empty() {
@@ -139,9 +143,6 @@ fn is_pause_duration(n: &str) -> bool {
 
 /// RDK-N007: pause time as a share of the elapsed time, and pause storms.
 pub fn pause(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_roce(cx) {
-        return o;
-    }
     let links = match links_with_stats(cx) {
         Ok(l) => l,
         Err(o) => return o,
@@ -272,9 +273,6 @@ fn is_drop(n: &str) -> bool {
 
 /// RDK-N008: drops below RDMA, and the RDMA device's own `out_of_buffer`.
 pub fn drops(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_roce(cx) {
-        return o;
-    }
     let links = match links_with_stats(cx) {
         Ok(l) => l,
         Err(o) => return o,

@@ -17,8 +17,12 @@ pub const WEAK_LANE_DB: f64 = 3.0;
 /// weak lane (-30 dBm is 1 µW).
 const DARK_DBM: f64 = -30.0;
 
-/// The links whose module decoded, and why none did when none did.
+/// The links whose module decoded, and why none did when none did (or why
+/// the host has no RoCE port to judge).
 fn modules<'a>(cx: &'a Ctx) -> Result<Vec<(&'a EthLink, &'a Module)>, Outcome> {
+    if let Some(o) = no_roce(cx) {
+        return Err(o);
+    }
     let links = &cx.facts.ethernet.links;
     let with: Vec<_> = links
         .iter()
@@ -83,9 +87,6 @@ fn dbm(mw: f64) -> String {
 
 /// RDK-N010: readings beyond the module's own thresholds.
 pub fn thresholds(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_roce(cx) {
-        return o;
-    }
     let mods = match modules(cx) {
         Ok(m) => m,
         Err(o) => return o,
@@ -231,9 +232,6 @@ pub fn weak_lanes(m: &Module) -> Vec<(u8, f64, f64)> {
 
 /// RDK-N011: one lane far below its siblings.
 pub fn weak_lane(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_roce(cx) {
-        return o;
-    }
     let mods = match modules(cx) {
         Ok(m) => m,
         Err(o) => return o,
