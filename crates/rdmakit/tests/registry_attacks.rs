@@ -45,6 +45,11 @@ use tempfile::TempDir;
 
 /// No command may take longer: no command hangs.
 const LIMIT: Duration = Duration::from_secs(10);
+
+/// How long the attacker's own setup script may take (one writes 16,384
+/// forged records with a shell loop; under a loaded CI machine that took
+/// over 10 s). It is a hang guard for the setup, not the bound under test.
+const SETUP_LIMIT: Duration = Duration::from_secs(60);
 const CHILD_ENV: &str = "RDK_ATTACK_CHILD";
 
 fn unique(tag: &str) -> String {
@@ -69,7 +74,11 @@ fn attacker_sh(script: &str) -> Option<Output> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    Some(wait(c.spawn().unwrap(), LIMIT, "the attacker's script"))
+    Some(wait(
+        c.spawn().unwrap(),
+        SETUP_LIMIT,
+        "the attacker's script",
+    ))
 }
 
 /// [`attacker_sh`] that must succeed.
