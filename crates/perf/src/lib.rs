@@ -312,6 +312,12 @@ pub struct Report {
     /// This side's QP counters, on the soft NIC.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qp_counters: Option<QpCounters>,
+    /// This side's soft NIC transport counters at the end of the run,
+    /// summed over its QPs, by name (`retransmitted_packets`,
+    /// `ack_timeouts`, ...): the context was opened for the run, so they
+    /// are what the run moved. Empty on other providers.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub device_counters: std::collections::BTreeMap<String, u64>,
 }
 
 impl PerfError {

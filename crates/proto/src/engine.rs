@@ -189,6 +189,9 @@ pub struct Stats {
     pub rnr_naks_sent: u64,
     /// NAKs received (any code).
     pub naks_received: u64,
+    /// PSN sequence error NAKs received (counted in `naks_received` too):
+    /// the responder saw this QP's requests out of sequence.
+    pub seq_err_naks_received: u64,
     /// RNR NAKs received.
     pub rnr_naks_received: u64,
     /// Duplicate requests seen by the responder.

@@ -159,11 +159,13 @@ fn run(
     c.send("END")?;
     let _ = c.recv();
     let qp_counters = l.qp_counters();
+    let device_counters = l.device_counters();
     Ok(Report {
         header: h,
         results: rows,
         control: l.teardown(),
         validated,
         qp_counters,
+        device_counters,
     })
 }

@@ -171,6 +171,18 @@ impl Local {
         })
     }
 
+    /// The soft NIC's transport counters, by name (empty on other
+    /// providers).
+    fn device_counters(&self) -> std::collections::BTreeMap<String, u64> {
+        self._ctx.soft().map_or_else(Default::default, |d| {
+            d.counters()
+                .transport()
+                .iter()
+                .map(|&(n, v)| (n.to_string(), v))
+                .collect()
+        })
+    }
+
     /// Destroys the QP and the MR, timing both.
     fn teardown(mut self) -> ControlTimings {
         let t = Instant::now();

@@ -115,12 +115,14 @@ pub fn serve_on(
         }
     }
     let qp_counters = l.qp_counters();
+    let device_counters = l.device_counters();
     Ok(Report {
         header: h,
         results: Vec::new(),
         control: l.teardown(),
         validated,
         qp_counters,
+        device_counters,
     })
 }
 

@@ -189,6 +189,9 @@ impl Completer {
                     }
                     AethKind::Nak(code) => {
                         c.stats_mut().naks_received += 1;
+                        if code == NakCode::PsnSequenceError {
+                            c.stats_mut().seq_err_naks_received += 1;
+                        }
                         if psn.before(self.una) {
                             return Ok(());
                         }

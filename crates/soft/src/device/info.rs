@@ -61,6 +61,72 @@ pub struct Counters {
     /// Packets taken from the UDP socket and handed to a QP (counted in
     /// `rx_packets` too): with same-host rings, what did not come by them.
     pub rx_socket_packets: u64,
+    /// Request packets sent again, summed over the device's QPs (live and
+    /// destroyed): the engine's `retransmitted`.
+    pub retransmitted_packets: u64,
+    /// Local ACK timeouts that led to a retry (rxe's and mlx5's
+    /// `local_ack_timeout_err`), summed over the QPs.
+    pub ack_timeouts: u64,
+    /// Requests received out of sequence: PSN sequence error NAKs sent
+    /// (mlx5's `out_of_sequence`), summed over the QPs.
+    pub out_of_sequence: u64,
+    /// PSN sequence error NAKs received (mlx5's `packet_seq_err`), summed
+    /// over the QPs.
+    pub seq_err_naks_received: u64,
+    /// Duplicate requests received (rxe's `duplicate_request`), summed
+    /// over the QPs.
+    pub duplicate_requests: u64,
+}
+
+impl Counters {
+    /// The transport counters summed over the QPs, by name (what a
+    /// pairwise test reports of the soft NIC, as `hw_counters` of a real
+    /// device).
+    pub fn transport(&self) -> [(&'static str, u64); 5] {
+        [
+            ("retransmitted_packets", self.retransmitted_packets),
+            ("ack_timeouts", self.ack_timeouts),
+            ("out_of_sequence", self.out_of_sequence),
+            ("seq_err_naks_received", self.seq_err_naks_received),
+            ("duplicate_requests", self.duplicate_requests),
+        ]
+    }
+}
+
+/// The transport counters of QPs, summed: [`Counters::transport`]'s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct QpSums {
+    pub(super) retransmitted: u64,
+    pub(super) timeouts: u64,
+    pub(super) out_of_sequence: u64,
+    pub(super) seq_err_naks_received: u64,
+    pub(super) duplicates: u64,
+}
+
+impl QpSums {
+    /// One QP's.
+    pub(super) fn of(s: &rdmakit_proto::Stats) -> QpSums {
+        QpSums {
+            retransmitted: s.retransmitted,
+            timeouts: s.timeouts,
+            out_of_sequence: s.naks_sent[0],
+            seq_err_naks_received: s.seq_err_naks_received,
+            duplicates: s.duplicates,
+        }
+    }
+
+    /// `self` plus `o`.
+    pub(super) fn add(self, o: QpSums) -> QpSums {
+        QpSums {
+            retransmitted: self.retransmitted.saturating_add(o.retransmitted),
+            timeouts: self.timeouts.saturating_add(o.timeouts),
+            out_of_sequence: self.out_of_sequence.saturating_add(o.out_of_sequence),
+            seq_err_naks_received: self
+                .seq_err_naks_received
+                .saturating_add(o.seq_err_naks_received),
+            duplicates: self.duplicates.saturating_add(o.duplicates),
+        }
+    }
 }
 
 /// Numbers of live objects.
@@ -127,14 +193,18 @@ pub(super) struct AtomicCounters {
     pub(super) dma_map_errors: AtomicU64,
     pub(super) rx_same_host_refused: AtomicU64,
     pub(super) rx_socket_packets: AtomicU64,
+    /// The transport counters of destroyed QPs (the live ones' are added
+    /// at each snapshot): a device's counters never go back when its QPs go.
+    pub(super) retired: std::sync::Mutex<QpSums>,
 }
 
 impl AtomicCounters {
     /// The counters now, with the same-host rings' own (`rings`: this
     /// context's, if it has them).
-    pub(super) fn snapshot(&self, rings: Option<&Rings>) -> Counters {
+    pub(super) fn snapshot(&self, rings: Option<&Rings>, live: QpSums) -> Counters {
         let (ring_tx_packets, ring_rx_packets, ring_wakeups) =
             rings.map_or((0, 0, 0), |r| r.counts());
+        let q = self.retired_now().add(live);
         Counters {
             tx_packets: self.tx_packets.load(Ordering::Relaxed),
             rx_packets: self.rx_packets.load(Ordering::Relaxed),
@@ -150,7 +220,23 @@ impl AtomicCounters {
             ring_refused: rings.map_or(0, |r| r.refused()),
             rx_same_host_refused: self.rx_same_host_refused.load(Ordering::Relaxed),
             rx_socket_packets: self.rx_socket_packets.load(Ordering::Relaxed),
+            retransmitted_packets: q.retransmitted,
+            ack_timeouts: q.timeouts,
+            out_of_sequence: q.out_of_sequence,
+            seq_err_naks_received: q.seq_err_naks_received,
+            duplicate_requests: q.duplicates,
         }
+    }
+
+    /// The destroyed QPs' transport counters.
+    fn retired_now(&self) -> QpSums {
+        *self.retired.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps a destroyed QP's transport counters in the device's.
+    pub(super) fn retire(&self, s: &rdmakit_proto::Stats) {
+        let mut r = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        *r = r.add(QpSums::of(s));
     }
 
     /// The error of a descriptor mapping that failed in `verb`; an

@@ -291,7 +291,8 @@ impl Shared {
 
     /// The counters now.
     pub(super) fn counters_now(&self) -> Counters {
-        self.counters.snapshot(self.net.rings())
+        self.counters
+            .snapshot(self.net.rings(), self.qps.transport_sums())
     }
 
     /// Live objects per type.

@@ -229,6 +229,7 @@ impl Qps {
             let fed = q.engine().srq_fed();
             s.detach(fed);
         }
+        sh.counters().retire(&q.stats());
         sh.pds().release(q.pd);
         sh.admission().unregister(Kind::Qp, qpn);
         Ok(())
@@ -356,6 +357,16 @@ impl Qps {
             .cloned()
             .collect();
         (due, next)
+    }
+
+    /// The live QPs' transport counters, summed.
+    pub(super) fn transport_sums(&self) -> super::info::QpSums {
+        read(&self.map)
+            .qps
+            .values()
+            .fold(super::info::QpSums::default(), |acc, q| {
+                acc.add(super::info::QpSums::of(&q.stats()))
+            })
     }
 
     /// Live QPs.
