@@ -134,6 +134,88 @@ fn quick_ring_with_a_reference_finds_the_slow_node() {
     );
 }
 
+/// A pair that is slow and drops what its 16-packet queue cannot hold
+/// (a congested link; this kernel has no netem): the soft NICs at
+/// its ends count what the loss cost (retransmissions, ACK timeouts,
+/// requests out of sequence), the JSON has each end's deltas, and the slow
+/// link's verdict — as text and in the HTML page — cites them.
+#[test]
+fn a_lossy_pair_is_a_link_whose_verdict_cites_the_counters_that_moved() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let f = Fabric::new(6);
+    let (clean, _) = f.pairwise(QUICK);
+    let rate = slow_mbit(Fabric::median(&clean));
+    f.lossy_pair(0, 4, rate, 16);
+    let (v, code) = f.pairwise(QUICK);
+    f.clear();
+    assert_eq!(Fabric::faults(&v), vec!["link n1-n5"], "{v:#}");
+    assert_eq!(code, 1);
+    const SOFT: [&str; 5] = [
+        "retransmitted_packets",
+        "ack_timeouts",
+        "out_of_sequence",
+        "seq_err_naks_received",
+        "duplicate_requests",
+    ];
+    let pair: Vec<&serde_json::Value> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["phase"] == "screen")
+        .filter(|c| {
+            (c["from"] == "n1" && c["to"] == "n5") || (c["from"] == "n5" && c["to"] == "n1")
+        })
+        .collect();
+    assert_eq!(pair.len(), 2, "{v:#}");
+    let moved: Vec<(String, String, u64)> = pair
+        .iter()
+        .flat_map(|c| {
+            ["from", "to"].into_iter().flat_map(move |end| {
+                let node = c[end].as_str().unwrap().to_string();
+                c[format!("{end}_counters")]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(move |(n, d)| (node.clone(), n.clone(), d.as_u64().unwrap()))
+            })
+        })
+        .collect();
+    assert!(
+        moved
+            .iter()
+            .any(|(_, n, d)| SOFT.contains(&n.as_str()) && *d > 0),
+        "no soft NIC counter moved on the lossy pair: {pair:#?}"
+    );
+    eprintln!(
+        "lossy pair cells: {}",
+        serde_json::to_string_pretty(&pair).unwrap()
+    );
+    // The verdict, rendered again from the JSON, cites them.
+    let run = f.dir().join("lossy.json");
+    std::fs::write(&run, serde_json::to_vec(&v).unwrap()).unwrap();
+    let html = f.dir().join("lossy.html");
+    let out = std::process::Command::new(fabric::bin())
+        .args(["fleet", "pairwise", "--from"])
+        .arg(&run)
+        .arg("--html")
+        .arg(&html)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("verdict:\n{text}");
+    let cited = |t: &str| {
+        moved
+            .iter()
+            .any(|(node, n, _)| SOFT.contains(&n.as_str()) && t.contains(&format!("{node} {n} +")))
+    };
+    assert!(text.contains("link n1 <-> n5"), "{text}");
+    assert!(cited(&text), "the verdict cites no counter: {text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(cited(&page), "the page cites no counter");
+    assert!(page.contains("Counters that moved"));
+}
+
 /// Every screening cell measured, none failed.
 fn no_failed_cell(v: &serde_json::Value) -> bool {
     v["cells"]

@@ -173,7 +173,15 @@ fn bandwidth_cells(r: &PairwiseReport) -> (Vec<Vec<Option<HeatCell>>>, Vec<Strin
             fill,
             ink: INK,
             text: num(c.mbs, 0),
-            title: format!("{} → {}: {} MB/s, {words}", c.from, c.to, num(c.mbs, 0)),
+            title: {
+                let moved = c.moved();
+                let mut t = format!("{} → {}: {} MB/s, {words}", c.from, c.to, num(c.mbs, 0));
+                if !moved.is_empty() {
+                    t.push_str("; ");
+                    t.push_str(&moved.join(", "));
+                }
+                t
+            },
             band,
         })
     });
@@ -316,6 +324,7 @@ pub fn render(r: &PairwiseReport, meta: &Meta) -> Result<String, ReportError> {
     page.push(&matrices(r)?);
     page.push(&nodes(r));
     page.push(&confirmations(r));
+    page.push(&counters(r));
     page.push(&failed(r));
     page.finish("pairwise", serde_json::to_value(r)?, meta)
 }
@@ -358,6 +367,9 @@ fn verdict(r: &PairwiseReport) -> String {
                 },
                 esc(&fault_text(r, f))
             );
+            for c in r.cited(f) {
+                let _ = writeln!(s, "<br><span class=\"note\">{}</span>", esc(&c));
+            }
         }
         s.push_str("</ul>\n");
     }
@@ -516,6 +528,52 @@ fn confirmations(r: &PairwiseReport) -> String {
                 num(k.ratio, 2)
             );
         }
+    }
+    s.push_str("</table>\n</section>\n");
+    s
+}
+
+/// The screening cells whose ends' counters moved during their tests:
+/// each end's, largest first.
+fn counters(r: &PairwiseReport) -> String {
+    let mut moved: Vec<&Cell> = screen(r)
+        .filter(|c| !c.from_counters.is_empty() || !c.to_counters.is_empty())
+        .collect();
+    if moved.is_empty() {
+        return String::new();
+    }
+    moved.sort_by(|a, b| a.mbs.total_cmp(&b.mbs));
+    let mut s = String::from(
+        "<section id=\"counters\">\n<h2>Counters that moved</h2>\n<p class=\"note\">What each \
+         end's device counters moved during the cell's tests (pauses, discards, CNPs, \
+         sequence errors, retransmissions), slowest cell first.</p>\n<table>\n<tr><th>cell</th>\
+         <th class=\"num\">MB/s</th><th>requester</th><th>responder</th></tr>\n",
+    );
+    let end = |d: &rdmakit_fleet::pairwise::report::Deltas| {
+        d.top(usize::MAX)
+            .into_iter()
+            .map(|(n, x)| {
+                format!(
+                    "<code>{}</code> {}",
+                    esc(n),
+                    esc(&rdmakit_fleet::pairwise::deltas::show(n, x))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("<br>")
+    };
+    for c in moved {
+        let _ = writeln!(
+            s,
+            "<tr class=\"row-{}\"><td>{} → {}</td><td class=\"num\">{}</td><td>{}</td>\
+             <td>{}</td></tr>",
+            if c.low { "fail" } else { "pass" },
+            esc(&c.from),
+            esc(&c.to),
+            num(c.mbs, 0),
+            end(&c.from_counters),
+            end(&c.to_counters)
+        );
     }
     s.push_str("</table>\n</section>\n");
     s

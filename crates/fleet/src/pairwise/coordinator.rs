@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::auth::Token;
 use super::confirm;
+use super::deltas::Deltas;
 use super::link;
 use super::localize::{self, Suspect};
 use super::logtext::escape;
@@ -585,6 +586,8 @@ fn failed_cell(
         bw: Vec::new(),
         lat: None,
         counters: None,
+        from_counters: Deltas::default(),
+        to_counters: Deltas::default(),
         error: Some(error),
         mbs: 0.0,
         residual: None,
@@ -634,15 +637,24 @@ fn cell_of(
     to: &Agent,
     phase: Phase,
     round: usize,
-    bw: Result<Measurement, String>,
-    lat: Option<Result<Measurement, String>>,
+    bw: Result<(Measurement, Deltas), String>,
+    lat: Option<Result<(Measurement, Deltas), String>>,
 ) -> Cell {
+    let (mut from_counters, mut to_counters) = (Deltas::default(), Deltas::default());
     let (bw_pts, counters, mut error) = match bw {
-        Ok(m) => (m.bw, m.counters, None),
+        Ok((m, served)) => {
+            from_counters = m.deltas;
+            to_counters = served;
+            (m.bw, m.counters, None)
+        }
         Err(e) => (Vec::new(), None, Some(format!("write-bw: {e}"))),
     };
     let lat_pt = match lat {
-        Some(Ok(m)) => m.lat.first().copied(),
+        Some(Ok((m, served))) => {
+            from_counters = from_counters.sum(&m.deltas);
+            to_counters = to_counters.sum(&served);
+            m.lat.first().copied()
+        }
         Some(Err(e)) => {
             let msg = format!("send-lat: {e}");
             error = Some(match error {
@@ -662,6 +674,8 @@ fn cell_of(
         bw: bw_pts,
         lat: lat_pt,
         counters,
+        from_counters,
+        to_counters,
         error,
         mbs,
         residual: None,
@@ -683,7 +697,7 @@ fn test(
     srv: &mut Agent,
     cli: &mut Agent,
     spec: &TestSpec,
-) -> Result<Measurement, String> {
+) -> Result<(Measurement, Deltas), String> {
     // The path MTU both links carry (perftest lowers -m to the active MTU).
     let mtu = link::effective(spec.mtu, srv.mtu, cli.mtu);
     let lowered;
@@ -755,13 +769,17 @@ fn test(
             .recv::<Reply>(Some(GRACE), "the server's end")
             .map_err(Failure::Srv)?
         {
-            Reply::Served { id: i, error } if i == id => error,
+            Reply::Served {
+                id: i,
+                error,
+                counters,
+            } if i == id => (error, counters),
             other => return Err(Failure::Srv(unexpected(&srv.name, &other))),
         };
         match (m, served) {
-            (Ok(m), _) => Ok(m),
-            (Err(e), Some(s)) => Err(Failure::Said(format!("{e} (server {}: {s})", srv.name))),
-            (Err(e), None) => Err(Failure::Said(e)),
+            (Ok(m), (_, counters)) => Ok((m, counters)),
+            (Err(e), (Some(s), _)) => Err(Failure::Said(format!("{e} (server {}: {s})", srv.name))),
+            (Err(e), (None, _)) => Err(Failure::Said(e)),
         }
     })();
     match r {

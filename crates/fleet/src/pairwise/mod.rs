@@ -24,6 +24,7 @@ pub mod agent;
 pub mod auth;
 pub mod confirm;
 pub mod coordinator;
+pub mod deltas;
 pub mod gate;
 pub mod link;
 pub mod localize;

@@ -30,6 +30,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::auth::{self, hex, unhex, Purpose, Token};
+use super::deltas::Deltas;
 use super::gate::{self, LineError};
 use super::logtext::escape;
 use super::report::{BwPoint, Counters, LatPoint};
@@ -244,6 +245,10 @@ pub struct Measurement {
     pub counters: Option<Counters>,
     /// Wall time, seconds.
     pub seconds: f64,
+    /// What the client end's device counters moved during the test
+    /// (bounded as it is parsed: [`Deltas`]).
+    #[serde(default, skip_serializing_if = "Deltas::is_empty")]
+    pub deltas: Deltas,
 }
 
 /// What an agent answers.
@@ -270,6 +275,10 @@ pub enum Reply {
         id: u64,
         /// Why it failed, if it did.
         error: Option<String>,
+        /// What the server end's device counters moved during the test
+        /// (bounded as it is parsed: [`Deltas`]).
+        #[serde(default, skip_serializing_if = "Deltas::is_empty")]
+        counters: Deltas,
     },
     /// To `Run`: the figures.
     Measured {
@@ -918,6 +927,40 @@ mod tests {
             .recv::<Request>(Some(Duration::from_secs(5)), "a request")
             .unwrap_err();
         assert!(matches!(e, ProtoError::BadMac { .. }), "{e}");
+    }
+
+    #[test]
+    fn counter_reports_travel_bounded() {
+        let served = Reply::Served {
+            id: 3,
+            error: None,
+            counters: Deltas::largest([("rx_prio3_pause", 12), ("out_of_sequence", 4)]),
+        };
+        let line = to_json(&served);
+        assert!(
+            line.contains(r#""counters":{"out_of_sequence":4,"rx_prio3_pause":12}"#),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<Reply>(&line).unwrap(), served);
+        // An agent that reports nothing sends no field; an older one's
+        // reply reads.
+        let quiet = to_json(&Reply::Served {
+            id: 3,
+            error: None,
+            counters: Deltas::default(),
+        });
+        assert_eq!(quiet, r#"{"reply":"served","id":3,"error":null}"#);
+        assert!(serde_json::from_str::<Reply>(r#"{"reply":"measured","id":1,"result":{"bw":[],"lat":[],"counters":null,"seconds":1.0}}"#).is_ok());
+        // A report over its bounds or not numeric fails the whole message.
+        let many: std::collections::BTreeMap<String, u64> =
+            (0..40).map(|i| (format!("c{i}"), 1)).collect();
+        let bad = format!(
+            r#"{{"reply":"served","id":3,"error":null,"counters":{}}}"#,
+            serde_json::to_string(&many).unwrap()
+        );
+        assert!(serde_json::from_str::<Reply>(&bad).is_err());
+        let text = r#"{"reply":"served","id":3,"error":null,"counters":{"a":"1"}}"#;
+        assert!(serde_json::from_str::<Reply>(text).is_err());
     }
 
     #[test]

@@ -165,6 +165,9 @@ pub fn human(r: &PairwiseReport) -> String {
     );
     for f in &r.faults {
         let _ = writeln!(o, "  {}", evidence(r, f));
+        for c in r.cited(f) {
+            let _ = writeln!(o, "    {}", c.replace('→', "->"));
+        }
     }
     let _ = writeln!(o, "\nNext:");
     for f in &r.faults {

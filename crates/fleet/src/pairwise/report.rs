@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::deltas::Deltas;
+
 /// Schema tag of [`PairwiseReport`].
 pub const SCHEMA: &str = "rdmakit.pairwise/v1";
 
@@ -214,6 +216,14 @@ pub struct Cell {
     pub lat: Option<LatPoint>,
     /// The requester's QP transport counters on the soft NIC.
     pub counters: Option<Counters>,
+    /// What the requester's (`from`'s) device counters moved during the
+    /// cell's tests, name → delta: pauses, discards, CNPs, sequence
+    /// errors, retransmissions (only those that moved; at most 32).
+    #[serde(default, skip_serializing_if = "Deltas::is_empty")]
+    pub from_counters: Deltas,
+    /// ... and the responder's (`to`'s).
+    #[serde(default, skip_serializing_if = "Deltas::is_empty")]
+    pub to_counters: Deltas,
     /// Why the test failed (then `bw` may be empty: judged as 0 MB/s).
     pub error: Option<String>,
     /// The judged figure: the best average over its sizes, MB/s (0 on
@@ -227,6 +237,65 @@ pub struct Cell {
     pub low: bool,
     /// ... beyond the matrix's noise (robust z).
     pub significant: bool,
+}
+
+impl Cell {
+    /// The counters that moved at both ends, largest first, at most
+    /// [`super::deltas::CITED`] per end: `n5 out_of_sequence +4,312`.
+    pub fn moved(&self) -> Vec<String> {
+        let mut v: Vec<(u64, String)> = Vec::new();
+        for (node, d) in [
+            (&self.to, &self.to_counters),
+            (&self.from, &self.from_counters),
+        ] {
+            for (n, x) in d.top(super::deltas::CITED) {
+                v.push((x, format!("{node} {n} {}", super::deltas::show(n, x))));
+            }
+        }
+        v.sort_by_key(|x| std::cmp::Reverse(x.0));
+        v.into_iter().map(|(_, t)| t).collect()
+    }
+
+    /// The cell and what moved, as a verdict cites it:
+    /// `n1 → n5: 10 MB/s; n5 rx_prio3_pause_duration +2.1 s, n1 out_of_sequence +4,312`
+    /// (None when nothing moved).
+    pub fn citation(&self) -> Option<String> {
+        let m = self.moved();
+        (!m.is_empty()).then(|| {
+            format!(
+                "{} → {}: {:.0} MB/s; {}",
+                self.from,
+                self.to,
+                self.mbs,
+                m.join(", ")
+            )
+        })
+    }
+}
+
+impl PairwiseReport {
+    /// What a fault's verdict cites: the slowest (at most 3) of the cells
+    /// it is judged on whose counters moved — a link's two directions, a
+    /// slow node's slow cells — each as [`Cell::citation`].
+    pub fn cited(&self, f: &Fault) -> Vec<String> {
+        let slow = self.matrix.slow_below_mbs;
+        let mut cells: Vec<&Cell> = self
+            .cells
+            .iter()
+            .filter(|c| c.phase == Phase::Screen)
+            .filter(|c| match f {
+                Fault::Link { nodes } => {
+                    (c.from == nodes[0] && c.to == nodes[1])
+                        || (c.from == nodes[1] && c.to == nodes[0])
+                }
+                Fault::Node { node } => {
+                    (&c.from == node || &c.to == node) && (c.low || c.mbs < slow)
+                }
+            })
+            .collect();
+        cells.sort_by(|a, b| a.mbs.total_cmp(&b.mbs));
+        cells.iter().filter_map(|c| c.citation()).take(3).collect()
+    }
 }
 
 /// A bandwidth figure.
@@ -402,6 +471,49 @@ impl std::fmt::Display for Fault {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cell(from: &str, to: &str, mbs: f64) -> Cell {
+        Cell {
+            from: from.into(),
+            to: to.into(),
+            phase: Phase::Screen,
+            round: 0,
+            bw: Vec::new(),
+            lat: None,
+            counters: None,
+            from_counters: Deltas::default(),
+            to_counters: Deltas::default(),
+            error: None,
+            mbs,
+            residual: None,
+            z: None,
+            low: false,
+            significant: false,
+        }
+    }
+
+    #[test]
+    fn a_verdict_cites_the_counters_that_moved() {
+        let mut c = cell("n1", "n5", 10.2);
+        assert_eq!(c.citation(), None);
+        c.from_counters =
+            Deltas::largest([("out_of_sequence", 4312), ("a", 1), ("b", 2), ("c", 3)]);
+        c.to_counters = Deltas::largest([("rx_prio3_pause_duration", 2_100_000)]);
+        assert_eq!(
+            c.citation().unwrap(),
+            "n1 → n5: 10 MB/s; n5 rx_prio3_pause_duration +2.1 s, n1 out_of_sequence +4,312, \
+             n1 c +3, n1 b +2"
+        );
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["from_counters"]["out_of_sequence"], 4312);
+        assert_eq!(v["to_counters"]["rx_prio3_pause_duration"], 2_100_000);
+        // Older JSON, without the counters, still reads.
+        let mut old = serde_json::to_value(cell("n1", "n2", 5.0)).unwrap();
+        assert!(old.get("from_counters").is_none());
+        old.as_object_mut().unwrap().remove("to_counters");
+        let back: Cell = serde_json::from_value(old).unwrap();
+        assert!(back.from_counters.is_empty() && back.to_counters.is_empty());
+    }
 
     #[test]
     fn a_fault_serializes_as_a_node_or_a_sorted_link() {

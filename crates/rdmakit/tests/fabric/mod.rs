@@ -269,6 +269,35 @@ impl Fabric {
         }
     }
 
+    /// [`Fabric::slow_pair`] whose slow class queues at most `limit`
+    /// packets (a pfifo under it, both ends): what does not fit is dropped,
+    /// a congested link's loss. (This kernel has no netem to lose packets
+    /// at random.)
+    pub fn lossy_pair(&self, a: usize, b: usize, mbit: u32, limit: u32) {
+        self.slow_pair(a, b, mbit);
+        let limit = limit.to_string();
+        for me in [a, b] {
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                &self.ns(me),
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                "eth0",
+                "parent",
+                "1:20",
+                "handle",
+                "20:",
+                "pfifo",
+                "limit",
+                &limit,
+            ]);
+        }
+    }
+
     /// Removes every qdisc the fault injections added.
     pub fn clear(&self) {
         for i in 0..self.n {

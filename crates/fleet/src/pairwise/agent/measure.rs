@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use rdmakit_perf::{ClientOpts, Params, Progress, Report, Row, ServerOpts, Test};
 
 use super::super::auth::{self, hex};
+use super::super::deltas::{self, Deltas};
 use super::super::gate::{Outcome, Pending, Pool};
 use super::super::protocol::{Conn, Measurement, PeerState, ProtoError, Refusal, Reply, TestSpec};
 use super::super::report::{BwPoint, Counters, LatPoint};
@@ -246,6 +247,7 @@ pub(super) fn serve(
                 return conn.send(&Reply::Served {
                     id,
                     error: Some(format!("poll the port of test {id}: {e}")),
+                    counters: Deltas::default(),
                 })
             }
         };
@@ -295,6 +297,7 @@ pub(super) fn serve(
             return conn.send(&Reply::Served {
                 id,
                 error: Some("the client agent never connected".into()),
+                counters: Deltas::default(),
             });
         }
     };
@@ -307,6 +310,7 @@ pub(super) fn serve(
             return conn.send(&Reply::Served {
                 id,
                 error: Some(format!("dup the test socket: {e}")),
+                counters: Deltas::default(),
             })
         }
     };
@@ -319,6 +323,7 @@ pub(super) fn serve(
         test: params.test,
     };
     let expected = params.clone();
+    let before = Before::read(cfg);
     let start = Instant::now();
     let (r, why) = supervise(conn, sh, &sock, limit_of(&params, cfg), |cancel| {
         let admit = |p: &Params| {
@@ -338,6 +343,7 @@ pub(super) fn serve(
     if let Some(w) = &why {
         cancelled(sh, conn, id, w)?;
     }
+    let counters = before.deltas(r.as_ref().ok());
     let error = r.err().map(|e| perf_error(&e));
     (sh.log)(&Event::TestDone {
         id,
@@ -345,7 +351,11 @@ pub(super) fn serve(
         seconds,
         error: error.clone(),
     });
-    conn.send(&Reply::Served { id, error })
+    conn.send(&Reply::Served {
+        id,
+        error,
+        counters,
+    })
 }
 
 /// `Run`: connect to the server agent, present the ticket, run the client.
@@ -408,6 +418,7 @@ pub(super) fn run(
         params: params.clone(),
         connect_timeout: Duration::from_secs(5),
     };
+    let before = Before::read(cfg);
     let start = Instant::now();
     let (r, why) = supervise(conn, sh, &sock, limit_of(&params, cfg), |cancel| {
         let mut hooks = Progress {
@@ -428,10 +439,9 @@ pub(super) fn run(
                 seconds,
                 error: None,
             });
-            conn.send(&Reply::Measured {
-                id,
-                result: measurement(&rep, seconds),
-            })
+            let mut result = measurement(&rep, seconds);
+            result.deltas = before.deltas(Some(&rep));
+            conn.send(&Reply::Measured { id, result })
         }
         Err(e) => {
             let error = match why {
@@ -446,6 +456,51 @@ pub(super) fn run(
             });
             conn.send(&Reply::RunFailed { id, error })
         }
+    }
+}
+
+/// A real device's counters before a test, to subtract from those after
+/// it. The soft NIC needs none: its context is opened for the test, so
+/// its counters at the end (in the perf report) are what the test moved.
+struct Before {
+    real: Option<(
+        std::path::PathBuf,
+        Option<String>,
+        std::collections::BTreeMap<String, u64>,
+    )>,
+}
+
+impl Before {
+    fn read(cfg: &AgentConfig) -> Before {
+        let real = cfg.device.as_ref().and_then(|d| {
+            if !deltas::name_is_safe(d) {
+                return None;
+            }
+            let root = std::path::Path::new("/sys/class/infiniband").join(d);
+            if !root.is_dir() {
+                return None;
+            }
+            let ifname = deltas::netdev_of(&root);
+            let now = deltas::read_real(&root, 1, ifname.as_deref());
+            Some((root, ifname, now))
+        });
+        Before { real }
+    }
+
+    /// What moved: the real device's counters since [`Before::read`], and
+    /// the soft NIC's in the perf report.
+    fn deltas(&self, rep: Option<&Report>) -> Deltas {
+        let real = self
+            .real
+            .as_ref()
+            .map_or_else(Deltas::default, |(root, ifname, before)| {
+                let after = deltas::read_real(root, 1, ifname.as_deref());
+                Deltas::between(before, after.iter().map(|(n, &v)| (n.as_str(), v)))
+            });
+        let soft = rep.map_or_else(Deltas::default, |r| {
+            Deltas::largest(r.device_counters.iter().map(|(n, &v)| (n.as_str(), v)))
+        });
+        real.sum(&soft)
     }
 }
 
