@@ -11,6 +11,7 @@ use rdmakit_doctor::checks::Status;
 use rdmakit_doctor::codes::Severity;
 use rdmakit_doctor::finding::{Evidence, Finding};
 use rdmakit_doctor::group::{groups, FindingGroup};
+use rdmakit_doctor::health::Checked;
 use rdmakit_doctor::probes::ProbeReport;
 use rdmakit_doctor::report::Report;
 use rdmakit_doctor::views::irq::{DeviceIrqs, IrqView};
@@ -59,6 +60,22 @@ fn result_class(r: &str) -> &'static str {
 
 fn badge(text: &str, class: &str) -> String {
     format!("<span class=\"badge {class}\">{}</span>", esc(text))
+}
+
+/// The page of a check (`rdmakit doctor --html`): its report with the IRQ and
+/// topology views built from the facts it judged.
+///
+/// # Errors
+/// As [`render`].
+pub fn render_checked(c: &Checked, meta: &Meta) -> Result<String, ReportError> {
+    let irq = IrqView::build(&c.facts, &c.report);
+    let topology = TopologyView::build(&c.facts, &c.report);
+    let page = DoctorPage {
+        doctor: &c.report,
+        irq: &irq,
+        topology: &topology,
+    };
+    render(&page, meta)
 }
 
 /// The page.

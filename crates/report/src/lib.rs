@@ -16,7 +16,11 @@
 //!
 //! Promises: the same input gives the same bytes (no clock is read; a time is
 //! shown only when the caller passes one in [`Meta`]; floats are printed with a
-//! fixed number of digits); no panic on any input.
+//! fixed number of digits); no panic on any input. [`file::write`] puts a page
+//! where `--html FILE` says.
+//!
+//! Beside the pages, [`progress`] draws what people watch while a command
+//! works (a bar or a spinner on a terminal's stderr); it alone reads the clock.
 //!
 //! ```
 //! let html = rdmakit_report::perf::render(&[], &rdmakit_report::Meta::default()).unwrap();
@@ -26,11 +30,13 @@
 //! ```
 
 pub mod doctor;
+pub mod file;
 pub mod fleet;
 mod html;
 pub mod pairwise;
 pub mod perf;
 mod plot;
+pub mod progress;
 
 pub use html::{embedded_json, utc_timestamp, DATA_ID, SCHEMA};
 
@@ -43,6 +49,20 @@ pub struct Meta {
     pub generated: Option<String>,
     /// The command that made the report, shown in the footer.
     pub command: Option<String>,
+}
+
+impl Meta {
+    /// The page of an rdmakit command: this rdmakit's version, the data taken
+    /// at `taken_unix` (seconds since the epoch, shown in UTC) and the command
+    /// line `rdmakit ARGS...` (`args` without the program's name).
+    pub fn of_command(taken_unix: u64, args: impl IntoIterator<Item = String>) -> Meta {
+        let args: Vec<String> = args.into_iter().collect();
+        Meta {
+            tool: Some(format!("rdmakit {}", env!("CARGO_PKG_VERSION"))),
+            generated: Some(utc_timestamp(taken_unix)),
+            command: Some(format!("rdmakit {}", args.join(" "))),
+        }
+    }
 }
 
 /// Why a report could not be made or read.
@@ -62,4 +82,21 @@ pub enum ReportError {
     /// The file holds no `rdmakit-data` block.
     #[error("no <script type=\"application/json\" id=\"{DATA_ID}\"> block in the file")]
     NoData,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_page_names_the_tool_the_time_and_the_command_line() {
+        let args = ["doctor", "--html", "r.html"].map(String::from);
+        let m = Meta::of_command(86_400, args);
+        assert_eq!(
+            m.tool,
+            Some(format!("rdmakit {}", env!("CARGO_PKG_VERSION")))
+        );
+        assert_eq!(m.generated, Some(utc_timestamp(86_400)));
+        assert_eq!(m.command.as_deref(), Some("rdmakit doctor --html r.html"));
+    }
 }

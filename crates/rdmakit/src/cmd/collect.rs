@@ -6,8 +6,8 @@ use std::path::Path;
 
 use rdmakit_vocab::exit::Exit;
 
-use super::progress::Progress;
 use super::ReplayArgs;
+use rdmakit_report::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

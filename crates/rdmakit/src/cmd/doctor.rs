@@ -12,8 +12,8 @@ use rdmakit_fleet::slurm::check::{self, HealthCheck, SlurmEnv};
 use rdmakit_fleet::slurm::{env, frame};
 use rdmakit_host::open::SourceSpec;
 
-use super::progress::Progress;
 use super::SourceArgs;
+use rdmakit_report::progress::Progress;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -203,7 +203,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(path) = &a.html {
-        super::html::doctor(path, &c.facts, &c.report, c.recorded_unix)?;
+        let meta = super::html::meta(c.recorded_unix);
+        super::html::write(path, rdmakit_report::doctor::render_checked(&c, &meta))?;
     }
     let mut out = anstream::stdout();
     if a.frame {

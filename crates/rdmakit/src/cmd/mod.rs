@@ -14,7 +14,6 @@ pub mod metrics;
 pub mod monitor;
 pub mod pcap;
 pub mod perf;
-pub mod progress;
 pub mod res;
 pub mod shim;
 pub mod soft;

@@ -12,11 +12,11 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::progress::Progress as Bar;
 use rdmakit_perf::options::{parse_duration, parse_mtu, parse_test, parse_ud, Options};
 use rdmakit_perf::{
     render, run_client, run_server, ClientOpts, Header, PerfError, Progress, ServerOpts, Step, Test,
 };
+use rdmakit_report::progress::Progress as Bar;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -195,8 +195,8 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode
             }
             if let Some(path) = &a.html {
                 let meta = super::html::meta(None);
-                let page = rdmakit_report::perf::render(std::slice::from_ref(&r), &meta)?;
-                super::html::write(path, &page)?;
+                let page = rdmakit_report::perf::render(std::slice::from_ref(&r), &meta);
+                super::html::write(path, page)?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -20,7 +20,7 @@ use rdmakit_fleet::report::{FleetReport, Options};
 use rdmakit_host::bounded::{read_named, Cap};
 use rdmakit_vocab::exit::Exit;
 
-use super::progress::Progress;
+use rdmakit_report::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -162,7 +162,8 @@ impl ReportArgs {
             }
         }
         if let Some(path) = &self.html {
-            crate::cmd::html::fleet(path, r)?;
+            let page = rdmakit_report::fleet::render(r, &crate::cmd::html::meta(None));
+            crate::cmd::html::write(path, page)?;
         }
         Ok(Exit::from_code(r.summary.exit_code)
             .unwrap_or(Exit::Failed)

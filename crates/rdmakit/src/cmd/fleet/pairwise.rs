@@ -16,7 +16,7 @@ use rdmakit_fleet::pairwise::report::PairwiseReport;
 use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig};
 use rdmakit_vocab::exit::Exit;
 
-use crate::cmd::progress::Progress;
+use rdmakit_report::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -216,7 +216,9 @@ fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<ExitCode> {
         anstream::print!("{}", render::human(report));
     }
     if let Some(path) = &a.html {
-        crate::cmd::html::pairwise(path, report)?;
+        let taken = (report.started_unix > 0).then_some(report.started_unix);
+        let page = rdmakit_report::pairwise::render(report, &crate::cmd::html::meta(taken));
+        crate::cmd::html::write(path, page)?;
     }
     Ok(if report.clean() {
         Exit::Ok.into()

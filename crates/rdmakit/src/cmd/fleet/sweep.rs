@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use rdmakit_fleet::slurm::run::{self, Commands, Event, SweepSpec};
 
-use crate::cmd::progress::Progress;
+use rdmakit_report::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

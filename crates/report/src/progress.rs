@@ -3,6 +3,9 @@
 //! run, a sweep's nodes, a pairwise run's rounds, loading a fleet's inputs). The
 //! libraries report progress as events; this draws them. Shown only once `after`
 //! has passed, so quick runs and pipes never see it.
+//!
+//! Unlike the pages, this reads the clock (the elapsed time it shows) and
+//! writes to stderr: it is what a person watches while the data is made.
 
 use std::io::IsTerminal as _;
 use std::sync::mpsc;
@@ -10,6 +13,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// A progress bar or spinner on stderr (see the module's documentation);
+/// dropping it clears it.
 pub struct Progress {
     pb: Option<ProgressBar>,
     stop: Option<mpsc::Sender<()>>,
