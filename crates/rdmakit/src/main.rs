@@ -75,7 +75,7 @@ enum Command {
 
 fn main() -> ExitCode {
     rdmakit_host::process::end_quietly_on_closed_pipe();
-    let matches = cmd::surface::with_exit_status(Cli::command()).get_matches();
+    let matches = rdmakit_manual::with_exit_status(Cli::command()).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),

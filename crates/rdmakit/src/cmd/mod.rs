@@ -4,7 +4,6 @@ pub mod collect;
 pub mod dev;
 pub mod devinfo;
 pub mod doctor;
-pub mod exits;
 pub mod explain;
 pub mod fleet;
 pub mod html;

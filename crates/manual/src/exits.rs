@@ -1,12 +1,13 @@
 //! What each exit status of the one table ([`rdmakit_vocab::exit::Exit`]) means
 //! for each subcommand: the end of its `--help` and its man page's EXIT STATUS
-//! section. The table is crates/rdmakit/exit-status.md, compiled in: a section
+//! section. The table is crates/manual/exit-status.md, compiled in: a section
 //! names the subcommands it is for, each item is a status and its meaning. The test
-//! `every_subcommand_exits_as_the_table_says` holds every subcommand to it.
+//! `every_subcommand_exits_as_the_table_says` (crates/rdmakit/tests/exit_status.rs)
+//! holds every subcommand to it.
 
 use rdmakit_vocab::exit::Exit;
 
-const PAGE: &str = include_str!("../../exit-status.md");
+const PAGE: &str = include_str!("../exit-status.md");
 
 /// The statuses of the subcommand `path` ("fleet report"), or None when the
 /// page has no section for it (a group such as `fleet`).
