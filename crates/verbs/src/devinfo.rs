@@ -102,6 +102,18 @@ pub fn query_all(
         .collect()
 }
 
+/// What `rdmakit devinfo` prints of `infos`: ibv_devinfo's text of each
+/// ("No IB devices found" when there are none), or with `json` every device
+/// as `{"devices": [...]}` ([`json_list`]; `{"devices":[]}` when none).
+pub fn output(infos: &[DevInfo], verbose: bool, json: bool) -> String {
+    match (infos.is_empty(), json) {
+        (true, true) => format!("{}\n", json!({ "devices": [] })),
+        (true, false) => "No IB devices found\n".to_string(),
+        (false, true) => json_list(infos, verbose) + "\n",
+        (false, false) => infos.iter().map(|i| text(i, verbose)).collect(),
+    }
+}
+
 /// `--json`: every device as `{"devices": [...]}`, pretty-printed.
 pub fn json_list(infos: &[DevInfo], verbose: bool) -> String {
     let devs: Vec<Value> = infos.iter().map(|i| to_json(i, verbose)).collect();

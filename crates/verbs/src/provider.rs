@@ -105,6 +105,20 @@ impl SoftProvider {
             config: DeviceConfig::from_env()?,
         })
     }
+
+    /// The soft NIC's device names as the environment names it
+    /// (`RDMAKIT_SOFT_NAME`, else soft0), whatever provider the tools
+    /// default to and whatever else the environment says of it; for the
+    /// edges.
+    pub fn names_from_env() -> Vec<String> {
+        let p = SoftProvider {
+            config: DeviceConfig {
+                name: std::env::var("RDMAKIT_SOFT_NAME").ok(),
+                ..DeviceConfig::default()
+            },
+        };
+        p.device_names().unwrap_or_default()
+    }
 }
 
 impl Provider for SoftProvider {

@@ -58,6 +58,20 @@ impl Choice {
     pub fn from_env() -> Result<Choice> {
         Choice::parse(&std::env::var(PROVIDER_ENV).unwrap_or_default())
     }
+
+    /// The choice `flag` (`--provider`) makes, else the environment's
+    /// ([`Choice::from_env`]). A bad flag is an error now; a bad
+    /// `RDMAKIT_PROVIDER` is kept as the inner error, which only a command
+    /// that opens a device through the provider reports.
+    ///
+    /// # Errors
+    /// `flag` is not a provider ([`Choice::parse`]).
+    pub fn from_flag_or_env(flag: Option<&str>) -> Result<Result<Choice>> {
+        match flag {
+            Some(p) => Choice::parse(p).map(Ok),
+            None => Ok(Choice::from_env()),
+        }
+    }
 }
 
 /// The libibverbs the tools load, read once at the edge:
