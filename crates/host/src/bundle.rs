@@ -317,6 +317,17 @@ impl Bundle {
         self.records.len()
     }
 
+    /// What `rdmakit collect` says once it wrote the bundle to `path`: how
+    /// many answers, how many of them read errors, and how to replay it.
+    pub fn written_note(&self, path: &str) -> String {
+        format!(
+            "wrote {path}: {} answers ({} of them read errors, kept with their errno); replay \
+             with: rdmakit doctor --from {path}",
+            self.len(),
+            self.read_errors()
+        )
+    }
+
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }

@@ -237,6 +237,22 @@ impl std::fmt::Display for OpenError {
 }
 
 impl SourceSpec {
+    /// The source `--root`, `--from`, `--pid` and `--kernel-log` name.
+    pub fn of_flags(
+        root: Option<String>,
+        from: Option<String>,
+        pid: Option<u32>,
+        kernel_log: Option<String>,
+    ) -> SourceSpec {
+        SourceSpec {
+            root,
+            from,
+            pid,
+            kernel_log,
+            from_flag: "--from",
+        }
+    }
+
     /// The collect options these flags ask for (a bundle brings its own).
     pub fn options(&self) -> CollectOptions {
         CollectOptions {
