@@ -3,6 +3,16 @@
 //! `libibverbs.so.1`, `librdmacm.so.1` when it was built beside it, the
 //! `libmlx5.so.1` / `libefa.so.1` links perftest, UCX and libfabric load,
 //! and (as root) the device node UCX stats ([`crate::devnode`]).
+//!
+//! The library is the workspace's `libibverbs.so` build product (crate
+//! ibverbs-shim); cargo puts it next to the rdmakit binary (`cargo build
+//! --release --workspace`), the Debian package under /usr/lib/rdmakit, and
+//! `--from` names it anywhere (after `cargo install`, which ships binaries
+//! only) — [`locate`]. `libmlx5.so.1` and `libefa.so.1` are links to the
+//! same file: it also exports every `mlx5dv_*` / `efadv_*` symbol (they
+//! answer "not this vendor's device"). The drop-in librdmacm.so.1 (crate
+//! rdmacm-shim, built beside it as `librdmacm.so`) is installed too when it
+//! is there.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +44,56 @@ pub struct Node {
     pub path: PathBuf,
     /// "created", "present" or "not created: why".
     pub status: String,
+}
+
+/// Where the built library is: `from` (`--from`), else `env` (the value of
+/// `RDMAKIT_SHIM_LIB`, read by the caller), each of which must name a regular
+/// file; else next to `exe`, the rdmakit binary (`libibverbs.so`,
+/// `libibverbs.so.1`, or `../lib/rdmakit/libibverbs.so.1` as the Debian
+/// package lays it out).
+///
+/// # Errors
+/// What was named is not a regular file, or nothing is next to the binary;
+/// the message says how to build or name the library.
+pub fn locate(
+    from: Option<PathBuf>,
+    env: Option<std::ffi::OsString>,
+    exe: std::io::Result<PathBuf>,
+) -> Result<PathBuf, String> {
+    let named = match from {
+        Some(f) => Some(("--from", f)),
+        None => env.map(|f| ("RDMAKIT_SHIM_LIB", PathBuf::from(f))),
+    };
+    if let Some((how, f)) = named {
+        let why = match std::fs::metadata(&f) {
+            Ok(m) if m.is_file() => return Ok(f),
+            Ok(_) => "not a regular file".to_string(),
+            Err(e) => rdmakit_vocab::errno::io_text(&e),
+        };
+        return Err(format!(
+            "{how} {}: {why}: name the built drop-in library (target/release/libibverbs.so \
+             after `cargo build --release --workspace`)",
+            f.display()
+        ));
+    }
+    let exe = exe.map_err(|e| format!("cannot find the rdmakit binary: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    for cand in [
+        dir.join("libibverbs.so"),
+        dir.join("libibverbs.so.1"),
+        dir.join("../lib/rdmakit/libibverbs.so.1"),
+    ] {
+        if cand.is_file() {
+            return Ok(cand);
+        }
+    }
+    Err(format!(
+        "the drop-in libibverbs is not next to {} (looked for libibverbs.so, libibverbs.so.1 \
+         and ../lib/rdmakit/libibverbs.so.1): build it in a checkout with `cargo build \
+         --release -p rdmakit-ibverbs-shim -p rdmakit-rdmacm-shim` and pass `--from \
+         target/release/libibverbs.so`, or install the Debian package (scripts/package)",
+        exe.display()
+    ))
 }
 
 /// Whether `bytes` hold `s`.
@@ -206,6 +266,33 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn the_library_is_what_the_flag_names_else_next_to_the_binary() {
+        let d = scratch("locate");
+        let e = locate(
+            Some(d.clone()),
+            None,
+            Err(std::io::ErrorKind::NotFound.into()),
+        );
+        let e = e.unwrap_err();
+        assert!(
+            e.starts_with(&format!("--from {}: not a regular file: ", d.display())),
+            "{e}"
+        );
+        let e = locate(None, Some(d.join("x").into()), Ok(d.join("rdmakit"))).unwrap_err();
+        assert!(e.starts_with("RDMAKIT_SHIM_LIB "), "{e}");
+        let e = locate(None, None, Ok(d.join("rdmakit"))).unwrap_err();
+        assert!(
+            e.starts_with("the drop-in libibverbs is not next to"),
+            "{e}"
+        );
+        std::fs::write(d.join("libibverbs.so.1"), b"").unwrap();
+        assert_eq!(
+            locate(None, None, Ok(d.join("rdmakit"))),
+            Ok(d.join("libibverbs.so.1"))
+        );
     }
 
     #[test]
