@@ -21,6 +21,7 @@ use rdmakit_host::netlink::DevLimits;
 use rdmakit_types::{
     guid_str, phys_state_name, port_state_name, transport_name, Gid, Speed, Width,
 };
+use rdmakit_vocab::exit::Exit;
 use serde_json::{json, Map, Value};
 
 /// A recorded source's devices, rendered.
@@ -41,6 +42,36 @@ impl Recorded {
     /// Every field asked for was in the source.
     pub fn complete(&self) -> bool {
         self.not_recorded.is_empty() && self.missing.is_empty()
+    }
+
+    /// The exit status: [`Exit::Ok`], or [`Exit::Incomplete`] when a field
+    /// asked for was not in the source.
+    pub fn exit(&self) -> Exit {
+        match self.complete() {
+            true => Exit::Ok,
+            false => Exit::Incomplete,
+        }
+    }
+
+    /// The lines for stderr: what could not be read, then per device the
+    /// fields the source (called `label`) did not record and why.
+    pub fn stderr(&self, label: &str) -> Vec<String> {
+        let not_recorded = self.not_recorded.iter().map(|n| {
+            format!(
+                "{n}: not recorded in the {label} (a bundle holds sysfs and, when rdma-core \
+                 answered, max_qp, max_cq, max_mr and max_pd; run `rdmakit devinfo` on the \
+                 host for the rest)"
+            )
+        });
+        self.missing.iter().cloned().chain(not_recorded).collect()
+    }
+
+    /// What goes to stdout: ibv_devinfo's text, or the pretty-printed JSON.
+    pub fn stdout(&self, as_json: bool) -> String {
+        match as_json {
+            true => serde_json::to_string_pretty(&self.json).unwrap_or_default() + "\n",
+            false => self.text.clone(),
+        }
     }
 }
 

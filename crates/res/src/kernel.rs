@@ -3,6 +3,7 @@
 //! dead / kernel / orphaned / unknown) so objects leaked by a dead process stand out.
 
 use rdmakit_host::netlink::{self, names, Holder, Liveness, NetlinkFacts, ResKind};
+use rdmakit_vocab::exit::Exit;
 use serde_json::Value;
 
 use crate::row::Row;
@@ -213,6 +214,81 @@ pub fn port_row(p: &netlink::Port) -> Row {
         row.json_only("netdev_index", Value::from(i));
     }
     row
+}
+
+/// What [`monitor`] has to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said<'a> {
+    /// An event's line, for stdout.
+    Event(&'a str),
+    /// A batch of events has been said: time to flush.
+    Batch,
+    /// A line for stderr, after `monitor: `.
+    Note(&'a str),
+}
+
+/// `rdmakit monitor`: subscribes to RDMA device events (register, unregister,
+/// netdev attach/detach, rename) on the live host and says each as the kernel
+/// announces it ([`event_line`], or with `json` one JSON object per line),
+/// until the process is interrupted. Live only.
+///
+/// Returns how it ended: the kernel has no RDMA netlink to subscribe to
+/// ([`Exit::Incomplete`]), or the subscription or a receive failed
+/// ([`Exit::Failed`]); each is said first.
+///
+/// # Errors
+/// What `say` returned (stdout gone).
+pub fn monitor(
+    json: bool,
+    say: &mut dyn FnMut(Said) -> std::io::Result<()>,
+) -> std::io::Result<Exit> {
+    let mut mon = match netlink::monitor::Monitor::open() {
+        Ok(m) => m,
+        // No RDMA netlink in this kernel: nothing to subscribe to (3); any
+        // other refusal is the subscription failing (2).
+        Err(e) => {
+            say(Said::Note(&format!(
+                "kernel layer: cannot subscribe to RDMA events on NETLINK_RDMA: {}; `rdmakit \
+                 doctor` checks the kernel layer",
+                netlink::describe(e)
+            )))?;
+            return Ok(if e.0 == 93 {
+                Exit::Incomplete
+            } else {
+                Exit::Failed
+            });
+        }
+    };
+    // Kernels that announce events say so in their SYS reply; on others the
+    // subscription works but stays silent forever: say so instead of hanging
+    // without a word.
+    let live = rdmakit_host::source::LiveSource::host();
+    if netlink::monitor::announces(&live) == Some(false) {
+        say(Said::Note(
+            "kernel layer: this kernel does not announce RDMA device events (its \
+             RDMA_NLDEV_CMD_SYS_GET reply has no MONITOR_MODE attribute, which kernels with \
+             RDMA monitoring send); expect no output. Poll with 'rdmakit dev' and 'rdmakit \
+             link' instead.",
+        ))?;
+    }
+    loop {
+        let events = match mon.wait_events() {
+            Ok(v) => v,
+            Err(e) if e.0 == 4 => continue, // EINTR
+            Err(e) => {
+                say(Said::Note(&format!("recv: {}", netlink::describe(e))))?;
+                return Ok(Exit::Failed);
+            }
+        };
+        for ev in events {
+            match ev {
+                Ok(ev) if json => say(Said::Event(&serde_json::to_string(&ev)?))?,
+                Ok(ev) => say(Said::Event(&event_line(&ev)))?,
+                Err(e) => say(Said::Note(&format!("skipped an event: {e}")))?,
+            }
+        }
+        say(Said::Batch)?;
+    }
 }
 
 /// `rdma monitor`: one device event as a line (`[REGISTER] dev 3 mlx5_0`).

@@ -7,10 +7,14 @@
 //! - [`row`]: a [`Row`] is one object; `human()` and [`json`] render it.
 //! - [`kernel`]: rows from [`rdmakit_host::netlink::NetlinkFacts`] (pure).
 //! - [`show`]: the rows of `rdmakit dev`, `link` and `stat` (pure).
+//! - [`view`]: which of those views (or `res`) a command asks for, its
+//!   arguments checked before anything is read.
 //! - [`devinfo`]: `rdmakit devinfo --from`: the ibv_devinfo fields a recorded
 //!   source holds, and the ones it does not (pure).
 //! - [`soft`]: [`soft::read`] reads the registries and `/proc`; the row builders
 //!   are pure.
+//! - [`registry`]: `rdmakit soft status|reclaim|leaky`, read and rendered;
+//!   [`install`]: `rdmakit shim install --json`.
 //!
 //! ```
 //! use rdmakit_res::soft::{rows, SoftDevice, SoftObject};
@@ -28,11 +32,13 @@
 //! ```
 
 pub mod devinfo;
+pub mod install;
 pub mod kernel;
 pub mod listing;
 pub mod registry;
 pub mod row;
 pub mod show;
 pub mod soft;
+pub mod view;
 
 pub use row::{json, Field, Row};

@@ -3,14 +3,25 @@
 //! owner's state (alive / zombie / dead) and who keeps a dead owner's objects
 //! (the process holding the context, or the leaky driver); what the registry
 //! ignored (forged records, FIFOs, links, refused directories) with the path
-//! and why; what a reclaim freed and what it refused, and why. The command
-//! reads the registry and prints these.
+//! and why; what a reclaim freed and what it refused, and why. And `rdmakit
+//! soft leaky on|off`. The command prints what [`status_command`],
+//! [`reclaim_command`] and [`leaky_command`] say (see docs/soft-nic.md,
+//! "Resource registry").
+//!
+//! `reclaim` is the counterpart of restarting openibd after an application
+//! died holding QPs on a leaky device: it removes the records of contexts
+//! nobody holds — in this user's registry, and as root in every user's —
+//! refuses those of live processes, of contexts a forked child still holds
+//! and of zombies, names them and exits 1. `leaky on|off` sets the device
+//! option that keeps dead processes' objects: root's applies to every user's
+//! processes, a user's to its own.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use rdmakit_soft::registry::{self, Holding, Kind, OwnerState, Reclaim, Record, Survey};
 use rdmakit_soft::userdir::{euid, Refused};
+use rdmakit_vocab::exit::Exit;
 use serde_json::{json, Value};
 
 /// One device's part of a status or reclaim: human lines, lines for stderr
@@ -123,6 +134,122 @@ fn ignored_json(i: &[Refused]) -> Value {
     i.iter()
         .map(|i| json!({ "path": i.path.display().to_string(), "why": i.why }))
         .collect()
+}
+
+/// What a `soft` subcommand prints, and how it ends.
+#[derive(Debug)]
+pub struct Said {
+    /// For stdout.
+    pub out: String,
+    /// For stderr, after it (a reclaim's refusals and what it left alone).
+    pub err: String,
+    /// The exit status.
+    pub exit: Exit,
+}
+
+/// The devices `device` names: it, or every device with a registry.
+fn names(device: Option<String>) -> Vec<String> {
+    match device {
+        Some(d) => vec![d],
+        None => registry::device_names(),
+    }
+}
+
+/// Every device's part, as one JSON object or as text.
+fn shown(r: &[Rendered], as_json: bool) -> String {
+    match as_json {
+        true => devices_json(r) + "\n",
+        false => r.iter().map(|d| d.text.as_str()).collect(),
+    }
+}
+
+/// `rdmakit soft status [-d NAME] [--json]`: every user's registered objects
+/// per owner (read-only) with the owner's state and, for objects of a dead
+/// owner, who keeps them, and what the registry ignored with the path and
+/// why; a line saying there is no registry at all (not with `--json`).
+///
+/// # Errors
+/// As [`status_of`].
+pub fn status_command(device: Option<String>, as_json: bool) -> Result<Said, String> {
+    let names = names(device);
+    let out = if names.is_empty() && !as_json {
+        format!(
+            "no soft device registry under {}\n",
+            registry::base().display()
+        )
+    } else {
+        shown(&status_of(&names)?, as_json)
+    };
+    Ok(Said {
+        out,
+        err: String::new(),
+        exit: Exit::Ok,
+    })
+}
+
+/// `rdmakit soft reclaim [-d NAME] [--dry-run] [--json]`: exit 1 when
+/// something was refused.
+///
+/// # Errors
+/// As [`reclaim_of`].
+pub fn reclaim_command(
+    device: Option<String>,
+    dry_run: bool,
+    as_json: bool,
+) -> Result<Said, String> {
+    let r = reclaim_of(&names(device), dry_run)?;
+    Ok(Said {
+        out: shown(&r, as_json),
+        err: r.iter().map(|d| d.err.as_str()).collect(),
+        exit: match r.iter().any(|d| d.refused) {
+            true => Exit::Found,
+            false => Exit::Ok,
+        },
+    })
+}
+
+/// Why `soft leaky` changed nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum LeakyError {
+    /// The device's registry could not be opened.
+    #[error("resource registry of {device}")]
+    Open {
+        /// The device.
+        device: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The option file could not be written.
+    #[error("writing {}", path.display())]
+    Write {
+        /// `DIR/.options`.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `rdmakit soft leaky on|off -d NAME`: sets the option (root's for every
+/// user's processes, a user's for its own) and says what was set.
+///
+/// # Errors
+/// [`LeakyError`].
+pub fn leaky_command(device: &str, on: bool) -> Result<Said, LeakyError> {
+    let reg = registry::Registry::open(device).map_err(|source| LeakyError::Open {
+        device: device.to_string(),
+        source,
+    })?;
+    reg.set_leaky(on).map_err(|source| LeakyError::Write {
+        path: reg.dir().join(".options"),
+        source,
+    })?;
+    Ok(Said {
+        out: leaky_note(device, on, reg.uid() == 0) + "\n",
+        err: String::new(),
+        exit: Exit::Ok,
+    })
 }
 
 /// `soft status` of each device in `names`, read from every user's

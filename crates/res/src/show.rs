@@ -5,9 +5,10 @@
 
 use rdmakit_host::netlink::{self, NetlinkFacts, NlError};
 use rdmakit_host::source::Errno;
+use rdmakit_vocab::exit::Exit;
 
 use crate::kernel;
-use crate::row::Row;
+use crate::row::{json, Row};
 
 /// `DEV[/PORT]`, as `rdma link` and `rdma statistic` take it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +85,24 @@ impl Shown {
     /// (incomplete).
     pub fn complete(&self) -> bool {
         self.missing.is_empty()
+    }
+
+    /// The exit status: [`Exit::Ok`], or [`Exit::Incomplete`] when something
+    /// was missing.
+    pub fn exit(&self) -> Exit {
+        match self.complete() {
+            true => Exit::Ok,
+            false => Exit::Incomplete,
+        }
+    }
+
+    /// The rows for stdout: the JSON `rdma -j` prints for the same command
+    /// (an array), or one `rdma`-style line each.
+    pub fn stdout(&self, as_json: bool) -> String {
+        match as_json {
+            true => json(&self.rows),
+            false => self.rows.iter().map(|r| r.human() + "\n").collect(),
+        }
     }
 }
 
