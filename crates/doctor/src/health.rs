@@ -24,14 +24,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rdmakit_host::bundle::Bundle;
-use rdmakit_host::collect::{collect, node};
+use rdmakit_host::collect::{collect, node, CollectOptions};
 use rdmakit_host::model::{Ancestor, HostFacts, Node};
 use rdmakit_host::open::{OpenError, Opened, SourceSpec};
 use rdmakit_host::source::{LiveSource, Recorder};
 use rdmakit_host::watch::{self, Tracker, Watched};
 use rdmakit_verbs::SoftProvider;
 
-use crate::assemble::{assemble, Assembly, Settings};
+use crate::assemble::{assemble, Assembly, RawOptions, Settings};
 use crate::codes::Severity;
 use crate::counters::{Baseline, BaselineError};
 use crate::finding::Finding;
@@ -51,6 +51,30 @@ pub struct NodeCheck {
     pub record: bool,
     /// What the caller's edge read of the environment.
     pub edge: Edge,
+}
+
+/// The doctor's options as the command line gives them: the first step of
+/// argument parsing done, the second ([`NodeCheck::from_options`]) to do.
+#[derive(Clone, Debug)]
+pub struct Options<'a> {
+    /// Where the facts come from (`--root`, `--from`, `--pid`, `--kernel-log`).
+    pub source: SourceSpec,
+    /// The checks' options, before validation.
+    pub raw: RawOptions<'a>,
+    /// `--baseline BUNDLE`.
+    pub baseline: Option<String>,
+    /// `--device`.
+    pub device: Option<String>,
+    /// `--probe`.
+    pub probe: bool,
+    /// `--no-probe`.
+    pub no_probe: bool,
+    /// `--npd`: node-problem-detector's plugin, which never probes.
+    pub npd: bool,
+    /// `--slurm-health-check`: probes only when asked.
+    pub health_check: bool,
+    /// `--frame-bundle`: keep every answer read, as a bundle.
+    pub record: bool,
 }
 
 /// The active probes asked for.
@@ -107,6 +131,20 @@ pub struct Checked {
     pub misses: usize,
     /// With [`NodeCheck::record`]: every answer the collection read.
     pub bundle: Option<Bundle>,
+}
+
+impl Checked {
+    /// What the reader should know of the bundle's unanswered questions, when
+    /// it had any ([`Checked::misses`]).
+    pub fn misses_note(&self) -> Option<String> {
+        (self.misses > 0).then(|| {
+            format!(
+                "the bundle had no answer for {} questions (recorded by another rdmakit \
+                 version or a partial capture); those facts count as absent",
+                self.misses
+            )
+        })
+    }
 }
 
 /// Why a check did not complete.
@@ -186,7 +224,55 @@ impl Verdict {
     }
 }
 
+impl Edge {
+    /// What the environment says of the soft NIC (`RDMAKIT_SOFT_*`) and of
+    /// the libibverbs to load (`RDMAKIT_IBVERBS_LIB`), read by the caller at
+    /// its edge; `tool` is e.g. "rdmakit 0.1.0".
+    pub fn from_env(tool: String) -> Edge {
+        Edge {
+            tool,
+            soft: SoftProvider::from_env(),
+            soft_names: SoftProvider::names_from_env(),
+            library: rdmakit_verbs::ibverbs::select::library_from_env(),
+        }
+    }
+}
+
+/// Opens `spec`'s source; the live host answers device limits through the
+/// libibverbs at `library` (loaded and asked once, when first needed: RDK-R002).
+///
+/// # Errors
+/// As [`SourceSpec::open`].
+pub fn open(spec: &SourceSpec, library: String) -> Result<(Opened, CollectOptions), OpenError> {
+    spec.open(move || Arc::new(rdmakit_verbs::ibverbs::limits_by_name(library)) as _)
+}
+
 impl NodeCheck {
+    /// The check `o` asks for, its settings validated; the health checks
+    /// (`--npd`, `--slurm-health-check`) never probe by default, `--npd`
+    /// never at all.
+    ///
+    /// # Errors
+    /// A setting out of range, named as its flag ([`Settings::parse`]).
+    pub fn from_options(o: Options, edge: Edge) -> Result<NodeCheck, String> {
+        Ok(NodeCheck {
+            settings: Settings::parse(&o.raw)?,
+            source: o.source,
+            baseline: o.baseline,
+            probes: match o.npd {
+                true => Probes::default(),
+                false => Probes {
+                    device: o.device,
+                    probe: o.probe,
+                    no_probe: o.no_probe,
+                    auto: !o.health_check,
+                },
+            },
+            record: o.record,
+            edge,
+        })
+    }
+
     /// Runs the check here and now; `phase` names the work under way
     /// ("collecting host facts", "active probes on rxe0").
     ///
@@ -245,10 +331,7 @@ impl NodeCheck {
         let live = LiveSource::host();
         let here = node(&Watched::new(&live, tracker.clone()));
         publish(&NodeId::of(None, &here));
-        let library = self.edge.library.clone();
-        let (opened, opts) = self
-            .source
-            .open(move || Arc::new(rdmakit_verbs::ibverbs::limits_by_name(library)) as _)?;
+        let (opened, opts) = open(&self.source, self.edge.library.clone())?;
         let src = Watched::new(opened.source(), tracker.clone());
         let judged = (!host_itself(&opened)).then(|| node(&src));
         let node = NodeId::of(judged.as_ref(), &here);

@@ -84,6 +84,20 @@ pub fn run(check: NodeCheck, state_path: &str, deadline: Duration) -> Answer {
     }
 }
 
+/// `--npd-deadline SECS` as a duration.
+///
+/// # Errors
+/// Not a positive number of seconds, named as the flag.
+pub fn deadline(secs: f64) -> Result<Duration, String> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(format!(
+            "--npd-deadline {secs}: must be a positive number of seconds"
+        ))
+    }
+}
+
 /// The line of a completed check: a problem names the first failing finding
 /// (with how many more failed), ok says what was seen.
 pub fn line(v: &Verdict, r: &Report) -> String {
@@ -232,6 +246,15 @@ fn age(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_is_a_positive_number_of_seconds() {
+        assert_eq!(deadline(1.5), Ok(Duration::from_millis(1500)));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = deadline(bad).unwrap_err();
+            assert!(e.starts_with("--npd-deadline "), "{e}");
+        }
+    }
 
     #[test]
     fn lines_fit_npds_limit_and_end_on_a_whole_word() {

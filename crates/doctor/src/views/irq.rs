@@ -14,6 +14,7 @@ use crate::rules::irq::completion_vectors;
 use rdmakit_host::model::{DeviceKind, HostFacts};
 use rdmakit_host::parse::proc::IrqLine;
 use rdmakit_host::parse::sysfs::CpuSet;
+use rdmakit_vocab::exit::Exit;
 
 /// The JSON schema of [`IrqView`].
 pub const SCHEMA: &str = "rdmakit.irq/v1";
@@ -204,9 +205,36 @@ impl IrqView {
         }
     }
 
+    /// The view `rdmakit irq` shows of `facts` (from the source labelled
+    /// `label`): the doctor's report on them with the default configuration
+    /// gives the IRQ checks' conclusions.
+    pub fn of_facts(facts: &HostFacts, tool: &str, label: &str) -> IrqView {
+        let report = Report::build(facts, &crate::checks::Config::default(), tool, label);
+        IrqView::build(facts, &report)
+    }
+
     /// The worst thing the IRQ checks found: true when a check failed.
     pub fn failed(&self) -> bool {
         self.verdicts.iter().any(|v| v.result == "fail")
+    }
+
+    /// `rdmakit irq`'s exit status: [`Exit::Found`] when the IRQ checks fail
+    /// (no vectors, too few, INTx, all on one CPU, on another NUMA node),
+    /// else [`Exit::Ok`].
+    pub fn exit(&self) -> Exit {
+        match self.failed() {
+            true => Exit::Found,
+            false => Exit::Ok,
+        }
+    }
+
+    /// What `rdmakit irq` prints: the view as JSON (schema [`SCHEMA`]) or as
+    /// the text [`render`] makes.
+    pub fn output(&self, json: bool) -> String {
+        match json {
+            true => serde_json::to_string_pretty(self).unwrap_or_default() + "\n",
+            false => render(self),
+        }
     }
 }
 
