@@ -1,8 +1,17 @@
 //! From perftest-shaped command-line options to run [`Params`]: the value
 //! parsers of single flags, and [`Options::params`], which applies each
-//! test's defaults and rejects the combinations a test cannot run.
+//! test's defaults and rejects the combinations a test cannot run; and a
+//! whole `rdmakit perf` invocation ([`Request`]) run as a client or a server
+//! ([`run`]).
 
-use crate::{Params, Test, SWEEP_MAX};
+use std::time::Duration;
+
+use rdmakit_verbs::{DeviceConfig, ProviderChoice};
+
+use crate::{
+    run_client, run_server, ClientOpts, Params, PerfError, Progress, Report, ServerOpts, Test,
+    SWEEP_MAX,
+};
 
 /// A test name (`write-bw`, `ib_write_bw`, ...).
 ///
@@ -140,6 +149,100 @@ impl Options {
     }
 }
 
+/// `rdmakit perf TEST [HOST]` as the command line gives it: perftest-shaped
+/// bandwidth and latency tests (write-bw, read-bw, send-bw, atomic-bw,
+/// write-lat, read-lat, send-lat) over RC (send-bw and send-lat also over
+/// UD), plus the control-path verb timings no common tool reports.
+///
+/// Without HOST it waits as the server on TCP port 18515 (`-p`); with HOST it
+/// runs the client, whose parameters (-s/-a/-n/-D/-I/-t/...) the server
+/// adopts.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The test and its parameters.
+    pub options: Options,
+    /// `HOST`: run as the client against this server (`None`: serve).
+    pub host: Option<String>,
+    /// `-p`: TCP port of the QP information exchange.
+    pub port: u16,
+    /// `-d`: the device (`None`: the soft NIC).
+    pub device: Option<String>,
+    /// `-x`: GID index (reported).
+    pub gid_index: u32,
+    /// Client: seconds to keep retrying the TCP connect while the server
+    /// starts (negative: none).
+    pub connect_timeout: f64,
+}
+
+/// Why [`run`] gave no report. The exit statuses: 0 success, 1 the run
+/// failed (a completion error such as RETRY_EXC_ERR when the peer vanished, a
+/// broken exchange, a validation failure), 2 invalid arguments.
+#[derive(Debug)]
+pub enum Refused {
+    /// Parameters a test cannot run ([`Options::params`]); exit 2, said on
+    /// stderr only.
+    Usage(String),
+    /// The provider `-d DEV` opens through could not be chosen (a bad
+    /// `RDMAKIT_PROVIDER`); exit 2.
+    Provider(rdmakit_verbs::Error),
+    /// The run failed; [`PerfError::exit_code`] says how.
+    Run(PerfError),
+}
+
+/// Runs `req`: its parameters checked first, then the device opened through
+/// `provider` (which matters for `-d DEV` only: the soft NIC is built in),
+/// the soft NIC configured by `soft` (the environment's, read by the caller:
+/// a malformed one fails a run on the soft NIC as opening it would), then the
+/// client or the server, reporting through `hooks`.
+///
+/// # Errors
+/// [`Refused`].
+pub fn run(
+    req: &Request,
+    provider: rdmakit_verbs::Result<ProviderChoice>,
+    soft: rdmakit_verbs::Result<DeviceConfig>,
+    hooks: &mut Progress<'_>,
+) -> Result<Report, Refused> {
+    let params = req.options.params().map_err(Refused::Usage)?;
+    let provider = match provider {
+        Ok(c) => c,
+        Err(e) if req.device.is_some() => return Err(Refused::Provider(e)),
+        Err(_) => ProviderChoice::Auto,
+    };
+    let soft = match soft {
+        Ok(c) => c,
+        Err(e) if req.device.is_none() => return Err(Refused::Run(PerfError::Verbs(e))),
+        Err(_) => DeviceConfig::default(),
+    };
+    let r = match &req.host {
+        Some(host) => run_client(
+            &ClientOpts {
+                host: host.clone(),
+                port: req.port,
+                device: req.device.clone(),
+                provider,
+                soft,
+                gid_index: req.gid_index,
+                params,
+                connect_timeout: Duration::from_secs_f64(req.connect_timeout.max(0.0)),
+            },
+            hooks,
+        ),
+        None => run_server(
+            &ServerOpts {
+                port: req.port,
+                device: req.device.clone(),
+                provider,
+                soft,
+                gid_index: req.gid_index,
+                test: req.options.test,
+            },
+            hooks,
+        ),
+    };
+    r.map_err(Refused::Run)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +267,48 @@ mod tests {
 
     fn refused(o: &Options) -> String {
         o.params().unwrap_err()
+    }
+
+    fn request(options: Options, device: Option<&str>) -> Request {
+        Request {
+            options,
+            host: Some("127.0.0.1".into()),
+            port: 1,
+            device: device.map(str::to_string),
+            gid_index: 0,
+            connect_timeout: 0.0,
+        }
+    }
+
+    /// What stops a run before it starts, in the order a user meets it: the
+    /// parameters, then the provider `-d` needs, then the soft NIC's setting.
+    #[test]
+    fn a_run_refuses_usage_then_provider_then_soft_setting() {
+        let bad = || ProviderChoice::parse("bogus").unwrap_err();
+        let mut o = opts(Test::AtomicBw);
+        o.size = Some(16);
+        let r = run(
+            &request(o, Some("mlx5_0")),
+            Err(bad()),
+            Err(bad()),
+            &mut Progress::default(),
+        );
+        assert!(matches!(r, Err(Refused::Usage(_))), "{r:?}");
+        let o = opts(Test::WriteBw);
+        let r = run(
+            &request(o.clone(), Some("mlx5_0")),
+            Err(bad()),
+            Ok(DeviceConfig::default()),
+            &mut Progress::default(),
+        );
+        assert!(matches!(r, Err(Refused::Provider(_))), "{r:?}");
+        let r = run(
+            &request(o, None),
+            Err(bad()),
+            Err(bad()),
+            &mut Progress::default(),
+        );
+        assert!(matches!(r, Err(Refused::Run(PerfError::Verbs(_)))), "{r:?}");
     }
 
     #[test]

@@ -65,7 +65,39 @@ pub struct Step {
     pub done: f64,
 }
 
-impl Progress<'_> {
+impl<'a> Progress<'a> {
+    /// The hooks of a run a person watches: unless `quiet` (`--json`), `say`
+    /// gets what perftest prints while it runs — the server's "waiting" once
+    /// it listens (a port in use fails first), the header once connected —
+    /// and `step` gets each step's label ([`crate::render::progress_label`])
+    /// and the fraction of the run done (0..=1).
+    pub fn reporting(
+        test: Test,
+        quiet: bool,
+        say: &'a dyn Fn(&str),
+        step: &'a dyn Fn(String, f64),
+    ) -> Progress<'a> {
+        Progress {
+            on_listening: Some(Box::new(move |_port: u16| {
+                if !quiet {
+                    say(crate::render::waiting());
+                }
+            })),
+            on_header: Some(Box::new(move |h: &Header| {
+                if !quiet {
+                    say(&crate::render::header(h));
+                }
+            })),
+            on_progress: Some(Box::new(move |s: &Step| {
+                step(
+                    crate::render::progress_label(test, s),
+                    s.done.clamp(0.0, 1.0),
+                );
+            })),
+            cancel: None,
+        }
+    }
+
     fn stop(&self) -> Stop {
         Stop(self.cancel.clone())
     }
