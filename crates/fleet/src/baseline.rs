@@ -347,7 +347,58 @@ pub enum ExpectError {
     Schema(String, String),
 }
 
+/// `rdmakit fleet baseline`'s result: the expected inventory of a fleet
+/// known to be right, and what to say of it.
+#[derive(Debug)]
+pub struct Baselined {
+    /// The inventory's JSON, for the file `-o` names.
+    pub json: String,
+    /// For stderr: what it expects per cohort, then each input that could not
+    /// be read.
+    pub notes: Vec<String>,
+    /// [`Exit::Failed`] when an input could not be read, else [`Exit::Ok`].
+    pub exit: rdmakit_vocab::exit::Exit,
+}
+
+impl Baselined {
+    /// The expected inventory of the nodes `loaded` holds (the majority per
+    /// cohort of each field).
+    pub fn of(loaded: crate::input::Loaded) -> Baselined {
+        use rdmakit_vocab::exit::Exit;
+        let r = crate::report::FleetReport::from_loaded(loaded, &Default::default());
+        let exp = Expected::from_report(crate::TOOL, &r);
+        let mut notes = exp.summary();
+        for e in &r.errors {
+            notes.push(format!("rdmakit: bad input: {}: {}", e.input, e.message));
+        }
+        Baselined {
+            json: exp.to_json() + "\n",
+            notes,
+            exit: if r.summary.exit_code == 2 {
+                Exit::Failed
+            } else {
+                Exit::Ok
+            },
+        }
+    }
+}
+
 impl Expected {
+    /// Reads `--expect FILE`: a regular file or a pipe of at most one JSON
+    /// document ([`rdmakit_host::bounded::Cap::DOCUMENT`]), UTF-8, an expected
+    /// inventory.
+    ///
+    /// # Errors
+    /// The file cannot be read, is not UTF-8 or not an expected inventory; the
+    /// message names the flag and the file.
+    pub fn read(path: &str) -> Result<Expected, String> {
+        use rdmakit_host::bounded::{read_named, Cap};
+        let bytes = read_named(std::path::Path::new(path), Cap::DOCUMENT)
+            .map_err(|e| format!("--expect {e}"))?;
+        let text = String::from_utf8(bytes).map_err(|e| format!("--expect {path}: {e}"))?;
+        Expected::parse(path, &text).map_err(|e| e.to_string())
+    }
+
     /// Builds the expected inventory of a fleet: per cohort, every field's majority
     /// value (`members` are each cohort's key and its nodes' fields).
     pub fn build(tool: &str, cohorts: &[(Key, Vec<&Fields>)]) -> Expected {

@@ -98,7 +98,7 @@ impl Default for LoadOptions<'_> {
     fn default() -> Self {
         LoadOptions {
             doctor: Config::default(),
-            tool: format!("rdmakit {}", env!("CARGO_PKG_VERSION")),
+            tool: crate::TOOL.to_string(),
             progress: None,
             threads: 0,
         }

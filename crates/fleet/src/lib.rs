@@ -40,6 +40,8 @@
 //! assert_eq!(r.summary.exit_code, 1);
 //! ```
 
+/// This rdmakit, as reports name the tool that made them.
+pub const TOOL: &str = concat!("rdmakit ", env!("CARGO_PKG_VERSION"));
 pub mod baseline;
 pub mod cohort;
 pub mod drift;

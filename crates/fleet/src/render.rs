@@ -270,6 +270,31 @@ pub fn human(r: &FleetReport, o: HumanOptions) -> String {
     out
 }
 
+/// What `fleet report` and `fleet sweep` print: with `as_json` the report's
+/// JSON (`json` when the caller rendered it already), else the human summary
+/// (`verbose`: every reason, member and change) followed by the line `tail`.
+pub fn output(
+    r: &FleetReport,
+    as_json: bool,
+    json: Option<&str>,
+    verbose: bool,
+    tail: Option<&str>,
+) -> String {
+    if as_json {
+        return json.map_or_else(|| self::json(r), str::to_string) + "\n";
+    }
+    let o = HumanOptions {
+        verbose,
+        ..HumanOptions::default()
+    };
+    let mut out = human(r, o);
+    if let Some(t) = tail {
+        out.push_str(t);
+        out.push('\n');
+    }
+    out
+}
+
 /// The JSON report.
 pub fn json(r: &FleetReport) -> String {
     // Plain data with string keys: serialization cannot fail.

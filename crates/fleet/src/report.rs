@@ -245,6 +245,46 @@ pub struct Options {
 }
 
 impl FleetReport {
+    /// The exit status the summary gives ([`Summary::exit_code`]): 0 every
+    /// node fine, 1 a node needing attention, 2 bad inputs.
+    pub fn exit(&self) -> rdmakit_vocab::exit::Exit {
+        rdmakit_vocab::exit::Exit::from_code(self.summary.exit_code)
+            .unwrap_or(rdmakit_vocab::exit::Exit::Failed)
+    }
+}
+
+impl Options {
+    /// How `fleet report` and `fleet sweep` judge: this rdmakit as the tool,
+    /// the previous sweep `--baseline PREVIOUS` names (a previous fleet
+    /// report, or inputs of the kinds `report` reads, read with `load`) and the
+    /// expected inventory `--expect FILE` names ([`Expected::read`]). Read
+    /// before any work, so a bad file costs nothing.
+    ///
+    /// # Errors
+    /// Either file unreadable or not of its kind: an error (exit 2), since the
+    /// comparison would be meaningless.
+    pub fn of_flags(
+        baseline: Option<&str>,
+        expect: Option<&str>,
+        load: &dyn Fn(&[String]) -> Loaded,
+    ) -> Result<Options, String> {
+        let previous = match baseline {
+            Some(path) => Some(Previous::from_loaded(path, load(&[path.to_string()]))?),
+            None => None,
+        };
+        Ok(Options {
+            tool: crate::TOOL.to_string(),
+            previous,
+            expected: match expect {
+                Some(p) => Some((p.to_string(), Expected::read(p)?)),
+                None => None,
+            },
+            ..Options::default()
+        })
+    }
+}
+
+impl FleetReport {
     /// Analyzes what [`crate::input::load`] read. A previous fleet report among the
     /// inputs is an input error (it belongs to `--baseline`).
     pub fn from_loaded(loaded: Loaded, opts: &Options) -> FleetReport {

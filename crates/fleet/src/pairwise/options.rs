@@ -1,13 +1,17 @@
 //! The coordinator's command-line options, validated into a
 //! [`PairwiseConfig`]; the agents' addresses resolved; a saved run read
-//! back; a progress step said in words.
+//! back; a progress step said in words; a whole `fleet pairwise` invocation
+//! ([`Request`]) measured ([`measure`]): the agents named, or started as one
+//! Slurm job step with a fresh token, coordinated from here.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use super::auth::Token;
-use super::coordinator::{PairwiseConfig, Step};
+use super::auth::{Token, TokenError};
+use super::coordinator::{self, PairwiseConfig, Step};
 use super::report::{Mode, PairwiseReport, Phase, SCHEMA};
+use super::slurm::{AgentStep, SlurmConfig};
 
 /// What the coordinator measures and how it judges, as the command line
 /// gives it.
@@ -92,6 +96,160 @@ impl Options {
         cfg.shutdown = self.shutdown;
         cfg
     }
+}
+
+/// `--slurm`'s own flags: how the agents are started as one job step.
+#[derive(Clone, Debug, Default)]
+pub struct Launch {
+    /// `-N`: how many nodes (default: the allocation's).
+    pub nodes: Option<u32>,
+    /// `-p`: the partition.
+    pub partition: Option<String>,
+    /// `-w`: the nodes, in Slurm's hostlist syntax.
+    pub nodelist: Option<String>,
+    /// `--agent-port` (default 18516).
+    pub agent_port: Option<u16>,
+    /// `-d`: the RDMA device the agents test with (default: the soft NIC).
+    pub device: Option<String>,
+    /// `--srun` (default: srun).
+    pub srun: Option<PathBuf>,
+    /// `--agent-program`: the rdmakit binary on the nodes (default: the
+    /// caller's own path).
+    pub agent_program: Option<PathBuf>,
+}
+
+impl Launch {
+    /// The first flag given, as the user typed it.
+    fn given(&self) -> Option<&'static str> {
+        let flags = [
+            ("-N/--nodes", self.nodes.is_some()),
+            ("-p/--partition", self.partition.is_some()),
+            ("-w/--nodelist", self.nodelist.is_some()),
+            ("--agent-port", self.agent_port.is_some()),
+            ("-d/--ib-dev", self.device.is_some()),
+            ("--srun", self.srun.is_some()),
+            ("--agent-program", self.agent_program.is_some()),
+        ];
+        flags.iter().find(|(_, set)| *set).map(|(flag, _)| *flag)
+    }
+
+    /// The job step these flags describe, running `program` on the nodes.
+    fn config(&self, program: PathBuf) -> SlurmConfig {
+        let mut sc = SlurmConfig::new(program);
+        sc.srun = self.srun.clone().unwrap_or_else(|| PathBuf::from("srun"));
+        sc.nodes = self.nodes;
+        sc.partition = self.partition.clone();
+        sc.nodelist = self.nodelist.clone();
+        sc.port = self.agent_port.unwrap_or(18516);
+        if let Some(d) = &self.device {
+            sc.agent_args = vec!["-d".into(), d.clone()];
+        }
+        sc
+    }
+}
+
+/// `rdmakit fleet pairwise` as the command line gives it.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// `--agents HOST:PORT,...`, each started with `rdmakit fleet agent`.
+    pub agents: Vec<String>,
+    /// `--from RUN.json`: measure nothing, show a saved run.
+    pub from: Option<PathBuf>,
+    /// `--slurm`: start the agents as one job step, stop them when done.
+    pub slurm: bool,
+    /// The job step's flags (given only with `--slurm`).
+    pub launch: Launch,
+    /// What to measure and how to judge it.
+    pub options: Options,
+}
+
+/// Why [`measure`] has no run to show.
+#[derive(Debug)]
+pub enum Failure {
+    /// The run could not be made, said as the command's own error line
+    /// (exit 2): a flag out of place or out of range, no token, agents that do
+    /// not resolve, a job step that did not start, nothing to measure.
+    Refused(String),
+    /// This process could not find its own path or make a token.
+    Error(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What [`measure`] gives: the run, or why there is none, and the agents'
+/// job step when the run started one (still running: [`Measured::stop`]).
+pub struct Measured {
+    /// The run.
+    pub report: Result<PairwiseReport, Failure>,
+    step: Option<AgentStep>,
+}
+
+impl Measured {
+    /// Stops the agents' job step, when the run started one, giving it 10 s
+    /// to end; returns its exit status.
+    pub fn stop(&mut self) -> Option<String> {
+        let mut s = self.step.take()?;
+        Some(s.stop(Duration::from_secs(10)))
+    }
+}
+
+/// The run `req` asks for (or the saved one `--from` names): the agents
+/// resolved, or with `--slurm` started as one job step (running `program`,
+/// the caller's own path, unless `--agent-program` names another) with
+/// `token` — the run's token as the caller's edge reads it, asked for only
+/// once the flags are known to be right; with `--slurm` a fresh one is made
+/// when neither a file nor the environment gives one — then coordinated,
+/// each step told to `on`.
+pub fn measure(
+    req: &Request,
+    token: &dyn Fn() -> Result<Token, TokenError>,
+    program: &dyn Fn() -> std::io::Result<PathBuf>,
+    on: &(dyn Fn(&Step) + Sync),
+) -> Measured {
+    let mut step = None;
+    let report = measure_into(req, token, program, on, &mut step);
+    Measured { report, step }
+}
+
+fn measure_into(
+    req: &Request,
+    token: &dyn Fn() -> Result<Token, TokenError>,
+    program: &dyn Fn() -> std::io::Result<PathBuf>,
+    on: &(dyn Fn(&Step) + Sync),
+    step: &mut Option<AgentStep>,
+) -> Result<PairwiseReport, Failure> {
+    let refused = |e: String| Failure::Refused(e);
+    // clap drops `requires = "slurm"` once --agents (which conflicts with
+    // --slurm) is given: the Slurm-only flags are checked here.
+    if let Some(flag) = req.launch.given().filter(|_| !req.slurm) {
+        return Err(refused(format!(
+            "{flag} applies with --slurm (agents started as a job step); agents named with \
+             --agents were started by you: leave {flag} out"
+        )));
+    }
+    if let Some(f) = &req.from {
+        return saved(f).map_err(|e| refused(format!("--from {}: {e}", f.display())));
+    }
+    req.options.validate().map_err(refused)?;
+    let token = match token() {
+        Ok(t) => t,
+        Err(TokenError::Missing) if req.slurm => {
+            Token::generate().map_err(|e| Failure::Error(e.into()))?
+        }
+        Err(e) => return Err(refused(e.to_string())),
+    };
+    let agents: Vec<SocketAddr> = if req.slurm {
+        let program = match &req.launch.agent_program {
+            Some(p) => p.clone(),
+            None => program().map_err(|e| Failure::Error(e.into()))?,
+        };
+        match AgentStep::launch(&req.launch.config(program), &token) {
+            Ok(s) => step.insert(s).agents.iter().map(|r| r.addr).collect(),
+            Err(e) => return Err(refused(format!("--slurm: {e}"))),
+        }
+    } else {
+        resolve(&req.agents).map_err(|e| refused(format!("--agents: {e}")))?
+    };
+    let cfg = req.options.config(agents, token);
+    coordinator::run(&cfg, on).map_err(|e| refused(e.to_string()))
 }
 
 /// `HOST:PORT` each → its first IPv4 address; blank entries are skipped.

@@ -44,6 +44,19 @@ pub struct SlurmEnv {
     pub slurmd_nodename: Option<String>,
 }
 
+impl SlurmEnv {
+    /// `PATH`, `SLURM_CONF` and `SLURMD_NODENAME` of this process, read by
+    /// the caller at its edge.
+    pub fn from_env() -> SlurmEnv {
+        let env = |k: &str| std::env::var(k).ok();
+        SlurmEnv {
+            path: env("PATH"),
+            slurm_conf: env("SLURM_CONF"),
+            slurmd_nodename: env("SLURMD_NODENAME"),
+        }
+    }
+}
+
 /// Runs the health check; every line it has to say goes to `out`, as
 /// "rdmakit health check NODE: WHAT". Returns the exit status: 0 healthy, 1
 /// unhealthy (drained unless held), 2 the checks or scontrol could not run.

@@ -22,6 +22,7 @@
 use std::io::{Read as _, Write as _};
 
 use base64::Engine as _;
+use rdmakit_doctor::health::Checked;
 use rdmakit_host::bounded::Cap;
 
 /// First word of every frame line.
@@ -140,6 +141,18 @@ pub fn classify(line: &str) -> Line<'_> {
         },
         _ => Line::Other(line),
     }
+}
+
+/// What `rdmakit doctor --frame` prints for a completed check: its report as
+/// `--json` prints it (groups included, so a sweep's node is the doctor's),
+/// then its bundle when one was recorded, framed under the node's Slurm name
+/// ([`super::env::node_name`] of `slurmd_nodename`, `SLURMD_NODENAME`).
+pub fn of_check(c: &Checked, slurmd_nodename: Option<&str>) -> String {
+    let hostname = c.node.hostname.as_deref().unwrap_or_default();
+    let node = super::env::node_name(slurmd_nodename, hostname);
+    let json = rdmakit_doctor::render::json(&c.report);
+    let bundle = c.bundle.as_ref().map(|b| b.to_json());
+    doctor_output(&node, json.as_bytes(), bundle.as_deref())
 }
 
 /// What `rdmakit doctor --frame` prints: the report's frame, then the

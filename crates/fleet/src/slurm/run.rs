@@ -3,7 +3,7 @@
 //! the pure parsers next to it.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -337,6 +337,10 @@ pub enum Event {
     Srun(String),
     /// The timeout fired; srun is being stopped.
     TimedOut,
+    /// [`sweep`]: the plan is made; this many nodes will run.
+    Planned(usize),
+    /// [`sweep`]: srun is done; the report is being filed.
+    Ran,
 }
 
 /// A finished sweep: every node's result (the unusable ones first, in plan order
@@ -522,6 +526,108 @@ pub fn write_dir(dir: &Path, run: &SweepRun) -> Result<(), SlurmError> {
         }
     }
     Ok(())
+}
+
+/// `rdmakit fleet sweep` as the command line gives it.
+#[derive(Debug, Clone)]
+pub struct SweepRequest {
+    /// `-p`: the partition (default: the default partition's nodes).
+    pub partition: Option<String>,
+    /// `-w`: the nodes, a Slurm hostlist.
+    pub nodelist: Option<String>,
+    /// `-o DIR`: where to keep the evidence (default:
+    /// `./rdmakit-sweep-<unix time>`).
+    pub output: Option<PathBuf>,
+    /// `--bundles`: bring back each node's bundle too.
+    pub bundles: bool,
+    /// `--timeout`, seconds to wait for every report (at least 1).
+    pub timeout: u64,
+    /// `--rdmakit`: rdmakit's path on the nodes (default: the caller's own).
+    pub rdmakit: Option<String>,
+    /// The doctor's arguments for every node (after `--`).
+    pub doctor_args: Vec<String>,
+}
+
+/// Why a sweep was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// `--timeout 0`.
+    #[error("--timeout must be at least 1 second")]
+    Timeout,
+    /// The caller's own path, the default `--rdmakit`, is unknown.
+    #[error("finding this binary's path (pass --rdmakit PATH)")]
+    Program(#[source] std::io::Error),
+    /// `--baseline` or `--expect` could not be read.
+    #[error("{0}")]
+    Options(String),
+    /// Slurm's commands failed, or the evidence could not be filed.
+    #[error(transparent)]
+    Slurm(#[from] SlurmError),
+}
+
+/// A sweep done and filed: the fleet report, its JSON as filed in
+/// `fleet.json`, and the lines that say where the evidence is.
+#[derive(Debug)]
+pub struct Swept {
+    /// Every node, reported or missing.
+    pub report: crate::report::FleetReport,
+    /// The report's JSON.
+    pub json: String,
+    /// What was swept and where it was filed ([`SweepRun::summary`]).
+    pub summary: String,
+}
+
+/// Runs `req`: checks its flags, reads the report's options (`options`, the
+/// caller's `--baseline` and `--expect`, before any sweep: a bad file should
+/// not cost one), plans, runs srun with [`Commands::default`] telling `on`
+/// how it goes, files the evidence under the output directory
+/// ([`write_report`]). `program` is the caller's own path, the default
+/// `--rdmakit`.
+///
+/// # Errors
+/// [`SweepError`].
+pub fn sweep(
+    req: &SweepRequest,
+    options: &dyn Fn() -> Result<crate::report::Options, String>,
+    program: &dyn Fn() -> std::io::Result<PathBuf>,
+    on: &mut dyn FnMut(Event),
+) -> Result<Swept, SweepError> {
+    if req.timeout == 0 {
+        return Err(SweepError::Timeout);
+    }
+    let rdmakit = match &req.rdmakit {
+        Some(p) => p.clone(),
+        None => program()
+            .map_err(SweepError::Program)?
+            .display()
+            .to_string(),
+    };
+    let spec = SweepSpec {
+        partition: req.partition.clone(),
+        nodelist: req.nodelist.clone(),
+        rdmakit,
+        doctor_args: doctor_args(&req.doctor_args),
+        bundles: req.bundles,
+        timeout: Duration::from_secs(req.timeout),
+    };
+    let opts = options().map_err(SweepError::Options)?;
+    let cmds = Commands::default();
+    let plan = plan(&cmds, &spec)?;
+    let dir = req.output.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        PathBuf::from(format!("rdmakit-sweep-{t}"))
+    });
+    on(Event::Planned(plan.run.len()));
+    let swept = execute(&cmds, plan, spec.timeout, on)?;
+    on(Event::Ran);
+    let (report, json) = write_report(&dir, &swept, &opts)?;
+    Ok(Swept {
+        report,
+        json,
+        summary: swept.summary(&dir),
+    })
 }
 
 /// Files a finished sweep under `dir` ([`write_dir`]) with its fleet report —

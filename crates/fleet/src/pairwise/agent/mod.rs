@@ -26,7 +26,8 @@
 //!
 //! Modules: [`listen`] (accepting, the handshakes), `session` (a proven
 //! coordinator's requests), `measure` (the tests and their bounds), `net`
-//! (addresses and routes).
+//! (addresses and routes), [`start`] (an agent as `rdmakit fleet agent`
+//! starts it).
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -40,6 +41,7 @@ pub mod listen;
 mod measure;
 mod net;
 mod session;
+pub mod start;
 
 pub use measure::{measurement, params_of};
 pub use net::{advertised, hostname, route_source};
