@@ -54,6 +54,16 @@ pub fn completions(shell: Shell, mut cmd: clap::Command, out: &mut dyn std::io::
     clap_complete::generate(shell, &mut cmd, "rdmakit", out);
 }
 
+/// The subcommand `matches` ran, as typed ("fleet report"), for messages.
+pub fn typed(mut matches: &clap::ArgMatches) -> String {
+    let mut path = Vec::new();
+    while let Some((name, sub)) = matches.subcommand() {
+        path.push(name);
+        matches = sub;
+    }
+    path.join(" ")
+}
+
 /// `cmd` with each subcommand's exit statuses at the end of its `--help`
 /// (clap's long help: `-h` stays short), and the table every subcommand shares
 /// at the end of `rdmakit --help`.

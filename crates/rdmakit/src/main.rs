@@ -39,15 +39,15 @@ enum Command {
     /// Decode RoCEv2 packets in a pcap/pcapng file, validate every ICRC, flag anomalies.
     Pcap(cmd::pcap::Args),
     /// RDMA devices from the kernel (NETLINK_RDMA), like `rdma dev`.
-    Dev(cmd::dev::Args),
+    Dev(cmd::res::DevArgs),
     /// Device and port attributes, line-compatible with ibv_devinfo (-v: every limit, GIDs).
     Devinfo(cmd::devinfo::Args),
     /// RDMA ports and their state, like `rdma link`.
-    Link(cmd::link::Args),
+    Link(cmd::res::LinkArgs),
     /// Tracked RDMA objects (qp, cq, mr, pd, ctx, srq, cm_id) and their owners.
     Res(cmd::res::Args),
     /// Port hardware counters and QP counters, like `rdma statistic`.
-    Stat(cmd::stat::Args),
+    Stat(cmd::res::StatArgs),
     /// Print RDMA device events until Ctrl-C (live only).
     Monitor(cmd::monitor::Args),
     /// Prometheus metrics: stdout, a textfile for node_exporter (-o), or an exporter (--listen).
@@ -82,36 +82,35 @@ fn main() -> ExitCode {
     };
     cli.color.apply();
     if cli.provider.is_some() && !cli.command.opens_devices() {
+        let replays = matches!(&cli.command, Command::Devinfo(a) if a.replays());
         eprintln!(
             "rdmakit: error: --provider chooses how devinfo, perf, verbs-test and fleet agent \
-             open a device; `rdmakit {}` opens none: leave --provider out",
-            typed(&matches, &cli.command)
+             open a device; `rdmakit {}{}` opens none: leave --provider out",
+            rdmakit_manual::typed(&matches),
+            if replays { " --from/--root" } else { "" }
         );
         return Exit::Failed.into();
     }
     // The provider is read once, here, and passed down: `--provider`, else
     // RDMAKIT_PROVIDER (whose bad value is an error only for a command that
     // opens a device through it).
-    let provider = match &cli.provider {
-        Some(p) => match rdmakit_verbs::ProviderChoice::parse(p) {
-            Ok(c) => Ok(c),
-            Err(e) => {
-                eprintln!("rdmakit: error: --provider: {}", e.detail);
-                return Exit::Failed.into();
-            }
-        },
-        None => rdmakit_verbs::ProviderChoice::from_env(),
+    let provider = match rdmakit_verbs::ProviderChoice::from_flag_or_env(cli.provider.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rdmakit: error: --provider: {}", e.detail);
+            return Exit::Failed.into();
+        }
     };
     let r = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Collect(a) => cmd::collect::run(a),
         Command::Pcap(a) => cmd::pcap::run(a),
-        Command::Dev(a) => cmd::dev::run(a),
+        Command::Dev(a) => cmd::res::dev(a),
         Command::Devinfo(a) => cmd::devinfo::run(a, provider),
-        Command::Link(a) => cmd::link::run(a),
+        Command::Link(a) => cmd::res::link(a),
         Command::Res(a) => cmd::res::run(a),
-        Command::Stat(a) => cmd::stat::run(a),
+        Command::Stat(a) => cmd::res::stat(a),
         Command::Monitor(a) => cmd::monitor::run(a),
         Command::Metrics(a) => cmd::metrics::run(a),
         Command::Perf(a) => cmd::perf::run(a, provider),
@@ -124,7 +123,7 @@ fn main() -> ExitCode {
         Command::Man(a) => cmd::surface::man(a, Cli::command()),
     };
     match r {
-        Ok(code) => code,
+        Ok(exit) => exit.into(),
         Err(e) => {
             let said = rdmakit_vocab::errno::said_once(e.as_ref());
             eprintln!("rdmakit: error: {said}");
@@ -144,15 +143,4 @@ impl Command {
             _ => false,
         }
     }
-}
-
-/// The subcommand as typed ("fleet report"), for messages.
-fn typed(mut m: &clap::ArgMatches, command: &Command) -> String {
-    let mut path = Vec::new();
-    while let Some((name, sub)) = m.subcommand() {
-        path.push(name);
-        m = sub;
-    }
-    let replays = matches!(command, Command::Devinfo(a) if a.replays());
-    path.join(" ") + if replays { " --from/--root" } else { "" }
 }

@@ -27,11 +27,7 @@ impl Progress {
     /// terminal; otherwise nothing at all.
     pub fn new(template: &str, len: Option<u64>, after: Duration, wanted: bool) -> Progress {
         if !wanted || !std::io::stderr().is_terminal() {
-            return Progress {
-                pb: None,
-                stop: None,
-                waiter: None,
-            };
+            return Progress::hidden();
         }
         let pb = ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden());
         if let Ok(style) = ProgressStyle::with_template(template) {
@@ -49,6 +45,15 @@ impl Progress {
             pb: Some(pb),
             stop: Some(tx),
             waiter: Some(waiter),
+        }
+    }
+
+    /// Nothing drawn: a place holder until the work's length is known.
+    pub fn hidden() -> Progress {
+        Progress {
+            pb: None,
+            stop: None,
+            waiter: None,
         }
     }
 

@@ -1,13 +1,11 @@
 //! `rdmakit collect`: record what the doctor reads into one bundle.
 
-use std::process::ExitCode;
-
 use std::path::Path;
 
+use rdmakit_report::progress::Progress;
 use rdmakit_vocab::exit::Exit;
 
 use super::ReplayArgs;
-use rdmakit_report::progress::Progress;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -32,14 +30,14 @@ pub struct Args {
     redact: bool,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args) -> anyhow::Result<Exit> {
     // Run as root: keep only what reading the host and writing -o need
     // (rdmakit_host::privilege::COLLECT), so nothing collect loads or runs holds
     // more.
     if let Err(e) = rdmakit_host::privilege::keep_only(rdmakit_host::privilege::COLLECT) {
         eprintln!("rdmakit: note: could not drop capabilities: {e}");
     }
-    let (opened, opts) = a.source.open_with(a.pid, a.kernel_log.as_deref())?;
+    let (opened, opts) = a.source.open(a.pid, a.kernel_log.clone())?;
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
     // Converting a bundle or capture directory keeps every answer it has.
     let convert = a
@@ -58,14 +56,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     bundle
         .write(&a.output)
         .map_err(|e| anyhow::anyhow!(e.when_writing("-o", &a.output)))?;
-    let errors = bundle.read_errors();
-    eprintln!(
-        "rdmakit: wrote {}: {} answers ({} of them read errors, kept with their errno); \
-         replay with: rdmakit doctor --from {}",
-        a.output,
-        bundle.len(),
-        errors,
-        a.output
-    );
-    Ok(Exit::Ok.into())
+    eprintln!("rdmakit: {}", bundle.written_note(&a.output));
+    Ok(Exit::Ok)
 }

@@ -1,19 +1,18 @@
 //! `rdmakit doctor`: run every check and report.
 
+use rdmakit_vocab::exit::Exit;
 use std::io::Write as _;
-use std::process::ExitCode;
 use std::time::Duration;
 
-use rdmakit_doctor::assemble::{RawOptions, Settings};
-use rdmakit_doctor::health::{Edge, NodeCheck, Probes, Verdict};
+use rdmakit_doctor::assemble::RawOptions;
+use rdmakit_doctor::health::{Edge, NodeCheck, Options, Verdict};
 use rdmakit_doctor::npd;
 use rdmakit_doctor::render::{self, HumanOptions};
 use rdmakit_fleet::slurm::check::{self, HealthCheck, SlurmEnv};
-use rdmakit_fleet::slurm::{env, frame};
-use rdmakit_host::open::SourceSpec;
+use rdmakit_fleet::slurm::frame;
+use rdmakit_report::progress::Progress;
 
 use super::SourceArgs;
-use rdmakit_report::progress::Progress;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -109,124 +108,76 @@ pub struct Args {
     dry_run: bool,
 }
 
-/// Validated settings (the second step of argument parsing).
-fn settings(a: &Args) -> anyhow::Result<Settings> {
-    Settings::parse(&RawOptions {
-        expect_rate: a.expect_rate,
-        netdev: a.netdev.as_deref(),
-        memlock_min: &a.memlock_min,
-        usage_warn: a.usage_warn,
-        usage_error: a.usage_error,
-        severity: &a.severity,
-        fail_on: &a.fail_on,
-    })
-    .map_err(anyhow::Error::msg)
-}
-
-/// The check the flags ask for, with what the environment says of the soft NIC
-/// and libibverbs read here, at the edge. The health checks (--npd,
-/// --slurm-health-check) never probe by default; --npd never does.
-fn node_check(a: &Args, settings: Settings) -> NodeCheck {
-    let s = &a.source;
-    NodeCheck {
-        source: SourceSpec {
-            root: s.root.clone(),
-            from: s.from.clone(),
-            pid: s.pid,
-            kernel_log: s.kernel_log.clone(),
-            from_flag: "--from",
-        },
-        settings,
-        baseline: a.baseline.clone(),
-        probes: match a.npd {
-            true => Probes::default(),
-            false => Probes {
-                device: a.device.clone(),
-                probe: a.probe,
-                no_probe: a.no_probe,
-                auto: !a.slurm_health_check,
-            },
-        },
-        record: a.frame_bundle,
-        edge: Edge {
-            tool: format!("rdmakit {}", env!("CARGO_PKG_VERSION")),
-            soft: rdmakit_verbs::SoftProvider::from_env(),
-            soft_names: super::soft_names(),
-            library: super::ibverbs_library(),
-        },
-    }
-}
-
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args) -> anyhow::Result<Exit> {
     if a.list_checks {
         anstream::stdout().write_all(render::list_checks(width()).as_bytes())?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok);
     }
-    let s = settings(&a)?;
-    let fail_on = s.fail_on;
-    let check = node_check(&a, s);
-    let env = |k: &str| std::env::var(k).ok();
+    let o = Options {
+        source: a.source.spec(),
+        raw: RawOptions {
+            expect_rate: a.expect_rate,
+            netdev: a.netdev.as_deref(),
+            memlock_min: &a.memlock_min,
+            usage_warn: a.usage_warn,
+            usage_error: a.usage_error,
+            severity: &a.severity,
+            fail_on: &a.fail_on,
+        },
+        baseline: a.baseline.clone(),
+        device: a.device.clone(),
+        probe: a.probe,
+        no_probe: a.no_probe,
+        npd: a.npd,
+        health_check: a.slurm_health_check,
+        record: a.frame_bundle,
+    };
+    let edge = Edge::from_env(format!("rdmakit {}", env!("CARGO_PKG_VERSION")));
+    let check = NodeCheck::from_options(o, edge).map_err(anyhow::Error::msg)?;
+    let fail_on = check.settings.fail_on;
     if a.npd {
-        let d = a.npd_deadline;
-        anyhow::ensure!(
-            d.is_finite() && d > 0.0,
-            "--npd-deadline {d}: must be a positive number of seconds"
-        );
-        let answer = npd::run(check, &a.npd_state, Duration::from_secs_f64(d));
+        let deadline = npd::deadline(a.npd_deadline).map_err(anyhow::Error::msg)?;
+        let answer = npd::run(check, &a.npd_state, deadline);
         if let Some(note) = &answer.note {
             eprintln!("rdmakit: {note}");
         }
         writeln!(std::io::stdout(), "{}", answer.line)?;
-        return Ok(ExitCode::from(answer.exit));
+        return Ok(Exit::from_code(answer.exit).unwrap_or(Exit::Failed));
     }
     if a.slurm_health_check {
         let hc = HealthCheck {
             check,
             timeout: Duration::from_secs(a.health_timeout),
             dry_run: a.dry_run,
-            env: SlurmEnv {
-                path: env("PATH"),
-                slurm_conf: env("SLURM_CONF"),
-                slurmd_nodename: env("SLURMD_NODENAME"),
-            },
+            env: SlurmEnv::from_env(),
         };
-        return Ok(ExitCode::from(check::run(hc, &mut |l| println!("{l}"))));
+        let code = check::run(hc, &mut |l| println!("{l}"));
+        return Ok(Exit::from_code(code).unwrap_or(Exit::Failed));
     }
     let spinner = Progress::spinner("collecting host facts");
     let c = check.run(&|m| spinner.message(m))?;
     drop(spinner);
-    if c.misses > 0 {
-        eprintln!(
-            "rdmakit: note: the bundle had no answer for {} questions (recorded by another \
-             rdmakit version or a partial capture); those facts count as absent",
-            c.misses
-        );
+    if let Some(note) = c.misses_note() {
+        eprintln!("rdmakit: note: {note}");
     }
     if let Some(path) = &a.html {
         let meta = super::html::meta(c.recorded_unix);
         super::html::write(path, rdmakit_report::doctor::render_checked(&c, &meta))?;
     }
-    let mut out = anstream::stdout();
-    if a.frame {
-        let hostname = c.node.hostname.as_deref().unwrap_or_default();
-        let node = env::node_name(env("SLURMD_NODENAME").as_deref(), hostname);
-        // The same JSON as --json (groups included), so a sweep's node is the doctor's.
-        let json = render::json(&c.report);
-        let bundle = c.bundle.map(|b| b.to_json());
-        let text = frame::doctor_output(&node, json.as_bytes(), bundle.as_deref());
-        out.write_all(text.as_bytes())?;
+    let text = if a.frame {
+        frame::of_check(&c, std::env::var("SLURMD_NODENAME").ok().as_deref())
     } else if a.json {
-        writeln!(out, "{}", render::json(&c.report))?;
+        render::json(&c.report) + "\n"
     } else {
         let opts = HumanOptions {
             verbose: a.verbose,
             width: width(),
         };
-        out.write_all(render::human(&c.report, opts).as_bytes())?;
-    }
-    Ok(ExitCode::from(
-        Verdict::of(&c.report.findings, fail_on).exit_code(),
-    ))
+        render::human(&c.report, opts)
+    };
+    anstream::stdout().write_all(text.as_bytes())?;
+    let verdict = Verdict::of(&c.report.findings, fail_on);
+    Ok(Exit::from_code(verdict.exit_code()).unwrap_or(Exit::Failed))
 }
 
 /// The columns human output wraps to: `COLUMNS` when set to a number, else

@@ -1,7 +1,7 @@
 //! `rdmakit explain`: what a code, errno, verb:errno or WC status means.
 
+use rdmakit_vocab::exit::Exit;
 use std::io::Write as _;
-use std::process::ExitCode;
 
 use rdmakit_doctor::explain;
 
@@ -17,7 +17,7 @@ pub struct Args {
     raw: bool,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args) -> anyhow::Result<Exit> {
     let q = explain::parse_query(&a.query)?;
     let e = explain::explain(&q);
     let mut out = anstream::stdout();
@@ -26,5 +26,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         (false, true, Some(page)) => out.write_all(page.as_bytes())?,
         _ => out.write_all(explain::render_human(&e, super::doctor::width()).as_bytes())?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }

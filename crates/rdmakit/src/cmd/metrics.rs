@@ -4,7 +4,6 @@
 
 use std::io::Write as _;
 use std::path::Path;
-use std::process::ExitCode;
 
 use anyhow::Context as _;
 use rdmakit_metrics::{http, scrape, Options};
@@ -43,17 +42,17 @@ pub struct Args {
     no_node_compat: bool,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args) -> anyhow::Result<Exit> {
     let opts = Options {
         node_compat: !a.no_node_compat,
     };
-    let (opened, copts) = a.source.open_with(a.pid, a.kernel_log.as_deref())?;
+    let (opened, copts) = a.source.open(a.pid, a.kernel_log.clone())?;
     if let Some(addr) = &a.listen {
         let listener = http::bind(addr).map_err(anyhow::Error::msg)?;
         let local = listener.local_addr().context("--listen: local address")?;
         eprintln!("rdmakit: serving metrics on http://{local}/metrics");
         http::serve_source(listener, opened, copts, opts).context("serving metrics")?;
-        return Ok(Exit::Ok.into());
+        return Ok(Exit::Ok);
     }
     let text = scrape(opened.source(), &copts, opened.label(), &opts);
     match &a.output {
@@ -65,5 +64,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
     }
-    Ok(Exit::Ok.into())
+    Ok(Exit::Ok)
 }

@@ -1,14 +1,12 @@
 //! One module per subcommand, plus what they share.
 
 pub mod collect;
-pub mod dev;
 pub mod devinfo;
 pub mod doctor;
 pub mod explain;
 pub mod fleet;
 pub mod html;
 pub mod irq;
-pub mod link;
 pub mod metrics;
 pub mod monitor;
 pub mod pcap;
@@ -16,7 +14,6 @@ pub mod perf;
 pub mod res;
 pub mod shim;
 pub mod soft;
-pub mod stat;
 pub mod surface;
 pub mod verbstest;
 
@@ -25,18 +22,8 @@ pub mod verbstest;
 /// passed to the commands that open devices.
 pub type ProviderSetting = Result<rdmakit_verbs::ProviderChoice, rdmakit_verbs::Error>;
 
-/// The soft NIC's device names as the environment names it
-/// (`RDMAKIT_SOFT_NAME`, else soft0), whatever provider the tools default to.
-pub fn soft_names() -> Vec<String> {
-    let p = rdmakit_verbs::SoftProvider {
-        config: rdmakit_verbs::DeviceConfig {
-            name: std::env::var("RDMAKIT_SOFT_NAME").ok(),
-            ..rdmakit_verbs::DeviceConfig::default()
-        },
-    };
-    rdmakit_verbs::Provider::device_names(&p).unwrap_or_default()
-}
 use rdmakit_host::collect::CollectOptions;
+pub use rdmakit_host::open::Opened;
 use rdmakit_host::open::SourceSpec;
 
 /// `--color`.
@@ -75,27 +62,18 @@ pub struct ReplayArgs {
 }
 
 impl ReplayArgs {
-    /// Opens the source, and the options to collect with.
-    pub fn open(&self) -> anyhow::Result<(Opened, CollectOptions)> {
-        self.open_with(None, None)
-    }
-
     /// Opens the source, also as process `pid` sees the host, with the kernel
-    /// log read from `kernel_log`: a process the source does not have or a log
-    /// that cannot be read fails here, naming why.
-    pub fn open_with(
+    /// log read from `kernel_log` (a process the source does not have or a log
+    /// that cannot be read fails here, naming why), and the options to collect
+    /// with.
+    pub fn open(
         &self,
         pid: Option<u32>,
-        kernel_log: Option<&str>,
+        kernel_log: Option<String>,
     ) -> anyhow::Result<(Opened, CollectOptions)> {
-        let spec = SourceSpec {
-            root: self.root.clone(),
-            from: self.from.clone(),
-            pid,
-            kernel_log: kernel_log.map(str::to_string),
-            from_flag: "--from",
-        };
-        spec.open(device_limits).map_err(anyhow::Error::new)
+        let spec = SourceSpec::of_flags(self.root.clone(), self.from.clone(), pid, kernel_log);
+        let library = rdmakit_verbs::ibverbs::select::library_from_env();
+        Ok(rdmakit_doctor::health::open(&spec, library)?)
     }
 
     /// The live host (neither --root nor --from).
@@ -124,27 +102,21 @@ pub struct SourceArgs {
     pub kernel_log: Option<String>,
 }
 
-pub use rdmakit_host::open::Opened;
+impl SourceArgs {
+    /// The source these flags name.
+    pub fn spec(&self) -> SourceSpec {
+        let (root, from) = (self.root.clone(), self.from.clone());
+        SourceSpec::of_flags(root, from, self.pid, self.kernel_log.clone())
+    }
+}
+
 /// Prints `WHO: error: WHAT` on stderr in rdmakit's words (an errno by its
 /// name, never Rust's "(os error N)") and gives exit status 2: for the
 /// commands that report their own failures (fleet agent, fleet pairwise).
-pub fn fail(who: &str, what: impl std::fmt::Display) -> std::process::ExitCode {
+pub fn fail(who: &str, what: impl std::fmt::Display) -> rdmakit_vocab::exit::Exit {
     eprintln!(
         "{who}: error: {}",
         rdmakit_vocab::errno::plain(&what.to_string())
     );
-    rdmakit_vocab::exit::Exit::Failed.into()
-}
-
-/// Device limits (`ibv_query_device`) through rdma-core's libibverbs, asked
-/// once per run when the doctor first needs them (RDK-R002) and recorded in
-/// bundles like every other answer.
-fn device_limits() -> rdmakit_host::source::LimitsFn {
-    std::sync::Arc::new(rdmakit_verbs::ibverbs::limits_by_name(ibverbs_library()))
-}
-
-/// The libibverbs to load for host devices: `RDMAKIT_IBVERBS_LIB`, else
-/// libibverbs.so.1 (read here, at the edge).
-pub fn ibverbs_library() -> String {
-    rdmakit_verbs::ibverbs::select::library_from_env()
+    rdmakit_vocab::exit::Exit::Failed
 }

@@ -2,7 +2,6 @@
 //! flag protocol anomalies.
 
 use std::io::Write as _;
-use std::process::ExitCode;
 
 use std::path::Path;
 
@@ -20,7 +19,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args) -> anyhow::Result<Exit> {
     // A regular file or a pipe (`<(tcpdump -w - ...)`), at most Cap::PCAP: the
     // decoder holds every packet's record (docs/pcap.md).
     let bytes = read_named(Path::new(&a.file), Cap::PCAP).map_err(|e| match e {
@@ -41,10 +40,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     // Like a health check: 1 when a packet failed its ICRC or the protocol
     // misbehaved; else 3 when the packet budget left frames undecoded.
     Ok(if report.icrc_invalid > 0 || !report.anomalies.is_empty() {
-        Exit::Found.into()
+        Exit::Found
     } else if report.incomplete() {
-        Exit::Incomplete.into()
+        Exit::Incomplete
     } else {
-        Exit::Ok.into()
+        Exit::Ok
     })
 }

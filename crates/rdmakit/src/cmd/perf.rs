@@ -1,21 +1,12 @@
 //! `rdmakit perf TEST [HOST]`: perftest-shaped bandwidth and latency tests
-//! (write-bw, read-bw, send-bw, atomic-bw, write-lat, read-lat, send-lat)
-//! over RC, plus the control-path verb timings no common tool reports.
-//!
-//! Without HOST it waits as the server on TCP port 18515 (`-p`); with HOST
-//! it runs the client, whose parameters (-s/-a/-n/-D/-I/-t/...) the server
-//! adopts. Exit codes: 0 success, 1 the run failed (a completion error such as
-//! RETRY_EXC_ERR when the peer vanished, a broken exchange, a validation
-//! failure), 2 invalid arguments.
-
+//! (`rdmakit_perf::options::Request` says what a run is and how it exits).
+use rdmakit_vocab::exit::Exit;
 use std::io::Write as _;
-use std::process::ExitCode;
 use std::time::Duration;
 
-use rdmakit_perf::options::{parse_duration, parse_mtu, parse_test, parse_ud, Options};
-use rdmakit_perf::{
-    render, run_client, run_server, ClientOpts, Header, PerfError, Progress, ServerOpts, Step, Test,
-};
+use rdmakit_perf::options::{self, parse_duration, parse_mtu, parse_test, parse_ud};
+use rdmakit_perf::options::{Options, Refused, Request};
+use rdmakit_perf::{render, Progress, Test};
 use rdmakit_report::progress::Progress as Bar;
 
 #[derive(clap::Args, Debug)]
@@ -93,128 +84,73 @@ pub struct Args {
     connect_timeout: f64,
 }
 
-pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
-    let test = a.test;
-    let opts = Options {
-        test,
-        size: a.size,
-        all: a.all,
-        iters: a.iters,
-        duration: a.duration,
-        inline: a.inline,
-        tx_depth: a.tx_depth,
-        cq_mod: a.cq_mod,
-        rx_depth: a.rx_depth,
-        mtu: a.mtu,
-        ud: a.ud,
-        validate: a.validate,
+pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<Exit> {
+    let req = Request {
+        options: Options {
+            test: a.test,
+            size: a.size,
+            all: a.all,
+            iters: a.iters,
+            duration: a.duration,
+            inline: a.inline,
+            tx_depth: a.tx_depth,
+            cq_mod: a.cq_mod,
+            rx_depth: a.rx_depth,
+            mtu: a.mtu,
+            ud: a.ud,
+            validate: a.validate,
+        },
+        host: a.host.clone(),
+        port: a.port,
+        device: a.device.clone(),
+        gid_index: a.gid_index,
+        connect_timeout: a.connect_timeout,
     };
-    let params = match opts.params() {
-        Ok(p) => p,
-        Err(m) => return Ok(usage(&m)),
-    };
-    // The provider opens `-d DEV` only; the soft NIC is built in.
-    let provider = match provider {
-        Ok(c) => c,
-        Err(e) if a.device.is_some() => {
-            return Err(anyhow::Error::new(e).context("choosing a verbs provider"))
-        }
-        Err(_) => rdmakit_verbs::ProviderChoice::Auto,
-    };
-    let json = a.json;
-    let gbits = a.report_gbits;
-
     let bar = Bar::new(
         "{msg} [{bar:30}] {percent:>3}%",
         Some(1000),
         Duration::from_secs(1),
         true,
     );
-    let bar_ref = &bar;
-    let mut hooks = Progress {
-        // The server says it waits once it listens (a port in use fails first).
-        on_listening: Some(Box::new(move |_port: u16| {
-            if !json {
-                print!("{}", render::waiting());
-                let _ = std::io::stdout().flush();
-            }
-        })),
-        on_header: Some(Box::new(move |h: &Header| {
-            if !json {
-                print!("{}", render::header(h));
-                let _ = std::io::stdout().flush();
-            }
-        })),
-        on_progress: Some(Box::new(move |s: &Step| {
-            bar_ref.message(render::progress_label(test, s));
-            bar_ref.position((s.done.clamp(0.0, 1.0) * 1000.0) as u64, None);
-        })),
-        cancel: None,
+    let say = |text: &str| {
+        print!("{text}");
+        let _ = std::io::stdout().flush();
     };
-    // The soft NIC as the environment configures it (read here, the edge);
-    // a malformed RDMAKIT_SOFT_ADDR fails the run as opening it did.
-    let soft = match rdmakit_verbs::DeviceConfig::from_env() {
-        Ok(c) => c,
-        Err(e) if a.device.is_none() => return failed(test, json, PerfError::Verbs(e.into())),
-        Err(_) => rdmakit_verbs::DeviceConfig::default(),
+    let step = |label: String, done: f64| {
+        bar.message(label);
+        bar.position((done * 1000.0) as u64, None);
     };
-    let result = match &a.host {
-        Some(host) => run_client(
-            &ClientOpts {
-                host: host.clone(),
-                port: a.port,
-                device: a.device.clone(),
-                provider,
-                soft: soft.clone(),
-                gid_index: a.gid_index,
-                params,
-                connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.0)),
-            },
-            &mut hooks,
-        ),
-        None => run_server(
-            &ServerOpts {
-                port: a.port,
-                device: a.device.clone(),
-                provider,
-                soft,
-                gid_index: a.gid_index,
-                test,
-            },
-            &mut hooks,
-        ),
-    };
+    let mut hooks = Progress::reporting(a.test, a.json, &say, &step);
+    // The soft NIC as the environment configures it (read here, the edge).
+    let soft = rdmakit_verbs::DeviceConfig::from_env().map_err(Into::into);
+    let result = options::run(&req, provider, soft, &mut hooks);
     drop(hooks);
     drop(bar);
-    match result {
-        Ok(r) => {
-            if json {
-                println!("{}", render::json(&r, gbits));
-            } else {
-                print!("{}", render::results(&r, gbits));
-            }
-            if let Some(path) = &a.html {
-                let meta = super::html::meta(None);
-                let page = rdmakit_report::perf::render(std::slice::from_ref(&r), &meta);
-                super::html::write(path, page)?;
-            }
-            Ok(ExitCode::SUCCESS)
+    let r = match result {
+        Ok(r) => r,
+        Err(Refused::Usage(m)) => {
+            eprintln!("rdmakit perf: error: {m}");
+            return Ok(Exit::Failed);
         }
-        Err(e) => failed(test, json, e),
+        Err(Refused::Provider(e)) => {
+            return Err(anyhow::Error::new(e).context("choosing a verbs provider"))
+        }
+        Err(Refused::Run(e)) => {
+            if a.json {
+                println!("{}", render::error_json(a.test, &e));
+            }
+            eprintln!("rdmakit perf: error: {e}");
+            return Ok(Exit::from_code(e.exit_code()).unwrap_or(Exit::Failed));
+        }
+    };
+    if a.json {
+        println!("{}", render::json(&r, a.report_gbits));
+    } else {
+        print!("{}", render::results(&r, a.report_gbits));
     }
-}
-
-/// Reports a failed run: its JSON object with `--json`, the error on
-/// stderr, exit 2 for bad parameters and 1 otherwise.
-fn failed(test: Test, json: bool, e: PerfError) -> anyhow::Result<ExitCode> {
-    if json {
-        println!("{}", render::error_json(test, &e));
+    if let Some(path) = &a.html {
+        let page = rdmakit_report::perf::render(std::slice::from_ref(&r), &super::html::meta(None));
+        super::html::write(path, page)?;
     }
-    eprintln!("rdmakit perf: error: {e}");
-    Ok(ExitCode::from(e.exit_code()))
-}
-
-fn usage(msg: &str) -> ExitCode {
-    eprintln!("rdmakit perf: error: {msg}");
-    ExitCode::from(2)
+    Ok(Exit::Ok)
 }

@@ -1,22 +1,55 @@
-//! `rdmakit res [qp|cq|mr|pd|ctx|srq|cm_id]`: every device's tracked RDMA objects —
-//! the kernel's (RDMA netlink) and, on the live host, the rdmakit soft NIC's (its
-//! registry) — as `rdma resource show` prints them, plus whether each owner is still
-//! alive. The rows are built by the rdmakit-res library.
-//!
-//! Also what `dev`, `link` and `stat` share: loading the netlink facts from a
-//! source and printing rows as `rdma`-style lines or `rdma -j` JSON objects.
+//! `rdmakit dev`, `link`, `stat [qp]` and `res [KIND]`: every device's ports,
+//! counters and tracked RDMA objects — the kernel's (RDMA netlink) and, for
+//! `res` on the live host, the rdmakit soft NIC's (its registry) — as `rdma`
+//! prints them, plus whether each owner is still alive. The views and their
+//! rows are the rdmakit-res library's (`rdmakit_res::view`); what they share
+//! here is loading the facts and printing the rows.
 
-use std::io::Write as _;
-use std::process::ExitCode;
-
-use rdmakit_host::netlink::{self, NetlinkFacts};
-pub(crate) use rdmakit_res::json;
-use rdmakit_res::listing::Query;
-use rdmakit_res::show::{LinkFilter, Shown};
 use rdmakit_vocab::exit::Exit;
+use std::io::Write as _;
+
+use rdmakit_host::netlink;
+use rdmakit_res::view::View;
+use rdmakit_verbs::SoftProvider;
 
 use super::ReplayArgs;
 
+/// `rdmakit dev`: the RDMA devices, as `rdma dev` prints them.
+#[derive(clap::Args, Debug)]
+pub struct DevArgs {
+    /// Only this device.
+    #[arg(value_name = "DEV")]
+    dev: Option<String>,
+    #[command(flatten)]
+    out: RowsArgs,
+}
+
+/// `rdmakit link`: the ports of every RDMA device, as `rdma link` prints them.
+#[derive(clap::Args, Debug)]
+pub struct LinkArgs {
+    /// Only this device, or this port (DEV/PORT).
+    #[arg(value_name = "DEV[/PORT]")]
+    link: Option<String>,
+    #[command(flatten)]
+    out: RowsArgs,
+}
+
+/// `rdmakit stat [qp]`: per-port hardware counters (`rdma statistic`) and bound
+/// QP counters (`rdma statistic qp`).
+#[derive(clap::Args, Debug)]
+pub struct StatArgs {
+    /// "qp" for QP counters; without it, the port counters.
+    #[arg(value_name = "OBJECT")]
+    object: Option<String>,
+    /// Only this device or port (DEV or DEV/PORT).
+    #[arg(value_name = "DEV[/PORT]")]
+    link: Option<String>,
+    #[command(flatten)]
+    out: RowsArgs,
+}
+
+/// `rdmakit res [qp|cq|mr|pd|ctx|srq|cm_id]`: tracked objects, as `rdma
+/// resource show` prints them.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// qp, cq, mr, pd, ctx, srq or cm_id; without it, the per-device summary.
@@ -45,63 +78,43 @@ pub(crate) struct RowsArgs {
     pub source: ReplayArgs,
 }
 
-/// `DEV` or `DEV/PORT`, when given.
-pub(crate) fn link_filter(s: Option<&str>) -> anyhow::Result<Option<LinkFilter>> {
-    s.map(LinkFilter::parse)
-        .transpose()
-        .map_err(anyhow::Error::msg)
+pub fn dev(a: DevArgs) -> anyhow::Result<Exit> {
+    show(View::dev(a.dev.as_deref()), &a.out)
 }
 
-/// Prints what the reader should know and what could not be read (stderr),
-/// then the rows (JSON or human); exit 0, or 3 when something was missing.
-pub(crate) fn emit(shown: &Shown, as_json: bool) -> anyhow::Result<ExitCode> {
+pub fn link(a: LinkArgs) -> anyhow::Result<Exit> {
+    show(View::link(a.link.as_deref()), &a.out)
+}
+
+pub fn stat(a: StatArgs) -> anyhow::Result<Exit> {
+    show(View::stat(a.object.as_deref(), a.link.clone()), &a.out)
+}
+
+pub fn run(a: Args) -> anyhow::Result<Exit> {
+    show(View::res(a.kind.as_deref(), a.dev.clone(), a.pid), &a.out)
+}
+
+/// Loads the source's netlink facts (a source without them still loads: the
+/// views say so), prints what the reader should know and what could not be
+/// read (stderr), then the rows; exit 0, or 3 when something was missing.
+fn show(view: Result<View, String>, out: &RowsArgs) -> anyhow::Result<Exit> {
+    let view = view.map_err(anyhow::Error::msg)?;
+    let (opened, _) = out.source.open(None, None)?;
+    let f = netlink::rdma_netlink(opened.source());
+    // The soft NIC's registry is this host's: listed live only.
+    let soft = match view.lists_soft() && out.source.live() {
+        true => rdmakit_res::soft::read(&SoftProvider::names_from_env()),
+        false => Vec::new(),
+    };
+    let shown = view
+        .rows(&f, opened.label(), &soft)
+        .map_err(anyhow::Error::msg)?;
     for n in &shown.notes {
         eprintln!("rdmakit: note: {n}");
     }
     for m in &shown.missing {
         eprintln!("rdmakit: {m}");
     }
-    let mut out = anstream::stdout();
-    if as_json {
-        out.write_all(json(&shown.rows).as_bytes())?;
-    } else {
-        for r in &shown.rows {
-            writeln!(out, "{}", r.human())?;
-        }
-    }
-    Ok(if shown.complete() {
-        Exit::Ok
-    } else {
-        Exit::Incomplete
-    }
-    .into())
-}
-
-/// The netlink facts of the source and what to call it. A source without
-/// them (no RDMA in the kernel, a bundle recorded without them) still loads:
-/// the views say so.
-pub(crate) fn load(source: &ReplayArgs) -> anyhow::Result<(NetlinkFacts, String)> {
-    let (opened, _) = source.open()?;
-    let f = netlink::rdma_netlink(opened.source());
-    Ok((f, opened.label().to_string()))
-}
-
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    // `rdmakit res soft0` (a device, no kind) is accepted too.
-    let (kind, dev) = rdmakit_res::listing::parse_args(a.kind.as_deref(), a.dev.clone())
-        .map_err(anyhow::Error::msg)?;
-    let (f, label) = load(&a.out.source)?;
-    // The soft NIC's registry is this host's: listed live only.
-    let soft = if a.out.source.live() {
-        rdmakit_res::soft::read(&super::soft_names())
-    } else {
-        Vec::new()
-    };
-    let q = Query {
-        kind,
-        dev: dev.as_deref(),
-        pid: a.pid,
-    };
-    let shown = rdmakit_res::listing::listing(&f, &label, &soft, q).map_err(anyhow::Error::msg)?;
-    emit(&shown, a.out.json)
+    anstream::stdout().write_all(shown.stdout(out.json).as_bytes())?;
+    Ok(shown.exit())
 }

@@ -1,22 +1,8 @@
 //! `rdmakit soft status|reclaim|leaky`: the soft NIC's device-wide resource
-//! registry (see docs/soft-nic.md, "Resource registry").
-//!
-//! `status` lists every user's registered objects per owner (read-only) with
-//! the owner's state (alive / zombie / dead) and, for objects of a dead owner,
-//! who keeps them (the process holding the context, or the leaky driver), and
-//! what the registry ignored (forged records, FIFOs, links, refused
-//! directories) with the path and why. `reclaim` is the counterpart of
-//! restarting openibd after an application died holding QPs on a leaky
-//! device: it removes the records of contexts nobody holds — in this user's
-//! registry, and as root in every user's — refuses those of live processes,
-//! of contexts a forked child still holds and of zombies, names them and
-//! exits 1. `leaky on|off` sets the device option that keeps dead processes'
-//! objects: root's applies to every user's processes, a user's to its own.
+//! registry (`rdmakit_res::registry` says what each does; docs/soft-nic.md,
+//! "Resource registry").
 
-use std::process::ExitCode;
-
-use anyhow::Context as _;
-use rdmakit_soft::registry::{self, Registry};
+use rdmakit_res::registry;
 use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Subcommand, Debug)]
@@ -53,72 +39,18 @@ pub enum Args {
     },
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    match a {
-        Args::Status { device, json } => status(device, json),
-        Args::Leaky { state, device } => {
-            let reg = Registry::open(&device)
-                .with_context(|| format!("resource registry of {device}"))?;
-            let on = state == "on";
-            reg.set_leaky(on)
-                .with_context(|| format!("writing {}", reg.dir().join(".options").display()))?;
-            println!(
-                "{}",
-                rdmakit_res::registry::leaky_note(&device, on, reg.uid() == 0)
-            );
-            Ok(Exit::Ok.into())
-        }
+pub fn run(a: Args) -> anyhow::Result<Exit> {
+    let said = match a {
+        Args::Status { device, json } => registry::status_command(device, json),
+        Args::Leaky { state, device } => Ok(registry::leaky_command(&device, state == "on")?),
         Args::Reclaim {
             device,
             dry_run,
             json,
-        } => reclaim(device, dry_run, json),
+        } => registry::reclaim_command(device, dry_run, json),
     }
-}
-
-fn names(device: Option<String>) -> Vec<String> {
-    match device {
-        Some(d) => vec![d],
-        None => registry::device_names(),
-    }
-}
-
-fn status(device: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
-    let names = names(device);
-    if names.is_empty() && !as_json {
-        println!(
-            "no soft device registry under {}",
-            registry::base().display()
-        );
-        return Ok(Exit::Ok.into());
-    }
-    let r = rdmakit_res::registry::status_of(&names).map_err(anyhow::Error::msg)?;
-    show(&r, as_json)?;
-    Ok(Exit::Ok.into())
-}
-
-fn reclaim(device: Option<String>, dry_run: bool, as_json: bool) -> anyhow::Result<ExitCode> {
-    let r =
-        rdmakit_res::registry::reclaim_of(&names(device), dry_run).map_err(anyhow::Error::msg)?;
-    show(&r, as_json)?;
-    for d in &r {
-        eprint!("{}", d.err);
-    }
-    Ok(if r.iter().any(|d| d.refused) {
-        Exit::Found.into()
-    } else {
-        Exit::Ok.into()
-    })
-}
-
-/// Every device's part, as one JSON object or as text.
-fn show(r: &[rdmakit_res::registry::Rendered], as_json: bool) -> anyhow::Result<()> {
-    if as_json {
-        println!("{}", rdmakit_res::registry::devices_json(r));
-    } else {
-        for d in r {
-            print!("{}", d.text);
-        }
-    }
-    Ok(())
+    .map_err(anyhow::Error::msg)?;
+    print!("{}", said.out);
+    eprint!("{}", said.err);
+    Ok(said.exit)
 }

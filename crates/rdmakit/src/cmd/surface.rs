@@ -4,7 +4,6 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use rdmakit_vocab::exit::Exit;
 
@@ -24,13 +23,13 @@ pub struct ManArgs {
 }
 
 /// Prints the completion script for the shell to stdout.
-pub fn completions(a: CompletionsArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
+pub fn completions(a: CompletionsArgs, cmd: clap::Command) -> anyhow::Result<Exit> {
     rdmakit_manual::completions(a.shell, cmd, &mut std::io::stdout());
-    Ok(Exit::Ok.into())
+    Ok(Exit::Ok)
 }
 
 /// Prints the man page, or writes every page into `--dir`.
-pub fn man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
+pub fn man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<Exit> {
     match &a.dir {
         None => std::io::stdout().write_all(rdmakit_manual::page(cmd)?.as_bytes())?,
         Some(dir) => {
@@ -38,5 +37,5 @@ pub fn man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
             eprintln!("rdmakit: wrote {n} man pages to {}", dir.display());
         }
     }
-    Ok(Exit::Ok.into())
+    Ok(Exit::Ok)
 }

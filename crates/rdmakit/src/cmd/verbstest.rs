@@ -3,7 +3,6 @@
 //! one device of the chosen provider (`--provider`, `RDMAKIT_PROVIDER`):
 //! two contexts on the same device talk to each other.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -26,7 +25,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(a: Args, choice: super::ProviderSetting) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args, choice: super::ProviderSetting) -> anyhow::Result<Exit> {
     let choice = choice.context("choosing a verbs provider")?;
     let timeout = Duration::from_secs(a.timeout.max(1));
     let r = suite::run_device(choice, a.dev.as_deref(), timeout, a.filter.as_deref())
@@ -37,8 +36,8 @@ pub fn run(a: Args, choice: super::ProviderSetting) -> anyhow::Result<ExitCode> 
         print!("{}", suite::text(&r.device, r.kind, &r.results));
     }
     Ok(if r.results.iter().all(|c| c.passed) {
-        Exit::Ok.into()
+        Exit::Ok
     } else {
-        Exit::Found.into()
+        Exit::Found
     })
 }

@@ -3,15 +3,14 @@
 //! per event on stderr; `--announce` prints a READY line (JSON) on stdout
 //! once listening, which `fleet pairwise --slurm` reads through srun.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use rdmakit_fleet::pairwise::agent::{self, Agent, AgentConfig, Event};
-use rdmakit_fleet::pairwise::privilege;
-use rdmakit_fleet::pairwise::slurm::Ready;
+use rdmakit_fleet::pairwise::agent::start::{start, Edge, Request};
+use rdmakit_fleet::pairwise::agent::{Event, Logger};
 use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
@@ -58,65 +57,40 @@ pub struct Args {
     user: Option<String>,
 }
 
-pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<ExitCode> {
-    Ok(serve(a, provider).unwrap_or_else(|e| crate::cmd::fail("rdmakit fleet agent", e)))
-}
-
-/// Starts the agent and serves until it exits; any failure is the message
-/// `fail` prints.
-fn serve(a: Args, provider: crate::cmd::ProviderSetting) -> Result<ExitCode, String> {
-    let say = |e: &dyn std::fmt::Display| e.to_string();
-    // The provider opens `-d DEV` only; the soft NIC is built in.
-    let provider = match provider {
-        Ok(c) => c,
-        Err(e) if a.device.is_some() => return Err(say(&e)),
-        Err(_) => rdmakit_verbs::ProviderChoice::Auto,
+pub fn run(a: Args, provider: crate::cmd::ProviderSetting) -> anyhow::Result<Exit> {
+    let req = Request {
+        listen: a.listen,
+        name: a.name.clone(),
+        device: a.device.clone(),
+        idle_timeout: a.idle_timeout,
+        max_test_seconds: a.max_test_seconds,
+        max_size: a.max_size,
+        once: a.once,
+        announce: a.announce,
+        advertise: a.advertise,
+        user: a.user.clone(),
     };
-    let token = super::token(a.token_file.as_deref()).map_err(|e| say(&e))?;
-    if !(a.max_test_seconds > 0.0 && a.max_test_seconds <= 3600.0) {
-        return Err("--max-test-seconds: 0 to 3600".into());
-    }
-    // A device that is not there fails now, not at the first test.
-    if let Some(d) = &a.device {
-        agent::check_device(provider, d)?;
-    }
-    let name = a.name.clone().unwrap_or_else(agent::hostname);
-    let mut cfg = AgentConfig::new(a.listen, &name, token);
-    cfg.device = a.device.clone();
-    cfg.provider = provider;
-    if a.device.is_none() {
-        cfg.soft = rdmakit_verbs::DeviceConfig::from_env().map_err(|e| say(&e))?;
-    }
-    cfg.idle_timeout = Duration::from_secs(a.idle_timeout);
-    cfg.max_test_seconds = a.max_test_seconds;
-    cfg.max_size = a.max_size as usize;
-    cfg.once = a.once;
-    let agent = Agent::bind(cfg).map_err(|e| say(&e))?;
-    let local = agent.local_addr();
-    match &a.user {
-        Some(user) => {
-            let d = privilege::drop_to(user).map_err(|e| say(&e))?;
-            eprintln!("rdmakit fleet agent {name}: {d} from here on");
-        }
-        None if privilege::is_root() => eprintln!(
-            "rdmakit fleet agent {name}: warning: running as root; --user NAME gives root up \
-             once the port is bound"
-        ),
-        None => {}
-    }
-    if a.announce {
-        let env = |k: &str| std::env::var(k).ok();
-        let launch = env("SLURM_LAUNCH_NODE_IPADDR");
-        let ip = agent::advertised(a.advertise, local, launch.as_deref())?;
-        let r = Ready::new(&name, SocketAddr::new(IpAddr::V4(ip), local.port()), &env);
-        println!("{}", r.line());
-        use std::io::Write as _;
+    let edge = Edge {
+        provider,
+        token: &|| super::token(a.token_file.as_deref()),
+        soft: rdmakit_verbs::DeviceConfig::from_env().map_err(Into::into),
+        env: &|k: &str| std::env::var(k).ok(),
+    };
+    let fail = |e| crate::cmd::fail("rdmakit fleet agent", e);
+    let s = match start(&req, edge, &|l| eprintln!("rdmakit fleet agent {l}")) {
+        Ok(s) => s,
+        Err(e) => return Ok(fail(e)),
+    };
+    if let Some(line) = &s.ready {
+        println!("{line}");
         let _ = std::io::stdout().flush();
     }
-    let start = Instant::now();
-    let log: agent::Logger = Arc::new(move |e: &Event| {
-        let t = start.elapsed().as_secs_f64();
+    let (name, started) = (s.name, Instant::now());
+    let log: Logger = Arc::new(move |e: &Event| {
+        let t = started.elapsed().as_secs_f64();
         eprintln!("rdmakit fleet agent {name} [{t:>8.1}s]: {e}");
     });
-    agent.run(log).map(|_| Exit::Ok.into()).map_err(|e| say(&e))
+    Ok(s.agent
+        .run(log)
+        .map_or_else(|e| fail(e.to_string()), |_| Exit::Ok))
 }

@@ -1,26 +1,22 @@
-//! `rdmakit fleet`: the doctor across a cluster. One subcommand per module; each
-//! parses its arguments into settings, calls crates/fleet and renders through it.
+//! `rdmakit fleet`: the doctor across a cluster. Each subcommand parses its
+//! arguments into settings, calls crates/fleet and renders through it; `report`
+//! and `baseline` here, the others one module each.
 
 pub mod agent;
-pub mod baseline;
 pub mod pairwise;
-pub mod report;
 pub mod sweep;
 
 use std::io::Write as _;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rdmakit_fleet::baseline::{Expected, Previous};
+use rdmakit_fleet::baseline::Baselined;
 use rdmakit_fleet::input::{self, LoadOptions, Loaded};
 use rdmakit_fleet::pairwise::auth::{Token, TokenError};
-use rdmakit_fleet::render::{self, HumanOptions};
+use rdmakit_fleet::render;
 use rdmakit_fleet::report::{FleetReport, Options};
-use rdmakit_host::bounded::{read_named, Cap};
-use rdmakit_vocab::exit::Exit;
-
 use rdmakit_report::progress::Progress;
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -32,9 +28,9 @@ pub struct Args {
 enum Command {
     /// Aggregate node reports: nodes needing attention, findings by code, cohorts, drift,
     /// outliers, changes since a previous sweep.
-    Report(report::Args),
+    Report(ReportInputs),
     /// Write the fleet's majority inventory per cohort, for a later `report --expect`.
-    Baseline(baseline::Args),
+    Baseline(BaselineArgs),
     /// Run the doctor on every node of a Slurm partition as one job step (srun's output
     /// is the transport) and report; silent, garbled or hung nodes are `missing`.
     Sweep(sweep::Args),
@@ -44,6 +40,28 @@ enum Command {
     Pairwise(pairwise::Args),
 }
 
+/// `rdmakit fleet report INPUT...`.
+#[derive(clap::Args, Debug)]
+pub struct ReportInputs {
+    /// Directories of `rdmakit collect` bundles, capture directories, `rdmakit doctor --json`
+    /// files, JSON lines (one doctor report per line); gzip is fine.
+    #[arg(value_name = "INPUT", required = true)]
+    inputs: Vec<String>,
+    #[command(flatten)]
+    report: ReportArgs,
+}
+
+/// `rdmakit fleet baseline INPUT... -o expected.json`.
+#[derive(clap::Args, Debug)]
+pub struct BaselineArgs {
+    /// Node reports of a fleet known to be right (the kinds `fleet report` reads).
+    #[arg(value_name = "INPUT", required = true)]
+    inputs: Vec<String>,
+    /// Where to write the expected inventory (`-` for stdout).
+    #[arg(short, long, value_name = "FILE")]
+    output: String,
+}
+
 impl Args {
     /// Whether it opens a device through a verbs provider: the agent's `-d DEV`.
     pub fn opens_devices(&self) -> bool {
@@ -51,10 +69,26 @@ impl Args {
     }
 }
 
-pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<ExitCode> {
+pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<Exit> {
     match a.command {
-        Command::Report(a) => report::run(a),
-        Command::Baseline(a) => baseline::run(a),
+        Command::Report(a) => {
+            let opts = a.report.options().map_err(anyhow::Error::msg)?;
+            let r = FleetReport::from_loaded(load(&a.inputs), &opts);
+            a.report.emit(&r, None, None)
+        }
+        Command::Baseline(a) => {
+            let b = Baselined::of(load(&a.inputs));
+            if a.output == "-" {
+                anstream::stdout().write_all(b.json.as_bytes())?;
+            } else {
+                std::fs::write(&a.output, &b.json)
+                    .with_context(|| format!("writing {}", a.output))?;
+            }
+            for line in &b.notes {
+                writeln!(anstream::stderr(), "{line}")?;
+            }
+            Ok(b.exit)
+        }
         Command::Sweep(a) => sweep::run(a),
         Command::Agent(a) => agent::run(a, provider),
         Command::Pairwise(a) => pairwise::run(a),
@@ -68,34 +102,15 @@ pub fn token(file: Option<&std::path::Path>) -> Result<Token, TokenError> {
     Token::from_file_or_env(file, env.as_deref())
 }
 
-fn tool() -> String {
-    format!("rdmakit {}", env!("CARGO_PKG_VERSION"))
-}
-
 /// Reads inputs, with a progress bar on a terminal once it has taken a second.
 fn load(paths: &[String]) -> Loaded {
     let bar = Progress::new("{wide_bar} {pos}/{len}", None, Duration::from_secs(1), true);
     let progress = |done: usize, total: usize| bar.position(done as u64, Some(total as u64));
     let opts = LoadOptions {
-        tool: tool(),
         progress: Some(&progress),
         ..LoadOptions::default()
     };
     input::load(paths, &opts)
-}
-
-/// `--baseline PREVIOUS`: a previous fleet report, or inputs of the kinds `report`
-/// reads. Unreadable is an error (exit 2): the comparison would be meaningless.
-fn previous(path: &str) -> anyhow::Result<Previous> {
-    Previous::from_loaded(path, load(&[path.to_string()])).map_err(anyhow::Error::msg)
-}
-
-/// `--expect FILE`.
-fn expected(path: &str) -> anyhow::Result<Expected> {
-    let bytes = read_named(std::path::Path::new(path), Cap::DOCUMENT)
-        .map_err(|e| anyhow::anyhow!("--expect {}", e))?;
-    let text = String::from_utf8(bytes).with_context(|| format!("--expect {path}"))?;
-    Ok(Expected::parse(path, &text)?)
 }
 
 /// How `fleet report` and `fleet sweep` judge and show the fleet report.
@@ -124,18 +139,9 @@ pub struct ReportArgs {
 }
 
 impl ReportArgs {
-    /// The report options `--baseline` and `--expect` give; read before any
-    /// work, so a bad file costs nothing.
-    fn options(&self) -> anyhow::Result<Options> {
-        Ok(Options {
-            tool: tool(),
-            previous: self.baseline.as_deref().map(previous).transpose()?,
-            expected: match &self.expect {
-                Some(p) => Some((p.clone(), expected(p)?)),
-                None => None,
-            },
-            ..Options::default()
-        })
+    /// The report options `--baseline` and `--expect` give.
+    fn options(&self) -> Result<Options, String> {
+        Options::of_flags(self.baseline.as_deref(), self.expect.as_deref(), &load)
     }
 
     /// Prints the report (JSON, or human lines followed by `tail`), then
@@ -146,27 +152,13 @@ impl ReportArgs {
         r: &FleetReport,
         json: Option<&str>,
         tail: Option<String>,
-    ) -> anyhow::Result<ExitCode> {
-        let mut out = anstream::stdout();
-        if self.json {
-            let j = json.map_or_else(|| render::json(r).into(), std::borrow::Cow::Borrowed);
-            writeln!(out, "{j}")?;
-        } else {
-            let o = HumanOptions {
-                verbose: self.verbose,
-                ..HumanOptions::default()
-            };
-            out.write_all(render::human(r, o).as_bytes())?;
-            if let Some(t) = tail {
-                writeln!(out, "{t}")?;
-            }
-        }
+    ) -> anyhow::Result<Exit> {
+        let text = render::output(r, self.json, json, self.verbose, tail.as_deref());
+        anstream::stdout().write_all(text.as_bytes())?;
         if let Some(path) = &self.html {
             let page = rdmakit_report::fleet::render(r, &crate::cmd::html::meta(None));
             crate::cmd::html::write(path, page)?;
         }
-        Ok(Exit::from_code(r.summary.exit_code)
-            .unwrap_or(Exit::Failed)
-            .into())
+        Ok(r.exit())
     }
 }

@@ -3,17 +3,13 @@
 //! as one job step), runs it, renders the report. Exit status: 0 no fault,
 //! 1 a fault found or an agent unreachable, 2 the run could not be made.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
-use rdmakit_fleet::pairwise::auth::{Token, TokenError};
-use rdmakit_fleet::pairwise::coordinator::{self, Step};
-use rdmakit_fleet::pairwise::options::{self, Options, StepText};
+use rdmakit_fleet::pairwise::coordinator::Step;
+use rdmakit_fleet::pairwise::options::{self, Failure, Launch, Options, Request, StepText};
 use rdmakit_fleet::pairwise::render;
 use rdmakit_fleet::pairwise::report::PairwiseReport;
-use rdmakit_fleet::pairwise::slurm::{AgentStep, SlurmConfig};
 use rdmakit_vocab::exit::Exit;
 
 use rdmakit_report::progress::Progress;
@@ -116,100 +112,59 @@ pub struct Args {
     relative: f64,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    match measure(&a)? {
-        Ok(report) => show(&a, &report),
-        Err(e) => Ok(crate::cmd::fail("rdmakit fleet pairwise", e)),
-    }
-}
-
-/// The run (or the saved one `--from` names), or why it could not be made (the
-/// command's own error line, exit 2).
-fn measure(a: &Args) -> anyhow::Result<Result<PairwiseReport, String>> {
-    // clap drops `requires = "slurm"` once --agents (which conflicts with
-    // --slurm) is given: the Slurm-only flags are checked here.
-    let slurm_only = [
-        ("-N/--nodes", a.nodes.is_some()),
-        ("-p/--partition", a.partition.is_some()),
-        ("-w/--nodelist", a.nodelist.is_some()),
-        ("--agent-port", a.agent_port.is_some()),
-        ("-d/--ib-dev", a.device.is_some()),
-        ("--srun", a.srun.is_some()),
-        ("--agent-program", a.agent_program.is_some()),
-    ];
-    if let Some((flag, _)) = slurm_only.iter().find(|(_, set)| *set && !a.slurm) {
-        return Ok(Err(format!(
-            "{flag} applies with --slurm (agents started as a job step); agents named with \
-             --agents were started by you: leave {flag} out"
-        )));
-    }
-    if let Some(f) = &a.from {
-        return Ok(options::saved(f).map_err(|e| format!("--from {}: {e}", f.display())));
-    }
-    let opts = Options {
-        quick: a.quick,
-        reference: a.reference.clone(),
-        sizes: a.sizes.clone(),
-        seconds: a.seconds,
-        lat_seconds: a.lat_seconds,
-        tx_depth: a.tx_depth,
-        mtu: a.mtu,
-        no_confirm: a.no_confirm,
-        confirm_parallel: a.confirm_parallel,
-        port_rate: a.port_rate,
-        relative: a.relative,
-        shutdown: a.slurm,
+pub fn run(a: Args) -> anyhow::Result<Exit> {
+    let req = Request {
+        agents: a.agents.clone(),
+        from: a.from.clone(),
+        slurm: a.slurm,
+        launch: Launch {
+            nodes: a.nodes,
+            partition: a.partition.clone(),
+            nodelist: a.nodelist.clone(),
+            agent_port: a.agent_port,
+            device: a.device.clone(),
+            srun: a.srun.clone(),
+            agent_program: a.agent_program.clone(),
+        },
+        options: Options {
+            quick: a.quick,
+            reference: a.reference.clone(),
+            sizes: a.sizes.clone(),
+            seconds: a.seconds,
+            lat_seconds: a.lat_seconds,
+            tx_depth: a.tx_depth,
+            mtu: a.mtu,
+            no_confirm: a.no_confirm,
+            confirm_parallel: a.confirm_parallel,
+            port_rate: a.port_rate,
+            relative: a.relative,
+            shutdown: a.slurm,
+        },
     };
-    if let Err(e) = opts.validate() {
-        return Ok(Err(e.to_string()));
-    }
-    let token = match super::token(a.token_file.as_deref()) {
-        Ok(t) => t,
-        Err(TokenError::Missing) if a.slurm => Token::generate()?,
-        Err(e) => return Ok(Err(e.to_string())),
-    };
-    let mut step = None;
-    let agents: Vec<SocketAddr> = if a.slurm {
-        let mut sc = SlurmConfig::new(match &a.agent_program {
-            Some(p) => p.clone(),
-            None => std::env::current_exe()?,
-        });
-        sc.srun = a.srun.clone().unwrap_or_else(|| PathBuf::from("srun"));
-        sc.nodes = a.nodes;
-        sc.partition = a.partition.clone();
-        sc.nodelist = a.nodelist.clone();
-        sc.port = a.agent_port.unwrap_or(18516);
-        if let Some(d) = &a.device {
-            sc.agent_args = vec!["-d".into(), d.clone()];
-        }
-        match AgentStep::launch(&sc, &token) {
-            Ok(s) => step.insert(s).agents.iter().map(|r| r.addr).collect(),
-            Err(e) => return Ok(Err(format!("--slurm: {e}"))),
-        }
-    } else {
-        match options::resolve(&a.agents) {
-            Ok(v) => v,
-            Err(e) => return Ok(Err(format!("--agents: {e}"))),
-        }
-    };
-    let cfg = opts.config(agents, token);
     let bar = Progress::new("{spinner} {msg} {prefix}", None, Duration::ZERO, !a.json);
-    let result = coordinator::run(&cfg, &|s: &Step| match s.text() {
-        StepText::Message(m) => bar.message(m),
-        StepText::Prefix(p) => bar.prefix(p),
-    });
+    let token = || super::token(a.token_file.as_deref());
+    let mut m = options::measure(
+        &req,
+        &token,
+        &std::env::current_exe,
+        &|s: &Step| match s.text() {
+            StepText::Message(m) => bar.message(m),
+            StepText::Prefix(p) => bar.prefix(p),
+        },
+    );
     drop(bar);
-    if let Some(mut s) = step {
-        let status = s.stop(Duration::from_secs(10));
-        if !a.json {
-            eprintln!("rdmakit fleet pairwise: the agents' job step ended ({status})");
-        }
+    if let Some(status) = m.stop().filter(|_| !a.json) {
+        eprintln!("rdmakit fleet pairwise: the agents' job step ended ({status})");
     }
-    Ok(result.map_err(|e| e.to_string()))
+    match m.report {
+        Ok(report) => show(&a, &report),
+        Err(Failure::Refused(e)) => Ok(crate::cmd::fail("rdmakit fleet pairwise", e)),
+        Err(Failure::Error(e)) => Err(anyhow::Error::from_boxed(e)),
+    }
 }
 
 /// Prints the run (text or JSON), writes its page, and gives the exit status.
-fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<ExitCode> {
+fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<Exit> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(report)?);
     } else {
@@ -221,8 +176,8 @@ fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<ExitCode> {
         crate::cmd::html::write(path, page)?;
     }
     Ok(if report.clean() {
-        Exit::Ok.into()
+        Exit::Ok
     } else {
-        Exit::Found.into()
+        Exit::Found
     })
 }

@@ -1,11 +1,10 @@
 //! `rdmakit fleet sweep`: one doctor per node as one Slurm job step.
 
+use rdmakit_vocab::exit::Exit;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context as _;
-use rdmakit_fleet::slurm::run::{self, Commands, Event, SweepSpec};
+use rdmakit_fleet::slurm::run::{self, Event, SweepRequest};
 
 use rdmakit_report::progress::Progress;
 
@@ -39,49 +38,32 @@ pub struct Args {
     doctor_args: Vec<String>,
 }
 
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(a.timeout > 0, "--timeout must be at least 1 second");
-    let rdmakit = match a.rdmakit {
-        Some(p) => p,
-        None => std::env::current_exe()
-            .context("finding this binary's path (pass --rdmakit PATH)")?
-            .display()
-            .to_string(),
-    };
-    let spec = SweepSpec {
+pub fn run(a: Args) -> anyhow::Result<Exit> {
+    let req = SweepRequest {
         partition: a.partition.clone(),
         nodelist: a.nodelist.clone(),
-        rdmakit,
-        doctor_args: run::doctor_args(&a.doctor_args),
+        output: a.output.clone(),
         bundles: a.bundles,
-        timeout: Duration::from_secs(a.timeout),
+        timeout: a.timeout,
+        rdmakit: a.rdmakit.clone(),
+        doctor_args: a.doctor_args.clone(),
     };
-    // Read before the sweep: a bad --baseline or --expect should not cost one.
-    let opts = a.report.options()?;
-    let cmds = Commands::default();
-    let plan = run::plan(&cmds, &spec)?;
-    let dir = a.output.clone().unwrap_or_else(|| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        PathBuf::from(format!("rdmakit-sweep-{t}"))
-    });
-
-    let bar = Progress::new(
-        "{spinner} {pos}/{len} nodes reported {elapsed} {wide_msg}",
-        Some(plan.run.len() as u64),
-        Duration::ZERO,
-        !plan.run.is_empty(),
-    );
-    let mut on_event = |e: Event| match e {
+    let mut bar = Progress::hidden();
+    let mut on = |e: Event| match e {
+        Event::Planned(n) => {
+            let t = "{spinner} {pos}/{len} nodes reported {elapsed} {wide_msg}";
+            bar = Progress::new(t, Some(n as u64), Duration::ZERO, n > 0);
+        }
         Event::Progress { reported, .. } => bar.position(reported as u64, None),
         Event::Srun(m) => bar.message(m),
         Event::TimedOut => bar.message(format!("timeout ({} s): stopping srun", a.timeout)),
+        Event::Ran => bar = Progress::hidden(),
     };
-    let swept = run::execute(&cmds, plan, spec.timeout, &mut on_event)?;
-    drop(bar);
-
-    let (report, json) = run::write_report(&dir, &swept, &opts)?;
-    a.report
-        .emit(&report, Some(&json), Some(swept.summary(&dir)))
+    let s = run::sweep(
+        &req,
+        &|| a.report.options(),
+        &std::env::current_exe,
+        &mut on,
+    )?;
+    a.report.emit(&s.report, Some(&s.json), Some(s.summary))
 }
