@@ -65,6 +65,16 @@ fn try_these(s: &[String]) -> String {
     }
 }
 
+/// What `rdmakit explain` prints of `e`: its JSON, a finding code's page as
+/// its Markdown source (`raw`), or [`render_human`] for `width` columns.
+pub fn output(e: &Explanation, as_json: bool, raw: bool, width: u16) -> String {
+    match (as_json, raw, e.page) {
+        (true, _, _) => serde_json::to_string_pretty(e).unwrap_or_default() + "\n",
+        (false, true, Some(page)) => page.to_string(),
+        _ => render_human(e, width),
+    }
+}
+
 /// The answer, as data. `render_human` prints it; `--json` serializes it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Explanation {

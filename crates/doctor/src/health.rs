@@ -195,6 +195,12 @@ pub struct Health {
 }
 
 impl Verdict {
+    /// The exit status of `rdmakit doctor` ([`Verdict::exit_code`]).
+    pub fn exit(&self) -> rdmakit_vocab::exit::Exit {
+        rdmakit_vocab::exit::Exit::from_code(self.exit_code())
+            .unwrap_or(rdmakit_vocab::exit::Exit::Failed)
+    }
+
     /// The verdict on `findings`: unhealthy when one is at or above `fail_on`
     /// (`None`: never).
     pub fn of(findings: &[Finding], fail_on: Option<Severity>) -> Verdict {

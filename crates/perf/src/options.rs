@@ -189,6 +189,35 @@ pub enum Refused {
     Run(PerfError),
 }
 
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Usage(m) => f.write_str(m),
+            Refused::Provider(e) => write!(f, "choosing a verbs provider: {e}"),
+            Refused::Run(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl Refused {
+    /// The failed run's JSON object for `--json` (a usage error has none).
+    pub fn json(&self, test: Test) -> Option<serde_json::Value> {
+        match self {
+            Refused::Run(e) => Some(crate::render::error_json(test, e)),
+            _ => None,
+        }
+    }
+
+    /// The exit status: 2 for bad parameters, else as [`PerfError::exit_code`].
+    pub fn exit(&self) -> rdmakit_vocab::exit::Exit {
+        use rdmakit_vocab::exit::Exit;
+        match self {
+            Refused::Run(e) => Exit::from_code(e.exit_code()).unwrap_or(Exit::Failed),
+            _ => Exit::Failed,
+        }
+    }
+}
+
 /// Runs `req`: its parameters checked first, then the device opened through
 /// `provider` (which matters for `-d DEV` only: the soft NIC is built in),
 /// the soft NIC configured by `soft` (the environment's, read by the caller:

@@ -10,6 +10,15 @@ use crate::{ControlTimings, Header, PerfError, Report, Row, Test};
 const LINE: &str =
     "---------------------------------------------------------------------------------------";
 
+/// What a finished run prints: its JSON object ([`json`]) or perftest's
+/// table ([`results`]); `gbits` reports bandwidth in Gb/sec.
+pub fn output(r: &Report, as_json: bool, gbits: bool) -> String {
+    match as_json {
+        true => format!("{}\n", json(r, gbits)),
+        false => results(r, gbits),
+    }
+}
+
 /// What a server prints while it waits for its client, as perftest does.
 pub fn waiting() -> &'static str {
     "\n************************************\n\

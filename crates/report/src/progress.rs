@@ -94,6 +94,20 @@ impl Progress {
     }
 }
 
+impl rdmakit_vocab::progress::Meter for Progress {
+    fn message(&self, msg: String) {
+        Progress::message(self, msg);
+    }
+
+    fn prefix(&self, prefix: String) {
+        Progress::prefix(self, prefix);
+    }
+
+    fn position(&self, n: u64, len: Option<u64>) {
+        Progress::position(self, n, len);
+    }
+}
+
 impl Drop for Progress {
     fn drop(&mut self) {
         if let Some(tx) = self.stop.take() {

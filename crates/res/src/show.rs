@@ -96,6 +96,15 @@ impl Shown {
         }
     }
 
+    /// What goes to stderr before the rows: what the reader should know
+    /// (`rdmakit: note: ...`), then what could not be read (`rdmakit: ...`).
+    pub fn stderr(&self) -> String {
+        let notes = self.notes.iter().map(|n| format!("rdmakit: note: {n}\n"));
+        notes
+            .chain(self.missing.iter().map(|m| format!("rdmakit: {m}\n")))
+            .collect()
+    }
+
     /// The rows for stdout: the JSON `rdma -j` prints for the same command
     /// (an array), or one `rdma`-style line each.
     pub fn stdout(&self, as_json: bool) -> String {

@@ -73,6 +73,11 @@ pub use rdmakit_proto::{
     WcOpcode, WcStatus,
 };
 pub use rdmakit_soft::{DeviceConfig, Limits};
+
+/// The provider chosen at an edge (`--provider`, else `RDMAKIT_PROVIDER`),
+/// or why that choice is bad — an error only for a command that opens a
+/// device through it.
+pub type ProviderSetting = Result<ProviderChoice>;
 pub use rdmakit_types::{
     guid_str, AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState,
     QpInit, SendRequest, Speed, Width,

@@ -91,6 +91,15 @@ fn device_description(d: &DeviceSummary, inv: Option<&InventoryDevice>) -> Strin
     parts.join(", ")
 }
 
+/// What `rdmakit doctor` prints of a report: [`json`] with `--json`, else
+/// [`human`].
+pub fn output(r: &Report, as_json: bool, opts: HumanOptions) -> String {
+    match as_json {
+        true => json(r) + "\n",
+        false => human(r, opts),
+    }
+}
+
 /// The human report.
 pub fn human(r: &Report, opts: HumanOptions) -> String {
     let width = usize::from(opts.width.max(MIN_WIDTH));

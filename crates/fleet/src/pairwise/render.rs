@@ -20,6 +20,15 @@ fn paint(s: Style, text: &str) -> String {
     format!("{s}{text}{s:#}")
 }
 
+/// What `fleet pairwise` prints of a run: its JSON (schema
+/// rdmakit.pairwise/v1, pretty-printed) or [`human`].
+pub fn output(r: &PairwiseReport, as_json: bool) -> String {
+    match as_json {
+        true => serde_json::to_string_pretty(r).unwrap_or_default() + "\n",
+        false => human(r),
+    }
+}
+
 /// The whole report as text.
 pub fn human(r: &PairwiseReport) -> String {
     let mut o = String::new();

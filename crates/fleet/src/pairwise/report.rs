@@ -61,6 +61,15 @@ impl PairwiseReport {
     pub fn clean(&self) -> bool {
         self.faults.is_empty() && self.unreachable.is_empty() && self.inconclusive.is_none()
     }
+
+    /// `fleet pairwise`'s exit status: 0 no fault, 1 a fault found or an
+    /// agent unreachable (or the run inconclusive).
+    pub fn exit(&self) -> rdmakit_vocab::exit::Exit {
+        match self.clean() {
+            true => rdmakit_vocab::exit::Exit::Ok,
+            false => rdmakit_vocab::exit::Exit::Found,
+        }
+    }
 }
 
 /// Full matrix or quick screen.

@@ -59,6 +59,28 @@ impl Choice {
         Choice::parse(&std::env::var(PROVIDER_ENV).unwrap_or_default())
     }
 
+    /// The choice for a subcommand: as [`Choice::from_flag_or_env`], but
+    /// `flag` is refused when the subcommand opens no device (`opens`), the
+    /// message naming it as typed (`typed`).
+    ///
+    /// # Errors
+    /// The message to print: `flag` given to a subcommand that opens no
+    /// device, or naming no provider.
+    pub fn for_subcommand(
+        flag: Option<&str>,
+        opens: bool,
+        typed: &dyn Fn() -> String,
+    ) -> std::result::Result<Result<Choice>, String> {
+        if flag.is_some() && !opens {
+            return Err(format!(
+                "--provider chooses how devinfo, perf, verbs-test and fleet agent open a \
+                 device; `rdmakit {}` opens none: leave --provider out",
+                typed()
+            ));
+        }
+        Choice::from_flag_or_env(flag).map_err(|e| format!("--provider: {}", e.detail))
+    }
+
     /// The choice `flag` (`--provider`) makes, else the environment's
     /// ([`Choice::from_env`]). A bad flag is an error now; a bad
     /// `RDMAKIT_PROVIDER` is kept as the inner error, which only a command

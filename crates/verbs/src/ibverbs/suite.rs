@@ -581,6 +581,26 @@ pub struct DeviceRun {
     pub results: Vec<CaseResult>,
 }
 
+impl DeviceRun {
+    /// What `rdmakit verbs-test` prints: one JSON object ([`json`]) or the
+    /// lines of [`text`].
+    pub fn output(&self, as_json: bool) -> String {
+        match as_json {
+            true => json(&self.device, self.kind, &self.results) + "\n",
+            false => text(&self.device, self.kind, &self.results),
+        }
+    }
+
+    /// [`Exit::Ok`] when every case passed, else [`Exit::Found`].
+    pub fn exit(&self) -> rdmakit_vocab::exit::Exit {
+        use rdmakit_vocab::exit::Exit;
+        match self.results.iter().all(|c| c.passed) {
+            true => Exit::Ok,
+            false => Exit::Found,
+        }
+    }
+}
+
 /// Runs the suite ([`run`]) on `device` of the provider `choice` selects (its
 /// first device when `None`), between two contexts of it.
 ///

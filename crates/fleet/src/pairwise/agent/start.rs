@@ -3,9 +3,10 @@
 //! READY line `fleet pairwise --slurm` reads through srun made.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::{check_device, Agent, AgentConfig};
+use super::{check_device, Agent, AgentConfig, Event, Logger};
 use crate::pairwise::auth::{Token, TokenError};
 use crate::pairwise::privilege;
 use crate::pairwise::slurm::Ready;
@@ -60,6 +61,22 @@ pub struct Started {
     /// With `--announce`: the READY line (JSON: name, address, Slurm rank)
     /// to print on stdout.
     pub ready: Option<String>,
+}
+
+impl Started {
+    /// Serves until the agent exits, telling `log` one line per event
+    /// (`NAME [SECONDS s]: EVENT`, the time since it started serving).
+    ///
+    /// # Errors
+    /// Why the agent stopped serving.
+    pub fn serve(self, log: impl Fn(&str) + Send + Sync + 'static) -> Result<(), String> {
+        let (name, started) = (self.name, Instant::now());
+        let logger: Logger = Arc::new(move |e: &Event| {
+            let t = started.elapsed().as_secs_f64();
+            log(&format!("{name} [{t:>8.1}s]: {e}"));
+        });
+        self.agent.run(logger).map(drop).map_err(|e| e.to_string())
+    }
 }
 
 /// Starts the agent `req` asks for; `note` hears what the user should know
