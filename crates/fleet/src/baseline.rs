@@ -354,8 +354,8 @@ pub struct Baselined {
     /// The inventory's JSON, for the file `-o` names.
     pub json: String,
     /// For stderr: what it expects per cohort, then each input that could not
-    /// be read.
-    pub notes: Vec<String>,
+    /// be read, a line each.
+    pub notes: String,
     /// [`Exit::Failed`] when an input could not be read, else [`Exit::Ok`].
     pub exit: rdmakit_vocab::exit::Exit,
 }
@@ -367,9 +367,9 @@ impl Baselined {
         use rdmakit_vocab::exit::Exit;
         let r = crate::report::FleetReport::from_loaded(loaded, &Default::default());
         let exp = Expected::from_report(crate::TOOL, &r);
-        let mut notes = exp.summary();
+        let mut notes: String = exp.summary().iter().map(|l| format!("{l}\n")).collect();
         for e in &r.errors {
-            notes.push(format!("rdmakit: bad input: {}: {}", e.input, e.message));
+            notes.push_str(&format!("rdmakit: bad input: {}: {}\n", e.input, e.message));
         }
         Baselined {
             json: exp.to_json() + "\n",

@@ -88,8 +88,8 @@ pub struct LoadOptions<'a> {
     pub doctor: Config,
     /// `rdmakit 0.1.0`, for replayed reports.
     pub tool: String,
-    /// Called with (done, total) as inputs are read (for a progress bar).
-    pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    /// Told (done, total) as inputs are read (for a progress bar).
+    pub progress: Option<&'a dyn rdmakit_vocab::progress::Meter>,
     /// Worker threads (0: one per CPU).
     pub threads: usize,
 }
@@ -295,7 +295,7 @@ fn read_all(items: &[(usize, Item)], opts: &LoadOptions) -> Vec<ItemResult> {
                 *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if let Some(p) = opts.progress {
-                    p(d, total);
+                    p.position(d as u64, Some(total as u64));
                 }
             });
         }

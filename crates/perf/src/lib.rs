@@ -26,7 +26,8 @@ pub mod render;
 mod stats;
 
 pub use engine::{
-    client_on, run_client, run_server, serve_on, ClientOpts, HeaderHook, Progress, ServerOpts, Step,
+    client_on, run_client, run_server, serve_on, ClientOpts, HeaderHook, Progress, ServerOpts,
+    Step, PERMILLE,
 };
 pub use error::PerfError;
 pub use proto::{Params, QpInfo};

@@ -53,9 +53,10 @@ impl Recorded {
         }
     }
 
-    /// The lines for stderr: what could not be read, then per device the
-    /// fields the source (called `label`) did not record and why.
-    pub fn stderr(&self, label: &str) -> Vec<String> {
+    /// What goes to stderr: what could not be read, then per device the
+    /// fields the source (called `label`) did not record and why, each line
+    /// after `rdmakit: `.
+    pub fn stderr(&self, label: &str) -> String {
         let not_recorded = self.not_recorded.iter().map(|n| {
             format!(
                 "{n}: not recorded in the {label} (a bundle holds sysfs and, when rdma-core \
@@ -63,7 +64,8 @@ impl Recorded {
                  host for the rest)"
             )
         });
-        self.missing.iter().cloned().chain(not_recorded).collect()
+        let lines = self.missing.iter().cloned().chain(not_recorded);
+        lines.map(|l| format!("rdmakit: {l}\n")).collect()
     }
 
     /// What goes to stdout: ibv_devinfo's text, or the pretty-printed JSON.

@@ -197,15 +197,19 @@ impl Measured {
 /// `token` — the run's token as the caller's edge reads it, asked for only
 /// once the flags are known to be right; with `--slurm` a fresh one is made
 /// when neither a file nor the environment gives one — then coordinated,
-/// each step told to `on`.
+/// each step shown on `meter` ([`Step::text`]).
 pub fn measure(
     req: &Request,
     token: &dyn Fn() -> Result<Token, TokenError>,
     program: &dyn Fn() -> std::io::Result<PathBuf>,
-    on: &(dyn Fn(&Step) + Sync),
+    meter: &dyn rdmakit_vocab::progress::Meter,
 ) -> Measured {
+    let on = |s: &Step| match s.text() {
+        StepText::Message(m) => meter.message(m),
+        StepText::Prefix(p) => meter.prefix(p),
+    };
     let mut step = None;
-    let report = measure_into(req, token, program, on, &mut step);
+    let report = measure_into(req, token, program, &on, &mut step);
     Measured { report, step }
 }
 

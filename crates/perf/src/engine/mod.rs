@@ -30,6 +30,9 @@ pub use server::{run_server, serve_on, ServerOpts};
 /// RETRY_EXC_ERR after the QP's retries.
 const STALL: Duration = Duration::from_secs(20);
 
+/// The length of the bar [`Progress::reporting`] moves along.
+pub const PERMILLE: u64 = 1000;
+
 /// A callback receiving the header block.
 pub type HeaderHook<'a> = Box<dyn FnMut(&Header) + 'a>;
 
@@ -69,13 +72,13 @@ impl<'a> Progress<'a> {
     /// The hooks of a run a person watches: unless `quiet` (`--json`), `say`
     /// gets what perftest prints while it runs — the server's "waiting" once
     /// it listens (a port in use fails first), the header once connected —
-    /// and `step` gets each step's label ([`crate::render::progress_label`])
-    /// and the fraction of the run done (0..=1).
+    /// and `meter` shows each step's label ([`crate::render::progress_label`])
+    /// and the thousandths of the run done (a bar [`PERMILLE`] long).
     pub fn reporting(
         test: Test,
         quiet: bool,
         say: &'a dyn Fn(&str),
-        step: &'a dyn Fn(String, f64),
+        meter: &'a dyn rdmakit_vocab::progress::Meter,
     ) -> Progress<'a> {
         Progress {
             on_listening: Some(Box::new(move |_port: u16| {
@@ -89,10 +92,9 @@ impl<'a> Progress<'a> {
                 }
             })),
             on_progress: Some(Box::new(move |s: &Step| {
-                step(
-                    crate::render::progress_label(test, s),
-                    s.done.clamp(0.0, 1.0),
-                );
+                meter.message(crate::render::progress_label(test, s));
+                let n = (s.done.clamp(0.0, 1.0) * PERMILLE as f64) as u64;
+                meter.position(n, None);
             })),
             cancel: None,
         }

@@ -40,11 +40,8 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
     let (opened, opts) = a.source.open(a.pid, a.kernel_log.clone())?;
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
     // Converting a bundle or capture directory keeps every answer it has.
-    let convert = a
-        .source
-        .from
-        .as_deref()
-        .is_some_and(|p| Path::new(p).is_dir());
+    let from = a.source.from.as_deref();
+    let convert = from.is_some_and(|p| Path::new(p).is_dir());
     let spinner = Progress::spinner("collecting host facts");
     let mut bundle = opened.record(&opts, &tool, convert);
     drop(spinner);

@@ -1,18 +1,23 @@
-//! `rdmakit doctor`: run every check and report.
+//! `rdmakit doctor` (run every check and report), `explain` (what a code,
+//! errno, verb:errno or WC status means) and `irq` (per RDMA device, its
+//! interrupt vectors, the CPUs they land on, the device's NUMA node, and what
+//! the doctor's IRQ checks conclude): the doctor crate's commands.
 
-use rdmakit_vocab::exit::Exit;
 use std::io::Write as _;
 use std::time::Duration;
 
 use rdmakit_doctor::assemble::RawOptions;
+use rdmakit_doctor::explain;
 use rdmakit_doctor::health::{Edge, NodeCheck, Options, Verdict};
 use rdmakit_doctor::npd;
 use rdmakit_doctor::render::{self, HumanOptions};
+use rdmakit_doctor::views::irq::IrqView;
 use rdmakit_fleet::slurm::check::{self, HealthCheck, SlurmEnv};
 use rdmakit_fleet::slurm::frame;
 use rdmakit_report::progress::Progress;
+use rdmakit_vocab::exit::Exit;
 
-use super::SourceArgs;
+use super::{ReplayArgs, SourceArgs};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -161,23 +166,61 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
         eprintln!("rdmakit: note: {note}");
     }
     if let Some(path) = &a.html {
-        let meta = super::html::meta(c.recorded_unix);
-        super::html::write(path, rdmakit_report::doctor::render_checked(&c, &meta))?;
+        let meta = super::page_meta(c.recorded_unix);
+        super::write_page(path, rdmakit_report::doctor::render_checked(&c, &meta))?;
     }
-    let text = if a.frame {
-        frame::of_check(&c, std::env::var("SLURMD_NODENAME").ok().as_deref())
-    } else if a.json {
-        render::json(&c.report) + "\n"
-    } else {
-        let opts = HumanOptions {
-            verbose: a.verbose,
-            width: width(),
-        };
-        render::human(&c.report, opts)
+    let text = match a.frame {
+        true => frame::of_check(&c, std::env::var("SLURMD_NODENAME").ok().as_deref()),
+        false => {
+            let opts = HumanOptions {
+                verbose: a.verbose,
+                width: width(),
+            };
+            render::output(&c.report, a.json, opts)
+        }
     };
     anstream::stdout().write_all(text.as_bytes())?;
-    let verdict = Verdict::of(&c.report.findings, fail_on);
-    Ok(Exit::from_code(verdict.exit_code()).unwrap_or(Exit::Failed))
+    Ok(Verdict::of(&c.report.findings, fail_on).exit())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExplainArgs {
+    /// RDK-K003, ib-umad-missing, ENOSPC, 28, ibv_create_qp:ENOSPC, wc:12, RETRY_EXC_ERR.
+    query: String,
+    /// Print the explanation as JSON.
+    #[arg(long, conflicts_with = "raw")]
+    json: bool,
+    /// Print a finding code's page as the Markdown source (crates/doctor/findings/CODE.md).
+    #[arg(long)]
+    raw: bool,
+}
+
+pub fn explain(a: ExplainArgs) -> anyhow::Result<Exit> {
+    let q = explain::parse_query(&a.query)?;
+    let e = explain::explain(&q);
+    let text = explain::output(&e, a.json, a.raw, width());
+    anstream::stdout().write_all(text.as_bytes())?;
+    Ok(Exit::Ok)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct IrqArgs {
+    /// Print the view as JSON (schema rdmakit.irq/v1).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    source: ReplayArgs,
+}
+
+/// Exit 1 when the doctor's IRQ checks fail, 0 otherwise, 2 when rdmakit
+/// itself failed (`IrqView::exit`).
+pub fn irq(a: IrqArgs) -> anyhow::Result<Exit> {
+    let (opened, opts) = a.source.open(None, None)?;
+    let facts = rdmakit_host::collect::collect(opened.source(), &opts);
+    let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
+    let view = IrqView::of_facts(&facts, &tool, opened.label());
+    anstream::stdout().write_all(view.output(a.json).as_bytes())?;
+    Ok(view.exit())
 }
 
 /// The columns human output wraps to: `COLUMNS` when set to a number, else

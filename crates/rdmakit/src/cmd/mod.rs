@@ -1,50 +1,33 @@
-//! One module per subcommand, plus what they share.
+//! The subcommands, a module per library crate they call (`doctor` holds
+//! doctor, explain and irq; `res` dev, link, stat, res and monitor; ...), and
+//! what they share: where host facts come from, `--color`, `--html FILE` (the
+//! self-contained HTML report, crates/report, of a command's result).
 
 pub mod collect;
-pub mod devinfo;
 pub mod doctor;
-pub mod explain;
 pub mod fleet;
-pub mod html;
-pub mod irq;
 pub mod metrics;
-pub mod monitor;
 pub mod pcap;
 pub mod perf;
 pub mod res;
-pub mod shim;
 pub mod soft;
-pub mod surface;
-pub mod verbstest;
+pub mod verbs;
 
-/// The verbs provider chosen at the edge (`--provider`, else
-/// `RDMAKIT_PROVIDER`), or why that choice is bad; read once in `main` and
-/// passed to the commands that open devices.
-pub type ProviderSetting = Result<rdmakit_verbs::ProviderChoice, rdmakit_verbs::Error>;
-
+use anyhow::Context as _;
 use rdmakit_host::collect::CollectOptions;
 pub use rdmakit_host::open::Opened;
 use rdmakit_host::open::SourceSpec;
+use rdmakit_report::{Meta, ReportError};
 
-/// `--color`.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum ColorWhen {
-    Auto,
-    Always,
-    Never,
-}
-
-impl ColorWhen {
-    /// Sets the choice for every anstream writer (auto honours NO_COLOR,
-    /// CLICOLOR_FORCE and whether the output is a terminal).
-    pub fn apply(self) {
-        let c = match self {
-            ColorWhen::Auto => anstream::ColorChoice::Auto,
-            ColorWhen::Always => anstream::ColorChoice::Always,
-            ColorWhen::Never => anstream::ColorChoice::Never,
-        };
-        c.write_global();
-    }
+/// Sets `--color` for every anstream writer (auto honours NO_COLOR,
+/// CLICOLOR_FORCE and whether the output is a terminal).
+pub fn apply_color(when: clap::ColorChoice) {
+    let c = match when {
+        clap::ColorChoice::Auto => anstream::ColorChoice::Auto,
+        clap::ColorChoice::Always => anstream::ColorChoice::Always,
+        clap::ColorChoice::Never => anstream::ColorChoice::Never,
+    };
+    c.write_global();
 }
 
 /// Where host facts come from: `--root DIR`, `--from BUNDLE`, or the live host —
@@ -119,4 +102,20 @@ pub fn fail(who: &str, what: impl std::fmt::Display) -> rdmakit_vocab::exit::Exi
         rdmakit_vocab::errno::plain(&what.to_string())
     );
     rdmakit_vocab::exit::Exit::Failed
+}
+
+/// What the page says about how it was made: the time the data was taken
+/// (`taken_unix`; now when `None`) and the command line (read here, at the edge).
+pub fn page_meta(taken_unix: Option<u64>) -> Meta {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Meta::of_command(taken_unix.unwrap_or(now), std::env::args().skip(1))
+}
+
+/// Writes the rendered `page` to `path` and says so on stderr.
+pub fn write_page(path: &str, page: Result<String, ReportError>) -> anyhow::Result<()> {
+    rdmakit_report::file::write(path, &page.context("--html")?)?;
+    eprintln!("rdmakit: HTML report written to {path}");
+    Ok(())
 }

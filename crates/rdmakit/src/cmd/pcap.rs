@@ -2,7 +2,6 @@
 //! flag protocol anomalies.
 
 use std::io::Write as _;
-
 use std::path::Path;
 
 use anyhow::Context as _;

@@ -1,13 +1,13 @@
 //! `rdmakit perf TEST [HOST]`: perftest-shaped bandwidth and latency tests
 //! (`rdmakit_perf::options::Request` says what a run is and how it exits).
-use rdmakit_vocab::exit::Exit;
 use std::io::Write as _;
 use std::time::Duration;
 
 use rdmakit_perf::options::{self, parse_duration, parse_mtu, parse_test, parse_ud};
 use rdmakit_perf::options::{Options, Refused, Request};
-use rdmakit_perf::{render, Progress, Test};
+use rdmakit_perf::{render, Progress, Test, PERMILLE};
 use rdmakit_report::progress::Progress as Bar;
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -84,7 +84,7 @@ pub struct Args {
     connect_timeout: f64,
 }
 
-pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<Exit> {
+pub fn run(a: Args, provider: rdmakit_verbs::ProviderSetting) -> anyhow::Result<Exit> {
     let req = Request {
         options: Options {
             test: a.test,
@@ -106,21 +106,13 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<Exit> {
         gid_index: a.gid_index,
         connect_timeout: a.connect_timeout,
     };
-    let bar = Bar::new(
-        "{msg} [{bar:30}] {percent:>3}%",
-        Some(1000),
-        Duration::from_secs(1),
-        true,
-    );
+    let template = "{msg} [{bar:30}] {percent:>3}%";
+    let bar = Bar::new(template, Some(PERMILLE), Duration::from_secs(1), true);
     let say = |text: &str| {
         print!("{text}");
         let _ = std::io::stdout().flush();
     };
-    let step = |label: String, done: f64| {
-        bar.message(label);
-        bar.position((done * 1000.0) as u64, None);
-    };
-    let mut hooks = Progress::reporting(a.test, a.json, &say, &step);
+    let mut hooks = Progress::reporting(a.test, a.json, &say, &bar);
     // The soft NIC as the environment configures it (read here, the edge).
     let soft = rdmakit_verbs::DeviceConfig::from_env().map_err(Into::into);
     let result = options::run(&req, provider, soft, &mut hooks);
@@ -128,29 +120,21 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<Exit> {
     drop(bar);
     let r = match result {
         Ok(r) => r,
-        Err(Refused::Usage(m)) => {
-            eprintln!("rdmakit perf: error: {m}");
-            return Ok(Exit::Failed);
-        }
         Err(Refused::Provider(e)) => {
             return Err(anyhow::Error::new(e).context("choosing a verbs provider"))
         }
-        Err(Refused::Run(e)) => {
-            if a.json {
-                println!("{}", render::error_json(a.test, &e));
+        Err(e) => {
+            if let Some(j) = e.json(a.test).filter(|_| a.json) {
+                println!("{j}");
             }
             eprintln!("rdmakit perf: error: {e}");
-            return Ok(Exit::from_code(e.exit_code()).unwrap_or(Exit::Failed));
+            return Ok(e.exit());
         }
     };
-    if a.json {
-        println!("{}", render::json(&r, a.report_gbits));
-    } else {
-        print!("{}", render::results(&r, a.report_gbits));
-    }
+    print!("{}", render::output(&r, a.json, a.report_gbits));
     if let Some(path) = &a.html {
-        let page = rdmakit_report::perf::render(std::slice::from_ref(&r), &super::html::meta(None));
-        super::html::write(path, page)?;
+        let page = rdmakit_report::perf::render(std::slice::from_ref(&r), &super::page_meta(None));
+        super::write_page(path, page)?;
     }
     Ok(Exit::Ok)
 }

@@ -1,20 +1,18 @@
-//! `rdmakit dev`, `link`, `stat [qp]` and `res [KIND]`: every device's ports,
-//! counters and tracked RDMA objects — the kernel's (RDMA netlink) and, for
-//! `res` on the live host, the rdmakit soft NIC's (its registry) — as `rdma`
-//! prints them, plus whether each owner is still alive. The views and their
-//! rows are the rdmakit-res library's (`rdmakit_res::view`); what they share
-//! here is loading the facts and printing the rows.
+//! `rdmakit dev`, `link`, `stat [qp]`, `res [KIND]` and `monitor`: the
+//! `rdma`-style views of every device (`rdmakit_res::view`, the kernel's and,
+//! for `res` on the live host, the soft NIC's objects) and its events
+//! (`rdmakit_res::kernel::monitor`); here, loading the facts and printing.
 
-use rdmakit_vocab::exit::Exit;
 use std::io::Write as _;
 
 use rdmakit_host::netlink;
+use rdmakit_res::kernel::{self, Said};
 use rdmakit_res::view::View;
 use rdmakit_verbs::SoftProvider;
+use rdmakit_vocab::exit::Exit;
 
 use super::ReplayArgs;
 
-/// `rdmakit dev`: the RDMA devices, as `rdma dev` prints them.
 #[derive(clap::Args, Debug)]
 pub struct DevArgs {
     /// Only this device.
@@ -24,7 +22,6 @@ pub struct DevArgs {
     out: RowsArgs,
 }
 
-/// `rdmakit link`: the ports of every RDMA device, as `rdma link` prints them.
 #[derive(clap::Args, Debug)]
 pub struct LinkArgs {
     /// Only this device, or this port (DEV/PORT).
@@ -34,8 +31,6 @@ pub struct LinkArgs {
     out: RowsArgs,
 }
 
-/// `rdmakit stat [qp]`: per-port hardware counters (`rdma statistic`) and bound
-/// QP counters (`rdma statistic qp`).
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
     /// "qp" for QP counters; without it, the port counters.
@@ -48,8 +43,6 @@ pub struct StatArgs {
     out: RowsArgs,
 }
 
-/// `rdmakit res [qp|cq|mr|pd|ctx|srq|cm_id]`: tracked objects, as `rdma
-/// resource show` prints them.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// qp, cq, mr, pd, ctx, srq or cm_id; without it, the per-device summary.
@@ -109,12 +102,24 @@ fn show(view: Result<View, String>, out: &RowsArgs) -> anyhow::Result<Exit> {
     let shown = view
         .rows(&f, opened.label(), &soft)
         .map_err(anyhow::Error::msg)?;
-    for n in &shown.notes {
-        eprintln!("rdmakit: note: {n}");
-    }
-    for m in &shown.missing {
-        eprintln!("rdmakit: {m}");
-    }
+    eprint!("{}", shown.stderr());
     anstream::stdout().write_all(shown.stdout(out.json).as_bytes())?;
     Ok(shown.exit())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MonitorArgs {
+    /// One JSON object per line instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn monitor(a: MonitorArgs) -> anyhow::Result<Exit> {
+    let mut out = anstream::stdout();
+    let exit = kernel::monitor(a.json, &mut |s| match s {
+        Said::Event(line) => writeln!(out, "{line}"),
+        Said::Batch => out.flush(),
+        Said::Note(line) => writeln!(std::io::stderr(), "rdmakit: monitor: {line}"),
+    })?;
+    Ok(exit)
 }

@@ -1,8 +1,11 @@
-//! `rdmakit soft status|reclaim|leaky`: the soft NIC's device-wide resource
-//! registry (`rdmakit_res::registry` says what each does; docs/soft-nic.md,
-//! "Resource registry").
+//! `rdmakit soft status|reclaim|leaky`, the soft NIC's resource registry
+//! (`rdmakit_res::registry`; docs/soft-nic.md, "Resource registry"), and
+//! `rdmakit shim install DIR`, the drop-in libraries (`rdmakit_soft::install`).
+
+use std::path::PathBuf;
 
 use rdmakit_res::registry;
+use rdmakit_soft::install;
 use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Subcommand, Debug)]
@@ -53,4 +56,36 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
     print!("{}", said.out);
     eprint!("{}", said.err);
     Ok(said.exit)
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum ShimArgs {
+    /// Put libibverbs.so.1, librdmacm.so.1 and the libmlx5.so.1 / libefa.so.1 links in DIR.
+    Install {
+        /// Target directory (created if missing).
+        dir: PathBuf,
+        /// The built library (default: libibverbs.so next to this binary, or $RDMAKIT_SHIM_LIB).
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn shim(a: ShimArgs) -> anyhow::Result<Exit> {
+    let ShimArgs::Install { dir, from, json } = a;
+    let shim_lib = std::env::var_os("RDMAKIT_SHIM_LIB");
+    let lib =
+        install::locate(from, shim_lib, std::env::current_exe()).map_err(anyhow::Error::msg)?;
+    let name = std::env::var("RDMAKIT_SOFT_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "soft0".to_string());
+    let i = install::install(&lib, &dir, Some(&name)).map_err(anyhow::Error::msg)?;
+    match json {
+        true => println!("{}", rdmakit_res::install::json(&i)),
+        false => print!("{}", i.text()),
+    }
+    Ok(Exit::Ok)
 }

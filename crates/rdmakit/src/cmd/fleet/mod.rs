@@ -1,8 +1,8 @@
 //! `rdmakit fleet`: the doctor across a cluster. Each subcommand parses its
 //! arguments into settings, calls crates/fleet and renders through it; `report`
-//! and `baseline` here, the others one module each.
+//! and `baseline` here, `sweep` and the pairwise matrix (`agent`, `pairwise`)
+//! in their modules.
 
-pub mod agent;
 pub mod pairwise;
 pub mod sweep;
 
@@ -35,7 +35,7 @@ enum Command {
     /// is the transport) and report; silent, garbled or hung nodes are `missing`.
     Sweep(sweep::Args),
     /// The pairwise test agent: serves bandwidth/latency tests to a coordinator holding the run's token.
-    Agent(agent::Args),
+    Agent(pairwise::AgentArgs),
     /// Measure every pair of agents (or a ring), localize a slow node or a slow link.
     Pairwise(pairwise::Args),
 }
@@ -69,7 +69,7 @@ impl Args {
     }
 }
 
-pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<Exit> {
+pub fn run(a: Args, provider: rdmakit_verbs::ProviderSetting) -> anyhow::Result<Exit> {
     match a.command {
         Command::Report(a) => {
             let opts = a.report.options().map_err(anyhow::Error::msg)?;
@@ -78,19 +78,15 @@ pub fn run(a: Args, provider: super::ProviderSetting) -> anyhow::Result<Exit> {
         }
         Command::Baseline(a) => {
             let b = Baselined::of(load(&a.inputs));
-            if a.output == "-" {
-                anstream::stdout().write_all(b.json.as_bytes())?;
-            } else {
-                std::fs::write(&a.output, &b.json)
-                    .with_context(|| format!("writing {}", a.output))?;
+            match a.output.as_str() {
+                "-" => anstream::stdout().write_all(b.json.as_bytes())?,
+                path => std::fs::write(path, &b.json).with_context(|| format!("writing {path}"))?,
             }
-            for line in &b.notes {
-                writeln!(anstream::stderr(), "{line}")?;
-            }
+            anstream::stderr().write_all(b.notes.as_bytes())?;
             Ok(b.exit)
         }
         Command::Sweep(a) => sweep::run(a),
-        Command::Agent(a) => agent::run(a, provider),
+        Command::Agent(a) => pairwise::agent(a, provider),
         Command::Pairwise(a) => pairwise::run(a),
     }
 }
@@ -105,9 +101,8 @@ pub fn token(file: Option<&std::path::Path>) -> Result<Token, TokenError> {
 /// Reads inputs, with a progress bar on a terminal once it has taken a second.
 fn load(paths: &[String]) -> Loaded {
     let bar = Progress::new("{wide_bar} {pos}/{len}", None, Duration::from_secs(1), true);
-    let progress = |done: usize, total: usize| bar.position(done as u64, Some(total as u64));
     let opts = LoadOptions {
-        progress: Some(&progress),
+        progress: Some(&bar),
         ..LoadOptions::default()
     };
     input::load(paths, &opts)
@@ -156,8 +151,8 @@ impl ReportArgs {
         let text = render::output(r, self.json, json, self.verbose, tail.as_deref());
         anstream::stdout().write_all(text.as_bytes())?;
         if let Some(path) = &self.html {
-            let page = rdmakit_report::fleet::render(r, &crate::cmd::html::meta(None));
-            crate::cmd::html::write(path, page)?;
+            let page = rdmakit_report::fleet::render(r, &crate::cmd::page_meta(None));
+            crate::cmd::write_page(path, page)?;
         }
         Ok(r.exit())
     }

@@ -1,18 +1,20 @@
-//! `rdmakit fleet pairwise`: the coordinator of the fabric matrix. Parses
-//! the flags into a `PairwiseConfig` (and, with `--slurm`, starts the agents
-//! as one job step), runs it, renders the report. Exit status: 0 no fault,
-//! 1 a fault found or an agent unreachable, 2 the run could not be made.
+//! The pairwise fabric matrix (docs/pairwise.md): `rdmakit fleet pairwise`,
+//! the coordinator (a `Request` of fleet's `pairwise::options`, measured and
+//! rendered; exit 0 no fault, 1 a fault or an agent unreachable, 2 no run),
+//! and `rdmakit fleet agent`, the test agent (`pairwise::agent::start`).
 
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rdmakit_fleet::pairwise::coordinator::Step;
-use rdmakit_fleet::pairwise::options::{self, Failure, Launch, Options, Request, StepText};
+use rdmakit_fleet::pairwise::agent::start::Request as AgentRequest;
+use rdmakit_fleet::pairwise::agent::start::{start, Edge};
+use rdmakit_fleet::pairwise::options::{self, Failure, Launch, Options, Request};
 use rdmakit_fleet::pairwise::render;
 use rdmakit_fleet::pairwise::report::PairwiseReport;
-use rdmakit_vocab::exit::Exit;
-
 use rdmakit_report::progress::Progress;
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -143,15 +145,7 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
     };
     let bar = Progress::new("{spinner} {msg} {prefix}", None, Duration::ZERO, !a.json);
     let token = || super::token(a.token_file.as_deref());
-    let mut m = options::measure(
-        &req,
-        &token,
-        &std::env::current_exe,
-        &|s: &Step| match s.text() {
-            StepText::Message(m) => bar.message(m),
-            StepText::Prefix(p) => bar.prefix(p),
-        },
-    );
+    let mut m = options::measure(&req, &token, &std::env::current_exe, &bar);
     drop(bar);
     if let Some(status) = m.stop().filter(|_| !a.json) {
         eprintln!("rdmakit fleet pairwise: the agents' job step ended ({status})");
@@ -163,21 +157,89 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
     }
 }
 
+#[derive(clap::Args, Debug)]
+pub struct AgentArgs {
+    /// Control address. A specific IPv4 address is also the soft NIC's; 0.0.0.0 picks per test
+    /// the source address of the route toward the peer.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:18516")]
+    listen: SocketAddr,
+    /// The name it answers to (default: the hostname).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// RDMA device to test with (default: the built-in soft NIC).
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    device: Option<String>,
+    /// The run's shared secret, from a file readable by its owner alone (default:
+    /// RDMAKIT_FLEET_TOKEN). The agent does not start without one.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Exit after this many seconds without a request.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout: u64,
+    /// Longest test it runs, seconds (planned; a watchdog cancels 10 s past it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    max_test_seconds: f64,
+    /// Largest message a test may use, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20,
+          value_parser = clap::value_parser!(u64).range(1..=(8 << 20)))]
+    max_size: u64,
+    /// Exit when the first coordinator disconnects (agents of one job step).
+    #[arg(long)]
+    once: bool,
+    /// Print a READY line (JSON: name, address, Slurm rank) on stdout once listening.
+    #[arg(long)]
+    announce: bool,
+    /// The address to announce (default: the listen address, or with 0.0.0.0 the source of the
+    /// route toward SLURM_LAUNCH_NODE_IPADDR).
+    #[arg(long, value_name = "IP", requires = "announce")]
+    advertise: Option<Ipv4Addr>,
+    /// Once the port is bound, become USER (a name or a uid) for good: the agent needs
+    /// no privilege after binding. Only root can switch; without it a root agent says
+    /// so on stderr and keeps root.
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+}
+
+pub fn agent(a: AgentArgs, provider: rdmakit_verbs::ProviderSetting) -> anyhow::Result<Exit> {
+    let req = AgentRequest {
+        listen: a.listen,
+        name: a.name.clone(),
+        device: a.device.clone(),
+        idle_timeout: a.idle_timeout,
+        max_test_seconds: a.max_test_seconds,
+        max_size: a.max_size,
+        once: a.once,
+        announce: a.announce,
+        advertise: a.advertise,
+        user: a.user.clone(),
+    };
+    let edge = Edge {
+        provider,
+        token: &|| super::token(a.token_file.as_deref()),
+        soft: rdmakit_verbs::DeviceConfig::from_env().map_err(Into::into),
+        env: &|k: &str| std::env::var(k).ok(),
+    };
+    let fail = |e| crate::cmd::fail("rdmakit fleet agent", e);
+    let s = match start(&req, edge, &|l| eprintln!("rdmakit fleet agent {l}")) {
+        Ok(s) => s,
+        Err(e) => return Ok(fail(e)),
+    };
+    if let Some(line) = &s.ready {
+        println!("{line}");
+        let _ = std::io::stdout().flush();
+    }
+    let served = s.serve(|line| eprintln!("rdmakit fleet agent {line}"));
+    Ok(served.map_or_else(fail, |()| Exit::Ok))
+}
+
 /// Prints the run (text or JSON), writes its page, and gives the exit status.
 fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<Exit> {
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(report)?);
-    } else {
-        anstream::print!("{}", render::human(report));
-    }
+    anstream::print!("{}", render::output(report, a.json));
     if let Some(path) = &a.html {
         let taken = (report.started_unix > 0).then_some(report.started_unix);
-        let page = rdmakit_report::pairwise::render(report, &crate::cmd::html::meta(taken));
-        crate::cmd::html::write(path, page)?;
+        let page = rdmakit_report::pairwise::render(report, &crate::cmd::page_meta(taken));
+        crate::cmd::write_page(path, page)?;
     }
-    Ok(if report.clean() {
-        Exit::Ok
-    } else {
-        Exit::Found
-    })
+    Ok(report.exit())
 }

@@ -1,12 +1,11 @@
 //! `rdmakit fleet sweep`: one doctor per node as one Slurm job step.
 
-use rdmakit_vocab::exit::Exit;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use rdmakit_fleet::slurm::run::{self, Event, SweepRequest};
-
 use rdmakit_report::progress::Progress;
+use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
