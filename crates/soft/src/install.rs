@@ -46,6 +46,13 @@ pub struct Node {
     pub status: String,
 }
 
+/// The soft NIC whose device node [`install`] makes: `env` (the value of
+/// `RDMAKIT_SOFT_NAME`, read by the caller) unless unset or empty, else soft0.
+pub fn node_name(env: Option<String>) -> String {
+    env.filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "soft0".to_string())
+}
+
 /// Where the built library is: `from` (`--from`), else `env` (the value of
 /// `RDMAKIT_SHIM_LIB`, read by the caller), each of which must name a regular
 /// file; else next to `exe`, the rdmakit binary (`libibverbs.so`,

@@ -78,10 +78,7 @@ pub fn shim(a: ShimArgs) -> anyhow::Result<Exit> {
     let shim_lib = std::env::var_os("RDMAKIT_SHIM_LIB");
     let lib =
         install::locate(from, shim_lib, std::env::current_exe()).map_err(anyhow::Error::msg)?;
-    let name = std::env::var("RDMAKIT_SOFT_NAME")
-        .ok()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "soft0".to_string());
+    let name = install::node_name(std::env::var("RDMAKIT_SOFT_NAME").ok());
     let i = install::install(&lib, &dir, Some(&name)).map_err(anyhow::Error::msg)?;
     match json {
         true => println!("{}", rdmakit_res::install::json(&i)),

@@ -1,12 +1,12 @@
 //! `rdmakit fleet`: the doctor across a cluster. Each subcommand parses its
-//! arguments into settings, calls crates/fleet and renders through it; `report`
-//! and `baseline` here, `sweep` and the pairwise matrix (`agent`, `pairwise`)
-//! in their modules.
+//! arguments into settings, calls crates/fleet and renders through it; `report`,
+//! `baseline` and `sweep` here, the pairwise matrix (`agent`, `pairwise`) in its
+//! module.
 
 pub mod pairwise;
-pub mod sweep;
 
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -15,6 +15,7 @@ use rdmakit_fleet::input::{self, LoadOptions, Loaded};
 use rdmakit_fleet::pairwise::auth::{Token, TokenError};
 use rdmakit_fleet::render;
 use rdmakit_fleet::report::{FleetReport, Options};
+use rdmakit_fleet::slurm::run::{self, Event, SweepRequest};
 use rdmakit_report::progress::Progress;
 use rdmakit_vocab::exit::Exit;
 
@@ -33,7 +34,7 @@ enum Command {
     Baseline(BaselineArgs),
     /// Run the doctor on every node of a Slurm partition as one job step (srun's output
     /// is the transport) and report; silent, garbled or hung nodes are `missing`.
-    Sweep(sweep::Args),
+    Sweep(SweepArgs),
     /// The pairwise test agent: serves bandwidth/latency tests to a coordinator holding the run's token.
     Agent(pairwise::AgentArgs),
     /// Measure every pair of agents (or a ring), localize a slow node or a slow link.
@@ -85,10 +86,67 @@ pub fn run(a: Args, provider: rdmakit_verbs::ProviderSetting) -> anyhow::Result<
             anstream::stderr().write_all(b.notes.as_bytes())?;
             Ok(b.exit)
         }
-        Command::Sweep(a) => sweep::run(a),
+        Command::Sweep(a) => sweep(a),
         Command::Agent(a) => pairwise::agent(a, provider),
         Command::Pairwise(a) => pairwise::run(a),
     }
+}
+
+/// `rdmakit fleet sweep`: one doctor per node as one Slurm job step.
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// The partition to sweep (default: the default partition's nodes).
+    #[arg(short, long, value_name = "P")]
+    partition: Option<String>,
+    /// The nodes to sweep, a Slurm hostlist: n[1-12],gpu7.
+    #[arg(short = 'w', long, value_name = "LIST")]
+    nodelist: Option<String>,
+    /// Where to keep the evidence: srun.out/srun.err (the raw lines), reports.jsonl (one
+    /// report per line, for `rdmakit fleet report`), sweep.json, fleet.json, bundles/
+    /// [default: ./rdmakit-sweep-<unix time>].
+    #[arg(short, long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Also bring back each node's bundle of everything its doctor read (bundles/NODE.json.gz).
+    #[arg(long)]
+    bundles: bool,
+    /// Seconds to wait for every report; a node still silent then is missing (hung).
+    #[arg(long, value_name = "S", default_value_t = 60)]
+    timeout: u64,
+    #[command(flatten)]
+    report: ReportArgs,
+    /// rdmakit's path on the nodes [default: this binary's path].
+    #[arg(long, value_name = "PATH")]
+    rdmakit: Option<String>,
+    /// More doctor arguments for every node, after `--` (e.g. -- --fail-on warning).
+    /// Active probes run only with -- --probe.
+    #[arg(last = true, value_name = "DOCTOR_ARGS")]
+    doctor_args: Vec<String>,
+}
+
+fn sweep(a: SweepArgs) -> anyhow::Result<Exit> {
+    let req = SweepRequest {
+        partition: a.partition.clone(),
+        nodelist: a.nodelist.clone(),
+        output: a.output.clone(),
+        bundles: a.bundles,
+        timeout: a.timeout,
+        rdmakit: a.rdmakit.clone(),
+        doctor_args: a.doctor_args.clone(),
+    };
+    let mut bar = Progress::hidden();
+    let mut on = |e: Event| match e {
+        Event::Planned(n) => {
+            let t = "{spinner} {pos}/{len} nodes reported {elapsed} {wide_msg}";
+            bar = Progress::new(t, Some(n as u64), Duration::ZERO, n > 0);
+        }
+        Event::Progress { reported, .. } => bar.position(reported as u64, None),
+        Event::Srun(m) => bar.message(m),
+        Event::TimedOut => bar.message(format!("timeout ({} s): stopping srun", a.timeout)),
+        Event::Ran => bar = Progress::hidden(),
+    };
+    let options = || a.report.options();
+    let s = run::sweep(&req, &options, &std::env::current_exe, &mut on)?;
+    a.report.emit(&s.report, Some(&s.json), Some(s.summary))
 }
 
 /// The pairwise run's token: `--token-file`, else `RDMAKIT_FLEET_TOKEN` (read
