@@ -68,28 +68,22 @@ pub fn pause(text: &str) -> Result<Pause, TextError> {
     const CMD: &str = "ethtool -a";
     let mut p = Pause::default();
     let mut seen = false;
-    let mut in_stats = false;
-    for (n, line) in numbered_lines(text) {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with("Pause parameters for") {
-            continue;
-        }
-        if t == "Statistics:" {
-            in_stats = true;
-            continue;
-        }
-        let Some((key, value)) = t.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
+    for Entry {
+        n,
+        line,
+        in_stats,
+        key,
+        value,
+    } in entries(text, "Pause parameters for")
+    {
         if in_stats {
             let v = value.parse::<u64>().map_err(|_| {
                 TextError::new(CMD, n, line, "statistic is not an unsigned integer")
             })?;
-            p.stats.push((key.trim().to_string(), v));
+            p.stats.push((key.to_string(), v));
             continue;
         }
-        let slot = match key.trim() {
+        let slot = match key {
             "Autonegotiate" => &mut p.autoneg,
             "RX" => &mut p.rx,
             "TX" => &mut p.tx,
@@ -98,7 +92,7 @@ pub fn pause(text: &str) -> Result<Pause, TextError> {
             _ => continue,
         };
         *slot = on_off(value).ok_or_else(|| TextError::new(CMD, n, line, "not on, off or n/a"))?;
-        seen |= matches!(key.trim(), "Autonegotiate" | "RX" | "TX");
+        seen |= matches!(key, "Autonegotiate" | "RX" | "TX");
     }
     if !seen {
         let first = text.lines().next().unwrap_or("");
@@ -110,6 +104,40 @@ pub fn pause(text: &str) -> Result<Pause, TextError> {
         ));
     }
     Ok(p)
+}
+
+/// One `key: value` line of `ethtool -a` or `--show-fec` output, trimmed, and
+/// whether it is under the `Statistics:` heading.
+struct Entry<'a> {
+    n: usize,
+    line: &'a str,
+    in_stats: bool,
+    key: &'a str,
+    value: &'a str,
+}
+
+/// The `key: value` lines of output that opens with a line starting with
+/// `header` and may end with a `Statistics:` section; other lines are skipped.
+fn entries<'a>(text: &'a str, header: &'static str) -> impl Iterator<Item = Entry<'a>> {
+    let mut in_stats = false;
+    numbered_lines(text).filter_map(move |(n, line)| {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with(header) {
+            return None;
+        }
+        if t == "Statistics:" {
+            in_stats = true;
+            return None;
+        }
+        let (key, value) = t.split_once(':')?;
+        Some(Entry {
+            n,
+            line,
+            in_stats,
+            key: key.trim(),
+            value: value.trim(),
+        })
+    })
 }
 
 /// FEC settings and statistics, `ethtool [-I] --show-fec IF`.
@@ -164,20 +192,14 @@ pub fn fec(text: &str) -> Result<Fec, TextError> {
     const CMD: &str = "ethtool --show-fec";
     let mut f = Fec::default();
     let mut seen_active = false;
-    let mut in_stats = false;
-    for (n, line) in numbered_lines(text) {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with("FEC parameters for") {
-            continue;
-        }
-        if t == "Statistics:" {
-            in_stats = true;
-            continue;
-        }
-        let Some((key, value)) = t.split_once(':') else {
-            continue;
-        };
-        let (key, value) = (key.trim(), value.trim());
+    for Entry {
+        n,
+        line,
+        in_stats,
+        key,
+        value,
+    } in entries(text, "FEC parameters for")
+    {
         if key.ends_with("FEC encodings") && !in_stats {
             f.configured = value.split_whitespace().map(str::to_string).collect();
             continue;
