@@ -18,6 +18,8 @@
 //!   inputs meant to exhaust it.
 //! - **Held connections**: [`hold::Holder`], idle or trickling connections
 //!   kept open against a server, as an attacker keeps them.
+//! - **InfiniBand fabric**: [`ibsim::Fabric`], ibsim with unmodified opensm,
+//!   and tools or re-executed tests run against it under the umad2sim preload.
 //! - **Layout**: [`ownership::violations`], the files over a size and the
 //!   `impl` blocks away from the file that defines their type.
 //! - **Fixtures**: [`fixture`], [`fixtures_dir`], [`SLURMD_ARGV`]; with the feature `bundle`,
@@ -31,6 +33,7 @@ pub mod bundle;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod hold;
+pub mod ibsim;
 pub mod ownership;
 mod rss;
 pub mod words;

@@ -5,10 +5,14 @@ use core::fmt;
 
 /// The stack layer a failure or finding points at.
 ///
-/// Ordered bottom-up (`Hardware < Kernel < Library < Application`): the doctor
-/// sorts and groups findings in this order.
+/// Ordered bottom-up (`Fabric < Hardware < Kernel < Library < Application`):
+/// the doctor sorts and groups findings in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Layer {
+    /// The InfiniBand fabric beyond this host's port: switches, links,
+    /// routes and the subnet manager (a MAD that gets no reply, a status a
+    /// remote agent returned).
+    Fabric,
     /// The device or the network (DMA mapping, the wire, links, firmware).
     Hardware,
     /// The kernel driver and subsystems (resource tables, limits, modify_qp
@@ -24,7 +28,8 @@ pub enum Layer {
 
 impl Layer {
     /// Every layer, bottom-up.
-    pub const ALL: [Layer; 4] = [
+    pub const ALL: [Layer; 5] = [
+        Layer::Fabric,
         Layer::Hardware,
         Layer::Kernel,
         Layer::Library,
@@ -34,6 +39,7 @@ impl Layer {
     /// The lowercase name ("kernel"), as reports and JSON print it.
     pub const fn as_str(self) -> &'static str {
         match self {
+            Layer::Fabric => "fabric",
             Layer::Hardware => "hardware",
             Layer::Kernel => "kernel",
             Layer::Library => "library",
@@ -70,7 +76,7 @@ mod tests {
         assert!(Layer::ALL.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(
             Layer::ALL.map(Layer::as_str),
-            ["hardware", "kernel", "library", "application"]
+            ["fabric", "hardware", "kernel", "library", "application"]
         );
     }
 }

@@ -1,0 +1,465 @@
+//! A simulated InfiniBand fabric for tests: Debian's `ibsim` with unmodified
+//! `opensm` as its subnet manager, and unmodified infiniband-diags (or any
+//! program, a re-executed test binary included) run against it under the
+//! umad2sim preload.
+//!
+//! [`Fabric::start`] writes the topology into a fresh temporary directory,
+//! starts `ibsim -s` on it with a console fed from a FIFO whose write end the
+//! [`Fabric`] holds open (a console at EOF makes ibsim spin at 100 % CPU),
+//! waits for "Network simulator ready", then starts opensm under the preload
+//! and waits for `SUBNET UP`. Each fabric has its own `IBSIM_SOCKNAME`, so
+//! fabrics of parallel tests (and of other people on the machine) never meet.
+//!
+//! Every child runs in its own process group with `PR_SET_PDEATHSIG`
+//! (SIGKILL): dropping the [`Fabric`] kills them all and removes the
+//! directory, and a test process that dies leaves nothing running. The death
+//! signal follows the *thread* that started the fabric, so keep a fabric in
+//! the test that started it (not in a static shared across test threads).
+//!
+//! A missing `ibsim`, `opensm` or preload library is a panic naming the
+//! Debian packages: the tests that use this are required (scripts/test
+//! installs the packages).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The umad2sim preload library (Debian package libumad2sim0).
+pub const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+/// The Debian packages the simulated fabric needs.
+pub const PACKAGES: &str = "ibsim-utils libumad2sim0 opensm infiniband-diags libibumad3";
+
+/// How long [`Fabric::start`] waits for ibsim and for `SUBNET UP`.
+pub const START_LIMIT: Duration = Duration::from_secs(10);
+
+/// How long [`Fabric::tool`] lets a tool run (`timeout`'s argument).
+pub const TOOL_LIMIT: Duration = Duration::from_secs(20);
+
+/// ibsim's client slots (`IBSIM_MAX_CLIENTS`).
+pub const CLIENT_SLOTS: usize = 10;
+
+/// The two-switch, four-host dumbbell of the fabric test bed: H1, H2 on S1;
+/// H3, H4 on S2; S1 and S2 joined by ports 7 and 8. opensm gives H1=1,
+/// S1=2, S2=3, H2=4, H3=5, H4=6.
+pub const DUMBBELL: &str = "\
+Hca\t1 \"H1\"
+[1]\t\"S1\"[1]\tw=2 s=4
+
+Hca\t1 \"H2\"
+[1]\t\"S1\"[2]\tw=2 s=4
+
+Hca\t1 \"H3\"
+[1]\t\"S2\"[1]\tw=2 s=4
+
+Hca\t1 \"H4\"
+[1]\t\"S2\"[2]\tw=2 s=4
+
+Switch\t8 \"S1\"
+[1]\t\"H1\"[1]\tw=2 s=4
+[2]\t\"H2\"[1]\tw=2 s=4
+[7]\t\"S2\"[7]\tw=2 s=4
+[8]\t\"S2\"[8]\tw=2 s=4
+
+Switch\t8 \"S2\"
+[1]\t\"H3\"[1]\tw=2 s=4
+[2]\t\"H4\"[1]\tw=2 s=4
+[7]\t\"S1\"[7]\tw=2 s=4
+[8]\t\"S1\"[8]\tw=2 s=4
+";
+
+const OPENSM_CONF: &str = "sweep_interval 2\nforce_log_flush TRUE\nlog_flags 0x03\n";
+
+/// A running simulated fabric: ibsim, its console, and (unless stopped)
+/// opensm. Dropping it kills every process it started and removes its
+/// directory.
+pub struct Fabric {
+    dir: tempfile::TempDir,
+    sockname: String,
+    console: File,
+    ibsim: Option<Child>,
+    sm: Option<Child>,
+    sm_starts: u32,
+}
+
+impl Fabric {
+    /// Starts ibsim on the topology `net_text` (ibsim's net file format, the
+    /// first node is where clients attach unless `SIM_HOST` says otherwise),
+    /// then opensm, and waits for `SUBNET UP`.
+    ///
+    /// # Panics
+    /// When ibsim, opensm or the preload library is missing (naming the
+    /// Debian packages), or the subnet is not up within [`START_LIMIT`]
+    /// (with both logs).
+    pub fn start(net_text: &str) -> Fabric {
+        require_installed();
+        let dir = tempfile::Builder::new()
+            .prefix("rdmakit-ibsim-")
+            .tempdir()
+            .expect("create the fabric's temporary directory");
+        std::fs::write(dir.path().join("net"), net_text).expect("write the topology");
+        std::fs::write(dir.path().join("opensm.conf"), OPENSM_CONF).expect("write opensm.conf");
+        for d in ["scratch", "osm"] {
+            std::fs::create_dir(dir.path().join(d)).expect("create a fabric directory");
+        }
+        let fifo = dir.path().join("console");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("no NUL");
+        // SAFETY: `c` is a valid NUL-terminated path for the call's duration.
+        let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(
+            rc,
+            0,
+            "mkfifo {}: {}",
+            fifo.display(),
+            std::io::Error::last_os_error()
+        );
+        // Read-write: never blocks (there is a reader: ourselves) and holds a
+        // write end open for the fabric's life, so ibsim never sees EOF.
+        let console = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&fifo)
+            .expect("open the console FIFO");
+        let stdin = File::open(&fifo).expect("open the console FIFO for ibsim");
+        let log = File::create(dir.path().join("ibsim.log")).expect("create ibsim.log");
+
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let sockname = format!(
+            "rdmakit-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut cmd = Command::new("ibsim");
+        cmd.arg("-s")
+            .arg("net")
+            .current_dir(dir.path())
+            .env("IBSIM_SOCKNAME", &sockname)
+            .env_remove("LD_PRELOAD")
+            .stdin(stdin)
+            .stdout(log.try_clone().expect("dup ibsim.log"))
+            .stderr(log);
+        let ibsim = spawn_owned(&mut cmd, "ibsim");
+        let mut f = Fabric {
+            dir,
+            sockname,
+            console,
+            ibsim: Some(ibsim),
+            sm: None,
+            sm_starts: 0,
+        };
+        let deadline = Instant::now() + START_LIMIT;
+        while !f.ibsim_log().contains("Network simulator ready") {
+            f.check_ibsim_alive();
+            if Instant::now() > deadline {
+                panic!("ibsim not ready within {START_LIMIT:?}\n{}", f.logs());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        f.start_sm();
+        f
+    }
+
+    /// The `IBSIM_SOCKNAME` of this fabric.
+    pub fn sockname(&self) -> &str {
+        &self.sockname
+    }
+
+    /// The fabric's directory (topology, logs, scratch).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Sends one console command (`Error "S1"[7] 100`, `PerformanceSet ...`)
+    /// and returns ibsim's output after it: the new log text, collected until
+    /// ibsim has been quiet for 100 ms after its prompt (at most 2 s).
+    ///
+    /// # Panics
+    /// If the command holds a newline, or ibsim has exited.
+    pub fn console(&mut self, cmd: &str) -> String {
+        assert!(!cmd.contains('\n'), "one console command at a time");
+        self.check_ibsim_alive();
+        let start = self.ibsim_log_len();
+        self.console
+            .write_all(format!("{cmd}\n").as_bytes())
+            .expect("write to the ibsim console");
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut last_len = start;
+        let mut quiet_since = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(10));
+            let len = self.ibsim_log_len();
+            if len != last_len {
+                last_len = len;
+                quiet_since = Instant::now();
+            }
+            let text = self.log_from(start);
+            let prompted = text.contains("sim> ");
+            if (prompted && quiet_since.elapsed() >= Duration::from_millis(100))
+                || Instant::now() > deadline
+            {
+                return text;
+            }
+        }
+    }
+
+    /// Runs an unmodified tool under the preload, with `timeout`
+    /// ([`TOOL_LIMIT`]), in the fabric's scratch directory (the shim writes
+    /// `./sys-<pid>` there), attached at the first node of the topology.
+    pub fn tool(&mut self, program: &str, args: &[&str]) -> Output {
+        self.tool_at(None, program, args)
+    }
+
+    /// [`Fabric::tool`] attached at node `sim_host` (`SIM_HOST`) when given.
+    pub fn tool_at(&mut self, sim_host: Option<&str>, program: &str, args: &[&str]) -> Output {
+        self.free_leaked_slots();
+        let mut cmd = self.command("timeout");
+        cmd.arg("-s")
+            .arg("KILL")
+            .arg(TOOL_LIMIT.as_secs().to_string())
+            .arg(program)
+            .args(args);
+        if let Some(h) = sim_host {
+            cmd.env("SIM_HOST", h);
+        }
+        cmd.output()
+            .unwrap_or_else(|e| panic!("run {program} under the preload: {e}"))
+    }
+
+    /// A command for `program` set up like [`Fabric::tool`] (preload,
+    /// `IBSIM_SOCKNAME`, scratch directory) but without `timeout`: for
+    /// rdmakit's binaries and re-executed test binaries. Set `SIM_HOST` on it
+    /// to attach elsewhere. The caller bounds its run time (e.g. with
+    /// [`crate::wait`]).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(self.scratch())
+            .env("LD_PRELOAD", PRELOAD)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env_remove("SIM_HOST")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Stops opensm (SIGTERM, then SIGKILL after 2 s) and frees its client
+    /// slot if it leaked one. The fabric keeps its LIDs and routes.
+    pub fn stop_sm(&mut self) {
+        if let Some(sm) = self.sm.take() {
+            stop(sm, libc::SIGTERM);
+        }
+        self.free_leaked_slots();
+    }
+
+    /// Starts opensm (again) and waits for `SUBNET UP` in its fresh log.
+    ///
+    /// # Panics
+    /// If the subnet is not up within [`START_LIMIT`] (with both logs).
+    pub fn start_sm(&mut self) {
+        assert!(self.sm.is_none(), "opensm is already running");
+        self.free_leaked_slots();
+        self.sm_starts += 1;
+        let osm = self.dir.path().join("osm");
+        let log = osm.join(format!("osm-{}.log", self.sm_starts));
+        let out = File::create(osm.join("opensm.out")).expect("create opensm.out");
+        let mut cmd = Command::new("opensm");
+        cmd.arg("-F")
+            .arg(self.dir.path().join("opensm.conf"))
+            .arg("-f")
+            .arg(&log)
+            .current_dir(&osm)
+            .env("LD_PRELOAD", PRELOAD)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env("OSM_TMP_DIR", &osm)
+            .env("OSM_CACHE_DIR", &osm)
+            .env_remove("SIM_HOST")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("dup opensm.out"))
+            .stderr(out);
+        self.sm = Some(spawn_owned(&mut cmd, "opensm"));
+        let deadline = Instant::now() + START_LIMIT;
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("SUBNET UP") {
+                return;
+            }
+            if let Some(Ok(Some(st))) = self.sm.as_mut().map(|c| c.try_wait()) {
+                panic!("opensm exited ({st}) before SUBNET UP\n{}", self.logs());
+            }
+            self.check_ibsim_alive();
+            if Instant::now() > deadline {
+                panic!("no SUBNET UP within {START_LIMIT:?}\n{}", self.logs());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Frees every client slot whose process is gone (a client killed by a
+    /// signal keeps its slot, and ibsim has only [`CLIENT_SLOTS`]). Returns
+    /// how many it freed.
+    pub fn free_leaked_slots(&mut self) -> usize {
+        let text = self.console("Attached");
+        let mut freed = 0;
+        for (slot, pid) in attached(&text) {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                self.console(&format!("X {slot}"));
+                freed += 1;
+            }
+        }
+        freed
+    }
+
+    /// ibsim's log and opensm's, for a failure message.
+    pub fn logs(&self) -> String {
+        let osm = self.dir.path().join("osm");
+        let mut s = format!(
+            "--- ibsim.log\n{}",
+            crate::tail(self.ibsim_log().as_bytes())
+        );
+        for i in 1..=self.sm_starts {
+            let t = std::fs::read(osm.join(format!("osm-{i}.log"))).unwrap_or_default();
+            s.push_str(&format!("--- osm-{i}.log\n{}", crate::tail(&t)));
+        }
+        let out = std::fs::read(osm.join("opensm.out")).unwrap_or_default();
+        s.push_str(&format!("--- opensm.out\n{}", crate::tail(&out)));
+        s
+    }
+
+    fn scratch(&self) -> PathBuf {
+        self.dir.path().join("scratch")
+    }
+
+    fn ibsim_log(&self) -> String {
+        String::from_utf8_lossy(
+            &std::fs::read(self.dir.path().join("ibsim.log")).unwrap_or_default(),
+        )
+        .into_owned()
+    }
+
+    fn ibsim_log_len(&self) -> u64 {
+        std::fs::metadata(self.dir.path().join("ibsim.log"))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+
+    fn log_from(&self, start: u64) -> String {
+        let mut f = match File::open(self.dir.path().join("ibsim.log")) {
+            Ok(f) => f,
+            Err(_) => return String::new(),
+        };
+        let mut buf = Vec::new();
+        use std::io::Seek;
+        if f.seek(std::io::SeekFrom::Start(start)).is_ok() {
+            // Bounded: the log grows only by what ibsim prints.
+            let _ = f.take(1 << 20).read_to_end(&mut buf);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    fn check_ibsim_alive(&mut self) {
+        if let Some(Ok(Some(st))) = self.ibsim.as_mut().map(|c| c.try_wait()) {
+            panic!("ibsim exited ({st})\n{}", self.logs());
+        }
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        if let Some(sm) = self.sm.take() {
+            stop(sm, libc::SIGKILL);
+        }
+        if let Some(sim) = self.ibsim.take() {
+            stop(sim, libc::SIGKILL);
+        }
+    }
+}
+
+/// `(slot, pid)` of every `Client N: pid P connected ...` line of an
+/// `Attached` reply.
+pub fn attached(text: &str) -> Vec<(usize, u32)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("sim> ").unwrap_or(l.trim());
+            let rest = rest.strip_prefix("Client ")?;
+            let (slot, rest) = rest.split_once(": pid ")?;
+            let pid = rest.split_whitespace().next()?;
+            Some((slot.trim().parse().ok()?, pid.parse().ok()?))
+        })
+        .collect()
+}
+
+fn require_installed() {
+    for (what, path) in [
+        ("ibsim", "/usr/bin/ibsim"),
+        ("opensm", "/usr/sbin/opensm"),
+        ("the umad2sim preload", PRELOAD),
+    ] {
+        let found = Path::new(path).exists()
+            || (!path.contains("umad2sim")
+                && ["/usr/bin", "/usr/sbin", "/bin", "/sbin"]
+                    .iter()
+                    .any(|d| Path::new(d).join(what).exists()));
+        assert!(
+            found,
+            "{what} is missing ({path}): the simulated fabric tests need the Debian packages \
+             {PACKAGES} (apt-get install {PACKAGES}; scripts/test installs them)"
+        );
+    }
+}
+
+/// Spawns `cmd` in its own process group, killed when this thread dies.
+fn spawn_owned(cmd: &mut Command, what: &str) -> Child {
+    cmd.process_group(0);
+    // SAFETY: the closure runs between fork and exec and only calls prctl,
+    // which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .unwrap_or_else(|e| panic!("start {what}: {e} (Debian packages: {PACKAGES})"))
+}
+
+/// Signals `child`'s process group, waits up to 2 s, then SIGKILLs it.
+fn stop(mut child: Child, sig: libc::c_int) {
+    let pgid = child.id() as libc::pid_t;
+    // SAFETY: plain syscall; the group is the one spawn_owned created.
+    unsafe { libc::kill(-pgid, sig) };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => break,
+            Ok(None) if Instant::now() > deadline => {
+                // SAFETY: as above.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                let _ = child.wait();
+                break;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    // Anything left in the group (a tool's helper) goes too.
+    // SAFETY: as above; ESRCH when the group is empty is fine.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attached_reply_is_parsed_into_slots_and_pids() {
+        let text = "Attached\nsim> Client 0: pid 5628 connected at \"H1\" port 0x100001, lid 1, \
+                    qp 0 SM\nClient 1: pid 5672 connected at \"H1\" port 0x100001, lid 1, qp 0 \nsim> ";
+        assert_eq!(attached(text), vec![(0, 5628), (1, 5672)]);
+        assert!(attached("sim> # field X cannot be found").is_empty());
+    }
+}
