@@ -49,6 +49,9 @@ pub struct NodeCheck {
     pub probes: Probes,
     /// Keep every answer the collection read, as a bundle ([`Checked::bundle`]).
     pub record: bool,
+    /// `--optics`: read module EEPROMs on the live host too (a replay always
+    /// has them when they were recorded: see `CollectOptions::optics`).
+    pub optics: bool,
     /// What the caller's edge read of the environment.
     pub edge: Edge,
 }
@@ -75,6 +78,8 @@ pub struct Options<'a> {
     pub health_check: bool,
     /// `--frame-bundle`: keep every answer read, as a bundle.
     pub record: bool,
+    /// `--optics`: read module EEPROMs on the live host.
+    pub optics: bool,
 }
 
 /// The active probes asked for.
@@ -275,6 +280,7 @@ impl NodeCheck {
                 },
             },
             record: o.record,
+            optics: o.optics,
             edge,
         })
     }
@@ -337,7 +343,11 @@ impl NodeCheck {
         let live = LiveSource::host();
         let here = node(&Watched::new(&live, tracker.clone()));
         publish(&NodeId::of(None, &here));
-        let (opened, opts) = open(&self.source, self.edge.library.clone())?;
+        let (opened, mut opts) = open(&self.source, self.edge.library.clone())?;
+        let live = self.source.from.is_none() && self.source.root.is_none();
+        // Module EEPROMs are the one slow read of a live host (each holds the
+        // kernel's RTNL lock across an I2C transfer): only when asked.
+        opts.optics &= self.optics || !live;
         let src = Watched::new(opened.source(), tracker.clone());
         let judged = (!host_itself(&opened)).then(|| node(&src));
         let node = NodeId::of(judged.as_ref(), &here);
@@ -356,7 +366,6 @@ impl NodeCheck {
             Opened::Bundle(b, _) if !self.replays_a_capture_dir() => b.misses(),
             _ => 0,
         };
-        let live = self.source.from.is_none() && self.source.root.is_none();
         let mut settings = self.settings.clone();
         if let Some(path) = &self.baseline {
             let now = opened.recorded_unix().or_else(|| live.then(now_unix));

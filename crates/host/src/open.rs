@@ -258,6 +258,7 @@ impl SourceSpec {
         CollectOptions {
             pid: self.pid,
             kernel_log: self.kernel_log(),
+            ..CollectOptions::default()
         }
     }
 

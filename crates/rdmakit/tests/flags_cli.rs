@@ -227,6 +227,13 @@ fn uses(dir: &Path) -> Vec<Use> {
             &["RDK-H010"],
         )
         .not("ERROR RDK-H010"),
+        // The health checks must stay fast: module EEPROMs are never read there.
+        used(
+            "doctor",
+            &["doctor", "--npd", "--optics"],
+            &[2],
+            &["--optics"],
+        ),
         used(
             "doctor",
             &["doctor", "--device", "soft0", "--no-probe"],

@@ -36,6 +36,17 @@ fn modules<'a>(cx: &'a Ctx) -> Result<Vec<(&'a EthLink, &'a Module)>, Outcome> {
             "no netdev beneath the RoCE ports".into(),
         ));
     }
+    if !cx.facts.ethernet.optics {
+        return Err(Outcome::NotChecked(format!(
+            "module EEPROMs of {} not read (each read takes tens of ms under the \
+             kernel's RTNL lock): rdmakit doctor --optics",
+            links
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     let why: Vec<String> = links
         .iter()
         .map(|l| {

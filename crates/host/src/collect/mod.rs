@@ -20,7 +20,7 @@ use crate::source::Source;
 
 /// What to collect beyond the defaults. Stored in bundles so a replay asks the same
 /// questions.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CollectOptions {
     /// Also check as this process sees the host: its /proc/<pid>/limits (memlock),
     /// credentials (/proc/<pid>/status), network namespace, /dev/infiniband through
@@ -30,6 +30,29 @@ pub struct CollectOptions {
     /// Read the kernel log from this file instead of /dev/kmsg.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_log: Option<String>,
+    /// Also read each Ethernet link's module EEPROM (`ethtool -m`). The kernel
+    /// answers every ethtool request under its one RTNL lock and a module read
+    /// crosses the module's I2C bus (tens of ms), so on a live host with many
+    /// NICs these reads add up and cannot overlap: the live doctor asks only
+    /// when told (`--optics`). A bundle recorded before this option existed
+    /// had them read, hence the default.
+    #[serde(default = "optics_default")]
+    pub optics: bool,
+}
+
+fn optics_default() -> bool {
+    true
+}
+
+/// Everything, optics included: only the live doctor leaves them out.
+impl Default for CollectOptions {
+    fn default() -> CollectOptions {
+        CollectOptions {
+            pid: None,
+            kernel_log: None,
+            optics: true,
+        }
+    }
 }
 
 /// Reads everything the doctor needs through `src`.
@@ -49,7 +72,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
     let dev_nodes = system::dev_nodes(&cx);
     let devices = device::devices(&cx, &kernel.ib_class);
     let netdevs = system::netdevs(&cx);
-    let ethernet = crate::ethernet::facts::collect(&cx, &devices, &netdevs);
+    let ethernet = crate::ethernet::facts::collect(&cx, &devices, &netdevs, opts.optics);
     let cpus_online = cx.attr(
         "/sys/devices/system/cpu/online",
         crate::parse::sysfs::cpulist,

@@ -24,6 +24,9 @@ pub struct Ethernet {
     pub ports: Vec<RocePort>,
     /// Every physical netdev beneath a RoCE port, once.
     pub links: Vec<EthLink>,
+    /// Whether module EEPROMs were asked for ([`crate::collect::CollectOptions::optics`]):
+    /// when not, every link's `module` is absent by choice, not by fault.
+    pub optics: bool,
 }
 
 /// One RoCE port's class-of-service inputs.
@@ -83,8 +86,13 @@ impl Ethernet {
 }
 
 /// Reads the Ethernet layer of every RoCE port of `devices`.
-pub(crate) fn collect(cx: &Cx, devices: &[Device], netdevs: &[Netdev]) -> Ethernet {
-    let mut out = Ethernet::default();
+/// Module EEPROMs only when `optics` (the one slow read: see
+/// [`crate::collect::CollectOptions::optics`]).
+pub(crate) fn collect(cx: &Cx, devices: &[Device], netdevs: &[Netdev], optics: bool) -> Ethernet {
+    let mut out = Ethernet {
+        optics,
+        ..Ethernet::default()
+    };
     for d in devices {
         for p in &d.ports {
             if p.link_layer.known() != Some(&LinkLayer::Ethernet) {
@@ -104,7 +112,7 @@ pub(crate) fn collect(cx: &Cx, devices: &[Device], netdevs: &[Netdev]) -> Ethern
             let vlan = netdev.as_deref().and_then(|n| sysfs::vlan(cx, n));
             for l in &links {
                 if out.link(l).is_none() {
-                    out.links.push(link(cx, l, netdevs));
+                    out.links.push(link(cx, l, netdevs, optics));
                 }
             }
             out.ports.push(RocePort {
@@ -121,7 +129,7 @@ pub(crate) fn collect(cx: &Cx, devices: &[Device], netdevs: &[Netdev]) -> Ethern
     out
 }
 
-fn link(cx: &Cx, name: &str, netdevs: &[Netdev]) -> EthLink {
+fn link(cx: &Cx, name: &str, netdevs: &[Netdev], optics: bool) -> EthLink {
     let bdf = cx
         .link_basename(&format!("/sys/class/net/{name}/device"))
         .filter(|b| b.len() == 12 && b.as_bytes()[4] == b':');
@@ -146,10 +154,13 @@ fn link(cx: &Cx, name: &str, netdevs: &[Netdev]) -> EthLink {
             }
             .map_err(text_error)
         }),
-        module: probe_attr(cx, &probe(EthQuery::Module(n)), |b| {
-            super::optics::parse_module(b)
-                .map_err(|e| ParseError::new("module EEPROM", &e.to_string()))
-        }),
+        module: match optics {
+            true => probe_attr(cx, &probe(EthQuery::Module(n)), |b| {
+                super::optics::parse_module(b)
+                    .map_err(|e| ParseError::new("module EEPROM", &e.to_string()))
+            }),
+            false => Attr::absent(&EthQuery::Module(n).command()),
+        },
         driver: netdevs
             .iter()
             .find(|n| n.name == name)

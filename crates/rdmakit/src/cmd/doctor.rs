@@ -61,6 +61,10 @@ pub struct Args {
     /// Never run active probes.
     #[arg(long)]
     no_probe: bool,
+    /// Also read each RoCE link's optical module (ethtool -m): tens of ms per module,
+    /// taken one after another under the kernel's RTNL lock. Replays always use them.
+    #[arg(long, conflicts_with_all = ["npd", "slurm_health_check"])]
+    optics: bool,
     /// Check only this device: the soft NIC's name (soft0) runs the checklist on it alone.
     #[arg(long, value_name = "DEV", conflicts_with_all = ["from", "root"])]
     device: Option<String>,
@@ -136,6 +140,7 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
         npd: a.npd,
         health_check: a.slurm_health_check,
         record: a.frame_bundle,
+        optics: a.optics,
     };
     let edge = Edge::from_env(format!("rdmakit {}", env!("CARGO_PKG_VERSION")));
     let check = NodeCheck::from_options(o, edge).map_err(anyhow::Error::msg)?;
