@@ -170,6 +170,15 @@ impl Fabric {
         &self.sockname
     }
 
+    /// The process ids of ibsim and, while it runs, opensm.
+    pub fn pids(&self) -> Vec<u32> {
+        self.ibsim
+            .iter()
+            .chain(self.sm.iter())
+            .map(Child::id)
+            .collect()
+    }
+
     /// The fabric's directory (topology, logs, scratch).
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -40,7 +40,7 @@ pub enum MadError {
     /// No valid reply within the policy: every attempt timed out (no
     /// reply, or the port reported the send timed out). Fabric layer.
     #[error(
-        "no reply after {attempts} attempt(s) of {timeout_ms} ms (fabric layer): \
+        "timed out: no reply after {attempts} attempt(s) of {timeout_ms} ms (fabric layer): \
              the destination is unreachable, its agent is not answering, or the route drops MADs"
     )]
     Timeout {

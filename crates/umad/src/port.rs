@@ -332,16 +332,18 @@ fn choose(lib: &Library, ca: Option<&str>, port: Option<u8>) -> Result<PortInfo,
     let n = unsafe { (lib.f.get_cas_names)(names.as_mut_ptr(), MAX_DEVICES as c_int) };
     let n = usize::try_from(n).unwrap_or(0).min(MAX_DEVICES);
     let mut seen = Vec::new();
+    let mut present = Vec::new();
     for raw in names.iter().take(n) {
         let name = c_text(raw);
-        if ca.is_some_and(|c| c != name) {
-            continue;
-        }
         // libibumad answers "mthca0" when it finds no CA at all: a CA it
         // cannot read is skipped, and if none is left, that is the error.
         let Ok(ports) = ca_ports(lib, &name) else {
             continue;
         };
+        present.extend(ports.iter().map(|p| format!("{} port {}", p.ca, p.port)));
+        if ca.is_some_and(|c| c != name) {
+            continue;
+        }
         for p in ports {
             if port.is_some_and(|want| want != p.port) {
                 continue;
@@ -354,31 +356,36 @@ fn choose(lib: &Library, ca: Option<&str>, port: Option<u8>) -> Result<PortInfo,
     }
     let wanted = match (ca, port) {
         (Some(c), Some(p)) => format!("{c} port {p}"),
-        (Some(c), None) => format!("an Active port of {c}"),
-        (None, Some(p)) => format!("an Active port {p}"),
-        (None, None) => "an Active port".to_string(),
+        (Some(c), None) => format!("Active port of {c}"),
+        (None, Some(p)) => format!("Active port {p}"),
+        (None, None) => "Active port".to_string(),
     };
-    if seen.is_empty() {
-        Err(Error::new(
+    Err(if present.is_empty() {
+        Error::new(
             "umad_get_ca",
             19,
             Layer::Kernel,
-            format!(
-                "no InfiniBand CA for {wanted} under /sys/class/infiniband: no RDMA device, or \
-                 its driver or ib_umad is not loaded (modprobe ib_umad)"
-            ),
-        ))
+            "no InfiniBand CA under /sys/class/infiniband: no RDMA device, or its driver \
+             or ib_umad is not loaded (modprobe ib_umad)",
+        )
+    } else if seen.is_empty() {
+        Error::new(
+            "umad_get_ca",
+            19,
+            Layer::Application,
+            format!("found no {wanted}: this host has {}", present.join(", ")),
+        )
     } else {
-        Err(Error::new(
+        Error::new(
             "umad_get_ca",
             100,
             Layer::Fabric,
             format!(
-                "no {wanted}: {} (state 2 Init means no subnet manager has configured the port)",
+                "found no {wanted}: {} (state 2 Init means no subnet manager has configured the port)",
                 seen.join(", ")
             ),
-        ))
-    }
+        )
+    })
 }
 
 /// The ports of CA `name`, released before returning.
@@ -448,4 +455,50 @@ fn c_text(raw: &[c_char]) -> String {
         .map(|&c| c as u8)
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> PortInfo {
+        PortInfo {
+            ca: "mlx5_0".into(),
+            port: 1,
+            lid: 0,
+            lmc: 0,
+            sm_lid: 0,
+            state: 4,
+            phys_state: 5,
+            port_guid: 0,
+            link_layer: "InfiniBand".into(),
+        }
+    }
+
+    #[test]
+    fn open_failures_name_their_layer_and_remedy() {
+        // umad_open_port returns -EIO and leaves open()'s errno.
+        let e = open_error(-5, 13, &info());
+        assert_eq!(
+            (e.verb, e.errno, e.layer),
+            ("umad_open_port", 13, Layer::Application)
+        );
+        assert!(e.detail.contains("run as root or add a udev rule"), "{e}");
+        let e = open_error(-5, 2, &info());
+        assert_eq!((e.errno, e.layer), (2, Layer::Kernel));
+        assert!(e.to_string().contains("modprobe ib_umad"), "{e}");
+        let e = open_error(-19, 0, &info());
+        assert_eq!((e.errno, e.layer), (19, Layer::Kernel));
+        let e = open_error(-5, 16, &info());
+        assert_eq!((e.errno, e.layer), (16, Layer::Kernel));
+        assert!(e.to_string().contains("mlx5_0 port 1"), "{e}");
+    }
+
+    #[test]
+    fn c_text_stops_at_nul_and_at_the_end() {
+        let raw: Vec<c_char> = b"ibsim0\0junk".iter().map(|&b| b as c_char).collect();
+        assert_eq!(c_text(&raw), "ibsim0");
+        let full: Vec<c_char> = b"abc".iter().map(|&b| b as c_char).collect();
+        assert_eq!(c_text(&full), "abc");
+    }
 }

@@ -138,6 +138,18 @@ fn inner_under_preload() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(0);
     let result = match scenario.as_str() {
+        "open-named" => {
+            let text = |r: Result<Port, rdmakit_umad::Error>| match r {
+                Ok(p) => json!({ "opened": format!("{} {}", p.info().ca, p.info().port) }),
+                Err(e) => json!({ "layer": e.layer.as_str(), "text": e.to_string() }),
+            };
+            json!({
+                "named": text(Port::open(Some("ibsim0"), Some(1))),
+                "ca_only": text(Port::open(Some("ibsim0"), None)),
+                "no_such_ca": text(Port::open(Some("mlx5_9"), None)),
+                "no_such_port": text(Port::open(None, Some(2))),
+            })
+        }
         "open-error" => match Port::open(None, None) {
             Ok(p) => json!({ "opened": p.info().ca }),
             Err(e) => {
@@ -169,7 +181,8 @@ fn run_scenario(port: &mut Port, scenario: &str, arg: u16) -> Value {
                 &policy,
             );
             json!({
-                "info": { "ca": i.ca, "port": i.port, "lid": i.lid, "sm_lid": i.sm_lid, "state": i.state },
+                "info": { "ca": i.ca, "port": i.port, "lid": i.lid, "sm_lid": i.sm_lid, "state": i.state,
+                          "port_guid": format!("0x{:016x}", i.port_guid) },
                 "dr_local": node_info(&r[0]), "dr_1": node_info(&r[1]), "lid": node_info(&r[2]),
             })
         }
@@ -366,6 +379,18 @@ fn node_info_directed_and_lid_routed_match_smpquery() {
     let r = &got["result"];
     assert_eq!(r["info"]["ca"], "ibsim0", "{got}");
     assert_eq!(r["info"]["state"], 4, "{got}");
+    // Port::info says what unmodified ibstat says.
+    let ibstat = rdmakit_testkit::text(&f.tool("ibstat", &[]));
+    let field = |name: &str| {
+        ibstat
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name).map(|v| v.trim().to_string()))
+            .unwrap_or_else(|| panic!("no {name} in ibstat: {ibstat}"))
+    };
+    assert_eq!(r["info"]["lid"].to_string(), field("Base lid:"), "{got}");
+    assert_eq!(r["info"]["sm_lid"].to_string(), field("SM lid:"), "{got}");
+    assert_eq!(r["info"]["port_guid"], field("Port GUID:"), "{got}");
+    assert_eq!(r["info"]["port"], 1, "{got}");
     assert_eq!(
         r["dr_local"],
         smpquery_nodeinfo(&mut f, None, &["-D", "0"]),
@@ -467,7 +492,7 @@ fn a_lid_that_does_not_exist_times_out_within_the_policy() {
         r["reply"]["error"]
             .as_str()
             .unwrap()
-            .contains("no reply after 3 attempt"),
+            .contains("timed out: no reply after 3 attempt"),
         "{got}"
     );
     // ibsim hands an unroutable MAD straight back with ETIMEDOUT (a real
@@ -574,4 +599,21 @@ fn window_sixteen_beats_window_one_for_a_thousand_node_info_gets() {
         w16 > w1,
         "window 16 ({w16:.0}/s) is no faster than window 1 ({w1:.0}/s)"
     );
+}
+
+#[test]
+fn a_named_ca_and_port_open_and_unknown_ones_are_refused() {
+    let f = Fabric::start(DUMBBELL);
+    let got = inner(&f, "open-named", 0, None);
+    assert_eq!(got["named"]["opened"], "ibsim0 1", "{got}");
+    assert_eq!(got["ca_only"]["opened"], "ibsim0 1", "{got}");
+    // Asked for what the host does not have: the caller's mistake, and the
+    // error says what there is.
+    assert_eq!(got["no_such_ca"]["layer"], "application", "{got}");
+    let t = got["no_such_ca"]["text"].as_str().unwrap();
+    assert!(
+        t.contains("found no Active port of mlx5_9: this host has ibsim0 port 1"),
+        "{got}"
+    );
+    assert_eq!(got["no_such_port"]["layer"], "application", "{got}");
 }
