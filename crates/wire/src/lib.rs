@@ -14,6 +14,10 @@
 //!   Linux rxe compute it.
 //! * [`capture`]: decoding of pcap / pcapng captures into a serializable report with
 //!   per-packet details, ICRC validation and protocol anomalies.
+//! * [`mad`]: management datagrams: the common header and status, communication
+//!   management ([`cm`]), subnet management packets ([`mad::smp`], LID-routed and
+//!   directed route, with NodeInfo, PortInfo, SwitchInfo, ... ) and performance
+//!   management ([`mad::pma`], PortCounters and friends with each counter's width).
 //!
 //! # Which type for which job
 //! * Building a transport packet (the protocol engine): [`roce::Repr::new`] with

@@ -323,6 +323,18 @@ impl<const OFF: usize> Codec<u32> for U24Word<OFF> {
     }
 }
 
+/// The big-endian 24-bit value in the 3 bytes at `OFF` (a vendor ID, a
+/// round-trip time); the high byte of the u32 is ignored on write.
+pub(crate) struct U24<const OFF: usize>;
+impl<const OFF: usize> Codec<u32> for U24<OFF> {
+    fn get(b: &[u8]) -> u32 {
+        get_u24(b, OFF)
+    }
+    fn set(b: &mut [u8], v: u32) {
+        set_u24(b, OFF, v)
+    }
+}
+
 /// The big-endian u32 at `OFF`.
 pub(crate) struct U32<const OFF: usize>;
 impl<const OFF: usize> Codec<u32> for U32<OFF> {

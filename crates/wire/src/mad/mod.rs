@@ -15,11 +15,22 @@
 //! bytes 20-23 AttributeModifier
 //! bytes 24-   class data (232 bytes in a 256-byte MAD)
 //! ```
+//!
+//! Beside the header: [`smp`], subnet management packets (classes 0x01 and
+//! 0x81) and their attributes; [`pma`], performance management (class 0x04)
+//! and its counters; [`status`], the status word decoded. Link width and speed
+//! codes stay raw numbers here.
 
 use core::fmt;
 
 use crate::view::{get_u16, view};
 use crate::{Error, Result};
+
+pub mod pma;
+pub mod smp;
+pub mod status;
+
+pub use status::{InvalidField, Status};
 
 mod field {
     use crate::field::{Field, Rest};
@@ -79,6 +90,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// The method byte, response bit included.
     pub fn method(&self) -> u8 {
         self.buffer.as_ref()[field::METHOD]
+    }
+
+    /// True when the method byte's response bit is set.
+    pub fn is_response(&self) -> bool {
+        self.method() & METHOD_RESPONSE != 0
     }
 
     /// Status.
@@ -205,6 +221,17 @@ pub struct Repr {
 }
 
 impl Repr {
+    /// True when the method's response bit is set.
+    pub fn is_response(&self) -> bool {
+        self.method & METHOD_RESPONSE != 0
+    }
+
+    /// The status, decoded (for a directed-route SMP use [`smp::Repr::status`],
+    /// which strips the D bit).
+    pub fn decoded_status(&self) -> Status {
+        Status(self.status)
+    }
+
     /// Parse a MAD header.
     ///
     /// # Errors
@@ -266,13 +293,24 @@ impl fmt::Display for Repr {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The 256 bytes of a MAD fixture: hex digit pairs, whitespace ignored.
+    pub(crate) fn hex_mad(s: &str) -> [u8; MAD_LEN] {
+        let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        assert_eq!(digits.len(), 2 * MAD_LEN, "a MAD fixture is 256 bytes");
+        let mut out = [0; MAD_LEN];
+        for (o, pair) in out.iter_mut().zip(digits.chunks(2)) {
+            *o = u8::from_str_radix(core::str::from_utf8(pair).unwrap(), 16).unwrap();
+        }
+        out
+    }
 
     // The MAD header of the REQ Linux 6.1's rdma_cm sent from rxe1
     // (10.0.3.2) for `rping -c -a 10.0.3.1 -p 7174`:
     // fixtures/pcap-cm/rxe-requests-unanswered.pcap, frame 1.
-    static MAD: &[u8; 256] = include_bytes!("../tests/data/cm/rxe-req.mad");
+    static MAD: &[u8; 256] = include_bytes!("../../tests/data/cm/rxe-req.mad");
 
     fn header() -> &'static [u8] {
         &MAD[..HEADER_LEN]
