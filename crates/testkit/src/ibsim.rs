@@ -186,7 +186,7 @@ impl Fabric {
 
     /// Sends one console command (`Error "S1"[7] 100`, `PerformanceSet ...`)
     /// and returns ibsim's output after it: the new log text, collected until
-    /// ibsim has been quiet for 100 ms after its prompt (at most 2 s).
+    /// ibsim has been quiet for 30 ms after its prompt (at most 2 s).
     ///
     /// # Panics
     /// If the command holds a newline, or ibsim has exited.
@@ -209,7 +209,7 @@ impl Fabric {
             }
             let text = self.log_from(start);
             let prompted = text.contains("sim> ");
-            if (prompted && quiet_since.elapsed() >= Duration::from_millis(100))
+            if (prompted && quiet_since.elapsed() >= Duration::from_millis(30))
                 || Instant::now() > deadline
             {
                 return text;
@@ -225,8 +225,8 @@ impl Fabric {
     }
 
     /// [`Fabric::tool`] attached at node `sim_host` (`SIM_HOST`) when given.
+    /// A tool killed by `timeout` leaks its ibsim slot: it is freed here.
     pub fn tool_at(&mut self, sim_host: Option<&str>, program: &str, args: &[&str]) -> Output {
-        self.free_leaked_slots();
         let mut cmd = self.command("timeout");
         cmd.arg("-s")
             .arg("KILL")
@@ -236,15 +236,22 @@ impl Fabric {
         if let Some(h) = sim_host {
             cmd.env("SIM_HOST", h);
         }
-        cmd.output()
-            .unwrap_or_else(|e| panic!("run {program} under the preload: {e}"))
+        let out = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("run {program} under the preload: {e}"));
+        // timeout -s KILL exits 137 when it had to kill.
+        if out.status.code() == Some(137) {
+            self.free_leaked_slots();
+        }
+        out
     }
 
     /// A command for `program` set up like [`Fabric::tool`] (preload,
     /// `IBSIM_SOCKNAME`, scratch directory) but without `timeout`: for
     /// rdmakit's binaries and re-executed test binaries. Set `SIM_HOST` on it
     /// to attach elsewhere. The caller bounds its run time (e.g. with
-    /// [`crate::wait`]).
+    /// [`crate::wait`]); after killing one, call
+    /// [`Fabric::free_leaked_slots`].
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
         cmd.current_dir(self.scratch())

@@ -285,3 +285,44 @@ fn window_and_timeout_are_clamped() {
         (16, Duration::from_millis(200), 3)
     );
 }
+
+mod prop {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Whatever arrives before the reply (any bytes, any length, any
+        /// port status), the loop neither panics nor takes it as the reply,
+        /// and counts every piece of it.
+        #[test]
+        fn garbage_before_the_reply_is_counted_and_never_taken(
+            noise in proptest::collection::vec(
+                (prop_oneof![Just(0i32), Just(110), any::<i32>()], 0usize..300,
+                 proptest::collection::vec(any::<u8>(), MAD_LEN)),
+                0..8),
+        ) {
+            let mut io = Script::new(Mode::Answer { status: 0 });
+            let mut st = State::default();
+            let n = noise.len() as u64;
+            io.noise = noise
+                .into_iter()
+                .map(|(status, len, bytes)| {
+                    let mut m = [0u8; MAD_LEN];
+                    m.copy_from_slice(&bytes);
+                    // Never the TID the request gets (1): a reply it is not.
+                    if m[12..16] == 1u32.to_be_bytes() {
+                        m[15] = 2;
+                    }
+                    (status, len, m)
+                })
+                .collect();
+            let req = node_info_get(2);
+            let out = run(&mut io, &mut st, std::slice::from_ref(&req), &fast(1, 0));
+            let reply = out[0].as_ref().expect("the real reply is taken");
+            prop_assert_eq!(reply[64], req.mad[64]);
+            prop_assert_eq!(st.stats.unmatched + st.stats.invalid, n);
+            prop_assert_eq!(st.stats.replies, 1);
+        }
+    }
+}
