@@ -12,10 +12,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rdmakit_testkit::ibsim::{Fabric, DUMBBELL};
-use rdmakit_umad::{
-    Dest, Layer, Library, MadError, Policy, Port, Request, CLASS_PMA, CLASS_SMI, CLASS_SMI_DIRECT,
-};
-use rdmakit_wire::mad;
+use rdmakit_umad::{Dest, Layer, Library, MadError, Policy, Port, Request};
+use rdmakit_wire::mad::pma::{self, port_counters};
+use rdmakit_wire::mad::smp::{self, node_info};
 use serde_json::{json, Value};
 
 const INNER: &str = "RDMAKIT_UMAD_INNER";
@@ -65,58 +64,40 @@ Switch\t12 \"S3\"
 ";
 
 // ---------------------------------------------------------------- requests
+// Requests and replies through wire's SMP and PMA views.
 
-/// A Get MAD: the common header through wire's view, the rest zero.
-fn get(class: u8, attr: u16, attr_mod: u32) -> [u8; 256] {
-    let mut m = [0u8; 256];
-    mad::Repr {
-        base_version: 1,
-        mgmt_class: class,
-        class_version: 1,
-        method: mad::METHOD_GET,
-        attr_id: attr,
-        attr_mod,
-        ..Default::default()
-    }
-    .emit(&mut mad::Packet::new_unchecked(&mut m[..]));
-    m
-}
+const NODE_INFO: u16 = smp::attr::NODE_INFO;
 
-const NODE_INFO: u16 = 0x0011;
-const PORT_COUNTERS: u16 = 0x0012;
-
-/// A directed-route SMP Get along `path` (out-port per hop), the
+/// A directed-route SMP Get along `path` (the egress port per hop), the
 /// permissive LID at both ends.
 fn dr_get(attr: u16, path: &[u8]) -> Request {
-    let mut m = get(CLASS_SMI_DIRECT, attr, 0);
-    m[7] = path.len() as u8; // hop count (hop pointer, byte 6, is 0)
-    m[32..34].copy_from_slice(&0xffffu16.to_be_bytes()); // DrSLID
-    m[34..36].copy_from_slice(&0xffffu16.to_be_bytes()); // DrDLID
-    for (i, p) in path.iter().enumerate() {
-        m[128 + 1 + i] = *p; // InitialPath[1..]
-    }
-    Request::new(Dest::Directed, m)
+    let route = smp::Route::directed(path).unwrap();
+    Request::new(Dest::Directed, smp::Repr::get(attr, 0, route, 0).to_bytes())
 }
 
 fn lid_get(attr: u16, lid: u16) -> Request {
-    Request::new(Dest::smi(lid), get(CLASS_SMI, attr, 0))
+    Request::new(
+        Dest::smi(lid),
+        smp::Repr::get(attr, 0, smp::Route::Lid, 0).to_bytes(),
+    )
 }
 
 fn port_counters(lid: u16, port: u8) -> Request {
-    let mut m = get(CLASS_PMA, PORT_COUNTERS, 0);
-    m[64 + 1] = port; // PortSelect
-    m[64 + 2..64 + 4].copy_from_slice(&0xffffu16.to_be_bytes()); // CounterSelect
-    Request::new(Dest::gsi(lid), m)
+    let get = pma::Repr::get(pma::attr::PORT_COUNTERS, port, 0);
+    Request::new(Dest::gsi(lid), get.to_bytes())
 }
 
 fn node_info(reply: &Result<[u8; 256], MadError>) -> Value {
     match reply {
         Ok(m) => {
-            let d = &m[64..];
+            let r = smp::Repr::parse(&smp::Packet::new_checked(&m[..]).unwrap()).unwrap();
+            assert!(r.is_response() && r.status().is_ok(), "{r}");
+            let n = node_info::Repr::parse(&node_info::Packet::new_checked(&r.data[..]).unwrap())
+                .unwrap();
             json!({
-                "type": d[2],
-                "ports": d[3],
-                "guid": format!("0x{:016x}", u64::from_be_bytes(d[12..20].try_into().unwrap())),
+                "type": n.node_type,
+                "ports": n.num_ports,
+                "guid": format!("0x{:016x}", n.node_guid),
             })
         }
         Err(e) => {
@@ -190,7 +171,12 @@ fn run_scenario(port: &mut Port, scenario: &str, arg: u16) -> Value {
             let r = port.transact1(&port_counters(arg, 7), &policy);
             match r {
                 Ok(m) => {
-                    json!({ "symbol_errors": u16::from_be_bytes([m[68], m[69]]), "port": m[65] })
+                    let r = pma::Repr::parse(&pma::Packet::new_checked(&m[..]).unwrap()).unwrap();
+                    let c = port_counters::Repr::parse(
+                        &port_counters::Packet::new_checked(&r.data[..]).unwrap(),
+                    )
+                    .unwrap();
+                    json!({ "symbol_errors": c.symbol_error_counter, "port": c.port_select })
                 }
                 Err(e) => json!({ "error": e.to_string() }),
             }
