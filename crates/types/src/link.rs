@@ -46,6 +46,31 @@ impl Width {
         WIDTHS.iter().find(|w| w.2 == lanes).map(|w| w.0)
     }
 
+    /// The widths a PortInfo LinkWidthEnabled or LinkWidthSupported mask
+    /// holds (each bit is an `active_width` code), narrowest first; unknown
+    /// bits are left out.
+    pub fn in_mask(mask: u8) -> Vec<Width> {
+        let mut v: Vec<Width> = WIDTHS
+            .iter()
+            .filter(|w| mask & w.1 != 0)
+            .map(|w| w.0)
+            .collect();
+        v.sort_by_key(|w| w.lanes());
+        v
+    }
+
+    /// The width of its name as ibnetdiscover and iblinkinfo print it (`4x`,
+    /// `4X`; any case).
+    pub fn from_name(name: &str) -> Option<Width> {
+        let lanes = name.strip_suffix(['x', 'X'])?;
+        Width::from_lanes(lanes.parse().ok()?)
+    }
+
+    /// Its name: `"4X"`.
+    pub fn name(self) -> &'static str {
+        WIDTH_NAMES[self as usize]
+    }
+
     /// Its `active_width` code.
     pub fn code(self) -> u8 {
         self.row().1
@@ -61,6 +86,9 @@ impl Width {
         &WIDTHS[self as usize]
     }
 }
+
+/// The widths' names, in declaration order.
+const WIDTH_NAMES: [&str; 5] = ["1X", "2X", "4X", "8X", "12X"];
 
 /// A link's per-lane speed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -119,6 +147,64 @@ impl Speed {
             .iter()
             .find(|s| s.2.eq_ignore_ascii_case(name))
             .map(|s| s.0)
+    }
+
+    /// The speed a PortInfo reports as active: `LinkSpeedExtActive` (1 FDR,
+    /// 2 EDR, 4 HDR, 8 NDR) when it is not 0, else `LinkSpeedActive` (1 SDR,
+    /// 2 DDR, 4 QDR); None for any other code. FDR10 is not in PortInfo (it is
+    /// in Mellanox's ExtendedPortInfo) and XDR is in a later field, so neither
+    /// comes from here.
+    pub fn from_port_info(active: u8, ext_active: u8) -> Option<Speed> {
+        match ext_active {
+            0 => Speed::from_port_info_base(active),
+            e => Speed::from_port_info_ext(e),
+        }
+    }
+
+    /// The speeds a PortInfo LinkSpeedEnabled (or Supported) mask and its
+    /// LinkSpeedExtEnabled (or ExtSupported) mask hold, slowest first;
+    /// unknown bits are left out.
+    pub fn in_port_info_masks(mask: u8, ext_mask: u8) -> Vec<Speed> {
+        let base = [1u8, 2, 4].into_iter().filter(|b| mask & b != 0);
+        let base = base.filter_map(Speed::from_port_info_base);
+        let ext = [1u8, 2, 4, 8].into_iter().filter(|b| ext_mask & b != 0);
+        base.chain(ext.filter_map(Speed::from_port_info_ext))
+            .collect()
+    }
+
+    /// Its bits in PortInfo: (`LinkSpeedActive`, `LinkSpeedExtActive`). An
+    /// extended speed also reports QDR in the first, as ibnetdiscover expects;
+    /// FDR10 and XDR have no PortInfo code and give None.
+    pub fn port_info_code(self) -> Option<(u8, u8)> {
+        Some(match self {
+            Speed::Sdr => (1, 0),
+            Speed::Ddr => (2, 0),
+            Speed::Qdr => (4, 0),
+            Speed::Fdr => (4, 1),
+            Speed::Edr => (4, 2),
+            Speed::Hdr => (4, 4),
+            Speed::Ndr => (4, 8),
+            Speed::Fdr10 | Speed::Xdr => return None,
+        })
+    }
+
+    fn from_port_info_base(code: u8) -> Option<Speed> {
+        match code {
+            1 => Some(Speed::Sdr),
+            2 => Some(Speed::Ddr),
+            4 => Some(Speed::Qdr),
+            _ => None,
+        }
+    }
+
+    fn from_port_info_ext(code: u8) -> Option<Speed> {
+        match code {
+            1 => Some(Speed::Fdr),
+            2 => Some(Speed::Edr),
+            4 => Some(Speed::Hdr),
+            8 => Some(Speed::Ndr),
+            _ => None,
+        }
     }
 
     /// Its code.
@@ -197,5 +283,64 @@ mod tests {
         assert_eq!(Speed::from_code(3), None);
         assert_eq!(Speed::from_name("ndr"), Some(Speed::Ndr));
         assert_eq!(Speed::from_name("GDR"), None);
+    }
+
+    #[test]
+    fn width_names_and_port_info_masks() {
+        for w in [Width::X1, Width::X2, Width::X4, Width::X8, Width::X12] {
+            assert_eq!(Width::from_name(w.name()), Some(w));
+        }
+        // ibnetdiscover prints "4x", iblinkinfo "4X".
+        assert_eq!(Width::from_name("4x"), Some(Width::X4));
+        assert_eq!(Width::from_name("12x").map(Width::name), Some("12X"));
+        assert_eq!(Width::from_name("3x"), None);
+        assert_eq!(Width::from_name("x"), None);
+        assert_eq!(Width::from_name("4"), None);
+        // ibsim's LinkWidthSupported: 1X|2X|4X|8X|12X = 0x1f.
+        assert_eq!(
+            Width::in_mask(0x1f),
+            [Width::X1, Width::X2, Width::X4, Width::X8, Width::X12]
+        );
+        assert_eq!(Width::in_mask(2), [Width::X4]);
+        assert_eq!(Width::in_mask(0x20), []);
+    }
+
+    #[test]
+    fn port_info_speed_codes_as_ibnetdiscover_reads_them() {
+        // ibnetdiscover.c: LinkSpeedExtActive wins when it is not 0.
+        assert_eq!(Speed::from_port_info(4, 0), Some(Speed::Qdr));
+        assert_eq!(Speed::from_port_info(1, 0), Some(Speed::Sdr));
+        assert_eq!(Speed::from_port_info(4, 2), Some(Speed::Edr));
+        assert_eq!(Speed::from_port_info(0, 8), Some(Speed::Ndr));
+        assert_eq!(Speed::from_port_info(3, 0), None);
+        assert_eq!(Speed::from_port_info(4, 3), None);
+        assert_eq!(Speed::from_port_info(0, 0), None);
+        // ibsim: supported SDR|DDR|QDR = 7, ext HDR|EDR|FDR = 7.
+        assert_eq!(
+            Speed::in_port_info_masks(7, 7),
+            [
+                Speed::Sdr,
+                Speed::Ddr,
+                Speed::Qdr,
+                Speed::Fdr,
+                Speed::Edr,
+                Speed::Hdr
+            ]
+        );
+        assert_eq!(Speed::in_port_info_masks(0x8, 0x10), []);
+        for s in [
+            Speed::Sdr,
+            Speed::Ddr,
+            Speed::Qdr,
+            Speed::Fdr,
+            Speed::Edr,
+            Speed::Hdr,
+            Speed::Ndr,
+        ] {
+            let (a, e) = s.port_info_code().unwrap();
+            assert_eq!(Speed::from_port_info(a, e), Some(s));
+        }
+        assert_eq!(Speed::Fdr10.port_info_code(), None);
+        assert_eq!(Speed::Xdr.port_info_code(), None);
     }
 }
