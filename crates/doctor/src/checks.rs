@@ -278,6 +278,13 @@ pub const CHECKS: &[Check] = &[
         run: rules::ethernet_counters::fec,
     },
     Check {
+        id: "ethernet.link-down",
+        title: "The Ethernet link stays up",
+        layer: Layer::Hardware,
+        codes: &[Code::N013],
+        run: rules::ethernet_counters::link_down,
+    },
+    Check {
         id: "ethernet.optics",
         title: "Modules within their own thresholds",
         layer: Layer::Hardware,

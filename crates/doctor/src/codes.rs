@@ -222,6 +222,8 @@ codes! {
         "One lane of a module receives far less light than its siblings", None;
     N012 = "RDK-N012", "fec-uncorrectable", Hardware, Warning,
         "FEC could not correct blocks on the link", None;
+    N013 = "RDK-N013", "ethernet-link-down", Hardware, Warning,
+        "The Ethernet link beneath RoCE went down", None;
     P001 = "RDK-P001", "probe-mr-registration-failed", Application, Error,
         "Active probe: memory registration failed", None;
     P002 = "RDK-P002", "probe-qp-bringup-failed", Application, Error,

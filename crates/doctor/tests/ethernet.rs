@@ -354,3 +354,73 @@ fn without_optics_no_module_is_read_and_the_check_says_how() {
     let r = Report::build(&collect(&b, &opts), &Config::default(), "t", "t");
     assert_eq!(of(&r, Code::N010).len(), 1, "{:#?}", r.findings);
 }
+
+/// `ethtool -S` text with one more counter at its end.
+fn with_stat(stats: &str, name: &str, value: u64) -> String {
+    format!("{stats}     {name}: {value}\n")
+}
+
+/// A link that went down since the baseline: the count, the rate and the
+/// counter named; three times is flapping (an error); without a baseline the
+/// total is info only; a link whose driver has no such counter is n/a.
+#[test]
+fn link_down_events_since_the_baseline() {
+    let stats = fixture("roce-mlx5-qos/ethtool/eth0/stats.txt");
+    let mut before = roce();
+    set_probe(
+        &mut before,
+        "ethtool-stats:eth0",
+        &with_stat(&stats, "link_down_events_phy", 2),
+    );
+    let facts = collect(&before, &before.header.options.clone());
+    let cfg = Config {
+        baseline: Some(Baseline::from_facts(
+            &facts,
+            "bundle before.json.gz",
+            Some(600),
+        )),
+        ..Config::default()
+    };
+    for (now, sev) in [(3, Severity::Warning), (6, Severity::Error)] {
+        let mut after = roce();
+        set_probe(
+            &mut after,
+            "ethtool-stats:eth0",
+            &with_stat(&stats, "link_down_events_phy", now),
+        );
+        let r = report_with(&after, &cfg);
+        let f = of(&r, Code::N013);
+        assert_eq!(f.len(), 1, "{:#?}", r.findings);
+        assert_eq!(f[0].severity, sev);
+        let times = if now - 2 == 1 {
+            "once".to_string()
+        } else {
+            format!("{} times", now - 2)
+        };
+        assert!(
+            f[0].message
+                .contains(&format!("went down {times} since the baseline"))
+                && f[0]
+                    .message
+                    .contains(&format!("link_down_events_phy +{}", now - 2)),
+            "{}",
+            f[0].message
+        );
+    }
+    // No growth: clean; no baseline: the total, as info.
+    assert!(of(&report_with(&before, &cfg), Code::N013).is_empty());
+    let r = report(&before);
+    let f = of(&r, Code::N013);
+    assert_eq!(
+        (f.len(), f[0].severity),
+        (1, Severity::Info),
+        "{:#?}",
+        r.findings
+    );
+    assert!(f[0].message.contains("2 in all"), "{}", f[0].message);
+    // The fixture's own driver statistics have no such counter.
+    assert!(matches!(
+        status(&report(&roce()), "ethernet.link-down"),
+        Status::NotApplicable(_)
+    ));
+}

@@ -77,6 +77,26 @@ fn every_check_that_can_warn_passes_somewhere() {
             },
         ),
     ));
+    // A driver that counts link-down events (real bnxt_en statistics, which
+    // say 4) in the same host, judged against itself: no new drop of the link.
+    let mut bnxt = import("roce-mlx5-qos");
+    let stats = rdmakit_testkit::fixtures_dir().join("ethernet/bnxt-en-sfp-10g/stats.txt");
+    rdmakit_testkit::bundle::set_probe(
+        &mut bnxt,
+        "ethtool-stats:eth0",
+        &std::fs::read_to_string(&stats).expect("bnxt_en statistics"),
+    );
+    let facts = collect(&bnxt, &bnxt.header.options.clone());
+    reports.push((
+        "roce-mlx5-qos, bnxt_en statistics, --baseline itself".into(),
+        report_with(
+            &bnxt,
+            &Config {
+                baseline: Some(Baseline::from_facts(&facts, "itself", Some(10))),
+                ..Config::default()
+            },
+        ),
+    ));
     // A four-lane module (a real CMIS QSFP+ dump) in the same host.
     let mut four_lanes = import("roce-mlx5-qos");
     let cmis = rdmakit_testkit::fixtures_dir()

@@ -147,6 +147,10 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["Optics or cable degraded beyond what FEC can correct", "FEC mode mismatch with the switch port"],
             &["ethtool --show-fec <if>", "ethtool -I --show-fec <if>", "ethtool -m <if>", "ethtool -S <if> | grep -iE 'fec|symbol'"],
         ),
+        N013 => (
+            &["A dirty, damaged or loose cable or module", "Optics at the end of their life (RDK-N010)", "The switch port flapping or being reset", "Auto-negotiation or FEC mismatch with the switch port"],
+            &["ip -s link show <if>", "ethtool -S <if> | grep link_down", "ethtool -m <if>", "dmesg -T | grep -iE 'link (is )?(down|up)'"],
+        ),
         I001 => (
             &["MSI/MSI-X disabled (pci=nomsi)", "Driver probe incomplete or failed", "Hypervisor does not expose MSI-X for the device"],
             &["grep <BDF> /proc/interrupts", "ls /sys/bus/pci/devices/<BDF>/msi_irqs/", "lspci -s <BDF> -vvv | grep MSI-X", "cat /proc/cmdline"],

@@ -1,6 +1,6 @@
 //! Hardware layer, the Ethernet beneath RoCE, by its counters: pause time
-//! (RDK-N007), drops (RDK-N008), congestion notifications (RDK-N009) and FEC
-//! (RDK-N012) — as rates since a baseline (`--baseline`) where one is given,
+//! (RDK-N007), drops (RDK-N008), congestion notifications (RDK-N009), FEC
+//! (RDK-N012) and link-down events (RDK-N013) — as rates since a baseline (`--baseline`) where one is given,
 //! else totals since the driver loaded.
 
 use rdmakit_host::ethernet::EthLink;
@@ -549,6 +549,79 @@ pub fn fec(cx: &Ctx) -> Outcome {
     if !any {
         return Outcome::NotApplicable(
             "no link reports FEC statistics (ethtool --show-fec, ethtool -S)".into(),
+        );
+    }
+    Outcome::Findings(out)
+}
+
+/// The drivers' counters of the link going down: mlx5's (counters.rst),
+/// then bnxt_en's and their kin.
+const LINK_DOWN: &[&str] = &["link_down_events_phy", "link_down_events"];
+
+/// A link that went down this often since the baseline is flapping.
+const FLAPPING: u64 = 3;
+
+/// RDK-N013: the link went down. Each time, every RC QP over it stalls
+/// until its retry timer expires or the link returns.
+pub fn link_down(cx: &Ctx) -> Outcome {
+    let links = match links_with_stats(cx) {
+        Ok(l) => l,
+        Err(o) => return o,
+    };
+    let b = baseline(cx);
+    let age = b.and_then(|b| b.age_secs);
+    let mut out = Vec::new();
+    let mut any = false;
+    for l in links {
+        let Some(d) = LINK_DOWN
+            .iter()
+            .find_map(|n| deltas(b, l, |x| x == *n).into_iter().next())
+        else {
+            continue;
+        };
+        any = true;
+        if d.growth() == 0 || (b.is_some() && d.was.is_none()) {
+            continue;
+        }
+        let times = match d.growth() {
+            1 => "once".to_string(),
+            n => format!("{} times", grouped(n)),
+        };
+        let mut f = Finding::new(
+            Code::N013,
+            l.name.clone(),
+            format!(
+                "{}: the link went down {times} {} ({} {})",
+                l.name,
+                base_note(cx),
+                d.name,
+                d.shown(age)
+            ),
+        )
+        .brief(format!("{} link down {times}", l.name))
+        .evidence(Evidence::new(
+            l.stats.path.clone(),
+            format!("{} = {}", d.name, d.now),
+        ))
+        .remedy(
+            "Each drop of the link stalls every RC QP over it (retry timeouts, then \
+             IBV_WC_RETRY_EXC_ERR when it lasts). Look for the cause at both ends: the module's \
+             readings (RDK-N010, RDK-N011), FEC (RDK-N012), the switch port's log, a reseated or \
+             damaged cable.",
+        )
+        .next(format!("ip -s link show {}", l.name))
+        .next(format!("ethtool -m {}", l.name))
+        .next("dmesg -T | grep -iE 'link (is )?(down|up)'");
+        f = match b {
+            None => f.severity(Severity::Info),
+            Some(_) if d.growth() >= FLAPPING => f.severity(Severity::Error),
+            Some(_) => f,
+        };
+        out.push(f);
+    }
+    if !any {
+        return Outcome::NotApplicable(
+            "no link reports link-down events (link_down_events_phy, link_down_events)".into(),
         );
     }
     Outcome::Findings(out)
