@@ -193,11 +193,6 @@ fn check_port_info(resp: &str, txt: &str) -> port_info::Repr {
         ("MaxCreditHint", u64::from(r.max_credit_hint)),
         ("RoundTrip", u64::from(r.link_round_trip_latency)),
         ("CapabilityMask2", u64::from(r.capability_mask2)),
-        (
-            "LinkSpeedExtSupported",
-            u64::from(r.link_speed_ext_supported),
-        ),
-        ("LinkSpeedExtEnabled", u64::from(r.link_speed_ext_enabled)),
     ] {
         assert_eq!(num(&p, k), v, "{txt}: {k}");
     }
@@ -233,9 +228,31 @@ fn check_port_info(resp: &str, txt: &str) -> port_info::Repr {
     );
     assert_eq!(p["VLCap"], "VL0-7");
     assert_eq!((r.vl_cap, r.operational_vls), (4, 4), "VL0-7 is code 4");
-    assert_eq!(p["LinkSpeedExtActive"], "No Extended Speed");
-    assert_eq!(r.link_speed_ext_active, 0);
+    let ext = [1, 2, 4, 8];
+    let ext_mask = |m: u8| match m {
+        0 => "0".to_string(),
+        m => mask_names(m, &ext, ext_speed_name),
+    };
+    assert_eq!(
+        p["LinkSpeedExtSupported"],
+        ext_mask(r.link_speed_ext_supported)
+    );
+    assert_eq!(p["LinkSpeedExtEnabled"], ext_mask(r.link_speed_ext_enabled));
+    match r.link_speed_ext_active {
+        0 => assert_eq!(p["LinkSpeedExtActive"], "No Extended Speed"),
+        a => assert_eq!(p["LinkSpeedExtActive"], ext_speed_name(a)),
+    }
     r
+}
+
+fn ext_speed_name(code: u8) -> &'static str {
+    match code {
+        1 => "14.0625 Gbps",
+        2 => "25.78125 Gbps",
+        4 => "53.125 Gbps",
+        8 => "106.25 Gbps",
+        _ => "?",
+    }
 }
 
 #[test]
@@ -246,6 +263,42 @@ fn smpquery_portinfo_of_the_sm_port() {
         r.capability_mask & port_info::CAP_IS_SM,
         port_info::CAP_IS_SM
     );
+}
+
+#[test]
+fn smpquery_portinfo_extended_speed_edr() {
+    // The second fabric (net.ext): H1's link runs e=3, i.e. FDR|EDR enabled.
+    let r = check_port_info("smp-portinfo-ext-lid1-p1.resp", "portinfo-ext-lid1.txt");
+    assert_eq!(
+        (r.link_width_active, r.link_speed_ext_active),
+        (2, 2),
+        "4X EDR"
+    );
+    assert_eq!(
+        (r.link_speed_ext_supported, r.link_speed_ext_enabled),
+        (7, 3)
+    );
+}
+
+#[test]
+fn smpquery_portinfo_extended_speed_fdr_2x() {
+    let r = check_port_info("smp-portinfo-ext-lid2-p2.resp", "portinfo-ext-lid2-p2.txt");
+    assert_eq!(
+        (r.link_width_active, r.link_speed_ext_active),
+        (16, 1),
+        "2X FDR"
+    );
+}
+
+#[test]
+fn smpquery_nodeinfo_of_a_channel_adapter() {
+    let (_, r) = smp_data("smp-nodeinfo-ext-lid3.resp", node_info_of);
+    check_node_info("nodeinfo-ext-lid3.txt", &r);
+    assert_eq!(
+        (r.node_type, r.local_port_num),
+        (node_info::NODE_TYPE_CA, 1)
+    );
+    assert_ne!(r.node_guid, r.port_guid, "a CA's port GUID is its own");
 }
 
 #[test]

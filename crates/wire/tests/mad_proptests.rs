@@ -10,7 +10,7 @@ use rdmakit_wire::mad::pma::{
 use rdmakit_wire::mad::smp::{
     self, lft, node_description, node_info, port_info, sm_info, switch_info, Directed, Route,
 };
-use rdmakit_wire::mad::Status;
+use rdmakit_wire::mad::{Attribute, Status};
 use rdmakit_wire::Error;
 
 /// For an attribute module: parse arbitrary bytes without panicking; what
@@ -29,6 +29,10 @@ macro_rules! attr_props {
             repr.emit(&mut $m::Packet::new_unchecked(&mut out[..]));
             let again = $m::Repr::parse(&$m::Packet::new_checked(&out[..]).unwrap()).unwrap();
             prop_assert_eq!(again, repr);
+            // The same through the Attribute trait, and a short data area refused.
+            prop_assert_eq!(<$m::Repr as Attribute>::from_data(bytes).unwrap(), repr);
+            let mut short = vec![0u8; $m::LEN - 1];
+            prop_assert_eq!(repr.to_data(&mut short).unwrap_err(), Error::Truncated);
         }
     }};
 }

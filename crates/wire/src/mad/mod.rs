@@ -20,6 +20,11 @@
 //! 0x81) and their attributes; [`pma`], performance management (class 0x04)
 //! and its counters; [`status`], the status word decoded. Link width and speed
 //! codes stay raw numbers here.
+//!
+//! A request is built whole (`smp::Repr::get`, `pma::Repr::get`, `reset_port_counters`)
+//! and `to_bytes` gives the 256 bytes to send; a reply parses with
+//! `smp::Repr::parse` / `pma::Repr::parse`, and `attribute::<node_info::Repr>()`
+//! (any [`Attribute`]) reads what it carries.
 
 use core::fmt;
 
@@ -46,6 +51,56 @@ mod field {
     pub const ATTR_MOD: Field = 20..24;
     pub const DATA: Rest = 24..;
 }
+
+/// An attribute a MAD carries in its data (an SMP's 64 bytes, a PMA's 192):
+/// its attribute ID and length, parsed from and emitted into those bytes.
+pub trait Attribute: Sized {
+    /// The attribute ID.
+    const ATTR_ID: u16;
+    /// The bytes the attribute defines (the rest of the data is reserved).
+    const LEN: usize;
+
+    /// Parse the attribute from the MAD's data.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] if `data` is shorter than [`Attribute::LEN`].
+    fn from_data(data: &[u8]) -> Result<Self>;
+
+    /// Emit the attribute into the MAD's data (its reserved bytes zeroed).
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] if `data` is shorter than [`Attribute::LEN`].
+    fn to_data(&self, data: &mut [u8]) -> Result<()>;
+}
+
+/// An attribute of the subnet management class ([`smp`]).
+pub trait SmpAttribute: Attribute {}
+/// An attribute of the performance management class ([`pma`]).
+pub trait PmaAttribute: Attribute {}
+
+/// Implements [`Attribute`] and `$marker` for the `Repr` of a `layout!`
+/// module whose length is `LEN`.
+macro_rules! attribute {
+    ($marker:ident, $id:expr) => {
+        impl $crate::mad::Attribute for Repr {
+            const ATTR_ID: u16 = $id;
+            const LEN: usize = LEN;
+
+            fn from_data(data: &[u8]) -> $crate::Result<Repr> {
+                Repr::parse(&Packet::new_checked(data)?)
+            }
+
+            fn to_data(&self, data: &mut [u8]) -> $crate::Result<()> {
+                let d = data.get_mut(..LEN).ok_or($crate::Error::Truncated)?;
+                self.emit(&mut Packet::new_unchecked(d));
+                Ok(())
+            }
+        }
+
+        impl $crate::mad::$marker for Repr {}
+    };
+}
+pub(crate) use attribute;
 
 /// Length of the common MAD header.
 pub const HEADER_LEN: usize = field::DATA.start;

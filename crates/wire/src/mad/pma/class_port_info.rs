@@ -118,6 +118,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(PmaAttribute, super::attr::CLASS_PORT_INFO);
+
 impl Repr {
     /// True when PortCountersExtended is there (either ExtendedWidth bit).
     pub fn has_extended_counters(&self) -> bool {

@@ -28,7 +28,7 @@
 use core::fmt;
 
 use crate::mad::status::Status;
-use crate::mad::{self as madh, BASE_VERSION, METHOD_GET, METHOD_RESPONSE};
+use crate::mad::{self as madh, PmaAttribute, BASE_VERSION, METHOD_GET, METHOD_RESPONSE};
 use crate::view::view;
 use crate::{Error, Result};
 
@@ -207,6 +207,17 @@ impl Repr {
         Status(self.status)
     }
 
+    /// The attribute this MAD carries, parsed from its data.
+    ///
+    /// # Errors
+    /// [`Error::Malformed`] if the MAD carries another attribute ID.
+    pub fn attribute<A: PmaAttribute>(&self) -> Result<A> {
+        if self.attr_id != A::ATTR_ID {
+            return Err(Error::Malformed);
+        }
+        A::from_data(&self.data)
+    }
+
     /// Parse a PMA MAD.
     ///
     /// # Errors
@@ -326,6 +337,20 @@ mod tests {
         let mut out = [0xa5u8; 256];
         r.emit(&mut Packet::new_unchecked(&mut out[..]));
         assert_eq!(out, req);
+    }
+
+    #[test]
+    fn attribute_of_the_perfquery_response() {
+        let m = hex_mad(include_str!(
+            "../../../../../fixtures/mad/pma-portcounters-lid2-p7.resp.hex"
+        ));
+        let r = Repr::parse(&Packet::new_checked(&m[..]).unwrap()).unwrap();
+        let pc: port_counters::Repr = r.attribute().unwrap();
+        assert_eq!((pc.port_select, pc.symbol_error_counter), (7, 77));
+        assert_eq!(
+            r.attribute::<port_counters_ext::Repr>().unwrap_err(),
+            Error::Malformed
+        );
     }
 
     #[test]

@@ -119,6 +119,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(PmaAttribute, super::attr::PORT_COUNTERS);
+
 const fn c(name: &'static str, bits: u8) -> Counter {
     Counter { name, bits }
 }

@@ -55,6 +55,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(PmaAttribute, super::attr::PORT_COUNTERS_EXTENDED);
+
 /// The counters, in the order `perfquery -x` prints them, with their widths.
 pub const COUNTERS: [Counter; 8] = [
     Counter {

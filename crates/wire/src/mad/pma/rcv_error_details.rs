@@ -43,6 +43,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(PmaAttribute, super::attr::PORT_RCV_ERROR_DETAILS);
+
 /// The counters, in the order `perfquery -E` prints them, with their widths.
 pub const COUNTERS: [Counter; 6] = [
     Counter {

@@ -37,6 +37,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(PmaAttribute, super::attr::PORT_XMIT_DISCARD_DETAILS);
+
 /// The counters, in the order `perfquery -D` prints them, with their widths.
 pub const COUNTERS: [Counter; 4] = [
     Counter {

@@ -27,6 +27,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(SmpAttribute, super::attr::LINEAR_FORWARDING_TABLE);
+
 /// The block (the attribute modifier) that holds `lid`.
 pub fn block_of(lid: u16) -> u32 {
     u32::from(lid / LIDS_PER_BLOCK)

@@ -38,7 +38,7 @@
 use core::fmt;
 
 use crate::mad::status::Status;
-use crate::mad::{self as madh, BASE_VERSION, METHOD_GET, METHOD_RESPONSE};
+use crate::mad::{self as madh, SmpAttribute, BASE_VERSION, METHOD_GET, METHOD_RESPONSE};
 use crate::view::{get_u16, get_u64, set_u16, set_u64, view};
 use crate::{Error, Result};
 
@@ -345,6 +345,27 @@ impl Repr {
         }
     }
 
+    /// A Set of attribute `attr` (its ID and bytes from the attribute's Repr).
+    pub fn set_attribute<A: SmpAttribute>(attr: &A, attr_mod: u32, route: Route, tid: u64) -> Repr {
+        let mut data = [0; DATA_LEN];
+        // Every SMP attribute fits the 64 bytes (LEN <= DATA_LEN, tested), so
+        // this cannot fail.
+        let written = attr.to_data(&mut data);
+        debug_assert!(written.is_ok());
+        Repr::set(A::ATTR_ID, attr_mod, route, tid, data)
+    }
+
+    /// The attribute this SMP carries, parsed from its data.
+    ///
+    /// # Errors
+    /// [`Error::Malformed`] if the SMP carries another attribute ID.
+    pub fn attribute<A: SmpAttribute>(&self) -> Result<A> {
+        if self.attr_id != A::ATTR_ID {
+            return Err(Error::Malformed);
+        }
+        A::from_data(&self.data)
+    }
+
     /// The same request carrying `m_key`.
     pub fn with_m_key(self, m_key: u64) -> Repr {
         Repr { m_key, ..self }
@@ -563,6 +584,38 @@ mod tests {
         let mut out = [0xa5u8; 256];
         repr.emit(&mut Packet::new_unchecked(&mut out[..]));
         assert_eq!(out, resp);
+    }
+
+    #[test]
+    fn attribute_of_the_dr_response() {
+        let resp = dr_resp();
+        let repr = Repr::parse(&Packet::new_checked(&resp[..]).unwrap()).unwrap();
+        let ni: node_info::Repr = repr.attribute().unwrap();
+        assert_eq!((ni.node_guid, ni.local_port_num), (0x20_0001, 7));
+        assert_eq!(
+            repr.attribute::<port_info::Repr>().unwrap_err(),
+            Error::Malformed
+        );
+        let back = Repr::set_attribute(&ni, 0, repr.route, repr.tid);
+        assert_eq!(
+            (back.method, back.attr_id, back.data),
+            (METHOD_SET, attr::NODE_INFO, repr.data)
+        );
+    }
+
+    #[test]
+    fn every_attribute_fits_the_smp_data() {
+        use crate::mad::Attribute;
+        for len in [
+            node_description::Repr::LEN,
+            node_info::Repr::LEN,
+            switch_info::Repr::LEN,
+            port_info::Repr::LEN,
+            lft::Repr::LEN,
+            sm_info::Repr::LEN,
+        ] {
+            assert!(len <= DATA_LEN);
+        }
     }
 
     #[test]

@@ -23,6 +23,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(SmpAttribute, super::attr::NODE_DESCRIPTION);
+
 impl Repr {
     /// A description holding `text`, cut at 64 bytes (on a character boundary)
     /// and NUL-padded.

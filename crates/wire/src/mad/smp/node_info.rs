@@ -61,6 +61,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(SmpAttribute, super::attr::NODE_INFO);
+
 impl Repr {
     /// The node type's name as smpquery prints it.
     pub fn node_type_name(&self) -> &'static str {

@@ -171,6 +171,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(SmpAttribute, super::attr::PORT_INFO);
+
 /// The name smpquery prints for a PortState code (`Active`).
 pub fn port_state_name(code: u8) -> &'static str {
     match code {

@@ -41,6 +41,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(SmpAttribute, super::attr::SM_INFO);
+
 impl Repr {
     /// The state's name as `sminfo` prints it (`SMINFO_MASTER`).
     pub fn state_name(&self) -> &'static str {

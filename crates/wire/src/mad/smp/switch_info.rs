@@ -68,6 +68,8 @@ layout! {
     }
 }
 
+crate::mad::attribute!(SmpAttribute, super::attr::SWITCH_INFO);
+
 impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
