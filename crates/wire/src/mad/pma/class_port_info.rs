@@ -41,6 +41,18 @@ pub const CAP_EXTENDED_WIDTH_NO_IETF: u16 = 1 << 10;
 pub const CAP_SAMPLES_ONLY: u16 = 1 << 11;
 /// CapabilityMask: PortCounters has PortXmitWait.
 pub const CAP_PORT_XMIT_WAIT: u16 = 1 << 12;
+/// CapabilityMask: limited-member P_Key multicast drops do not count as
+/// PortRcvConstraintErrors.
+pub const CAP_INHIBIT_LIMITED_PKEY_MC_CONSTRAINT: u16 = 1 << 13;
+/// CapabilityMask: the RS-FEC counters of PortExtendedSpeedsCounters exist.
+pub const CAP_RSFEC_COUNTERS: u16 = 1 << 14;
+/// CapabilityMask: PortCounters has QP1Dropped.
+pub const CAP_QP1_DROP: u16 = 1 << 15;
+/// CapabilityMask2: the PMA checks a PM_Key.
+pub const CAP2_PM_KEY: u32 = 1 << 0;
+/// CapabilityMask2: PortCountersExtended carries the 64-bit error counters
+/// (bytes 72-183).
+pub const CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED: u32 = 1 << 1;
 
 /// CapabilityMask2: the high 27 bits of the 32-bit word at byte 4.
 struct CapMask2;
@@ -126,6 +138,16 @@ impl Repr {
         self.capability_mask & (CAP_EXTENDED_WIDTH | CAP_EXTENDED_WIDTH_NO_IETF) != 0
     }
 
+    /// True when PortCountersExtended also carries the 64-bit error counters.
+    pub fn has_additional_extended_counters(&self) -> bool {
+        self.capability_mask2 & CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED != 0
+    }
+
+    /// True when PortCounters carries QP1Dropped.
+    pub fn has_qp1_dropped(&self) -> bool {
+        self.capability_mask & CAP_QP1_DROP != 0
+    }
+
     /// True when PortCounters carries PortXmitWait.
     pub fn has_xmit_wait(&self) -> bool {
         self.capability_mask & CAP_PORT_XMIT_WAIT != 0
@@ -171,6 +193,7 @@ mod tests {
         assert_eq!((r.base_version, r.class_version), (1, 1));
         assert_eq!(r.capability_mask, 0x1300);
         assert!(r.has_extended_counters() && r.has_xmit_wait());
+        assert!(!r.has_qp1_dropped() && !r.has_additional_extended_counters());
         assert_eq!(r.capability_mask & CAP_ALL_PORT_SELECT, CAP_ALL_PORT_SELECT);
         let mut b = [0xa5u8; LEN];
         r.emit(&mut Packet::new_unchecked(&mut b[..]));

@@ -3,6 +3,10 @@
 //! wrap); [`COUNTERS`] gives each one's width. The data counters count 4-byte
 //! words; PortCountersExtended has 64-bit versions of them.
 //!
+//! perfquery (infiniband-diags 44.0) prints VL15Dropped's bytes a second time
+//! as `QP1Dropped`: libibmad's field table places QP1Dropped on the same bits.
+//! This module reads QP1Dropped where IBTA puts it (bytes 20-21).
+//!
 //! ```text
 //! byte 0       reserved
 //! byte 1       PortSelect
@@ -18,8 +22,8 @@
 //! byte 17      PortRcvConstraintErrors
 //! byte 18      CounterSelect2 (bit 0: PortXmitWait)
 //! byte 19      LocalLinkIntegrityErrors(4) ExcessiveBufferOverrunErrors(4)
-//! bytes 20-21  reserved
-//! bytes 22-23  VL15Dropped (perfquery also prints it as QP1Dropped)
+//! bytes 20-21  QP1Dropped (IBTA 1.3; only with ClassPortInfo's IsQP1DropSupported)
+//! bytes 22-23  VL15Dropped
 //! bytes 24-27  PortXmitData
 //! bytes 28-31  PortRcvData
 //! bytes 32-35  PortXmitPkts
@@ -104,6 +108,8 @@ layout! {
         local_link_integrity_errors / set_local_link_integrity_errors: u8 = Bits<19, 0, 4>;
         /// ExcessiveBufferOverrunErrors (4 bits).
         excessive_buffer_overrun_errors / set_excessive_buffer_overrun_errors: u8 = Bits<19, 4, 4>;
+        /// QP1Dropped (16 bits): MADs dropped for want of QP1 resources.
+        qp1_dropped / set_qp1_dropped: u16 = U16<20>;
         /// VL15Dropped (16 bits).
         vl15_dropped / set_vl15_dropped: u16 = U16<22>;
         /// PortXmitData (32 bits, in 4-byte words).
@@ -138,20 +144,17 @@ pub const COUNTERS: [Counter; 18] = [
     c("PortRcvConstraintErrors", 8),
     c("LocalLinkIntegrityErrors", 4),
     c("ExcessiveBufferOverrunErrors", 4),
+    c("QP1Dropped", 16),
     c("VL15Dropped", 16),
     c("PortXmitData", 32),
     c("PortRcvData", 32),
     c("PortXmitPkts", 32),
     c("PortRcvPkts", 32),
     c("PortXmitWait", 32),
-    // Not a counter of the attribute but printed by perfquery in this list:
-    // kept last so COUNTERS[..17] are exactly the attribute's counters.
-    c("QP1Dropped", 16),
 ];
 
 impl Repr {
-    /// Each counter of [`COUNTERS`] with its value (QP1Dropped reads VL15Dropped,
-    /// as perfquery does).
+    /// Each counter of [`COUNTERS`] with its value.
     pub fn counters(&self) -> [(Counter, u64); 18] {
         let v = [
             u64::from(self.symbol_error_counter),
@@ -165,22 +168,21 @@ impl Repr {
             u64::from(self.port_rcv_constraint_errors),
             u64::from(self.local_link_integrity_errors),
             u64::from(self.excessive_buffer_overrun_errors),
+            u64::from(self.qp1_dropped),
             u64::from(self.vl15_dropped),
             u64::from(self.port_xmit_data),
             u64::from(self.port_rcv_data),
             u64::from(self.port_xmit_pkts),
             u64::from(self.port_rcv_pkts),
             u64::from(self.port_xmit_wait),
-            u64::from(self.vl15_dropped),
         ];
         core::array::from_fn(|i| (COUNTERS[i], v[i]))
     }
 
-    /// The counters that read all ones (QP1Dropped left out: it repeats VL15Dropped).
+    /// The counters that read all ones.
     pub fn saturated(&self) -> impl Iterator<Item = Counter> {
         self.counters()
             .into_iter()
-            .take(17)
             .filter(|(c, v)| c.is_saturated(*v))
             .map(|(c, _)| c)
     }
@@ -189,12 +191,7 @@ impl Repr {
 impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "PortCounters port {}", self.port_select)?;
-        for (c, v) in self
-            .counters()
-            .into_iter()
-            .take(17)
-            .filter(|(_, v)| *v != 0)
-        {
+        for (c, v) in self.counters().into_iter().filter(|(_, v)| *v != 0) {
             write!(f, " {}={v}", c.name)?;
         }
         Ok(())

@@ -4,38 +4,55 @@
 //! ExtendedWidthSupported (not just the NoIETF variant).
 //!
 //! ```text
-//! byte 0       reserved
-//! byte 1       PortSelect
-//! bytes 2-3    CounterSelect
-//! bytes 4-7    reserved (CounterSelect2 in later revisions)
-//! bytes 8-15   PortXmitData (4-byte words)
-//! bytes 16-23  PortRcvData (4-byte words)
-//! bytes 24-31  PortXmitPkts
-//! bytes 32-39  PortRcvPkts
-//! bytes 40-47  PortUnicastXmitPkts
-//! bytes 48-55  PortUnicastRcvPkts
-//! bytes 56-63  PortMulticastXmitPkts
-//! bytes 64-71  PortMulticastRcvPkts
+//! byte 0          reserved
+//! byte 1          PortSelect
+//! bytes 2-3       CounterSelect
+//! bytes 4-7       CounterSelect2 (selects the additional counters)
+//! bytes 8-15      PortXmitData (4-byte words)
+//! bytes 16-23     PortRcvData (4-byte words)
+//! bytes 24-31     PortXmitPkts
+//! bytes 32-39     PortRcvPkts
+//! bytes 40-47     PortUnicastXmitPkts
+//! bytes 48-55     PortUnicastRcvPkts
+//! bytes 56-63     PortMulticastXmitPkts
+//! bytes 64-71     PortMulticastRcvPkts
+//! -- additional counters, only with IsAdditionalPortCountersExtendedSupported:
+//! bytes 72-79     SymbolErrorCounter
+//! bytes 80-87     LinkErrorRecoveryCounter
+//! bytes 88-95     LinkDownedCounter
+//! bytes 96-103    PortRcvErrors
+//! bytes 104-111   PortRcvRemotePhysicalErrors
+//! bytes 112-119   PortRcvSwitchRelayErrors
+//! bytes 120-127   PortXmitDiscards
+//! bytes 128-135   PortXmitConstraintErrors
+//! bytes 136-143   PortRcvConstraintErrors
+//! bytes 144-151   LocalLinkIntegrityErrors
+//! bytes 152-159   ExcessiveBufferOverrunErrors
+//! bytes 160-167   VL15Dropped
+//! bytes 168-175   PortXmitWait
+//! bytes 176-183   QP1Dropped
+//! bytes 184-191   reserved
 //! ```
-//!
-//! The 64-bit error counters some PMAs append after byte 72 (CapabilityMask2
-//! IsAdditionalPortCountersExtendedSupported) are not decoded here.
 
 use core::fmt;
 
 use super::Counter;
-use crate::view::{layout, Zeroing, U16, U64, U8};
+use crate::view::{layout, Zeroing, U16, U32, U64, U8};
 
-/// Length of the attribute's defined part.
-pub const LEN: usize = 72;
+/// Length of the attribute's defined part (with the additional counters).
+pub const LEN: usize = 184;
+/// Where the additional 64-bit error counters start.
+pub const ADDITIONAL_OFFSET: usize = 72;
 
 layout! {
-    a "PortCountersExtended", LEN, "72 bytes";
+    a "PortCountersExtended", LEN, "184 bytes";
     fields {
         /// PortSelect.
         port_select / set_port_select: u8 = Zeroing<U8<1>, 0, LEN>;
         /// CounterSelect (bit 0 PortXmitData ... bit 7 PortMulticastRcvPkts).
         counter_select / set_counter_select: u16 = U16<2>;
+        /// CounterSelect2 (the additional counters, bit 0 SymbolErrorCounter on).
+        counter_select2 / set_counter_select2: u32 = U32<4>;
         /// PortXmitData (4-byte words).
         port_xmit_data / set_port_xmit_data: u64 = U64<8>;
         /// PortRcvData (4-byte words).
@@ -52,6 +69,34 @@ layout! {
         port_multicast_xmit_pkts / set_port_multicast_xmit_pkts: u64 = U64<56>;
         /// PortMulticastRcvPkts.
         port_multicast_rcv_pkts / set_port_multicast_rcv_pkts: u64 = U64<64>;
+        /// SymbolErrorCounter (64 bits; additional counter).
+        symbol_error_counter / set_symbol_error_counter: u64 = U64<72>;
+        /// LinkErrorRecoveryCounter (64 bits; additional counter).
+        link_error_recovery_counter / set_link_error_recovery_counter: u64 = U64<80>;
+        /// LinkDownedCounter (64 bits; additional counter).
+        link_downed_counter / set_link_downed_counter: u64 = U64<88>;
+        /// PortRcvErrors (64 bits; additional counter).
+        port_rcv_errors / set_port_rcv_errors: u64 = U64<96>;
+        /// PortRcvRemotePhysicalErrors (64 bits; additional counter).
+        port_rcv_remote_physical_errors / set_port_rcv_remote_physical_errors: u64 = U64<104>;
+        /// PortRcvSwitchRelayErrors (64 bits; additional counter).
+        port_rcv_switch_relay_errors / set_port_rcv_switch_relay_errors: u64 = U64<112>;
+        /// PortXmitDiscards (64 bits; additional counter).
+        port_xmit_discards / set_port_xmit_discards: u64 = U64<120>;
+        /// PortXmitConstraintErrors (64 bits; additional counter).
+        port_xmit_constraint_errors / set_port_xmit_constraint_errors: u64 = U64<128>;
+        /// PortRcvConstraintErrors (64 bits; additional counter).
+        port_rcv_constraint_errors / set_port_rcv_constraint_errors: u64 = U64<136>;
+        /// LocalLinkIntegrityErrors (64 bits; additional counter).
+        local_link_integrity_errors / set_local_link_integrity_errors: u64 = U64<144>;
+        /// ExcessiveBufferOverrunErrors (64 bits; additional counter).
+        excessive_buffer_overrun_errors / set_excessive_buffer_overrun_errors: u64 = U64<152>;
+        /// VL15Dropped (64 bits; additional counter).
+        vl15_dropped / set_vl15_dropped: u64 = U64<160>;
+        /// PortXmitWait (64 bits; additional counter).
+        port_xmit_wait / set_port_xmit_wait: u64 = U64<168>;
+        /// QP1Dropped (64 bits; additional counter).
+        qp1_dropped / set_qp1_dropped: u64 = U64<176>;
     }
 }
 
@@ -93,6 +138,68 @@ pub const COUNTERS: [Counter; 8] = [
     },
 ];
 
+/// The additional 64-bit error counters, in the order of the layout, named as
+/// in PortCounters; valid only when ClassPortInfo has
+/// [`super::class_port_info::CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED`].
+pub const ADDITIONAL_COUNTERS: [Counter; 14] = [
+    Counter {
+        name: "SymbolErrorCounter",
+        bits: 64,
+    },
+    Counter {
+        name: "LinkErrorRecoveryCounter",
+        bits: 64,
+    },
+    Counter {
+        name: "LinkDownedCounter",
+        bits: 64,
+    },
+    Counter {
+        name: "PortRcvErrors",
+        bits: 64,
+    },
+    Counter {
+        name: "PortRcvRemotePhysicalErrors",
+        bits: 64,
+    },
+    Counter {
+        name: "PortRcvSwitchRelayErrors",
+        bits: 64,
+    },
+    Counter {
+        name: "PortXmitDiscards",
+        bits: 64,
+    },
+    Counter {
+        name: "PortXmitConstraintErrors",
+        bits: 64,
+    },
+    Counter {
+        name: "PortRcvConstraintErrors",
+        bits: 64,
+    },
+    Counter {
+        name: "LocalLinkIntegrityErrors",
+        bits: 64,
+    },
+    Counter {
+        name: "ExcessiveBufferOverrunErrors",
+        bits: 64,
+    },
+    Counter {
+        name: "VL15Dropped",
+        bits: 64,
+    },
+    Counter {
+        name: "PortXmitWait",
+        bits: 64,
+    },
+    Counter {
+        name: "QP1Dropped",
+        bits: 64,
+    },
+];
+
 impl Repr {
     /// Each counter of [`COUNTERS`] with its value.
     pub fn counters(&self) -> [(Counter, u64); 8] {
@@ -107,6 +214,27 @@ impl Repr {
             self.port_multicast_rcv_pkts,
         ];
         core::array::from_fn(|i| (COUNTERS[i], v[i]))
+    }
+
+    /// Each counter of [`ADDITIONAL_COUNTERS`] with its value.
+    pub fn additional_counters(&self) -> [(Counter, u64); 14] {
+        let v = [
+            self.symbol_error_counter,
+            self.link_error_recovery_counter,
+            self.link_downed_counter,
+            self.port_rcv_errors,
+            self.port_rcv_remote_physical_errors,
+            self.port_rcv_switch_relay_errors,
+            self.port_xmit_discards,
+            self.port_xmit_constraint_errors,
+            self.port_rcv_constraint_errors,
+            self.local_link_integrity_errors,
+            self.excessive_buffer_overrun_errors,
+            self.vl15_dropped,
+            self.port_xmit_wait,
+            self.qp1_dropped,
+        ];
+        core::array::from_fn(|i| (ADDITIONAL_COUNTERS[i], v[i]))
     }
 }
 
@@ -145,6 +273,25 @@ mod tests {
     }
 
     #[test]
+    fn additional_counters_sit_after_the_data_counters() {
+        let mut b = [0u8; LEN];
+        let mut p = Packet::new_unchecked(&mut b[..]);
+        p.set_symbol_error_counter(1);
+        p.set_qp1_dropped(u64::MAX);
+        assert_eq!(&b[72..80], &1u64.to_be_bytes());
+        assert_eq!(&b[176..184], &[0xff; 8]);
+        let r = Repr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap();
+        let sat: Vec<_> = r
+            .additional_counters()
+            .into_iter()
+            .filter(|(c, v)| c.is_saturated(*v))
+            .map(|(c, _)| c.name)
+            .collect();
+        assert_eq!(sat, ["QP1Dropped"]);
+        assert_eq!(ADDITIONAL_OFFSET + 8 * ADDITIONAL_COUNTERS.len(), LEN);
+    }
+
+    #[test]
     fn parse_and_emit_perfquery_x() {
         let d = data();
         let p = Packet::new_checked(&d[..]).unwrap();
@@ -154,5 +301,7 @@ mod tests {
         repr().emit(&mut Packet::new_unchecked(&mut b[..]));
         assert_eq!(b, d);
         assert!(repr().counters().iter().all(|(c, v)| !c.is_saturated(*v)));
+        // ibsim's PMA has no additional counters: all zero.
+        assert!(repr().additional_counters().iter().all(|(_, v)| *v == 0));
     }
 }
