@@ -242,6 +242,15 @@ impl Repr {
         })
     }
 
+    /// [`Packet::new_checked`] then [`Repr::parse`]: a PMA MAD from the bytes
+    /// a MAD transport delivered.
+    ///
+    /// # Errors
+    /// As [`Repr::parse`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Repr> {
+        Repr::parse(&Packet::new_checked(bytes)?)
+    }
+
     /// The length this Repr emits (256).
     pub const fn buffer_len(&self) -> usize {
         PMA_LEN
@@ -344,7 +353,7 @@ mod tests {
         let m = hex_mad(include_str!(
             "../../../../../fixtures/mad/pma-portcounters-lid2-p7.resp.hex"
         ));
-        let r = Repr::parse(&Packet::new_checked(&m[..]).unwrap()).unwrap();
+        let r = Repr::from_bytes(&m).unwrap();
         let pc: port_counters::Repr = r.attribute().unwrap();
         assert_eq!((pc.port_select, pc.symbol_error_counter), (7, 77));
         assert_eq!(

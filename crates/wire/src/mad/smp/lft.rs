@@ -46,6 +46,22 @@ impl Repr {
     }
 }
 
+impl Repr {
+    /// The routed LIDs of block `block` with their egress ports, in LID order.
+    pub fn routes(&self, block: u32) -> impl Iterator<Item = (u16, u8)> + '_ {
+        // Blocks past 1023 would wrap the 16-bit LID: they yield nothing.
+        let base = u16::try_from(block)
+            .ok()
+            .and_then(|b| b.checked_mul(LIDS_PER_BLOCK));
+        base.into_iter().flat_map(move |base| {
+            (0..LIDS_PER_BLOCK)
+                .zip(self.ports)
+                .filter(|&(_, p)| p != NO_ROUTE)
+                .map(move |(i, p)| (base + i, p))
+        })
+    }
+}
+
 impl fmt::Display for Repr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("LFT block")?;
@@ -87,5 +103,9 @@ mod tests {
         r.emit(&mut Packet::new_unchecked(&mut b[..]));
         assert_eq!(b, d);
         assert_eq!(block_of(64), 1);
+        let all: Vec<_> = r.routes(0).collect();
+        assert_eq!(all, [(1, 1), (2, 0), (3, 7), (4, 2), (5, 7), (6, 8)]);
+        assert_eq!(r.routes(2).next(), Some((129, 1)));
+        assert_eq!(r.routes(u32::MAX).count(), 0);
     }
 }

@@ -437,6 +437,15 @@ impl Repr {
         })
     }
 
+    /// [`Packet::new_checked`] then [`Repr::parse`]: an SMP from the bytes a
+    /// MAD transport delivered.
+    ///
+    /// # Errors
+    /// As [`Repr::parse`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Repr> {
+        Repr::parse(&Packet::new_checked(bytes)?)
+    }
+
     /// The length this Repr emits (256).
     pub const fn buffer_len(&self) -> usize {
         SMP_LEN
@@ -589,7 +598,7 @@ mod tests {
     #[test]
     fn attribute_of_the_dr_response() {
         let resp = dr_resp();
-        let repr = Repr::parse(&Packet::new_checked(&resp[..]).unwrap()).unwrap();
+        let repr = Repr::from_bytes(&resp).unwrap();
         let ni: node_info::Repr = repr.attribute().unwrap();
         assert_eq!((ni.node_guid, ni.local_port_num), (0x20_0001, 7));
         assert_eq!(
