@@ -19,7 +19,8 @@
 //! ibsim (0.10, as Debian ships it) holds 2048 nodes, 256 switches and
 //! 13,312 ports (switch ports count port 0) unless started with larger
 //! `-N`, `-S` and `-P`; [`Limits::ibsim_args`] gives the flags a tree needs.
-//! A node has at most 255 ports.
+//! A node has at most 255 ports. A 30,304-node tree came up in ibsim with
+//! opensm (docs/fabric.md has the measurements).
 
 use std::fmt::Write as _;
 

@@ -200,6 +200,9 @@ pub enum ModelError {
         /// The description of the node added.
         second: String,
     },
+    /// A port named is not in the subnet.
+    #[error("port {} of node {:#018x} is not in the subnet", .0.port, .0.guid)]
+    NoPort(PortRef),
     /// A JSON subnet names another schema.
     #[error("schema {found:?} is not {SCHEMA:?}")]
     Schema {
@@ -285,6 +288,27 @@ impl Subnet {
     /// The port a [`PortRef`] names, if its node and port are known.
     pub fn port(&self, r: PortRef) -> Option<&Port> {
         self.node(r.guid)?.port(r.port)
+    }
+
+    /// Records a cable at both ends: `a`'s `remote` becomes `b` and `b`'s
+    /// becomes `a` (a cable found from one end, by a directed route, is
+    /// recorded with this once both ports are in).
+    ///
+    /// # Errors
+    /// [`ModelError::NoPort`] when either port is not in the subnet (nothing
+    /// is changed).
+    pub fn connect(&mut self, a: PortRef, b: PortRef) -> Result<(), ModelError> {
+        for r in [a, b] {
+            if self.port(r).is_none() {
+                return Err(ModelError::NoPort(r));
+            }
+        }
+        for (here, there) in [(a, b), (b, a)] {
+            if let Some(p) = self.node_mut(here.guid).and_then(|n| n.port_mut(here.port)) {
+                p.remote = Some(there);
+            }
+        }
+        Ok(())
     }
 
     /// Each cable once, in node order: a port's cable is yielded at the
@@ -536,6 +560,36 @@ mod tests {
         );
         assert!(s.by_lid(4).is_none());
         assert!(s.by_lid(0).is_none());
+    }
+
+    #[test]
+    fn connect_records_a_cable_at_both_ends() {
+        let mut s = two_hosts_one_switch();
+        let (h1, sw3) = (
+            PortRef {
+                guid: 0x10,
+                port: 1,
+            },
+            PortRef {
+                guid: 0x20,
+                port: 3,
+            },
+        );
+        assert_eq!(s.connect(h1, sw3), Err(ModelError::NoPort(sw3)));
+        assert_eq!(
+            s.port(h1).and_then(|p| p.remote),
+            Some(PortRef {
+                guid: 0x20,
+                port: 1
+            })
+        );
+        s.node_mut(0x20).unwrap().set_port(Port::new(3, 0x20));
+        s.connect(h1, sw3).unwrap();
+        assert_eq!(s.port(h1).and_then(|p| p.remote), Some(sw3));
+        assert_eq!(s.port(sw3).and_then(|p| p.remote), Some(h1));
+        // sw[1] still names h1, which no longer names it back: its cable is
+        // yielded from that end alone.
+        assert_eq!(s.links().count(), 3);
     }
 
     #[test]

@@ -7,6 +7,9 @@ use rdmakit_fabric::ibnetdiscover::{self, WriteOptions};
 use rdmakit_fabric::{compare, fat_tree, Expected, Node, NodeKind, Origin, Port, PortRef, Subnet};
 use rdmakit_types::{Speed, Width};
 
+/// How many cut texts were accepted: the property above must see some.
+static ACCEPTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 const WIDTHS: [Width; 5] = [Width::X1, Width::X2, Width::X4, Width::X8, Width::X12];
 const SPEEDS: [Speed; 8] = [
     Speed::Sdr,
@@ -117,17 +120,45 @@ proptest! {
                 Just("Hca 2 \"H1\"".to_string()),
                 Just("caguid=0x10".to_string()),
                 Just("switchguid=0x20(21)".to_string()),
+                Just("Ca 1 \"H2\" # \"host two\"".to_string()),
+                Just(String::new()),
+                "\\[[1-4]\\]\t\"(S1|H1|H2)\"\\[[1-2]\\]( w=2 s=4)?",
+                "\\[[1-4]\\]\t\"(S1|H1|H2)\"\\[[1-4]\\]\t\t# \"[a-z ]{0,8}\" lid [0-9]{1,2} (4x|12x)(QDR|EDR|\\?\\?\\?)",
+                "\\[[1-2]\\]\\(10000[0-9]\\) \t\"(S1|H1)\"\\[[1-4]\\]\t\t# lid [0-9] lmc 0 \"[a-z]{0,5}\" lid 2 4xQDR",
                 "\\[[0-9]{1,4}\\]\\(?[0-9a-f]{0,17}\\)? ?\"[SH1-]{1,3}\"(\\[[0-9]{0,4}\\])? ?[#a-z0-9 =\"x]{0,30}",
                 "\"[a-z]{0,3}\"\\[[0-9]{0,4}\\] +(0x[0-9a-f]{0,18}|\"[a-z]{0,3}\")\\[[0-9]{0,3}\\]",
                 "[a-zA-Z]{1,10}[=+ ][0-9a-fx()]{0,20}",
                 "\\PC{0,40}",
             ],
-            0..20,
+            0..24,
         )
     ) {
         let t = lines.join("\n");
         let _ = ibnetdiscover::parse(&t);
         let _ = Expected::parse(&t);
+    }
+
+    #[test]
+    fn what_is_accepted_after_lines_are_cut_reads_back_the_same(
+        plans in proptest::collection::vec(node_plan(), 1..8),
+        picks in proptest::collection::vec((0usize..64, 0usize..64, 0usize..64, 0usize..64, 0usize..64), 0..16),
+        cuts in proptest::collection::vec(any::<proptest::sample::Index>(), 0..4),
+    ) {
+        let text = ibnetdiscover::write(&build(plans, picks), &WriteOptions::default());
+        let mut lines: Vec<&str> = text.lines().collect();
+        for c in &cuts {
+            if !lines.is_empty() {
+                lines.remove(c.index(lines.len()));
+            }
+        }
+        let t = lines.join("\n");
+        if let Ok(s) = ibnetdiscover::parse(&t) {
+            ACCEPTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let w = ibnetdiscover::write(&s, &WriteOptions::default());
+            let back = ibnetdiscover::parse(&w)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{t}\n--\n{w}")))?;
+            prop_assert_eq!(&back, &s, "{}", w);
+        }
     }
 
     #[test]
@@ -155,4 +186,13 @@ proptest! {
         prop_assert!(compare(&Expected::from_subnet(&s), &s).is_empty());
         prop_assert_eq!(fat_tree(spines, leaves, hosts, uplinks, Width::X4, Speed::Edr).unwrap(), net);
     }
+}
+
+#[test]
+fn cut_texts_are_accepted_often_enough_to_test_the_writer() {
+    // proptest runs the property in this binary too; run it here to be sure
+    // of the count whatever the test order.
+    what_is_accepted_after_lines_are_cut_reads_back_the_same();
+    let n = ACCEPTED.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(n >= 50, "only {n} cut texts were accepted");
 }

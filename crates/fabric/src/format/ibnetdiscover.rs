@@ -701,9 +701,14 @@ fn port_comment(port: &mut Port, c: &str, own_lid: bool) -> LineResult {
     if rate.is_empty() {
         return Ok(());
     }
-    let (w, s) = rate
-        .split_once(['x', 'X'])
-        .ok_or_else(|| format!("rate {:?} is not like 4xQDR", truncate(rate)))?;
+    // ibnetdiscover prints an unknown width as "??" (no 'x') and an unknown
+    // speed as "???": "4xQDR", "??QDR", "4x???", "?????".
+    let (w, s) = match rate.strip_prefix("??") {
+        Some(rest) => ("??", rest),
+        None => rate
+            .split_once(['x', 'X'])
+            .ok_or_else(|| format!("rate {:?} is not like 4xQDR", truncate(rate)))?,
+    };
     port.width.active = match w {
         "??" => None,
         _ => Some(
@@ -910,6 +915,28 @@ mod tests {
             s.node(0x901).and_then(|n| n.port0).map(|p| p.guid),
             Some(0x901)
         );
+    }
+
+    #[test]
+    fn unknown_widths_and_speeds_read_as_ibnetdiscover_prints_them() {
+        for (rate, w, s) in [
+            ("4xQDR", Some(Width::X4), Some(Speed::Qdr)),
+            ("??QDR", None, Some(Speed::Qdr)),
+            ("12x???", Some(Width::X12), None),
+            ("?????", None, None),
+        ] {
+            let t = format!(
+                "Hca 1 \"H\"\n[1] \"S\"[1] # lid 1 lmc 0 \"s\" lid 2 {rate}\n\nSwitch 2 \"S\"\n"
+            );
+            let sub = parse(&t).unwrap_or_else(|e| panic!("{rate}: {e}"));
+            let p = &sub.nodes()[0].ports[0];
+            assert_eq!((p.width.active, p.speed.active), (w, s), "{rate}");
+            assert!(
+                write(&sub, &WriteOptions::default()).contains(rate),
+                "{rate}"
+            );
+        }
+        assert!(parse("Hca 1 \"H\"\n[1] \"S\"[1] # \"s\" lid 2 4QDR\n\nSwitch 2 \"S\"\n").is_err());
     }
 
     #[test]
