@@ -12,6 +12,38 @@
 //!
 //! Cables are recorded at both ends: a port's `remote` names the peer port,
 //! whose own `remote` names it back. [`Subnet::links`] yields each cable once.
+//!
+//! Filling it from SMP answers (the raw codes of wire's NodeInfo and
+//! PortInfo views):
+//!
+//! ```
+//! use rdmakit_fabric::{LinkSpeeds, LinkWidths, Node, NodeKind, Port, PortRef, Subnet};
+//! use rdmakit_types::{Speed, Width};
+//!
+//! let mut subnet = Subnet::new();
+//! // NodeInfo: NodeType 1, NumPorts 1, NodeGUID; then NodeDescription.
+//! let kind = NodeKind::from_code(1).unwrap();
+//! let host = subnet.add_node(Node::new(0x0002_c903_00a1_b2c0, kind, 1)).unwrap();
+//! host.desc = "host-01 HCA-1".into();
+//! // PortInfo of port 1: LID 4, Active, LinkUp, 4X, EDR (ext active 2).
+//! let mut p = Port::new(1, 0x0002_c903_00a1_b2c1);
+//! p.lid = 4;
+//! p.state = Port::state_from_code(4);
+//! p.phys_state = Some(5);
+//! p.width = LinkWidths::from_port_info(2, 2, 0x1f);
+//! p.speed = LinkSpeeds::from_port_info((0, 2), (7, 3), (7, 7));
+//! host.set_port(p);
+//! // A switch found behind it (NodeType 2) on its port 3.
+//! let sw = subnet.add_node(Node::new(0x0002_c903_00ff_0000, NodeKind::Switch, 36)).unwrap();
+//! sw.set_port(Port::new(3, 0x0002_c903_00ff_0000));
+//! let h = PortRef { guid: 0x0002_c903_00a1_b2c0, port: 1 };
+//! let s = PortRef { guid: 0x0002_c903_00ff_0000, port: 3 };
+//! subnet.connect(h, s).unwrap();
+//! assert_eq!(subnet.links().count(), 1);
+//! let port = subnet.port(h).unwrap();
+//! assert_eq!((port.width.active, port.speed.active), (Some(Width::X4), Some(Speed::Edr)));
+//! assert_eq!(subnet.by_lid(4).map(|(n, _)| n.desc.as_str()), Some("host-01 HCA-1"));
+//! ```
 
 use std::collections::HashMap;
 
