@@ -23,9 +23,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod counters;
+pub mod discover;
 pub mod expected;
 pub mod format;
 pub mod generate;
+pub mod live;
 mod names;
 pub mod topology;
 

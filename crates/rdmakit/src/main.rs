@@ -69,6 +69,9 @@ enum Command {
     /// The doctor across a cluster: aggregate node reports (report), expected inventory
     /// (baseline), every node of a Slurm partition as one job step (sweep).
     Fleet(cmd::fleet::Args),
+    /// The InfiniBand subnet through a local port: its nodes and links (discover), every port's counters (counters).
+    #[command(subcommand)]
+    Fabric(cmd::fabric::Args),
     /// Run the verbs conformance suite (loopback RC/UC/UD/SRQ/events) on one device.
     VerbsTest(cmd::verbs::VerbsTestArgs),
     /// Interrupt vectors per RDMA device: the CPUs they land on, the NUMA node, the verdict.
@@ -117,6 +120,7 @@ fn main() -> ExitCode {
         Command::Shim(a) => cmd::soft::shim(a),
         Command::VerbsTest(a) => cmd::verbs::verbs_test(a, provider),
         Command::Fleet(a) => cmd::fleet::run(a, provider),
+        Command::Fabric(a) => cmd::fabric::run(a),
         Command::Irq(a) => cmd::doctor::irq(a),
         Command::Completions(a) => completions(a, Cli::command()),
         Command::Man(a) => man(a, Cli::command()),

@@ -422,6 +422,22 @@ fn table(dir: &Path) -> Vec<Run> {
             "zzz",
         )
         .env("RDMAKIT_PROVIDER", "soft"),
+        // Without the umad2sim preload this machine has no umad device; the
+        // simulated fabric's runs (0 and 3) are in fabric_ibsim.rs.
+        run(
+            "fabric discover",
+            "no umad device",
+            &["fabric", "discover"],
+            2,
+            "(kernel layer)",
+        ),
+        run(
+            "fabric counters",
+            "no umad device",
+            &["fabric", "counters", "--json"],
+            2,
+            "(kernel layer)",
+        ),
         run("irq", "a software device", &["irq", "--from", h], 0, "rxe0"),
         run(
             "irq",

@@ -130,6 +130,60 @@ const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     ("perf", "-t", "perf_cli.rs", ""),
     ("perf", "-m", "perf_cli.rs", ""),
     ("perf", "-c", "perf_cli.rs", "send_over_ud"),
+    (
+        "fabric discover",
+        "--json",
+        "fabric_ibsim.rs",
+        "an_unlinked_port_is_down_and_a_dropping_port_hides_what_is_behind_it",
+    ),
+    (
+        "fabric discover",
+        "--topology",
+        "fabric_ibsim.rs",
+        "discover_agrees_with_ibnetdiscover_on_a_fat_tree",
+    ),
+    (
+        "fabric discover",
+        "--ca",
+        "fabric_ibsim.rs",
+        "discover_agrees_with_ibnetdiscover_on_a_fat_tree",
+    ),
+    (
+        "fabric discover",
+        "--port",
+        "fabric_ibsim.rs",
+        "discover_agrees_with_ibnetdiscover_on_a_fat_tree",
+    ),
+    (
+        "fabric counters",
+        "--json",
+        "fabric_ibsim.rs",
+        "counters_agree_with_perfquery_and_reset_clears_them",
+    ),
+    (
+        "fabric counters",
+        "--all",
+        "fabric_ibsim.rs",
+        "counters_agree_with_perfquery_and_reset_clears_them",
+    ),
+    (
+        "fabric counters",
+        "--reset",
+        "fabric_ibsim.rs",
+        "counters_agree_with_perfquery_and_reset_clears_them",
+    ),
+    (
+        "fabric counters",
+        "--ca",
+        "fabric_ibsim.rs",
+        "counters_agree_with_perfquery_and_reset_clears_them",
+    ),
+    (
+        "fabric counters",
+        "--port",
+        "fabric_ibsim.rs",
+        "counters_agree_with_perfquery_and_reset_clears_them",
+    ),
 ];
 
 /// The real dmesg of fixtures/healthy with one DMA mapping error added (as

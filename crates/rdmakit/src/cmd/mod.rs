@@ -5,6 +5,7 @@
 
 pub mod collect;
 pub mod doctor;
+pub mod fabric;
 pub mod fleet;
 pub mod metrics;
 pub mod pcap;
