@@ -224,6 +224,42 @@ codes! {
         "FEC could not correct blocks on the link", None;
     N013 = "RDK-N013", "ethernet-link-down", Hardware, Warning,
         "The Ethernet link beneath RoCE went down", None;
+    F001 = "RDK-F001", "link-width-degraded", Fabric, Warning,
+        "A link runs narrower than both its ends support and enable", None;
+    F002 = "RDK-F002", "link-speed-degraded", Fabric, Warning,
+        "A link runs slower than both its ends support and enable", None;
+    F003 = "RDK-F003", "port-down-cable-expected", Fabric, Error,
+        "A port has no link where the expected topology has a cable", None;
+    F004 = "RDK-F004", "link-downed", Fabric, Warning,
+        "A fabric link went down (LinkDownedCounter)", None;
+    F005 = "RDK-F005", "link-errors", Fabric, Warning,
+        "A fabric port counts physical link errors (symbol errors, recoveries, bad packets)", None;
+    F006 = "RDK-F006", "forwarding-errors", Fabric, Warning,
+        "A fabric port discards or holds packets (discards, relay and constraint errors, VL15 drops, waits)", None;
+    F007 = "RDK-F007", "counter-saturated", Fabric, Warning,
+        "A fabric port's counter stopped counting at its maximum", None;
+    F008 = "RDK-F008", "sm-none", Fabric, Error,
+        "No subnet manager answers as MASTER", None;
+    F009 = "RDK-F009", "sm-multiple-masters", Fabric, Error,
+        "More than one subnet manager answers as MASTER", None;
+    F010 = "RDK-F010", "sm-priority-inverted", Fabric, Warning,
+        "The MASTER subnet manager has a lower priority than a STANDBY", None;
+    F011 = "RDK-F011", "sm-lid-disagrees", Fabric, Error,
+        "Ports disagree on the subnet manager's LID", None;
+    F012 = "RDK-F012", "sm-not-sweeping", Fabric, Warning,
+        "The MASTER subnet manager's activity count does not move", None;
+    F013 = "RDK-F013", "guid-duplicate", Fabric, Error,
+        "Two nodes or ports share a GUID", None;
+    F014 = "RDK-F014", "lid-unassigned", Fabric, Error,
+        "A port that is up has no LID (LID 0)", None;
+    F015 = "RDK-F015", "lid-duplicate", Fabric, Error,
+        "Two ports answer at one LID", None;
+    F016 = "RDK-F016", "cable-missing", Fabric, Error,
+        "An expected cable (or a whole node) is not in the fabric", None;
+    F017 = "RDK-F017", "cable-extra", Fabric, Warning,
+        "A cable the expected topology does not name", None;
+    F018 = "RDK-F018", "cable-miswired", Fabric, Error,
+        "A port is cabled to another peer than expected (or two cables are swapped)", None;
     P001 = "RDK-P001", "probe-mr-registration-failed", Application, Error,
         "Active probe: memory registration failed", None;
     P002 = "RDK-P002", "probe-qp-bringup-failed", Application, Error,
@@ -237,6 +273,13 @@ codes! {
 pub const PROBE_CODES: &[Code] = &[Code::P001, Code::P002, Code::P003];
 
 impl Code {
+    /// True for the InfiniBand fabric's codes (`RDK-F…`, layer fabric): the
+    /// fabric check (`rdmakit fabric check`, crate rdmakit-fabric) emits them,
+    /// no host check does.
+    pub fn is_fabric(self) -> bool {
+        self.info().layer == Layer::Fabric
+    }
+
     pub fn as_str(self) -> &'static str {
         self.info().code
     }

@@ -190,12 +190,11 @@ pub fn probe_findings(p: &ProbeReport, cfg: &Config) -> Vec<Finding> {
                 }
             })
             .next(format!("rdmakit explain {}", code.as_str()));
-            f.layer = match r.layer.as_deref() {
-                Some("hardware") => Layer::Hardware,
-                Some("kernel") => Layer::Kernel,
-                Some("library") => Layer::Library,
-                _ => Layer::Application,
-            };
+            f.layer = r
+                .layer
+                .as_deref()
+                .and_then(Layer::parse)
+                .unwrap_or(Layer::Application);
             if let Some(s) = cfg.overrides.get(&code) {
                 f.severity = *s;
             }

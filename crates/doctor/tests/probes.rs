@@ -198,3 +198,16 @@ fn passing_probes_turn_the_mr_row_to_pass() {
     assert_eq!(words, ["n/a", "pass", "pass", "n/a"]);
     assert!(!r.fails(Severity::Error));
 }
+
+#[test]
+fn a_probe_failure_in_the_fabric_layer_keeps_its_layer() {
+    let mut p = failing();
+    p.results = vec![result(
+        "qp.rc RESET->INIT->RTR->RTS",
+        ProbeKind::QpBringup,
+        Some(("ibv_modify_qp", "ETIMEDOUT", "fabric")),
+    )];
+    let r = Report::for_probed_device(p, &Config::default(), "test", None);
+    assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
+    assert_eq!(r.findings[0].layer, Layer::Fabric);
+}

@@ -219,6 +219,78 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             ],
             &["rdmakit res qp --json", "rdma resource", "rdmakit devinfo -v | grep -E 'max_(qp|cq|mr|pd):'"],
         ),
+        F001 => (
+            &["Lanes lost in the cable or a transceiver (one bad lane makes the link fall back to 1X)", "A cable or connector not fully seated", "A port's enabled widths restricted (ibportstate ... width)"],
+            &["iblinkinfo", "ibportstate <lid> <port>", "perfquery -x <lid> <port>"],
+        ),
+        F002 => (
+            &["A cable not rated for the speed (a QDR cable on an EDR link)", "Signal trouble making the link train down (dirty connector, failing transceiver)", "A port's enabled speeds restricted, or firmware too old for the speed"],
+            &["iblinkinfo", "ibportstate <lid> <port>", "perfquery -x <lid> <port>"],
+        ),
+        F003 => (
+            &["The cable is unplugged or broken (Polling: no signal from the other end)", "The port was disabled (ibportstate ... disable) or by the switch's management", "The peer is powered off or its port is down"],
+            &["ibportstate <lid> <port>", "iblinkinfo", "ibnetdiscover"],
+        ),
+        F004 => (
+            &["A marginal cable or transceiver that drops the link", "The peer rebooted or its port was reset", "A switch port flapping (power, firmware, overheating)"],
+            &["perfquery -x <lid> <port>", "iblinkinfo", "ibqueryerrors"],
+        ),
+        F005 => (
+            &["A marginal or dirty cable, transceiver or connector (symbol errors, recoveries)", "A bad port at the other end of the link", "Electrical noise or a cable beyond its length rating"],
+            &["perfquery -x <lid> <port>", "ibqueryerrors", "iblinkinfo", "rdmakit fabric check --baseline counters.json"],
+        ),
+        F006 => (
+            &["Congestion: packets held (PortXmitWait) and discarded when a destination is oversubscribed", "Routes that lead nowhere (switch relay errors) after a topology change", "Partition (P_Key) membership that does not match (constraint errors)", "Subnet management packets dropped (VL15Dropped) on a busy or stuck port"],
+            &["perfquery -x <lid> <port>", "ibqueryerrors --details", "ibroute <lid>"],
+        ),
+        F007 => (
+            &["Counters never cleared on a port that has been counting for a long time", "A burst of errors large enough to fill a narrow counter (LinkDowned is 8 bits, LocalLinkIntegrityErrors 4)"],
+            &["perfquery -x <lid> <port>", "perfquery -R <lid> <port>", "rdmakit fabric check --baseline counters.json"],
+        ),
+        F008 => (
+            &["No subnet manager runs (opensm stopped, the switch's SM disabled)", "The SM's host or its port is down", "The SM runs on another subnet (a split fabric)"],
+            &["sminfo", "systemctl status opensm", "ibnetdiscover"],
+        ),
+        F009 => (
+            &["The fabric is split in two, each half with its own SM", "Two SMs with different subnet prefixes or SM keys that ignore each other"],
+            &["sminfo <lid>", "ibnetdiscover", "saquery -s"],
+        ),
+        F010 => (
+            &["The intended master came up after the other and handover did not happen", "Priorities set differently than intended (opensm -p, sm_priority)"],
+            &["sminfo <lid>", "grep -i priority /etc/opensm/opensm.conf"],
+        ),
+        F011 => (
+            &["Ports swept by a second or a former SM that were not swept again", "An SM handover that did not reach every port"],
+            &["sminfo", "smpquery portinfo <lid> <port>", "ibnetdiscover"],
+        ),
+        F012 => (
+            &["The SM is hung or stopped sweeping", "The SM's process is alive but its port lost its link"],
+            &["sminfo <lid>", "journalctl -u opensm", "tail /var/log/opensm.log"],
+        ),
+        F013 => (
+            &["A cloned virtual machine or SR-IOV function with a copied GUID", "An adapter or switch reflashed with another device's GUID", "Firmware that lost its GUID and fell back to a default"],
+            &["ibnetdiscover", "ibstat", "smpquery nodeinfo <lid>"],
+        ),
+        F014 => (
+            &["No subnet manager, or it has not swept since the port came up", "The SM cannot reach the port (a route, an M_Key mismatch)", "The port is stuck in Init"],
+            &["sminfo", "ibstat", "ibportstate <lid> <port>"],
+        ),
+        F015 => (
+            &["Two SMs assigned LIDs on one fabric", "An SM restarted without its guid2lid cache while old assignments lived on", "A LID set by hand (ibportstate ... lid)"],
+            &["sminfo", "ibnetdiscover", "smpquery portinfo <lid> <port>"],
+        ),
+        F016 => (
+            &["A cable unplugged, broken or never installed", "A node powered off or failed (its cables all missing at once)", "An uplink down that hides everything behind it"],
+            &["iblinkinfo", "ibnetdiscover", "ibportstate <lid> <port>"],
+        ),
+        F017 => (
+            &["A cable added without updating the expected topology", "A cable plugged into a port that should stay empty"],
+            &["iblinkinfo", "ibnetdiscover"],
+        ),
+        F018 => (
+            &["Two cables exchanged during installation or maintenance", "A cable moved to the neighbouring port", "An expected topology that is out of date"],
+            &["iblinkinfo", "ibnetdiscover", "ibportstate <lid> <port>"],
+        ),
         P001 => (
             &["RLIMIT_MEMLOCK below the buffer size (ENOMEM)", "Device out of MRs or the size above max_mr_size (EINVAL)", "Bad access flags (REMOTE_WRITE without LOCAL_WRITE)"],
             &["ulimit -l", "rdmakit devinfo -v | grep -E 'max_mr|max_mr_size'", "rdmakit explain ibv_reg_mr:ENOMEM"],
