@@ -9,9 +9,9 @@ use rdmakit_doctor::codes::{Code, Severity};
 use rdmakit_doctor::finding::Finding;
 use rdmakit_fabric::check::sm::SmReply;
 use rdmakit_fabric::check::{
-    self, Config, CounterSnapshot, Facts, GuidConflict, PortCounters, SmAnswer, SmFacts, SmInfo,
-    SmState,
+    self, Config, CounterSnapshot, Facts, GuidConflict, SmAnswer, SmFacts, SmInfo, SmState,
 };
+use rdmakit_fabric::counters::{Counters, PortCounters, SCHEMA};
 use rdmakit_fabric::ibnetdiscover;
 use rdmakit_fabric::{Expected, Node, PortRef, Subnet};
 use rdmakit_testkit::fixture_bytes;
@@ -141,6 +141,20 @@ fn edited_one_link_at_1x_is_found_with_both_ends_and_the_width() {
     assert!(f[0].evidence[1]
         .path
         .starts_with("host-03 HCA-1 (0x0000000000100004) port 1"));
+
+    // EDITED model: both ends enable only 1X (ibsim's w=1) though they
+    // support 4X, which the fabric's other links of the kind run at.
+    for (g, p) in [(leaf1, 3), (host3, 1)] {
+        let port = s.node_mut(g).unwrap().port_mut(p).unwrap();
+        port.width = rdmakit_fabric::LinkWidths::from_port_info(1, 1, 11);
+    }
+    let f = run(&Facts::new(&s));
+    assert_eq!(codes(&f), [Code::F001], "{f:#?}");
+    assert_eq!(
+        f[0].message,
+        "leaf1 port 3: the link to host-03 HCA-1 port 1 runs at 1X; both ends support 4X but \
+         enable only up to 1X; 15 of the fabric's 16 links like it run at 4X"
+    );
 }
 
 #[test]
@@ -208,6 +222,7 @@ fn the_real_swap_is_one_finding() {
     let s = parse(&text("fault-swapped.ibnetdiscover.txt"));
     let f = run(&Facts::new(&s).expected(&expected()));
     assert_eq!(codes(&f), [Code::F018], "{f:#?}");
+    assert_eq!(f[0].subject, "leaf1 port 3 and leaf1 port 4");
     let m = &f[0].message;
     assert!(m.contains("two cables are swapped"), "{m}");
     for part in [
@@ -334,25 +349,33 @@ fn zero_counters(s: &Subnet, at: Option<f64>) -> CounterSnapshot {
         for p in n.ports.iter().filter(|p| p.remote.is_some()) {
             ports.push(PortCounters {
                 node_guid: n.guid,
+                node_desc: n.desc.clone(),
+                kind: n.kind,
                 port: p.num,
                 lid: n.lid_of(p),
-                desc: n.desc.clone(),
                 counters: rdmakit_wire::mad::pma::port_counters::COUNTERS
                     .iter()
                     .map(|c| (c.name.to_string(), 0))
                     .collect(),
+                extended: None,
+                saturated: Vec::new(),
             });
         }
     }
-    CounterSnapshot {
-        taken_at: at,
+    let c = Counters {
+        schema: SCHEMA.into(),
+        reset: false,
+        mads: 0,
         ports,
-    }
+        unread: Vec::new(),
+    };
+    CounterSnapshot::new(c, at)
 }
 
 fn set(c: &mut CounterSnapshot, s: &Subnet, desc: &str, port: u8, counter: &str, v: u64) {
     let g = node(s, desc).guid;
     let p = c
+        .counters
         .ports
         .iter_mut()
         .find(|p| p.node_guid == g && p.port == port)
@@ -424,13 +447,13 @@ fn growth_since_a_baseline_is_judged_with_rates() {
     );
     assert_eq!(
         f[0].message,
-        "leaf1 port 3: the link went down past the thresholds since the baseline 50 s \
-         earlier: LinkDownedCounter (LinkDownedCounter +3, 0.060/s > 0)"
+        "leaf1 port 3: the link went down since the baseline 50 s earlier: \
+         LinkDownedCounter (LinkDownedCounter +3, 0.060/s > 0)"
     );
     assert_eq!(
         f[1].message,
-        "leaf1 port 3: physical link errors past the thresholds since the baseline 50 s \
-         earlier: SymbolErrorCounter (SymbolErrorCounter +100, 2.00/s > 10)"
+        "leaf1 port 3: physical link errors grew past the thresholds since the baseline 50 \
+         s earlier: SymbolErrorCounter (SymbolErrorCounter +100, 2.00/s > 10)"
     );
     assert_eq!(f[1].evidence[0].value, "5100 (baseline 5000, +100, 2.00/s)");
     // Without the baseline the totals are judged: both ports, said once

@@ -10,9 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rdmakit_doctor::codes::{Code, Severity};
 use rdmakit_doctor::finding::Finding;
-use rdmakit_fabric::check::{
-    self, Config, CounterSnapshot, Facts, PortCounters, SmAnswer, SmFacts,
-};
+use rdmakit_fabric::check::{self, Config, CounterSnapshot, Facts, SmAnswer, SmFacts};
+use rdmakit_fabric::counters::{Counters, PortCounters, SCHEMA};
 use rdmakit_fabric::{fat_tree, ibnetdiscover, Expected, Subnet};
 use rdmakit_testkit::ibsim::Fabric;
 use rdmakit_types::{Speed, Width};
@@ -64,10 +63,13 @@ fn read_counters(fabric: &mut Fabric, s: &Subnet) -> CounterSnapshot {
             );
             ports.push(PortCounters {
                 node_guid: n.guid,
+                node_desc: n.desc.clone(),
+                kind: n.kind,
                 port: p.num,
                 lid,
-                desc: n.desc.clone(),
                 counters,
+                extended: None,
+                saturated: Vec::new(),
             });
         }
     }
@@ -75,10 +77,14 @@ fn read_counters(fabric: &mut Fabric, s: &Subnet) -> CounterSnapshot {
         .duration_since(UNIX_EPOCH)
         .expect("a clock after 1970")
         .as_secs_f64();
-    CounterSnapshot {
-        taken_at: Some(now),
+    let c = Counters {
+        schema: SCHEMA.into(),
+        reset: false,
+        mads: 0,
         ports,
-    }
+        unread: Vec::new(),
+    };
+    CounterSnapshot::new(c, Some(now))
 }
 
 fn sminfo(fabric: &mut Fabric) -> SmAnswer {

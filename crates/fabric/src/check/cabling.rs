@@ -142,6 +142,16 @@ fn miswired(s: &Subnet, expected: &(End, End), found: &(End, End)) -> Draft {
 }
 
 fn swapped(s: &Subnet, first: &(End, End), second: &(End, End)) -> Draft {
+    // Said from the side where the two ports are on one node (the switch
+    // whose cables to exchange): x-y and z-w found as x-w and z-y is y-x
+    // and w-z found as y-z and w-x.
+    if first.0.node != second.0.node && first.1.node == second.1.node {
+        let flipped = (
+            (first.1.clone(), first.0.clone()),
+            (second.1.clone(), second.0.clone()),
+        );
+        return swapped(s, &flipped.0, &flipped.1);
+    }
     let (x, y) = (end_name(s, &first.0), end_name(s, &first.1));
     let (z, w) = (end_name(s, &second.0), end_name(s, &second.1));
     let subject = format!("{x} and {z}");

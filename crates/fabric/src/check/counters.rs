@@ -38,39 +38,26 @@ use serde::{Deserialize, Serialize};
 
 use super::group::Draft;
 use super::{at, explain, node_name, Config};
+use crate::counters::{Counters, PortCounters, SCHEMA};
 use crate::topology::{PortRef, Subnet};
-
-/// The JSON schema name of a [`CounterSnapshot`].
-pub const SCHEMA: &str = "rdmakit.fabric-counters/v1";
 
 /// The most bytes [`CounterSnapshot::from_json`] reads.
 pub const MAX_JSON_BYTES: usize = 256 << 20;
 
-/// Every port's PMA counters as read at one time.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "SnapshotJson", into = "SnapshotJson")]
+/// Every port's PMA counters as read at one time: what `rdmakit fabric
+/// counters --json` prints ([`Counters`], schema
+/// `rdmakit.fabric.counters/v1`) and when it was read. `rdmakit fabric
+/// check --save FILE` writes one; a `counters --json` output reads as one
+/// without a time (growth is then judged without rates).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CounterSnapshot {
     /// When the counters were read, in seconds since the UNIX epoch; None
-    /// when unknown (growth is then judged without rates).
+    /// when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken_at: Option<f64>,
-    /// The ports, each once.
-    pub ports: Vec<PortCounters>,
-}
-
-/// One port's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PortCounters {
-    /// The node's GUID.
-    #[serde(with = "crate::names::guid")]
-    pub node_guid: u64,
-    /// The port number.
-    pub port: u8,
-    /// The LID the PMA was asked at (a switch's port 0 LID).
-    pub lid: u16,
-    /// The node's description.
-    pub desc: String,
-    /// The counters by perfquery's names (`SymbolErrorCounter`).
-    pub counters: BTreeMap<String, u64>,
+    /// The counters.
+    #[serde(flatten)]
+    pub counters: Counters,
 }
 
 /// What a counter's count points at, and so its code.
@@ -151,22 +138,35 @@ pub enum SnapshotError {
     /// Not the JSON of a snapshot.
     #[error("not a counters snapshot ({SCHEMA}): {0}")]
     Json(#[from] serde_json::Error),
+    /// Another schema.
+    #[error("schema {0:?} is not {SCHEMA:?}")]
+    Schema(String),
 }
 
 impl CounterSnapshot {
-    /// The JSON form (schema [`SCHEMA`]).
-    pub fn to_json(&self) -> String {
-        // A snapshot holds strings, numbers and maps with string keys only:
-        // serializing it cannot fail.
-        serde_json::to_string_pretty(self).unwrap_or_default()
+    /// The counters read at `taken_at` (seconds since the UNIX epoch).
+    pub fn new(counters: Counters, taken_at: Option<f64>) -> CounterSnapshot {
+        CounterSnapshot {
+            taken_at: taken_at.filter(|t| t.is_finite()),
+            counters,
+        }
     }
 
-    /// Reads the JSON form.
+    /// The JSON form.
+    pub fn to_json(&self) -> String {
+        // Strings, numbers and maps with string keys: serializing cannot
+        // fail.
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// Reads the JSON form (or `rdmakit fabric counters --json`'s output).
     ///
     /// # Errors
     /// [`SnapshotError::TooLarge`] past [`MAX_JSON_BYTES`];
-    /// [`SnapshotError::Json`] for anything but a snapshot of schema
-    /// [`SCHEMA`].
+    /// [`SnapshotError::Json`] for text that is not such JSON,
+    /// [`SnapshotError::Schema`] for another schema.
     pub fn from_json(text: &str) -> Result<CounterSnapshot, SnapshotError> {
         if text.len() > MAX_JSON_BYTES {
             return Err(SnapshotError::TooLarge {
@@ -174,45 +174,19 @@ impl CounterSnapshot {
                 max: MAX_JSON_BYTES,
             });
         }
-        Ok(serde_json::from_str(text)?)
+        let s: CounterSnapshot = serde_json::from_str(text)?;
+        if s.counters.schema != SCHEMA {
+            return Err(SnapshotError::Schema(s.counters.schema));
+        }
+        Ok(CounterSnapshot::new(s.counters, s.taken_at))
     }
 
     /// The port's counters.
     pub fn port(&self, node_guid: u64, port: u8) -> Option<&PortCounters> {
-        self.ports
+        self.counters
+            .ports
             .iter()
             .find(|p| p.node_guid == node_guid && p.port == port)
-    }
-}
-
-#[derive(Serialize, Deserialize)]
-struct SnapshotJson {
-    schema: String,
-    taken_at: Option<f64>,
-    ports: Vec<PortCounters>,
-}
-
-impl TryFrom<SnapshotJson> for CounterSnapshot {
-    type Error = String;
-
-    fn try_from(j: SnapshotJson) -> Result<CounterSnapshot, String> {
-        if j.schema != SCHEMA {
-            return Err(format!("schema {:?} is not {SCHEMA:?}", j.schema));
-        }
-        Ok(CounterSnapshot {
-            taken_at: j.taken_at.filter(|t| t.is_finite()),
-            ports: j.ports,
-        })
-    }
-}
-
-impl From<CounterSnapshot> for SnapshotJson {
-    fn from(s: CounterSnapshot) -> SnapshotJson {
-        SnapshotJson {
-            schema: SCHEMA.to_string(),
-            taken_at: s.taken_at,
-            ports: s.ports,
-        }
     }
 }
 
@@ -230,6 +204,11 @@ pub fn saturated(counter: &str, value: u64) -> bool {
         Some(b) if b < 64 => value == (1u64 << b) - 1,
         _ => false,
     }
+}
+
+/// True when the port's PortCountersExtended carries the counter.
+fn extended(p: &PortCounters, name: &str) -> bool {
+    p.extended.as_ref().is_some_and(|e| e.contains_key(name))
 }
 
 /// One counter over its threshold.
@@ -254,14 +233,20 @@ pub(crate) fn check(
     cfg: &Config,
 ) -> Vec<Draft> {
     let base: HashMap<(u64, u8), &PortCounters> = baseline
-        .map(|b| b.ports.iter().map(|p| ((p.node_guid, p.port), p)).collect())
+        .map(|b| {
+            b.counters
+                .ports
+                .iter()
+                .map(|p| ((p.node_guid, p.port), p))
+                .collect()
+        })
         .unwrap_or_default();
     let dt = match (baseline.and_then(|b| b.taken_at), now.taken_at) {
         (Some(t0), Some(t1)) if t1 > t0 => Some(t1 - t0),
         _ => None,
     };
     let mut out = Vec::new();
-    for p in &now.ports {
+    for p in &now.counters.ports {
         let then = base.get(&(p.node_guid, p.port)).copied();
         let judged = Judged::of(p, then, baseline.is_some(), dt, cfg);
         out.extend(judged.drafts(p, subnet, cfg));
@@ -293,20 +278,23 @@ impl Judged {
             dt,
         };
         for (name, &now) in &p.counters {
-            if saturated(name, now) {
+            // QP1Dropped repeats VL15Dropped's value in perfquery 44's
+            // listing; a counter PortCountersExtended also carries (64 bits)
+            // counts on there.
+            if name != "QP1Dropped" && saturated(name, now) && !extended(p, name) {
                 j.saturated
                     .push((name.clone(), now, bits(name).unwrap_or(0)));
             }
         }
         for th in THRESHOLDS {
             let th = cfg.thresholds.get(th.counter).copied().unwrap_or(th);
-            let Some(&now) = p.counters.get(th.counter) else {
+            let Some(now) = p.value(th.counter) else {
                 continue;
             };
-            if saturated(th.counter, now) {
+            if saturated(th.counter, now) && !extended(p, th.counter) {
                 continue;
             }
-            let before = then.and_then(|b| b.counters.get(th.counter).copied());
+            let before = then.and_then(|b| b.value(th.counter));
             let (value, limit, cleared) = match before {
                 Some(b) if now >= b => (now - b, th.growth, false),
                 Some(_) => (now, th.growth, true),
@@ -331,10 +319,10 @@ impl Judged {
         let node = subnet.node(p.node_guid);
         let name = node.map_or_else(
             || {
-                if p.desc.trim().is_empty() {
+                if p.node_desc.trim().is_empty() {
                     format!("{:#018x}", p.node_guid)
                 } else {
-                    p.desc.clone()
+                    p.node_desc.clone()
                 }
             },
             node_name,
@@ -363,16 +351,15 @@ impl Judged {
             let listed: Vec<String> = overs.iter().map(over_text).collect();
             let names: Vec<&str> = overs.iter().map(|o| o.name).collect();
             let grew = overs.iter().any(|o| o.then.is_some());
-            let what = match kind {
-                Kind::LinkDowned => "the link went down",
-                Kind::Link => "physical link errors",
-                Kind::Forwarding => "discarded or held packets",
+            let what = match (kind, grew) {
+                (Kind::LinkDowned, true) => "the link went down",
+                (Kind::LinkDowned, false) => "the link went down more often than the threshold",
+                (Kind::Link, true) => "physical link errors grew past the thresholds",
+                (Kind::Link, false) => "physical link errors above the thresholds",
+                (Kind::Forwarding, true) => "discarded or held packets grew past the thresholds",
+                (Kind::Forwarding, false) => "discarded or held packets above the thresholds",
             };
-            let cause = if grew {
-                format!("{what} past the thresholds{since}: {}", names.join(", "))
-            } else {
-                format!("{what} above the thresholds: {}", names.join(", "))
-            };
+            let cause = format!("{what}{since}: {}", names.join(", "));
             let message = format!("{subject}: {cause} ({})", listed.join(", "));
             let mut f = Finding::new(code, subject.clone(), message);
             if *kind == Kind::LinkDowned && grew && overs.iter().any(|o| o.value >= cfg.flap_error)
@@ -509,9 +496,11 @@ fn rate(r: f64) -> String {
     }
 }
 
-/// `60 s`, `15 min`, `3.0 h`.
+/// `0.4 s`, `60 s`, `15 min`, `3.0 h`.
 fn secs(s: f64) -> String {
-    if s < 120.0 {
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else if s < 120.0 {
         format!("{s:.0} s")
     } else if s < 7200.0 {
         format!("{:.0} min", s / 60.0)
@@ -547,28 +536,39 @@ mod tests {
     }
 
     #[test]
-    fn snapshot_json_round_trips_and_refuses_other_schemas() {
-        let s = CounterSnapshot {
-            taken_at: Some(1_700_000_000.5),
-            ports: vec![PortCounters {
-                node_guid: 0x200000,
-                port: 3,
-                lid: 2,
-                desc: "leaf1".into(),
-                counters: [("SymbolErrorCounter".to_string(), 100)].into(),
-            }],
+    fn snapshot_json_round_trips_and_reads_counters_output() {
+        let port = PortCounters {
+            node_guid: 0x200000,
+            node_desc: "leaf1".into(),
+            kind: crate::NodeKind::Switch,
+            port: 3,
+            lid: 2,
+            counters: [("SymbolErrorCounter".to_string(), 100)].into(),
+            extended: None,
+            saturated: Vec::new(),
         };
+        let c = Counters {
+            schema: SCHEMA.into(),
+            reset: false,
+            mads: 2,
+            ports: vec![port],
+            unread: Vec::new(),
+        };
+        let s = CounterSnapshot::new(c.clone(), Some(1_700_000_000.5));
         let text = s.to_json();
-        assert!(
-            text.contains("\"schema\": \"rdmakit.fabric-counters/v1\""),
-            "{text}"
-        );
+        assert!(text.contains("\"taken_at\": 1700000000.5"), "{text}");
         assert!(
             text.contains("\"node_guid\": \"0x0000000000200000\""),
             "{text}"
         );
         assert_eq!(CounterSnapshot::from_json(&text).unwrap(), s);
-        let other = text.replace("counters/v1", "counters/v2");
+        // `rdmakit fabric counters --json`: no time.
+        let plain = serde_json::to_string(&c).unwrap();
+        assert_eq!(
+            CounterSnapshot::from_json(&plain).unwrap(),
+            CounterSnapshot::new(c, None)
+        );
+        let other = text.replace("counters/v1", "counters/v9");
         let e = CounterSnapshot::from_json(&other).unwrap_err();
         assert!(e.to_string().contains("is not"), "{e}");
         assert!(CounterSnapshot::from_json("[1, 2").is_err());

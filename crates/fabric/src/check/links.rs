@@ -40,25 +40,72 @@ pub(crate) fn check(facts: &Facts) -> Vec<Draft> {
     let s = facts.subnet;
     let ends: Vec<(&Node, &Port, &Node, &Port)> = s.links().filter_map(|l| ends(s, l)).collect();
     let mut out = Vec::new();
-    let norm_w = norms(
-        &ends,
-        |p| p.width.active.map(|w| w.lanes() as u32),
-        |p| p.width.enabled.is_empty() && p.width.supported.is_empty(),
-    );
-    let norm_s = norms(
-        &ends,
-        |p| p.speed.active.map(Speed::code),
-        |p| p.speed.enabled.is_empty() && p.speed.supported.is_empty(),
-    );
-    for &(na, pa, nb, pb) in &ends {
-        out.extend(width(na, pa, nb, pb, &norm_w));
-        out.extend(speed(na, pa, nb, pb, &norm_s));
+    for dim in [WIDTH, SPEED] {
+        let norm = norms(&ends, &dim);
+        for &(na, pa, nb, pb) in &ends {
+            out.extend(judge(&dim, (na, pa), (nb, pb), &norm));
+        }
     }
     if let Some(e) = facts.expected {
         out.extend(down_but_expected(s, e));
     }
     out
 }
+
+/// Width or speed: how to read a port's values and how to say them. Values
+/// are compared by their key (lanes, the speed's code).
+struct Dim {
+    code: Code,
+    /// `width`, `speed`.
+    what: &'static str,
+    /// The PortInfo fields' prefix: `LinkWidth`, `LinkSpeed`.
+    field: &'static str,
+    active: fn(&Port) -> Option<u32>,
+    enabled: fn(&Port) -> Vec<u32>,
+    supported: fn(&Port) -> Vec<u32>,
+    name: fn(u32) -> &'static str,
+    remedy: &'static str,
+}
+
+fn lanes(w: &Width) -> u32 {
+    u32::from(w.lanes())
+}
+
+fn width_name(k: u32) -> &'static str {
+    u8::try_from(k)
+        .ok()
+        .and_then(Width::from_lanes)
+        .map_or("?", Width::name)
+}
+
+fn speed_name(k: u32) -> &'static str {
+    Speed::from_code(k).map_or("?", Speed::name)
+}
+
+const WIDTH: Dim = Dim {
+    code: Code::F001,
+    what: "width",
+    field: "LinkWidth",
+    active: |p| p.width.active.as_ref().map(lanes),
+    enabled: |p| p.width.enabled.iter().map(lanes).collect(),
+    supported: |p| p.width.supported.iter().map(lanes).collect(),
+    name: width_name,
+    remedy: "Lanes are missing: reseat the cable at both ends, then replace the cable or the \
+             transceiver; a port's enabled widths are set with ibportstate LID PORT width",
+};
+
+const SPEED: Dim = Dim {
+    code: Code::F002,
+    what: "speed",
+    field: "LinkSpeed",
+    active: |p| p.speed.active.map(Speed::code),
+    enabled: |p| p.speed.enabled.iter().map(|s| s.code()).collect(),
+    supported: |p| p.speed.supported.iter().map(|s| s.code()).collect(),
+    name: speed_name,
+    remedy: "The link trained slower than its ends allow: check the cable's rating for the \
+             speed, reseat it, then replace cable or transceiver; a port's enabled speeds are \
+             set with ibportstate LID PORT speed (espeed for FDR and faster)",
+};
 
 /// Both ends of a link, the switch end first (so a leaf's links are its
 /// findings), when both are in the subnet.
@@ -79,19 +126,19 @@ fn class(a: &Node, b: &Node) -> (bool, bool) {
     (x.max(y), x.min(y))
 }
 
-/// The most common active value (and how many links had one) per class,
-/// over the links of which nothing else is known.
-fn norms(
-    ends: &[(&Node, &Port, &Node, &Port)],
-    value: impl Fn(&Port) -> Option<u32>,
-    unknown: impl Fn(&Port) -> bool,
-) -> HashMap<(bool, bool), (u32, usize, usize)> {
+/// What links of one class run at: the most common active value, how many
+/// links run at it and how many had one.
+#[derive(Clone, Copy, Debug)]
+struct Norm {
+    value: u32,
+    count: usize,
+    total: usize,
+}
+
+fn norms(ends: &[(&Node, &Port, &Node, &Port)], dim: &Dim) -> HashMap<(bool, bool), Norm> {
     let mut counts: HashMap<(bool, bool), HashMap<u32, usize>> = HashMap::new();
     for (na, pa, nb, pb) in ends {
-        if !(unknown(pa) && unknown(pb)) {
-            continue;
-        }
-        if let (Some(a), Some(b)) = (value(pa), value(pb)) {
+        if let (Some(a), Some(b)) = ((dim.active)(pa), (dim.active)(pb)) {
             *counts
                 .entry(class(na, nb))
                 .or_default()
@@ -103,25 +150,32 @@ fn norms(
         .into_iter()
         .filter_map(|(k, m)| {
             let total: usize = m.values().sum();
-            let (v, n) = m.into_iter().max_by_key(|(v, n)| (*n, *v))?;
-            Some((k, (v, n, total)))
+            let (value, count) = m.into_iter().max_by_key(|(v, n)| (*n, *v))?;
+            Some((
+                k,
+                Norm {
+                    value,
+                    count,
+                    total,
+                },
+            ))
         })
         .collect()
 }
 
-/// The largest value in every known list (None when no list is known or
-/// they share nothing).
-fn best<T: Copy + PartialEq>(lists: [&[T]; 4], key: impl Fn(T) -> u32) -> Option<T> {
-    let known: Vec<&[T]> = lists.into_iter().filter(|l| !l.is_empty()).collect();
+/// The largest value in every known (non-empty) list; None when no list is
+/// known or they share nothing.
+fn best(lists: &[Vec<u32>]) -> Option<u32> {
+    let known: Vec<&Vec<u32>> = lists.iter().filter(|l| !l.is_empty()).collect();
     let first = known.first()?;
     first
         .iter()
         .copied()
         .filter(|v| known.iter().all(|l| l.contains(v)))
-        .max_by_key(|v| key(*v))
+        .max()
 }
 
-fn list<T: Copy>(v: &[T], name: impl Fn(T) -> &'static str) -> String {
+fn list(v: &[u32], name: fn(u32) -> &'static str) -> String {
     if v.is_empty() {
         "unknown".to_string()
     } else {
@@ -129,169 +183,102 @@ fn list<T: Copy>(v: &[T], name: impl Fn(T) -> &'static str) -> String {
     }
 }
 
-fn width(
-    na: &Node,
-    pa: &Port,
-    nb: &Node,
-    pb: &Port,
-    norms: &HashMap<(bool, bool), (u32, usize, usize)>,
+/// A link below what its ends allow, or (when its ends enable less than
+/// they support) below what the fabric's links like it run at.
+fn judge(
+    dim: &Dim,
+    (na, pa): (&Node, &Port),
+    (nb, pb): (&Node, &Port),
+    norms: &HashMap<(bool, bool), Norm>,
 ) -> Option<Draft> {
-    let (wa, wb) = (&pa.width, &pb.width);
-    let active = match (wa.active, wb.active) {
-        (Some(a), Some(b)) => min_by(a, b, |w| w.lanes() as u32),
+    let active = match ((dim.active)(pa), (dim.active)(pb)) {
+        (Some(a), Some(b)) => a.min(b),
         (Some(a), None) | (None, Some(a)) => a,
         (None, None) => return None,
     };
-    let lists = [
-        wa.enabled.as_slice(),
-        wa.supported.as_slice(),
-        wb.enabled.as_slice(),
-        wb.supported.as_slice(),
-    ];
-    let lanes = |w: Width| w.lanes() as u32;
-    let (could, basis) = match best(lists, lanes) {
-        Some(b) => (b, None),
-        None if lists.iter().all(|l| l.is_empty()) => {
-            let &(v, n, total) = norms.get(&class(na, nb))?;
-            if total < MIN_PEERS {
-                return None;
-            }
-            (Width::from_lanes(v as u8)?, Some((n, total)))
-        }
-        None => return None,
+    let name = dim.name;
+    let (ea, sa, eb, sb) = (
+        (dim.enabled)(pa),
+        (dim.supported)(pa),
+        (dim.enabled)(pb),
+        (dim.supported)(pb),
+    );
+    let allowed = best(&[ea.clone(), sa.clone(), eb.clone(), sb.clone()]);
+    let supported = best(&[sa.clone(), sb.clone()]);
+    let norm = norms
+        .get(&class(na, nb))
+        .filter(|n| n.total >= MIN_PEERS && n.value > active);
+    let like_it = |n: &Norm| {
+        format!(
+            "{} of the fabric's {} links like it run at {}",
+            n.count,
+            n.total,
+            name(n.value)
+        )
     };
-    if lanes(active) >= lanes(could) {
-        return None;
-    }
-    let ends = format!("{} - {}", link_end(na, pa), link_end(nb, pb));
-    let why = match basis {
-        None => format!("both ends support and enable {}", could.name()),
-        Some((n, total)) => format!(
-            "{n} of the fabric's {total} links like it run at {}; the ends' enabled and \
-             supported widths were not read",
-            could.name()
+    let (could, why) = match (allowed, norm) {
+        (Some(b), _) if b > active => (b, format!("both ends support and enable {}", name(b))),
+        // Enabled below supported, and below the fabric's other links.
+        (Some(b), Some(n)) if supported.is_some_and(|s| s >= n.value) => (
+            n.value,
+            format!(
+                "both ends support {} but enable only up to {}; {}",
+                name(n.value),
+                name(b),
+                like_it(n)
+            ),
         ),
+        (None, Some(n)) if [&ea, &sa, &eb, &sb].iter().all(|l| l.is_empty()) => (
+            n.value,
+            format!(
+                "{}; the ends' enabled and supported {}s were not read",
+                like_it(n),
+                dim.what
+            ),
+        ),
+        _ => return None,
     };
+    debug_assert!(could > active);
     let message = format!(
         "{}: the link to {} runs at {}; {why}",
         subject(na, pa),
         link_end(nb, pb),
-        active.name()
+        name(active)
     );
-    let mut f = Finding::new(Code::F001, subject(na, pa), message);
+    let mut f = Finding::new(dim.code, subject(na, pa), message);
     for (n, p) in [(na, pa), (nb, pb)] {
         f = f.evidence(Evidence::new(
-            format!("{} LinkWidth active / enabled / supported", at(n, p.num)),
+            format!(
+                "{} {} active / enabled / supported",
+                at(n, p.num),
+                dim.field
+            ),
             format!(
                 "{} / {} / {}",
-                p.width.active.map_or("unknown", Width::name),
-                list(&p.width.enabled, Width::name),
-                list(&p.width.supported, Width::name)
+                (dim.active)(p).map_or("unknown", name),
+                list(&(dim.enabled)(p), name),
+                list(&(dim.supported)(p), name)
             ),
         ));
     }
     f = f
-        .remedy(
-            "Lanes are missing: reseat the cable at both ends, then replace the cable or the \
-             transceiver; a port's enabled widths are set with ibportstate LID PORT width",
-        )
+        .remedy(dim.remedy)
         .next(format!("ibportstate {} {}", na.lid_of(pa), pa.num))
         .next("iblinkinfo")
-        .next(format!("perfquery -x {} {}", na.lid_of(pa), pa.num))
-        .next(explain(Code::F001))
-        .brief(format!("{ends} at {}", active.name()));
-    Some(Draft::port(
-        f,
-        (na.guid, node_name(na)),
-        pa.num,
-        format!("links run at {}; {why}", active.name()),
-        link_end(nb, pb),
-    ))
-}
-
-fn speed(
-    na: &Node,
-    pa: &Port,
-    nb: &Node,
-    pb: &Port,
-    norms: &HashMap<(bool, bool), (u32, usize, usize)>,
-) -> Option<Draft> {
-    let (sa, sb) = (&pa.speed, &pb.speed);
-    let active = match (sa.active, sb.active) {
-        (Some(a), Some(b)) => min_by(a, b, Speed::code),
-        (Some(a), None) | (None, Some(a)) => a,
-        (None, None) => return None,
-    };
-    let lists = [
-        sa.enabled.as_slice(),
-        sa.supported.as_slice(),
-        sb.enabled.as_slice(),
-        sb.supported.as_slice(),
-    ];
-    let (could, basis) = match best(lists, Speed::code) {
-        Some(b) => (b, None),
-        None if lists.iter().all(|l| l.is_empty()) => {
-            let &(v, n, total) = norms.get(&class(na, nb))?;
-            if total < MIN_PEERS {
-                return None;
-            }
-            (Speed::from_code(v)?, Some((n, total)))
-        }
-        None => return None,
-    };
-    if active.code() >= could.code() {
-        return None;
-    }
-    let why = match basis {
-        None => format!("both ends support and enable {}", could.name()),
-        Some((n, total)) => format!(
-            "{n} of the fabric's {total} links like it run at {}; the ends' enabled and \
-             supported speeds were not read",
-            could.name()
-        ),
-    };
-    let message = format!(
-        "{}: the link to {} runs at {}; {why}",
-        subject(na, pa),
-        link_end(nb, pb),
-        active.name()
-    );
-    let mut f = Finding::new(Code::F002, subject(na, pa), message);
-    for (n, p) in [(na, pa), (nb, pb)] {
-        f = f.evidence(Evidence::new(
-            format!("{} LinkSpeed active / enabled / supported", at(n, p.num)),
-            format!(
-                "{} / {} / {}",
-                p.speed.active.map_or("unknown", Speed::name),
-                list(&p.speed.enabled, Speed::name),
-                list(&p.speed.supported, Speed::name)
-            ),
+        .next(explain(dim.code))
+        .brief(format!(
+            "{} - {} at {}",
+            subject(na, pa),
+            link_end(nb, pb),
+            name(active)
         ));
-    }
-    f = f
-        .remedy(
-            "The link trained slower than both ends allow: check the cable's rating for the \
-             speed, reseat it, then replace cable or transceiver; a port's enabled speeds \
-             are set with ibportstate LID PORT speed (and espeed)",
-        )
-        .next(format!("ibportstate {} {}", na.lid_of(pa), pa.num))
-        .next("iblinkinfo")
-        .next(explain(Code::F002));
     Some(Draft::port(
         f,
         (na.guid, node_name(na)),
         pa.num,
-        format!("links run at {}; {why}", active.name()),
+        format!("links run at {}; {why}", name(active)),
         link_end(nb, pb),
     ))
-}
-
-fn min_by<T: Copy>(a: T, b: T, key: impl Fn(T) -> u32) -> T {
-    if key(b) < key(a) {
-        b
-    } else {
-        a
-    }
 }
 
 /// `leaf1 port 3`.

@@ -2,7 +2,8 @@
 //! to the doctor's [`Finding`]s (codes `RDK-F001` …, layer `fabric`).
 //!
 //! [`run`] takes [`Facts`] — the topology ([`Subnet`]), and, when they were
-//! read, the PMA counters ([`CounterSnapshot`]) with an earlier snapshot as a
+//! read, the PMA counters ([`CounterSnapshot`]: [`crate::counters::Counters`]
+//! and the time they were read) with an earlier snapshot as a
 //! baseline, the subnet manager's answers ([`SmFacts`]), the operator's
 //! expected cabling ([`Expected`]) and the GUID conflicts discovery met
 //! ([`GuidConflict`]) — and a [`Config`] (thresholds, severity overrides),
@@ -43,9 +44,15 @@
 //! use rdmakit_fabric::{check, fat_tree, ibnetdiscover};
 //! use rdmakit_types::{Speed, Width};
 //!
-//! let subnet = ibnetdiscover::parse(&fat_tree(2, 4, 4, 1, Width::X4, Speed::Qdr).unwrap()).unwrap();
-//! let findings = check::run(&check::Facts::new(&subnet), &check::Config::default());
-//! assert!(findings.is_empty(), "{findings:?}");
+//! // A generated net file: cabled as planned, but no SM has given LIDs yet.
+//! let net = fat_tree(2, 4, 4, 1, Width::X4, Speed::Qdr).unwrap();
+//! let subnet = ibnetdiscover::parse(&net).unwrap();
+//! let planned = rdmakit_fabric::Expected::parse(&net).unwrap();
+//! let facts = check::Facts::new(&subnet).expected(&planned);
+//! let findings = check::run(&facts, &check::Config::default());
+//! assert_eq!(findings.len(), 1, "{findings:?}");
+//! assert_eq!(findings[0].code.as_str(), "RDK-F014");
+//! assert!(findings[0].message.contains("none of the 22 ports that are up has a LID"));
 //! ```
 
 pub mod cabling;
@@ -63,7 +70,7 @@ use rdmakit_doctor::finding::Finding;
 use crate::expected::Expected;
 use crate::topology::{Node, Subnet};
 
-pub use counters::{CounterSnapshot, PortCounters, Threshold, THRESHOLDS};
+pub use counters::{CounterSnapshot, Threshold, THRESHOLDS};
 pub use identity::GuidConflict;
 pub use sm::{SmAnswer, SmFacts, SmInfo, SmState};
 
