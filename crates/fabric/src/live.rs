@@ -15,12 +15,18 @@
 //! # Ok::<(), rdmakit_umad::Error>(())
 //! ```
 
+use rdmakit_doctor::codes::Severity;
+use rdmakit_doctor::finding::Finding;
 use rdmakit_umad::{Dest, MadError, Policy, Port, PortInfo, Request, Stats, MAX_REQUESTS};
 use rdmakit_vocab::exit::Exit;
 use rdmakit_wire::mad::{pma, smp};
+use serde::Serialize;
 
+use crate::check::sm::SmReply;
+use crate::check::{self, CounterSnapshot, Facts, SmAnswer, SmFacts, SmInfo, SmState};
 use crate::counters::{self, Pma, PmaRequest};
 use crate::discover::{self, Discovery, Smp, SmpGet};
+use crate::expected::Expected;
 use crate::ibnetdiscover::{self, WriteOptions};
 
 /// An open umad port that sends discovery's and the counters' MADs.
@@ -59,6 +65,46 @@ impl Live {
     /// What the port counted: sent, replies, timeouts, dropped replies.
     pub fn stats(&self) -> Stats {
         self.port.stats()
+    }
+
+    /// SMInfo of the SM at `lid` (a LID-routed SMP Get, what `sminfo`
+    /// sends), as the fabric check reads it: the answer, or why there is
+    /// none.
+    pub fn sm_answer(&mut self, lid: u16) -> SmAnswer {
+        let failed = |why: String| SmAnswer {
+            lid,
+            reply: SmReply::Failed(why),
+        };
+        if lid == 0 {
+            return failed("the local port names no subnet manager (SM LID 0)".into());
+        }
+        let get = smp::Repr::get(smp::attr::SM_INFO, 0, smp::Route::Lid, 0);
+        let reply = self
+            .transact(&[Request::new(Dest::smi(lid), get.to_bytes())])
+            .into_iter()
+            .next()
+            .unwrap_or(Err(MadError::Invalid("no reply")));
+        let parsed = reply.map_err(|e| e.to_string()).and_then(|m| {
+            let p = smp::Packet::new_checked(&m[..]).map_err(|_| NOT_SMP.to_string())?;
+            let r = smp::Repr::parse(&p).map_err(|_| NOT_SMP.to_string())?;
+            if !r.status().is_ok() {
+                return Err(format!("SMInfo status {}", r.status()));
+            }
+            r.attribute::<smp::sm_info::Repr>()
+                .map_err(|_| "the SMInfo does not parse".to_string())
+        });
+        match parsed {
+            Ok(i) => SmAnswer {
+                lid,
+                reply: SmReply::Info(SmInfo {
+                    guid: i.guid,
+                    act_count: i.act_count,
+                    priority: i.priority,
+                    state: SmState::from_code(i.sm_state),
+                }),
+            },
+            Err(e) => failed(e),
+        }
     }
 
     fn transact(&mut self, reqs: &[Request]) -> Vec<Result<[u8; 256], MadError>> {
@@ -233,4 +279,164 @@ fn json<T: serde::Serialize>(v: &T) -> String {
     let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// What `rdmakit fabric check` is asked besides the port.
+#[derive(Clone, Debug)]
+pub struct CheckRequest<'a> {
+    /// Print JSON (schema [`CHECK_SCHEMA`]).
+    pub json: bool,
+    /// Show every evidence line and next command.
+    pub verbose: bool,
+    /// The human report's width.
+    pub width: u16,
+    /// An earlier counters snapshot: growth and rates are judged.
+    pub baseline: Option<&'a CounterSnapshot>,
+    /// The expected cabling.
+    pub expected: Option<&'a Expected>,
+    /// Exit 1 at or above this severity; None: never.
+    pub fail_on: Option<Severity>,
+    /// Thresholds and severity overrides.
+    pub config: check::Config,
+    /// Now, in seconds since the UNIX epoch: the time of the counters read.
+    pub now: f64,
+}
+
+/// What `rdmakit fabric check` did: what it says, and the counters it read
+/// (for `--save`).
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// Output and exit status.
+    pub said: Said,
+    /// The counters read, with their time.
+    pub snapshot: CounterSnapshot,
+}
+
+/// The JSON schema of `rdmakit fabric check --json`.
+pub const CHECK_SCHEMA: &str = "rdmakit.fabric.check/v1";
+
+/// `rdmakit fabric check --json`.
+#[derive(Serialize)]
+struct CheckJson<'a> {
+    schema: &'static str,
+    nodes: usize,
+    links: usize,
+    ports_read: usize,
+    sm: &'a SmFacts,
+    /// What discovery or the PMA did not answer.
+    unread: Vec<String>,
+    findings: &'a [Finding],
+    groups: Vec<rdmakit_doctor::group::FindingGroup>,
+    counts: Counts,
+}
+
+#[derive(Serialize)]
+struct Counts {
+    error: usize,
+    warning: usize,
+    info: usize,
+}
+
+/// `rdmakit fabric check`: discovers the subnet, reads every port's
+/// counters and the SM's SMInfo (at the SM LID the local port names), and
+/// judges them ([`check::run`]) with the baseline and the expected cabling
+/// when given. Exit 1 when a finding is at or above `fail_on`, else 3 when
+/// something did not answer, else 0.
+///
+/// # Errors
+/// The port cannot be opened ([`Live::open`]).
+pub fn check_command(
+    ca: Option<&str>,
+    port: Option<u8>,
+    req: &CheckRequest,
+) -> Result<Checked, rdmakit_umad::Error> {
+    let mut live = Live::open(ca, port)?;
+    let found = discover::discover(&mut live, &discover::Options::default());
+    let targets = counters::targets(&found.subnet);
+    let read = counters::read(&mut live, &targets, &counters::Options { reset: false });
+    let snapshot = CounterSnapshot::new(read, Some(req.now));
+    let sm_lid = live.info().sm_lid;
+    let sm = SmFacts {
+        answers: vec![live.sm_answer(sm_lid)],
+        ..SmFacts::default()
+    };
+    let mut facts = Facts::new(&found.subnet).counters(&snapshot).sm(&sm);
+    if let Some(b) = req.baseline {
+        facts = facts.baseline(b);
+    }
+    if let Some(e) = req.expected {
+        facts = facts.expected(e);
+    }
+    let findings = check::run(&facts, &req.config);
+    let mut unread: Vec<String> = missing(&found).lines().map(str::to_string).collect();
+    for u in &snapshot.counters.unread {
+        unread.push(format!(
+            "rdmakit: fabric: unread: {} of {} port {} (LID {}): {}",
+            u.what, u.node_desc, u.port, u.lid, u.error
+        ));
+    }
+    let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+    let counts = Counts {
+        error: count(Severity::Error),
+        warning: count(Severity::Warning),
+        info: count(Severity::Info),
+    };
+    let links = found.subnet.links().count();
+    let out = if req.json {
+        json(&CheckJson {
+            schema: CHECK_SCHEMA,
+            nodes: found.subnet.nodes().len(),
+            links,
+            ports_read: snapshot.counters.ports.len(),
+            sm: &sm,
+            unread: unread.clone(),
+            findings: &findings,
+            groups: rdmakit_doctor::group::groups(&findings),
+            counts,
+        })
+    } else {
+        let mut s = format!(
+            "rdmakit fabric check: {} nodes, {links} links, counters of {} ports{}{}\n",
+            found.subnet.nodes().len(),
+            snapshot.counters.ports.len(),
+            match req.baseline {
+                Some(_) => ", judged since the baseline",
+                None => "",
+            },
+            match req.expected {
+                Some(_) => ", cabling against the expected topology",
+                None => "",
+            },
+        );
+        if findings.is_empty() {
+            s.push_str("No findings.\n");
+        } else {
+            s.push_str(&rdmakit_doctor::render::findings(
+                &findings,
+                rdmakit_doctor::render::HumanOptions {
+                    verbose: req.verbose,
+                    width: req.width,
+                },
+            ));
+            s.push_str(&format!(
+                "{} error(s), {} warning(s), {} info\n",
+                counts.error, counts.warning, counts.info
+            ));
+        }
+        s
+    };
+    let complete = found.complete() && snapshot.counters.complete();
+    let found_one = req
+        .fail_on
+        .is_some_and(|level| findings.iter().any(|f| f.severity >= level));
+    let exit = match (found_one, complete) {
+        (true, _) => Exit::Found,
+        (false, false) => Exit::Incomplete,
+        (false, true) => Exit::Ok,
+    };
+    let err: String = unread.iter().map(|l| format!("{l}\n")).collect();
+    Ok(Checked {
+        said: Said { out, err, exit },
+        snapshot,
+    })
 }

@@ -69,7 +69,7 @@ enum Command {
     /// The doctor across a cluster: aggregate node reports (report), expected inventory
     /// (baseline), every node of a Slurm partition as one job step (sweep).
     Fleet(cmd::fleet::Args),
-    /// The InfiniBand subnet through a local port: its nodes and links (discover), every port's counters (counters).
+    /// The InfiniBand subnet through a local port: its nodes and links (discover), every port's counters (counters), what is wrong with it (check).
     #[command(subcommand)]
     Fabric(cmd::fabric::Args),
     /// Run the verbs conformance suite (loopback RC/UC/UD/SRQ/events) on one device.

@@ -423,7 +423,8 @@ fn table(dir: &Path) -> Vec<Run> {
         )
         .env("RDMAKIT_PROVIDER", "soft"),
         // Without the umad2sim preload this machine has no umad device; the
-        // simulated fabric's runs (0 and 3) are in fabric_ibsim.rs.
+        // simulated fabric's runs (0, 1 and 3) are in fabric_ibsim.rs and
+        // fabric_check_ibsim.rs.
         run(
             "fabric discover",
             "no umad device",
@@ -437,6 +438,20 @@ fn table(dir: &Path) -> Vec<Run> {
             &["fabric", "counters", "--json"],
             2,
             "(kernel layer)",
+        ),
+        run(
+            "fabric check",
+            "no umad device",
+            &["fabric", "check"],
+            2,
+            "(kernel layer)",
+        ),
+        run(
+            "fabric check",
+            "an expected topology that cannot be read",
+            &["fabric", "check", "--expected", "/nonexistent/cables"],
+            2,
+            "--expected /nonexistent/cables",
         ),
         run("irq", "a software device", &["irq", "--from", h], 0, "rxe0"),
         run(

@@ -184,6 +184,54 @@ const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "fabric_ibsim.rs",
         "counters_agree_with_perfquery_and_reset_clears_them",
     ),
+    (
+        "fabric check",
+        "--json",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
+    (
+        "fabric check",
+        "--verbose",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
+    (
+        "fabric check",
+        "--baseline",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
+    (
+        "fabric check",
+        "--expected",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
+    (
+        "fabric check",
+        "--fail-on",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
+    (
+        "fabric check",
+        "--save",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
+    (
+        "fabric check",
+        "--ca",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
+    (
+        "fabric check",
+        "--port",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
 ];
 
 /// The real dmesg of fixtures/healthy with one DMA mapping error added (as

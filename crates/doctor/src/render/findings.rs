@@ -12,7 +12,6 @@ use crate::codes::{Code, Layer, Severity};
 use crate::finding::{Evidence, Finding};
 use crate::group::FindingGroup;
 use crate::probes::{ProbeKind, ProbeReport, ProbeResult};
-use crate::report::Report;
 
 /// Where the text of a detail line starts: "      evidence ".
 const DETAIL: usize = 15;
@@ -81,14 +80,13 @@ fn head_line(
         layer.as_str(),
     );
     let lead_cols = cols(sev_label(sev)) + 1 + cols(code.as_str()) + 4 + cols(layer.as_str());
-    wrap(
-        out,
-        &lead,
-        lead_cols,
-        6,
-        &format!("{subject}: {message}"),
-        width,
-    );
+    // A message that already starts with its subject ("leaf1 port 3: ...")
+    // is not given it twice.
+    let said = match message.strip_prefix(subject) {
+        Some(rest) if !subject.is_empty() && rest.starts_with(':') => message.to_string(),
+        _ => format!("{subject}: {message}"),
+    };
+    wrap(out, &lead, lead_cols, 6, &said, width);
 }
 
 fn finding(out: &mut String, f: &Finding, verbose: bool, width: usize) {
@@ -187,10 +185,10 @@ fn group(out: &mut String, g: &FindingGroup, all: &[Finding], verbose: bool, wid
 }
 
 /// The findings section: groups once, info findings one line each unless verbose.
-pub(super) fn all(out: &mut String, r: &Report, verbose: bool, width: usize) {
-    let groups = crate::group::groups(&r.findings);
+pub(super) fn all(out: &mut String, findings: &[Finding], verbose: bool, width: usize) {
+    let groups = crate::group::groups(findings);
     let mut first_of: BTreeMap<usize, &FindingGroup> = BTreeMap::new();
-    let mut member = vec![false; r.findings.len()];
+    let mut member = vec![false; findings.len()];
     for g in &groups {
         first_of.insert(g.findings[0], g);
         for i in &g.findings {
@@ -198,9 +196,9 @@ pub(super) fn all(out: &mut String, r: &Report, verbose: bool, width: usize) {
         }
     }
     let mut shortened = false;
-    for (i, f) in r.findings.iter().enumerate() {
+    for (i, f) in findings.iter().enumerate() {
         if let Some(g) = first_of.get(&i) {
-            group(out, g, &r.findings, verbose, width);
+            group(out, g, findings, verbose, width);
             shortened |= g.severity == Severity::Info && !verbose;
         } else if member[i] {
             continue;

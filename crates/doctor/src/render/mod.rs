@@ -100,6 +100,20 @@ pub fn output(r: &Report, as_json: bool, opts: HumanOptions) -> String {
     }
 }
 
+/// A list of findings as the human report prints them (groups once, info
+/// findings one line each unless verbose), for commands that report
+/// findings without a host report (`rdmakit fabric check`).
+pub fn findings(list: &[crate::finding::Finding], opts: HumanOptions) -> String {
+    let mut out = String::new();
+    findings::all(
+        &mut out,
+        list,
+        opts.verbose,
+        usize::from(opts.width.max(MIN_WIDTH)),
+    );
+    out
+}
+
 /// The human report.
 pub fn human(r: &Report, opts: HumanOptions) -> String {
     let width = usize::from(opts.width.max(MIN_WIDTH));
@@ -151,7 +165,7 @@ pub fn human(r: &Report, opts: HumanOptions) -> String {
         let _ = writeln!(out, "{BOLD}Findings{BOLD:#}: none");
     } else {
         let _ = writeln!(out, "{BOLD}Findings{BOLD:#}");
-        findings::all(&mut out, r, opts.verbose, width);
+        findings::all(&mut out, &r.findings, opts.verbose, width);
     }
     out.push('\n');
 

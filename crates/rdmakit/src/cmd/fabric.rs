@@ -1,8 +1,19 @@
-//! `rdmakit fabric discover` and `rdmakit fabric counters`: the InfiniBand
-//! subnet through a local umad port (`rdmakit_fabric::live`; docs/fabric.md).
-//! Here, the flags and printing.
+//! `rdmakit fabric discover`, `rdmakit fabric counters` and `rdmakit fabric
+//! check`: the InfiniBand subnet through a local umad port
+//! (`rdmakit_fabric::live`; docs/fabric.md). Here, the flags, the files and
+//! printing.
 
-use rdmakit_fabric::live::{self, DiscoverForm};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use rdmakit_doctor::codes::Severity;
+use rdmakit_fabric::check::counters::MAX_JSON_BYTES;
+use rdmakit_fabric::check::{Config, CounterSnapshot};
+use rdmakit_fabric::ibnetdiscover::MAX_BYTES;
+use rdmakit_fabric::live::{self, CheckRequest, DiscoverForm};
+use rdmakit_fabric::Expected;
 use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Subcommand, Debug)]
@@ -29,6 +40,32 @@ pub enum Args {
         /// Clear every counter read after reading it (like perfquery -r).
         #[arg(long)]
         reset: bool,
+        #[command(flatten)]
+        port: PortArgs,
+    },
+    /// Judge the subnet: links, error counters, the subnet manager, GUIDs and LIDs, and the
+    /// cabling against an expected topology (codes RDK-F001 …; rdmakit explain CODE).
+    Check {
+        /// Print JSON (schema rdmakit.fabric.check/v1: the findings, their groups, the SM's answer).
+        #[arg(long)]
+        json: bool,
+        /// Show every evidence line and every next command.
+        #[arg(short, long)]
+        verbose: bool,
+        /// An earlier counters snapshot (--save FILE, or fabric counters --json): judge each
+        /// counter's growth since it, with its rate, instead of its total.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// The expected cabling: a topology file (ibnetdiscover's output, an ibsim net file) or a
+        /// cable list (docs/fabric.md).
+        #[arg(long, value_name = "FILE")]
+        expected: Option<PathBuf>,
+        /// Exit 1 when a finding at or above this severity is found: error, warning, info, never.
+        #[arg(long, value_name = "LEVEL", default_value = "error")]
+        fail_on: String,
+        /// Write the counters read, with the time, to FILE: a later check's --baseline.
+        #[arg(long, value_name = "FILE")]
+        save: Option<PathBuf>,
         #[command(flatten)]
         port: PortArgs,
     },
@@ -65,8 +102,70 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             reset,
             port,
         } => live::counters_command(port.ca.as_deref(), port.port, json, all, reset)?,
+        Args::Check {
+            json,
+            verbose,
+            baseline,
+            expected,
+            fail_on,
+            save,
+            port,
+        } => {
+            let fail_on = match fail_on.to_ascii_lowercase().as_str() {
+                "never" | "none" => None,
+                other => Some(Severity::parse(other).with_context(|| {
+                    format!("--fail-on {other}: expected error, warning, info or never")
+                })?),
+            };
+            let baseline = baseline.as_deref().map(read_baseline).transpose()?;
+            let expected = expected.as_deref().map(read_expected).transpose()?;
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            let req = CheckRequest {
+                json,
+                verbose,
+                width: super::doctor::width(),
+                baseline: baseline.as_ref(),
+                expected: expected.as_ref(),
+                fail_on,
+                config: Config::default(),
+                now,
+            };
+            let checked = live::check_command(port.ca.as_deref(), port.port, &req)?;
+            if let Some(path) = save {
+                std::fs::write(&path, checked.snapshot.to_json())
+                    .with_context(|| format!("write the counters to {}", path.display()))?;
+            }
+            checked.said
+        }
     };
-    print!("{}", said.out);
+    // Through anstream: the check's report is styled; NO_COLOR and a
+    // stdout that is not a terminal strip the styles.
+    anstream::stdout().write_all(said.out.as_bytes())?;
     eprint!("{}", said.err);
     Ok(said.exit)
+}
+
+/// A file's text, refused past `max` bytes.
+fn read_bounded(path: &Path, max: usize, what: &str) -> anyhow::Result<String> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("{what} {}", path.display()))?
+        .len();
+    anyhow::ensure!(
+        len <= max as u64,
+        "{what} {}: {len} bytes, more than {max}",
+        path.display()
+    );
+    std::fs::read_to_string(path).with_context(|| format!("{what} {}", path.display()))
+}
+
+fn read_baseline(path: &Path) -> anyhow::Result<CounterSnapshot> {
+    let text = read_bounded(path, MAX_JSON_BYTES, "--baseline")?;
+    CounterSnapshot::from_json(&text).with_context(|| format!("--baseline {}", path.display()))
+}
+
+fn read_expected(path: &Path) -> anyhow::Result<Expected> {
+    let text = read_bounded(path, MAX_BYTES, "--expected")?;
+    Expected::parse(&text).with_context(|| format!("--expected {}", path.display()))
 }

@@ -1,0 +1,271 @@
+//! `rdmakit fabric check` on a simulated fabric: ibsim with unmodified
+//! opensm on the generated fat tree (2 spines, 4 leaves, 16 hosts), rdmakit
+//! run under the umad2sim preload (`rdmakit_testkit::ibsim`), faults injected
+//! with ibsim's console and by stopping opensm.
+//!
+//! Needs ibsim-utils, libumad2sim0, opensm and infiniband-diags; a missing
+//! one fails the test naming the packages.
+
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use rdmakit_fabric::fat_tree;
+use rdmakit_testkit::ibsim::Fabric;
+use rdmakit_types::{Speed, Width};
+use serde_json::Value;
+
+/// How long one rdmakit run may take on the 22-node tree.
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn tree() -> String {
+    fat_tree(2, 4, 4, 1, Width::X4, Speed::Qdr).expect("the test tree")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn rdmakit(fab: &Fabric, args: &[&str]) -> Output {
+    let child = fab
+        .command(env!("CARGO_BIN_EXE_rdmakit"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rdmakit");
+    rdmakit_testkit::wait(child, LIMIT, &format!("rdmakit {args:?}"))
+}
+
+/// `rdmakit ARGS`, which must exit with `code`; its stdout.
+fn rdmakit_ok(fab: &Fabric, args: &[&str], code: i32) -> String {
+    let o = rdmakit(fab, args);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "rdmakit {args:?}\nstdout:\n{}\nstderr:\n{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr),
+        fab.logs()
+    );
+    text(&o.stdout)
+}
+
+fn json(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}\n{out}"))
+}
+
+/// (code, subject) of each finding.
+fn found(v: &Value) -> Vec<(String, String)> {
+    v["findings"]
+        .as_array()
+        .expect("findings[]")
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap_or("").to_string(),
+                f["subject"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling() {
+    let mut fab = Fabric::start(&tree());
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("expected.net");
+    std::fs::write(&net, tree()).unwrap();
+    let before = dir.path().join("before.json");
+    let (net_s, before_s) = (net.to_str().unwrap(), before.to_str().unwrap());
+
+    let out = rdmakit_ok(
+        &fab,
+        &[
+            "fabric",
+            "check",
+            "--expected",
+            net_s,
+            "--save",
+            before_s,
+            "--ca",
+            "ibsim0",
+            "--port",
+            "1",
+        ],
+        0,
+    );
+    assert!(
+        out.contains("22 nodes, 24 links, counters of 48 ports"),
+        "{out}"
+    );
+    assert!(out.contains("No findings."), "{out}");
+    let saved = json(&std::fs::read_to_string(&before).unwrap());
+    assert_eq!(saved["schema"], "rdmakit.fabric.counters/v1");
+    assert!(
+        saved["taken_at"].as_f64().is_some_and(|t| t > 1.7e9),
+        "{saved}"
+    );
+
+    for field in ["SymbolErrorCounter=100", "LinkDownedCounter=3"] {
+        let reply = fab.console(&format!("PerformanceSet \"leaf1\"[3] PortCounters.{field}"));
+        assert!(reply.contains("has been set"), "{reply}");
+    }
+
+    // Totals: 100 symbol errors (> 10), a warning; 3 link drops are not
+    // above 10. The default --fail-on error lets a warning pass.
+    let v = json(&rdmakit_ok(&fab, &["fabric", "check", "--json"], 0));
+    assert_eq!(v["schema"], "rdmakit.fabric.check/v1");
+    assert_eq!(
+        found(&v),
+        [("RDK-F005".to_string(), "leaf1 port 3".to_string())]
+    );
+    assert_eq!(v["findings"][0]["layer"], "fabric");
+    assert_eq!(v["sm"]["answers"][0]["reply"]["Info"]["state"], "Master");
+    rdmakit_ok(&fab, &["fabric", "check", "--fail-on", "warning"], 1);
+
+    // Since the saved counters: the link went down three times, an error.
+    let v = json(&rdmakit_ok(
+        &fab,
+        &[
+            "fabric",
+            "check",
+            "--json",
+            "--baseline",
+            before_s,
+            "--expected",
+            net_s,
+        ],
+        1,
+    ));
+    let want = [
+        ("RDK-F004".to_string(), "leaf1 port 3".to_string()),
+        ("RDK-F005".to_string(), "leaf1 port 3".to_string()),
+    ];
+    assert_eq!(found(&v), want);
+    assert_eq!(v["findings"][0]["severity"], "error");
+    let msg = v["findings"][1]["message"].as_str().unwrap();
+    assert!(msg.contains("SymbolErrorCounter +100"), "{msg}");
+    assert!(msg.contains("/s"), "{msg}");
+
+    // The human report: every evidence line and next command.
+    let out = rdmakit_ok(
+        &fab,
+        &[
+            "fabric",
+            "check",
+            "--verbose",
+            "--baseline",
+            before_s,
+            "--fail-on",
+            "never",
+        ],
+        0,
+    );
+    for part in [
+        "ERROR RDK-F004 [fabric] leaf1 port 3",
+        "WARN  RDK-F005 [fabric] leaf1 port 3",
+        "leaf1 (0x0000000000200000) port 3 PortCounters.SymbolErrorCounter",
+        "perfquery -x 2 3",
+        "1 error(s), 1 warning(s), 0 info",
+    ] {
+        assert!(out.contains(part), "{part}:\n{out}");
+    }
+}
+
+#[test]
+fn check_without_a_subnet_manager_finds_no_master() {
+    let mut fab = Fabric::start(&tree());
+    fab.stop_sm();
+    let v = json(&rdmakit_ok(&fab, &["fabric", "check", "--json"], 1));
+    assert_eq!(
+        found(&v),
+        [("RDK-F008".to_string(), "subnet manager".to_string())]
+    );
+}
+
+#[test]
+fn check_refuses_unreadable_files_before_sending_a_mad() {
+    let fab = Fabric::start(&tree());
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"schema\": \"something/v9\"}").unwrap();
+    let o = rdmakit(
+        &fab,
+        &["fabric", "check", "--baseline", bad.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--baseline"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = rdmakit(
+        &fab,
+        &["fabric", "check", "--expected", "/nonexistent/cables"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--expected /nonexistent/cables"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn check_finds_a_cable_enabled_at_1x_and_a_swapped_pair() {
+    // host-03's cable with LinkWidthEnabled 1X (w=1) at both ends; host-01
+    // and host-02 exchange their leaf1 ports. The expected cabling is the
+    // generated tree.
+    let net = tree()
+        .replace(
+            "[3]\t\"host-03 HCA-1\"[1]\tw=2",
+            "[3]\t\"host-03 HCA-1\"[1]\tw=1",
+        )
+        .replace("[1]\t\"leaf1\"[3]\tw=2", "[1]\t\"leaf1\"[3]\tw=1")
+        .replace("[1]\t\"host-01 HCA-1\"[1]", "[1]\t\"host-0X HCA-1\"[1]")
+        .replace("[2]\t\"host-02 HCA-1\"[1]", "[2]\t\"host-01 HCA-1\"[1]")
+        .replace("[1]\t\"host-0X HCA-1\"[1]", "[1]\t\"host-02 HCA-1\"[1]")
+        .replace(
+            "\"host-01 HCA-1\"\n[1]\t\"leaf1\"[1]",
+            "\"host-01 HCA-1\"\n[1]\t\"leaf1\"[2]",
+        )
+        .replace(
+            "\"host-02 HCA-1\"\n[1]\t\"leaf1\"[2]",
+            "\"host-02 HCA-1\"\n[1]\t\"leaf1\"[1]",
+        );
+    assert_eq!(net.matches("w=1").count(), 2);
+    assert_eq!(net.matches("\"leaf1\"[2]").count(), 1);
+    let fab = Fabric::start(&net);
+    let dir = tempfile::tempdir().unwrap();
+    let expected = dir.path().join("expected.net");
+    std::fs::write(&expected, tree()).unwrap();
+    let v = json(&rdmakit_ok(
+        &fab,
+        &[
+            "fabric",
+            "check",
+            "--json",
+            "--expected",
+            expected.to_str().unwrap(),
+        ],
+        1,
+    ));
+    assert_eq!(
+        found(&v),
+        [
+            (
+                "RDK-F018".to_string(),
+                "leaf1 port 1 and leaf1 port 2".to_string()
+            ),
+            ("RDK-F001".to_string(), "leaf1 port 3".to_string()),
+        ],
+        "{v:#}"
+    );
+    let m = v["findings"][1]["message"].as_str().unwrap();
+    assert!(
+        m.contains("runs at 1X; both ends support 4X but enable only up to 1X"),
+        "{m}"
+    );
+}
