@@ -193,12 +193,26 @@ fn edited_port_down_where_a_cable_is_expected_is_f003_not_a_missing_cable() {
     assert_eq!(codes(&f), [Code::F003], "{f:#?}");
     assert_eq!(
         f[0].message,
-        "leaf4 port 6: physical state Polling, but the expected topology has a cable to \
-         \"spine2\"[4]"
+        "leaf4 port 6: physical state Polling, but the expected topology has a cable to spine2 \
+         port 4"
     );
     assert_eq!(f[0].evidence[0].value, "Down / Polling");
     // Without an expected topology a Down port is nothing.
     assert!(run(&Facts::new(&s)).is_empty());
+    // Both ends down: one finding, at the switch's end, naming both.
+    {
+        let p = s.node_mut(spine2).unwrap().port_mut(4).unwrap();
+        p.state = Some(PortState::Down);
+        p.phys_state = Some(3);
+    }
+    let f = run(&Facts::new(&s).expected(&e));
+    assert_eq!(codes(&f), [Code::F003], "{f:#?}");
+    assert_eq!(
+        f[0].message,
+        "leaf4 port 6: physical state Polling, but the expected topology has a cable to spine2 \
+         port 4, physical state Disabled there too"
+    );
+    assert_eq!(f[0].evidence.len(), 3);
 }
 
 #[test]

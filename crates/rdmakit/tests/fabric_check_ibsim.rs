@@ -124,6 +124,19 @@ fn check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling()
     assert_eq!(v["findings"][0]["layer"], "fabric");
     assert_eq!(v["sm"]["answers"][0]["reply"]["Info"]["state"], "Master");
     rdmakit_ok(&fab, &["fabric", "check", "--fail-on", "warning"], 1);
+    let v = json(&rdmakit_ok(
+        &fab,
+        &["fabric", "check", "--json", "--severity", "RDK-F005=error"],
+        1,
+    ));
+    assert_eq!(v["findings"][0]["severity"], "error");
+    let o = rdmakit(&fab, &["fabric", "check", "--severity", "RDK-K003=error"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("is not a fabric code"),
+        "{}",
+        text(&o.stderr)
+    );
 
     // Since the saved counters: the link went down three times, an error.
     let v = json(&rdmakit_ok(
@@ -267,5 +280,63 @@ fn check_finds_a_cable_enabled_at_1x_and_a_swapped_pair() {
     assert!(
         m.contains("runs at 1X; both ends support 4X but enable only up to 1X"),
         "{m}"
+    );
+}
+
+#[test]
+fn check_says_an_unplugged_cable_and_a_lost_leaf_once_each() {
+    let mut fab = Fabric::start(&tree());
+    let dir = tempfile::tempdir().unwrap();
+    let expected = dir.path().join("expected.net");
+    std::fs::write(&expected, tree()).unwrap();
+    let args = [
+        "fabric",
+        "check",
+        "--json",
+        "--expected",
+        expected.to_str().unwrap(),
+    ];
+
+    // The leaf4 - spine2 cable unplugged: both ports poll.
+    let reply = fab.console("Unlink \"leaf4\"[6]");
+    assert!(!reply.contains("cannot"), "{reply}");
+    let v = json(&rdmakit_ok(&fab, &args, 1));
+    assert_eq!(
+        found(&v),
+        [("RDK-F003".to_string(), "leaf4 port 6".to_string())],
+        "{v:#}"
+    );
+    let m = v["findings"][0]["message"].as_str().unwrap();
+    assert!(
+        m.starts_with(
+            "leaf4 port 6: physical state Polling, but the expected topology has a cable to \
+             spine2 port 4, physical state Polling there too"
+        ),
+        "{m}"
+    );
+
+    // leaf3's two uplinks unplugged: leaf3 and its four hosts are gone.
+    for p in [5, 6] {
+        fab.console(&format!("Unlink \"leaf3\"[{p}]"));
+    }
+    let v = json(&rdmakit_ok(&fab, &args, 1));
+    assert_eq!(
+        found(&v),
+        [
+            ("RDK-F003".to_string(), "leaf4 port 6".to_string()),
+            ("RDK-F016".to_string(), "leaf3".to_string()),
+        ],
+        "{v:#}"
+    );
+    let m = v["findings"][1]["message"].as_str().unwrap();
+    assert_eq!(
+        m,
+        "leaf3: not in the fabric, nor are the 4 nodes reached only through it (host-09 \
+         HCA-1, host-10 HCA-1, host-11 HCA-1, host-12 HCA-1): 6 expected cables are missing"
+    );
+    let evidence = v["findings"][1]["evidence"].to_string();
+    assert!(
+        evidence.contains("spine1 (0x0000000000200004) port 3 PortState / PortPhysicalState"),
+        "{evidence}"
     );
 }

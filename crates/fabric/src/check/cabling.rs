@@ -42,7 +42,7 @@ pub(crate) fn check(e: &Expected, s: &Subnet) -> Vec<Draft> {
 
 /// `leaf1 port 3` (a node named by GUID: its description when it is in the
 /// subnet).
-fn end_name(s: &Subnet, e: &End) -> String {
+pub(crate) fn end_name(s: &Subnet, e: &End) -> String {
     match &e.node {
         NodeKey::Desc(d) => format!("{d} port {}", e.port),
         NodeKey::Guid(g) => match s.node(*g) {
@@ -60,7 +60,7 @@ fn key_name(k: &NodeKey) -> String {
 }
 
 /// True when some node of the subnet is the one `k` names.
-fn present(s: &Subnet, k: &NodeKey) -> bool {
+pub(crate) fn present(s: &Subnet, k: &NodeKey) -> bool {
     match k {
         NodeKey::Guid(g) => s.node(*g).is_some(),
         NodeKey::Desc(d) => s.nodes_by_desc(d).next().is_some(),
@@ -329,6 +329,22 @@ fn absent_nodes(
         .brief(format!("{first} is not in the fabric"));
     for (a, b) in cables {
         f = f.evidence(Evidence::new("expected cable", format!("{a} - {b}")));
+        for end in [a, b] {
+            let Some(n) = find(s, &end.node) else {
+                continue;
+            };
+            if let Some(p) = n.port(end.port).filter(|p| is_down(p)) {
+                f = f.evidence(Evidence::new(
+                    format!("{} PortState / PortPhysicalState", super::at(n, p.num)),
+                    format!(
+                        "{} / {}",
+                        p.state.map_or("unknown".into(), |s| format!("{s:?}")),
+                        p.phys_state
+                            .map_or("unknown".into(), super::links::phys_name)
+                    ),
+                ));
+            }
+        }
     }
     let mut f = f
         .remedy(

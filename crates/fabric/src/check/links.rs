@@ -22,9 +22,10 @@ use rdmakit_doctor::codes::Code;
 use rdmakit_doctor::finding::{Evidence, Finding};
 use rdmakit_types::{PortState, Speed, Width};
 
+use super::cabling::{end_name, present};
 use super::group::Draft;
 use super::{at, explain, node_name, Facts};
-use crate::expected::NodeKey;
+use crate::expected::{End, NodeKey};
 use crate::topology::{Link, Node, NodeKind, Port, Subnet};
 
 /// The fewest other links of the same kinds a link with unknown
@@ -216,29 +217,23 @@ fn judge(
             name(n.value)
         )
     };
-    let (could, why) = match (allowed, norm) {
-        (Some(b), _) if b > active => (b, format!("both ends support and enable {}", name(b))),
+    // Each arm's value is above `active`: the link could run at it.
+    let why = match (allowed, norm) {
+        (Some(b), _) if b > active => format!("both ends support and enable {}", name(b)),
         // Enabled below supported, and below the fabric's other links.
-        (Some(b), Some(n)) if supported.is_some_and(|s| s >= n.value) => (
-            n.value,
-            format!(
-                "both ends support {} but enable only up to {}; {}",
-                name(n.value),
-                name(b),
-                like_it(n)
-            ),
+        (Some(b), Some(n)) if supported.is_some_and(|s| s >= n.value) => format!(
+            "both ends support {} but enable only up to {}; {}",
+            name(n.value),
+            name(b),
+            like_it(n)
         ),
-        (None, Some(n)) if [&ea, &sa, &eb, &sb].iter().all(|l| l.is_empty()) => (
-            n.value,
-            format!(
-                "{}; the ends' enabled and supported {}s were not read",
-                like_it(n),
-                dim.what
-            ),
+        (None, Some(n)) if [&ea, &sa, &eb, &sb].iter().all(|l| l.is_empty()) => format!(
+            "{}; the ends' enabled and supported {}s were not read",
+            like_it(n),
+            dim.what
         ),
         _ => return None,
     };
-    debug_assert!(could > active);
     let message = format!(
         "{}: the link to {} runs at {}; {why}",
         subject(na, pa),
@@ -295,55 +290,88 @@ fn link_end(n: &Node, p: &Port) -> String {
 fn down_but_expected(s: &Subnet, e: &crate::expected::Expected) -> Vec<Draft> {
     let mut out = Vec::new();
     for c in e.cables() {
-        for (here, there) in [(&c.a, &c.b), (&c.b, &c.a)] {
-            let Some(n) = find(s, &here.node) else {
-                continue;
-            };
-            let Some(p) = n.port(here.port) else {
-                continue;
-            };
-            if !is_down(p) {
-                continue;
-            }
-            let phys = p
-                .phys_state
-                .and_then(|c| NO_LINK.iter().find(|(k, _)| *k == c));
-            let state = match (phys, p.state) {
-                (Some((_, name)), _) => format!("physical state {name}"),
-                _ => "state Down".to_string(),
-            };
-            let message = format!(
-                "{}: {state}, but the expected topology has a cable to {there}",
-                subject(n, p)
-            );
-            let f = Finding::new(Code::F003, subject(n, p), message)
-                .evidence(Evidence::new(
-                    format!("{} PortState / PortPhysicalState", at(n, p.num)),
-                    format!(
-                        "{} / {}",
-                        p.state.map_or("unknown".into(), |s| format!("{s:?}")),
-                        p.phys_state.map_or("unknown".into(), phys_name)
-                    ),
-                ))
-                .evidence(Evidence::new("expected cable", format!("{here} - {there}")))
-                .remedy(
-                    "Check that the cable is plugged in at both ends and the peer is powered; \
-                     Disabled means someone disabled the port (ibportstate LID PORT enable); \
-                     Polling means no signal from the other end: reseat or replace the cable",
-                )
-                .next(format!("ibportstate {} {}", n.lid_of(p), p.num))
-                .next("iblinkinfo")
-                .next(explain(Code::F003));
-            out.push(Draft::port(
-                f,
-                (n.guid, node_name(n)),
-                p.num,
-                format!("{state}, but the expected topology has cables there"),
-                there.to_string(),
+        // A cable to a node that is not in the fabric at all is that
+        // node's RDK-F016, which names the port state too.
+        if !present(s, &c.a.node) || !present(s, &c.b.node) {
+            continue;
+        }
+        let end = |x: &End| find(s, &x.node).and_then(|n| Some((n, n.port(x.port)?)));
+        let down: Vec<(&Node, &Port, &End)> = [(&c.a, &c.b), (&c.b, &c.a)]
+            .into_iter()
+            .filter_map(|(x, _)| end(x).map(|(n, p)| (n, p, x)))
+            .filter(|(_, p, _)| is_down(p))
+            .collect();
+        // Said at the switch's end when both are down.
+        let Some(&(n, p, here)) = down
+            .iter()
+            .find(|(n, _, _)| n.kind == NodeKind::Switch)
+            .or(down.first())
+        else {
+            continue;
+        };
+        let there = if here == &c.a { &c.b } else { &c.a };
+        let other = down.iter().find(|(_, _, x)| *x == there);
+        let also = match other {
+            Some((_, q, _)) => format!(", {} there too", state_words(q)),
+            None => String::new(),
+        };
+        let there_name = end_name(s, there);
+        let message = format!(
+            "{}: {}, but the expected topology has a cable to {there_name}{also}",
+            subject(n, p),
+            state_words(p)
+        );
+        let mut f = Finding::new(Code::F003, subject(n, p), message);
+        for (m, q, _) in &down {
+            f = f.evidence(Evidence::new(
+                format!("{} PortState / PortPhysicalState", at(m, q.num)),
+                format!(
+                    "{} / {}",
+                    q.state.map_or("unknown".into(), |s| format!("{s:?}")),
+                    q.phys_state.map_or("unknown".into(), phys_name)
+                ),
             ));
         }
+        f = f
+            .evidence(Evidence::new(
+                "expected cable",
+                format!("{} - {}", c.a, c.b),
+            ))
+            .remedy(
+                "Check that the cable is plugged in at both ends and the peer is powered; \
+                 Disabled means someone disabled the port (ibportstate LID PORT enable); \
+                 Polling means no signal from the other end: reseat or replace the cable",
+            );
+        for (m, q, _) in &down {
+            let lid = m.lid_of(q);
+            if lid != 0 {
+                f = f.next(format!("ibportstate {lid} {}", q.num));
+            }
+        }
+        f = f.next("iblinkinfo").next(explain(Code::F003));
+        out.push(Draft::port(
+            f,
+            (n.guid, node_name(n)),
+            p.num,
+            format!(
+                "{}, but the expected topology has cables there",
+                state_words(p)
+            ),
+            there_name,
+        ));
     }
     out
+}
+
+/// `physical state Polling`, or `state Down`.
+fn state_words(p: &Port) -> String {
+    match p
+        .phys_state
+        .and_then(|c| NO_LINK.iter().find(|(k, _)| *k == c))
+    {
+        Some((_, name)) => format!("physical state {name}"),
+        None => "state Down".to_string(),
+    }
 }
 
 /// True when the port is known to have no link: physical state Sleep,

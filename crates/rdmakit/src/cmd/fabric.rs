@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use rdmakit_doctor::codes::Severity;
+use rdmakit_doctor::codes::{Code, Severity};
 use rdmakit_fabric::check::counters::MAX_JSON_BYTES;
 use rdmakit_fabric::check::{Config, CounterSnapshot};
 use rdmakit_fabric::ibnetdiscover::MAX_BYTES;
@@ -66,6 +66,9 @@ pub enum Args {
         /// Write the counters read, with the time, to FILE: a later check's --baseline.
         #[arg(long, value_name = "FILE")]
         save: Option<PathBuf>,
+        /// Override a code's severity, e.g. --severity RDK-F005=error (repeatable).
+        #[arg(long, value_name = "CODE=LEVEL")]
+        severity: Vec<String>,
         #[command(flatten)]
         port: PortArgs,
     },
@@ -109,8 +112,22 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             expected,
             fail_on,
             save,
+            severity,
             port,
         } => {
+            let mut config = Config::default();
+            for o in &severity {
+                let (code, level) = o.split_once('=').with_context(|| {
+                    format!("--severity {o}: expected CODE=LEVEL (RDK-F005=error)")
+                })?;
+                let code = Code::lookup(code)
+                    .filter(|c| c.is_fabric())
+                    .with_context(|| format!("--severity {o}: {code} is not a fabric code"))?;
+                let level = Severity::parse(level).with_context(|| {
+                    format!("--severity {o}: {level} is not error, warning or info")
+                })?;
+                config.overrides.insert(code, level);
+            }
             let fail_on = match fail_on.to_ascii_lowercase().as_str() {
                 "never" | "none" => None,
                 other => Some(Severity::parse(other).with_context(|| {
@@ -129,7 +146,7 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
                 baseline: baseline.as_ref(),
                 expected: expected.as_ref(),
                 fail_on,
-                config: Config::default(),
+                config,
                 now,
             };
             let checked = live::check_command(port.ca.as_deref(), port.port, &req)?;
