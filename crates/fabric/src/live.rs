@@ -28,6 +28,7 @@ use crate::counters::{self, Pma, PmaRequest};
 use crate::discover::{self, Discovery, Smp, SmpGet};
 use crate::expected::Expected;
 use crate::ibnetdiscover::{self, WriteOptions};
+use crate::topology::{PortRef, Subnet};
 
 /// An open umad port that sends discovery's and the counters' MADs.
 #[derive(Debug)]
@@ -105,6 +106,58 @@ impl Live {
             },
             Err(e) => failed(e),
         }
+    }
+
+    /// The SM LID (PortInfo's MasterSMLID) each port with a LID names:
+    /// LID-routed PortInfo Gets to every CA or router port and every
+    /// switch's port 0, in one batch. Ports that do not answer are left
+    /// out.
+    pub fn port_sm_lids(&mut self, s: &Subnet) -> Vec<(PortRef, u16)> {
+        let mut asked: Vec<PortRef> = Vec::new();
+        let mut reqs: Vec<Request> = Vec::new();
+        let mut ask = |r: PortRef, lid: u16| {
+            let get = smp::Repr::get(smp::attr::PORT_INFO, u32::from(r.port), smp::Route::Lid, 0);
+            asked.push(r);
+            reqs.push(Request::new(Dest::smi(lid), get.to_bytes()));
+        };
+        for n in s.nodes() {
+            match n.port0 {
+                Some(p0) if p0.lid != 0 => ask(
+                    PortRef {
+                        guid: n.guid,
+                        port: 0,
+                    },
+                    p0.lid,
+                ),
+                Some(_) => {}
+                None => {
+                    for p in n.ports.iter().filter(|p| p.lid != 0) {
+                        ask(
+                            PortRef {
+                                guid: n.guid,
+                                port: p.num,
+                            },
+                            p.lid,
+                        );
+                    }
+                }
+            }
+        }
+        let replies = self.transact(&reqs);
+        asked
+            .into_iter()
+            .zip(replies)
+            .filter_map(|(r, reply)| {
+                let m = reply.ok()?;
+                let p = smp::Packet::new_checked(&m[..]).ok()?;
+                let smp = smp::Repr::parse(&p).ok()?;
+                if !smp.status().is_ok() {
+                    return None;
+                }
+                let info = smp.attribute::<smp::port_info::Repr>().ok()?;
+                Some((r, info.master_sm_lid))
+            })
+            .collect()
     }
 
     fn transact(&mut self, reqs: &[Request]) -> Vec<Result<[u8; 256], MadError>> {
@@ -338,7 +391,8 @@ struct Counts {
 }
 
 /// `rdmakit fabric check`: discovers the subnet, reads every port's
-/// counters and the SM's SMInfo (at the SM LID the local port names), and
+/// counters, the SM's SMInfo (at the SM LID the local port names) and the
+/// SM LID every port names ([`Live::port_sm_lids`]), and
 /// judges them ([`check::run`]) with the baseline and the expected cabling
 /// when given. Exit 1 when a finding is at or above `fail_on`, else 3 when
 /// something did not answer, else 0.
@@ -358,7 +412,8 @@ pub fn check_command(
     let sm_lid = live.info().sm_lid;
     let sm = SmFacts {
         answers: vec![live.sm_answer(sm_lid)],
-        ..SmFacts::default()
+        later: Vec::new(),
+        port_sm_lids: live.port_sm_lids(&found.subnet),
     };
     let mut facts = Facts::new(&found.subnet).counters(&snapshot).sm(&sm);
     if let Some(b) = req.baseline {

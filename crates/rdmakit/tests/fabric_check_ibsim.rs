@@ -123,6 +123,10 @@ fn check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling()
     );
     assert_eq!(v["findings"][0]["layer"], "fabric");
     assert_eq!(v["sm"]["answers"][0]["reply"]["Info"]["state"], "Master");
+    // Every CA port and every switch's port 0 names the SM at LID 1.
+    let lids = v["sm"]["port_sm_lids"].as_array().expect("port_sm_lids[]");
+    assert_eq!(lids.len(), 22, "{lids:?}");
+    assert!(lids.iter().all(|l| l[1] == 1), "{lids:?}");
     rdmakit_ok(&fab, &["fabric", "check", "--fail-on", "warning"], 1);
     let v = json(&rdmakit_ok(
         &fab,
