@@ -620,3 +620,45 @@ fn severities_can_be_overridden() {
     let f = check::run(&Facts::new(&s).counters(&c), &cfg);
     assert_eq!(f[0].severity, Severity::Error);
 }
+
+#[test]
+fn thresholds_read_in_infiniband_diags_format_replace_the_defaults() {
+    let s = real();
+    let mut c = zero_counters(&s, None);
+    set(&mut c, &s, "leaf2", 5, "SymbolErrorCounter", 250);
+    set(&mut c, &s, "leaf2", 6, "LinkDownedCounter", 4);
+    let mut cfg = Config::default();
+    // Comment lines only, as infiniband-diags ships the file: no change.
+    cfg.read_error_thresholds("# thresholds\n\n#SymbolErrorCounter=10\n")
+        .unwrap();
+    assert_eq!(cfg, Config::default());
+    cfg.read_error_thresholds("SymbolErrorCounter=0x1f4\nLinkDownedCounter = 3\n")
+        .unwrap();
+    let f = check::run(&Facts::new(&s).counters(&c), &cfg);
+    assert_eq!(codes(&f), [Code::F004], "{f:#?}");
+    assert!(
+        f[0].message.contains("LinkDownedCounter 4 > 3"),
+        "{}",
+        f[0].message
+    );
+    let t = &cfg.thresholds["LinkDownedCounter"];
+    assert_eq!(
+        (t.total, t.growth),
+        (3, 0),
+        "any growth of a link drop stays a finding"
+    );
+    for bad in [
+        "NoSuchCounter=1",
+        "SymbolErrorCounter=ten",
+        "SymbolErrorCounter",
+    ] {
+        let e = cfg
+            .read_error_thresholds(&format!("# x\n{bad}\n"))
+            .unwrap_err();
+        assert!(e.to_string().starts_with("line 2: "), "{e}");
+    }
+    assert_eq!(
+        cfg.thresholds["SymbolErrorCounter"].total, 500,
+        "unchanged by a bad file"
+    );
+}

@@ -134,6 +134,21 @@ fn check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling()
         1,
     ));
     assert_eq!(v["findings"][0]["severity"], "error");
+    let limits = dir.path().join("error_thresholds");
+    std::fs::write(&limits, "# site limits\nSymbolErrorCounter=1000\n").unwrap();
+    let out = rdmakit_ok(
+        &fab,
+        &[
+            "fabric",
+            "check",
+            "--thresholds",
+            limits.to_str().unwrap(),
+            "--fail-on",
+            "info",
+        ],
+        0,
+    );
+    assert!(out.contains("No findings."), "{out}");
     let o = rdmakit(&fab, &["fabric", "check", "--severity", "RDK-K003=error"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

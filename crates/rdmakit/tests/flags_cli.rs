@@ -238,6 +238,12 @@ const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
         "fabric_check_ibsim.rs",
         "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
     ),
+    (
+        "fabric check",
+        "--thresholds",
+        "fabric_check_ibsim.rs",
+        "check_judges_a_live_fabric_since_its_saved_counters_and_against_its_cabling",
+    ),
 ];
 
 /// The real dmesg of fixtures/healthy with one DMA mapping error added (as

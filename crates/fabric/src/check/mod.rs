@@ -163,6 +163,78 @@ impl Default for Config {
     }
 }
 
+/// The most bytes [`Config::read_error_thresholds`] reads.
+pub const MAX_THRESHOLD_BYTES: usize = 64 << 10;
+
+/// A threshold file could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ThresholdError {
+    /// Past [`MAX_THRESHOLD_BYTES`].
+    #[error("the threshold file is {0} bytes, more than {MAX_THRESHOLD_BYTES}")]
+    TooLarge(usize),
+    /// A line that is not `Name=value` with a known counter and a number.
+    #[error("line {line}: {message}")]
+    Line {
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Sets thresholds from text in infiniband-diags' `error_thresholds`
+    /// format (what `ibqueryerrors --threshold-file` reads): `Name=value`
+    /// lines, `#` comment lines, blank lines; values in decimal or `0x`
+    /// hex, as `strtoul` with base 0 reads them. A value sets the counter's
+    /// threshold on totals and on growth, except that any growth of
+    /// LinkDownedCounter and LinkErrorRecoveryCounter stays a finding.
+    ///
+    /// # Errors
+    /// [`ThresholdError::TooLarge`] past [`MAX_THRESHOLD_BYTES`];
+    /// [`ThresholdError::Line`] for a counter the check does not judge or a
+    /// value that is not a number (the config is then unchanged).
+    pub fn read_error_thresholds(&mut self, text: &str) -> Result<(), ThresholdError> {
+        if text.len() > MAX_THRESHOLD_BYTES {
+            return Err(ThresholdError::TooLarge(text.len()));
+        }
+        let mut next = self.thresholds.clone();
+        for (i, raw) in text.lines().enumerate() {
+            let l = raw.trim();
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            let err = |message: String| ThresholdError::Line {
+                line: i + 1,
+                message,
+            };
+            let (name, value) = l
+                .split_once('=')
+                .ok_or_else(|| err(format!("{l:?} is not Name=value")))?;
+            let (name, value) = (name.trim(), value.trim());
+            let v = match value
+                .strip_prefix("0x")
+                .or_else(|| value.strip_prefix("0X"))
+            {
+                Some(h) => u64::from_str_radix(h, 16),
+                None => value.parse(),
+            }
+            .map_err(|_| err(format!("{value:?} is not a number")))?;
+            let t = next
+                .get_mut(name)
+                .ok_or_else(|| err(format!("{name:?} is not a counter the check judges")))?;
+            t.total = v;
+            let any_growth =
+                t.kind == counters::Kind::LinkDowned || t.counter == "LinkErrorRecoveryCounter";
+            if !any_growth {
+                t.growth = v;
+            }
+        }
+        self.thresholds = next;
+        Ok(())
+    }
+}
+
 /// Every finding the facts give, most severe first, then by code and
 /// subject.
 pub fn run(facts: &Facts, cfg: &Config) -> Vec<Finding> {

@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use rdmakit_doctor::codes::{Code, Severity};
 use rdmakit_fabric::check::counters::MAX_JSON_BYTES;
-use rdmakit_fabric::check::{Config, CounterSnapshot};
+use rdmakit_fabric::check::{Config, CounterSnapshot, MAX_THRESHOLD_BYTES};
 use rdmakit_fabric::ibnetdiscover::MAX_BYTES;
 use rdmakit_fabric::live::{self, CheckRequest, DiscoverForm};
 use rdmakit_fabric::Expected;
@@ -66,6 +66,10 @@ pub enum Args {
         /// Write the counters read, with the time, to FILE: a later check's --baseline.
         #[arg(long, value_name = "FILE")]
         save: Option<PathBuf>,
+        /// Counter thresholds in infiniband-diags' error_thresholds format (Name=value lines, as
+        /// ibqueryerrors --threshold-file reads); default: the values that file ships commented.
+        #[arg(long, value_name = "FILE")]
+        thresholds: Option<PathBuf>,
         /// Override a code's severity, e.g. --severity RDK-F005=error (repeatable).
         #[arg(long, value_name = "CODE=LEVEL")]
         severity: Vec<String>,
@@ -112,10 +116,17 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             expected,
             fail_on,
             save,
+            thresholds,
             severity,
             port,
         } => {
             let mut config = Config::default();
+            if let Some(path) = thresholds.as_deref() {
+                let text = read_bounded(path, MAX_THRESHOLD_BYTES, "--thresholds")?;
+                config
+                    .read_error_thresholds(&text)
+                    .with_context(|| format!("--thresholds {}", path.display()))?;
+            }
             for o in &severity {
                 let (code, level) = o.split_once('=').with_context(|| {
                     format!("--severity {o}: expected CODE=LEVEL (RDK-F005=error)")
