@@ -367,6 +367,26 @@ pub fn serve_source(
     serve(listener, Arc::new(render))
 }
 
+/// Serves the metrics of the whole fabric ([`crate::fabric`]): every scrape
+/// reads every port's counters, with the discovery kept between scrapes until
+/// it is due. The exporter sits behind one lock and concurrent scrapes share
+/// collections ([`Coalesce`]), so no scrape starts a discovery while another
+/// runs.
+///
+/// # Errors
+/// As [`serve`].
+pub fn serve_fabric<M>(
+    listener: TcpListener,
+    exporter: crate::fabric::FabricExporter<M>,
+) -> io::Result<()>
+where
+    M: crate::fabric::Mads + Send + 'static,
+{
+    let exporter = Mutex::new(exporter);
+    let render = move || locked(&exporter).scrape();
+    serve(listener, Arc::new(render))
+}
+
 /// Accepts connections until accepting itself fails persistently, each served as
 /// its own task, at most [`MAX_CONNECTIONS`] at once (see [`Slots`]).
 ///

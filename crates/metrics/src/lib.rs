@@ -7,11 +7,15 @@
 //!   (`node_infiniband_*`; `port_*_data` counted in 4-byte words become bytes); what it
 //!   lacks is under `rdmakit_` (hw_counters, unavailable counters, netlink resources,
 //!   doctor findings and check status, collection time).
+//! - [`fabric`]: the whole InfiniBand fabric from one local port (`rdmakit metrics
+//!   --fabric`): every port's PMA counters under node_exporter's names prefixed
+//!   `rdmakit_fabric_`, link states, widths and speeds, node counts.
 //! - [`http`]: the HTTP/1.1 exporter (hyper on a one-thread tokio runtime; GET/HEAD
 //!   /metrics; 400/404/405/431/503 for everything else), whose connection slots no
 //!   idle or slow client can hold, and whose concurrent scrapes share collections.
 
 pub mod expo;
+pub mod fabric;
 pub mod http;
 pub mod text;
 pub mod textfile;

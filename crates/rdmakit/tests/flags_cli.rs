@@ -104,6 +104,24 @@ const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     ),
     ("doctor", "--npd", "npd.rs", ""),
     ("metrics", "--listen", "metrics_http.rs", ""),
+    (
+        "metrics",
+        "--fabric",
+        "fabric_metrics_ibsim.rs",
+        "fabric_metrics_of_a_fat_tree_show_a_set_counter_where_it_was_set",
+    ),
+    (
+        "metrics",
+        "--ca",
+        "fabric_metrics_ibsim.rs",
+        "fabric_metrics_of_a_fat_tree_show_a_set_counter_where_it_was_set",
+    ),
+    (
+        "metrics",
+        "--port",
+        "fabric_metrics_ibsim.rs",
+        "fabric_metrics_of_a_fat_tree_show_a_set_counter_where_it_was_set",
+    ),
     ("fleet agent", "--user", "fleet_agent_attacks.rs", ""),
     (
         "perf",

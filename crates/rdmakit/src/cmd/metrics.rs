@@ -1,11 +1,12 @@
 //! `rdmakit metrics`: the host's RDMA facts and the doctor's findings in the
 //! Prometheus text format, printed, written as a textfile for node_exporter, or served
-//! over HTTP.
+//! over HTTP; with `--fabric`, every port of the InfiniBand fabric instead.
 
 use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Context as _;
+use rdmakit_metrics::fabric::FabricExporter;
 use rdmakit_metrics::{http, scrape, Options};
 
 use super::ReplayArgs;
@@ -40,9 +41,24 @@ pub struct Args {
     /// infiniband collector runs beside the textfile: the same series twice fail it).
     #[arg(long)]
     no_node_compat: bool,
+    /// Export the whole InfiniBand fabric instead of this host: every port's PMA counters,
+    /// link states, widths and speeds (rdmakit_fabric_*), from a discovery over the local
+    /// port (kept for 5 minutes while serving) and a counters read at every scrape.
+    #[arg(long, conflicts_with_all = ["pid", "kernel_log", "no_node_compat", "root", "from"])]
+    fabric: bool,
+    /// With --fabric: the CA the MADs leave by (as ibstat names it); default: the first
+    /// with an Active port.
+    #[arg(long, value_name = "NAME", requires = "fabric")]
+    ca: Option<String>,
+    /// With --fabric: the CA's port; default: its first Active port.
+    #[arg(long, value_name = "N", requires = "fabric")]
+    port: Option<u8>,
 }
 
 pub fn run(a: Args) -> anyhow::Result<Exit> {
+    if a.fabric {
+        return fabric(&a);
+    }
     let opts = Options {
         node_compat: !a.no_node_compat,
     };
@@ -55,7 +71,29 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
         return Ok(Exit::Ok);
     }
     let text = scrape(opened.source(), &copts, opened.label(), &opts);
-    match &a.output {
+    emit(a.output.as_deref(), &text)?;
+    Ok(Exit::Ok)
+}
+
+/// `rdmakit metrics --fabric`.
+fn fabric(a: &Args) -> anyhow::Result<Exit> {
+    let opts = rdmakit_metrics::fabric::Options::default();
+    let mut exporter = FabricExporter::open(a.ca.as_deref(), a.port, opts)?;
+    if let Some(addr) = &a.listen {
+        let listener = http::bind(addr).map_err(anyhow::Error::msg)?;
+        let local = listener.local_addr().context("--listen: local address")?;
+        eprintln!("rdmakit: serving the fabric's metrics on http://{local}/metrics");
+        http::serve_fabric(listener, exporter).context("serving metrics")?;
+        return Ok(Exit::Ok);
+    }
+    let text = exporter.scrape();
+    emit(a.output.as_deref(), &text)?;
+    Ok(Exit::Ok)
+}
+
+/// Prints the exposition, or writes it atomically to `output`.
+fn emit(output: Option<&str>, text: &str) -> anyhow::Result<()> {
+    match output {
         Some(path) => rdmakit_metrics::textfile::write_atomically(Path::new(path), text.as_bytes())
             .map_err(anyhow::Error::msg)?,
         None => {
@@ -64,5 +102,5 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             out.flush()?;
         }
     }
-    Ok(Exit::Ok)
+    Ok(())
 }
