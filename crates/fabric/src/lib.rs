@@ -31,6 +31,7 @@ pub mod format;
 pub mod generate;
 pub mod live;
 mod names;
+pub mod route;
 pub mod topology;
 
 pub use expected::{compare, CablingDiff, Expected};

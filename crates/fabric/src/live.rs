@@ -160,7 +160,7 @@ impl Live {
             .collect()
     }
 
-    fn transact(&mut self, reqs: &[Request]) -> Vec<Result<[u8; 256], MadError>> {
+    pub(crate) fn transact(&mut self, reqs: &[Request]) -> Vec<Result<[u8; 256], MadError>> {
         let mut out = Vec::with_capacity(reqs.len());
         for chunk in reqs.chunks(MAX_REQUESTS) {
             out.extend(self.port.transact(chunk, &self.policy));
@@ -310,7 +310,7 @@ pub fn counters_command(
 }
 
 /// What discovery could not read, one line each, for stderr.
-fn missing(d: &Discovery) -> String {
+pub(crate) fn missing(d: &Discovery) -> String {
     let mut s = String::new();
     for u in &d.unread {
         let path: Vec<String> = u.path.iter().map(u8::to_string).collect();
@@ -327,7 +327,7 @@ fn missing(d: &Discovery) -> String {
     s
 }
 
-fn json<T: serde::Serialize>(v: &T) -> String {
+pub(crate) fn json<T: serde::Serialize>(v: &T) -> String {
     // Plain data with string keys: serializing cannot fail.
     let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
     s.push('\n');

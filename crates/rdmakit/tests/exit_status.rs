@@ -440,6 +440,13 @@ fn table(dir: &Path) -> Vec<Run> {
             "(kernel layer)",
         ),
         run(
+            "fabric route",
+            "no umad device",
+            &["fabric", "route", "1", "2"],
+            2,
+            "(kernel layer)",
+        ),
+        run(
             "fabric check",
             "no umad device",
             &["fabric", "check"],

@@ -79,6 +79,30 @@ impl Use {
 /// The coverage test checks that the function is there and runs the flag.
 const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     (
+        "fabric discover",
+        "--routes",
+        "fabric_route_ibsim.rs",
+        "route_names_what_it_cannot_find_and_where_the_local_port_is",
+    ),
+    (
+        "fabric route",
+        "--json",
+        "fabric_route_ibsim.rs",
+        "route_names_what_it_cannot_find_and_where_the_local_port_is",
+    ),
+    (
+        "fabric route",
+        "--ca",
+        "fabric_route_ibsim.rs",
+        "route_names_what_it_cannot_find_and_where_the_local_port_is",
+    ),
+    (
+        "fabric route",
+        "--port",
+        "fabric_route_ibsim.rs",
+        "route_names_what_it_cannot_find_and_where_the_local_port_is",
+    ),
+    (
         "explain",
         "--raw",
         "doctor_surface.rs",

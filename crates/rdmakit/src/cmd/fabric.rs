@@ -13,6 +13,7 @@ use rdmakit_fabric::check::counters::MAX_JSON_BYTES;
 use rdmakit_fabric::check::{Config, CounterSnapshot, MAX_THRESHOLD_BYTES};
 use rdmakit_fabric::ibnetdiscover::MAX_BYTES;
 use rdmakit_fabric::live::{self, CheckRequest, DiscoverForm};
+use rdmakit_fabric::route;
 use rdmakit_fabric::Expected;
 use rdmakit_vocab::exit::Exit;
 
@@ -26,6 +27,23 @@ pub enum Args {
         /// Print ibnetdiscover's topology format.
         #[arg(long)]
         topology: bool,
+        /// Also read every switch's linear forwarding table (JSON: `lfts`), for fabric route
+        /// and the fleet's --fabric.
+        #[arg(long)]
+        routes: bool,
+        #[command(flatten)]
+        port: PortArgs,
+    },
+    /// Follow the unicast route from SRC to DST through the switches' forwarding tables, like
+    /// ibtracert.
+    Route {
+        /// Where the route starts: a LID, a GUID (0x...) or a node description.
+        src: String,
+        /// Where it ends: a LID, a GUID (0x...) or a node description.
+        dst: String,
+        /// Print the route as JSON (the ends and each switch: GUID, description, in and out port).
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         port: PortArgs,
     },
@@ -94,6 +112,7 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
         Args::Discover {
             json,
             topology,
+            routes,
             port,
         } => {
             let form = match (json, topology) {
@@ -101,8 +120,17 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
                 (_, true) => DiscoverForm::Topology,
                 _ => DiscoverForm::Summary,
             };
-            live::discover_command(port.ca.as_deref(), port.port, form)?
+            match routes {
+                true => route::live::discover_routes_command(port.ca.as_deref(), port.port, form)?,
+                false => live::discover_command(port.ca.as_deref(), port.port, form)?,
+            }
         }
+        Args::Route {
+            src,
+            dst,
+            json,
+            port,
+        } => route::live::route_command(port.ca.as_deref(), port.port, &src, &dst, json)?,
         Args::Counters {
             json,
             all,
