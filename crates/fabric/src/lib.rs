@@ -33,6 +33,7 @@ pub mod live;
 mod names;
 pub mod route;
 pub mod topology;
+pub mod view;
 
 pub use expected::{compare, CablingDiff, Expected};
 pub use format::ibnetdiscover;
