@@ -29,6 +29,7 @@ use crate::discover::{self, Discovery, Smp, SmpGet};
 use crate::expected::Expected;
 use crate::ibnetdiscover::{self, WriteOptions};
 use crate::topology::{PortRef, Subnet};
+use crate::view::{self, Picture};
 
 /// An open umad port that sends discovery's and the counters' MADs.
 #[derive(Debug)]
@@ -246,9 +247,21 @@ pub struct Said {
     pub exit: Exit,
 }
 
+/// What `rdmakit fabric discover` did: what it says, and the picture of
+/// the subnet when one was asked for (`--html`).
+#[derive(Clone, Debug)]
+pub struct Discovered {
+    /// Output and exit status.
+    pub said: Said,
+    /// The subnet as a picture ([`view::picture`]), its links judged by the
+    /// check's link and identity findings (no counters are read).
+    pub picture: Option<Picture>,
+}
+
 /// `rdmakit fabric discover`: opens the port, walks the subnet, prints it
-/// in `form`. Exit 0 when everything answered, 3 when a node or attribute
-/// did not (the rest is printed; stderr names what is missing).
+/// in `form`, and makes its picture when `picture`. Exit 0 when everything
+/// answered, 3 when a node or attribute did not (the rest is printed;
+/// stderr names what is missing).
 ///
 /// # Errors
 /// The port cannot be opened ([`Live::open`]).
@@ -256,9 +269,20 @@ pub fn discover_command(
     ca: Option<&str>,
     port: Option<u8>,
     form: DiscoverForm,
-) -> Result<Said, rdmakit_umad::Error> {
+    picture: bool,
+) -> Result<Discovered, rdmakit_umad::Error> {
     let mut live = Live::open(ca, port)?;
     let found = discover::discover(&mut live, &discover::Options::default());
+    let picture = picture.then(|| {
+        let findings = check::run(&Facts::new(&found.subnet), &check::Config::default());
+        view::picture(
+            &found.subnet,
+            None,
+            &findings,
+            None,
+            &view::Options::default(),
+        )
+    });
     let out = match form {
         DiscoverForm::Summary => discover::render::summary(&found),
         DiscoverForm::Json => json(&found),
@@ -268,14 +292,17 @@ pub fn discover_command(
         DiscoverForm::Summary => String::new(),
         _ => missing(&found),
     };
-    Ok(Said {
-        out,
-        err,
-        exit: if found.complete() {
-            Exit::Ok
-        } else {
-            Exit::Incomplete
+    Ok(Discovered {
+        said: Said {
+            out,
+            err,
+            exit: if found.complete() {
+                Exit::Ok
+            } else {
+                Exit::Incomplete
+            },
         },
+        picture,
     })
 }
 
@@ -353,6 +380,8 @@ pub struct CheckRequest<'a> {
     pub config: check::Config,
     /// Now, in seconds since the UNIX epoch: the time of the counters read.
     pub now: f64,
+    /// Make the picture of the subnet ([`Checked::picture`]).
+    pub picture: bool,
 }
 
 /// What `rdmakit fabric check` did: what it says, and the counters it read
@@ -363,6 +392,9 @@ pub struct Checked {
     pub said: Said,
     /// The counters read, with their time.
     pub snapshot: CounterSnapshot,
+    /// The subnet as a picture, its links judged by the findings, when
+    /// asked for.
+    pub picture: Option<Picture>,
 }
 
 /// The JSON schema of `rdmakit fabric check --json`.
@@ -490,8 +522,18 @@ pub fn check_command(
         (false, true) => Exit::Ok,
     };
     let err: String = unread.iter().map(|l| format!("{l}\n")).collect();
+    let picture = req.picture.then(|| {
+        view::picture(
+            &found.subnet,
+            Some(&snapshot.counters),
+            &findings,
+            req.expected,
+            &view::Options::default(),
+        )
+    });
     Ok(Checked {
         said: Said { out, err, exit },
         snapshot,
+        picture,
     })
 }

@@ -129,6 +129,18 @@ const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     ("doctor", "--npd", "npd.rs", ""),
     ("metrics", "--listen", "metrics_http.rs", ""),
     (
+        "fabric discover",
+        "--html",
+        "report_browser.rs",
+        "fabric_page_of_a_live_tree_frames_its_faults",
+    ),
+    (
+        "fabric check",
+        "--html",
+        "report_browser.rs",
+        "fabric_page_of_a_live_tree_frames_its_faults",
+    ),
+    (
         "metrics",
         "--fabric",
         "fabric_metrics_ibsim.rs",

@@ -15,6 +15,10 @@
 //! fabric is green, the slow link's two cells red, the slow node's row and
 //! column red.
 //!
+//! The fabric page (`fabric check --html`, `fabric discover --html`) is opened
+//! from a live ibsim fat tree with one cable unplugged and one port counting
+//! symbol errors: both faults framed in the DOM and listed beside the picture.
+//!
 //! The screenshots land in target/report-screenshots/; with
 //! RDMAKIT_UPDATE_SCREENSHOTS=1 also in docs/img/ (docs/report.md shows them).
 //!
@@ -475,6 +479,132 @@ fn reports_render_in_chromium() {
             info["sections"],
             sizes.join("; ")
         );
+    }
+}
+
+/// The fabric page of a live simulated fabric (ibsim and opensm, a fat tree
+/// of 2 spines, 4 leaves and 16 hosts) with one cable unplugged and one port
+/// counting symbol errors, from `rdmakit fabric check --expected --html`:
+/// no console error, both faults framed in the DOM and listed beside the
+/// picture, a screenshot that is not blank. `fabric discover --html` of
+/// the same fabric frames the unplugged cable only when it knows of it: it
+/// has no expected topology, so it frames nothing.
+#[test]
+fn fabric_page_of_a_live_tree_frames_its_faults() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
+    };
+    let tree = rdmakit_fabric::fat_tree(
+        2,
+        4,
+        4,
+        1,
+        rdmakit_types::Width::X4,
+        rdmakit_types::Speed::Qdr,
+    )
+    .unwrap();
+    let mut fab = rdmakit_testkit::ibsim::Fabric::start(&tree);
+    let dir = tempfile::tempdir().unwrap();
+    let expected = dir.path().join("tree.net");
+    std::fs::write(&expected, &tree).unwrap();
+    let reply = fab.console("Unlink \"leaf4\"[6]");
+    assert!(!reply.contains("cannot"), "{reply}");
+    let reply = fab.console("PerformanceSet \"leaf1\"[3] PortCounters.SymbolErrorCounter=100");
+    assert!(reply.contains("has been set"), "{reply}");
+    let checked = dir.path().join("fabric-check.html");
+    let discovered = dir.path().join("fabric-discover.html");
+    let under_sim = |args: &[&str]| {
+        let child = fab
+            .command(BIN)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start rdmakit");
+        let o = rdmakit_testkit::wait(child, Duration::from_secs(30), &format!("{args:?}"));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?}\n{}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    under_sim(&[
+        "fabric",
+        "check",
+        "--expected",
+        expected.to_str().unwrap(),
+        "--fail-on",
+        "never",
+        "--html",
+        checked.to_str().unwrap(),
+    ]);
+    under_sim(&["fabric", "discover", "--html", discovered.to_str().unwrap()]);
+    drop(fab);
+
+    let mut b = Browser::start(&bin);
+    let shots = repo().join("target/report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for (page, frames) in [(&checked, 2), (&discovered, 0)] {
+        let (events, url) = open(&mut b, page);
+        let found = problems(&events, &url);
+        assert!(found.is_empty(), "{}: {found:?}", page.display());
+        let v = b.eval(
+            "JSON.stringify([...document.querySelectorAll('svg.fabric g.frame')].map(g => [\
+               g.dataset.link, g.classList.contains('health-down') ? 'down' : \
+               g.classList.contains('health-errors') ? 'errors' : 'other', \
+               g.querySelector('title').textContent, \
+               g.querySelector('rect').getBoundingClientRect().width, \
+               !!document.querySelector('li.fault[data-link=\"' + g.dataset.link + '\"]')]))",
+        );
+        let got: Vec<(String, String, String, f64, bool)> =
+            serde_json::from_str(v.as_str().expect("frames")).expect("frames as JSON");
+        assert_eq!(got.len(), frames, "{}: {got:#?}", page.display());
+        let boxes = b
+            .eval("document.querySelectorAll('svg.fabric g.node').length")
+            .as_f64()
+            .unwrap_or(0.0);
+        assert_eq!(
+            boxes, 22.0,
+            "every node a box (4 hosts a leaf: none collapsed)"
+        );
+        if frames == 0 {
+            continue;
+        }
+        let down = got
+            .iter()
+            .find(|f| f.1 == "down")
+            .expect("the unplugged cable framed");
+        assert!(
+            down.2.contains("spine2 port 4") && down.2.contains("leaf4 port 6"),
+            "{down:?}"
+        );
+        let errors = got
+            .iter()
+            .find(|f| f.1 == "errors")
+            .expect("the symbol errors framed");
+        assert!(
+            errors.2.contains("leaf1 port 3") && errors.2.contains("SymbolErrorCounter 100"),
+            "{errors:?}"
+        );
+        for f in &got {
+            assert!(
+                f.3 > 10.0 && f.4,
+                "framed with a size and listed beside: {f:?}"
+            );
+        }
+        let png = screenshot(&mut b, ".fabric-view");
+        let (w, h, mean, sd, ink) = png_stats(&png);
+        assert!(w >= 700 && h >= 500, "screenshot {w}x{h}");
+        assert!(
+            sd > 12.0 && ink > 0.03 && mean < 253.0,
+            "the screenshot looks blank (mean {mean:.1}, sd {sd:.1}, ink {ink:.3})"
+        );
+        std::fs::write(shots.join("fabric-check.png"), &png).unwrap();
+        if std::env::var_os("RDMAKIT_UPDATE_SCREENSHOTS").is_some_and(|v| !v.is_empty()) {
+            std::fs::write(repo().join("docs/img/fabric-check.png"), &png).unwrap();
+        }
     }
 }
 

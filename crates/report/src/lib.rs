@@ -12,7 +12,8 @@
 //! its own: [`doctor::render`] draws the doctor's report with the IRQ and topology
 //! views of `rdmakit_doctor::views`, [`perf::render`] the rows of `rdmakit perf`,
 //! [`fleet::render`] a fleet report (`rdmakit_fleet::report`) and
-//! [`pairwise::render`] a pairwise run (`rdmakit_fleet::pairwise::report`).
+//! [`pairwise::render`] a pairwise run (`rdmakit_fleet::pairwise::report`) and
+//! [`fabric::render`] the InfiniBand fabric (`rdmakit_fabric::view::Picture`).
 //!
 //! Promises: the same input gives the same bytes (no clock is read; a time is
 //! shown only when the caller passes one in [`Meta`]; floats are printed with a
@@ -30,6 +31,7 @@
 //! ```
 
 pub mod doctor;
+pub mod fabric;
 pub mod file;
 pub mod fleet;
 mod html;

@@ -14,6 +14,7 @@ use rdmakit_fabric::check::{Config, CounterSnapshot, MAX_THRESHOLD_BYTES};
 use rdmakit_fabric::ibnetdiscover::MAX_BYTES;
 use rdmakit_fabric::live::{self, CheckRequest, DiscoverForm};
 use rdmakit_fabric::route;
+use rdmakit_fabric::view::Picture;
 use rdmakit_fabric::Expected;
 use rdmakit_vocab::exit::Exit;
 
@@ -31,6 +32,10 @@ pub enum Args {
         /// and the fleet's --fabric.
         #[arg(long)]
         routes: bool,
+        /// Also write the fabric as a picture in one self-contained HTML file: switches in
+        /// tiers, hosts below, each link coloured by its state, width and speed.
+        #[arg(long, value_name = "FILE", conflicts_with = "routes")]
+        html: Option<String>,
         #[command(flatten)]
         port: PortArgs,
     },
@@ -91,6 +96,10 @@ pub enum Args {
         /// Override a code's severity, e.g. --severity RDK-F005=error (repeatable).
         #[arg(long, value_name = "CODE=LEVEL")]
         severity: Vec<String>,
+        /// Also write the fabric as a picture in one self-contained HTML file: each link
+        /// coloured by the findings on it, the faulty ones framed and listed with their evidence.
+        #[arg(long, value_name = "FILE")]
+        html: Option<String>,
         #[command(flatten)]
         port: PortArgs,
     },
@@ -113,6 +122,7 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             json,
             topology,
             routes,
+            html,
             port,
         } => {
             let form = match (json, topology) {
@@ -122,7 +132,20 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             };
             match routes {
                 true => route::live::discover_routes_command(port.ca.as_deref(), port.port, form)?,
-                false => live::discover_command(port.ca.as_deref(), port.port, form)?,
+                false => {
+                    let d = live::discover_command(
+                        port.ca.as_deref(),
+                        port.port,
+                        form,
+                        html.is_some(),
+                    )?;
+                    write_picture(
+                        html.as_deref(),
+                        d.picture.as_ref(),
+                        "rdmakit fabric discover",
+                    )?;
+                    d.said
+                }
             }
         }
         Args::Route {
@@ -146,6 +169,7 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             save,
             thresholds,
             severity,
+            html,
             port,
         } => {
             let mut config = Config::default();
@@ -187,12 +211,18 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
                 fail_on,
                 config,
                 now,
+                picture: html.is_some(),
             };
             let checked = live::check_command(port.ca.as_deref(), port.port, &req)?;
             if let Some(path) = save {
                 std::fs::write(&path, checked.snapshot.to_json())
                     .with_context(|| format!("write the counters to {}", path.display()))?;
             }
+            write_picture(
+                html.as_deref(),
+                checked.picture.as_ref(),
+                "rdmakit fabric check",
+            )?;
             checked.said
         }
     };
@@ -201,6 +231,15 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
     anstream::stdout().write_all(said.out.as_bytes())?;
     eprint!("{}", said.err);
     Ok(said.exit)
+}
+
+/// Writes the picture's page to `path` when `--html` was given.
+fn write_picture(path: Option<&str>, picture: Option<&Picture>, title: &str) -> anyhow::Result<()> {
+    if let (Some(path), Some(p)) = (path, picture) {
+        let meta = super::page_meta(None);
+        super::write_page(path, rdmakit_report::fabric::render(p, title, &meta))?;
+    }
+    Ok(())
 }
 
 /// A file's text, refused past `max` bytes.
