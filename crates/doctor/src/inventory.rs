@@ -108,6 +108,11 @@ pub struct InventoryPort {
     pub width: Option<String>,
     /// `InfiniBand` or `Ethernet`.
     pub link_layer: Option<String>,
+    /// An InfiniBand port's GUID (GID 0's interface id), `0a7f:bc12:45ef:d23c`
+    /// as sysfs prints GUIDs: what names the port in the fabric
+    /// (`rdmakit fabric discover`). None on RoCE and where GID 0 was not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port_guid: Option<String>,
     /// Active MTU in bytes (RoCE: derived from the netdev's MTU as the kernel does).
     pub active_mtu: Option<u32>,
     /// Maximum MTU in bytes; only `ibv_query_port` reports it.
@@ -434,6 +439,7 @@ fn port(facts: &HostFacts, d: &rdmakit_host::model::Device, p: &Port) -> Invento
         rate_gbps: p.rate.get().map(|r| r.gbps),
         width: p.rate.get().and_then(|r| r.width).map(|w| format!("{w}X")),
         link_layer: p.link_layer_name(),
+        port_guid: port_guid(p),
         active_mtu,
         max_mtu: None,
         mtu_source: Some(mtu_source),
@@ -444,6 +450,27 @@ fn port(facts: &HostFacts, d: &rdmakit_host::model::Device, p: &Port) -> Invento
         counters_unavailable: unavailable,
         qos: None,
     }
+}
+
+/// An InfiniBand port's GUID: the interface id (low 8 bytes) of GID 0, as
+/// sysfs prints GUIDs. None unless the link layer is InfiniBand (RoCE's GID 0
+/// comes from the MAC) and when
+/// GID 0 was not read or is all zero.
+fn port_guid(p: &Port) -> Option<String> {
+    if p.link_layer_name().as_deref() != Some("InfiniBand") {
+        return None;
+    }
+    let g = p.gids.iter().find(|g| g.index == 0)?.gid.octets();
+    let id = &g[8..];
+    if id.iter().all(|&b| b == 0) {
+        return None;
+    }
+    Some(
+        id.chunks(2)
+            .map(|c| format!("{:02x}{:02x}", c[0], c[1]))
+            .collect::<Vec<_>>()
+            .join(":"),
+    )
 }
 
 /// rdma-core's version and where it was read.

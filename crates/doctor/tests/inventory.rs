@@ -149,3 +149,31 @@ fn inventory_round_trips_through_the_doctor_json() {
         assert_eq!(Some(back), r.inventory, "{name}");
     }
 }
+
+/// The mlx4 capture's InfiniBand port 1 with a GID table written in: the
+/// inventory names the port by GID 0's interface id, as the fabric does;
+/// a RoCE port (rxe) gets none.
+#[test]
+fn an_infiniband_port_is_named_by_gid_0s_interface_id() {
+    use rdmakit_host::source::Kind;
+    let mut b = real_nics("ib-host", &["mlx4_0"]);
+    let ports = "/sys/class/infiniband/mlx4_0/ports/1";
+    set_line(&mut b, &format!("{ports}/link_layer"), "InfiniBand");
+    add_entry(&mut b, &format!("{ports}/gids"), "0", Kind::File);
+    set_line(
+        &mut b,
+        &format!("{ports}/gids/0"),
+        "fe80:0000:0000:0000:0002:c903:0010:9c82",
+    );
+    let inv = inventory(&b);
+    let p = &inv.devices[0].ports[0];
+    assert_eq!(p.num, 1);
+    assert_eq!(p.port_guid.as_deref(), Some("0002:c903:0010:9c82"));
+    let rxe = inventory(&import("healthy"));
+    assert_eq!(rxe.devices[0].ports[0].port_guid, None);
+    let text = serde_json::to_string(&inv).unwrap();
+    assert!(
+        text.contains(r#""port_guid":"0002:c903:0010:9c82""#),
+        "{text}"
+    );
+}
