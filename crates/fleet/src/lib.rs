@@ -45,6 +45,7 @@ pub const TOOL: &str = concat!("rdmakit ", env!("CARGO_PKG_VERSION"));
 pub mod baseline;
 pub mod cohort;
 pub mod drift;
+pub mod fabric;
 pub mod input;
 pub mod node;
 pub mod outlier;

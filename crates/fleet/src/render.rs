@@ -126,6 +126,15 @@ pub fn human(r: &FleetReport, o: HumanOptions) -> String {
                     n.reasons.len() - shown
                 );
             }
+            for a in &n.fabric {
+                let _ = writeln!(
+                    out,
+                    "{} {:width$}  {DIM}fabric{DIM:#} {}",
+                    " ".repeat(7),
+                    "",
+                    a.describe(&n.name)
+                );
+            }
         }
     }
 

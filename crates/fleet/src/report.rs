@@ -115,6 +115,10 @@ pub struct FleetNode {
     /// The node's inventory (what a later `--baseline` compares against).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inventory: Option<Inventory>,
+    /// Where its HCA ports meet the InfiniBand fabric (`--fabric`), for a
+    /// node that needs attention: the switch port, its error counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fabric: Vec<crate::fabric::Attachment>,
 }
 
 /// One finding code across nodes.
@@ -625,6 +629,7 @@ fn analyze_with(
                 origin: n.origin,
                 cohort,
                 inventory: n.inventory,
+                fabric: Vec::new(),
             }
         })
         .collect();

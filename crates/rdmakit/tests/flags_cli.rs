@@ -79,6 +79,30 @@ impl Use {
 /// The coverage test checks that the function is there and runs the flag.
 const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     (
+        "fleet report",
+        "--fabric",
+        "fabric_fleet_ibsim.rs",
+        "fleet_report_and_pairwise_name_switch_ports_routes_and_moved_counters",
+    ),
+    (
+        "fleet report",
+        "--fabric-counters",
+        "fabric_fleet_ibsim.rs",
+        "fleet_report_and_pairwise_name_switch_ports_routes_and_moved_counters",
+    ),
+    (
+        "fleet pairwise",
+        "--fabric",
+        "fabric_fleet_ibsim.rs",
+        "fleet_report_and_pairwise_name_switch_ports_routes_and_moved_counters",
+    ),
+    (
+        "fleet pairwise",
+        "--fabric-counters",
+        "fabric_fleet_ibsim.rs",
+        "fleet_report_and_pairwise_name_switch_ports_routes_and_moved_counters",
+    ),
+    (
         "fabric discover",
         "--routes",
         "fabric_route_ibsim.rs",

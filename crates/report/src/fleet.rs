@@ -142,6 +142,13 @@ fn attention(r: &FleetReport) -> String {
                     esc(&reason.message)
                 );
             }
+            for a in &n.fabric {
+                let _ = write!(
+                    s,
+                    "<li><i>fabric</i> <span class=\"note\">{}</span></li>",
+                    esc(&a.describe(&n.name))
+                );
+            }
             s.push_str("</ul></td></tr>\n");
         }
         s.push_str("</table>\n");

@@ -180,6 +180,10 @@ fn bandwidth_cells(r: &PairwiseReport) -> (Vec<Vec<Option<HeatCell>>>, Vec<Strin
                     t.push_str("; ");
                     t.push_str(&moved.join(", "));
                 }
+                if let Some(n) = r.route_of(&c.from, &c.to) {
+                    t.push('\n');
+                    t.push_str(&n.line());
+                }
                 t
             },
             band,
@@ -368,6 +372,9 @@ fn verdict(r: &PairwiseReport) -> String {
                 esc(&fault_text(r, f))
             );
             for c in r.cited(f) {
+                let _ = writeln!(s, "<br><span class=\"note\">{}</span>", esc(&c));
+            }
+            for c in r.routed(f) {
                 let _ = writeln!(s, "<br><span class=\"note\">{}</span>", esc(&c));
             }
         }

@@ -355,6 +355,7 @@ pub fn run(
         confirmations,
         faults,
         inconclusive,
+        routes: Vec::new(),
     })
 }
 

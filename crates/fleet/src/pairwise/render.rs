@@ -177,6 +177,9 @@ pub fn human(r: &PairwiseReport) -> String {
         for c in r.cited(f) {
             let _ = writeln!(o, "    {}", c.replace('→', "->"));
         }
+        for line in r.routed(f) {
+            let _ = writeln!(o, "    {}", line.replace('→', "->"));
+        }
     }
     let _ = writeln!(o, "\nNext:");
     for f in &r.faults {

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::deltas::Deltas;
+pub use crate::fabric::RouteNote;
 
 /// Schema tag of [`PairwiseReport`].
 pub const SCHEMA: &str = "rdmakit.pairwise/v1";
@@ -45,6 +46,11 @@ pub struct PairwiseReport {
     /// for exit status 1 even without a fault.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inconclusive: Option<String>,
+    /// The fabric routes of the faults' pairs (`--fabric`): the switch
+    /// ports and inter-switch cables crossed and the counters that moved
+    /// there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteNote>,
 }
 
 impl PairwiseReport {
@@ -304,6 +310,58 @@ impl PairwiseReport {
             .collect();
         cells.sort_by(|a, b| a.mbs.total_cmp(&b.mbs));
         cells.iter().filter_map(|c| c.citation()).take(3).collect()
+    }
+}
+
+impl PairwiseReport {
+    /// The cells a fault is judged on, slowest first: a link's two
+    /// directions; a slow node's slow screening cells (at most 3).
+    pub fn fault_pairs(&self, f: &Fault) -> Vec<(String, String)> {
+        match f {
+            Fault::Link { nodes } => vec![
+                (nodes[0].clone(), nodes[1].clone()),
+                (nodes[1].clone(), nodes[0].clone()),
+            ],
+            Fault::Node { node } => {
+                let slow = self.matrix.slow_below_mbs;
+                let mut cells: Vec<&Cell> = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.phase == Phase::Screen)
+                    .filter(|c| (&c.from == node || &c.to == node) && (c.low || c.mbs < slow))
+                    .collect();
+                cells.sort_by(|a, b| a.mbs.total_cmp(&b.mbs));
+                cells
+                    .iter()
+                    .take(3)
+                    .map(|c| (c.from.clone(), c.to.clone()))
+                    .collect()
+            }
+        }
+    }
+
+    /// The route of one direction, when `--fabric` gave one.
+    pub fn route_of(&self, from: &str, to: &str) -> Option<&RouteNote> {
+        self.routes.iter().find(|n| n.from == from && n.to == to)
+    }
+
+    /// A fault's routes, one line each ([`RouteNote::line`]); the reverse
+    /// of a route already shown is left out when it crosses the same
+    /// switch ports and no other counter moved on it.
+    pub fn routed(&self, f: &Fault) -> Vec<String> {
+        let mut shown: Vec<&RouteNote> = Vec::new();
+        for (a, b) in self.fault_pairs(f) {
+            let Some(n) = self.route_of(&a, &b) else {
+                continue;
+            };
+            let mirror = shown.iter().any(|s| {
+                s.from == n.to && s.to == n.from && s.same_ports(n) && s.counters == n.counters
+            });
+            if !mirror {
+                shown.push(n);
+            }
+        }
+        shown.into_iter().map(RouteNote::line).collect()
     }
 }
 

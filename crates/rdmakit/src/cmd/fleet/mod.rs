@@ -50,6 +50,34 @@ pub struct ReportInputs {
     inputs: Vec<String>,
     #[command(flatten)]
     report: ReportArgs,
+    #[command(flatten)]
+    fabric: FabricArgs,
+}
+
+/// The InfiniBand fabric beside the fleet (`fleet report`, `fleet pairwise`).
+#[derive(clap::Args, Debug)]
+pub struct FabricArgs {
+    /// A saved `rdmakit fabric discover --json --routes`: each node needing attention is
+    /// matched to its CA by GUID and its switch port named (pairwise: the route of each
+    /// slow pair, by the CAs' node descriptions).
+    #[arg(long, value_name = "FABRIC.json")]
+    fabric: Option<String>,
+    /// Saved counters (`rdmakit fabric counters --json`, or fabric check --save): once, the
+    /// counters now (nonzero error counters are named); twice, before and after (what
+    /// moved).
+    #[arg(long, value_name = "FILE", requires = "fabric")]
+    fabric_counters: Vec<String>,
+}
+
+impl FabricArgs {
+    /// The fabric, read before any other work; None without --fabric.
+    pub fn read(&self) -> anyhow::Result<Option<rdmakit_fleet::fabric::Fabric>> {
+        self.fabric
+            .as_deref()
+            .map(|p| rdmakit_fleet::fabric::Fabric::read(p, &self.fabric_counters))
+            .transpose()
+            .map_err(anyhow::Error::msg)
+    }
 }
 
 /// `rdmakit fleet baseline INPUT... -o expected.json`.
@@ -74,7 +102,11 @@ pub fn run(a: Args, provider: rdmakit_verbs::ProviderSetting) -> anyhow::Result<
     match a.command {
         Command::Report(a) => {
             let opts = a.report.options().map_err(anyhow::Error::msg)?;
-            let r = FleetReport::from_loaded(load(&a.inputs), &opts);
+            let fabric = a.fabric.read()?;
+            let mut r = FleetReport::from_loaded(load(&a.inputs), &opts);
+            if let Some(f) = &fabric {
+                rdmakit_fleet::fabric::tie(&mut r, f);
+            }
             a.report.emit(&r, None, None)
         }
         Command::Baseline(a) => {

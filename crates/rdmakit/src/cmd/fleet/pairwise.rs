@@ -112,6 +112,8 @@ pub struct Args {
     /// A node or cell below this fraction of its reference level is low.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.6)]
     relative: f64,
+    #[command(flatten)]
+    fabric: super::FabricArgs,
 }
 
 pub fn run(a: Args) -> anyhow::Result<Exit> {
@@ -143,6 +145,8 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             shutdown: a.slurm,
         },
     };
+    // Read before measuring: a bad file costs nothing.
+    let fabric = a.fabric.read()?;
     let bar = Progress::new("{spinner} {msg} {prefix}", None, Duration::ZERO, !a.json);
     let token = || super::token(a.token_file.as_deref());
     let mut m = options::measure(&req, &token, &std::env::current_exe, &bar);
@@ -151,7 +155,7 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
         eprintln!("rdmakit fleet pairwise: the agents' job step ended ({status})");
     }
     match m.report {
-        Ok(report) => show(&a, &report),
+        Ok(report) => show(&a, &report, fabric.as_ref()),
         Err(Failure::Refused(e)) => Ok(crate::cmd::fail("rdmakit fleet pairwise", e)),
         Err(Failure::Error(e)) => Err(anyhow::Error::from_boxed(e)),
     }
@@ -233,8 +237,23 @@ pub fn agent(a: AgentArgs, provider: rdmakit_verbs::ProviderSetting) -> anyhow::
     Ok(served.map_or_else(fail, |()| Exit::Ok))
 }
 
-/// Prints the run (text or JSON), writes its page, and gives the exit status.
-fn show(a: &Args, report: &PairwiseReport) -> anyhow::Result<Exit> {
+/// Prints the run (text or JSON) with the fabric routes of its faults when
+/// `--fabric` was given, writes its page, and gives the exit status.
+fn show(
+    a: &Args,
+    report: &PairwiseReport,
+    fabric: Option<&rdmakit_fleet::fabric::Fabric>,
+) -> anyhow::Result<Exit> {
+    let routed;
+    let report = match fabric {
+        Some(f) => {
+            let mut r = report.clone();
+            rdmakit_fleet::fabric::route_pairwise(&mut r, f);
+            routed = r;
+            &routed
+        }
+        None => report,
+    };
     anstream::print!("{}", render::output(report, a.json));
     if let Some(path) = &a.html {
         let taken = (report.started_unix > 0).then_some(report.started_unix);
