@@ -223,7 +223,6 @@ pub fn read_lfts(smp: &mut dyn LidSmp, subnet: &Subnet) -> Lfts {
             linear_fdb_top: top,
             ports: vec![lft::NO_ROUTE; len],
         });
-        let _ = desc;
     }
     let replies = send(smp, &gets, &mut out.mads);
     for ((i, b), reply) in blocks.into_iter().zip(replies) {
@@ -605,17 +604,15 @@ pub fn resolve(subnet: &Subnet, name: &str) -> Result<u16, RouteError> {
             )))
         }
     };
+    // A switch by its port 0; a CA by the port the GUID names, else its
+    // first port with a LID.
     let lid = match node.port0 {
         Some(p0) => p0.lid,
         None => node
             .ports
             .iter()
-            .find(|p| {
-                p.lid != 0
-                    && (hex.is_none()
-                        || p.guid == hex.unwrap_or(0)
-                        || node.guid == hex.unwrap_or(0))
-            })
+            .filter(|p| p.lid != 0)
+            .find(|p| hex.map_or(true, |g| g == node.guid || g == p.guid))
             .map_or(0, |p| p.lid),
     };
     if lid == 0 {

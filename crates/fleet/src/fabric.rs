@@ -247,7 +247,7 @@ impl Fabric {
                     let q = n.port(u8::try_from(p.num).ok()?)?;
                     (n.kind != NodeKind::Switch).then_some((n, q))
                 };
-                let Some((n, q)) = by_port.or_else(by_node) else {
+                let Some((_, q)) = by_port.or_else(by_node) else {
                     continue;
                 };
                 let Some(sw) = q.remote else { continue };
@@ -275,7 +275,6 @@ impl Fabric {
                         })
                     })
                     .collect();
-                let _ = n;
                 out.push(Attachment {
                     device: d.name.clone(),
                     port: p.num,
@@ -586,5 +585,53 @@ mod tests {
         );
         assert_eq!(parse_guid("0x"), None);
         assert_eq!(parse_guid("1:2:3:4:5:6:7:8:9"), None);
+    }
+
+    /// A link fault's two directions: a symmetric route is printed once,
+    /// the reverse only when it crosses other ports or moved other
+    /// counters; a slow node's cells come slowest first.
+    #[test]
+    fn a_reverse_route_is_printed_only_when_it_differs() {
+        use crate::pairwise::report::{Fault, PairwiseReport};
+        let f = fabric(Vec::new());
+        let run = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../report/tests/data/6ns-slow-pair-n1-n5-2.json"
+        ))
+        .unwrap();
+        let mut r: PairwiseReport = serde_json::from_str(&run).unwrap();
+        assert_eq!(r.faults, [Fault::link("n1", "n5")]);
+        let note = |from: &str, to: &str, ports: &[&str], counters: &[&str]| RouteNote {
+            from: from.into(),
+            to: to.into(),
+            route: Some("x".into()),
+            switch_ports: ports.iter().map(|p| p.to_string()).collect(),
+            isls: Vec::new(),
+            counters: counters.iter().map(|p| p.to_string()).collect(),
+            error: None,
+        };
+        r.routes = vec![
+            note("n1", "n5", &["leaf1 port 1", "leaf1 port 5"], &[]),
+            note("n5", "n1", &["leaf1 port 5", "leaf1 port 1"], &[]),
+        ];
+        assert_eq!(r.routed(&r.faults[0]).len(), 1, "a mirror is left out");
+        r.routes[1].switch_ports[0] = "leaf1 port 6".into();
+        assert_eq!(r.routed(&r.faults[0]).len(), 2, "another path is shown");
+        r.routes[1] = note(
+            "n5",
+            "n1",
+            &["leaf1 port 5", "leaf1 port 1"],
+            &["leaf1 port 5 X +1"],
+        );
+        assert_eq!(
+            r.routed(&r.faults[0]).len(),
+            2,
+            "other moved counters are shown"
+        );
+        // Names the fabric does not know: a route note that says why.
+        route_pairwise(&mut r, &f);
+        assert_eq!(r.routes.len(), 2);
+        assert!(r.routes[0].error.as_deref().unwrap().contains("\"n1\""));
+        assert!(r.routed(&r.faults[0])[0].starts_with("n1 → n5: no route: "));
     }
 }
