@@ -248,3 +248,17 @@ pub fn fake_slurm(dir: &std::path::Path, queue_secs: u32) {
         rdmakit_testkit::write_script(&dir.join(name), text);
     }
 }
+
+/// Waits for `c` at most `limit`; kills it past that. Its status and output.
+pub fn finish(
+    mut c: std::process::Child,
+    limit: std::time::Duration,
+) -> (Option<i32>, String, String) {
+    let t = std::time::Instant::now();
+    while c.try_wait().unwrap().is_none() && t.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = c.kill();
+    let o = c.wait_with_output().unwrap();
+    (o.status.code(), text(&o.stdout), text(&o.stderr))
+}
