@@ -487,7 +487,7 @@ pub fn render(c: &Counters, all: bool) -> String {
                 col.set_cell_alignment(CellAlignment::Right);
             }
         }
-        let _ = writeln!(s, "{}", t.to_string().trim_end());
+        let _ = writeln!(s, "{}", trimmed(&t));
     }
     let with_errors = c
         .ports
@@ -514,6 +514,12 @@ pub fn render(c: &Counters, all: bool) -> String {
     s
 }
 
+/// The table's lines without the padding comfy-table leaves at their ends.
+fn trimmed(t: &Table) -> String {
+    let lines: Vec<String> = t.lines().map(|l| l.trim_end().to_string()).collect();
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,6 +530,8 @@ mod tests {
         set: BTreeMap<(u16, u8), port_counters::Repr>,
         silent: BTreeSet<u16>,
         sent: Vec<PmaRequest>,
+        /// ClassPortInfo has IsAdditionalPortCountersExtendedSupported.
+        additional: bool,
     }
 
     impl Pma for Table1 {
@@ -541,6 +549,10 @@ mod tests {
                     match r.kind {
                         PmaKind::ClassPortInfo => class_port_info::Repr {
                             capability_mask: class_port_info::CAP_EXTENDED_WIDTH,
+                            capability_mask2: match self.additional {
+                                true => class_port_info::CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED,
+                                false => 0,
+                            },
                             ..Default::default()
                         }
                         .to_data(&mut d),
@@ -552,6 +564,7 @@ mod tests {
                             .to_data(&mut d),
                         PmaKind::PortCountersExtended => port_counters_ext::Repr {
                             port_xmit_data: 1 << 40,
+                            symbol_error_counter: 1 << 33,
                             ..Default::default()
                         }
                         .to_data(&mut d),
@@ -608,6 +621,7 @@ mod tests {
             )]),
             silent: BTreeSet::from([6]),
             sent: Vec::new(),
+            additional: false,
         };
         let c = read(&mut pma, &t, &Options::default());
         assert_eq!(c.ports.len(), 11);
@@ -659,6 +673,7 @@ mod tests {
             set: BTreeMap::new(),
             silent: BTreeSet::new(),
             sent: Vec::new(),
+            additional: false,
         };
         let c = read(&mut pma, &targets(&s), &Options { reset: true });
         assert!(c.reset && c.complete());
@@ -673,5 +688,29 @@ mod tests {
             (mad[3], &mad[66..68], mad[82]),
             (0x02, &[0xff, 0xff][..], 0x01)
         );
+    }
+
+    #[test]
+    fn additional_extended_counters_are_read_as_64_bits_where_offered() {
+        let s = subnet();
+        let mut pma = Table1 {
+            set: BTreeMap::from([(
+                (2, 7),
+                port_counters::Repr {
+                    symbol_error_counter: 0xffff,
+                    ..Default::default()
+                },
+            )]),
+            silent: BTreeSet::new(),
+            sent: Vec::new(),
+            additional: true,
+        };
+        let c = read(&mut pma, &targets(&s), &Options::default());
+        let p = c.ports.iter().find(|p| (p.lid, p.port) == (2, 7)).unwrap();
+        assert_eq!(p.counters["SymbolErrorCounter"], 0xffff);
+        assert_eq!(p.saturated, ["SymbolErrorCounter"]);
+        assert_eq!(p.extended.as_ref().unwrap().len(), 22);
+        assert_eq!(p.value("SymbolErrorCounter"), Some(1 << 33));
+        assert!(p.errors().any(|e| e == ("SymbolErrorCounter", 1 << 33)));
     }
 }

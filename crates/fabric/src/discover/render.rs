@@ -58,7 +58,7 @@ pub fn summary(d: &Discovery) -> String {
         }
     }
     if s.links().next().is_some() {
-        let _ = writeln!(out, "{}", t.to_string().trim_end());
+        let _ = writeln!(out, "{}", trimmed(&t));
     }
     for u in &d.unread {
         let path: Vec<String> = u.path.iter().map(u8::to_string).collect();
@@ -111,4 +111,10 @@ fn row(d: &Discovery, n: &Node, p: &Port) -> Vec<String> {
         peer,
         peer_port,
     ]
+}
+
+/// The table's lines without the padding comfy-table leaves at their ends.
+fn trimmed(t: &Table) -> String {
+    let lines: Vec<String> = t.lines().map(|l| l.trim_end().to_string()).collect();
+    lines.join("\n")
 }
