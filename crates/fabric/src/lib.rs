@@ -1,10 +1,14 @@
-//! The InfiniBand subnet of rdmakit, without MAD I/O: the topology model
-//! ([`Subnet`], [`Node`], [`Port`]), ibnetdiscover's topology format read
-//! and written (the reader also takes ibsim's net format), the operator's
-//! expected cabling and its comparison with what was found, and a fat-tree
-//! generator for ibsim.
+//! The InfiniBand subnet of rdmakit: the topology model ([`Subnet`],
+//! [`Node`], [`Port`]), ibnetdiscover's topology format read and written (the
+//! reader also takes ibsim's net format), the operator's expected cabling and
+//! its comparison with what was found, a fat-tree generator for ibsim,
+//! discovery, PMA counters and forwarding tables over MADs, routes, the
+//! check's findings and the picture.
 //!
-//! Everything here is pure: no I/O, no clock. Every parser bounds its input
+//! Only [`live`] and `route`'s `live` part do I/O, through
+//! rdmakit-umad: discovery, counters and routes are written against small
+//! traits (`discover::Smp`, `counters::Pma`), so fakes test them, and the
+//! rest is pure: no I/O, no clock. Every parser bounds its input
 //! (16 MiB, 100,000 nodes or cables), reports errors with their line number
 //! and never panics.
 //!
