@@ -1,5 +1,5 @@
 //! Request/reply transactions: the window, TIDs, timeouts, retries and reply
-//! validation. The loop is written against [`Io`] (send one MAD, wait for one
+//! validation. The loop is written against `Io` (send one MAD, wait for one
 //! received MAD), so its rules are tested here with a scripted port and run
 //! against libibumad by [`crate::Port`].
 //!
@@ -30,7 +30,7 @@ use crate::error::{Error, MadError};
 
 /// Length of a MAD (the only size this crate sends or accepts).
 pub const MAD_LEN: usize = 256;
-/// The largest window [`Policy::window`] may ask for.
+/// The largest window `Policy::window` may ask for.
 pub const MAX_WINDOW: usize = 64;
 /// The most requests one [`crate::Port::transact`] call handles.
 pub const MAX_REQUESTS: usize = 1 << 16;

@@ -2,7 +2,7 @@
 //! read by the same parser.
 //!
 //! What unmodified `ibnetdiscover` (infiniband-diags 44) prints, and what
-//! [`write`] prints for a [`Subnet`] (its tabs shown here as spaces):
+//! [`write()`] prints for a [`Subnet`] (its tabs shown here as spaces):
 //!
 //! ```text
 //! #
@@ -81,7 +81,7 @@ pub enum ParseError {
     },
 }
 
-/// What [`write`] puts in the header besides the subnet.
+/// What [`write()`] puts in the header besides the subnet.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteOptions {
     /// The time in ibnetdiscover's `generated on` line, as `ctime` prints
