@@ -6,51 +6,11 @@
 //! Needs ibsim-utils, libumad2sim0, opensm and infiniband-diags; a missing
 //! one fails the test naming the packages.
 
-use std::process::{Output, Stdio};
-use std::time::Duration;
+mod ibsim_common;
 
-use rdmakit_fabric::fat_tree;
+use ibsim_common::{rdmakit, rdmakit_ok, text, tree};
 use rdmakit_testkit::ibsim::Fabric;
-use rdmakit_types::{Speed, Width};
 use serde_json::Value;
-
-/// How long one rdmakit run may take on the 22-node tree.
-const LIMIT: Duration = Duration::from_secs(30);
-
-fn tree() -> String {
-    fat_tree(2, 4, 4, 1, Width::X4, Speed::Qdr).expect("the test tree")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn rdmakit(fab: &Fabric, args: &[&str]) -> Output {
-    let child = fab
-        .command(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "100")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rdmakit");
-    rdmakit_testkit::wait(child, LIMIT, &format!("rdmakit {args:?}"))
-}
-
-/// `rdmakit ARGS`, which must exit with `code`; its stdout.
-fn rdmakit_ok(fab: &Fabric, args: &[&str], code: i32) -> String {
-    let o = rdmakit(fab, args);
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "rdmakit {args:?}\nstdout:\n{}\nstderr:\n{}\n{}",
-        text(&o.stdout),
-        text(&o.stderr),
-        fab.logs()
-    );
-    text(&o.stdout)
-}
 
 fn json(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}\n{out}"))

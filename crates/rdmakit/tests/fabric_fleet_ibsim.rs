@@ -13,10 +13,12 @@
 //! Needs ibsim-utils, libumad2sim0, opensm and infiniband-diags; a missing
 //! one fails the test naming the packages.
 
-use std::path::Path;
-use std::process::{Output, Stdio};
-use std::time::Duration;
+mod ibsim_common;
 
+use std::path::Path;
+use std::process::Output;
+
+use ibsim_common::text;
 use rdmakit_fabric::route::FabricFile;
 use rdmakit_fabric::{fat_tree, Subnet};
 use rdmakit_testkit::bundle::{real_nics, set_line};
@@ -25,31 +27,10 @@ use rdmakit_testkit::ibsim::Fabric;
 use rdmakit_types::{Speed, Width};
 use serde_json::Value;
 
-const LIMIT: Duration = Duration::from_secs(30);
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Runs the rdmakit under test under the fabric's preload, bounded.
+/// Runs the rdmakit under test under the fabric's preload, bounded: it must
+/// succeed.
 fn under_preload(fab: &Fabric, args: &[&str]) -> String {
-    let child = fab
-        .command(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rdmakit");
-    let o = rdmakit_testkit::wait(child, LIMIT, &format!("rdmakit {args:?}"));
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "rdmakit {args:?}\n{}\n{}",
-        text(&o.stderr),
-        fab.logs()
-    );
-    text(&o.stdout)
+    ibsim_common::rdmakit_ok(fab, args, 0)
 }
 
 /// The rdmakit under test, no preload, in `dir`.

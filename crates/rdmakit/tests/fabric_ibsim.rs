@@ -8,53 +8,17 @@
 //! Needs ibsim-utils, libumad2sim0, opensm and infiniband-diags; a missing
 //! one fails the test naming the packages (scripts/test installs them).
 
+mod ibsim_common;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use ibsim_common::{rdmakit, rdmakit_ok, text, tree};
 use rdmakit_fabric::counters::{Counters, ERROR_COUNTERS};
 use rdmakit_fabric::topology::{Link, NodeKind, PortRef};
-use rdmakit_fabric::{fat_tree, ibnetdiscover, Subnet};
+use rdmakit_fabric::{ibnetdiscover, Subnet};
 use rdmakit_testkit::ibsim::Fabric;
 use rdmakit_types::{PortState, Speed, Width};
-
-/// How long one rdmakit run may take on the 22-node tree.
-const LIMIT: Duration = Duration::from_secs(30);
-
-fn tree() -> String {
-    fat_tree(2, 4, 4, 1, Width::X4, Speed::Qdr).expect("the test tree")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Runs the rdmakit under test under the fabric's preload, bounded.
-fn rdmakit(fab: &Fabric, args: &[&str]) -> Output {
-    let child = fab
-        .command(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rdmakit");
-    rdmakit_testkit::wait(child, LIMIT, &format!("rdmakit {args:?}"))
-}
-
-/// `rdmakit ARGS`, which must exit with `code`.
-fn rdmakit_ok(fab: &Fabric, args: &[&str], code: i32) -> String {
-    let o = rdmakit(fab, args);
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "rdmakit {args:?}\nstdout:\n{}\nstderr:\n{}\n{}",
-        text(&o.stdout),
-        text(&o.stderr),
-        fab.logs()
-    );
-    text(&o.stdout)
-}
 
 /// An unmodified tool, which must succeed.
 fn tool(fab: &mut Fabric, program: &str, args: &[&str]) -> String {

@@ -12,6 +12,7 @@
 //! set, then it fails, as in metrics_prometheus.rs).
 
 mod common;
+mod ibsim_common;
 mod metrics_common;
 
 use std::collections::BTreeMap;
@@ -21,33 +22,17 @@ use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use ibsim_common::{text, tree};
 use metrics_common::{get, parse_exposition};
-use rdmakit_fabric::fat_tree;
 use rdmakit_testkit::ibsim::Fabric;
-use rdmakit_types::{Speed, Width};
 
 /// How long one rdmakit run may take on the 22-node tree.
 const LIMIT: Duration = Duration::from_secs(30);
 
 type Series = BTreeMap<(String, BTreeMap<String, String>), f64>;
 
-fn tree() -> String {
-    fat_tree(2, 4, 4, 1, Width::X4, Speed::Qdr).expect("the test tree")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn rdmakit(fab: &Fabric, args: &[&str]) -> Output {
-    let child = fab
-        .command(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rdmakit");
-    let o = rdmakit_testkit::wait(child, LIMIT, &format!("rdmakit {args:?}"));
+    let o = ibsim_common::rdmakit(fab, args);
     assert!(
         o.status.success(),
         "rdmakit {args:?}: {:?}\nstdout:\n{}\nstderr:\n{}\n{}",

@@ -8,44 +8,15 @@
 //! Needs ibsim-utils, libumad2sim0, opensm and infiniband-diags; a missing
 //! one fails the test naming the packages.
 
-use std::process::{Output, Stdio};
+mod ibsim_common;
+
 use std::time::{Duration, Instant};
 
+use ibsim_common::{rdmakit, rdmakit_ok, text};
 use rdmakit_fabric::route::{self, FabricFile, Route};
 use rdmakit_fabric::{fat_tree, NodeKind, Subnet};
 use rdmakit_testkit::ibsim::Fabric;
 use rdmakit_types::{Speed, Width};
-
-const LIMIT: Duration = Duration::from_secs(30);
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn rdmakit(fab: &Fabric, args: &[&str]) -> Output {
-    let child = fab
-        .command(env!("CARGO_BIN_EXE_rdmakit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rdmakit");
-    rdmakit_testkit::wait(child, LIMIT, &format!("rdmakit {args:?}"))
-}
-
-fn rdmakit_ok(fab: &Fabric, args: &[&str], code: i32) -> String {
-    let o = rdmakit(fab, args);
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "rdmakit {args:?}\nstdout:\n{}\nstderr:\n{}\n{}",
-        text(&o.stdout),
-        text(&o.stderr),
-        fab.logs()
-    );
-    text(&o.stdout)
-}
 
 /// A hop as both tools name it: the port it leaves by, the port it reaches
 /// (its port GUID: a switch's port 0's) and the port number it enters by.
