@@ -57,6 +57,7 @@
 
 pub mod cabling;
 pub mod counters;
+pub mod flags;
 pub mod group;
 pub mod identity;
 pub mod links;

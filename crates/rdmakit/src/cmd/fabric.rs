@@ -4,18 +4,14 @@
 //! printing.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use rdmakit_doctor::codes::{Code, Severity};
-use rdmakit_fabric::check::counters::MAX_JSON_BYTES;
-use rdmakit_fabric::check::{Config, CounterSnapshot, MAX_THRESHOLD_BYTES};
-use rdmakit_fabric::ibnetdiscover::MAX_BYTES;
+use rdmakit_fabric::check::flags::{Flags, Inputs};
 use rdmakit_fabric::live::{self, CheckRequest, DiscoverForm};
 use rdmakit_fabric::route;
 use rdmakit_fabric::view::Picture;
-use rdmakit_fabric::Expected;
 use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Subcommand, Debug)]
@@ -172,33 +168,14 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             html,
             port,
         } => {
-            let mut config = Config::default();
-            if let Some(path) = thresholds.as_deref() {
-                let text = read_bounded(path, MAX_THRESHOLD_BYTES, "--thresholds")?;
-                config
-                    .read_error_thresholds(&text)
-                    .with_context(|| format!("--thresholds {}", path.display()))?;
-            }
-            for o in &severity {
-                let (code, level) = o.split_once('=').with_context(|| {
-                    format!("--severity {o}: expected CODE=LEVEL (RDK-F005=error)")
-                })?;
-                let code = Code::lookup(code)
-                    .filter(|c| c.is_fabric())
-                    .with_context(|| format!("--severity {o}: {code} is not a fabric code"))?;
-                let level = Severity::parse(level).with_context(|| {
-                    format!("--severity {o}: {level} is not error, warning or info")
-                })?;
-                config.overrides.insert(code, level);
-            }
-            let fail_on = match fail_on.to_ascii_lowercase().as_str() {
-                "never" | "none" => None,
-                other => Some(Severity::parse(other).with_context(|| {
-                    format!("--fail-on {other}: expected error, warning, info or never")
-                })?),
+            let flags = Flags {
+                baseline: baseline.as_deref(),
+                expected: expected.as_deref(),
+                thresholds: thresholds.as_deref(),
+                severity: &severity,
+                fail_on: &fail_on,
             };
-            let baseline = baseline.as_deref().map(read_baseline).transpose()?;
-            let expected = expected.as_deref().map(read_expected).transpose()?;
+            let inputs = Inputs::of_flags(&flags).map_err(anyhow::Error::msg)?;
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
@@ -206,17 +183,17 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
                 json,
                 verbose,
                 width: super::doctor::width(),
-                baseline: baseline.as_ref(),
-                expected: expected.as_ref(),
-                fail_on,
-                config,
+                baseline: inputs.baseline.as_ref(),
+                expected: inputs.expected.as_ref(),
+                fail_on: inputs.fail_on,
+                config: inputs.config,
                 now,
                 picture: html.is_some(),
             };
             let checked = live::check_command(port.ca.as_deref(), port.port, &req)?;
             if let Some(path) = save {
-                std::fs::write(&path, checked.snapshot.to_json())
-                    .with_context(|| format!("write the counters to {}", path.display()))?;
+                rdmakit_host::outfile::write_private(&path, checked.snapshot.to_json().as_bytes())
+                    .with_context(|| format!("--save {}", path.display()))?;
             }
             write_picture(
                 html.as_deref(),
@@ -240,27 +217,4 @@ fn write_picture(path: Option<&str>, picture: Option<&Picture>, title: &str) -> 
         super::write_page(path, rdmakit_report::fabric::render(p, title, &meta))?;
     }
     Ok(())
-}
-
-/// A file's text, refused past `max` bytes.
-fn read_bounded(path: &Path, max: usize, what: &str) -> anyhow::Result<String> {
-    let len = std::fs::metadata(path)
-        .with_context(|| format!("{what} {}", path.display()))?
-        .len();
-    anyhow::ensure!(
-        len <= max as u64,
-        "{what} {}: {len} bytes, more than {max}",
-        path.display()
-    );
-    std::fs::read_to_string(path).with_context(|| format!("{what} {}", path.display()))
-}
-
-fn read_baseline(path: &Path) -> anyhow::Result<CounterSnapshot> {
-    let text = read_bounded(path, MAX_JSON_BYTES, "--baseline")?;
-    CounterSnapshot::from_json(&text).with_context(|| format!("--baseline {}", path.display()))
-}
-
-fn read_expected(path: &Path) -> anyhow::Result<Expected> {
-    let text = read_bounded(path, MAX_BYTES, "--expected")?;
-    Expected::parse(&text).with_context(|| format!("--expected {}", path.display()))
 }
