@@ -578,7 +578,7 @@ mod tests {
     }
 
     fn subnet() -> Subnet {
-        let mut s = crate::ibnetdiscover::parse(rdmakit_testkit::ibsim::DUMBBELL).unwrap();
+        let mut s = crate::ibnetdiscover::parse(&rdmakit_testkit::ibsim::dumbbell()).unwrap();
         // LIDs as opensm gives them on the dumbbell, ports Active.
         let lids = [
             ("H1", 1),

@@ -120,21 +120,7 @@ impl Expected {
             }
             _ => NodeKey::Guid(guid),
         };
-        let cables = subnet
-            .links()
-            .map(|l| {
-                Cable::new(
-                    End {
-                        node: key(l.a.guid),
-                        port: l.a.port,
-                    },
-                    End {
-                        node: key(l.b.guid),
-                        port: l.b.port,
-                    },
-                )
-            })
-            .collect();
+        let cables = subnet.links().map(|l| cable_of(&l, &key)).collect();
         Expected { cables }
     }
 
@@ -225,21 +211,7 @@ pub fn compare(expected: &Expected, found: &Subnet) -> Vec<CablingDiff> {
         Some(n) if !by_guid.contains(&guid) => NodeKey::Desc(n.desc.clone()),
         _ => NodeKey::Guid(guid),
     };
-    let found_cables: BTreeSet<Cable> = found
-        .links()
-        .map(|l| {
-            Cable::new(
-                End {
-                    node: key(l.a.guid),
-                    port: l.a.port,
-                },
-                End {
-                    node: key(l.b.guid),
-                    port: l.b.port,
-                },
-            )
-        })
-        .collect();
+    let found_cables: BTreeSet<Cable> = found.links().map(|l| cable_of(&l, &key)).collect();
     let missing: Vec<&Cable> = expected.cables.difference(&found_cables).collect();
     let extra: Vec<&Cable> = found_cables.difference(&expected.cables).collect();
     Matcher::new(missing, extra).run()
@@ -460,6 +432,15 @@ impl fmt::Display for CablingDiff {
             ),
         }
     }
+}
+
+/// A found cable, its ends named by `key`.
+fn cable_of(l: &crate::topology::Link, key: &impl Fn(u64) -> NodeKey) -> Cable {
+    let end = |r: &crate::topology::PortRef| End {
+        node: key(r.guid),
+        port: r.port,
+    };
+    Cable::new(end(&l.a), end(&l.b))
 }
 
 #[cfg(test)]

@@ -44,34 +44,42 @@ pub const TOOL_LIMIT: Duration = Duration::from_secs(20);
 /// ibsim's client slots (`IBSIM_MAX_CLIENTS`).
 pub const CLIENT_SLOTS: usize = 10;
 
-/// The two-switch, four-host dumbbell of the fabric test bed: H1, H2 on S1;
-/// H3, H4 on S2; S1 and S2 joined by ports 7 and 8. opensm gives H1=1,
-/// S1=2, S2=3, H2=4, H3=5, H4=6.
-pub const DUMBBELL: &str = "\
-Hca\t1 \"H1\"
-[1]\t\"S1\"[1]\tw=2 s=4
+/// A line of `switches` switches ("S1" … of `ports` ports each), two hosts
+/// ("H1" …, one port) on ports 1 and 2 of each, and between neighbours
+/// `isl[i]`'s two cables (the same port numbers at both ends), in ibsim's net
+/// format, 4X QDR, the hosts first (ibsim attaches clients to the first node).
+pub fn line(switches: usize, ports: u8, isl: &[[u8; 2]]) -> String {
+    const LINK: &str = "w=2 s=4";
+    let mut out = String::new();
+    for h in 1..=2 * switches {
+        let (sw, port) = (h.div_ceil(2), 2 - h % 2);
+        out += &format!("Hca\t1 \"H{h}\"\n[1]\t\"S{sw}\"[{port}]\t{LINK}\n\n");
+    }
+    for sw in 1..=switches {
+        out += &format!("Switch\t{ports} \"S{sw}\"\n");
+        for port in 1..=2 {
+            out += &format!("[{port}]\t\"H{}\"[1]\t{LINK}\n", 2 * (sw - 1) + port);
+        }
+        let before = (sw > 1).then(|| (sw - 1, isl[sw - 2]));
+        let after = (sw < switches).then(|| (sw + 1, isl[sw - 1]));
+        for (peer, pair) in before.into_iter().chain(after) {
+            for p in pair {
+                out += &format!("[{p}]\t\"S{peer}\"[{p}]\t{LINK}\n");
+            }
+        }
+        if sw < switches {
+            out.push('\n');
+        }
+    }
+    out
+}
 
-Hca\t1 \"H2\"
-[1]\t\"S1\"[2]\tw=2 s=4
-
-Hca\t1 \"H3\"
-[1]\t\"S2\"[1]\tw=2 s=4
-
-Hca\t1 \"H4\"
-[1]\t\"S2\"[2]\tw=2 s=4
-
-Switch\t8 \"S1\"
-[1]\t\"H1\"[1]\tw=2 s=4
-[2]\t\"H2\"[1]\tw=2 s=4
-[7]\t\"S2\"[7]\tw=2 s=4
-[8]\t\"S2\"[8]\tw=2 s=4
-
-Switch\t8 \"S2\"
-[1]\t\"H3\"[1]\tw=2 s=4
-[2]\t\"H4\"[1]\tw=2 s=4
-[7]\t\"S1\"[7]\tw=2 s=4
-[8]\t\"S1\"[8]\tw=2 s=4
-";
+/// Two switches ("S1", "S2", 8 ports) cabled by ports 7 and 8, two hosts
+/// each ("H1" … "H4" on ports 1 and 2): the reference page's dumbbell.
+/// opensm gives H1=1, S1=2, S2=3, H2=4, H3=5, H4=6.
+pub fn dumbbell() -> String {
+    line(2, 8, &[[7, 8]])
+}
 
 const OPENSM_CONF: &str = "sweep_interval 2\nforce_log_flush TRUE\nlog_flags 0x03\n";
 
@@ -477,5 +485,44 @@ mod tests {
                     qp 0 SM\nClient 1: pid 5672 connected at \"H1\" port 0x100001, lid 1, qp 0 \nsim> ";
         assert_eq!(attached(text), vec![(0, 5628), (1, 5672)]);
         assert!(attached("sim> # field X cannot be found").is_empty());
+    }
+
+    /// Every cable of a generated line is listed at both of its ends, the
+    /// hosts come first, and neighbours are joined by the ports asked for.
+    #[test]
+    fn a_line_lists_each_cable_at_both_ends() {
+        let net = line(3, 12, &[[9, 10], [11, 12]]);
+        assert!(net.starts_with("Hca\t1 \"H1\""), "{net}");
+        let mut ends = std::collections::BTreeSet::new();
+        let mut node = String::new();
+        for l in net.lines() {
+            if let Some(rest) = l
+                .strip_prefix("Switch\t")
+                .or_else(|| l.strip_prefix("Hca\t"))
+            {
+                node = rest.split('"').nth(1).unwrap().to_string();
+            } else if let Some(rest) = l.strip_prefix('[') {
+                let (port, rest) = rest.split_once(']').unwrap();
+                let peer = rest.split('"').nth(1).unwrap();
+                let pport = rest.rsplit_once('[').unwrap().1.split(']').next().unwrap();
+                ends.insert((
+                    (node.clone(), port.to_string()),
+                    (peer.to_string(), pport.to_string()),
+                ));
+            }
+        }
+        assert_eq!(ends.len(), 2 * (6 + 4), "{ends:?}");
+        for (a, b) in &ends {
+            assert!(
+                ends.contains(&(b.clone(), a.clone())),
+                "{a:?} - {b:?} listed once"
+            );
+        }
+        let s2_s3 = (
+            ("S2".to_string(), "11".to_string()),
+            ("S3".to_string(), "11".to_string()),
+        );
+        assert!(ends.contains(&s2_s3));
+        assert_eq!(dumbbell().matches("Switch\t8").count(), 2);
     }
 }

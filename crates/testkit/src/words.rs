@@ -31,10 +31,16 @@ mod tests {
         // The listed words are put together here, so this file holds none
         // of them as a string a reader could meet.
         let word = ["SE", "ED"].concat();
-        assert_eq!(internal_word(&format!("The {word}'s case")), Some("seed"));
-        let numbered = format!("see {} 19", ["iss", "ue"].concat());
-        assert_eq!(internal_word(&numbered), Some("issue #"));
-        assert_eq!(internal_word("an issue with the port"), None);
+        let lower = word.to_lowercase();
+        assert_eq!(
+            internal_word(&format!("The {word}'s case")),
+            Some(lower.as_str())
+        );
+        let tracker = ["iss", "ue"].concat();
+        let listed = format!("{tracker} #");
+        let numbered = format!("see {tracker} 19");
+        assert_eq!(internal_word(&numbered), Some(listed.as_str()));
+        assert_eq!(internal_word(&format!("an {tracker} with the port")), None);
         assert_eq!(internal_word("port 1 ACTIVE, 4X EDR"), None);
     }
 }

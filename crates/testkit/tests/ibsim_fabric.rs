@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use rdmakit_testkit::ibsim::{attached, Fabric, DUMBBELL};
+use rdmakit_testkit::ibsim::{attached, dumbbell, Fabric};
 
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
@@ -13,7 +13,7 @@ fn alive(pid: u32) -> bool {
 
 #[test]
 fn a_killed_client_keeps_its_slot_until_freed_and_drop_leaves_nothing() {
-    let mut f = Fabric::start(DUMBBELL);
+    let mut f = Fabric::start(&dumbbell());
     let dir = f.dir().to_path_buf();
     let pids = f.pids();
     assert_eq!(pids.len(), 2, "ibsim and opensm");
@@ -58,7 +58,7 @@ fn a_killed_client_keeps_its_slot_until_freed_and_drop_leaves_nothing() {
 
 #[test]
 fn the_subnet_manager_stops_and_starts_again() {
-    let mut f = Fabric::start(DUMBBELL);
+    let mut f = Fabric::start(&dumbbell());
     let sminfo = |f: &mut Fabric| f.tool("sminfo", &["-t", "100"]);
     let up = sminfo(&mut f);
     assert!(up.status.success(), "{}", rdmakit_testkit::text(&up));
@@ -81,8 +81,8 @@ fn the_subnet_manager_stops_and_starts_again() {
 
 #[test]
 fn two_fabrics_side_by_side_do_not_meet() {
-    let a = Fabric::start(DUMBBELL);
-    let mut b = Fabric::start(&DUMBBELL.replace("\"H1\"", "\"HX\""));
+    let a = Fabric::start(&dumbbell());
+    let mut b = Fabric::start(&dumbbell().replace("\"H1\"", "\"HX\""));
     assert_ne!(a.sockname(), b.sockname());
     let out = b.tool("smpquery", &["nodedesc", "1"]);
     let text = rdmakit_testkit::text(&out);

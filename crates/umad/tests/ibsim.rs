@@ -11,7 +11,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use rdmakit_testkit::ibsim::{Fabric, DUMBBELL};
+use rdmakit_testkit::ibsim::{dumbbell, line, Fabric};
 use rdmakit_umad::{Dest, Layer, Library, MadError, Policy, Port, Request};
 use rdmakit_wire::mad::pma::{self, port_counters};
 use rdmakit_wire::mad::smp::{self, node_info};
@@ -21,47 +21,11 @@ const INNER: &str = "RDMAKIT_UMAD_INNER";
 const ARG: &str = "RDMAKIT_UMAD_ARG";
 const TAG: &str = "UMAD-RESULT ";
 
-/// Three switches in a line (S1 - S2 - S3, two links between neighbours)
-/// and six hosts, two per switch.
-const LINE6: &str = "\
-Hca\t1 \"H1\"
-[1]\t\"S1\"[1]\tw=2 s=4
-
-Hca\t1 \"H2\"
-[1]\t\"S1\"[2]\tw=2 s=4
-
-Hca\t1 \"H3\"
-[1]\t\"S2\"[1]\tw=2 s=4
-
-Hca\t1 \"H4\"
-[1]\t\"S2\"[2]\tw=2 s=4
-
-Hca\t1 \"H5\"
-[1]\t\"S3\"[1]\tw=2 s=4
-
-Hca\t1 \"H6\"
-[1]\t\"S3\"[2]\tw=2 s=4
-
-Switch\t12 \"S1\"
-[1]\t\"H1\"[1]\tw=2 s=4
-[2]\t\"H2\"[1]\tw=2 s=4
-[9]\t\"S2\"[9]\tw=2 s=4
-[10]\t\"S2\"[10]\tw=2 s=4
-
-Switch\t12 \"S2\"
-[1]\t\"H3\"[1]\tw=2 s=4
-[2]\t\"H4\"[1]\tw=2 s=4
-[9]\t\"S1\"[9]\tw=2 s=4
-[10]\t\"S1\"[10]\tw=2 s=4
-[11]\t\"S3\"[11]\tw=2 s=4
-[12]\t\"S3\"[12]\tw=2 s=4
-
-Switch\t12 \"S3\"
-[1]\t\"H5\"[1]\tw=2 s=4
-[2]\t\"H6\"[1]\tw=2 s=4
-[11]\t\"S2\"[11]\tw=2 s=4
-[12]\t\"S2\"[12]\tw=2 s=4
-";
+/// Three switches in a line (S1 - S2 - S3, two cables between neighbours:
+/// ports 9 and 10, then 11 and 12) and six hosts, two per switch.
+fn line6() -> String {
+    line(3, 12, &[[9, 10], [11, 12]])
+}
 
 // ---------------------------------------------------------------- requests
 // Requests and replies through wire's SMP and PMA views.
@@ -359,7 +323,7 @@ fn smpquery_nodeinfo(f: &mut Fabric, sim_host: Option<&str>, args: &[&str]) -> V
 
 #[test]
 fn node_info_directed_and_lid_routed_match_smpquery() {
-    let mut f = Fabric::start(DUMBBELL);
+    let mut f = Fabric::start(&dumbbell());
     let s1 = lid_of(&mut f, "S1");
     let got = inner(&f, "nodeinfo", s1, None);
     let r = &got["result"];
@@ -401,7 +365,7 @@ fn node_info_directed_and_lid_routed_match_smpquery() {
 
 #[test]
 fn node_info_on_three_switches_six_hosts_from_another_host_matches_smpquery() {
-    let mut f = Fabric::start(LINE6);
+    let mut f = Fabric::start(&line6());
     let lids = switch_lids(&mut f);
     assert_eq!(lids.len(), 3, "{lids:?}");
     let s3 = lids.iter().find(|(n, _)| n == "S3").unwrap().1;
@@ -434,7 +398,7 @@ fn node_info_on_three_switches_six_hosts_from_another_host_matches_smpquery() {
 
 #[test]
 fn pma_port_counters_read_what_performance_set_wrote_and_perfquery_reads() {
-    let mut f = Fabric::start(DUMBBELL);
+    let mut f = Fabric::start(&dumbbell());
     let s1 = lid_of(&mut f, "S1");
     let reply = f.console("PerformanceSet \"S1\"[7] PortCounters.SymbolErrorCounter=42");
     assert!(reply.contains("has been set to 42"), "{reply}");
@@ -453,7 +417,7 @@ fn pma_port_counters_read_what_performance_set_wrote_and_perfquery_reads() {
 
 #[test]
 fn two_hundred_requests_through_a_window_of_sixteen_all_match() {
-    let mut f = Fabric::start(DUMBBELL);
+    let mut f = Fabric::start(&dumbbell());
     let s2 = lid_of(&mut f, "S2");
     let got = inner(&f, "window", s2, None);
     assert_eq!(got["result"]["ok"], 200, "{got}");
@@ -469,7 +433,7 @@ fn two_hundred_requests_through_a_window_of_sixteen_all_match() {
 
 #[test]
 fn a_lid_that_does_not_exist_times_out_within_the_policy() {
-    let f = Fabric::start(DUMBBELL);
+    let f = Fabric::start(&dumbbell());
     let got = inner(&f, "timeout", 77, None);
     let r = &got["result"];
     assert_eq!(r["reply"]["timeout"], true, "{got}");
@@ -492,7 +456,7 @@ fn a_lid_that_does_not_exist_times_out_within_the_policy() {
 
 #[test]
 fn error_injection_drops_mads_on_that_route_but_not_on_others() {
-    let mut f = Fabric::start(DUMBBELL);
+    let mut f = Fabric::start(&dumbbell());
     let before = inner(&f, "routes", 0, None);
     for k in ["s1", "via7", "via8"] {
         assert!(
@@ -567,7 +531,7 @@ fn a_missing_libibumad_is_a_library_layer_error() {
 #[test]
 fn window_sixteen_beats_window_one_for_a_thousand_node_info_gets() {
     let _one = rdmakit_testkit::serial();
-    let mut f = Fabric::start(DUMBBELL);
+    let mut f = Fabric::start(&dumbbell());
     let s1 = lid_of(&mut f, "S1");
     let got = inner(&f, "rate", s1, None);
     let r = &got["result"];
@@ -589,7 +553,7 @@ fn window_sixteen_beats_window_one_for_a_thousand_node_info_gets() {
 
 #[test]
 fn a_named_ca_and_port_open_and_unknown_ones_are_refused() {
-    let f = Fabric::start(DUMBBELL);
+    let f = Fabric::start(&dumbbell());
     let got = inner(&f, "open-named", 0, None);
     assert_eq!(got["named"]["opened"], "ibsim0 1", "{got}");
     assert_eq!(got["ca_only"]["opened"], "ibsim0 1", "{got}");

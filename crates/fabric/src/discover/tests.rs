@@ -95,7 +95,7 @@ fn widths_speeds_and_states_come_from_port_info() {
 
 #[test]
 fn down_ports_are_recorded_with_their_state_and_not_walked() {
-    let want = net(rdmakit_testkit::ibsim::DUMBBELL);
+    let want = net(&rdmakit_testkit::ibsim::dumbbell());
     let mut fab = FakeFabric::new(want.clone(), first_host(&want));
     let d = discover(&mut fab, &Options::default());
     assert!(d.complete(), "{:?}", d.unread);
@@ -229,7 +229,7 @@ fn node_and_mad_bounds_stop_the_walk() {
 
 #[test]
 fn a_walk_from_a_switch_starts_at_its_port_0() {
-    let want = net(rdmakit_testkit::ibsim::DUMBBELL);
+    let want = net(&rdmakit_testkit::ibsim::dumbbell());
     let s1 = guid_of(&want, "S1");
     let mut fab = FakeFabric::new(want.clone(), PortRef { guid: s1, port: 0 });
     let d = discover(&mut fab, &Options::default());
