@@ -89,12 +89,13 @@ pub fn run(check: NodeCheck, state_path: &str, deadline: Duration) -> Answer {
 /// # Errors
 /// Not a positive number of seconds, named as the flag.
 pub fn deadline(secs: f64) -> Result<Duration, String> {
-    if secs.is_finite() && secs > 0.0 {
-        Ok(Duration::from_secs_f64(secs))
-    } else {
-        Err(format!(
-            "--npd-deadline {secs}: must be a positive number of seconds"
-        ))
+    // try_from: a finite but huge number (1e300) does not fit a Duration
+    // and from_secs_f64 would panic on it.
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if secs > 0.0 => Ok(d),
+        _ => Err(format!(
+            "--npd-deadline {secs:?}: must be a positive number of seconds"
+        )),
     }
 }
 
@@ -250,7 +251,7 @@ mod tests {
     #[test]
     fn a_deadline_is_a_positive_number_of_seconds() {
         assert_eq!(deadline(1.5), Ok(Duration::from_millis(1500)));
-        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e300] {
             let e = deadline(bad).unwrap_err();
             assert!(e.starts_with("--npd-deadline "), "{e}");
         }

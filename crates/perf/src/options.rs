@@ -49,6 +49,12 @@ pub fn parse_ud(s: &str) -> Result<bool, String> {
     }
 }
 
+/// `--connect-timeout SECONDS` as a duration: at most a day, NaN or less
+/// than 0 none (`Duration::from_secs_f64` would panic on 1e300 or NaN).
+fn connect_timeout(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs.clamp(0.0, 86_400.0)).unwrap_or_default()
+}
+
 /// `-D`: seconds, more than 0, at most a day.
 ///
 /// # Errors
@@ -253,7 +259,7 @@ pub fn run(
                 soft,
                 gid_index: req.gid_index,
                 params,
-                connect_timeout: Duration::from_secs_f64(req.connect_timeout.max(0.0)),
+                connect_timeout: connect_timeout(req.connect_timeout),
             },
             hooks,
         ),
@@ -393,6 +399,10 @@ mod tests {
         assert_eq!(parse_ud("ud"), Ok(true));
         assert!(parse_ud("uc").is_err());
         assert_eq!(parse_duration("2.5"), Ok(2.5));
+        assert_eq!(connect_timeout(2.5), Duration::from_millis(2500));
+        assert_eq!(connect_timeout(1e300), Duration::from_secs(86_400));
+        assert_eq!(connect_timeout(f64::NAN), Duration::ZERO);
+        assert_eq!(connect_timeout(-1.0), Duration::ZERO);
         assert!(parse_duration("0").is_err());
     }
 }
