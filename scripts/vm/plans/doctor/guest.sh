@@ -14,13 +14,14 @@ CHECK="python3 /rdk/doctorcheck.py"
 catalogue() { touch $D/$1.vars; echo "--catalogue /rdk/catalogue.json --fault $1 --vars $D/$1.vars"; }
 
 # doctor_run NAME [WRAPPER...]: doctor (JSON and human) and collect, as WRAPPER runs
-# them, with $DOCTOR_ARGS (e.g. --pid N) added to all three
+# them, with $DOCTOR_ARGS (e.g. --pid N) added to all three. The doctor runs with
+# --optics because collect always reads the module EEPROMs: the replay has them.
 DOCTOR_ARGS=
 doctor_run() {
   _n=$1; shift
-  "$@" rdmakit doctor --json $DOCTOR_ARGS > $D/$_n.json 2> $D/$_n.stderr
+  "$@" rdmakit doctor --json --optics $DOCTOR_ARGS > $D/$_n.json 2> $D/$_n.stderr
   echo $? > $D/$_n.exit
-  "$@" rdmakit doctor --verbose --color never $DOCTOR_ARGS > $D/$_n.txt 2>&1
+  "$@" rdmakit doctor --verbose --color never --optics $DOCTOR_ARGS > $D/$_n.txt 2>&1
   "$@" rdmakit collect $DOCTOR_ARGS -o $D/$_n.json.gz || { echo "rdmakit collect failed"; return 1; }
   dmesg > $D/$_n.dmesg
   cat $D/$_n.stderr

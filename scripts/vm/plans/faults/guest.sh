@@ -17,11 +17,12 @@ CAT=/rdk/catalogue.json
 UVERBS_LIB=/usr/lib/x86_64-linux-gnu/libibverbs
 
 # fault_run NAME [WRAPPER...]: live report, bundle, and the catalogue's assertions;
-# $DOCTOR_ARGS (e.g. --pid N) goes to both rdmakit runs
+# $DOCTOR_ARGS (e.g. --pid N) goes to both rdmakit runs; the doctor runs with --optics
+# because collect always reads the module EEPROMs, so the replay has them
 DOCTOR_ARGS=
 fault_run() {
   _n=$1; shift
-  "$@" rdmakit doctor --json --no-probe $DOCTOR_ARGS > $D/$_n.json 2> $D/$_n.stderr
+  "$@" rdmakit doctor --json --no-probe --optics $DOCTOR_ARGS > $D/$_n.json 2> $D/$_n.stderr
   echo $? > $D/$_n.exit
   "$@" rdmakit collect $DOCTOR_ARGS -o $D/$_n.json.gz 2>> $D/$_n.stderr \
     || { echo "rdmakit collect failed"; cat $D/$_n.stderr; return 1; }
