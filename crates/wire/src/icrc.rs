@@ -306,6 +306,37 @@ mod tests {
         assert!(!verify(&ip).unwrap());
     }
 
+    /// A CNP over IPv4 as scapy 2.8.0 builds it (frame 1 of
+    /// tests/data/cnp/scapy-cnp.pcap; TOS 0xc0, DestQP 0x11).
+    const CNP_SCAPY_HEX: &str = "525400123456525400123457080045c0003c00004000401121d30a0002100a00020fc0de12b700282d9c8100ffff4000001100000000000000000000000000000000000000002dfbf740";
+
+    /// What a switch does on the way, to a data packet (the roce-wire.md
+    /// vector, ECT(0)) and to a CNP: marks CE in the ECN bits, rewrites the
+    /// header checksum, decrements the TTL. The ICRC masks all of it, so
+    /// the receiver still accepts the packet it has to answer with a CNP.
+    #[test]
+    fn ce_marking_keeps_the_icrc_of_a_data_packet_and_a_cnp() {
+        for (what, hex) in [("data", VECTOR_HEX), ("cnp", CNP_SCAPY_HEX)] {
+            let frame = unhex(hex);
+            let mut ip = frame[14..].to_vec();
+            assert!(verify(&ip).unwrap(), "{what}");
+            ip[1] = (ip[1] & !0x03) | 0x02; // ECT(0), as a DCQCN sender sends
+            assert!(verify(&ip).unwrap(), "{what}");
+            ip[1] |= 0x03; // CE
+            ip[8] -= 1;
+            let mut p = ipv4::Packet::new_unchecked(&mut ip[..]);
+            p.fill_checksum();
+            assert!(p.verify_checksum(), "{what}");
+            assert!(verify(&ip).unwrap(), "{what} CE-marked");
+            // BECN/FECN sit in the masked BTH byte too.
+            ip[20 + 8 + 4] ^= 0xc0;
+            assert!(verify(&ip).unwrap(), "{what} FECN/BECN flipped");
+            // The DestQP is not masked: a CNP to another QP is another ICRC.
+            ip[20 + 8 + 7] ^= 1;
+            assert!(!verify(&ip).unwrap(), "{what} DestQP changed");
+        }
+    }
+
     #[test]
     fn ipv6_masks_first_word_and_hop_limit() {
         let mut hdr = [0u8; 40];

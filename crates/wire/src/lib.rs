@@ -10,6 +10,9 @@
 //!   carries, whether it has a payload, and its FIRST/MIDDLE/LAST/ONLY position.
 //! * [`roce`]: a whole transport packet (BTH + extension headers + payload + pad + ICRC,
 //!   i.e. a UDP payload on port 4791) and [`frame`]: a whole Ethernet frame.
+//! * [`cnp`]: the RoCEv2 congestion notification packet (opcode 0x81), built
+//!   and recognised by one call each; [`roce::Kind`] parses a UDP payload that
+//!   may be either a transport packet or a CNP.
 //! * [`icrc`]: the invariant CRC for IPv4 and IPv6, exactly as IBTA Annex A17 and
 //!   Linux rxe compute it.
 //! * [`capture`]: decoding of pcap / pcapng captures into a serializable report with
@@ -31,6 +34,12 @@
 //!   opcode is [`Error::Unsupported`], bad lengths [`Error::Truncated`] /
 //!   [`Error::Malformed`]); check the ICRC with [`icrc::verify`] on the IP packet,
 //!   or [`frame::icrc_valid`] on an Ethernet frame.
+//! * Congestion notification (opcode 0x81): a notification point builds a CNP
+//!   with [`cnp::Repr::new`] then [`cnp::Repr::emit_without_icrc`] (a protocol
+//!   engine, whose driver appends the ICRC) or [`cnp::Repr::emit_ip`] (a whole
+//!   IP packet, ICRC included); a receive path parses with
+//!   [`roce::Kind::parse_without_icrc`] / [`roce::Kind::parse`], which give
+//!   [`roce::Kind::Cnp`] or [`roce::Kind::Transport`].
 //! * AETH syndromes: [`aeth::AethKind`] (ACK / RNR NAK / NAK with [`NakCode`]),
 //!   [`aeth::rnr_timer_micros`]. PSN arithmetic modulo 2^24: [`psn`].
 //! * Pretty printing: every Repr implements `Display`; a [`frame::Repr`] prints one
@@ -84,6 +93,7 @@ pub mod capture;
 pub mod checksum;
 pub mod cm;
 pub mod cma;
+pub mod cnp;
 pub mod deth;
 pub mod ethernet;
 pub mod frame;

@@ -7,12 +7,17 @@
 //! The ICRC covers parts of the IP and UDP headers too, so it is computed by
 //! [`crate::icrc`] (or by [`crate::frame::Repr::emit`]); this module only reads and
 //! writes its 4 bytes.
+//!
+//! A RoCEv2 UDP payload is either a transport packet of the RC/UC/UD table
+//! ([`Repr`]) or a congestion notification packet ([`crate::cnp`]): a receive
+//! path that must take both parses with [`Kind`]. [`Repr::parse`] keeps
+//! refusing a CNP ([`Error::Unsupported`], its opcode is in no table).
 
 use core::fmt;
 
 use crate::opcode::{OpCode, OpInfo};
 use crate::view::{len_at_least, view};
-use crate::{aeth, atomic_ack_eth, atomic_eth, bth, deth, ieth, immdt, reth};
+use crate::{aeth, atomic_ack_eth, atomic_eth, bth, cnp, deth, ieth, immdt, reth};
 use crate::{Error, Result};
 
 /// Length of the ICRC trailer.
@@ -68,6 +73,63 @@ impl Layout {
             immdt,
             ieth,
             header_len: at,
+        }
+    }
+}
+
+/// What a RoCEv2 UDP payload holds: a transport packet or a CNP. The entry
+/// point of a receive path that takes congestion notifications too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind<'a> {
+    /// A transport packet of the RC/UC/UD opcode table.
+    Transport(Repr<'a>),
+    /// A congestion notification packet (opcode 0x81).
+    Cnp(cnp::Repr),
+}
+
+impl<'a> Kind<'a> {
+    /// Parse a whole UDP payload (BTH through ICRC; the ICRC is not checked
+    /// here, see [`crate::icrc`]): a CNP when the opcode is 0x81, otherwise
+    /// as [`Repr::parse`].
+    ///
+    /// # Errors
+    /// As [`Repr::parse`] or [`cnp::Repr::parse`].
+    pub fn parse(bytes: &'a [u8]) -> Result<Kind<'a>> {
+        if bytes.first() == Some(&OpCode::CNP.0) {
+            cnp::Repr::parse(&cnp::Packet::new_checked(bytes)?).map(Kind::Cnp)
+        } else {
+            Repr::parse(&Packet::new_checked(bytes)?).map(Kind::Transport)
+        }
+    }
+
+    /// Parse a packet without its ICRC slot (BTH through pad, or a CNP's BTH
+    /// and reserved bytes): what a protocol engine sees.
+    ///
+    /// # Errors
+    /// As [`Repr::parse_without_icrc`] or [`cnp::Repr::parse_without_icrc`].
+    #[inline]
+    pub fn parse_without_icrc(bytes: &'a [u8]) -> Result<Kind<'a>> {
+        if bytes.first() == Some(&OpCode::CNP.0) {
+            cnp::Repr::parse_without_icrc(bytes).map(Kind::Cnp)
+        } else {
+            Repr::parse_without_icrc(bytes).map(Kind::Transport)
+        }
+    }
+
+    /// The BTH.
+    pub fn bth(&self) -> bth::Repr {
+        match self {
+            Kind::Transport(r) => r.bth,
+            Kind::Cnp(c) => c.bth(),
+        }
+    }
+}
+
+impl fmt::Display for Kind<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Kind::Transport(r) => r.fmt(f),
+            Kind::Cnp(c) => c.fmt(f),
         }
     }
 }
@@ -793,6 +855,43 @@ mod tests {
         assert_eq!(Repr::parse_without_icrc(&padded), Err(Error::Malformed));
         assert_eq!(
             Repr::parse_without_icrc(&[0x81; 16]),
+            Err(Error::Unsupported)
+        );
+    }
+
+    /// `Kind` gives a CNP its own variant, every other packet exactly what
+    /// `Repr` gives, and `Repr` still refuses a CNP as it did.
+    #[test]
+    fn kind_tells_a_cnp_from_a_transport_packet() {
+        let mut cnp_bytes = [0u8; cnp::PACKET_LEN];
+        cnp::Repr::new(0x13).emit(&mut cnp::Packet::new_unchecked(&mut cnp_bytes[..]));
+        let want = Kind::Cnp(cnp::Repr::new(0x13));
+        assert_eq!(Kind::parse(&cnp_bytes), Ok(want));
+        assert_eq!(Kind::parse_without_icrc(&cnp_bytes[..28]), Ok(want));
+        assert_eq!(want.bth().opcode, OpCode::CNP);
+        assert!(want.bth().becn);
+        assert_eq!(want.to_string(), "CNP qp 0x000013 psn 0 BECN");
+        assert_eq!(
+            Packet::new_checked(&cnp_bytes[..]).unwrap_err(),
+            Error::Unsupported
+        );
+        assert_eq!(
+            Repr::parse_without_icrc(&cnp_bytes[..28]),
+            Err(Error::Unsupported)
+        );
+        // A malformed CNP is an error of its own, not a transport packet.
+        assert_eq!(Kind::parse(&cnp_bytes[..31]), Err(Error::Truncated));
+        assert_eq!(Kind::parse_without_icrc(&[0x81; 16]), Err(Error::Truncated));
+        let t = Kind::parse(&ACK_WRITE_BW_S8192).unwrap();
+        assert_eq!(t, Kind::Transport(repr()));
+        assert_eq!(t.bth(), repr().bth);
+        assert_eq!(
+            Kind::parse_without_icrc(&ACK_WRITE_BW_S8192[..16]),
+            Ok(Kind::Transport(repr()))
+        );
+        assert_eq!(Kind::parse(&[]), Err(Error::Truncated));
+        assert_eq!(
+            Kind::parse_without_icrc(&[0x15; 20]),
             Err(Error::Unsupported)
         );
     }

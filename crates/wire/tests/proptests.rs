@@ -9,7 +9,7 @@ use rdmakit_wire::ethernet::{self, EtherType};
 use rdmakit_wire::frame::{self, IpRepr, UdpChecksum};
 use rdmakit_wire::opcode::OpCode;
 use rdmakit_wire::{
-    aeth, atomic_ack_eth, atomic_eth, bth, capture, deth, icrc, ieth, immdt, ipv4, ipv6, reth,
+    aeth, atomic_ack_eth, atomic_eth, bth, capture, cnp, deth, icrc, ieth, immdt, ipv4, ipv6, reth,
     roce, udp, vlan,
 };
 
@@ -376,6 +376,24 @@ proptest! {
         prop_assert_eq!(icrc::verify(&buf[ip_start..]), Ok(false));
     }
 
+    /// A CNP round trips whole and without its ICRC, and `Kind` tells it
+    /// apart; whatever sits in the reserved bytes and the flags is ignored.
+    #[test]
+    fn cnp_roundtrip(
+        pkey: u16, dest_qp in 0u32..1 << 24, psn in 0u32..1 << 24,
+        reserved in any::<[u8; 16]>(), flags in any::<u8>(), ack in any::<bool>(),
+    ) {
+        let repr = cnp::Repr { pkey, dest_qp, psn };
+        roundtrip!(cnp, repr, 0);
+        let mut buf = [0xa5u8; cnp::LEN_WITHOUT_ICRC];
+        prop_assert_eq!(repr.emit_without_icrc(&mut buf), Ok(cnp::LEN_WITHOUT_ICRC));
+        prop_assert_eq!(roce::Kind::parse_without_icrc(&buf), Ok(roce::Kind::Cnp(repr)));
+        buf[12..28].copy_from_slice(&reserved);
+        buf[4] = flags;
+        buf[8] = if ack { 0x80 } else { 0 } | (flags & 0x7f);
+        prop_assert_eq!(cnp::Repr::parse_without_icrc(&buf), Ok(repr));
+    }
+
     #[test]
     fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         let _ = frame::Repr::parse(&bytes);
@@ -389,6 +407,11 @@ proptest! {
             let _ = (p.immdt().map(|i| i.imm()), p.ieth().map(|i| i.rkey()));
         }
         let _ = roce::Repr::parse(&roce::Packet::new_unchecked(&bytes[..]));
+        let _ = (roce::Kind::parse(&bytes), roce::Kind::parse_without_icrc(&bytes));
+        let _ = cnp::Repr::parse_without_icrc(&bytes);
+        if let Ok(p) = cnp::Packet::new_checked(&bytes[..]) {
+            let _ = (p.bth().dest_qp(), p.reserved(), p.icrc(), cnp::Repr::parse(&p));
+        }
         if let Ok(p) = ipv4::Packet::new_checked(&bytes[..]) {
             let _ = (p.payload(), p.verify_checksum());
         }

@@ -1,13 +1,15 @@
 //! RoCE transport packets (UDP payloads): views, getters and Repr round trip;
 //! the same bytes without an ICRC slot (what the protocol engine parses and
-//! emits) round trip through the ICRC-less entry points.
+//! emits) round trip through the ICRC-less entry points; a CNP (opcode 0x81)
+//! parses through `roce::Kind` and re-emits to the same Repr.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rdmakit_wire::roce;
+use rdmakit_wire::{cnp, roce};
 
 fuzz_target!(|data: &[u8]| {
     without_icrc(data);
+    kind(data);
     let Ok(p) = roce::Packet::new_checked(data) else {
         return;
     };
@@ -60,4 +62,28 @@ fn without_icrc(data: &[u8]) {
     let mut expected = repr;
     expected.bth.pad_count = roce::pad_len(n);
     assert_eq!(again, expected);
+}
+
+/// `data` through `roce::Kind`, with and without an ICRC slot: a CNP
+/// re-emits (reserved bytes zeroed, flags canonical) to the same Repr; a
+/// transport packet is what `roce::Repr` gives.
+fn kind(data: &[u8]) {
+    match roce::Kind::parse(data) {
+        Ok(roce::Kind::Cnp(c)) => {
+            let mut out = [0xa5u8; cnp::PACKET_LEN];
+            c.emit(&mut cnp::Packet::new_unchecked(&mut out[..]));
+            let again = cnp::Packet::new_checked(&out[..]).expect("checked");
+            assert_eq!(cnp::Repr::parse(&again), Ok(c));
+        }
+        Ok(roce::Kind::Transport(t)) => {
+            let p = roce::Packet::new_checked(data).expect("parsed as a transport packet");
+            assert_eq!(roce::Repr::parse(&p), Ok(t));
+        }
+        Err(_) => {}
+    }
+    if let Ok(roce::Kind::Cnp(c)) = roce::Kind::parse_without_icrc(data) {
+        let mut out = [0u8; cnp::LEN_WITHOUT_ICRC];
+        c.emit_without_icrc(&mut out).expect("28 bytes");
+        assert_eq!(cnp::Repr::parse_without_icrc(&out), Ok(c));
+    }
 }
