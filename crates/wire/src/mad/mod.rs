@@ -362,6 +362,24 @@ pub(crate) mod tests {
         out
     }
 
+    /// The 256 bytes of the MAD fixture `fixtures/mad/$name` (see [`hex_mad`]).
+    macro_rules! mad_fixture {
+        ($name:literal) => {
+            $crate::mad::tests::hex_mad(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../fixtures/mad/",
+                $name
+            )))
+        };
+    }
+    pub(crate) use mad_fixture;
+
+    /// The first `N` bytes of the attribute a MAD carries: an SMP's or a
+    /// PMA's data, both at byte 64.
+    pub(crate) fn attr_data<const N: usize>(mad: &[u8; MAD_LEN]) -> [u8; N] {
+        mad[64..64 + N].try_into().unwrap()
+    }
+
     // The MAD header of the REQ Linux 6.1's rdma_cm sent from rxe1
     // (10.0.3.2) for `rping -c -a 10.0.3.1 -p 7174`:
     // fixtures/pcap-cm/rxe-requests-unanswered.pcap, frame 1.

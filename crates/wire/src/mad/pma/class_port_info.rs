@@ -175,15 +175,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // The first exchange of `perfquery 2 7`, which printed `(CapMask: 0x1300)`:
     // fixtures/mad/pma-classportinfo-lid2.resp.hex.
     fn data() -> [u8; LEN] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/pma-classportinfo-lid2.resp.hex"
-        ));
-        m[64..64 + LEN].try_into().unwrap()
+        attr_data(&mad_fixture!("pma-classportinfo-lid2.resp.hex"))
     }
 
     #[test]

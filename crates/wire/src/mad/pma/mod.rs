@@ -94,6 +94,47 @@ impl Counter {
     }
 }
 
+/// Declares a counter attribute's table of [`Counter`]s (name as perfquery
+/// prints it, width, and the `Repr` field that holds it) as the `const`
+/// `$table` and the `Repr` method `$method` that pairs each with its value;
+/// given `shown as "Title"`, also the `Display` that prints the title, the
+/// port and every counter that is not zero.
+macro_rules! counters {
+    (
+        $(#[$doc:meta])*
+        $table:ident / $method:ident $(, shown as $title:literal)? {
+            $( $name:literal: $bits:literal = $field:ident, )+
+        }
+    ) => {
+        $(#[$doc])*
+        pub const $table: [$crate::mad::pma::Counter; [$($name),+].len()] = [
+            $( $crate::mad::pma::Counter { name: $name, bits: $bits }, )+
+        ];
+
+        impl Repr {
+            #[doc = concat!("Each counter of [`", stringify!($table), "`] with its value.")]
+            #[allow(clippy::useless_conversion)]
+            pub fn $method(&self) -> [($crate::mad::pma::Counter, u64); $table.len()] {
+                let v = [$( u64::from(self.$field) ),+];
+                core::array::from_fn(|i| ($table[i], v[i]))
+            }
+        }
+
+        $(
+            impl core::fmt::Display for Repr {
+                fn fmt(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+                    write!(f, "{} port {}", $title, self.port_select)?;
+                    for (c, v) in self.$method().into_iter().filter(|(_, v)| *v != 0) {
+                        write!(f, " {}={v}", c.name)?;
+                    }
+                    Ok(())
+                }
+            }
+        )?
+    };
+}
+pub(crate) use counters;
+
 view!(a "PMA MAD", PMA_LEN, "256 bytes");
 
 impl<T: AsRef<[u8]>> Packet<T> {
@@ -303,18 +344,14 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::mad_fixture;
 
     // `perfquery 2 7` and `perfquery -R 3 7`: fixtures/mad/pma-portcounters-*.hex.
     fn get_req() -> [u8; 256] {
-        hex_mad(include_str!(
-            "../../../../../fixtures/mad/pma-portcounters-lid2-p7.req.hex"
-        ))
+        mad_fixture!("pma-portcounters-lid2-p7.req.hex")
     }
     fn reset_req() -> [u8; 256] {
-        hex_mad(include_str!(
-            "../../../../../fixtures/mad/pma-portcounters-reset-lid3-p7.req.hex"
-        ))
+        mad_fixture!("pma-portcounters-reset-lid3-p7.req.hex")
     }
 
     #[test]
@@ -350,9 +387,7 @@ mod tests {
 
     #[test]
     fn attribute_of_the_perfquery_response() {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/pma-portcounters-lid2-p7.resp.hex"
-        ));
+        let m = mad_fixture!("pma-portcounters-lid2-p7.resp.hex");
         let r = Repr::from_bytes(&m).unwrap();
         let pc: port_counters::Repr = r.attribute().unwrap();
         assert_eq!((pc.port_select, pc.symbol_error_counter), (7, 77));

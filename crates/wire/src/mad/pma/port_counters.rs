@@ -31,8 +31,6 @@
 //! bytes 40-43  PortXmitWait
 //! ```
 
-use core::fmt;
-
 use super::Counter;
 use crate::view::{layout, Bits, Zeroing, U16, U32, U8};
 
@@ -127,58 +125,31 @@ layout! {
 
 crate::mad::attribute!(PmaAttribute, super::attr::PORT_COUNTERS);
 
-const fn c(name: &'static str, bits: u8) -> Counter {
-    Counter { name, bits }
+super::counters! {
+    /// The counters, in the order perfquery prints them, with their widths.
+    COUNTERS / counters, shown as "PortCounters" {
+        "SymbolErrorCounter": 16 = symbol_error_counter,
+        "LinkErrorRecoveryCounter": 8 = link_error_recovery_counter,
+        "LinkDownedCounter": 8 = link_downed_counter,
+        "PortRcvErrors": 16 = port_rcv_errors,
+        "PortRcvRemotePhysicalErrors": 16 = port_rcv_remote_physical_errors,
+        "PortRcvSwitchRelayErrors": 16 = port_rcv_switch_relay_errors,
+        "PortXmitDiscards": 16 = port_xmit_discards,
+        "PortXmitConstraintErrors": 8 = port_xmit_constraint_errors,
+        "PortRcvConstraintErrors": 8 = port_rcv_constraint_errors,
+        "LocalLinkIntegrityErrors": 4 = local_link_integrity_errors,
+        "ExcessiveBufferOverrunErrors": 4 = excessive_buffer_overrun_errors,
+        "QP1Dropped": 16 = qp1_dropped,
+        "VL15Dropped": 16 = vl15_dropped,
+        "PortXmitData": 32 = port_xmit_data,
+        "PortRcvData": 32 = port_rcv_data,
+        "PortXmitPkts": 32 = port_xmit_pkts,
+        "PortRcvPkts": 32 = port_rcv_pkts,
+        "PortXmitWait": 32 = port_xmit_wait,
+    }
 }
 
-/// The counters, in the order perfquery prints them, with their widths.
-pub const COUNTERS: [Counter; 18] = [
-    c("SymbolErrorCounter", 16),
-    c("LinkErrorRecoveryCounter", 8),
-    c("LinkDownedCounter", 8),
-    c("PortRcvErrors", 16),
-    c("PortRcvRemotePhysicalErrors", 16),
-    c("PortRcvSwitchRelayErrors", 16),
-    c("PortXmitDiscards", 16),
-    c("PortXmitConstraintErrors", 8),
-    c("PortRcvConstraintErrors", 8),
-    c("LocalLinkIntegrityErrors", 4),
-    c("ExcessiveBufferOverrunErrors", 4),
-    c("QP1Dropped", 16),
-    c("VL15Dropped", 16),
-    c("PortXmitData", 32),
-    c("PortRcvData", 32),
-    c("PortXmitPkts", 32),
-    c("PortRcvPkts", 32),
-    c("PortXmitWait", 32),
-];
-
 impl Repr {
-    /// Each counter of [`COUNTERS`] with its value.
-    pub fn counters(&self) -> [(Counter, u64); 18] {
-        let v = [
-            u64::from(self.symbol_error_counter),
-            u64::from(self.link_error_recovery_counter),
-            u64::from(self.link_downed_counter),
-            u64::from(self.port_rcv_errors),
-            u64::from(self.port_rcv_remote_physical_errors),
-            u64::from(self.port_rcv_switch_relay_errors),
-            u64::from(self.port_xmit_discards),
-            u64::from(self.port_xmit_constraint_errors),
-            u64::from(self.port_rcv_constraint_errors),
-            u64::from(self.local_link_integrity_errors),
-            u64::from(self.excessive_buffer_overrun_errors),
-            u64::from(self.qp1_dropped),
-            u64::from(self.vl15_dropped),
-            u64::from(self.port_xmit_data),
-            u64::from(self.port_rcv_data),
-            u64::from(self.port_xmit_pkts),
-            u64::from(self.port_rcv_pkts),
-            u64::from(self.port_xmit_wait),
-        ];
-        core::array::from_fn(|i| (COUNTERS[i], v[i]))
-    }
-
     /// The counters that read all ones.
     pub fn saturated(&self) -> impl Iterator<Item = Counter> {
         self.counters()
@@ -188,28 +159,15 @@ impl Repr {
     }
 }
 
-impl fmt::Display for Repr {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "PortCounters port {}", self.port_select)?;
-        for (c, v) in self.counters().into_iter().filter(|(_, v)| *v != 0) {
-            write!(f, " {}={v}", c.name)?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // `perfquery 2 7` after PerformanceSet on S1 port 7 (fixtures/mad/SOURCE):
     // fixtures/mad/pma-portcounters-lid2-p7.resp.hex.
     fn data() -> [u8; LEN] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/pma-portcounters-lid2-p7.resp.hex"
-        ));
-        m[64..64 + LEN].try_into().unwrap()
+        attr_data(&mad_fixture!("pma-portcounters-lid2-p7.resp.hex"))
     }
 
     fn repr() -> Repr {

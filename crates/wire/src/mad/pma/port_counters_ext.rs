@@ -34,9 +34,6 @@
 //! bytes 184-191   reserved
 //! ```
 
-use core::fmt;
-
-use super::Counter;
 use crate::view::{layout, Zeroing, U16, U32, U64, U8};
 
 /// Length of the attribute's defined part (with the additional counters).
@@ -102,163 +99,52 @@ layout! {
 
 crate::mad::attribute!(PmaAttribute, super::attr::PORT_COUNTERS_EXTENDED);
 
-/// The counters, in the order `perfquery -x` prints them, with their widths.
-pub const COUNTERS: [Counter; 8] = [
-    Counter {
-        name: "PortXmitData",
-        bits: 64,
-    },
-    Counter {
-        name: "PortRcvData",
-        bits: 64,
-    },
-    Counter {
-        name: "PortXmitPkts",
-        bits: 64,
-    },
-    Counter {
-        name: "PortRcvPkts",
-        bits: 64,
-    },
-    Counter {
-        name: "PortUnicastXmitPkts",
-        bits: 64,
-    },
-    Counter {
-        name: "PortUnicastRcvPkts",
-        bits: 64,
-    },
-    Counter {
-        name: "PortMulticastXmitPkts",
-        bits: 64,
-    },
-    Counter {
-        name: "PortMulticastRcvPkts",
-        bits: 64,
-    },
-];
-
-/// The additional 64-bit error counters, in the order of the layout, named as
-/// in PortCounters; valid only when ClassPortInfo has
-/// [`super::class_port_info::CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED`].
-pub const ADDITIONAL_COUNTERS: [Counter; 14] = [
-    Counter {
-        name: "SymbolErrorCounter",
-        bits: 64,
-    },
-    Counter {
-        name: "LinkErrorRecoveryCounter",
-        bits: 64,
-    },
-    Counter {
-        name: "LinkDownedCounter",
-        bits: 64,
-    },
-    Counter {
-        name: "PortRcvErrors",
-        bits: 64,
-    },
-    Counter {
-        name: "PortRcvRemotePhysicalErrors",
-        bits: 64,
-    },
-    Counter {
-        name: "PortRcvSwitchRelayErrors",
-        bits: 64,
-    },
-    Counter {
-        name: "PortXmitDiscards",
-        bits: 64,
-    },
-    Counter {
-        name: "PortXmitConstraintErrors",
-        bits: 64,
-    },
-    Counter {
-        name: "PortRcvConstraintErrors",
-        bits: 64,
-    },
-    Counter {
-        name: "LocalLinkIntegrityErrors",
-        bits: 64,
-    },
-    Counter {
-        name: "ExcessiveBufferOverrunErrors",
-        bits: 64,
-    },
-    Counter {
-        name: "VL15Dropped",
-        bits: 64,
-    },
-    Counter {
-        name: "PortXmitWait",
-        bits: 64,
-    },
-    Counter {
-        name: "QP1Dropped",
-        bits: 64,
-    },
-];
-
-impl Repr {
-    /// Each counter of [`COUNTERS`] with its value.
-    pub fn counters(&self) -> [(Counter, u64); 8] {
-        let v = [
-            self.port_xmit_data,
-            self.port_rcv_data,
-            self.port_xmit_pkts,
-            self.port_rcv_pkts,
-            self.port_unicast_xmit_pkts,
-            self.port_unicast_rcv_pkts,
-            self.port_multicast_xmit_pkts,
-            self.port_multicast_rcv_pkts,
-        ];
-        core::array::from_fn(|i| (COUNTERS[i], v[i]))
-    }
-
-    /// Each counter of [`ADDITIONAL_COUNTERS`] with its value.
-    pub fn additional_counters(&self) -> [(Counter, u64); 14] {
-        let v = [
-            self.symbol_error_counter,
-            self.link_error_recovery_counter,
-            self.link_downed_counter,
-            self.port_rcv_errors,
-            self.port_rcv_remote_physical_errors,
-            self.port_rcv_switch_relay_errors,
-            self.port_xmit_discards,
-            self.port_xmit_constraint_errors,
-            self.port_rcv_constraint_errors,
-            self.local_link_integrity_errors,
-            self.excessive_buffer_overrun_errors,
-            self.vl15_dropped,
-            self.port_xmit_wait,
-            self.qp1_dropped,
-        ];
-        core::array::from_fn(|i| (ADDITIONAL_COUNTERS[i], v[i]))
+super::counters! {
+    /// The counters, in the order `perfquery -x` prints them, with their widths.
+    COUNTERS / counters, shown as "PortCountersExtended" {
+        "PortXmitData": 64 = port_xmit_data,
+        "PortRcvData": 64 = port_rcv_data,
+        "PortXmitPkts": 64 = port_xmit_pkts,
+        "PortRcvPkts": 64 = port_rcv_pkts,
+        "PortUnicastXmitPkts": 64 = port_unicast_xmit_pkts,
+        "PortUnicastRcvPkts": 64 = port_unicast_rcv_pkts,
+        "PortMulticastXmitPkts": 64 = port_multicast_xmit_pkts,
+        "PortMulticastRcvPkts": 64 = port_multicast_rcv_pkts,
     }
 }
 
-impl fmt::Display for Repr {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "PortCountersExtended port {}", self.port_select)?;
-        for (c, v) in self.counters().into_iter().filter(|(_, v)| *v != 0) {
-            write!(f, " {}={v}", c.name)?;
-        }
-        Ok(())
+super::counters! {
+    /// The additional 64-bit error counters, in the order of the layout, named as
+    /// in PortCounters; valid only when ClassPortInfo has
+    /// [`super::class_port_info::CAP2_ADDITIONAL_PORT_COUNTERS_EXTENDED`].
+    ADDITIONAL_COUNTERS / additional_counters {
+        "SymbolErrorCounter": 64 = symbol_error_counter,
+        "LinkErrorRecoveryCounter": 64 = link_error_recovery_counter,
+        "LinkDownedCounter": 64 = link_downed_counter,
+        "PortRcvErrors": 64 = port_rcv_errors,
+        "PortRcvRemotePhysicalErrors": 64 = port_rcv_remote_physical_errors,
+        "PortRcvSwitchRelayErrors": 64 = port_rcv_switch_relay_errors,
+        "PortXmitDiscards": 64 = port_xmit_discards,
+        "PortXmitConstraintErrors": 64 = port_xmit_constraint_errors,
+        "PortRcvConstraintErrors": 64 = port_rcv_constraint_errors,
+        "LocalLinkIntegrityErrors": 64 = local_link_integrity_errors,
+        "ExcessiveBufferOverrunErrors": 64 = excessive_buffer_overrun_errors,
+        "VL15Dropped": 64 = vl15_dropped,
+        "PortXmitWait": 64 = port_xmit_wait,
+        "QP1Dropped": 64 = qp1_dropped,
     }
 }
+
+impl Repr {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // `perfquery -x 2 7`: fixtures/mad/pma-portcountersext-lid2-p7.resp.hex.
     fn data() -> [u8; LEN] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/pma-portcountersext-lid2-p7.resp.hex"
-        ));
-        m[64..64 + LEN].try_into().unwrap()
+        attr_data(&mad_fixture!("pma-portcountersext-lid2-p7.resp.hex"))
     }
 
     fn repr() -> Repr {

@@ -13,9 +13,6 @@
 //! bytes 14-15  PortLoopingErrors
 //! ```
 
-use core::fmt;
-
-use super::Counter;
 use crate::view::{layout, Zeroing, U16, U8};
 
 /// Length of the attribute's defined part.
@@ -45,70 +42,29 @@ layout! {
 
 crate::mad::attribute!(PmaAttribute, super::attr::PORT_RCV_ERROR_DETAILS);
 
-/// The counters, in the order `perfquery -E` prints them, with their widths.
-pub const COUNTERS: [Counter; 6] = [
-    Counter {
-        name: "PortLocalPhysicalErrors",
-        bits: 16,
-    },
-    Counter {
-        name: "PortMalformedPktErrors",
-        bits: 16,
-    },
-    Counter {
-        name: "PortBufferOverrunErrors",
-        bits: 16,
-    },
-    Counter {
-        name: "PortDLIDMappingErrors",
-        bits: 16,
-    },
-    Counter {
-        name: "PortVLMappingErrors",
-        bits: 16,
-    },
-    Counter {
-        name: "PortLoopingErrors",
-        bits: 16,
-    },
-];
-
-impl Repr {
-    /// Each counter of [`COUNTERS`] with its value.
-    pub fn counters(&self) -> [(Counter, u64); 6] {
-        let v = [
-            self.port_local_physical_errors,
-            self.port_malformed_pkt_errors,
-            self.port_buffer_overrun_errors,
-            self.port_dlid_mapping_errors,
-            self.port_vl_mapping_errors,
-            self.port_looping_errors,
-        ];
-        core::array::from_fn(|i| (COUNTERS[i], u64::from(v[i])))
+super::counters! {
+    /// The counters, in the order `perfquery -E` prints them, with their widths.
+    COUNTERS / counters, shown as "PortRcvErrorDetails" {
+        "PortLocalPhysicalErrors": 16 = port_local_physical_errors,
+        "PortMalformedPktErrors": 16 = port_malformed_pkt_errors,
+        "PortBufferOverrunErrors": 16 = port_buffer_overrun_errors,
+        "PortDLIDMappingErrors": 16 = port_dlid_mapping_errors,
+        "PortVLMappingErrors": 16 = port_vl_mapping_errors,
+        "PortLoopingErrors": 16 = port_looping_errors,
     }
 }
 
-impl fmt::Display for Repr {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "PortRcvErrorDetails port {}", self.port_select)?;
-        for (c, v) in self.counters().into_iter().filter(|(_, v)| *v != 0) {
-            write!(f, " {}={v}", c.name)?;
-        }
-        Ok(())
-    }
-}
+impl Repr {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::mad_fixture;
 
     // `perfquery -E 2 7`: fixtures/mad/pma-rcverrordetails-lid2-p7.resp.hex.
     #[test]
     fn parse_and_emit_perfquery_e() {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/pma-rcverrordetails-lid2-p7.resp.hex"
-        ));
+        let m = mad_fixture!("pma-rcverrordetails-lid2-p7.resp.hex");
         let d = &m[64..64 + LEN];
         let r = Repr::parse(&Packet::new_checked(d).unwrap()).unwrap();
         let want = Repr {

@@ -11,9 +11,6 @@
 //! bytes 10-11  PortSwHOQLifetimeLimitDiscards
 //! ```
 
-use core::fmt;
-
-use super::Counter;
 use crate::view::{layout, Zeroing, U16, U8};
 
 /// Length of the attribute's defined part.
@@ -39,60 +36,27 @@ layout! {
 
 crate::mad::attribute!(PmaAttribute, super::attr::PORT_XMIT_DISCARD_DETAILS);
 
-/// The counters, in the order `perfquery -D` prints them, with their widths.
-pub const COUNTERS: [Counter; 4] = [
-    Counter {
-        name: "PortInactiveDiscards",
-        bits: 16,
-    },
-    Counter {
-        name: "PortNeighborMTUDiscards",
-        bits: 16,
-    },
-    Counter {
-        name: "PortSwLifetimeLimitDiscards",
-        bits: 16,
-    },
-    Counter {
-        name: "PortSwHOQLifetimeLimitDiscards",
-        bits: 16,
-    },
-];
-
-impl Repr {
-    /// Each counter of [`COUNTERS`] with its value.
-    pub fn counters(&self) -> [(Counter, u64); 4] {
-        let v = [
-            self.port_inactive_discards,
-            self.port_neighbor_mtu_discards,
-            self.port_sw_lifetime_limit_discards,
-            self.port_sw_hoq_lifetime_limit_discards,
-        ];
-        core::array::from_fn(|i| (COUNTERS[i], u64::from(v[i])))
+super::counters! {
+    /// The counters, in the order `perfquery -D` prints them, with their widths.
+    COUNTERS / counters, shown as "PortXmitDiscardDetails" {
+        "PortInactiveDiscards": 16 = port_inactive_discards,
+        "PortNeighborMTUDiscards": 16 = port_neighbor_mtu_discards,
+        "PortSwLifetimeLimitDiscards": 16 = port_sw_lifetime_limit_discards,
+        "PortSwHOQLifetimeLimitDiscards": 16 = port_sw_hoq_lifetime_limit_discards,
     }
 }
 
-impl fmt::Display for Repr {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "PortXmitDiscardDetails port {}", self.port_select)?;
-        for (c, v) in self.counters().into_iter().filter(|(_, v)| *v != 0) {
-            write!(f, " {}={v}", c.name)?;
-        }
-        Ok(())
-    }
-}
+impl Repr {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::mad_fixture;
 
     // `perfquery -D 2 7`: fixtures/mad/pma-xmitdiscarddetails-lid2-p7.resp.hex.
     #[test]
     fn parse_and_emit_perfquery_d() {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/pma-xmitdiscarddetails-lid2-p7.resp.hex"
-        ));
+        let m = mad_fixture!("pma-xmitdiscarddetails-lid2-p7.resp.hex");
         let d = &m[64..64 + LEN];
         let r = Repr::parse(&Packet::new_checked(d).unwrap()).unwrap();
         assert_eq!(

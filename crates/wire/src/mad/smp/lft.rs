@@ -80,15 +80,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // `ibroute 2` (switch S1) printed LIDs 1..6 -> ports 1, 0, 7, 2, 7, 8:
     // fixtures/mad/smp-lft-lid2-block0.resp.hex.
     fn data() -> [u8; 64] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-lft-lid2-block0.resp.hex"
-        ));
-        m[64..128].try_into().unwrap()
+        attr_data(&mad_fixture!("smp-lft-lid2-block0.resp.hex"))
     }
 
     #[test]

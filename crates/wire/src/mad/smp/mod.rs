@@ -523,25 +523,19 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::mad_fixture;
 
     // smpquery -D nodeinfo 0,1,7 from H1 of the ibsim dumbbell:
     // fixtures/mad/smp-nodeinfo-dr-0-1-7.{req,resp}.hex.
     fn dr_req() -> [u8; 256] {
-        hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-nodeinfo-dr-0-1-7.req.hex"
-        ))
+        mad_fixture!("smp-nodeinfo-dr-0-1-7.req.hex")
     }
     fn dr_resp() -> [u8; 256] {
-        hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-nodeinfo-dr-0-1-7.resp.hex"
-        ))
+        mad_fixture!("smp-nodeinfo-dr-0-1-7.resp.hex")
     }
     // smpquery nodeinfo 2: fixtures/mad/smp-nodeinfo-lid2.req.hex.
     fn lid_req() -> [u8; 256] {
-        hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-nodeinfo-lid2.req.hex"
-        ))
+        mad_fixture!("smp-nodeinfo-lid2.req.hex")
     }
 
     #[test]

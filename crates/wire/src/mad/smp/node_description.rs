@@ -56,15 +56,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // `smpquery nodedesc 2` printed `Node Description:....S1`:
     // fixtures/mad/smp-nodedesc-lid2.resp.hex.
     fn data() -> [u8; 64] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-nodedesc-lid2.resp.hex"
-        ));
-        m[64..128].try_into().unwrap()
+        attr_data(&mad_fixture!("smp-nodedesc-lid2.resp.hex"))
     }
 
     #[test]

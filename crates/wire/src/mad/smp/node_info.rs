@@ -94,15 +94,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // `smpquery nodeinfo 2` (switch S1 of the ibsim dumbbell):
     // fixtures/mad/smp-nodeinfo-lid2.resp.hex, SMP data at byte 64.
     fn data() -> [u8; 64] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-nodeinfo-lid2.resp.hex"
-        ));
-        m[64..128].try_into().unwrap()
+        attr_data(&mad_fixture!("smp-nodeinfo-lid2.resp.hex"))
     }
 
     fn repr() -> Repr {

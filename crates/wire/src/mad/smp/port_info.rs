@@ -226,15 +226,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // `smpquery portinfo 1 1` (H1, the SM's port): fixtures/mad/smp-portinfo-lid1-p1.resp.hex
     // and portinfo-lid1.txt for what smpquery printed.
     fn data() -> [u8; 64] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-portinfo-lid1-p1.resp.hex"
-        ));
-        m[64..128].try_into().unwrap()
+        attr_data(&mad_fixture!("smp-portinfo-lid1-p1.resp.hex"))
     }
 
     fn repr() -> Repr {

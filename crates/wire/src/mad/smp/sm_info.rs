@@ -73,15 +73,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // `sminfo` printed `sm lid 1 sm guid 0x100001, activity count 122 priority 0
     // state 3 SMINFO_MASTER`: fixtures/mad/smp-sminfo-lid1.resp.hex.
     fn data() -> [u8; 64] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-sminfo-lid1.resp.hex"
-        ));
-        m[64..128].try_into().unwrap()
+        attr_data(&mad_fixture!("smp-sminfo-lid1.resp.hex"))
     }
 
     fn repr() -> Repr {

@@ -86,14 +86,11 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mad::tests::hex_mad;
+    use crate::mad::tests::{attr_data, mad_fixture};
 
     // `smpquery switchinfo 2` (switch S1): fixtures/mad/smp-switchinfo-lid2.resp.hex.
     fn data() -> [u8; 64] {
-        let m = hex_mad(include_str!(
-            "../../../../../fixtures/mad/smp-switchinfo-lid2.resp.hex"
-        ));
-        m[64..128].try_into().unwrap()
+        attr_data(&mad_fixture!("smp-switchinfo-lid2.resp.hex"))
     }
 
     fn repr() -> Repr {
