@@ -43,14 +43,18 @@
 //! a [`Memory`](crate::Memory), which validates key, PD, bounds and rights
 //! first.
 
+use std::sync::Arc;
+
 use rdmakit_wire::aeth::{AethKind, NakCode, CREDITS_UNLIMITED};
 use rdmakit_wire::opcode::{OpInfo, Operation, Position};
 use rdmakit_wire::roce;
 
+use crate::cc::{Params, Rate};
 use crate::mem::Pd;
 use crate::qp::{AddressHandle, Mtu, QpType};
 use crate::wr::WcStatus;
 
+mod cc;
 mod completer;
 mod qp;
 mod requester;
@@ -71,6 +75,27 @@ pub const GRH_LEN: usize = 40;
 const ACK: AethKind = AethKind::Ack {
     credits: CREDITS_UNLIMITED,
 };
+
+/// [`QpConfig::line_rate`] unless the driver says otherwise: 25 Gb/s.
+pub const DEFAULT_LINE_RATE: Rate = Rate::from_mbps(25_000);
+
+/// ECN codepoint ECT(0), in the low two bits of the IP TOS byte.
+pub const ECT0: u8 = 0b10;
+
+/// What the driver knows of a packet beyond its bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrival {
+    /// The IP header's ECN field was CE (0b11): a switch on the path was
+    /// congested. The notification point counts it and may answer with a
+    /// CNP.
+    pub ce: bool,
+    /// The source address, as a path the driver names in [`Transmit::ah`]
+    /// (`None` if it has none). A CNP acts only if it equals the QP's AV
+    /// (RC/UC: the connected peer); a CNP answering a CE-marked UD packet
+    /// goes there (`None`: counted, not answered). A driver must not
+    /// create a path for every source it sees: look up, do not add.
+    pub src: Option<AddressHandle>,
+}
 
 /// Static configuration of a QP (what `ibv_create_qp` fixes).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +125,12 @@ pub struct QpConfig {
     /// The port's active MTU: the largest UD message (UD QPs have no
     /// `PATH_MTU` attribute).
     pub port_mtu: Mtu,
+    /// Congestion control parameters (DCQCN, mlx5's names), shared by the
+    /// device's QPs; [`Qp::set_cc_params`] replaces them on a live QP.
+    pub cc: Arc<Params>,
+    /// The port's rate: where the reaction point starts cutting and what
+    /// `rp_max_rate` 0 means.
+    pub line_rate: Rate,
 }
 
 impl QpConfig {
@@ -118,6 +149,8 @@ impl QpConfig {
             ack_req_every: 64,
             max_rd_atomic_cap: 16,
             port_mtu: Mtu::Mtu1024,
+            cc: Arc::new(Params::mlx5()),
+            line_rate: DEFAULT_LINE_RATE,
         }
     }
 }
@@ -161,6 +194,11 @@ pub struct Transmit {
     pub len: usize,
     /// Where to send it.
     pub ah: AddressHandle,
+    /// The IP TOS byte (IPv6 traffic class) it must carry: DSCP and ECN.
+    /// Data packets (requests, responses, ACKs): the QP's traffic class
+    /// with ECT(0) when the reaction point is on for its priority (its
+    /// ECN bits otherwise cleared); a CNP: `np_cnp_dscp << 2`, Not-ECT.
+    pub tos: u8,
 }
 
 /// Counters of one QP (for tests, metrics and the sweep snapshots).
@@ -212,6 +250,17 @@ pub struct Stats {
     pub same_host_declined: u64,
     /// Decline NAKs received: this QP now sends packets.
     pub same_host_fallbacks: u64,
+    /// Packets for this QP that arrived CE-marked (mlx5's
+    /// `np_ecn_marked_roce_packets`).
+    pub np_ecn_marked_roce_packets: u64,
+    /// CNPs sent for CE-marked packets (`np_cnp_sent`).
+    pub np_cnp_sent: u64,
+    /// CNPs that lowered this QP's rate (`rp_cnp_handled`).
+    pub rp_cnp_handled: u64,
+    /// CNPs received and ignored: reaction point off for the QP's
+    /// priority, QP not connected or not in RTS, or the CNP not from the
+    /// connected peer (`rp_cnp_ignored`).
+    pub rp_cnp_ignored: u64,
 }
 
 /// Why packets were dropped without an answer (diagnostics: a P_Key or
@@ -325,7 +374,7 @@ mod tests {
     /// The engine's files and the types each one defines. A type's
     /// `impl` blocks are all in its file, and a private type's fields are
     /// private: no part reaches into another's state.
-    const PARTS: [(&str, &str, &[&str]); 7] = [
+    const PARTS: [(&str, &str, &[&str]); 8] = [
         ("engine.rs", include_str!("engine.rs"), &[]),
         ("qp.rs", include_str!("engine/qp.rs"), &["Qp", "Common"]),
         (
@@ -349,6 +398,11 @@ mod tests {
             &["SameHost", "Request"],
         ),
         ("sgl.rs", include_str!("engine/sgl.rs"), &["Spares"]),
+        (
+            "cc.rs",
+            include_str!("engine/cc.rs"),
+            &["Pacer", "Notifier"],
+        ),
     ];
 
     /// The type an `impl` line is for (`impl X {`, `impl<T> X<T> {`,

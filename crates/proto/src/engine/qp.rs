@@ -9,17 +9,20 @@
 //! must take the QP out of RTS says so ([`Failed`](super::Failed)) and lets the `Qp` do it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rdmakit_wire::opcode::{OpCode, Transport};
-use rdmakit_wire::{bth, roce};
+use rdmakit_wire::{bth, cnp, roce};
 
 use super::completer::Completer;
 use super::requester::Requester;
 use super::responder::Responder;
 use super::same_host::{self, SameHost};
 use super::{
-    parse, DropReason, ModifyError, PostError, QpConfig, Stats, Transmit, GRH_LEN, MAX_HEADER_LEN,
+    parse, Arrival, DropReason, ModifyError, PostError, QpConfig, Stats, Transmit, ECT0, GRH_LEN,
+    MAX_HEADER_LEN,
 };
+use crate::cc::{Params, Rate};
 use crate::mem::Memory;
 use crate::psn::Psn;
 use crate::qp::{modify_is_ok, AttrMask, QpAttr, QpState, QpType};
@@ -69,6 +72,9 @@ pub(super) struct Common {
     attr: QpAttr,
     stats: Stats,
     cq: VecDeque<Wc>,
+    /// The traffic class of the QP's packets (the AV's
+    /// `grh.traffic_class`), set by the driver.
+    tclass: u8,
 }
 
 impl Qp {
@@ -81,6 +87,7 @@ impl Qp {
                 attr: QpAttr::default(),
                 stats: Stats::default(),
                 cq: VecDeque::new(),
+                tclass: 0,
             },
             req: Requester::new(),
             comp: Completer::new(),
@@ -124,6 +131,42 @@ impl Qp {
     /// Configuration.
     pub fn config(&self) -> &QpConfig {
         &self.c.cfg
+    }
+
+    /// Sets the traffic class the QP's packets carry (the AV's
+    /// `grh.traffic_class`; the engine's [`AddressHandle`](crate::AddressHandle)
+    /// is opaque, so the driver passes it along when it sets the AV; a
+    /// RESET forgets it with the AV). Its DSCP (`tclass >> 2`) goes into
+    /// every data packet's [`Transmit::tos`], its priority (DSCP >> 3)
+    /// selects the `rp_enable_P` / `np_enable_P` bits. For UD the QP's
+    /// class stands for every destination: a driver whose AHs carry their
+    /// own class puts that DSCP in, keeping the low two (ECN) bits.
+    pub fn set_traffic_class(&mut self, tclass: u8) {
+        self.c.tclass = tclass;
+    }
+
+    /// The traffic class set by [`Qp::set_traffic_class`].
+    pub fn traffic_class(&self) -> u8 {
+        self.c.tclass
+    }
+
+    /// Replaces the congestion control parameters (a device's parameter
+    /// file was written); the reaction point's state is kept and follows
+    /// the new values from its next event.
+    pub fn set_cc_params(&mut self, params: Arc<Params>) {
+        self.c.cfg.cc = params;
+    }
+
+    /// Sets the port's rate (the reaction point's ceiling when
+    /// `rp_max_rate` is 0).
+    pub fn set_line_rate(&mut self, rate: Rate) {
+        self.c.cfg.line_rate = rate;
+    }
+
+    /// The rate DCQCN holds this QP's requests to, `None` while a CNP
+    /// does not limit it (it sends at will).
+    pub fn cc_rate(&self) -> Option<Rate> {
+        self.req.cc_rate()
     }
 
     /// Send WRs posted and not yet completed.
@@ -395,17 +438,23 @@ impl Qp {
         self.c.cq.pop_front()
     }
 
-    /// When [`Qp::handle_timeout`] must next be called (retransmission or
-    /// RNR timer), or `None` if no timer runs. Re-read after every call.
+    /// When [`Qp::handle_timeout`] must next be called (retransmission,
+    /// RNR timer, or the pacer letting a held request go), or `None` if no
+    /// timer runs. Re-read after every call.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.comp.poll_timeout()
+        match (self.comp.poll_timeout(), self.req.pace_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Fires the timers that are due at `now`: a local ACK timeout retries
     /// from the oldest unacknowledged PSN (or fails the oldest WR with
     /// `RETRY_EXC_ERR` once retries are exhausted); an expired RNR wait lets
-    /// the requester resend.
+    /// the requester resend; a due pacing deadline lets the held request
+    /// go at the next [`Qp::poll_transmit`].
     pub fn handle_timeout(&mut self, now: impl Clock) {
+        self.req.pace_expire(now);
         if self
             .comp
             .handle_timeout(now, &mut self.req, &mut self.c)
@@ -496,6 +545,11 @@ impl Qp {
         if buf.len() < self.max_packet_len() {
             return None;
         }
+        // A CNP first, never held back with the ACKs.
+        if let Some(t) = self.resp.poll_cnp(&mut self.c, buf) {
+            self.c.stats.tx_packets += 1;
+            return Some(t);
+        }
         if !(defer_acks && self.only_acks_pending()) {
             if let Some((t, fatal)) = self.resp.poll(&mut self.c, buf, mem) {
                 self.c.stats.tx_packets += 1;
@@ -549,7 +603,10 @@ impl Qp {
         }
         self.comp.end_rnr_wait();
         let una = self.comp.una();
-        match self.req.poll(&mut self.c, &self.same_host, una, buf, mem) {
+        match self
+            .req
+            .poll(now, &mut self.c, &self.same_host, una, buf, mem)
+        {
             Ok(Some(t)) => {
                 if rc {
                     self.comp.arm(now, self.c.attr.timeout);
@@ -575,14 +632,40 @@ impl Qp {
     /// is written outside memory the [`Memory`] validates.
     ///
     /// For UD the 40-byte GRH area of the receive buffer is zeroed; use
-    /// [`Qp::handle_packet_with_grh`] to supply the real header.
+    /// [`Qp::handle_packet_with_grh`] to supply the real header. The packet
+    /// counts as not CE-marked and from no known source (a CNP is
+    /// ignored): [`Qp::handle_arrival`] says more.
     pub fn handle_packet<M: Memory + ?Sized>(
         &mut self,
         now: impl Clock,
         bytes: &[u8],
         mem: &mut M,
     ) {
-        self.handle_packet_inner(now, bytes, None, mem);
+        self.handle_packet_inner(now, bytes, Arrival::default(), None, mem);
+    }
+
+    /// [`Qp::handle_packet`] with what the driver read beside the bytes:
+    /// whether the IP header carried CE and the source address as a path
+    /// ([`Arrival`]), and for UD the GRH area (`None`: zeroed).
+    ///
+    /// A CE-marked packet for this QP counts `np_ecn_marked_roce_packets`
+    /// and, when the notification point is on for the QP's priority and
+    /// the last CNP is `np_min_time_between_cnps` old, queues a CNP to its
+    /// sender (RC/UC: the connected QP; UD: the DETH's source QP at
+    /// `arrival.src`). A CNP (opcode 0x81) for this QP lowers its rate
+    /// (`rp_cnp_handled`) when the reaction point is on for its priority,
+    /// the QP is RC or UC in RTS or SQD, and `arrival.src` is its AV;
+    /// otherwise it counts `rp_cnp_ignored`. A CNP produces no answer and
+    /// changes no PSN.
+    pub fn handle_arrival<M: Memory + ?Sized>(
+        &mut self,
+        now: impl Clock,
+        bytes: &[u8],
+        arrival: Arrival,
+        grh: Option<&[u8; GRH_LEN]>,
+        mem: &mut M,
+    ) {
+        self.handle_packet_inner(now, bytes, arrival, grh, mem);
     }
 
     /// [`Qp::handle_packet`] with the 40 bytes a UD receive places in the
@@ -594,16 +677,21 @@ impl Qp {
         grh: &[u8; GRH_LEN],
         mem: &mut M,
     ) {
-        self.handle_packet_inner(now, bytes, Some(grh), mem);
+        self.handle_packet_inner(now, bytes, Arrival::default(), Some(grh), mem);
     }
 
     fn handle_packet_inner<M: Memory + ?Sized>(
         &mut self,
         now: impl Clock,
         bytes: &[u8],
+        arrival: Arrival,
         grh: Option<&[u8; GRH_LEN]>,
         mem: &mut M,
     ) {
+        if bytes.first() == Some(&OpCode::CNP.0) {
+            self.handle_cnp(now, bytes, arrival);
+            return;
+        }
         if bytes
             .first()
             .is_some_and(|&op| rdmakit_wire::cma::is_cma_opcode(op))
@@ -621,6 +709,14 @@ impl Qp {
             .admit(self.c.refusal(p.bth.dest_qp, transport_ok, p.bth.pkey))
         {
             return;
+        }
+        if arrival.ce {
+            let attr = &self.c.attr;
+            let to = match self.c.cfg.qp_type {
+                QpType::Rc | QpType::Uc => Some((attr.dest_qp_num, attr.ah)),
+                QpType::Ud => p.deth.map(|d| d.src_qp).zip(arrival.src),
+            };
+            self.resp.marked(&mut self.c, now, to);
         }
         match self.c.cfg.qp_type {
             QpType::Rc if info.operation.is_response() => {
@@ -646,6 +742,29 @@ impl Qp {
             QpType::Rc => self.resp.rc_request(&p, &info, &mut self.c, mem),
             QpType::Uc => self.resp.uc_request(&p, &info, &mut self.c, mem),
             QpType::Ud => self.resp.ud_request(&p, grh, &mut self.c, mem),
+        }
+    }
+}
+
+impl Qp {
+    /// A CNP (opcode 0x81): feeds the reaction point or is ignored; never
+    /// answered.
+    fn handle_cnp(&mut self, now: impl Clock, bytes: &[u8], arrival: Arrival) {
+        let Ok(cnp) = cnp::Repr::parse_without_icrc(bytes) else {
+            self.c.drop(DropReason::malformed);
+            return;
+        };
+        if cnp.dest_qp != self.c.cfg.qpn {
+            self.c.drop(DropReason::wrong_qpn);
+            return;
+        }
+        let connected = matches!(self.c.cfg.qp_type, QpType::Rc | QpType::Uc)
+            && matches!(self.c.state, QpState::Rts | QpState::Sqd);
+        if connected && arrival.src == Some(self.c.attr.ah) && self.c.rp_enabled() {
+            self.c.stats.rp_cnp_handled += 1;
+            self.req.on_cnp(&self.c, now);
+        } else {
+            self.c.stats.rp_cnp_ignored += 1;
         }
     }
 }
@@ -677,6 +796,34 @@ impl Common {
         match self.cfg.qp_type {
             QpType::Ud => self.cfg.port_mtu.bytes(),
             _ => self.attr.path_mtu.bytes(),
+        }
+    }
+
+    /// The QP's priority: its DSCP >> 3 (mlx5's default DSCP → priority
+    /// map).
+    fn prio(&self) -> u8 {
+        self.tclass >> 5
+    }
+
+    /// Whether the reaction point runs for this QP's priority.
+    pub(super) fn rp_enabled(&self) -> bool {
+        self.cfg.cc.rp_enabled(self.prio())
+    }
+
+    /// Whether the notification point runs for this QP's priority.
+    pub(super) fn np_enabled(&self) -> bool {
+        self.cfg.cc.np_enabled(self.prio())
+    }
+
+    /// The IP TOS byte of a data packet: the traffic class's DSCP, and
+    /// ECT(0) when this QP reacts to congestion (a sender that does not
+    /// slow down must not ask switches to mark rather than drop).
+    pub(super) fn data_tos(&self) -> u8 {
+        let dscp = self.tclass & 0xfc;
+        if self.rp_enabled() {
+            dscp | ECT0
+        } else {
+            dscp
         }
     }
 

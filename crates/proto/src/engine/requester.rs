@@ -18,13 +18,16 @@ use std::collections::VecDeque;
 use rdmakit_wire::opcode::{OpCode, Operation, Transport};
 use rdmakit_wire::{atomic_eth, deth, ieth, immdt, reth};
 
+use super::cc::Pacer;
 use super::qp::Common;
 use super::same_host::{SameHost, SAME_HOST_MAX_PSNS};
 use super::sgl::{gather, Spares};
 use super::{pkts_for, pos_of, Failed, Transmit};
+use crate::cc::Rate;
 use crate::mem::{Key, Memory};
 use crate::psn::Psn;
 use crate::qp::{Access, QpState, QpType};
+use crate::time::{Clock, Instant};
 use crate::wr::{SendOp, SendWr, Sge, WcStatus};
 
 /// Q_Key bit that a non-privileged sender may not use.
@@ -55,6 +58,8 @@ pub(super) struct Requester {
     same_host_extra: i32,
     /// Emptied scatter lists of completed send WRs.
     spare: Spares,
+    /// Congestion control: the rate the requests may leave at.
+    pacer: Pacer,
 }
 
 /// A send WR and its progress.
@@ -275,8 +280,29 @@ impl Requester {
         self.pkts_since_ackreq = 0;
     }
 
+    /// A CNP from the connected peer: the reaction point cuts the rate.
+    pub(super) fn on_cnp(&mut self, c: &Common, now: impl Clock) {
+        self.pacer.on_cnp(c, now);
+    }
+
+    /// The rate the pacer holds requests to, `None` while unthrottled.
+    pub(super) fn cc_rate(&self) -> Option<Rate> {
+        self.pacer.rate()
+    }
+
+    /// When the pacer lets a held request go, if it holds one.
+    pub(super) fn pace_deadline(&self) -> Option<Instant> {
+        self.pacer.deadline()
+    }
+
+    /// The timer fired: a due pacing deadline is over.
+    pub(super) fn pace_expire(&mut self, now: impl Clock) {
+        self.pacer.expire(now);
+    }
+
     /// Completes every WR with `WR_FLUSH_ERR` and empties the queue.
     pub(super) fn flush(&mut self, c: &mut Common) {
+        self.pacer.unhold();
         while let Some(w) = self.sq.pop_front() {
             let wc = c.wc(w.wr.wr_id, WcStatus::WrFlushErr, w.wr.op.wc_opcode());
             c.complete(wc);
@@ -341,13 +367,14 @@ impl Requester {
 
     /// The next request packet, written into `buf`: `Ok(None)` when nothing
     /// may go now (queue empty, SQD, window, fence, `max_rd_atomic`, a
-    /// failed WR behind older ones), `Err` when a WR failed at the head of
+    /// failed WR behind older ones, the pacer), `Err` when a WR failed at the head of
     /// the queue (its completion is queued). `una` is the completer's
     /// oldest unacknowledged PSN. UC and UD WRs complete here, as their
     /// last packet leaves; so do local operations and UD messages above
     /// the MTU.
     pub(super) fn poll<M: Memory + ?Sized>(
         &mut self,
+        now: impl Clock,
         c: &mut Common,
         same_host: &SameHost,
         una: Psn,
@@ -403,8 +430,16 @@ impl Requester {
             if rc && self.window_full(una, c.cfg().max_inflight) {
                 return Ok(None);
             }
+            // New or retransmitted, a packet leaves only when the pacer
+            // lets it (at once while no CNP limits the QP).
+            if !self.pacer.ready(c, now) {
+                return Ok(None);
+            }
             match self.build(idx, c, same_host, buf, mem) {
-                Ok(t) => return Ok(Some(t)),
+                Ok(t) => {
+                    self.pacer.sent(c, t.len, now);
+                    return Ok(Some(t));
+                }
                 Err(status) => return self.local_error(idx, status, c),
             }
         }
@@ -679,7 +714,11 @@ impl Requester {
             self.retire_front(WcStatus::Success, c);
             self.retire_local_front(c);
         }
-        Ok(Transmit { len, ah })
+        Ok(Transmit {
+            len,
+            ah,
+            tos: c.data_tos(),
+        })
     }
 
     /// WR `idx` as one same-host request, if the extension takes it; `None`
@@ -716,6 +755,10 @@ impl Requester {
         self.send_idx += 1;
         self.same_host_extra += npk.saturating_sub(1) as i32;
         self.send_off = 0;
-        Some(Transmit { len, ah })
+        Some(Transmit {
+            len,
+            ah,
+            tos: c.data_tos(),
+        })
     }
 }

@@ -15,12 +15,14 @@ use rdmakit_wire::aeth::{self, AethKind, NakCode};
 use rdmakit_wire::opcode::{OpCode, OpInfo, Operation, Position, Transport};
 use rdmakit_wire::{atomic_ack_eth, reth, roce};
 
+use super::cc::Notifier;
 use super::qp::Common;
 use super::sgl::{scatter, sgl_len, Spares};
 use super::{message_op, pkts_for, pos_of, DropReason, Transmit, ACK, GRH_LEN};
 use crate::mem::{AtomicOp, Key, MemError, Memory, Pd};
 use crate::psn::Psn;
-use crate::qp::{Access, QpType};
+use crate::qp::{Access, AddressHandle, QpType};
+use crate::time::Clock;
 use crate::wr::{RecvWr, Sge, WcOpcode, WcStatus};
 
 /// The receive side of a QP.
@@ -47,6 +49,8 @@ pub(super) struct Responder {
     fatal_pending: bool,
     /// Emptied scatter lists of completed receive WRs.
     spare: Spares,
+    /// Congestion control: CE-marked packets and the CNPs they ask for.
+    notifier: Notifier,
 }
 
 #[derive(Clone, Debug)]
@@ -139,16 +143,36 @@ impl Responder {
         self.spare.take()
     }
 
-    /// Whether a response waits to be sent.
+    /// Whether a response or a CNP waits to be sent.
     #[inline]
     pub(super) fn pending(&self) -> bool {
-        !self.out.is_empty()
+        !self.out.is_empty() || self.notifier.pending()
+    }
+
+    /// A CE-marked packet for this QP arrived; a CNP for it goes to `to`
+    /// (the sending QP, its path) if the notification point sends one.
+    pub(super) fn marked(
+        &mut self,
+        c: &mut Common,
+        now: impl Clock,
+        to: Option<(u32, AddressHandle)>,
+    ) {
+        self.notifier.marked(c, now, to);
+    }
+
+    /// The next CNP, written into `buf`.
+    pub(super) fn poll_cnp(&mut self, c: &mut Common, buf: &mut [u8]) -> Option<Transmit> {
+        if !self.notifier.pending() {
+            return None;
+        }
+        self.notifier.poll(c, buf)
     }
 
     /// Whether only plain ACKs wait: nothing the peer is blocked on (no
-    /// READ or atomic response, no NAK).
+    /// READ or atomic response, no NAK, no CNP).
     pub(super) fn only_acks_pending(&self) -> bool {
-        !self.out.is_empty()
+        !self.notifier.pending()
+            && !self.out.is_empty()
             && self.out.iter().all(|o| {
                 matches!(
                     o,
@@ -173,6 +197,7 @@ impl Responder {
             c.complete(c.wc(r.wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv));
         }
         self.out.clear();
+        self.notifier.clear();
         self.fatal_pending = false;
     }
 
@@ -750,6 +775,7 @@ impl Responder {
         let item = self.out.pop_front()?;
         let dqpn = c.attr().dest_qp_num;
         let ah = c.attr().ah;
+        let tos = c.data_tos();
         let msn = self.msn & 0x00ff_ffff;
         match item {
             RespOut::Ack {
@@ -771,7 +797,7 @@ impl Responder {
                         c.stats_mut().naks_sent[i] += 1;
                     }
                 }
-                Some((Transmit { len, ah }, fatal))
+                Some((Transmit { len, ah, tos }, fatal))
             }
             RespOut::Atomic { psn, orig } => {
                 let p = roce::Repr {
@@ -780,7 +806,7 @@ impl Responder {
                     ..c.header(OpCode::RC_ATOMIC_ACKNOWLEDGE, psn, dqpn)
                 };
                 let (_, len) = p.emit_header_without_icrc(buf, 0).ok()?;
-                Some((Transmit { len, ah }, false))
+                Some((Transmit { len, ah, tos }, false))
             }
             RespOut::Read {
                 psn,
@@ -822,7 +848,7 @@ impl Responder {
                                 first: false,
                             });
                         }
-                        Some((Transmit { len, ah }, false))
+                        Some((Transmit { len, ah, tos }, false))
                     }
                     Err(_) => {
                         // The region went away between request and response.
