@@ -20,6 +20,11 @@
 //!   kept open against a server, as an attacker keeps them.
 //! - **InfiniBand fabric**: [`ibsim::Fabric`], ibsim with unmodified opensm,
 //!   and tools or re-executed tests run against it under the umad2sim preload.
+//! - **Congestion with ECN**: [`ecn::Dumbbell`], senders, a router and a
+//!   receiver in network namespaces, an HTB/bfifo bottleneck and a tc-BPF
+//!   marker that sets CE as the queue builds; processes and sockets in each
+//!   namespace, the bottleneck's counters, and UDP traffic that reads the
+//!   TOS byte ([`ecn::udp`]).
 //! - **Layout**: [`ownership::violations`], the files over a size and the
 //!   `impl` blocks away from the file that defines their type.
 //! - **Fixtures**: [`fixture`], [`fixtures_dir`], [`SLURMD_ARGV`]; with the feature `bundle`,
@@ -30,6 +35,7 @@
 
 #[cfg(feature = "bundle")]
 pub mod bundle;
+pub mod ecn;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod hold;
