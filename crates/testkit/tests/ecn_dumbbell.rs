@@ -46,6 +46,15 @@ fn dst(d: &Dumbbell) -> SocketAddrV4 {
     SocketAddrV4::new(d.addr(Node::Receiver), PORT)
 }
 
+/// An ECT(0) sender that overloads on purpose: late wake-ups on a busy
+/// machine are caught up in full, so the offered load stays what it says.
+fn overload(d: &Dumbbell, id: u32, mbit: f64, t: Duration) -> SendSpec {
+    SendSpec {
+        max_burst: 64,
+        ..SendSpec::ect0(dst(d), id, mbit, t)
+    }
+}
+
 fn total_lost(sent: &[Sent], got: &Received) -> u64 {
     sent.iter()
         .map(|s| got.flows.get(&s.id).map_or(s.sent, |f| f.lost(s)))
@@ -116,8 +125,8 @@ fn congested_6_plus_6_into_10_is_mostly_ce_and_loses_what_the_bfifo_drops() {
     let d = Dumbbell::up(Config::default()).unwrap_or_else(|e| panic!("{e}"));
     let t = Duration::from_millis(2500);
     let flows = [
-        (Node::Sender(1), SendSpec::ect0(dst(&d), 1, 6.0, t)),
-        (Node::Sender(2), SendSpec::ect0(dst(&d), 2, 6.0, t)),
+        (Node::Sender(1), overload(&d, 1, 6.0, t)),
+        (Node::Sender(2), overload(&d, 2, 6.0, t)),
     ];
     let (sent, got, b) = run_flows(&d, &flows);
     let why = summary(&sent, &got, &b);
@@ -169,8 +178,8 @@ fn congested_without_marking_is_tail_drop_and_no_ce() {
     let d = Dumbbell::up(config).unwrap_or_else(|e| panic!("{e}"));
     let t = Duration::from_secs(2);
     let flows = [
-        (Node::Sender(1), SendSpec::ect0(dst(&d), 1, 6.0, t)),
-        (Node::Sender(2), SendSpec::ect0(dst(&d), 2, 6.0, t)),
+        (Node::Sender(1), overload(&d, 1, 6.0, t)),
+        (Node::Sender(2), overload(&d, 2, 6.0, t)),
     ];
     let (sent, got, b) = run_flows(&d, &flows);
     let why = summary(&sent, &got, &b);
@@ -200,10 +209,10 @@ fn a_not_ect_flow_joining_mid_run_is_never_marked() {
     .unwrap_or_else(|e| panic!("{e}"));
     let rx = d.udp_socket(Node::Receiver, PORT).expect("receiver socket");
     let tx = d.udp_socket(Node::Sender(1), 0).expect("sender socket");
-    let ect = SendSpec::ect0(dst(&d), 1, 6.0, Duration::from_millis(2500));
+    let ect = overload(&d, 1, 6.0, Duration::from_millis(2500));
     let notect = SendSpec {
         tos: NOT_ECT,
-        ..SendSpec::ect0(dst(&d), 2, 6.0, Duration::from_millis(1500))
+        ..overload(&d, 2, 6.0, Duration::from_millis(1500))
     };
     let before = d.stats().expect("bottleneck before");
     let (sent1, child, got) = std::thread::scope(|s| {
@@ -213,17 +222,8 @@ fn a_not_ect_flow_joining_mid_run_is_never_marked() {
         let joined = d.add_sender().expect("a sender joins");
         assert_eq!(joined, Node::Sender(2));
         let (k, v) = notect.to_env();
-        let mut cmd = d.command(joined, std::env::current_exe().unwrap());
-        cmd.args([
-            "--exact",
-            "udp_sender_in_a_namespace",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(k, v)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        let mut cmd = d.test_command(joined, "udp_sender_in_a_namespace");
+        cmd.env(k, v);
         let child = d.spawn(&mut cmd).expect("start the Not-ECT sender");
         let out = child.wait(Duration::from_secs(20), "the Not-ECT sender");
         (t1.join().unwrap(), out, r.join().unwrap().expect("receive"))

@@ -75,10 +75,15 @@
 //! use rdmakit_testkit::ecn::{udp, Config, Dumbbell, Node};
 //!
 //! let d = Dumbbell::up(Config { senders: 3, ..Config::default() }).unwrap();
-//! // A process in a namespace, with its environment (killed on drop).
+//! // A process in a namespace, with its environment (killed on drop): a
+//! // program, or an #[ignore]d test of this binary run alone there.
 //! let mut cmd = d.command(Node::Receiver, "/path/to/server");
 //! cmd.env("RDMAKIT_SOFT_ADDR", d.addr(Node::Receiver).to_string());
 //! let server = d.spawn(&mut cmd).unwrap();
+//! let mut cmd = d.test_command(Node::Sender(1), "soft_nic_sender_role");
+//! cmd.env("RDMAKIT_SOFT_ADDR", d.addr(Node::Sender(1)).to_string());
+//! let sender = d.spawn(&mut cmd).unwrap();
+//! let out = sender.wait(Duration::from_secs(30), "sender 1"); // its Output
 //! let before = d.stats().unwrap();
 //! // ... senders 1 and 2, then sender 3 joins ...
 //! let run = d.stats().unwrap().since(&before);
@@ -86,7 +91,7 @@
 //! // Or sockets made in a namespace, used from this process:
 //! let rx = d.udp_socket(Node::Receiver, 5000).unwrap();
 //! let got = udp::receive(&rx, Duration::from_secs(3), Duration::from_millis(300)).unwrap();
-//! # drop((server, got));
+//! # drop((server, out, got));
 //! ```
 
 mod marker;
@@ -438,6 +443,29 @@ impl Dumbbell {
             .arg(self.ns(node))
             .arg(program)
             .stdin(Stdio::null());
+        c
+    }
+
+    /// A command re-running this test binary's `#[ignore]`d test `test`
+    /// alone in `node`'s namespace (`--exact test --ignored --nocapture
+    /// --test-threads=1`): the usual way to run a program of one's own there
+    /// (a soft-NIC endpoint, a traffic source). Give it its settings with
+    /// `.env(..)`; its output is piped.
+    ///
+    /// # Panics
+    /// As [`Dumbbell::ns`], or when the running binary's path is unknown.
+    pub fn test_command(&self, node: Node, test: &str) -> Command {
+        let exe = std::env::current_exe().expect("the running test binary's path");
+        let mut c = self.command(node, exe);
+        c.args([
+            "--exact",
+            test,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         c
     }
 

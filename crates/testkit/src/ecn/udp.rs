@@ -36,10 +36,10 @@ pub const MAX_PAYLOAD: usize = 1472;
 /// counted in [`Received::foreign`].
 pub const MAX_FLOWS: usize = 64;
 
-/// How many datagrams a late sender may send at once to catch up (more debt
-/// than this is forgiven: a sender starved of CPU must not burst the queue
-/// over K by itself).
-pub const CATCH_UP: u64 = 4;
+/// How many datagrams a late sender sends at once to catch up, unless its
+/// [`SendSpec::max_burst`] says otherwise: more debt than this is forgiven,
+/// so a sender starved of CPU does not push the queue over K by itself.
+pub const CATCH_UP: u32 = 4;
 
 /// The environment variable [`SendSpec::to_env`] sets.
 pub const SEND_ENV: &str = "RDMAKIT_ECN_SEND";
@@ -60,6 +60,11 @@ pub struct SendSpec {
     pub tos: u8,
     /// Payload bytes per datagram (8 ..= [`MAX_PAYLOAD`]).
     pub size: usize,
+    /// The most datagrams sent at once when the sender wakes late (1 ..=
+    /// 1024); debt beyond it is forgiven ([`Sent::forgiven`]). Small keeps an
+    /// uncongested link uncongested on a busy machine; large keeps the
+    /// offered load exact when the point is to overload.
+    pub max_burst: u32,
 }
 
 impl SendSpec {
@@ -72,11 +77,12 @@ impl SendSpec {
             duration,
             tos: ECT0,
             size: 1000,
+            max_burst: CATCH_UP,
         }
     }
 
     /// Checks the bounds: rate in (0, 10000] Mbit/s, duration at most 60 s,
-    /// size 8 ..= [`MAX_PAYLOAD`].
+    /// size 8 ..= [`MAX_PAYLOAD`], burst 1 ..= 1024.
     ///
     /// # Errors
     /// Which bound is broken.
@@ -93,6 +99,9 @@ impl SendSpec {
         if !(8..=MAX_PAYLOAD).contains(&self.size) {
             return Err(format!("size {} is not in 8..={MAX_PAYLOAD}", self.size));
         }
+        if !(1..=1024).contains(&self.max_burst) {
+            return Err(format!("burst {} is not in 1..=1024", self.max_burst));
+        }
         Ok(())
     }
 
@@ -101,13 +110,14 @@ impl SendSpec {
         (
             SEND_ENV,
             format!(
-                "{} {} {} {} {} {}",
+                "{} {} {} {} {} {} {}",
                 self.dst,
                 self.id,
                 self.rate_mbit,
                 self.duration.as_millis(),
                 self.tos,
-                self.size
+                self.size,
+                self.max_burst
             ),
         )
     }
@@ -115,16 +125,16 @@ impl SendSpec {
     /// The spec [`SendSpec::to_env`] put in the environment.
     ///
     /// # Errors
-    /// When [`SEND_ENV`] is unset or does not read as six fields in bounds.
+    /// When [`SEND_ENV`] is unset or does not read as seven fields in bounds.
     pub fn from_env() -> Result<SendSpec, String> {
         let v = std::env::var(SEND_ENV).map_err(|_| format!("{SEND_ENV} is not set"))?;
         SendSpec::parse(&v)
     }
 
     fn parse(v: &str) -> Result<SendSpec, String> {
-        let bad = || format!("{SEND_ENV}={v:?}: want DST:PORT ID MBIT MS TOS SIZE");
+        let bad = || format!("{SEND_ENV}={v:?}: want DST:PORT ID MBIT MS TOS SIZE BURST");
         let w: Vec<&str> = v.split_whitespace().collect();
-        if w.len() != 6 {
+        if w.len() != 7 {
             return Err(bad());
         }
         let ms: u64 = w[3].parse().map_err(|_| bad())?;
@@ -135,6 +145,7 @@ impl SendSpec {
             duration: Duration::from_millis(ms.min(3_600_000)),
             tos: w[4].parse().map_err(|_| bad())?,
             size: w[5].parse().map_err(|_| bad())?,
+            max_burst: w[6].parse().map_err(|_| bad())?,
         };
         s.validate()?;
         Ok(s)
@@ -151,7 +162,7 @@ pub struct Sent {
     /// Sends the kernel refused (no sequence number spent).
     pub send_errors: u64,
     /// Datagrams skipped because the sender fell behind by more than
-    /// [`CATCH_UP`].
+    /// [`SendSpec::max_burst`].
     pub forgiven: u64,
 }
 
@@ -209,9 +220,10 @@ pub fn send(sock: &UdpSocket, spec: &SendSpec) -> io::Result<Sent> {
             break;
         }
         let due = (elapsed.as_secs_f64() * pps) as u64;
-        if due > due_done + CATCH_UP {
-            out.forgiven += due - due_done - CATCH_UP;
-            due_done = due - CATCH_UP;
+        let burst = u64::from(spec.max_burst);
+        if due > due_done + burst {
+            out.forgiven += due - due_done - burst;
+            due_done = due - burst;
         }
         while due_done < due {
             // The sequence number is the count of datagrams sent: at most
@@ -421,14 +433,16 @@ mod tests {
     fn a_bad_spec_is_an_error() {
         for v in [
             "",
-            "10.77.100.2:5000 3 6 2000 2",
-            "10.77.100.2 3 6 2000 2 1000",
-            "10.77.100.2:5000 3 0 2000 2 1000",
-            "10.77.100.2:5000 3 NaN 2000 2 1000",
-            "10.77.100.2:5000 3 6 2000 256 1000",
-            "10.77.100.2:5000 3 6 2000 2 7",
-            "10.77.100.2:5000 3 6 2000 2 1473",
-            "10.77.100.2:5000 3 6 99999999 2 1000",
+            "10.77.100.2:5000 3 6 2000 2 1000",
+            "10.77.100.2:5000 3 6 2000 2 1000 0",
+            "10.77.100.2:5000 3 6 2000 2 1000 1025",
+            "10.77.100.2 3 6 2000 2 1000 4",
+            "10.77.100.2:5000 3 0 2000 2 1000 4",
+            "10.77.100.2:5000 3 NaN 2000 2 1000 4",
+            "10.77.100.2:5000 3 6 2000 256 1000 4",
+            "10.77.100.2:5000 3 6 2000 2 7 4",
+            "10.77.100.2:5000 3 6 2000 2 1473 4",
+            "10.77.100.2:5000 3 6 99999999 2 1000 4",
         ] {
             assert!(SendSpec::parse(v).is_err(), "{v:?}");
         }
