@@ -1,8 +1,8 @@
 //! What rdmakit's integration tests share (a dev-dependency only; nothing
 //! in a shipped crate depends on it).
 //!
-//! - **Prerequisites**: [`have`] (a program from a Debian package) and
-//!   [`have_file`] (a header). A missing one skips the test, saying so on
+//! - **Prerequisites**: [`have`] (a program from a Debian package, found by
+//!   [`installed`]) and [`have_file`] (a header). A missing one skips the test, saying so on
 //!   stderr, unless the named `RDMAKIT_REQUIRE_*` variable is set (scripts/test
 //!   and `.ci/run` set them all): then it is a failure. A test never passes
 //!   silently on a machine that lacks what it checks.
@@ -55,9 +55,7 @@ use std::time::{Duration, Instant};
 /// True when `tool` is installed. Otherwise the test skips (stderr says
 /// which package provides it), or fails when `require` is set.
 pub fn have(tool: &str, package: &str, require: &str) -> bool {
-    let found = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
-        .iter()
-        .any(|d| Path::new(d).join(tool).exists());
+    let found = installed(tool).is_some();
     if !found {
         assert!(
             std::env::var_os(require).is_none(),
@@ -66,6 +64,15 @@ pub fn have(tool: &str, package: &str, require: &str) -> bool {
         eprintln!("SKIP: {tool} not installed (apt-get install {package})");
     }
     found
+}
+
+/// Where `tool` is installed: the first of Debian's program directories
+/// (/usr/bin, /bin, /usr/local/bin, /usr/sbin, /sbin) that has it.
+pub fn installed(tool: &str) -> Option<PathBuf> {
+    ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(tool))
+        .find(|p| p.exists())
 }
 
 /// True when `path` (a header, say) exists. Otherwise the test skips, or

@@ -108,7 +108,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 pub use stats::{Bottleneck, ClassStats, MarkerStats, ParseError, QdiscStats};
-pub use sys::installed;
 
 /// The most senders a dumbbell has.
 pub const MAX_SENDERS: u8 = 4;

@@ -37,20 +37,22 @@ pub(super) struct Tools {
     pub bpftool: Option<PathBuf>,
 }
 
-/// Finds `tool` in Debian's program directories.
-pub fn installed(tool: &str) -> Option<PathBuf> {
-    ["/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/bin"]
-        .iter()
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.is_file())
-}
-
 impl Tools {
     /// The tools a dumbbell needs (the marker's only when `marking`), or
     /// the first one missing with its Debian package.
     pub fn find(marking: bool) -> Result<Tools, Error> {
+        Tools::find_with(marking, crate::installed, |f| Path::new(f).is_file())
+    }
+
+    /// [`Tools::find`] with the lookups given (tests run it on machines
+    /// that lack things).
+    fn find_with(
+        marking: bool,
+        program: impl Fn(&str) -> Option<PathBuf>,
+        file: impl Fn(&str) -> bool,
+    ) -> Result<Tools, Error> {
         let need = |tool: &str, package: &'static str| {
-            installed(tool).ok_or(Error::Missing {
+            program(tool).ok_or(Error::Missing {
                 what: tool.into(),
                 package,
             })
@@ -61,17 +63,10 @@ impl Tools {
         if marking {
             clang = Some(need("clang-14", "clang-14")?);
             bpftool = Some(need("bpftool", "bpftool")?);
-            for (file, package) in [
-                ("/usr/include/bpf/bpf_helpers.h", "libbpf-dev"),
-                (
-                    "/usr/include/x86_64-linux-gnu/asm/types.h",
-                    "linux-libc-dev",
-                ),
-                ("/usr/include/linux/bpf.h", "linux-libc-dev"),
-            ] {
-                if !Path::new(file).is_file() {
+            for (path, package) in HEADERS {
+                if !file(path) {
                     return Err(Error::Missing {
-                        what: file.into(),
+                        what: path.into(),
                         package,
                     });
                 }
@@ -85,6 +80,16 @@ impl Tools {
         })
     }
 }
+
+/// The headers the marker is compiled against, with their Debian packages.
+const HEADERS: [(&str, &str); 3] = [
+    ("/usr/include/bpf/bpf_helpers.h", "libbpf-dev"),
+    (
+        "/usr/include/x86_64-linux-gnu/asm/types.h",
+        "linux-libc-dev",
+    ),
+    ("/usr/include/linux/bpf.h", "linux-libc-dev"),
+];
 
 /// Runs `cmd` (stdin closed) for at most [`TOOL_LIMIT`]; its stdout when it
 /// exits 0, else an error with its stderr.
@@ -275,6 +280,50 @@ pub(super) fn root() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_tool_or_header_is_named_with_its_package() {
+        let only = |have: &'static [&'static str]| {
+            move |t: &str| have.contains(&t).then(|| PathBuf::from("/usr/bin").join(t))
+        };
+        let missing = |r: Result<Tools, Error>| match r {
+            Err(Error::Missing { what, package }) => (what, package),
+            other => panic!("{other:?}"),
+        };
+        const ALL: &[&str] = &["ip", "tc", "clang-14", "bpftool"];
+        assert_eq!(
+            missing(Tools::find_with(false, only(&[]), |_| true)),
+            ("ip".into(), "iproute2")
+        );
+        assert_eq!(
+            missing(Tools::find_with(true, only(&["ip", "tc"]), |_| true)),
+            ("clang-14".into(), "clang-14")
+        );
+        assert_eq!(
+            missing(Tools::find_with(
+                true,
+                only(&["ip", "tc", "clang-14"]),
+                |_| true
+            )),
+            ("bpftool".into(), "bpftool")
+        );
+        let no_libbpf = |f: &str| !f.contains("bpf_helpers");
+        assert_eq!(
+            missing(Tools::find_with(true, only(ALL), no_libbpf)),
+            ("/usr/include/bpf/bpf_helpers.h".into(), "libbpf-dev")
+        );
+        let e = Tools::find_with(true, only(ALL), |f| !f.contains("asm/"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "/usr/include/x86_64-linux-gnu/asm/types.h is missing: apt-get install \
+             linux-libc-dev (scripts/test installs it)"
+        );
+        // Without marking the compiler and bpftool are not needed.
+        let t = Tools::find_with(false, only(&["ip", "tc"]), |_| false).unwrap();
+        assert!(t.clang.is_none() && t.bpftool.is_none());
+    }
 
     #[test]
     fn owner_pids_are_read_from_names() {
