@@ -104,8 +104,9 @@ fn uncongested_two_senders_at_3_mbit_lose_nothing_and_stay_ect0() {
     let (sent, got, b) = run_flows(&d, &flows);
     let why = summary(&sent, &got, &b);
     for s in &sent {
-        // 3 Mbit/s of 1028-byte datagrams for 2 s: 729.
-        assert!(s.sent >= 700, "{why}");
+        // 3 Mbit/s of 1028-byte datagrams for 2 s: 729, less what a
+        // sender starved of CPU forgives rather than burst.
+        assert!(s.sent >= 600 && s.sent + s.forgiven <= 729, "{why}");
         let f = &got.flows[&s.id];
         assert_eq!(f.received, s.sent, "no loss\n{why}");
         assert_eq!(f.ecn, [0, 0, s.sent, 0], "all ECT(0), none CE\n{why}");
@@ -268,22 +269,78 @@ fn udp_sender_in_a_namespace() {
     println!("{}", sent.line());
 }
 
+/// Where [`a_dumbbell_left_up_by_a_killed_process`] writes what it made.
+const HOLD_ENV: &str = "RDMAKIT_ECN_TEST_HOLD";
+
+/// Run by [`processes_run_in_namespaces_and_drop_and_stale_runs_leave_nothing`]:
+/// brings a dumbbell up, starts a process in it that would outlive this one
+/// (no death signal), says what it made and waits to be SIGKILLed.
+#[test]
+#[ignore = "a helper the cleanup test runs and kills"]
+// The sleep is left running on purpose: the next run must kill it.
+#[allow(clippy::zombie_processes)]
+fn a_dumbbell_left_up_by_a_killed_process() {
+    let report = std::env::var(HOLD_ENV).expect("run by the cleanup test");
+    let d = Dumbbell::up(Config {
+        senders: 1,
+        ..Config::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let orphan = d
+        .command(Node::Receiver, "sleep")
+        .arg("60")
+        .spawn()
+        .expect("start sleep");
+    let line = format!(
+        "{} {} {}",
+        d.ns(Node::Router),
+        d.dir().display(),
+        orphan.id()
+    );
+    std::fs::write(format!("{report}.tmp"), line).unwrap();
+    std::fs::rename(format!("{report}.tmp"), &report).unwrap();
+    std::thread::sleep(Duration::from_secs(60));
+}
+
 /// Processes run inside the namespaces, die with the dumbbell, and nothing
-/// outlives it; a dead run's leftovers are cleared by the next one.
+/// outlives it; what a killed run left (namespaces, a process in them, its
+/// directory) is cleared by the next one.
 #[test]
 fn processes_run_in_namespaces_and_drop_and_stale_runs_leave_nothing() {
-    // A dead pid: a child that has exited and been reaped.
-    let dead = Command::new("true").spawn().unwrap();
-    let dead_pid = dead.id();
-    let _ = { dead }.wait();
-    let stale_ns = format!("rkecn-{dead_pid}-0-r");
-    let ip = |args: &[&str]| {
-        let o = Command::new("ip").args(args).output().expect("run ip");
-        assert!(o.status.success(), "ip {args:?}: {o:?}");
+    let report_dir = tempfile::tempdir().unwrap();
+    let report = report_dir.path().join("made");
+    let mut holder = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_dumbbell_left_up_by_a_killed_process",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HOLD_ENV, &report)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let made = loop {
+        if let Ok(m) = std::fs::read_to_string(&report) {
+            break m;
+        }
+        assert!(
+            holder.try_wait().unwrap().is_none(),
+            "the holder exited before its dumbbell was up"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the holder never came up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     };
-    ip(&["netns", "add", &stale_ns]);
-    let stale_dir = std::env::temp_dir().join(format!("rdmakit-ecn-{dead_pid}-stale"));
-    std::fs::create_dir_all(stale_dir.join("inner")).unwrap();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let w: Vec<&str> = made.split_whitespace().collect();
+    let (stale_ns, stale_dir, orphan) = (w[0].to_string(), Path::new(w[1]).to_path_buf(), w[2]);
 
     let d = Dumbbell::up(Config {
         marking: false,
@@ -296,6 +353,10 @@ fn processes_run_in_namespaces_and_drop_and_stale_runs_leave_nothing() {
         "stale namespace cleared"
     );
     assert!(!stale_dir.exists(), "stale directory cleared");
+    assert!(
+        !alive(orphan),
+        "the process left in a stale namespace was killed"
+    );
 
     let nodes = [
         Node::Sender(1),
@@ -348,17 +409,23 @@ fn processes_run_in_namespaces_and_drop_and_stale_runs_leave_nothing() {
         );
     }
     assert!(!dir.exists(), "{} outlived the dumbbell", dir.display());
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = state
+    assert!(
+        !alive(&pid.to_string()),
+        "sleep {pid} outlived the dumbbell"
+    );
+}
+
+/// True while process `pid` runs (a zombie, killed and not yet reaped by
+/// its parent, does not).
+fn alive(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
         .rsplit(')')
         .next()
         .unwrap_or("")
         .split_whitespace()
         .next();
-    assert!(
-        matches!(state, None | Some("Z")),
-        "sleep {pid} outlived the dumbbell ({state:?})"
-    );
+    !matches!(state, None | Some("Z"))
 }
 
 #[test]
