@@ -78,18 +78,7 @@ fn summary(sent: &[Sent], got: &Received, b: &Bottleneck) -> String {
             None => format!("flow {}: sent {} received none", s.id, s.sent),
         })
         .collect();
-    let m = b.marker.map_or("no marker".into(), |m| {
-        format!(
-            "marker seen {} marked {} model drops {} not-ECT over K {} peak {} B",
-            m.seen, m.marked, m.model_drops, m.notect_over, m.peak_backlog
-        )
-    });
-    eprintln!(
-        "measured: {}; bfifo sent {} dropped {}; {m}",
-        flows.join("; "),
-        b.bfifo.packets,
-        b.bfifo.drops
-    );
+    eprintln!("measured: {}; {b}", flows.join("; "));
     format!("sent {sent:#?}\nreceived {got:#?}\nbottleneck over the run {b:#?}")
 }
 

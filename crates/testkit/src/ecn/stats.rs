@@ -169,6 +169,28 @@ impl Bottleneck {
     }
 }
 
+/// One line for a test's message: `bfifo sent 3054 pkts (3182268 B),
+/// dropped 591, backlog 0 B; marker seen 3645, marked 3537, model drops
+/// 592, not-ECT over K 0, peak 59999 B` (or `no marker`).
+impl std::fmt::Display for Bottleneck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let q = &self.bfifo;
+        write!(
+            f,
+            "bfifo sent {} pkts ({} B), dropped {}, backlog {} B; ",
+            q.packets, q.bytes, q.drops, q.backlog
+        )?;
+        match &self.marker {
+            Some(m) => write!(
+                f,
+                "marker seen {}, marked {}, model drops {}, not-ECT over K {}, peak {} B",
+                m.seen, m.marked, m.model_drops, m.notect_over, m.peak_backlog
+            ),
+            None => write!(f, "no marker"),
+        }
+    }
+}
+
 fn qdisc_since(now: &QdiscStats, before: &QdiscStats) -> QdiscStats {
     QdiscStats {
         bytes: now.bytes.saturating_sub(before.bytes),
@@ -381,6 +403,10 @@ mod tests {
         assert_eq!(d.bfifo.packets, 3653 - 1767);
         assert_eq!(d.bfifo.backlog, 0, "a gauge is the later reading");
         assert_eq!(d.marker, None);
+        assert_eq!(
+            d.to_string(),
+            "bfifo sent 1886 pkts (1965212 B), dropped 1157, backlog 0 B; no marker"
+        );
     }
 
     #[test]
