@@ -9,10 +9,15 @@
 //! the connection manager's exchanges that failed: requests left unanswered,
 //! requests sent again, rejects (module `exchanges`).
 //!
+//! Each packet also carries its IP DSCP and ECN codepoint; the report counts
+//! them, lists the congestion notification packets (CNPs) per flow and flags
+//! CE-marked packets no CNP answered (module `congestion`).
+//!
 //! Garbage in gives a report with warnings, or a [`CaptureError`] when the file
 //! header itself is not a capture: never a panic.
 
 mod analyze;
+mod congestion;
 mod exchanges;
 mod file;
 mod gso;
@@ -23,11 +28,12 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
+pub use self::congestion::{CnpFlow, Ecn, CNP_WINDOW_NS};
 pub use self::file::{read_frames, CaptureFormat, CapturedFrame, Frames};
 use crate::aeth::{AethKind, NakCode};
 use crate::frame::{self, Datagram};
 use crate::opcode::OpCode;
-use crate::{bth, ipv4, ipv6, udp, ROCEV2_UDP_PORT};
+use crate::{bth, cnp, ipv4, ipv6, udp, ROCEV2_UDP_PORT};
 
 /// Why a byte string could not be read as a capture at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,11 +86,20 @@ pub struct CaptureReport {
     /// Problems with the file itself (a damaged tail, unknown interfaces, ...).
     pub warnings: Vec<String>,
     /// What the capture cannot settle: a CM request whose answer time had
-    /// not run out when the capture ended.
+    /// not run out when the capture ended; CE-marked packets whose receiver's
+    /// direction the capture does not hold.
     pub notes: Vec<String>,
     /// Frames decoded: fewer than [`CaptureReport::frames`] when the packet
     /// budget ([`decode_capture_with`]) ended the decoding early.
     pub decoded_frames: usize,
+    /// RoCE packets per ECN codepoint (`not_ect`, `ect1`, `ect0`, `ce`; all
+    /// four, zeros included).
+    pub ecn_counts: BTreeMap<String, usize>,
+    /// RoCE packets per IP DSCP (0..=63), the ones seen.
+    pub dscp_counts: BTreeMap<u8, usize>,
+    /// The CNPs per notification point and notified QP, in order of first
+    /// appearance.
+    pub cnp_flows: Vec<CnpFlow>,
 }
 
 impl CaptureReport {
@@ -127,8 +142,13 @@ pub struct PacketRecord {
     pub icrc_valid: Option<bool>,
     /// Why the packet did not parse completely, if it did not.
     pub error: Option<String>,
-    /// The one-line summary (what `render_human` prints).
+    /// The one-line summary (what `render_human` prints, before the DSCP and
+    /// ECN).
     pub summary: String,
+    /// IP DSCP (the TOS byte's or traffic class's high six bits).
+    pub dscp: u8,
+    /// ECN codepoint (their low two bits).
+    pub ecn: Ecn,
 }
 
 /// Traffic of one direction of one QP: packets from `src` to `dst` addressed to
@@ -158,6 +178,8 @@ pub struct FlowSummary {
     pub last_request_psn: Option<u32>,
     /// Anomalies found on this flow.
     pub anomalies: usize,
+    /// Packets marked CE (congestion experienced) on the way.
+    pub ce_packets: usize,
 }
 
 /// The kind of a protocol anomaly.
@@ -192,6 +214,10 @@ pub enum AnomalyKind {
     CmRetry,
     /// A CM REJ (any reason), or a SIDR_REP whose status is not success.
     CmReject,
+    /// CE-marked data packets of a flow that no CNP from their receiver
+    /// answered within the capture: the sender never learned of the
+    /// congestion (one per flow, at the first such packet).
+    CeWithoutCnp,
 }
 
 impl AnomalyKind {
@@ -209,6 +235,7 @@ impl AnomalyKind {
             AnomalyKind::CmUnanswered => "cm_unanswered",
             AnomalyKind::CmRetry => "cm_retry",
             AnomalyKind::CmReject => "cm_reject",
+            AnomalyKind::CeWithoutCnp => "ce_without_cnp",
         }
     }
 }
@@ -299,6 +326,9 @@ pub fn decode_capture_with(
         warnings: frames.warnings,
         notes: Vec::new(),
         decoded_frames: 0,
+        ecn_counts: BTreeMap::new(),
+        dscp_counts: BTreeMap::new(),
+        cnp_flows: Vec::new(),
     };
     let mut tracker = analyze::Tracker::default();
     let mut cm = exchanges::Tracker::default();
@@ -362,6 +392,14 @@ pub fn decode_capture_with(
         );
     }
     cm.finish(end_ns, &mut report.anomalies, &mut report.notes);
+    congestion::judge(
+        &report.packets,
+        end_ns,
+        &mut report.anomalies,
+        &mut report.notes,
+    );
+    (report.ecn_counts, report.dscp_counts) = congestion::counts(&report.packets);
+    report.cnp_flows = congestion::cnp_flows(&report.packets);
     // In capture order: a request found unanswered at the end is reported
     // at its frame.
     report.anomalies.sort_by_key(|a| a.index);
@@ -452,7 +490,11 @@ pub fn render_human(report: &CaptureReport) -> String {
     let width = report.frames.to_string().len();
     for p in &report.packets {
         let ts = p.timestamp_ns.map_or_else(|| "-".repeat(15), format_time);
-        let _ = writeln!(s, "{:>width$} {ts} {}", p.index, p.summary);
+        let tos = match p.ecn {
+            Ecn::Ce => format!("dscp {} CE (congestion experienced)", p.dscp),
+            e => format!("dscp {} {}", p.dscp, e.label()),
+        };
+        let _ = writeln!(s, "{:>width$} {ts} {}, {tos}", p.index, p.summary);
     }
     let counts: Vec<String> = report
         .opcode_counts
@@ -468,10 +510,41 @@ pub fn render_human(report: &CaptureReport) -> String {
             counts.join(", ")
         }
     );
+    let ecn: Vec<String> = Ecn::ALL
+        .iter()
+        .filter_map(|e| {
+            let n = report.ecn_counts.get(e.name()).copied().unwrap_or(0);
+            (n > 0).then(|| format!("{} x{n}", e.label()))
+        })
+        .collect();
+    let dscp: Vec<String> = report
+        .dscp_counts
+        .iter()
+        .map(|(d, n)| format!("{d} x{n}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "ecn: {}; dscp: {}",
+        if ecn.is_empty() {
+            "none".to_string()
+        } else {
+            ecn.join(", ")
+        },
+        if dscp.is_empty() {
+            "none".to_string()
+        } else {
+            dscp.join(", ")
+        }
+    );
     for fl in &report.flows {
+        let ce = if fl.ce_packets > 0 {
+            format!(", {} CE-marked", fl.ce_packets)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "flow {} > {} qp 0x{:06x}: {} ({}{}), {} payload bytes, {}",
+            "flow {} > {} qp 0x{:06x}: {} ({}{}), {} payload bytes{ce}, {}",
             fl.src,
             fl.dst,
             fl.qpn,
@@ -484,6 +557,18 @@ pub fn render_human(report: &CaptureReport) -> String {
             },
             fl.payload_bytes,
             plural(fl.anomalies, "anomaly", "anomalies")
+        );
+    }
+    for c in &report.cnp_flows {
+        let _ = writeln!(
+            s,
+            "cnp {} > {} qp 0x{:06x}: {}, frames {}..{}",
+            c.src,
+            c.dst,
+            c.qpn,
+            plural(c.cnps, "CNP", "CNPs"),
+            c.first_index,
+            c.last_index
         );
     }
     let _ = writeln!(
@@ -595,7 +680,7 @@ fn decode_ip<'a>(
 ) -> Option<(PacketRecord, Option<Datagram<'a>>)> {
     // Locate UDP leniently (the capture may be cut by the snap length), so that
     // a truncated RoCE packet is still reported as one.
-    let (src, dst, l4, ip_total) = match ip.first()? >> 4 {
+    let (src, dst, l4, ip_total, tos) = match ip.first()? >> 4 {
         4 => {
             let p = ipv4::Packet::new_unchecked(ip);
             if ip.len() < ipv4::HEADER_LEN || p.header_len() < 20 {
@@ -611,6 +696,7 @@ fn decode_ip<'a>(
                 IpAddr::V4(p.dst_addr()),
                 ip.get(hl..total.min(ip.len()).max(hl))?,
                 total,
+                p.dscp_ecn(),
             )
         }
         6 => {
@@ -624,6 +710,7 @@ fn decode_ip<'a>(
                 IpAddr::V6(p.dst_addr()),
                 &ip[ipv6::HEADER_LEN..total.min(ip.len())],
                 total,
+                p.traffic_class(),
             )
         }
         _ => return None,
@@ -662,6 +749,8 @@ fn decode_ip<'a>(
         icrc_valid: None,
         error: None,
         summary: String::new(),
+        dscp: tos >> 2,
+        ecn: Ecn::from_tos(tos),
     };
     let anomaly = |kind, detail: String| Anomaly {
         kind,
@@ -697,8 +786,17 @@ fn decode_ip<'a>(
     }
 
     let mut datagram = None;
-    match Datagram::parse(&ip[..ip_total.min(ip.len())]) {
-        Ok((d, _)) => {
+    // A CNP (BTH, 16 reserved bytes, ICRC) is no transport packet: its own
+    // Repr decodes it.
+    let decoded = if opcode == OpCode::CNP && bth_view.is_some() {
+        cnp::Packet::new_checked(transport)
+            .and_then(|p| Ok((cnp::Repr::parse(&p)?, p.reserved().iter().any(|&b| b != 0))))
+            .map(Decoded::Cnp)
+    } else {
+        Datagram::parse(&ip[..ip_total.min(ip.len())]).map(|(d, _)| Decoded::Transport(d))
+    };
+    match decoded {
+        Ok(Decoded::Transport(d)) => {
             let r = &d.roce;
             record.headers = header_texts(r);
             record.payload_len = Some(r.payload.len());
@@ -742,15 +840,17 @@ fn decode_ip<'a>(
             }
             datagram = Some(d);
         }
-        // A RoCEv2 congestion notification packet: BTH, 16 reserved bytes, ICRC.
-        Err(_) if opcode == OpCode::CNP && bth_view.is_some() => {
-            let bth_text = bth_view
-                .as_ref()
-                .and_then(|b| bth::Repr::parse(b).ok())
-                .map_or_else(String::new, |r| r.to_string());
+        // A RoCEv2 congestion notification packet to QP `c.dest_qp`.
+        Ok(Decoded::Cnp((c, reserved_set))) => {
             record.headers = vec!["CNP".to_string()];
+            let mut text = c.to_string();
+            if reserved_set {
+                // Accepted as a receiver does (cnp.rs), but worth seeing.
+                record.headers.push("reserved bytes not zero".to_string());
+                text.push_str(" (reserved bytes not zero)");
+            }
             record.payload_len = Some(0);
-            record.summary = format!("{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: {bth_text}");
+            record.summary = format!("{src}.{src_port} > {dst}.{ROCEV2_UDP_PORT}: {text}");
         }
         // The soft NIC's same-host request: BTH, its header, ICRC.
         Err(_) if crate::cma::is_cma_opcode(opcode.0) && same_host_header(&bth_view).is_some() => {
@@ -775,7 +875,10 @@ fn decode_ip<'a>(
             ));
         }
         Err(e) => {
-            let kind = if e == crate::Error::Unsupported && opcode.info().is_none() {
+            let kind = if e == crate::Error::Unsupported
+                && opcode.info().is_none()
+                && opcode != OpCode::CNP
+            {
                 AnomalyKind::UnknownOpcode
             } else {
                 AnomalyKind::Malformed
@@ -806,6 +909,17 @@ fn decode_ip<'a>(
         None => record.summary.push_str(", icrc unchecked"),
     }
     Some((record, datagram))
+}
+
+/// What the bytes after UDP decoded to.
+// Lives for one packet on the stack: boxing the large variant would
+// allocate per packet for nothing.
+#[allow(clippy::large_enum_variant)]
+enum Decoded<'a> {
+    /// A transport packet, in its IP and UDP headers.
+    Transport(Datagram<'a>),
+    /// A CNP, and whether its reserved bytes held anything.
+    Cnp((cnp::Repr, bool)),
 }
 
 /// The CM message of a management datagram to QP1 (GSI Q_Key), if it is one.
@@ -842,6 +956,7 @@ fn flows(packets: &[PacketRecord], anomalies: &[Anomaly]) -> Vec<FlowSummary> {
                 first_request_psn: None,
                 last_request_psn: None,
                 anomalies: 0,
+                ce_packets: 0,
             });
             out.len() - 1
         });
@@ -849,6 +964,7 @@ fn flows(packets: &[PacketRecord], anomalies: &[Anomaly]) -> Vec<FlowSummary> {
         f.packets += 1;
         f.payload_bytes += p.payload_len.unwrap_or(0) as u64;
         f.last_index = p.index;
+        f.ce_packets += usize::from(p.ecn == Ecn::Ce);
         let is_request = OpCode(p.opcode)
             .info()
             .is_some_and(|i| !i.operation.is_response());
