@@ -15,7 +15,19 @@
 //! delivered, as on a real network.)
 //!
 //! An [`AddressHandle`] is the index of the destination node; the receiving
-//! node hands the packet to the QP named by the BTH destination QPN.
+//! node hands the packet to the QP named by the BTH destination QPN, with
+//! [`Arrival::src`] the sending node's and [`Arrival::ce`] the packet's ECN
+//! mark.
+//!
+//! For congestion, two more stages (both off unless set): every node's NIC
+//! sends at a line rate ([`Network::set_nic_rate`]: packets wait their
+//! turn, nothing is dropped), and the link into one node can be a
+//! [`Bottleneck`] ([`Network::set_bottleneck`]): a FIFO served at its rate,
+//! with a queue of fixed size in bytes (tail drop) that marks ECN-capable
+//! packets CE when more than `mark_above` bytes wait as they arrive (a
+//! DCTCP-style step, on enqueue, as the test bed's tc-BPF marker does). The
+//! link latency follows the bottleneck. Sizes on the wire count the
+//! Ethernet, IPv4 and UDP headers and the ICRC.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -24,7 +36,8 @@ use std::time::Duration;
 
 use rdmakit_wire::{bth, ipv4, roce, udp};
 
-use crate::engine::{Qp, QpConfig};
+use crate::cc::Rate;
+use crate::engine::{Arrival, Qp, QpConfig};
 use crate::mem::{MemTable, Pd};
 use crate::qp::{Access, AddressHandle, Mtu, QpAttr, QpState, QpType};
 use crate::time::Instant;
@@ -107,6 +120,63 @@ pub struct NetStats {
     pub oversize: u64,
 }
 
+/// A bottleneck link into one node: rate, queue, ECN marking threshold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bottleneck {
+    /// Service rate.
+    pub rate: Rate,
+    /// Queue size in bytes: a packet that does not fit is dropped.
+    pub queue: usize,
+    /// ECT packets arriving while more than this many bytes wait are
+    /// marked CE.
+    pub mark_above: usize,
+    /// Counters and per-sender bytes since the bottleneck was set.
+    pub stats: BottleneckStats,
+    /// When the queue is empty again (the last packet's departure).
+    busy_until: Instant,
+}
+
+/// What a [`Bottleneck`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BottleneckStats {
+    /// Packets that arrived at the queue.
+    pub arrived: u64,
+    /// Packets dropped because the queue was full.
+    pub dropped: u64,
+    /// Packets marked CE.
+    pub marked: u64,
+    /// Bytes on the wire forwarded, by sending node.
+    pub bytes_from: Vec<u64>,
+}
+
+impl Bottleneck {
+    /// A bottleneck of `rate` with a `queue`-byte queue marking above
+    /// `mark_above` bytes.
+    pub fn new(rate: Rate, queue: usize, mark_above: usize) -> Bottleneck {
+        Bottleneck {
+            rate,
+            queue,
+            mark_above,
+            ..Bottleneck::default()
+        }
+    }
+
+    /// Bytes forwarded from every node.
+    pub fn bytes(&self) -> u64 {
+        self.stats.bytes_from.iter().sum()
+    }
+}
+
+/// Ethernet (14), IPv4 (20) and UDP (8) headers around a transport packet
+/// and its ICRC.
+const WIRE_OVERHEAD: usize = 14 + 20 + 8;
+
+/// Time to send `bytes` at `rate`.
+fn serialize(bytes: usize, rate: Rate) -> Duration {
+    let bits = bytes as u64 * 8;
+    Duration::from_nanos((bits * 1_000_000).div_ceil(rate.kbps().max(1)))
+}
+
 /// Identifies one QP of the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QpRef {
@@ -141,6 +211,10 @@ struct InFlight {
     from: usize,
     to: usize,
     bytes: Vec<u8>,
+    /// The IP TOS byte (DSCP, ECN).
+    tos: u8,
+    /// Still to pass the bottleneck into `to`.
+    queued: bool,
 }
 
 /// SplitMix64: small, fast and good enough for fault injection.
@@ -177,6 +251,10 @@ pub struct Network {
     slots: std::collections::HashMap<u64, InFlight>,
     seq: u64,
     link_last: std::collections::HashMap<(usize, usize), Instant>,
+    /// Every NIC's line rate, if limited; when each NIC is free again.
+    nic: Option<(Rate, Vec<Instant>)>,
+    /// The bottleneck and the node behind it.
+    bottleneck: Option<(usize, Bottleneck)>,
     buf: Vec<u8>,
     /// Link counters.
     pub stats: NetStats,
@@ -257,6 +335,8 @@ impl Network {
             slots: std::collections::HashMap::new(),
             seq: 0,
             link_last: std::collections::HashMap::new(),
+            nic: None,
+            bottleneck: None,
             buf: vec![0; 4096 + 128],
             stats: NetStats::default(),
             filter: None,
@@ -277,6 +357,22 @@ impl Network {
     /// Changes the link behaviour from now on.
     pub fn set_config(&mut self, cfg: LinkConfig) {
         self.cfg = cfg;
+    }
+
+    /// Every node's NIC sends at `rate` from now on (packets wait their
+    /// turn at the NIC; none is dropped there).
+    pub fn set_nic_rate(&mut self, rate: Rate) {
+        self.nic = Some((rate, Vec::new()));
+    }
+
+    /// Packets to `node` pass `b` from now on (replacing an earlier one).
+    pub fn set_bottleneck(&mut self, node: usize, b: Bottleneck) {
+        self.bottleneck = Some((node, b));
+    }
+
+    /// The bottleneck, if one is set.
+    pub fn bottleneck(&self) -> Option<&Bottleneck> {
+        self.bottleneck.as_ref().map(|(_, b)| b)
     }
 
     /// Adds an empty node and returns its index.
@@ -433,7 +529,7 @@ impl Network {
                         break;
                     };
                     let bytes = self.buf[..t.len].to_vec();
-                    self.send(ni, t.ah, bytes);
+                    self.send(ni, t.ah, t.tos, bytes);
                 }
                 let q = &mut self.nodes[ni].qps[qi];
                 while let Some(wc) = q.qp.poll_completion() {
@@ -443,7 +539,7 @@ impl Network {
         }
     }
 
-    fn send(&mut self, from: usize, ah: AddressHandle, mut bytes: Vec<u8>) {
+    fn send(&mut self, from: usize, ah: AddressHandle, tos: u8, mut bytes: Vec<u8>) {
         self.stats.sent += 1;
         if let Some(t) = self.trace.as_mut() {
             t.push((from, self.now, bytes.clone()));
@@ -480,31 +576,86 @@ impl Network {
                 let bit = self.rng.below(b.len() as u64 * 8);
                 b[(bit / 8) as usize] ^= 1 << (bit % 8);
             }
-            let delay =
-                c.latency + Duration::from_nanos(self.rng.below(c.jitter.as_nanos() as u64));
-            let mut at = self.now + delay;
-            // A link is FIFO except for the packets picked for reordering.
-            let last = self
-                .link_last
-                .entry((from, ah.0 as usize))
-                .or_insert(Instant::ZERO);
-            if self.rng.chance(c.reorder) {
-                at = at + c.reorder_delay;
-            } else {
-                at = at.max(*last);
-                *last = at;
+            let mut at = self.now;
+            if let Some((rate, free)) = &mut self.nic {
+                if free.len() <= from {
+                    free.resize(from + 1, Instant::ZERO);
+                }
+                at = at.max(free[from]) + serialize(b.len() + WIRE_OVERHEAD, *rate);
+                free[from] = at;
             }
-            self.seq += 1;
-            self.queue.push(Reverse((at, self.seq)));
-            self.slots.insert(
-                self.seq,
-                InFlight {
-                    from,
-                    to: ah.0 as usize,
-                    bytes: b,
-                },
-            );
+            let to = ah.0 as usize;
+            let f = InFlight {
+                from,
+                to,
+                bytes: b,
+                tos,
+                queued: false,
+            };
+            if self.bottleneck.as_ref().is_some_and(|(n, _)| *n == to) {
+                self.schedule(at, InFlight { queued: true, ..f });
+            } else {
+                self.travel(at, f);
+            }
         }
+    }
+
+    /// `f` leaves its last queue at `at` and crosses the link: latency,
+    /// jitter, maybe reordering.
+    fn travel(&mut self, at: Instant, f: InFlight) {
+        let c = self.cfg;
+        let delay = c.latency + Duration::from_nanos(self.rng.below(c.jitter.as_nanos() as u64));
+        let mut at = at + delay;
+        // A link is FIFO except for the packets picked for reordering.
+        let last = self
+            .link_last
+            .entry((f.from, f.to))
+            .or_insert(Instant::ZERO);
+        if self.rng.chance(c.reorder) {
+            at = at + c.reorder_delay;
+        } else {
+            at = at.max(*last);
+            *last = at;
+        }
+        self.schedule(at, f);
+    }
+
+    fn schedule(&mut self, at: Instant, f: InFlight) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq)));
+        self.slots.insert(self.seq, f);
+    }
+
+    /// `f` arrives at the bottleneck now: dropped, or marked and queued.
+    fn enqueue(&mut self, mut f: InFlight) {
+        let now = self.now;
+        let Some((_, b)) = self.bottleneck.as_mut() else {
+            return self.travel(now, f);
+        };
+        let wire = f.bytes.len() + WIRE_OVERHEAD;
+        let waiting = if b.busy_until > now {
+            let ns = (b.busy_until - now).as_nanos();
+            (ns * u128::from(b.rate.kbps()) / 8_000_000) as usize
+        } else {
+            0
+        };
+        b.stats.arrived += 1;
+        if waiting + wire > b.queue {
+            b.stats.dropped += 1;
+            return;
+        }
+        if waiting > b.mark_above && f.tos & 0b11 != 0 {
+            f.tos |= 0b11;
+            b.stats.marked += 1;
+        }
+        b.busy_until = b.busy_until.max(now) + serialize(wire, b.rate);
+        let per = &mut b.stats.bytes_from;
+        if per.len() <= f.from {
+            per.resize(f.from + 1, 0);
+        }
+        per[f.from] += wire as u64;
+        let at = b.busy_until;
+        self.travel(at, InFlight { queued: false, ..f });
     }
 
     fn deliver(&mut self, f: InFlight) {
@@ -529,11 +680,15 @@ impl Network {
             return;
         };
         self.stats.delivered += 1;
+        let arrival = Arrival {
+            ce: f.tos & 0b11 == 0b11,
+            src: Some(AddressHandle(from as u32)),
+        };
         if q.qp.qp_type() == QpType::Ud {
             let grh = grh_area(from, f.to, pkt.len());
-            q.qp.handle_packet_with_grh(self.now, pkt, &grh, &mut node.mem);
+            q.qp.handle_arrival(self.now, pkt, arrival, Some(&grh), &mut node.mem);
         } else {
-            q.qp.handle_packet(self.now, pkt, &mut node.mem);
+            q.qp.handle_arrival(self.now, pkt, arrival, None, &mut node.mem);
         }
     }
 
@@ -566,8 +721,10 @@ impl Network {
                 break;
             }
             self.queue.pop();
-            if let Some(f) = self.slots.remove(&seq) {
-                self.deliver(f);
+            match self.slots.remove(&seq) {
+                Some(f) if f.queued => self.enqueue(f),
+                Some(f) => self.deliver(f),
+                None => {}
             }
         }
         let now = self.now;

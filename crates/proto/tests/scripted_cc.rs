@@ -230,6 +230,10 @@ fn cnp_from_the_peer_paces_requests_without_an_answer_or_a_psn() {
     for _ in 0..4 {
         let out = f.transmit();
         assert_eq!(out.len(), 1, "one packet per pacing slot");
+        assert!(
+            parse(&out[0].1).bth.ack_req,
+            "a throttled QP asks for every ACK"
+        );
         times.push((f.now, out[0].0.len));
         let at = f.qp.poll_timeout().expect("a deadline");
         f.now = at.min(f.now + Duration::from_secs(1));

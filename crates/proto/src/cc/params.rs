@@ -255,6 +255,38 @@ impl Params {
         }
     }
 
+    /// A profile for a bottleneck of `rate`, far below the 25-100 Gb/s
+    /// links mlx5's defaults are tuned for (docs/soft-nic.md "Congestion
+    /// control" has the reasoning and the simulated figures). The rate
+    /// knobs are fractions of `rate` (additive and hyper steps 1 %, floor
+    /// 5 %, first CNP 50 %); the time knobs are multiples of one packet's
+    /// time at `rate` (1024-byte MTU, ~1100 bytes on the wire; 880 µs at
+    /// 10 Mb/s): a CNP at most every 2, α updated every 10 with gain
+    /// 1/64, a cut at most every 20 (about the loop delay once a queue
+    /// holds 20 packets), an increase every 10. The target clamps on
+    /// every cut, as in the DCQCN paper, and the first CNP's α is 1/4.
+    pub fn for_bottleneck(rate: Rate) -> Params {
+        let c = rate.kbps().max(1);
+        // One packet (1024 B payload, ~1100 B on the wire) at `rate`, µs.
+        // Capped so that every time below stays in its range.
+        let pkt = u32::try_from((1100 * 8 * 1000 / c).clamp(1, 50_000)).unwrap_or(50_000);
+        Params {
+            rp_clamp_tgt_rate: true,
+            rp_time_reset: 10 * pkt,
+            rp_threshold: 5,
+            rp_ai_rate: Rate::from_kbps(c / 100),
+            rp_hai_rate: Rate::from_kbps(c / 100),
+            rp_min_rate: Rate::from_kbps((c / 20).max(1)),
+            rp_rate_to_set_on_first_cnp: Rate::from_kbps((c / 2).max(1)),
+            rp_dce_tcp_g: 1008,
+            rp_dce_tcp_rtt: (10 * pkt).min(131_071),
+            rp_rate_reduce_monitor_period: 20 * pkt,
+            rp_initial_alpha_value: 256,
+            np_min_time_between_cnps: 2 * pkt,
+            ..Params::mlx5()
+        }
+    }
+
     /// Whether the reaction point runs for QPs of priority `prio` (0..=7;
     /// false above).
     pub fn rp_enabled(&self, prio: u8) -> bool {
@@ -512,6 +544,26 @@ mod tests {
             assert!(matches!(e, ParamError::UnknownName { .. }), "{name}: {e}");
         }
         assert_eq!(p, Params::mlx5(), "unchanged after errors");
+    }
+
+    #[test]
+    fn for_bottleneck_scales_rates_by_rate_and_times_by_packet_time() {
+        let p = Params::for_bottleneck(Rate::from_mbps(10));
+        assert_eq!(p.rp_ai_rate, Rate::from_kbps(100));
+        assert_eq!(p.rp_min_rate, Rate::from_kbps(500));
+        assert_eq!(p.rp_rate_to_set_on_first_cnp, Rate::from_mbps(5));
+        assert_eq!((p.np_min_time_between_cnps, p.rp_time_reset), (1760, 8800));
+        let q = Params::for_bottleneck(Rate::from_mbps(100));
+        assert_eq!(q.rp_ai_rate, Rate::from_mbps(1));
+        assert_eq!(
+            q.rp_rate_reduce_monitor_period * 10,
+            p.rp_rate_reduce_monitor_period
+        );
+        // Every value is one the setter accepts.
+        let mut r = Params::mlx5();
+        for (n, v) in Params::for_bottleneck(Rate::from_kbps(1)).list() {
+            r.set(n, &v).unwrap();
+        }
     }
 
     #[test]

@@ -71,6 +71,12 @@ impl Pacer {
         }
     }
 
+    /// Whether a CNP limits the QP now.
+    #[inline]
+    pub(super) fn throttled(&self) -> bool {
+        self.rp.throttled()
+    }
+
     /// When the held request may go, if one is held.
     pub(super) fn deadline(&self) -> Option<Instant> {
         self.until

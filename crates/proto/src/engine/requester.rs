@@ -670,12 +670,17 @@ impl Requester {
             // application that posts unsignaled WRs and then nothing gets its
             // slots back at the ACK timeout, which then sends the last packet
             // again with AckReq: an ACK probe, not a retry (handle_timeout).
+            // While a CNP limits the QP every request asks: paced packets
+            // may be far apart (88 ms for 1 KiB at 100 kb/s), and the local
+            // ACK timer, running from the oldest unacknowledged packet,
+            // would otherwise expire while the pacer holds the AckReq one.
             let cfg = c.cfg();
             let wants_ack = w.wr.signaled
                 || cfg.sq_sig_all
                 || self.sq.len() * 2 >= cfg.max_send_wr
                 || psn.before(self.high_psn);
-            if !rd && ((ends && wants_ack) || self.pkts_since_ackreq >= cfg.ack_req_every) {
+            let every = self.pkts_since_ackreq >= cfg.ack_req_every || self.pacer.throttled();
+            if !rd && ((ends && wants_ack) || every) {
                 p.bth.ack_req = true;
             }
             if p.bth.ack_req || rd {
