@@ -39,15 +39,22 @@ struct Run {
 
 impl Run {
     fn new(params: Params) -> Run {
+        Run::new_with(params, 11, 0)
+    }
+
+    /// A run whose links add up to `jitter_us` per packet, from generator
+    /// state `rng`.
+    fn new_with(params: Params, rng: u64, jitter_us: u64) -> Run {
         let link = LinkConfig {
             latency: Duration::from_micros(500),
             mtu: Mtu::Mtu1024,
             // 67 ms: above the full queue's 48 ms of delay.
             timeout: 14,
             retry_cnt: 7,
+            jitter: Duration::from_micros(jitter_us),
             ..LinkConfig::default()
         };
-        let mut net = Network::new(link, 11);
+        let mut net = Network::new(link, rng);
         net.set_nic_rate(LINE);
         let rx = net.add_node();
         net.set_bottleneck(rx, Bottleneck::new(BOTTLENECK, QUEUE, K));
@@ -267,4 +274,24 @@ fn a_late_flow_gets_its_share_within_a_second() {
         "third flow {:.2} Mb/s, fair share {fair:.2}",
         rates[2]
     );
+}
+
+#[test]
+fn the_profile_holds_with_jitter() {
+    // 50 µs of jitter per packet (the links stay FIFO), two generator
+    // states: the same bounds as without.
+    for rng in [1, 2] {
+        let mut run = Run::new_with(Params::for_bottleneck(BOTTLENECK), rng, 50);
+        let f = two_flows(&mut run);
+        run.run(3, 4500);
+        let b0 = run.bytes();
+        run.run(3, 5000);
+        let b1 = run.bytes();
+        let rates: Vec<f64> = b0.iter().zip(&b1).map(|(a, b)| mbps(b - a, 500)).collect();
+        println!("jitter 50 µs ({rng}): {f:.3?}; three flows {rates:.2?}");
+        let fair = BOTTLENECK.kbps() as f64 / 1000.0 / 3.0;
+        assert!(f.utilisation >= 0.80 && f.jain >= 0.9, "{f:?}");
+        assert!(f.steady_drop_pct < 0.1, "{f:?}");
+        assert!((rates[2] - fair).abs() <= 0.2 * fair, "{rates:?}");
+    }
 }

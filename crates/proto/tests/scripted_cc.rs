@@ -341,3 +341,20 @@ fn cnp_flood_from_the_peer_stops_at_min_rate_and_the_qp_still_sends() {
     // 1 ms of CNPs, then eight packets of 284 bytes at 1 Mb/s: 18 ms.
     assert!(f.now < Instant::from_nanos(30_000_000), "{:?}", f.now);
 }
+
+#[test]
+fn an_unthrottled_qp_sends_without_reading_the_clock() {
+    use rdmakit_proto::LazyClock;
+    // UC arms no ACK timer: nothing but the pacer could read the clock.
+    let mut f = qp_rts(QpType::Uc);
+    let wr = write_wr(&f, 1024);
+    f.qp.post_send(wr).unwrap();
+    let never = LazyClock::new(|| -> Instant { panic!("the clock was read") });
+    let mut buf = vec![0u8; 8192];
+    let mut n = 0;
+    while f.qp.poll_transmit(&never, &mut buf, &mut f.mem).is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 4);
+    assert_eq!(f.qp.poll_timeout(), None);
+}
