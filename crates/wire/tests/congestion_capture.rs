@@ -293,6 +293,44 @@ fn what_changes_the_verdict() {
     assert_eq!(r.notes.len(), 1, "{:?}", r.notes); // the IPv6 one-way flow
 }
 
+/// B's ACKs to QP 0x11 carry the PSNs of A's requests to QP 0x22: a CNP
+/// must name 0x11 to answer them. When A's QPs cannot be told apart (no
+/// responses, or responses to two QPs) any CNP from B to A counts.
+#[test]
+fn the_cnp_must_name_the_senders_qp_when_the_capture_tells_it() {
+    let mut wrong_qp = frames();
+    wrong_qp[2] = (12, cnp_frame(v4(B, A, CS6), 0x12));
+    let r = report(&wrong_qp);
+    assert_eq!(r.anomalies.len(), 1, "{:#?}", r.anomalies);
+    let d = &r.anomalies[0].detail;
+    assert_eq!(r.anomalies[0].index, 2);
+    assert!(
+        d.starts_with("4 of 5 CE-marked packets to QP 0x000022 (frames 2..7)"),
+        "{d}"
+    );
+    assert!(
+        d.contains("no CNP from 10.0.0.2 to 10.0.0.1 for QP 0x000011 after"),
+        "{d}"
+    );
+
+    let mut no_acks = wrong_qp.clone();
+    no_acks.retain(|(_, f)| f[42] != OpCode::RC_ACKNOWLEDGE.0);
+    assert_eq!(no_acks.len(), 9);
+    let r = report(&no_acks);
+    assert_eq!(r.anomalies.len(), 1, "{:#?}", r.anomalies);
+    assert_eq!(r.anomalies[0].index, 5); // frames 6 and 7 less the ACK before
+    assert!(r.anomalies[0].detail.starts_with("2 of 5"));
+    assert!(r.anomalies[0].detail.contains("to 10.0.0.1 after"));
+
+    let mut two_qps = wrong_qp;
+    two_qps.insert(5, (21, ack(v4(B, A, AF31), 0x12, 102)));
+    let r = report(&two_qps);
+    assert_eq!(r.anomalies.len(), 1, "{:#?}", r.anomalies);
+    assert_eq!(r.anomalies[0].index, 7);
+    assert!(r.anomalies[0].detail.starts_with("2 of 5"));
+    assert!(r.anomalies[0].detail.contains("to 10.0.0.1 after"));
+}
+
 #[test]
 fn render_human_shows_dscp_ecn_and_cnps() {
     let r = report(&frames());

@@ -10,11 +10,14 @@
 //! * A **CE-marked data packet** is a transport packet (any opcode of the
 //!   RC/UC/UD table, not a CNP) that parsed, whose ICRC was not found wrong
 //!   (a receiver drops those unseen) and whose ECN bits are CE.
-//! * It is **answered** when a CNP from its receiver to its sender (matched
-//!   by IP addresses: the data packet names only its receiver's QP, so the
-//!   sender's QP a CNP names cannot be checked) comes later in the capture,
-//!   or came at most [`CNP_WINDOW_NS`] before it (the rate limit
-//!   suppresses a second CNP within that time).
+//! * It is **answered** when a CNP from its receiver to its sender comes
+//!   later in the capture, or came at most [`CNP_WINDOW_NS`] before it (the
+//!   rate limit suppresses a second CNP within that time). The data packet
+//!   names only its receiver's QP; when the capture tells the sender's QP
+//!   (a response of the other direction, an ACK or a READ response, to one
+//!   QP carries the PSN of one of the flow's requests, and no other QP's
+//!   does) the CNP must name that QP, otherwise any CNP between the two
+//!   addresses counts.
 //! * It can be **judged** only when the capture holds packets from its
 //!   receiver to its sender; otherwise a note says it cannot be. A CE packet
 //!   within [`CNP_WINDOW_NS`] of the capture's end is not judged either: its
@@ -159,6 +162,45 @@ struct Unanswered<'a> {
 /// A CNP's frame number and capture time.
 type Sent = (usize, Option<u64>);
 
+/// A flow: source, destination, destination QP.
+type Flow = (IpAddr, IpAddr, u32);
+
+/// The sender's QP of each flow (A, B, Qb) the capture tells: a response
+/// from B to A's QP Qa (an ACK, a READ response, an atomic ACK) carrying
+/// the PSN of a request of that flow, and no response to another QP of A
+/// doing so. Management datagrams (QP1) and packets that did not parse are
+/// left out.
+fn senders(packets: &[PacketRecord]) -> HashMap<Flow, u32> {
+    let kind = |p: &PacketRecord| {
+        OpCode(p.opcode)
+            .info()
+            .filter(|_| p.error.is_none() && p.qpn != 1)
+            .map(|i| i.operation.is_response())
+    };
+    // (A, B, PSN) → the QPs of B that requests with that PSN went to.
+    let mut requests: HashMap<(IpAddr, IpAddr, u32), Vec<u32>> = HashMap::new();
+    for p in packets.iter().filter(|p| kind(p) == Some(false)) {
+        let qps = requests.entry((p.src, p.dst, p.psn)).or_default();
+        if !qps.contains(&p.qpn) {
+            qps.push(p.qpn);
+        }
+    }
+    // `None` once two QPs of A answered for the same flow.
+    let mut found: HashMap<Flow, Option<u32>> = HashMap::new();
+    for r in packets.iter().filter(|p| kind(p) == Some(true)) {
+        for &qb in requests.get(&(r.dst, r.src, r.psn)).into_iter().flatten() {
+            let e = found.entry((r.dst, r.src, qb)).or_insert(Some(r.qpn));
+            if *e != Some(r.qpn) {
+                *e = None;
+            }
+        }
+    }
+    found
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|qa| (k, qa)))
+        .collect()
+}
+
 /// Flags CE-marked data packets no CNP answered (one anomaly per flow) and
 /// notes what cannot be judged (see the module documentation).
 pub(super) fn judge(
@@ -167,20 +209,29 @@ pub(super) fn judge(
     anomalies: &mut Vec<Anomaly>,
     notes: &mut Vec<String>,
 ) {
-    // CNPs per (notification point, notified host), in capture order;
-    // the directions the capture holds.
+    // CNPs per (notification point, notified host) and per notified QP
+    // too, in capture order; the directions the capture holds.
     let mut cnps: HashMap<(IpAddr, IpAddr), Vec<Sent>> = HashMap::new();
+    let mut cnps_to_qp: HashMap<Flow, Vec<Sent>> = HashMap::new();
     let mut directions: HashSet<(IpAddr, IpAddr)> = HashSet::new();
     for p in packets {
         directions.insert((p.src, p.dst));
         if is_cnp(p) && p.icrc_valid != Some(false) {
-            cnps.entry((p.src, p.dst))
+            let sent = (p.index, p.timestamp_ns);
+            cnps.entry((p.src, p.dst)).or_default().push(sent);
+            cnps_to_qp
+                .entry((p.src, p.dst, p.qpn))
                 .or_default()
-                .push((p.index, p.timestamp_ns));
+                .push(sent);
         }
     }
+    let senders = senders(packets);
     let answered = |p: &PacketRecord| {
-        let Some(list) = cnps.get(&(p.dst, p.src)) else {
+        let list = match senders.get(&(p.src, p.dst, p.qpn)) {
+            Some(&qa) => cnps_to_qp.get(&(p.dst, p.src, qa)),
+            None => cnps.get(&(p.dst, p.src)),
+        };
+        let Some(list) = list else {
             return false;
         };
         // The first CNP after it, else the last one before it.
@@ -230,6 +281,9 @@ pub(super) fn judge(
         };
         let (src, dst, qpn) = key;
         let n = f.packets.len();
+        let to = senders
+            .get(&key)
+            .map_or_else(String::new, |qa| format!(" for QP 0x{qa:06x}"));
         anomalies.push(Anomaly {
             kind: AnomalyKind::CeWithoutCnp,
             index: first.index,
@@ -241,8 +295,8 @@ pub(super) fn judge(
             rnr_timer: None,
             detail: format!(
                 "{n} of {} CE-marked packets to QP 0x{qpn:06x} (frames {}..{}) had no CNP from \
-                 {dst} to {src} after them, nor one within {} µs before: the sender was not \
-                 told to slow down (ECN disabled on {dst}'s NIC, or it does not send CNPs)",
+                 {dst} to {src}{to} after them, nor one within {} µs before: the sender was \
+                 not told to slow down (ECN disabled on {dst}'s NIC, or it does not send CNPs)",
                 f.ce,
                 first.index,
                 last.index,
