@@ -246,8 +246,11 @@ pub(crate) fn run(
     let n = reqs.len().min(MAX_REQUESTS);
     let window = policy.window();
     let timeout_ms = policy.timeout_ms();
-    let timeout = Duration::from_millis(timeout_ms);
-    let attempts = policy.retries.saturating_add(1);
+    let timing = Timing {
+        attempts: policy.retries.saturating_add(1),
+        timeout_ms,
+        timeout: Duration::from_millis(timeout_ms),
+    };
     let mut inflight: Vec<Slot> = Vec::with_capacity(window);
     let mut next = 0;
 
@@ -265,7 +268,7 @@ pub(crate) fn run(
                 tids: Vec::new(),
                 deadline: Instant::now(),
             };
-            match attempt(io, state, &reqs[i], &mut slot, timeout_ms, timeout) {
+            match attempt(io, state, &reqs[i], &mut slot, &timing) {
                 Ok(()) => inflight.push(slot),
                 Err(e) => out[i] = Some(Err(e.into())),
             }
@@ -279,16 +282,7 @@ pub(crate) fn run(
         let mut k = 0;
         while k < inflight.len() {
             if inflight[k].deadline <= now {
-                state.stats.timeouts += 1;
-                if let Some(done) = retry(
-                    io,
-                    state,
-                    reqs,
-                    &mut inflight[k],
-                    attempts,
-                    timeout_ms,
-                    timeout,
-                ) {
+                if let Some(done) = timed_out(io, state, reqs, &mut inflight[k], &timing) {
                     out[inflight[k].index] = Some(done);
                     inflight.swap_remove(k);
                     continue;
@@ -324,16 +318,7 @@ pub(crate) fn run(
             // The port handed a send back (a timeout): only the current
             // attempt's ends; an earlier attempt's is old news.
             if inflight[k].tids.last() == Some(&tid) {
-                state.stats.timeouts += 1;
-                if let Some(done) = retry(
-                    io,
-                    state,
-                    reqs,
-                    &mut inflight[k],
-                    attempts,
-                    timeout_ms,
-                    timeout,
-                ) {
+                if let Some(done) = timed_out(io, state, reqs, &mut inflight[k], &timing) {
                     out[inflight[k].index] = Some(done);
                     inflight.swap_remove(k);
                 }
@@ -358,44 +343,50 @@ pub(crate) fn run(
         .collect()
 }
 
+/// How long an attempt waits for its reply, and how many attempts a request
+/// gets.
+struct Timing {
+    attempts: u32,
+    timeout_ms: u64,
+    timeout: Duration,
+}
+
 /// Sends the next attempt of `slot`'s request with a fresh TID.
 fn attempt(
     io: &mut dyn Io,
     state: &mut State,
     req: &Request,
     slot: &mut Slot,
-    timeout_ms: u64,
-    timeout: Duration,
+    t: &Timing,
 ) -> Result<(), Error> {
     let tid = state.tid();
     let mut mad = req.mad;
     mad[8..12].fill(0);
     mad[12..16].copy_from_slice(&tid.to_be_bytes());
-    io.send(req, &mad, timeout_ms)?;
+    io.send(req, &mad, t.timeout_ms)?;
     state.stats.sent += 1;
     slot.tids.push(tid);
-    slot.deadline = Instant::now() + timeout;
+    slot.deadline = Instant::now() + t.timeout;
     Ok(())
 }
 
-/// After an attempt timed out: `None` when another attempt is under way,
-/// or the request's final result.
-fn retry(
+/// Counts a timed-out attempt, then: `None` when another attempt is under
+/// way, or the request's final result.
+fn timed_out(
     io: &mut dyn Io,
     state: &mut State,
     reqs: &[Request],
     slot: &mut Slot,
-    attempts: u32,
-    timeout_ms: u64,
-    timeout: Duration,
+    t: &Timing,
 ) -> Option<Result<[u8; MAD_LEN], MadError>> {
-    if slot.tids.len() as u32 >= attempts {
+    state.stats.timeouts += 1;
+    if slot.tids.len() as u32 >= t.attempts {
         return Some(Err(MadError::Timeout {
-            attempts,
-            timeout_ms,
+            attempts: t.attempts,
+            timeout_ms: t.timeout_ms,
         }));
     }
-    match attempt(io, state, &reqs[slot.index], slot, timeout_ms, timeout) {
+    match attempt(io, state, &reqs[slot.index], slot, t) {
         Ok(()) => None,
         Err(e) => Some(Err(e.into())),
     }

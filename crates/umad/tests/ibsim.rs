@@ -225,22 +225,35 @@ fn run_scenario(port: &mut Port, scenario: &str, arg: u16) -> Value {
 fn inner(f: &Fabric, scenario: &str, arg: u16, sim_host: Option<&str>) -> Value {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = f.command(&exe);
-    cmd.args([
-        "--exact",
-        "inner_under_preload",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(INNER, scenario)
-    .env(ARG, arg.to_string())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    cmd.args(INNER_ARGS)
+        .env(INNER, scenario)
+        .env(ARG, arg.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(h) = sim_host {
         cmd.env("SIM_HOST", h);
     }
     let out = rdmakit_testkit::wait(cmd.spawn().unwrap(), Duration::from_secs(60), scenario);
     parse_inner(&out, scenario)
+}
+
+/// The arguments that make this test binary run [`inner_under_preload`] alone.
+const INNER_ARGS: [&str; 5] = [
+    "--exact",
+    "inner_under_preload",
+    "--ignored",
+    "--nocapture",
+    "--test-threads=1",
+];
+
+/// Runs [`inner_under_preload`]'s `open-error` scenario outside any fabric,
+/// its environment changed by `env`.
+fn open_error(env: impl FnOnce(&mut std::process::Command) -> &mut std::process::Command) -> Value {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(INNER_ARGS).env(INNER, "open-error");
+    env(&mut cmd);
+    parse_inner(&cmd.output().unwrap(), "open-error")
 }
 
 fn parse_inner(out: &std::process::Output, scenario: &str) -> Value {
@@ -480,20 +493,7 @@ fn error_injection_drops_mads_on_that_route_but_not_on_others() {
 #[test]
 fn without_a_umad_device_the_error_is_at_the_kernel_layer() {
     // No preload, and this machine has no ib_umad.
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "inner_under_preload",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(INNER, "open-error")
-        .env_remove("LD_PRELOAD")
-        .output()
-        .unwrap();
-    let got = parse_inner(&out, "open-error");
+    let got = open_error(|cmd| cmd.env_remove("LD_PRELOAD"));
     if std::path::Path::new("/sys/class/infiniband_mad/abi_version").exists() {
         panic!("this host has ib_umad loaded; the test needs a host without it: {got}");
     }
@@ -510,20 +510,7 @@ fn a_missing_libibumad_is_a_library_layer_error() {
     assert_eq!((e.verb, e.layer), ("dlopen", Layer::Library), "{e}");
     assert!(e.to_string().contains("install libibumad3"), "{e}");
     // Through the environment hook, in a process of its own.
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "inner_under_preload",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(INNER, "open-error")
-        .env(rdmakit_umad::LIBRARY_ENV, "/nonexistent/libibumad.so.3")
-        .output()
-        .unwrap();
-    let got = parse_inner(&out, "open-error");
+    let got = open_error(|cmd| cmd.env(rdmakit_umad::LIBRARY_ENV, "/nonexistent/libibumad.so.3"));
     assert_eq!(got["layer"], "library", "{got}");
     assert_eq!(got["verb"], "dlopen", "{got}");
 }

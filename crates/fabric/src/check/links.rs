@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use rdmakit_doctor::codes::Code;
 use rdmakit_doctor::finding::{Evidence, Finding};
 use rdmakit_types::{PortState, Speed, Width};
+use rdmakit_wire::mad::smp::port_info;
 
 use super::cabling::{end_name, present};
 use super::group::Draft;
@@ -383,19 +384,13 @@ pub(crate) fn is_down(p: &Port) -> bool {
     phys || (p.state == Some(PortState::Down) && p.phys_state != Some(5))
 }
 
-/// A PortPhysicalState's name.
+/// A PortPhysicalState's name as smpquery prints it, or its code where it
+/// names no state (0 is NoChange, a value only a Set carries).
 pub(crate) fn phys_name(code: u8) -> String {
-    let name = match code {
-        1 => "Sleep",
-        2 => "Polling",
-        3 => "Disabled",
-        4 => "PortConfigurationTraining",
-        5 => "LinkUp",
-        6 => "LinkErrorRecovery",
-        7 => "PhyTest",
-        _ => return format!("code {code}"),
-    };
-    name.to_string()
+    match code {
+        1..=7 => port_info::phys_state_name(code).to_string(),
+        _ => format!("code {code}"),
+    }
 }
 
 /// The node an expected end names: by GUID, or by a description only one
