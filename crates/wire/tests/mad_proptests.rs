@@ -41,40 +41,22 @@ fn path() -> impl Strategy<Value = [u8; 64]> {
     proptest::collection::vec(any::<u8>(), 64).prop_map(|v| v.try_into().unwrap())
 }
 
+prop_compose! {
+    fn directed()(
+        returning in any::<bool>(),
+        hop_pointer in any::<u8>(),
+        hop_count in 0u8..=63,
+        dr_slid in any::<u16>(),
+        dr_dlid in any::<u16>(),
+        initial_path in path(),
+        return_path in path(),
+    ) -> Directed {
+        Directed { returning, hop_pointer, hop_count, dr_slid, dr_dlid, initial_path, return_path }
+    }
+}
+
 fn route() -> impl Strategy<Value = Route> {
-    prop_oneof![
-        Just(Route::Lid),
-        (
-            any::<bool>(),
-            any::<u8>(),
-            0u8..=63,
-            any::<u16>(),
-            any::<u16>(),
-            path(),
-            path()
-        )
-            .prop_map(
-                |(
-                    returning,
-                    hop_pointer,
-                    hop_count,
-                    dr_slid,
-                    dr_dlid,
-                    initial_path,
-                    return_path,
-                )| {
-                    Route::Directed(Directed {
-                        returning,
-                        hop_pointer,
-                        hop_count,
-                        dr_slid,
-                        dr_dlid,
-                        initial_path,
-                        return_path,
-                    })
-                }
-            ),
-    ]
+    prop_oneof![Just(Route::Lid), directed().prop_map(Route::Directed)]
 }
 
 fn smp_repr() -> impl Strategy<Value = smp::Repr> {

@@ -102,6 +102,88 @@ macro_rules! attribute {
 }
 pub(crate) use attribute;
 
+/// The parts every class of 256-byte MAD (`smp`, `pma`) shares, given the
+/// module's length constant and what it calls one of its MADs: the view's
+/// header accessors; the `Repr`'s (fields named as in [`Repr`])
+/// `is_response`, `status`, `from_bytes`, `buffer_len`, `to_bytes`, and the
+/// `emit_header` its `emit` starts with.
+macro_rules! class_mad {
+    ($len:ident, $what:literal) => {
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// The common header of this MAD.
+            pub fn header(&self) -> $crate::mad::Packet<&[u8]> {
+                $crate::mad::Packet::new_unchecked(self.buffer.as_ref())
+            }
+
+            /// True when the method's response bit is set.
+            pub fn is_response(&self) -> bool {
+                self.header().is_response()
+            }
+
+            /// Transaction ID.
+            pub fn tid(&self) -> u64 {
+                self.header().tid()
+            }
+
+            /// Attribute ID.
+            pub fn attr_id(&self) -> u16 {
+                self.header().attr_id()
+            }
+        }
+
+        impl Repr {
+            /// True when the method's response bit is set.
+            pub fn is_response(&self) -> bool {
+                self.method & $crate::mad::METHOD_RESPONSE != 0
+            }
+
+            /// The status, decoded.
+            pub fn status(&self) -> $crate::mad::Status {
+                $crate::mad::Status(self.status)
+            }
+
+            #[doc = concat!("[`Packet::new_checked`] then [`Repr::parse`]: ", $what, " from")]
+            /// the bytes a MAD transport delivered.
+            ///
+            /// # Errors
+            /// As [`Repr::parse`].
+            pub fn from_bytes(bytes: &[u8]) -> $crate::Result<Repr> {
+                Repr::parse(&Packet::new_checked(bytes)?)
+            }
+
+            /// The length this Repr emits (256).
+            pub const fn buffer_len(&self) -> usize {
+                $len
+            }
+
+            /// The 256 bytes of this MAD.
+            pub fn to_bytes(&self) -> [u8; $len] {
+                let mut b = [0; $len];
+                self.emit(&mut Packet::new_unchecked(&mut b[..]));
+                b
+            }
+
+            /// Zeroes `b` and emits the common header, of class `mgmt_class`.
+            fn emit_header(&self, mgmt_class: u8, b: &mut [u8]) {
+                b.fill(0);
+                $crate::mad::Repr {
+                    base_version: $crate::mad::BASE_VERSION,
+                    mgmt_class,
+                    class_version: self.class_version,
+                    method: self.method,
+                    status: self.status,
+                    class_specific: 0,
+                    tid: self.tid,
+                    attr_id: self.attr_id,
+                    attr_mod: self.attr_mod,
+                }
+                .emit(&mut $crate::mad::Packet::new_unchecked(b));
+            }
+        }
+    };
+}
+pub(crate) use class_mad;
+
 /// Length of the common MAD header.
 pub const HEADER_LEN: usize = field::DATA.start;
 /// Length of a MAD on a UD QP (header + class data).

@@ -28,7 +28,7 @@
 use core::fmt;
 
 use crate::mad::status::Status;
-use crate::mad::{self as madh, PmaAttribute, BASE_VERSION, METHOD_GET, METHOD_RESPONSE};
+use crate::mad::{self as madh, PmaAttribute, METHOD_GET};
 use crate::view::view;
 use crate::{Error, Result};
 
@@ -136,31 +136,12 @@ macro_rules! counters {
 pub(crate) use counters;
 
 view!(a "PMA MAD", PMA_LEN, "256 bytes");
+madh::class_mad!(PMA_LEN, "a PMA MAD");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The common header of this MAD.
-    pub fn header(&self) -> madh::Packet<&[u8]> {
-        madh::Packet::new_unchecked(self.buffer.as_ref())
-    }
-
-    /// True when the method's response bit is set.
-    pub fn is_response(&self) -> bool {
-        self.header().is_response()
-    }
-
     /// The status, decoded.
     pub fn status(&self) -> Status {
         Status(self.header().status())
-    }
-
-    /// Transaction ID.
-    pub fn tid(&self) -> u64 {
-        self.header().tid()
-    }
-
-    /// Attribute ID.
-    pub fn attr_id(&self) -> u16 {
-        self.header().attr_id()
     }
 
     /// The 192 bytes of PMA data: the attribute.
@@ -238,16 +219,6 @@ impl Repr {
         r
     }
 
-    /// True when the method's response bit is set.
-    pub fn is_response(&self) -> bool {
-        self.method & METHOD_RESPONSE != 0
-    }
-
-    /// The status, decoded.
-    pub fn status(&self) -> Status {
-        Status(self.status)
-    }
-
     /// The attribute this MAD carries, parsed from its data.
     ///
     /// # Errors
@@ -283,47 +254,14 @@ impl Repr {
         })
     }
 
-    /// [`Packet::new_checked`] then [`Repr::parse`]: a PMA MAD from the bytes
-    /// a MAD transport delivered.
-    ///
-    /// # Errors
-    /// As [`Repr::parse`].
-    pub fn from_bytes(bytes: &[u8]) -> Result<Repr> {
-        Repr::parse(&Packet::new_checked(bytes)?)
-    }
-
-    /// The length this Repr emits (256).
-    pub const fn buffer_len(&self) -> usize {
-        PMA_LEN
-    }
-
     /// Emit the whole MAD (reserved bytes zeroed).
     ///
     /// # Panics
     /// If the buffer is shorter than `buffer_len()`.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
         let b = &mut p.buffer.as_mut()[..PMA_LEN];
-        b.fill(0);
-        madh::Repr {
-            base_version: BASE_VERSION,
-            mgmt_class: CLASS_PERF,
-            class_version: self.class_version,
-            method: self.method,
-            status: self.status,
-            class_specific: 0,
-            tid: self.tid,
-            attr_id: self.attr_id,
-            attr_mod: self.attr_mod,
-        }
-        .emit(&mut madh::Packet::new_unchecked(&mut *b));
+        self.emit_header(CLASS_PERF, b);
         b[DATA_OFFSET..].copy_from_slice(&self.data);
-    }
-
-    /// The 256 bytes of this MAD.
-    pub fn to_bytes(&self) -> [u8; PMA_LEN] {
-        let mut b = [0; PMA_LEN];
-        self.emit(&mut Packet::new_unchecked(&mut b[..]));
-        b
     }
 }
 

@@ -38,7 +38,7 @@
 use core::fmt;
 
 use crate::mad::status::Status;
-use crate::mad::{self as madh, SmpAttribute, BASE_VERSION, METHOD_GET, METHOD_RESPONSE};
+use crate::mad::{self as madh, SmpAttribute, BASE_VERSION, METHOD_GET};
 use crate::view::{get_u16, get_u64, set_u16, set_u64, view};
 use crate::{Error, Result};
 
@@ -115,15 +115,11 @@ pub enum PathError {
 }
 
 view!(an "SMP", SMP_LEN, "256 bytes");
+madh::class_mad!(SMP_LEN, "an SMP");
 
 impl<T: AsRef<[u8]>> Packet<T> {
     fn b(&self) -> &[u8] {
         self.buffer.as_ref()
-    }
-
-    /// The common header of this MAD.
-    pub fn header(&self) -> madh::Packet<&[u8]> {
-        madh::Packet::new_unchecked(self.b())
     }
 
     /// Management class: 0x01 or 0x81 in an SMP.
@@ -139,21 +135,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// The method byte, response bit included.
     pub fn method(&self) -> u8 {
         self.header().method()
-    }
-
-    /// True when the method's response bit is set.
-    pub fn is_response(&self) -> bool {
-        self.header().is_response()
-    }
-
-    /// Transaction ID.
-    pub fn tid(&self) -> u64 {
-        self.header().tid()
-    }
-
-    /// Attribute ID.
-    pub fn attr_id(&self) -> u16 {
-        self.header().attr_id()
     }
 
     /// Attribute modifier.
@@ -379,16 +360,6 @@ impl Repr {
         }
     }
 
-    /// True when the method's response bit is set.
-    pub fn is_response(&self) -> bool {
-        self.method & METHOD_RESPONSE != 0
-    }
-
-    /// The status, decoded.
-    pub fn status(&self) -> Status {
-        Status(self.status)
-    }
-
     /// Parse an SMP.
     ///
     /// # Errors
@@ -437,40 +408,13 @@ impl Repr {
         })
     }
 
-    /// [`Packet::new_checked`] then [`Repr::parse`]: an SMP from the bytes a
-    /// MAD transport delivered.
-    ///
-    /// # Errors
-    /// As [`Repr::parse`].
-    pub fn from_bytes(bytes: &[u8]) -> Result<Repr> {
-        Repr::parse(&Packet::new_checked(bytes)?)
-    }
-
-    /// The length this Repr emits (256).
-    pub const fn buffer_len(&self) -> usize {
-        SMP_LEN
-    }
-
     /// Emit the whole SMP (reserved bytes zeroed).
     ///
     /// # Panics
     /// If the buffer is shorter than `buffer_len()`.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
         let b = &mut p.buffer.as_mut()[..SMP_LEN];
-        b.fill(0);
-        let mut h = madh::Packet::new_unchecked(&mut *b);
-        madh::Repr {
-            base_version: BASE_VERSION,
-            mgmt_class: self.mgmt_class(),
-            class_version: self.class_version,
-            method: self.method,
-            status: self.status,
-            class_specific: 0,
-            tid: self.tid,
-            attr_id: self.attr_id,
-            attr_mod: self.attr_mod,
-        }
-        .emit(&mut h);
+        self.emit_header(self.mgmt_class(), b);
         set_u64(b, field::M_KEY, self.m_key);
         b[field::DATA].copy_from_slice(&self.data);
         if let Route::Directed(d) = &self.route {
@@ -483,13 +427,6 @@ impl Repr {
             b[field::INITIAL_PATH].copy_from_slice(&d.initial_path);
             b[field::RETURN_PATH].copy_from_slice(&d.return_path);
         }
-    }
-
-    /// The 256 bytes of this SMP.
-    pub fn to_bytes(&self) -> [u8; SMP_LEN] {
-        let mut b = [0; SMP_LEN];
-        self.emit(&mut Packet::new_unchecked(&mut b[..]));
-        b
     }
 }
 
