@@ -5,13 +5,15 @@
 //! exactly its code, and the message names the node, the port and the
 //! values.
 
+mod common;
+
+use common::{codes, run, snapshot};
 use rdmakit_doctor::codes::{Code, Severity};
 use rdmakit_doctor::finding::Finding;
 use rdmakit_fabric::check::sm::SmReply;
 use rdmakit_fabric::check::{
     self, Config, CounterSnapshot, Facts, GuidConflict, SmAnswer, SmFacts, SmInfo, SmState,
 };
-use rdmakit_fabric::counters::{Counters, PortCounters, SCHEMA};
 use rdmakit_fabric::ibnetdiscover;
 use rdmakit_fabric::{Expected, Node, PortRef, Subnet};
 use rdmakit_testkit::fixture_bytes;
@@ -40,19 +42,11 @@ fn node<'a>(s: &'a Subnet, desc: &str) -> &'a Node {
         .unwrap_or_else(|| panic!("no node {desc:?}"))
 }
 
-fn codes(f: &[Finding]) -> Vec<Code> {
-    f.iter().map(|f| f.code).collect()
-}
-
 /// Findings at warning or above.
 fn loud(f: &[Finding]) -> Vec<&Finding> {
     f.iter()
         .filter(|f| f.severity >= Severity::Warning)
         .collect()
-}
-
-fn run(facts: &Facts) -> Vec<Finding> {
-    check::run(facts, &Config::default())
 }
 
 /// Replaces `from` by `to` on the lines that contain `on` (each must match).
@@ -358,32 +352,12 @@ fn edited_lid_0_and_a_duplicate_lid() {
 
 /// Every cabled port of the subnet with all PortCounters at 0.
 fn zero_counters(s: &Subnet, at: Option<f64>) -> CounterSnapshot {
-    let mut ports = Vec::new();
-    for n in s.nodes() {
-        for p in n.ports.iter().filter(|p| p.remote.is_some()) {
-            ports.push(PortCounters {
-                node_guid: n.guid,
-                node_desc: n.desc.clone(),
-                kind: n.kind,
-                port: p.num,
-                lid: n.lid_of(p),
-                counters: rdmakit_wire::mad::pma::port_counters::COUNTERS
-                    .iter()
-                    .map(|c| (c.name.to_string(), 0))
-                    .collect(),
-                extended: None,
-                saturated: Vec::new(),
-            });
-        }
-    }
-    let c = Counters {
-        schema: SCHEMA.into(),
-        reset: false,
-        mads: 0,
-        ports,
-        unread: Vec::new(),
-    };
-    CounterSnapshot::new(c, at)
+    snapshot(s, at, |_, _| {
+        rdmakit_wire::mad::pma::port_counters::COUNTERS
+            .iter()
+            .map(|c| (c.name.to_string(), 0))
+            .collect()
+    })
 }
 
 fn set(c: &mut CounterSnapshot, s: &Subnet, desc: &str, port: u8, counter: &str, v: u64) {

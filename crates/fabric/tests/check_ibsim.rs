@@ -5,13 +5,14 @@
 //! topology file. Required: fails, never skips, when ibsim, opensm or
 //! infiniband-diags is missing.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use common::{codes, run, snapshot};
 use rdmakit_doctor::codes::{Code, Severity};
-use rdmakit_doctor::finding::Finding;
-use rdmakit_fabric::check::{self, Config, CounterSnapshot, Facts, SmAnswer, SmFacts};
-use rdmakit_fabric::counters::{Counters, PortCounters, SCHEMA};
+use rdmakit_fabric::check::{CounterSnapshot, Facts, SmAnswer, SmFacts};
 use rdmakit_fabric::{fat_tree, ibnetdiscover, Expected, Subnet};
 use rdmakit_testkit::ibsim::Fabric;
 use rdmakit_types::{Speed, Width};
@@ -50,41 +51,21 @@ fn perfquery_counters(text: &str) -> BTreeMap<String, u64> {
 
 /// Every cabled port's PortCounters, read with `perfquery LID PORT`.
 fn read_counters(fabric: &mut Fabric, s: &Subnet) -> CounterSnapshot {
-    let mut ports = Vec::new();
-    for n in s.nodes() {
-        for p in n.ports.iter().filter(|p| p.remote.is_some()) {
-            let lid = n.lid_of(p);
-            let text = stdout(fabric, "perfquery", &[&lid.to_string(), &p.num.to_string()]);
-            let counters = perfquery_counters(&text);
-            assert!(
-                counters.contains_key("SymbolErrorCounter"),
-                "perfquery {lid} {}: {text}",
-                p.num
-            );
-            ports.push(PortCounters {
-                node_guid: n.guid,
-                node_desc: n.desc.clone(),
-                kind: n.kind,
-                port: p.num,
-                lid,
-                counters,
-                extended: None,
-                saturated: Vec::new(),
-            });
-        }
-    }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("a clock after 1970")
         .as_secs_f64();
-    let c = Counters {
-        schema: SCHEMA.into(),
-        reset: false,
-        mads: 0,
-        ports,
-        unread: Vec::new(),
-    };
-    CounterSnapshot::new(c, Some(now))
+    snapshot(s, Some(now), |n, p| {
+        let lid = n.lid_of(p);
+        let text = stdout(fabric, "perfquery", &[&lid.to_string(), &p.num.to_string()]);
+        let counters = perfquery_counters(&text);
+        assert!(
+            counters.contains_key("SymbolErrorCounter"),
+            "perfquery {lid} {}: {text}",
+            p.num
+        );
+        counters
+    })
 }
 
 fn sminfo(fabric: &mut Fabric) -> SmAnswer {
@@ -93,14 +74,6 @@ fn sminfo(fabric: &mut Fabric) -> SmAnswer {
         &String::from_utf8_lossy(&out.stdout),
         &String::from_utf8_lossy(&out.stderr),
     )
-}
-
-fn codes(f: &[Finding]) -> Vec<Code> {
-    f.iter().map(|f| f.code).collect()
-}
-
-fn run(facts: &Facts) -> Vec<Finding> {
-    check::run(facts, &Config::default())
 }
 
 #[test]
