@@ -13,7 +13,7 @@ use rdmakit_doctor::finding::Finding;
 use rdmakit_doctor::report::Report;
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::collect;
-use rdmakit_host::source::{Entry, Errno, Meta, Probe, Source};
+use rdmakit_host::source::{Op, Recorder};
 
 const ECN: &str = "/sys/class/net/eth0/ecn";
 const TOS: &str = "/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos";
@@ -287,31 +287,6 @@ fn one_lane_far_below_its_siblings() {
     );
 }
 
-/// Every question a collection asks of its source, passed through.
-struct Asked<'a> {
-    inner: &'a Bundle,
-    probes: std::cell::RefCell<Vec<String>>,
-}
-
-impl Source for Asked<'_> {
-    fn read(&self, p: &str) -> Result<Vec<u8>, Errno> {
-        self.inner.read(p)
-    }
-    fn read_dir(&self, p: &str) -> Result<Vec<Entry>, Errno> {
-        self.inner.read_dir(p)
-    }
-    fn read_link(&self, p: &str) -> Result<String, Errno> {
-        self.inner.read_link(p)
-    }
-    fn stat(&self, p: &str) -> Result<Meta, Errno> {
-        self.inner.stat(p)
-    }
-    fn probe(&self, q: &Probe) -> Result<Vec<u8>, Errno> {
-        self.probes.borrow_mut().push(q.key());
-        self.inner.probe(q)
-    }
-}
-
 /// The live doctor reads no module EEPROM unless told (`--optics`): the
 /// module is never asked for, its alarm is not judged, and the optics checks
 /// say how to read them; the same host with optics finds the alarm.
@@ -325,12 +300,9 @@ fn without_optics_no_module_is_read_and_the_check_says_how() {
     );
     let mut opts = b.header.options.clone();
     opts.optics = false;
-    let asked = Asked {
-        inner: &b,
-        probes: Default::default(),
-    };
+    let asked = Recorder::new(&b);
     let facts = collect(&asked, &opts);
-    let probes = asked.probes.into_inner();
+    let probes = asked.keys(Op::Probe);
     assert!(
         probes.iter().any(|k| k == "ethtool-stats:eth0"),
         "{probes:?}"

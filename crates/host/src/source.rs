@@ -530,6 +530,16 @@ impl<'a> Recorder<'a> {
         self.log.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The keys of the questions of kind `op` asked so far (paths, or
+    /// [`Probe::key`]s), sorted.
+    pub fn keys(&self, op: Op) -> Vec<String> {
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        log.keys()
+            .filter(|(o, _)| *o == op)
+            .map(|(_, key)| key.clone())
+            .collect()
+    }
+
     fn keep(&self, op: Op, key: &str, answer: Answer) {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
         log.entry((op, key.to_string())).or_insert(answer);

@@ -6,39 +6,14 @@
 //! is not there (a kernel without RDMA, like the build machines'), asking loads
 //! nothing and tells whether the kernel has RDMA.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::capture::import_capture;
 use rdmakit_host::collect::collect;
+use rdmakit_host::model::HostFacts;
 use rdmakit_host::netlink::NlError;
-use rdmakit_host::source::{Answer, Entry, Errno, Kind, Meta, Op, Probe, Source};
-
-/// A source that remembers every probe it was asked.
-struct Watch<'a> {
-    inner: &'a Bundle,
-    probes: RefCell<Vec<Probe>>,
-}
-
-impl Source for Watch<'_> {
-    fn read(&self, p: &str) -> Result<Vec<u8>, Errno> {
-        self.inner.read(p)
-    }
-    fn read_dir(&self, p: &str) -> Result<Vec<Entry>, Errno> {
-        self.inner.read_dir(p)
-    }
-    fn read_link(&self, p: &str) -> Result<String, Errno> {
-        self.inner.read_link(p)
-    }
-    fn stat(&self, p: &str) -> Result<Meta, Errno> {
-        self.inner.stat(p)
-    }
-    fn probe(&self, p: &Probe) -> Result<Vec<u8>, Errno> {
-        self.probes.borrow_mut().push(p.clone());
-        self.inner.probe(p)
-    }
-}
+use rdmakit_host::source::{Answer, Entry, Kind, Op, Recorder};
 
 fn healthy_without_core_modules(ib_core_installed: bool) -> Bundle {
     let d = PathBuf::from(concat!(
@@ -83,22 +58,23 @@ fn healthy_without_core_modules(ib_core_installed: bool) -> Bundle {
     b
 }
 
-fn netlink_asked(w: &Watch) -> bool {
-    w.probes
-        .borrow()
+/// Collects from `b` and says whether it asked a netlink question, and what
+/// it probed.
+fn collect_asks_netlink(b: &Bundle) -> (bool, HostFacts, Vec<String>) {
+    let rec = Recorder::new(b);
+    let f = collect(&rec, &Default::default());
+    let probes = rec.keys(Op::Probe);
+    let asked = probes
         .iter()
-        .any(|p| matches!(p, Probe::Netlink(_) | Probe::NetlinkRdma))
+        .any(|k| k == "netlink_rdma" || k.starts_with("netlink:"));
+    (asked, f, probes)
 }
 
 #[test]
 fn ib_core_installed_but_unloaded_is_not_loaded_by_collecting() {
     let b = healthy_without_core_modules(true);
-    let w = Watch {
-        inner: &b,
-        probes: RefCell::new(Vec::new()),
-    };
-    let f = collect(&w, &Default::default());
-    assert!(!netlink_asked(&w), "asked {:?}", w.probes.borrow());
+    let (asked, f, probes) = collect_asks_netlink(&b);
+    assert!(!asked, "asked {probes:?}");
     assert_eq!(f.kernel.netlink_rdma, None);
     assert_eq!(f.netlink.devs, Err(NlError::NotAsked));
     assert!(f.modules.installed("ib_core") && !f.modules.installed("ib_umad"));
@@ -107,22 +83,12 @@ fn ib_core_installed_but_unloaded_is_not_loaded_by_collecting() {
 #[test]
 fn without_the_module_file_netlink_is_asked() {
     let b = healthy_without_core_modules(false);
-    let w = Watch {
-        inner: &b,
-        probes: RefCell::new(Vec::new()),
-    };
-    let _ = collect(&w, &Default::default());
-    assert!(netlink_asked(&w));
+    assert!(collect_asks_netlink(&b).0);
     // With ib_core loaded, always.
     let d = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../fixtures/healthy"
     ));
     let b = import_capture(&d).unwrap();
-    let w = Watch {
-        inner: &b,
-        probes: RefCell::new(Vec::new()),
-    };
-    let _ = collect(&w, &Default::default());
-    assert!(netlink_asked(&w));
+    assert!(collect_asks_netlink(&b).0);
 }
