@@ -29,6 +29,8 @@ pub struct RawOptions<'a> {
     pub usage_warn: f64,
     /// `--usage-error`, percent.
     pub usage_error: f64,
+    /// `--cnp-storm-pct`, percent (RDK-N014).
+    pub cnp_storm_pct: f64,
     /// `--severity CODE=LEVEL`, each.
     pub severity: &'a [String],
     /// `--fail-on`: error, warning, info or never.
@@ -56,8 +58,15 @@ impl Settings {
             memlock_warn: parse_size(raw.memlock_min).map_err(|e| format!("--memlock-min {e}"))?,
             usage_warn_pct: raw.usage_warn,
             usage_error_pct: raw.usage_error,
+            cnp_storm_pct: raw.cnp_storm_pct,
             ..Config::default()
         };
+        let c = raw.cnp_storm_pct;
+        if !(c.is_finite() && c > 0.0 && c <= 100.0) {
+            return Err(format!(
+                "--cnp-storm-pct {c}: must be a percent above 0 and at most 100"
+            ));
+        }
         let (warn, error) = (raw.usage_warn, raw.usage_error);
         if !(warn > 0.0 && warn <= error && error <= 100.0) {
             return Err(format!(
@@ -313,6 +322,7 @@ mod tests {
             memlock_min: "64M",
             usage_warn: 80.0,
             usage_error: 95.0,
+            cnp_storm_pct: 1.0,
             severity,
             fail_on,
         }
@@ -346,6 +356,15 @@ mod tests {
             e,
             "--usage-warn 99 / --usage-error 90: need 0 < warn <= error <= 100"
         );
+        for bad in [0.0, -1.0, 100.5, f64::NAN, f64::INFINITY] {
+            r = raw(&[], "error");
+            r.cnp_storm_pct = bad;
+            let e = Settings::parse(&r).unwrap_err();
+            assert!(e.starts_with("--cnp-storm-pct "), "{e}");
+        }
+        r = raw(&[], "error");
+        r.cnp_storm_pct = 5.0;
+        assert_eq!(Settings::parse(&r).unwrap().cfg.cnp_storm_pct, 5.0);
         r = raw(&[], "error");
         r.memlock_min = "lots";
         let e = Settings::parse(&r).unwrap_err();

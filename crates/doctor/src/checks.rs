@@ -32,6 +32,9 @@ pub struct Config {
     pub usage_warn_pct: f64,
     /// Usage of a device limit (percent) that raises an error (`--usage-error`).
     pub usage_error_pct: f64,
+    /// CNPs sent or handled above this percent of the port's packets since the
+    /// baseline are a CNP storm (RDK-N014, `--cnp-storm-pct`).
+    pub cnp_storm_pct: f64,
     /// Port counters of an earlier collection (`--baseline`): counters are then judged
     /// by their growth since it.
     pub baseline: Option<crate::counters::Baseline>,
@@ -49,6 +52,7 @@ impl Default for Config {
             overrides: BTreeMap::new(),
             usage_warn_pct: 80.0,
             usage_error_pct: 95.0,
+            cnp_storm_pct: rules::congestion::CNP_STORM_PCT,
             baseline: None,
         }
     }
@@ -269,6 +273,20 @@ pub const CHECKS: &[Check] = &[
         layer: Layer::Hardware,
         codes: &[Code::N009],
         run: rules::ethernet_counters::congestion,
+    },
+    Check {
+        id: "roce.cnp-storm",
+        title: "CNPs below the storm threshold's share of the port's packets (since the baseline)",
+        layer: Layer::Hardware,
+        codes: &[Code::N014],
+        run: rules::congestion::storm,
+    },
+    Check {
+        id: "roce.loss-without-ecn",
+        title: "No retransmissions the congestion loop never saw (no CNP sent or handled)",
+        layer: Layer::Hardware,
+        codes: &[Code::N015],
+        run: rules::congestion::loss_without_ecn,
     },
     Check {
         id: "ethernet.fec",

@@ -224,6 +224,10 @@ codes! {
         "FEC could not correct blocks on the link", None;
     N013 = "RDK-N013", "ethernet-link-down", Hardware, Warning,
         "The Ethernet link beneath RoCE went down", None;
+    N014 = "RDK-N014", "cnp-storm", Hardware, Warning,
+        "CNPs are sent or handled on a large share of the port's packets (a CNP storm)", None;
+    N015 = "RDK-N015", "loss-without-ecn", Hardware, Warning,
+        "Retransmissions grow while no CNP is sent or handled: loss the congestion loop never saw", None;
     F001 = "RDK-F001", "link-width-degraded", Fabric, Warning,
         "A link runs narrower than both its ends support and enable", None;
     F002 = "RDK-F002", "link-speed-degraded", Fabric, Warning,

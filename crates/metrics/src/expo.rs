@@ -17,6 +17,10 @@
 //! |---|---|
 //! | `rdmakit_infiniband_hw_counters_total{device,port,counter}` | `ports/<n>/hw_counters/*`, and `<dev>/hw_counters/*` with `port=""` |
 //! | `rdmakit_infiniband_hw_counters_lifespan_seconds{device,port}` | `hw_counters/lifespan` (ms; a period, not a counter) |
+//! | `rdmakit_roce_ecn_marked_packets_total{device,port}` | `hw_counters/np_ecn_marked_roce_packets`: RoCEv2 packets received CE-marked |
+//! | `rdmakit_roce_cnp_sent_total{device,port}` | `hw_counters/np_cnp_sent`: CNPs the notification point sent |
+//! | `rdmakit_roce_cnp_handled_total{device,port}` | `hw_counters/rp_cnp_handled`: CNPs that cut a sender's rate |
+//! | `rdmakit_roce_cnp_ignored_total{device,port}` | `hw_counters/rp_cnp_ignored`: CNPs received and ignored |
 //! | `rdmakit_infiniband_port_counters_total{device,port,counter}` | files in `counters/` that node_exporter does not name |
 //! | `rdmakit_infiniband_counters_unavailable{device,port,counter}` 1 | a counter that reads "N/A (no PMA)", fails to read or is not a number; its series is left out |
 //! | `rdmakit_rdma_netlink_available` | whether NETLINK_RDMA answered |
@@ -144,6 +148,7 @@ pub fn render(facts: &HostFacts, report: &Report, took: Duration, opts: &Options
         fams.extend(node_families(facts));
     }
     fams.extend(hw_families(facts));
+    fams.extend(congestion_families(facts));
     fams.extend(resource_families(facts));
     fams.extend(doctor_families(report));
     let mut d = Family::new(
@@ -253,6 +258,53 @@ fn node_families(facts: &HostFacts) -> Vec<Family> {
     let mut out = vec![info, state, phys, rate];
     out.extend(counters);
     out
+}
+
+/// The congestion loop's `hw_counters` (mlx5's names; docs/roce-qos.md),
+/// each as its own family: metric name, counter file, HELP.
+pub const CONGESTION: [(&str, &str, &str); 4] = [
+    (
+        "rdmakit_roce_ecn_marked_packets_total",
+        "np_ecn_marked_roce_packets",
+        "RoCEv2 packets received with ECN Congestion Experienced (CE) marked: the notification point's input (ports/<port>/hw_counters/np_ecn_marked_roce_packets).",
+    ),
+    (
+        "rdmakit_roce_cnp_sent_total",
+        "np_cnp_sent",
+        "Congestion notification packets (CNPs) the notification point sent for CE-marked packets received (ports/<port>/hw_counters/np_cnp_sent).",
+    ),
+    (
+        "rdmakit_roce_cnp_handled_total",
+        "rp_cnp_handled",
+        "CNPs the reaction point handled by cutting a sender's rate (DCQCN) (ports/<port>/hw_counters/rp_cnp_handled).",
+    ),
+    (
+        "rdmakit_roce_cnp_ignored_total",
+        "rp_cnp_ignored",
+        "CNPs received and ignored: the reaction point is off for that priority (ports/<port>/hw_counters/rp_cnp_ignored).",
+    ),
+];
+
+/// [`CONGESTION`]'s families for every port that has the counters (a
+/// counter without a number is in `rdmakit_infiniband_counters_unavailable`).
+fn congestion_families(facts: &HostFacts) -> Vec<Family> {
+    CONGESTION
+        .iter()
+        .map(|&(metric, file, help)| {
+            let mut f = Family::new(metric, Kind::Counter, help);
+            for (d, ports) in sorted_ports(facts) {
+                for p in ports {
+                    if let Some(v) = p.hw_counters.get(file).and_then(|a| a.get()?.value()) {
+                        f.push(
+                            vec![("device", d.name.clone()), ("port", p.num.to_string())],
+                            v,
+                        );
+                    }
+                }
+            }
+            f
+        })
+        .collect()
 }
 
 fn hw_families(facts: &HostFacts) -> Vec<Family> {

@@ -302,3 +302,65 @@ fn no_pma_counters_are_left_out_and_marked() {
     );
     assert!(t.contains("# TYPE rdmakit_infiniband_counters_unavailable gauge\n"));
 }
+
+/// fixtures/roce-mlx5-qos (the real mlx5_0 tree with mlx5's congestion
+/// counters) copied, its counters set to known values: each congestion family
+/// has the port's value, with HELP; a garbage value leaves its series out and
+/// is counted as unavailable.
+#[test]
+fn congestion_counters_have_their_own_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("roce");
+    let ok = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("roce-mlx5-qos"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let hw = root.join("root/sys/class/infiniband/mlx5_0/ports/1/hw_counters");
+    for (file, v) in [
+        ("np_ecn_marked_roce_packets", "75000\n"),
+        ("np_cnp_sent", "60000\n"),
+        ("rp_cnp_handled", "3000\n"),
+        ("rp_cnp_ignored", "not a number\n"),
+    ] {
+        std::fs::write(hw.join(file), v).unwrap();
+    }
+    let b = import_capture(&root).expect("the copy imports");
+    let f = collect(&b, &b.header.options.clone());
+    let r = Report::build(&f, &Config::default(), "rdmakit test", "roce");
+    let t = render(&f, &r, Duration::from_millis(1), &Options::default());
+    let port = ["device=\"mlx5_0\"", "port=\"1\""];
+    for (metric, want) in [
+        ("rdmakit_roce_ecn_marked_packets_total", 75000.0),
+        ("rdmakit_roce_cnp_sent_total", 60000.0),
+        ("rdmakit_roce_cnp_handled_total", 3000.0),
+    ] {
+        assert_eq!(value(&t, metric, &port), Some(want), "{metric}");
+        assert!(
+            t.contains(&format!("# HELP {metric} "))
+                && t.contains(&format!("# TYPE {metric} counter")),
+            "{metric}"
+        );
+    }
+    assert_eq!(value(&t, "rdmakit_roce_cnp_ignored_total", &port), None);
+    assert!(!t.contains("# HELP rdmakit_roce_cnp_ignored_total"));
+    assert_eq!(
+        value(
+            &t,
+            "rdmakit_infiniband_counters_unavailable",
+            &["counter=\"hw_counters/rp_cnp_ignored\""]
+        ),
+        Some(1.0)
+    );
+    // The generic family keeps them too.
+    assert_eq!(
+        value(
+            &t,
+            "rdmakit_infiniband_hw_counters_total",
+            &["counter=\"np_cnp_sent\""]
+        ),
+        Some(60000.0)
+    );
+}

@@ -398,6 +398,14 @@ fn uses(dir: &Path) -> Vec<Use> {
             &[2],
             &["--memlock-min"],
         ),
+        // The storm threshold is validated (its effect on a baseline pair is
+        // crates/doctor/tests/congestion.rs).
+        used(
+            "doctor",
+            &["doctor", "--from", h, "--cnp-storm-pct", "0"],
+            &[2],
+            &["--cnp-storm-pct 0: must be a percent above 0"],
+        ),
         used(
             "doctor",
             &[

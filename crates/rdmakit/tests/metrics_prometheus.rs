@@ -64,10 +64,16 @@ fn promtool_accepts_every_exposition() {
     let Some(promtool) = tool("promtool") else {
         return;
     };
-    let mut sources: Vec<Vec<String>> = ["healthy", "healthy-busy", "real-nics-procfs"]
-        .iter()
-        .map(|f| vec!["--from".to_string(), fixture(f)])
-        .collect();
+    let mut sources: Vec<Vec<String>> = [
+        "healthy",
+        "healthy-busy",
+        "real-nics-procfs",
+        // mlx5 congestion counters: rdmakit_roce_* families.
+        "roce-mlx5-qos",
+    ]
+    .iter()
+    .map(|f| vec!["--from".to_string(), fixture(f)])
+    .collect();
     sources.push(vec![]); // the live host, whatever it has
     for args in sources {
         let mut a = vec!["metrics"];

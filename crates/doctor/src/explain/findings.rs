@@ -151,6 +151,14 @@ pub fn digest(c: Code) -> (&'static [&'static str], &'static [&'static str]) {
             &["A dirty, damaged or loose cable or module", "Optics at the end of their life (RDK-N010)", "The switch port flapping or being reset", "Auto-negotiation or FEC mismatch with the switch port"],
             &["ip -s link show <if>", "ethtool -S <if> | grep link_down", "ethtool -m <if>", "dmesg -T | grep -iE 'link (is )?(down|up)'"],
         ),
+        N014 => (
+            &["Incast: many senders into one receiver", "Switch ECN thresholds (Kmin) too low for the link speed", "A slow receiver (receive buffers, PCIe, pauses it sends)", "An oversubscribed uplink on the path"],
+            &["rdma statistic show link <dev>/1 | grep -E 'cnp|ecn'", "ethtool -S <if> | grep -E 'prio[0-9]_(marked|pause)|out_of_buffer'", "cat /sys/class/net/<if>/ecn/roce_np/min_time_between_cnps", "rdmakit fleet pairwise"],
+        ),
+        N015 => (
+            &["ECN marking off on the switch queue of the RoCE class", "Notification or reaction point disabled on RoCE's priority (RDK-N002, RDK-N003)", "RoCE traffic on a lossy class (RDK-N001, RDK-N006)", "Loss that is not congestion: link errors, FEC (RDK-H010, RDK-N012)"],
+            &["rdma statistic show link <dev>/1 | grep -E 'cnp|ecn|seq|timeout|duplicate'", "grep . /sys/class/net/<if>/ecn/roce_*/enable/*", "mlxconfig -d <BDF> q | grep ROCE_CC"],
+        ),
         I001 => (
             &["MSI/MSI-X disabled (pci=nomsi)", "Driver probe incomplete or failed", "Hypervisor does not expose MSI-X for the device"],
             &["grep <BDF> /proc/interrupts", "ls /sys/bus/pci/devices/<BDF>/msi_irqs/", "lspci -s <BDF> -vvv | grep MSI-X", "cat /proc/cmdline"],

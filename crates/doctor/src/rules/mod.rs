@@ -1,6 +1,7 @@
 //! The rules, one module per layer. Each is a pure function of the facts.
 
 pub mod application;
+pub mod congestion;
 pub mod consistency;
 pub mod counters;
 pub mod ethernet;

@@ -50,6 +50,10 @@ pub struct Args {
     /// Error when they reach this percent (RDK-R002).
     #[arg(long, value_name = "PCT", default_value_t = 95.0)]
     usage_error: f64,
+    /// Report a CNP storm (RDK-N014) when CNPs sent or handled since --baseline exceed this
+    /// percent of the port's packets.
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    cnp_storm_pct: f64,
     /// Override a code's severity, e.g. --severity RDK-H008=warning (repeatable).
     #[arg(long, value_name = "CODE=LEVEL")]
     severity: Vec<String>,
@@ -130,6 +134,7 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             memlock_min: &a.memlock_min,
             usage_warn: a.usage_warn,
             usage_error: a.usage_error,
+            cnp_storm_pct: a.cnp_storm_pct,
             severity: &a.severity,
             fail_on: &a.fail_on,
         },
