@@ -332,7 +332,7 @@ pub fn run(
         // No level to judge against: no claim about any node or link.
         faults.clear();
     }
-    Ok(PairwiseReport {
+    let mut report = PairwiseReport {
         schema: SCHEMA.into(),
         mode: cfg.mode,
         started_unix,
@@ -356,7 +356,10 @@ pub fn run(
         faults,
         inconclusive,
         routes: Vec::new(),
-    })
+        causes: Vec::new(),
+    };
+    report.causes = report.causes();
+    Ok(report)
 }
 
 /// Why the screening cannot be judged, when more than half of its

@@ -21,12 +21,18 @@ pub const MAX_NAME: usize = 64;
 pub const CITED: usize = 3;
 
 /// The `hw_counters` of a real device's port that explain a slow pair.
-pub const HW_COUNTERS: [&str; 6] = [
+/// mlx5's names: retransmission-class, the congestion loop's, receive
+/// buffer drops (docs/roce-qos.md, "Congestion counters").
+pub const HW_COUNTERS: [&str; 10] = [
     "out_of_sequence",
     "packet_seq_err",
     "local_ack_timeout_err",
+    "duplicate_request",
+    "implied_nak_seq_err",
+    "np_ecn_marked_roce_packets",
     "np_cnp_sent",
     "rp_cnp_handled",
+    "rp_cnp_ignored",
     "out_of_buffer",
 ];
 
@@ -318,8 +324,18 @@ mod tests {
         std::fs::write(hw.join("out_of_sequence"), "17\n").unwrap();
         std::fs::write(hw.join("np_cnp_sent"), "garbage\n").unwrap();
         std::fs::write(hw.join("rx_write_requests"), "9\n").unwrap();
+        std::fs::write(hw.join("rp_cnp_ignored"), "4\n").unwrap();
+        std::fs::write(hw.join("np_ecn_marked_roce_packets"), "1500\n").unwrap();
         let m = read_real(&dir, 1, None);
-        assert_eq!(m, [("out_of_sequence".to_string(), 17)].into());
+        assert_eq!(
+            m,
+            [
+                ("np_ecn_marked_roce_packets".to_string(), 1500),
+                ("out_of_sequence".to_string(), 17),
+                ("rp_cnp_ignored".to_string(), 4),
+            ]
+            .into()
+        );
         assert_eq!(netdev_of(&dir), None);
         std::fs::create_dir_all(dir.join("device/net/eth3")).unwrap();
         assert_eq!(netdev_of(&dir).as_deref(), Some("eth3"));

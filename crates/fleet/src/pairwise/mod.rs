@@ -10,6 +10,8 @@
 //!   [`render`].
 //! - [`slurm`]: the agents as one Slurm job step.
 //! - [`link`]: the path MTU an agent's link carries.
+//! - [`cause`]: a slow pair congested (CNPs, ECN marks) or lossy without
+//!   ECN (retransmissions, no CNP), by its ends' counters.
 //!
 //! ```no_run
 //! use rdmakit_fleet::pairwise::{auth::Token, coordinator};
@@ -22,6 +24,7 @@
 
 pub mod agent;
 pub mod auth;
+pub mod cause;
 pub mod confirm;
 pub mod coordinator;
 pub mod deltas;

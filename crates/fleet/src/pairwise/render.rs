@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 
 use super::logtext::escape;
-use super::report::{Cell, Fault, Outcome, PairwiseReport, Phase};
+use super::report::{Cause, Cell, Diagnosis, Fault, Outcome, PairwiseReport, Phase};
 
 const RED: Style = AnsiColor::Red.on_default().bold();
 const YELLOW: Style = AnsiColor::Yellow.on_default();
@@ -174,6 +174,9 @@ pub fn human(r: &PairwiseReport) -> String {
     );
     for f in &r.faults {
         let _ = writeln!(o, "  {}", evidence(r, f));
+        if let Some(d) = r.cause(f) {
+            let _ = writeln!(o, "    {}", cause_line(&d));
+        }
         for c in r.cited(f) {
             let _ = writeln!(o, "    {}", c.replace('→', "->"));
         }
@@ -183,6 +186,10 @@ pub fn human(r: &PairwiseReport) -> String {
     }
     let _ = writeln!(o, "\nNext:");
     for f in &r.faults {
+        if let Some(d) = r.cause(f) {
+            let _ = writeln!(o, "  {}", cause_next(f, d.cause));
+            continue;
+        }
         match f {
             Fault::Node { node } => {
                 let _ = writeln!(
@@ -203,6 +210,45 @@ pub fn human(r: &PairwiseReport) -> String {
         }
     }
     o
+}
+
+/// `congested: n5 np_cnp_sent +1,200, n1 rp_cnp_handled +1,180 (...)`.
+fn cause_line(d: &Diagnosis) -> String {
+    let what = match d.cause {
+        Cause::Congested => {
+            "switches on the path marked its packets and DCQCN slowed the sender: a busy path, \
+             not a broken one"
+        }
+        Cause::LossyWithoutEcn => {
+            "packets were lost and resent while no CNP or ECN mark was counted at either end: \
+             the congestion loop never ran"
+        }
+    };
+    let head = match d.cause {
+        Cause::Congested => paint(YELLOW, d.cause.describe()),
+        Cause::LossyWithoutEcn => paint(RED, d.cause.describe()),
+    };
+    format!("{head}: {} — {what}", d.evidence.join(", "))
+}
+
+/// The next step for a fault whose counters show its cause.
+fn cause_next(f: &Fault, c: Cause) -> String {
+    let on = match f {
+        Fault::Node { node } => format!("on {node}"),
+        Fault::Link { nodes } => format!("between {} and {}", nodes[0], nodes[1]),
+    };
+    match c {
+        Cause::Congested => format!(
+            "{on}: congestion, not a bad link — incast or other traffic sharing the path, an \
+             oversubscribed uplink, switch ECN thresholds too low; rdmakit doctor --baseline on \
+             both (RDK-N014) and the switch queues of the RoCE class"
+        ),
+        Cause::LossyWithoutEcn => format!(
+            "{on}: loss without congestion control — ECN marking on the switch queue of the \
+             RoCE class, the NP/RP enables on both ends (rdmakit doctor: RDK-N002, RDK-N003, \
+             RDK-N015), a lossy traffic class (RDK-N001); then the cable and switch ports"
+        ),
+    }
 }
 
 fn evidence(r: &PairwiseReport, f: &Fault) -> String {

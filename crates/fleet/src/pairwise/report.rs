@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::cause::{Cause, Diagnosis};
 pub use super::deltas::Deltas;
 pub use crate::fabric::RouteNote;
 
@@ -51,6 +52,12 @@ pub struct PairwiseReport {
     /// there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteNote>,
+    /// What the faults' counters say: congested (CNPs or ECN marks moved)
+    /// or lossy without ECN (retransmissions, no CNP), with the counters
+    /// ([`PairwiseReport::causes`]); a fault whose counters say nothing is
+    /// not listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<Diagnosis>,
 }
 
 impl PairwiseReport {
