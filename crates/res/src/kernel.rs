@@ -320,7 +320,31 @@ pub fn port_stat_row(s: &netlink::PortStat) -> Row {
     for (n, v) in &s.counters {
         row.num(n, *v);
     }
+    row.note = congestion_note(&s.counters);
     row
+}
+
+/// The congestion loop's counters (mlx5's names) and the word each is
+/// shown by in [`congestion_note`].
+pub const CONGESTION: [(&str, &str); 4] = [
+    ("np_ecn_marked_roce_packets", "marked"),
+    ("np_cnp_sent", "CNPs sent"),
+    ("rp_cnp_handled", "handled"),
+    ("rp_cnp_ignored", "ignored"),
+];
+
+/// `congestion: marked 1500, CNPs sent 1200, handled 0, ignored 0` for a
+/// port that has any of [`CONGESTION`] (each that it has, in that order);
+/// None for one without (rxe, mlx5 before kernel 4.12).
+pub fn congestion_note(counters: &[(String, u64)]) -> Option<String> {
+    let parts: Vec<String> = CONGESTION
+        .iter()
+        .filter_map(|(name, word)| {
+            let (_, v) = counters.iter().find(|(n, _)| n == name)?;
+            Some(format!("{word} {v}"))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("congestion: {}", parts.join(", ")))
 }
 
 /// `rdma statistic qp`: one bound counter, its owner and its QPs as a row.
@@ -424,6 +448,82 @@ mod tests {
         assert_eq!(
             port_stat_row(&s).human(),
             "link mlx5_0/1 rx_write_requests 12"
+        );
+        assert_eq!(port_stat_row(&s).note, None);
+    }
+
+    /// mlx5's port counters in the order of the real `rdma statistic show
+    /// link` line in the optional-counters patch's log (rocep8s0f0/1),
+    /// values set here: the row stays `rdma`'s line (and its JSON), the
+    /// congestion counters are grouped under it.
+    #[test]
+    fn an_mlx5_port_groups_its_congestion_counters_under_the_line() {
+        let names = [
+            "rx_write_requests",
+            "rx_read_requests",
+            "rx_atomic_requests",
+            "rx_dct_connect",
+            "out_of_buffer",
+            "out_of_sequence",
+            "duplicate_request",
+            "rnr_nak_retry_err",
+            "packet_seq_err",
+            "implied_nak_seq_err",
+            "local_ack_timeout_err",
+            "resp_local_length_error",
+            "resp_cqe_error",
+            "req_cqe_error",
+            "req_remote_invalid_request",
+            "req_remote_access_errors",
+            "resp_remote_access_errors",
+            "resp_cqe_flush_error",
+            "req_cqe_flush_error",
+            "roce_adp_retrans",
+            "roce_adp_retrans_to",
+            "roce_slow_restart",
+            "roce_slow_restart_cnps",
+            "roce_slow_restart_trans",
+            "rp_cnp_ignored",
+            "rp_cnp_handled",
+            "np_ecn_marked_roce_packets",
+            "np_cnp_sent",
+            "rx_icrc_encapsulated",
+        ];
+        let value = |n: &str| match n {
+            "np_ecn_marked_roce_packets" => 1500,
+            "np_cnp_sent" => 1200,
+            "rp_cnp_handled" => 7,
+            _ => 0,
+        };
+        let s = netlink::PortStat {
+            dev_index: 3,
+            dev_name: "rocep8s0f0".into(),
+            port: 1,
+            counters: names.iter().map(|n| (n.to_string(), value(n))).collect(),
+            unknown: vec![],
+        };
+        let r = port_stat_row(&s);
+        let line = r.human();
+        assert!(
+            line.starts_with("link rocep8s0f0/1 rx_write_requests 0 ")
+                && line.ends_with(
+                    "rp_cnp_ignored 0 rp_cnp_handled 7 np_ecn_marked_roce_packets 1500 \
+                     np_cnp_sent 1200 rx_icrc_encapsulated 0"
+                ),
+            "{line}"
+        );
+        assert_eq!(
+            r.human_lines(),
+            format!("{line}\n    congestion: marked 1500, CNPs sent 1200, handled 7, ignored 0")
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&[r])).unwrap();
+        assert_eq!(v[0]["np_cnp_sent"], 1200);
+        assert!(v[0].get("congestion").is_none(), "rdma -j's keys only");
+        // A driver with only some of them shows those.
+        let some = [("rp_cnp_handled".to_string(), 3)];
+        assert_eq!(
+            congestion_note(&some).as_deref(),
+            Some("congestion: handled 3")
         );
     }
 }

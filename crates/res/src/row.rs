@@ -17,6 +17,10 @@ pub struct Field {
 pub struct Row {
     pub prefix: String,
     pub fields: Vec<Field>,
+    /// A line of text output only, printed indented under the row (not in
+    /// the JSON, which stays `rdma -j`'s): e.g. a port's congestion
+    /// counters grouped.
+    pub note: Option<String>,
 }
 
 impl Row {
@@ -24,6 +28,7 @@ impl Row {
         Row {
             prefix,
             fields: Vec::new(),
+            note: None,
         }
     }
 
@@ -66,6 +71,15 @@ impl Row {
     /// The value of a field, if the row has it.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.fields.iter().find(|f| f.key == key).map(|f| &f.json)
+    }
+
+    /// [`Row::human`] and, under it, the note when there is one (no
+    /// trailing newline).
+    pub fn human_lines(&self) -> String {
+        match &self.note {
+            Some(n) => format!("{}\n    {n}", self.human()),
+            None => self.human(),
+        }
     }
 
     /// The line `rdma` would print.

@@ -110,7 +110,7 @@ impl Shown {
     pub fn stdout(&self, as_json: bool) -> String {
         match as_json {
             true => json(&self.rows),
-            false => self.rows.iter().map(|r| r.human() + "\n").collect(),
+            false => self.rows.iter().map(|r| r.human_lines() + "\n").collect(),
         }
     }
 }
@@ -420,6 +420,14 @@ mod tests {
             shown.missing[0].starts_with("mlx5_0/3: counters: "),
             "{shown:?}"
         );
+        // The text output adds the congestion line; the JSON stays rdma -j's.
+        let mut cc = shown;
+        cc.rows[0].note = crate::kernel::congestion_note(&[("np_cnp_sent".into(), 9)]);
+        assert_eq!(
+            cc.stdout(false),
+            "link mlx5_0/1 rx_write_requests 1\n    congestion: CNPs sent 9\n"
+        );
+        assert!(!cc.stdout(true).contains("congestion"));
         let qp = stat_rows(&f, true, None, "b").unwrap();
         assert!(qp.rows.is_empty());
         assert_eq!(qp.missing.len(), 2);
