@@ -150,12 +150,13 @@ fn a_lossy_pair_is_a_link_whose_verdict_cites_the_counters_that_moved() {
     f.clear();
     assert_eq!(Fabric::faults(&v), vec!["link n1-n5"], "{v:#}");
     assert_eq!(code, 1);
+    // The soft NIC's transport counters, by mlx5's hw_counters names.
     const SOFT: [&str; 5] = [
         "retransmitted_packets",
-        "ack_timeouts",
+        "local_ack_timeout_err",
         "out_of_sequence",
-        "seq_err_naks_received",
-        "duplicate_requests",
+        "packet_seq_err",
+        "duplicate_request",
     ];
     let pair: Vec<&serde_json::Value> = v["cells"]
         .as_array()

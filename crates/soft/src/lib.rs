@@ -46,8 +46,9 @@ pub mod userdir;
 pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
 pub use cma::SoftTransport;
 pub use device::{
-    flush_held_acks, AsyncEvent, Counters, DataPath, Device, DeviceConfig, Exhaustion, GsiMad,
-    PostFailure, QpInit, ResourceCounts, SendRequest, GSI_QPN, LOOPBACK_LID,
+    flush_held_acks, parse_cc, AsyncEvent, Counters, DataPath, Device, DeviceConfig, Exhaustion,
+    GsiMad, PostFailure, QpInit, ResourceCounts, SendRequest, CC_VAR, GSI_QPN, LOOPBACK_LID,
+    TRANSPORT_COUNTERS,
 };
 pub use errno::{Errno, Origin, SoftError};
 pub use rdmakit_proto as proto;

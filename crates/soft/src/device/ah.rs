@@ -109,6 +109,16 @@ impl Ahs {
         (p.len() - 1) as u32
     }
 
+    /// The path to `ip` if one was interned: a lookup that never adds
+    /// (a received packet's source must not grow the table).
+    pub(super) fn find(&self, ip: Ipv4Addr) -> Option<AddressHandle> {
+        let p = lock(&self.paths);
+        p.iter()
+            .position(|&a| a == ip)
+            .and_then(|i| u32::try_from(i).ok())
+            .map(AddressHandle)
+    }
+
     /// Where a path leads.
     pub(super) fn path(&self, ah: AddressHandle) -> Option<Ipv4Addr> {
         lock(&self.paths).get(ah.0 as usize).copied()

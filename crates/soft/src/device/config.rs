@@ -5,6 +5,8 @@
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
+use rdmakit_proto::cc::Params;
+
 use super::err;
 use crate::attr::Limits;
 use crate::cma::SoftTransport;
@@ -82,6 +84,69 @@ pub struct DeviceConfig {
     /// datagrams ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_TRANSPORT`,
     /// `auto`/`udp`; `shm` and `cma` mean `auto`).
     pub transport: SoftTransport,
+    /// Congestion control (DCQCN): mlx5's `rp_*`/`np_*` parameters and
+    /// per-priority enables, mlx5's firmware defaults unless set
+    /// ([`DeviceConfig::from_env`]: `RDMAKIT_SOFT_CC`, see
+    /// [`parse_cc`]). Every QP of the device reads them.
+    pub cc: Params,
+}
+
+/// The variable that sets congestion control parameters.
+pub const CC_VAR: &str = "RDMAKIT_SOFT_CC";
+
+/// Applies `spec` to `params`: parameters as `name=value` separated by
+/// commas, spaces or newlines, in mlx5's names and units (`rp_ai_rate=0.5`,
+/// `np_min_time_between_cnps=50`, `rp_enable_3=0`); `bottleneck=RATE`
+/// (Mb/s, up to three decimals): every parameter from
+/// [`Params::for_bottleneck`], the profile for a link that slow; and two
+/// words: `off` (reaction and notification points off on every priority:
+/// data leaves Not-ECT, no CNP is sent, CNPs are ignored) and `on` (both
+/// on, on every priority). Applied in order; at most 64 items.
+///
+/// # Errors
+/// A message naming the item and why ([`rdmakit_proto::cc::ParamError`]:
+/// an unknown name, a value out of range with the range); `params` may be
+/// partly changed.
+pub fn parse_cc(params: &mut Params, spec: &str) -> std::result::Result<(), String> {
+    let items: Vec<&str> = spec
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if items.len() > 64 {
+        return Err(format!("{} items; at most 64", items.len()));
+    }
+    for item in items {
+        match item {
+            "off" | "on" => {
+                let v = if item == "on" { "1" } else { "0" };
+                for p in 0..8 {
+                    for side in ["rp", "np"] {
+                        params
+                            .set(&format!("{side}_enable_{p}"), v)
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+            }
+            _ if item.starts_with("bottleneck=") => {
+                let v = &item["bottleneck=".len()..];
+                // Read as a rate parameter reads it (Mb/s, three decimals).
+                let mut probe = Params::mlx5();
+                probe
+                    .set("rp_max_rate", v)
+                    .ok()
+                    .filter(|()| probe.rp_max_rate.kbps() > 0)
+                    .ok_or_else(|| format!("bottleneck={v:?} is not a rate in Mb/s above 0"))?;
+                *params = Params::for_bottleneck(probe.rp_max_rate);
+            }
+            _ => {
+                let Some((name, value)) = item.split_once('=') else {
+                    return Err(format!("{item:?} is not name=value, \"on\" or \"off\""));
+                };
+                params.set(name, value).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Which errno a create verb returns when a device limit is reached.
@@ -122,14 +187,17 @@ impl DeviceConfig {
     /// `RDMAKIT_SOFT_LEAKY=1`, `RDMAKIT_SOFT_GSO=0`, `RDMAKIT_SOFT_GRO=0`,
     /// `RDMAKIT_SOFT_RAW_TX=0`, `RDMAKIT_SOFT_REGISTRY_DIR`,
     /// `RDMAKIT_SOFT_TRANSPORT` (`auto` or `udp`; `shm` and `cma`, old
-    /// names, mean `auto`). An unset,
+    /// names, mean `auto`), `RDMAKIT_SOFT_CC` (congestion control
+    /// parameters: [`parse_cc`]). An unset,
     /// empty or unusable value leaves the default: a port of 0 or not a
     /// number, an MTU below 352, an unknown exhaustion name; an offload or
     /// raw-send switch is off only for exactly `0`.
     ///
     /// # Errors
     /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR` (the error opening the
-    /// device reported before) or an unknown `RDMAKIT_SOFT_TRANSPORT`.
+    /// device reported before), an unknown `RDMAKIT_SOFT_TRANSPORT`, or a
+    /// `RDMAKIT_SOFT_CC` [`parse_cc`] refuses (its message names the
+    /// parameter and the range).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<DeviceConfig> {
         let d = DeviceConfig::default();
         let addr = match var("RDMAKIT_SOFT_ADDR") {
@@ -154,9 +222,21 @@ impl DeviceConfig {
             })?,
             _ => SoftTransport::default(),
         };
+        let mut cc = d.cc.clone();
+        if let Some(spec) = var(CC_VAR) {
+            parse_cc(&mut cc, &spec).map_err(|m| {
+                err(
+                    "ibv_open_device",
+                    Errno::EINVAL,
+                    Origin::Library,
+                    format!("{CC_VAR}: {m}"),
+                )
+            })?;
+        }
         let switch = |k: &str| var(k).map_or(true, |v| v != "0");
         Ok(DeviceConfig {
             transport,
+            cc,
             name: var("RDMAKIT_SOFT_NAME"),
             addr,
             udp_port: var("RDMAKIT_SOFT_UDP_PORT")
@@ -231,6 +311,7 @@ impl Default for DeviceConfig {
             raw_tx: true,
             registry_dir: None,
             transport: SoftTransport::default(),
+            cc: Params::mlx5(),
         }
     }
 }
@@ -257,6 +338,7 @@ mod tests {
         assert_eq!(c.leaky, None);
         assert!(c.gso && c.gro && c.raw_tx);
         assert_eq!(c.registry_dir, None);
+        assert_eq!(c.cc, Params::mlx5());
     }
 
     #[test]
@@ -280,8 +362,15 @@ mod tests {
             ("RDMAKIT_SOFT_GRO", "0"),
             ("RDMAKIT_SOFT_RAW_TX", "0"),
             ("RDMAKIT_SOFT_REGISTRY_DIR", "/tmp/reg"),
+            (
+                "RDMAKIT_SOFT_CC",
+                "rp_ai_rate=0.5, np_min_time_between_cnps=50\nrp_enable_3=0",
+            ),
         ]))
         .unwrap();
+        assert_eq!(c.cc.value("rp_ai_rate").as_deref(), Some("0.5"));
+        assert_eq!(c.cc.np_min_time_between_cnps, 50);
+        assert!(!c.cc.rp_enabled(3) && c.cc.rp_enabled(2) && c.cc.np_enabled(3));
         assert_eq!(c.name.as_deref(), Some("soft7"));
         assert_eq!(c.addr, Some(Ipv4Addr::new(10, 0, 0, 2)));
         assert_eq!(c.udp_port, 4792);
@@ -290,6 +379,53 @@ mod tests {
         assert_eq!(c.leaky, Some(true));
         assert!(!c.gso && !c.gro && !c.raw_tx);
         assert_eq!(c.registry_dir, Some(PathBuf::from("/tmp/reg")));
+    }
+
+    #[test]
+    fn congestion_control_off_and_on_cover_every_priority() {
+        let off = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_CC", "off")])).unwrap();
+        assert!((0..8).all(|p| !off.cc.rp_enabled(p) && !off.cc.np_enabled(p)));
+        let mut p = off.cc.clone();
+        parse_cc(&mut p, "on rp_enable_6=0").unwrap();
+        assert!((0..8).all(|q| p.np_enabled(q) && p.rp_enabled(q) == (q != 6)));
+        // A profile, then an override of one of its values.
+        let mut p = Params::mlx5();
+        parse_cc(&mut p, "bottleneck=10,rp_threshold=3").unwrap();
+        let want = Params {
+            rp_threshold: 3,
+            ..Params::for_bottleneck(rdmakit_proto::cc::Rate::from_mbps(10))
+        };
+        assert_eq!(p, want);
+        for bad in ["bottleneck=0", "bottleneck=fast", "bottleneck="] {
+            let e = parse_cc(&mut Params::mlx5(), bad).unwrap_err();
+            assert!(e.contains("not a rate"), "{bad}: {e}");
+        }
+    }
+
+    /// A parameter written out of range, an unknown one, or an item that is
+    /// not name=value fails the open with EINVAL naming the variable, the
+    /// item and (from the parameter table) the range.
+    #[test]
+    fn a_bad_congestion_parameter_is_refused_by_name() {
+        for (spec, says) in [
+            ("rp_gd=16", "rp_gd"),
+            ("rp_min_dec_fac=0", "rp_min_dec_fac"),
+            ("np_cnp_dscp=64", "np_cnp_dscp"),
+            ("rp_ai_rate=fast", "rp_ai_rate"),
+            ("rp_nonsense=1", "rp_nonsense"),
+            ("rp_ai_rate", "not name=value"),
+        ] {
+            let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_CC", spec)])).unwrap_err();
+            assert_eq!(e.errno, Errno::EINVAL, "{spec}");
+            let m = e.to_string();
+            assert!(
+                m.contains("RDMAKIT_SOFT_CC") && m.contains(says),
+                "{spec}: {m}"
+            );
+        }
+        let many = vec!["on"; 65].join(",");
+        let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_CC", &many)])).unwrap_err();
+        assert!(e.to_string().contains("at most 64"), "{e}");
     }
 
     #[test]

@@ -222,9 +222,12 @@ impl Gsi {
         a.buf[off + mad.len()..len].fill(0);
         let sport = net::flow_port(GSI_QPN, GSI_QPN);
         let Agent { flow, buf, .. } = a;
+        // MADs leave on DSCP 0, Not-ECT: management traffic is not
+        // congestion-controlled (the CM's MADs are few and retried).
         net.send(
             dst,
             sport,
+            0,
             flow,
             buf,
             len,

@@ -76,56 +76,87 @@ pub struct Counters {
     /// Duplicate requests received (rxe's `duplicate_request`), summed
     /// over the QPs.
     pub duplicate_requests: u64,
+    /// RNR NAKs received (mlx5's `rnr_nak_retry_err`), summed over the QPs.
+    pub rnr_naks_received: u64,
+    /// RoCEv2 packets received marked Congestion Experienced (mlx5's
+    /// `np_ecn_marked_roce_packets`), summed over the QPs.
+    pub np_ecn_marked_roce_packets: u64,
+    /// CNPs sent for CE-marked packets (`np_cnp_sent`), summed over the QPs.
+    pub np_cnp_sent: u64,
+    /// CNPs that lowered a QP's rate (`rp_cnp_handled`), summed over the QPs.
+    pub rp_cnp_handled: u64,
+    /// CNPs received and ignored: the reaction point off for the QP's
+    /// priority, the QP not connected, or the CNP not from its peer
+    /// (`rp_cnp_ignored`), summed over the QPs.
+    pub rp_cnp_ignored: u64,
 }
 
+/// The names [`Counters::transport`] gives the counters summed over the
+/// QPs, in its order: mlx5's `hw_counters` names (what `rdma statistic`
+/// shows of a ConnectX port), and `retransmitted_packets`, the soft NIC's
+/// own (mlx5 counts no retransmitted packets, only their causes).
+pub const TRANSPORT_COUNTERS: [&str; QpSums::LEN] = [
+    "retransmitted_packets",
+    "local_ack_timeout_err",
+    "out_of_sequence",
+    "packet_seq_err",
+    "duplicate_request",
+    "rnr_nak_retry_err",
+    "np_ecn_marked_roce_packets",
+    "np_cnp_sent",
+    "rp_cnp_handled",
+    "rp_cnp_ignored",
+];
+
 impl Counters {
-    /// The transport counters summed over the QPs, by name (what a
-    /// pairwise test reports of the soft NIC, as `hw_counters` of a real
-    /// device).
-    pub fn transport(&self) -> [(&'static str, u64); 5] {
-        [
-            ("retransmitted_packets", self.retransmitted_packets),
-            ("ack_timeouts", self.ack_timeouts),
-            ("out_of_sequence", self.out_of_sequence),
-            ("seq_err_naks_received", self.seq_err_naks_received),
-            ("duplicate_requests", self.duplicate_requests),
-        ]
+    /// The transport and congestion counters summed over the QPs, by
+    /// name ([`TRANSPORT_COUNTERS`]): what `rdmakit stat` and a pairwise
+    /// test report of the soft NIC, as `hw_counters` of a real device.
+    pub fn transport(&self) -> [(&'static str, u64); QpSums::LEN] {
+        let v = [
+            self.retransmitted_packets,
+            self.ack_timeouts,
+            self.out_of_sequence,
+            self.seq_err_naks_received,
+            self.duplicate_requests,
+            self.rnr_naks_received,
+            self.np_ecn_marked_roce_packets,
+            self.np_cnp_sent,
+            self.rp_cnp_handled,
+            self.rp_cnp_ignored,
+        ];
+        std::array::from_fn(|i| (TRANSPORT_COUNTERS[i], v[i]))
     }
 }
 
-/// The transport counters of QPs, summed: [`Counters::transport`]'s.
+/// The transport counters of QPs, summed, in [`TRANSPORT_COUNTERS`]'
+/// order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct QpSums {
-    pub(super) retransmitted: u64,
-    pub(super) timeouts: u64,
-    pub(super) out_of_sequence: u64,
-    pub(super) seq_err_naks_received: u64,
-    pub(super) duplicates: u64,
-}
+pub struct QpSums([u64; QpSums::LEN]);
 
 impl QpSums {
+    /// How many counters.
+    pub const LEN: usize = 10;
+
     /// One QP's.
     pub(super) fn of(s: &rdmakit_proto::Stats) -> QpSums {
-        QpSums {
-            retransmitted: s.retransmitted,
-            timeouts: s.timeouts,
-            out_of_sequence: s.naks_sent[0],
-            seq_err_naks_received: s.seq_err_naks_received,
-            duplicates: s.duplicates,
-        }
+        QpSums([
+            s.retransmitted,
+            s.timeouts,
+            s.naks_sent[0],
+            s.seq_err_naks_received,
+            s.duplicates,
+            s.rnr_naks_received,
+            s.np_ecn_marked_roce_packets,
+            s.np_cnp_sent,
+            s.rp_cnp_handled,
+            s.rp_cnp_ignored,
+        ])
     }
 
     /// `self` plus `o`.
     pub(super) fn add(self, o: QpSums) -> QpSums {
-        QpSums {
-            retransmitted: self.retransmitted.saturating_add(o.retransmitted),
-            timeouts: self.timeouts.saturating_add(o.timeouts),
-            out_of_sequence: self.out_of_sequence.saturating_add(o.out_of_sequence),
-            seq_err_naks_received: self
-                .seq_err_naks_received
-                .saturating_add(o.seq_err_naks_received),
-            duplicates: self.duplicates.saturating_add(o.duplicates),
-        }
+        QpSums(std::array::from_fn(|i| self.0[i].saturating_add(o.0[i])))
     }
 }
 
@@ -220,11 +251,16 @@ impl AtomicCounters {
             ring_refused: rings.map_or(0, |r| r.refused()),
             rx_same_host_refused: self.rx_same_host_refused.load(Ordering::Relaxed),
             rx_socket_packets: self.rx_socket_packets.load(Ordering::Relaxed),
-            retransmitted_packets: q.retransmitted,
-            ack_timeouts: q.timeouts,
-            out_of_sequence: q.out_of_sequence,
-            seq_err_naks_received: q.seq_err_naks_received,
-            duplicate_requests: q.duplicates,
+            retransmitted_packets: q.0[0],
+            ack_timeouts: q.0[1],
+            out_of_sequence: q.0[2],
+            seq_err_naks_received: q.0[3],
+            duplicate_requests: q.0[4],
+            rnr_naks_received: q.0[5],
+            np_ecn_marked_roce_packets: q.0[6],
+            np_cnp_sent: q.0[7],
+            rp_cnp_handled: q.0[8],
+            rp_cnp_ignored: q.0[9],
         }
     }
 

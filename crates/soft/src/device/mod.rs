@@ -42,8 +42,9 @@ mod qp;
 mod shared;
 mod srq;
 
-pub use config::{DeviceConfig, Exhaustion};
+pub use config::{parse_cc, DeviceConfig, Exhaustion, CC_VAR};
 pub use gsi::{GsiMad, GSI_QPN};
+pub use info::TRANSPORT_COUNTERS;
 pub use info::{Counters, DataPath, PostFailure, ResourceCounts};
 use shared::Shared;
 

@@ -38,7 +38,7 @@ use super::mr::Mrs;
 use super::mw::Mws;
 use super::pd::Pds;
 use super::progress::Progress;
-use super::qp::{Qp, Qps};
+use super::qp::{Came, Qp, Qps};
 use super::srq::Srqs;
 use super::{err, monotonic_ns, LOOPBACK_LID};
 
@@ -78,6 +78,9 @@ pub(super) struct Shared {
     held_acks: HeldAcks,
     /// QP1 and the management agent attached to it.
     gsi: Gsi,
+    /// Congestion control parameters every QP reads
+    /// ([`DeviceConfig::cc`]).
+    cc: Arc<rdmakit_proto::cc::Params>,
 }
 
 impl Shared {
@@ -146,6 +149,7 @@ impl Shared {
         Ok(Shared {
             name,
             attr: crate::attr::device_attr(l, addr),
+            cc: Arc::new(cfg.cc.clone()),
             port,
             limits: l.clone(),
             transport,
@@ -226,6 +230,11 @@ impl Shared {
     }
 
     /// The AH and path tables.
+    /// The congestion control parameters QPs are created with.
+    pub(super) fn cc(&self) -> &Arc<rdmakit_proto::cc::Params> {
+        &self.cc
+    }
+
     pub(super) fn ahs(&self) -> &Ahs {
         &self.ahs
     }
@@ -428,7 +437,7 @@ impl Shared {
                 |src, peer, pkt| {
                     wakes.get_or_insert_with(|| self.net.hold_wakes());
                     let pkts = &mut std::iter::once(pkt).peekable();
-                    self.deliver(src, Some(peer.as_ref()), pkts, true, &clock);
+                    self.deliver(src, Some(peer.as_ref()), false, pkts, true, &clock);
                 },
                 &done,
             )
@@ -446,9 +455,9 @@ impl Shared {
         }
         for _ in took..max {
             match self.net.try_recv(&mut pb.buf) {
-                Some((n, src, seg)) => {
+                Some(d) => {
                     wakes.get_or_insert_with(|| self.net.hold_wakes());
-                    if self.receive(src, &pb.buf[..n], seg, app, &clock) {
+                    if self.receive(d, &pb.buf[..d.len], app, &clock) {
                         pb.rings_last = false;
                     }
                 }
@@ -461,22 +470,16 @@ impl Shared {
         took
     }
 
-    /// Feeds what one receive returned from `src` (a datagram, or several
-    /// of one flow coalesced by UDP_GRO with segment size `seg`; see
-    /// [`net::gro_split`]). Every packet's ICRC is checked on its own; a
+    /// Feeds what one receive `d` returned (a datagram, or several of one
+    /// flow coalesced by UDP_GRO with segment size `d.seg`, all with `d`'s
+    /// IP TOS; see [`net::gro_split`]). Every packet's ICRC is checked on its own; a
     /// notify datagram makes the rings accept what their channel was handed
     /// ([`net::shm`]); a same-host request is dropped and counted: it is
     /// taken only from a same-host ring, never from the network. Whether it
     /// held a transport packet (not only a wake-up or a notify).
-    fn receive(
-        &self,
-        src: SocketAddrV4,
-        buf: &[u8],
-        seg: usize,
-        hold_acks: bool,
-        now: impl Clock,
-    ) -> bool {
-        let mut pkts = net::gro_split(buf, seg)
+    fn receive(&self, d: net::Datagram, buf: &[u8], hold_acks: bool, now: impl Clock) -> bool {
+        let src = d.from;
+        let mut pkts = net::gro_split(buf, d.seg)
             .filter_map(|d| {
                 if d.is_empty() {
                     return None; // a wake-up from `Net::kick` or a ring's sender
@@ -503,7 +506,7 @@ impl Shared {
             })
             .peekable();
         let traffic = pkts.peek().is_some();
-        self.deliver(src, None, &mut pkts, hold_acks, now);
+        self.deliver(src, None, d.ce(), &mut pkts, hold_acks, now);
         traffic
     }
 
@@ -512,11 +515,13 @@ impl Shared {
     /// the engine driven (transmit, completions) once after the run, so the
     /// 16 packets of a 64 KiB write cost one lookup, one lock and one pass,
     /// and their ACKs coalesce. `peer`: the process the kernel identified
-    /// as their sender, when they came on a same-host ring.
+    /// as their sender, when they came on a same-host ring. `ce`: they
+    /// arrived marked Congestion Experienced.
     fn deliver<'a>(
         &self,
         src: SocketAddrV4,
         peer: Option<&net::shm::Peer>,
+        ce: bool,
         pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
         hold_acks: bool,
         now: impl Clock,
@@ -536,11 +541,12 @@ impl Shared {
                 continue;
             };
             let mut eng = q.engine();
-            eng.feed(&q, self, src, peer, pkt, now);
+            let came = Came { src, peer, ce };
+            eng.feed(&q, self, came, pkt, now);
             // The rest of the run for this QP (a coalesced buffer is one
             // flow, so usually all of it).
             while let Some(next) = pkts.next_if(|p| qp_of(p) == Some(dqpn)) {
-                eng.feed(&q, self, src, peer, next, now);
+                eng.feed(&q, self, came, next, now);
             }
             eng.drive_received(&q, self, now, hold_acks);
         }

@@ -154,7 +154,7 @@ pub fn flow_port(lqpn: u32, rqpn: u32) -> u16 {
 
 pub use offload::Offloads;
 pub(crate) use offload::{gro_size, gro_split, probe_offloads, send_segments, TxBatch};
-use offload::{set_udp_opt, GroSwitch, RecvSeen, UDP_GRO};
+use offload::{set_ip_opt, set_udp_opt, GroSwitch, RecvSeen, UDP_GRO};
 
 /// A QP's sending state, cached per engine: its flow socket by source port
 /// (`None` inside: the port could not be bound, the device socket sends
@@ -210,6 +210,34 @@ pub(crate) struct Net {
     /// Same-host rings, when the transport is `auto` and the marker could
     /// be written.
     rings: Option<shm::Rings>,
+    /// Whether receives read each datagram's IP TOS byte (IP_RECVTOS): on a
+    /// configured address, the one reachable over a network, where a
+    /// switch may mark CE. A loopback slot's traffic never crosses a
+    /// queue that marks, so its receives keep the cheaper `recvfrom`.
+    recv_tos: bool,
+}
+
+/// What one receive returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Datagram {
+    /// Bytes received (one datagram, or several of one flow: `seg`).
+    pub(crate) len: usize,
+    /// The sender.
+    pub(crate) from: SocketAddrV4,
+    /// The UDP_GRO segment size when the kernel coalesced several
+    /// datagrams of one flow (else 0; see [`gro_split`]).
+    pub(crate) seg: usize,
+    /// The IP TOS byte (DSCP << 2 | ECN) when the socket reads it
+    /// ([`Net::reads_tos`]; GRO coalesces only datagrams with equal TOS),
+    /// else 0.
+    pub(crate) tos: u8,
+}
+
+impl Datagram {
+    /// Whether the datagram arrived marked Congestion Experienced.
+    pub(crate) fn ce(&self) -> bool {
+        self.tos & 3 == 3
+    }
 }
 
 fn bind_err(verb: &'static str, e: &std::io::Error, what: String) -> SoftError {
@@ -256,6 +284,7 @@ impl Net {
             _ => dev_addr,
         };
         let (offloads, gro_start) = probe_offloads(&sock, allowed);
+        let recv_tos = addr.is_some() && set_ip_opt(&sock, libc::IP_RECVTOS, 1);
         let rings = (transport == SoftTransport::Auto)
             .then(|| shm::Rings::new(SocketAddrV4::new(local, port)).ok())
             .flatten();
@@ -278,7 +307,14 @@ impl Net {
                 0
             }),
             rings,
+            recv_tos,
         })
+    }
+
+    /// Whether receives read each datagram's IP TOS (a configured address).
+    #[cfg(test)]
+    pub(crate) fn reads_tos(&self) -> bool {
+        self.recv_tos
     }
 
     /// Binds the endpoint of a free loopback slot, trying from a random one.
@@ -364,12 +400,13 @@ impl Net {
 
     /// Appends the ICRC to `buf[..len]` and sends it to `dst` (routed by
     /// the packet's destination QP, see [`Net::route`]) from the flow's
-    /// source port.
+    /// source port, with IP TOS `tos`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &self,
         dst: Ipv4Addr,
         sport: u16,
+        tos: u8,
         cache: &mut FlowCache,
         buf: &mut [u8],
         len: usize,
@@ -391,25 +428,12 @@ impl Net {
         let dqpn = bth::Packet::new_checked(&pkt[..]).map_or(0, |b| b.dest_qp());
         let to = self.route(dst, dqpn);
         if let Some(raw) = self.raw.as_ref().filter(|_| !to.ip().is_loopback()) {
-            return self.send_raw(
-                raw,
-                SocketAddrV4::new(self.local, sport),
-                to,
-                pkt,
-                len,
-                tx,
-                tx_err,
-            );
+            let src = SocketAddrV4::new(self.local, sport);
+            return self.send_raw(raw, src, to, tos, pkt, len, tx, tx_err);
         }
         let crc = self.icrc(SocketAddrV4::new(self.local, sport), to, &pkt[..len]);
         pkt[len..].copy_from_slice(&crc.to_le_bytes());
-        // rustix's direct syscall: std's goes through libc's sendto, a
-        // thread-cancellation point that toggles async-cancel state around
-        // the call (~3% of a bandwidth sender's CPU).
-        match rustix::net::sendto_v4(sock, pkt, rustix::net::SendFlags::empty(), &to) {
-            Ok(_) => tx.fetch_add(1, Ordering::Relaxed),
-            Err(_) => tx_err.fetch_add(1, Ordering::Relaxed),
-        };
+        send_one(sock, pkt, to, tos, tx, tx_err);
     }
 
     /// Appends the ICRC to the packet of `len` bytes the engine wrote at
@@ -418,11 +442,13 @@ impl Net {
     /// longer than its segments, a limit reached) and moves the packet to
     /// the front. A packet that cannot go by GSO (offload off, too large,
     /// the raw socket's path) leaves at once. [`Net::flush`] sends the rest.
+    /// `tos`: the packet's IP TOS byte (DSCP and ECN; a ring ignores it).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn queue(
         &self,
         dst: Ipv4Addr,
         sport: u16,
+        tos: u8,
         cache: &mut FlowCache,
         batch: &mut TxBatch,
         buf: &mut [u8],
@@ -466,7 +492,7 @@ impl Net {
         }
         let raw = self.raw.as_ref().filter(|_| !to.ip().is_loopback());
         let gso = raw.is_none() && plen <= self.gso_max_seg.load(Ordering::Relaxed);
-        if batch.count > 0 && !(gso && batch.admits(to, sport, plen)) {
+        if batch.count > 0 && !(gso && batch.admits(to, sport, tos, plen)) {
             self.flush(cache, batch, buf, tx, tx_err);
             if gso {
                 buf.copy_within(at..at + plen, 0);
@@ -486,14 +512,14 @@ impl Net {
         let src = SocketAddrV4::new(self.local, src_port);
         let pkt = &mut buf[at..at + plen];
         if let Some(raw) = raw {
-            return self.send_raw(raw, src, to, pkt, len, tx, tx_err);
+            return self.send_raw(raw, src, to, tos, pkt, len, tx, tx_err);
         }
         let crc = self.icrc(src, to, &pkt[..len]);
         pkt[len..].copy_from_slice(&crc.to_le_bytes());
         if !gso {
-            return send_one(sock, pkt, to, tx, tx_err);
+            return send_one(sock, pkt, to, tos, tx, tx_err);
         }
-        batch.add(to, sport, plen);
+        batch.add(to, sport, tos, plen);
         if batch.closed() {
             self.flush(cache, batch, buf, tx, tx_err);
         }
@@ -525,10 +551,10 @@ impl Net {
             _ => &self.sock,
         };
         if b.count == 1 {
-            return send_one(sock, data, to, tx, tx_err);
+            return send_one(sock, data, to, b.tos, tx, tx_err);
         }
         let seg = u16::try_from(b.seg).unwrap_or(u16::MAX);
-        match send_segments(sock, to, data, seg) {
+        match send_segments(sock, to, data, seg, b.tos) {
             Ok(()) => {
                 tx.fetch_add(b.count as u64, Ordering::Relaxed);
             }
@@ -540,7 +566,7 @@ impl Net {
                     self.gso_max_seg.fetch_min(b.seg - 1, Ordering::Relaxed);
                 }
                 for p in gro_split(data, b.seg) {
-                    send_one(sock, p, to, tx, tx_err);
+                    send_one(sock, p, to, b.tos, tx, tx_err);
                 }
             }
         }
@@ -554,13 +580,15 @@ impl Net {
 
     /// Sends through the raw socket with an IPv4 header of our own
     /// (identification from a counter, never 0, which the kernel would
-    /// replace; DF; TTL 64) and UDP checksum 0, and the ICRC over exactly that.
+    /// replace; DF; TTL 64; TOS `tos`) and UDP checksum 0, and the ICRC over
+    /// exactly that (the ICRC masks the TOS: a switch may mark CE).
     #[allow(clippy::too_many_arguments)]
     fn send_raw(
         &self,
         raw: &std::os::fd::OwnedFd,
         src: SocketAddrV4,
         to: SocketAddrV4,
+        tos: u8,
         pkt: &mut [u8],
         len: usize,
         tx: &AtomicU64,
@@ -572,7 +600,7 @@ impl Net {
         }
         let crc = icrc_with(src, to, &pkt[..len], ident, true);
         pkt[len..].copy_from_slice(&crc.to_le_bytes());
-        let Some(d) = raw_datagram(src, to, ident, pkt) else {
+        let Some(d) = raw_datagram(src, to, ident, tos, pkt) else {
             tx_err.fetch_add(1, Ordering::Relaxed);
             return;
         };
@@ -623,20 +651,28 @@ impl Net {
     }
 
     /// Receives one datagram if one is waiting (never blocks): its length,
-    /// sender, and the UDP_GRO segment size when the kernel coalesced
-    /// several datagrams of one flow into it (else 0; see [`gro_split`]).
-    pub(crate) fn try_recv(&self, buf: &mut [u8]) -> Option<(usize, SocketAddrV4, usize)> {
+    /// sender, the UDP_GRO segment size when the kernel coalesced several
+    /// datagrams of one flow into it (else 0; see [`gro_split`]) and its IP
+    /// TOS when the socket reads it.
+    pub(crate) fn try_recv(&self, buf: &mut [u8]) -> Option<Datagram> {
         if !self.offloads.gro {
-            return self.try_recvfrom(buf);
+            return if self.recv_tos {
+                self.try_recvmsg(buf)
+            } else {
+                self.try_recvfrom(buf)
+            };
         }
         let sw = GroSwitch::from_bits(self.gro_switch.load(Ordering::Relaxed));
-        let r = if sw.reads_control() {
+        let r = if sw.reads_control() || self.recv_tos {
             self.try_recvmsg(buf)
         } else {
             self.try_recvfrom(buf)
         };
         let seen = match r {
-            Some((n, _, seg)) => RecvSeen::Datagram { len: n, seg },
+            Some(d) => RecvSeen::Datagram {
+                len: d.len,
+                seg: d.seg,
+            },
             // Only "nothing queued" proves no coalesced buffer is left.
             None if std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN) => {
                 RecvSeen::Empty
@@ -653,16 +689,21 @@ impl Net {
         r
     }
 
-    /// A plain `recvfrom` (no UDP_GRO control message to read).
-    fn try_recvfrom(&self, buf: &mut [u8]) -> Option<(usize, SocketAddrV4, usize)> {
+    /// A plain `recvfrom` (no control message to read).
+    fn try_recvfrom(&self, buf: &mut [u8]) -> Option<Datagram> {
         match rustix::net::recvfrom(&self.sock, buf, rustix::net::RecvFlags::DONTWAIT) {
-            Ok((n, Some(rustix::net::SocketAddrAny::V4(a)))) => Some((n, a, 0)),
+            Ok((len, Some(rustix::net::SocketAddrAny::V4(from)))) => Some(Datagram {
+                len,
+                from,
+                seg: 0,
+                tos: 0,
+            }),
             _ => None,
         }
     }
 
-    /// A `recvmsg` reading the UDP_GRO segment size.
-    fn try_recvmsg(&self, buf: &mut [u8]) -> Option<(usize, SocketAddrV4, usize)> {
+    /// A `recvmsg` reading the UDP_GRO segment size and the IP TOS.
+    fn try_recvmsg(&self, buf: &mut [u8]) -> Option<Datagram> {
         // SAFETY: sockaddr_in is plain integers; all-zero is valid.
         let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         let mut iov = libc::iovec {
@@ -693,7 +734,12 @@ impl Net {
         let clen = (msg.msg_controllen as usize).min(std::mem::size_of_val(&ctrl));
         // SAFETY: `ctrl` is 64 initialised bytes.
         let control = unsafe { std::slice::from_raw_parts(ctrl.as_ptr().cast::<u8>(), clen) };
-        Some((n, from, gro_size(control)))
+        Some(Datagram {
+            len: n,
+            from,
+            seg: gro_size(control),
+            tos: offload::tos_of(control).unwrap_or(0),
+        })
     }
 
     /// Waits at most `wait` for a datagram without taking it (a peek), so
@@ -751,23 +797,46 @@ impl Net {
     }
 }
 
-/// One `sendto` of one packet (rustix's direct syscall, see [`Net::send`]).
-fn send_one(sock: &UdpSocket, pkt: &[u8], to: SocketAddrV4, tx: &AtomicU64, tx_err: &AtomicU64) {
-    match rustix::net::sendto_v4(sock, pkt, rustix::net::SendFlags::empty(), &to) {
-        Ok(_) => tx.fetch_add(1, Ordering::Relaxed),
-        Err(_) => tx_err.fetch_add(1, Ordering::Relaxed),
+/// One send of one packet with IP TOS `tos`: rustix's direct `sendto`
+/// syscall when `tos` is 0 (std's goes through libc's sendto, a
+/// thread-cancellation point that toggles async-cancel state around the
+/// call: ~3% of a bandwidth sender's CPU), else a `sendmsg` carrying the
+/// TOS as a control message ([`offload::send_msg`]).
+fn send_one(
+    sock: &UdpSocket,
+    pkt: &[u8],
+    to: SocketAddrV4,
+    tos: u8,
+    tx: &AtomicU64,
+    tx_err: &AtomicU64,
+) {
+    let sent = if tos == 0 {
+        rustix::net::sendto_v4(sock, pkt, rustix::net::SendFlags::empty(), &to).is_ok()
+    } else {
+        offload::send_msg(sock, to, pkt, None, tos).is_ok()
+    };
+    match sent {
+        true => tx.fetch_add(1, Ordering::Relaxed),
+        false => tx_err.fetch_add(1, Ordering::Relaxed),
     };
 }
 
 /// The IPv4 + UDP datagram of the raw send path around `pkt` (ICRC
-/// included): DF, TTL 64, identification `ident`, UDP checksum 0 (allowed
-/// over IPv4; the ICRC covers the payload). `None` if it does not fit one
-/// datagram (wire's Reprs would saturate the length fields).
-fn raw_datagram(src: SocketAddrV4, to: SocketAddrV4, ident: u16, pkt: &[u8]) -> Option<Vec<u8>> {
+/// included): DF, TTL 64, identification `ident`, TOS `tos`, UDP checksum
+/// 0 (allowed over IPv4; the ICRC covers the payload). `None` if it does
+/// not fit one datagram (wire's Reprs would saturate the length fields).
+fn raw_datagram(
+    src: SocketAddrV4,
+    to: SocketAddrV4,
+    ident: u16,
+    tos: u8,
+    pkt: &[u8],
+) -> Option<Vec<u8>> {
     let udp_len = udp::HEADER_LEN + pkt.len();
     let total = u16::try_from(ipv4::HEADER_LEN + udp_len).ok()?;
     let ip = ipv4::Repr {
         ident,
+        dscp_ecn: tos,
         ..ipv4::Repr::udp(*src.ip(), *to.ip(), udp_len)
     };
     let u = udp::Repr {
@@ -807,8 +876,9 @@ mod tests {
         pkt.extend_from_slice(&[1, 2, 3, 4]);
         let crc = icrc_with(src, to, &pkt, 0x1234, true);
         pkt.extend_from_slice(&crc.to_le_bytes());
-        let d = raw_datagram(src, to, 0x1234, &pkt).unwrap();
-        let mut want = vec![0x45, 0, 0, 48, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0];
+        // ECT(0) on DSCP 26, as a congestion-controlled QP's data.
+        let d = raw_datagram(src, to, 0x1234, 0x6a, &pkt).unwrap();
+        let mut want = vec![0x45, 0x6a, 0, 48, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0];
         want.extend_from_slice(&[
             10, 0, 0, 1, 10, 0, 0, 2, 0xc0, 0x01, 0x12, 0xb7, 0, 28, 0, 0,
         ]);
@@ -819,8 +889,13 @@ mod tests {
         got[10..12].fill(0);
         assert_eq!(got, want);
         assert_eq!(rdmakit_wire::frame::icrc_valid_ip(&d), Ok(true));
-        assert!(raw_datagram(src, to, 1, &vec![0; 65_536 - 28]).is_none());
-        assert!(raw_datagram(src, to, 1, &vec![0; 65_535 - 28]).is_some());
+        // A switch marking CE changes the TOS (and the IP checksum), not
+        // the ICRC's verdict: the ICRC masks the TOS byte.
+        let mut marked = d.clone();
+        marked[1] |= 3;
+        assert_eq!(rdmakit_wire::frame::icrc_valid_ip(&marked), Ok(true));
+        assert!(raw_datagram(src, to, 1, 0, &vec![0; 65_536 - 28]).is_none());
+        assert!(raw_datagram(src, to, 1, 0, &vec![0; 65_535 - 28]).is_some());
     }
 
     #[test]

@@ -63,6 +63,8 @@ pub(crate) struct TxBatch {
     pub(crate) count: usize,
     pub(crate) to: Option<SocketAddrV4>,
     pub(crate) port: u16,
+    /// The IP TOS byte every packet of the batch carries.
+    pub(crate) tos: u8,
     pub(crate) wake: Option<SocketAddrV4>,
 }
 
@@ -73,13 +75,15 @@ impl TxBatch {
     }
 
     /// Whether a packet of `len` bytes (with ICRC) to `to` from flow port
-    /// `port` may join: same destination and port, no longer than the
-    /// segment size, and within the kernel's limits.
-    pub(crate) fn admits(&self, to: SocketAddrV4, port: u16, len: usize) -> bool {
+    /// `port` with IP TOS `tos` may join: same destination, port and TOS
+    /// (one send has one TOS), no longer than the segment size, and within
+    /// the kernel's limits.
+    pub(crate) fn admits(&self, to: SocketAddrV4, port: u16, tos: u8, len: usize) -> bool {
         self.count == 0
             || (!self.closed()
                 && self.to == Some(to)
                 && self.port == port
+                && self.tos == tos
                 && len <= self.seg
                 && self.bytes + len <= GSO_MAX_BYTES)
     }
@@ -93,11 +97,12 @@ impl TxBatch {
                 || self.bytes + self.seg > GSO_MAX_BYTES)
     }
 
-    pub(crate) fn add(&mut self, to: SocketAddrV4, port: u16, len: usize) {
+    pub(crate) fn add(&mut self, to: SocketAddrV4, port: u16, tos: u8, len: usize) {
         if self.count == 0 {
             self.seg = len;
             self.to = Some(to);
             self.port = port;
+            self.tos = tos;
         }
         self.count += 1;
         self.bytes += len;
@@ -114,27 +119,11 @@ pub(crate) fn gro_split(buf: &[u8], seg: usize) -> std::slice::Chunks<'_, u8> {
 /// messages `control` (as `recvmsg` filled them), or 0 (none, or
 /// malformed: the receive is then one datagram).
 pub(crate) fn gro_size(control: &[u8]) -> usize {
-    let hdr = std::mem::size_of::<libc::cmsghdr>();
-    let align = std::mem::size_of::<usize>();
-    let mut off = 0;
-    while let Some(h) = control.get(off..off + hdr) {
-        // SAFETY: `h` holds `hdr` bytes; cmsghdr is plain integers.
-        let c: libc::cmsghdr = unsafe { std::ptr::read_unaligned(h.as_ptr().cast()) };
-        let len = c.cmsg_len as usize;
-        let Some(data) = control.get(off + hdr..off + len.max(hdr)) else {
-            return 0;
-        };
-        if len < hdr {
-            return 0;
-        }
-        if c.cmsg_level == libc::SOL_UDP && c.cmsg_type == UDP_GRO {
-            let Some(v) = data.get(..4) else { return 0 };
-            let v = i32::from_ne_bytes([v[0], v[1], v[2], v[3]]);
-            return usize::try_from(v).unwrap_or(0);
-        }
-        off += len.div_ceil(align) * align;
-    }
-    0
+    cmsg_data(control, libc::SOL_UDP, UDP_GRO)
+        .and_then(|v| v.get(..4))
+        .map_or(0, |v| {
+            usize::try_from(i32::from_ne_bytes([v[0], v[1], v[2], v[3]])).unwrap_or(0)
+        })
 }
 
 /// When UDP_GRO is worth its cost on the receive socket. With GRO on, every
@@ -220,12 +209,21 @@ impl GroSwitch {
     }
 }
 
+/// `setsockopt(IPPROTO_IP, opt, val)`; whether the kernel took it.
+pub(crate) fn set_ip_opt(sock: &UdpSocket, opt: libc::c_int, val: libc::c_int) -> bool {
+    set_opt(sock, libc::IPPROTO_IP, opt, val)
+}
+
 pub(crate) fn set_udp_opt(sock: &UdpSocket, opt: libc::c_int, val: libc::c_int) -> bool {
+    set_opt(sock, libc::SOL_UDP, opt, val)
+}
+
+fn set_opt(sock: &UdpSocket, level: libc::c_int, opt: libc::c_int, val: libc::c_int) -> bool {
     // SAFETY: a valid fd and a c_int option value of its size.
     unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
-            libc::SOL_UDP,
+            level,
             opt,
             (&val as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
@@ -304,13 +302,28 @@ pub(crate) fn msghdr(
 
 /// One `sendmsg` of `data` to `to` with a UDP_SEGMENT control message of
 /// `seg`: the kernel sends `data` as datagrams of `seg` bytes, the last
-/// perhaps shorter. A direct syscall, as rustix's sendto (see
-/// [`Net::send`]).
+/// perhaps shorter; each carries the IP TOS byte `tos` (0: the socket's).
 pub(crate) fn send_segments(
     sock: &UdpSocket,
     to: SocketAddrV4,
     data: &[u8],
     seg: u16,
+    tos: u8,
+) -> std::io::Result<()> {
+    send_msg(sock, to, data, Some(seg), tos)
+}
+
+/// One `sendmsg` of `data` to `to` with, as control messages, UDP_SEGMENT
+/// (when `seg` is given) and IP_TOS (when `tos` is not 0: the DSCP and ECN
+/// bits of this send alone, so sockets shared by several QPs, and a QP's
+/// CNPs on another DSCP than its data, never race on a socket option).
+/// A direct syscall, as rustix's sendto (see [`Net::send`]).
+pub(crate) fn send_msg(
+    sock: &UdpSocket,
+    to: SocketAddrV4,
+    data: &[u8],
+    seg: Option<u16>,
+    tos: u8,
 ) -> std::io::Result<()> {
     let mut addr = sockaddr_v4(to);
     let mut iov = libc::iovec {
@@ -318,20 +331,35 @@ pub(crate) fn send_segments(
         iov_len: data.len(),
     };
     let hdr = std::mem::size_of::<libc::cmsghdr>();
-    let space = hdr + std::mem::size_of::<usize>(); // CMSG_SPACE(2)
+    let align = std::mem::size_of::<usize>();
     let mut ctrl = [0u64; 8];
-    // SAFETY: cmsghdr is plain integers; all-zero is valid.
-    let mut c: libc::cmsghdr = unsafe { std::mem::zeroed() };
-    c.cmsg_len = (hdr + 2) as _;
-    c.cmsg_level = libc::SOL_UDP;
-    c.cmsg_type = UDP_SEGMENT;
-    // SAFETY: `ctrl` (64 bytes, 8-aligned) holds the header and its u16.
-    unsafe {
-        let p = ctrl.as_mut_ptr().cast::<u8>();
-        std::ptr::write_unaligned(p.cast::<libc::cmsghdr>(), c);
-        std::ptr::write_unaligned(p.add(hdr).cast::<u16>(), seg);
+    let mut len = 0;
+    let mut put = |level: libc::c_int, kind: libc::c_int, value: &[u8]| {
+        // SAFETY: cmsghdr is plain integers; all-zero is valid.
+        let mut c: libc::cmsghdr = unsafe { std::mem::zeroed() };
+        c.cmsg_len = (hdr + value.len()) as _;
+        c.cmsg_level = level;
+        c.cmsg_type = kind;
+        // SAFETY: `ctrl` is 64 bytes; two messages of at most
+        // CMSG_SPACE(4) = 24 bytes each fit at 8-aligned offsets.
+        unsafe {
+            let p = ctrl.as_mut_ptr().cast::<u8>().add(len);
+            std::ptr::write_unaligned(p.cast::<libc::cmsghdr>(), c);
+            std::ptr::copy_nonoverlapping(value.as_ptr(), p.add(hdr), value.len());
+        }
+        len += (hdr + value.len()).div_ceil(align) * align;
+    };
+    if let Some(seg) = seg {
+        put(libc::SOL_UDP, UDP_SEGMENT, &seg.to_ne_bytes());
     }
-    let msg = msghdr(&mut addr, &mut iov, &mut ctrl, space);
+    if tos != 0 {
+        put(
+            libc::IPPROTO_IP,
+            libc::IP_TOS,
+            &libc::c_int::from(tos).to_ne_bytes(),
+        );
+    }
+    let msg = msghdr(&mut addr, &mut iov, &mut ctrl, len);
     // SAFETY: every pointer in `msg` is valid for the call.
     let r = unsafe {
         libc::syscall(
@@ -346,6 +374,34 @@ pub(crate) fn send_segments(
     } else {
         Ok(())
     }
+}
+
+/// The IP TOS byte of a received datagram among the control messages
+/// `control` (IP_RECVTOS), or None (none, or malformed).
+pub(crate) fn tos_of(control: &[u8]) -> Option<u8> {
+    cmsg_data(control, libc::IPPROTO_IP, libc::IP_TOS).and_then(|d| d.first().copied())
+}
+
+/// The data of the first control message of `level`/`kind` in `control`
+/// (as `recvmsg` filled it), or None (absent, or the buffer is malformed).
+fn cmsg_data(control: &[u8], level: libc::c_int, kind: libc::c_int) -> Option<&[u8]> {
+    let hdr = std::mem::size_of::<libc::cmsghdr>();
+    let align = std::mem::size_of::<usize>();
+    let mut off = 0;
+    while let Some(h) = control.get(off..off + hdr) {
+        // SAFETY: `h` holds `hdr` bytes; cmsghdr is plain integers.
+        let c: libc::cmsghdr = unsafe { std::ptr::read_unaligned(h.as_ptr().cast()) };
+        let len = c.cmsg_len as usize;
+        if len < hdr {
+            return None;
+        }
+        let data = control.get(off + hdr..off + len)?;
+        if c.cmsg_level == level && c.cmsg_type == kind {
+            return Some(data);
+        }
+        off += len.div_ceil(align) * align;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -365,10 +421,10 @@ mod offload_tests {
             }
         };
         for &len in lens {
-            if !b.admits(to, 0xc001, len) {
+            if !b.admits(to, 0xc001, 2, len) {
                 flush(&mut b);
             }
-            b.add(to, 0xc001, len);
+            b.add(to, 0xc001, 2, len);
             if b.closed() {
                 flush(&mut b);
             }
@@ -409,14 +465,16 @@ mod offload_tests {
     }
 
     #[test]
-    fn a_batch_is_one_destination_and_one_flow() {
+    fn a_batch_is_one_destination_one_flow_and_one_tos() {
         let a = SocketAddrV4::new(Ipv4Addr::LOCALHOST, ROCE_PORT);
         let b = SocketAddrV4::new(Ipv4Addr::new(127, 77, 0, 9), ROCE_PORT);
         let mut t = TxBatch::default();
-        t.add(a, 0xc001, 100);
-        assert!(t.admits(a, 0xc001, 100));
-        assert!(!t.admits(b, 0xc001, 100));
-        assert!(!t.admits(a, 0xc002, 100));
+        t.add(a, 0xc001, 0x6a, 100);
+        assert!(t.admits(a, 0xc001, 0x6a, 100));
+        assert!(!t.admits(b, 0xc001, 0x6a, 100));
+        assert!(!t.admits(a, 0xc002, 0x6a, 100));
+        // A CNP (DSCP 48, Not-ECT) behind data (DSCP 26, ECT(0)).
+        assert!(!t.admits(a, 0xc001, 48 << 2, 100));
     }
 
     #[test]
@@ -569,6 +627,7 @@ mod offload_tests {
             a.queue(
                 a.addr(),
                 0xc123,
+                0,
                 &mut cache,
                 &mut batch,
                 &mut buf,
@@ -588,7 +647,13 @@ mod offload_tests {
         let mut rb = vec![0u8; 65536];
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while got.len() < lens.len() && std::time::Instant::now() < deadline {
-            let Some((n, src, seg)) = b.try_recv(&mut rb) else {
+            let Some(super::Datagram {
+                len: n,
+                from: src,
+                seg,
+                ..
+            }) = b.try_recv(&mut rb)
+            else {
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             };
@@ -601,6 +666,92 @@ mod offload_tests {
         }
         assert_eq!((malformed.into_inner(), bad.into_inner()), (0, 0));
         (got, recvs)
+    }
+
+    /// A receiver on a configured address reads every datagram's IP TOS:
+    /// what a sender asked for per send (ECT(0) data on DSCP 26, a CNP on
+    /// DSCP 48), through one send, a GSO batch and the batch a TOS change
+    /// cuts; and CE as a switch marks it (set here by the sender).
+    #[test]
+    fn each_datagram_carries_the_tos_its_send_asked_for() {
+        let mut b = Net::bind(
+            Some(Ipv4Addr::LOCALHOST),
+            0,
+            Offloads::ALL,
+            false,
+            SoftTransport::Udp,
+        )
+        .unwrap();
+        assert!(b.reads_tos(), "IP_RECVTOS on a configured address");
+        b.port = b.sock.local_addr().unwrap().port();
+        let a = Net::bind(None, b.port, Offloads::ALL, false, SoftTransport::Udp).unwrap();
+        assert!(!a.reads_tos(), "a loopback slot keeps recvfrom");
+        let dqpn = 17;
+        let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
+        let mut cache = FlowCache::default();
+        let mut batch = TxBatch::default();
+        let mut buf = Vec::new();
+        let sends: [(usize, u8); 6] = [
+            (1052, 26 << 2 | 2),
+            (1052, 26 << 2 | 2),
+            (1052, 26 << 2 | 3),
+            (64, 48 << 2),
+            (1052, 0),
+            (300, 26 << 2 | 2),
+        ];
+        for (i, &(len, tos)) in sends.iter().enumerate() {
+            let at = batch.tail();
+            buf.resize(at + len, 0);
+            buf[at..].copy_from_slice(&packet(dqpn, len, i as u8));
+            a.queue(
+                Ipv4Addr::LOCALHOST,
+                0xc124,
+                tos,
+                &mut cache,
+                &mut batch,
+                &mut buf,
+                len - ICRC_LEN,
+                &tx,
+                &err,
+            );
+        }
+        a.flush(&cache, &mut batch, &buf, &tx, &err);
+        assert_eq!(err.load(Ordering::Relaxed), 0);
+        let mut got = Vec::new();
+        let mut rb = vec![0u8; 65536];
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while got.len() < sends.len() && std::time::Instant::now() < deadline {
+            let Some(d) = b.try_recv(&mut rb) else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            for p in gro_split(&rb[..d.len], d.seg) {
+                got.push((p.len(), d.tos, d.ce(), p[12]));
+            }
+        }
+        let want: Vec<_> = sends
+            .iter()
+            .enumerate()
+            .map(|(i, &(len, tos))| (len, tos, tos & 3 == 3, i as u8))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_tos_is_read_from_the_control_messages() {
+        let tos = cmsg(libc::IPPROTO_IP, libc::IP_TOS, &[0x6b], None);
+        assert_eq!(tos_of(&tos), Some(0x6b));
+        let mut two = cmsg(libc::SOL_UDP, UDP_GRO, &4112i32.to_ne_bytes(), None);
+        two.extend_from_slice(&tos);
+        assert_eq!((tos_of(&two), gro_size(&two)), (Some(0x6b), 4112));
+        assert_eq!(tos_of(&[]), None);
+        assert_eq!(tos_of(&tos[..5]), None);
+        let hdr = std::mem::size_of::<libc::cmsghdr>();
+        assert_eq!(
+            tos_of(&cmsg(libc::IPPROTO_IP, libc::IP_TOS, &[2], Some(hdr))),
+            None,
+            "a TOS message with no byte"
+        );
     }
 
     /// Two loopback contexts: `b` receives, `a` sends to its endpoint.
@@ -658,6 +809,7 @@ mod offload_tests {
             a.queue(
                 Ipv4Addr::LOCALHOST,
                 0xc321,
+                0,
                 &mut cache,
                 &mut batch,
                 &mut buf,
@@ -686,6 +838,6 @@ mod offload_tests {
             SocketAddr::V6(_) => unreachable!(),
         };
         let data = vec![0u8; 300 * 20];
-        assert!(send_segments(&plain, to, &data, 20).is_err());
+        assert!(send_segments(&plain, to, &data, 20, 0).is_err());
     }
 }

@@ -11,8 +11,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::Ordering;
 
 use rdmakit_proto::{
-    Access, AttrMask, Clock, Extent, Instant, Key, MemError, MemResult, Memory, ModifyError, Pd,
-    QpAttr, QpConfig, QpState, QpType, SendWr, WcStatus,
+    Access, Arrival, AttrMask, Clock, Extent, Instant, Key, MemError, MemResult, Memory,
+    ModifyError, Pd, QpAttr, QpConfig, QpState, QpType, SendWr, WcStatus,
 };
 use rdmakit_types::device::{AsyncEvent, QpInit};
 use rdmakit_wire::cma as wcma;
@@ -55,6 +55,18 @@ pub(in crate::device) struct Engine {
     last_error: Option<WcStatus>,
     /// Plain ACKs held back, the QP listed in the device's held ACKs.
     ack_held: bool,
+}
+
+/// How a packet came to a QP ([`Engine::feed`]).
+#[derive(Clone, Copy, Debug)]
+pub(in crate::device) struct Came<'a> {
+    /// The sender's endpoint.
+    pub(in crate::device) src: SocketAddrV4,
+    /// The process the kernel identified as the sender, when the packet
+    /// came on a same-host ring.
+    pub(in crate::device) peer: Option<&'a net::shm::Peer>,
+    /// The IP header said Congestion Experienced.
+    pub(in crate::device) ce: bool,
 }
 
 impl Engine {
@@ -285,6 +297,7 @@ impl Engine {
                 sh.net().queue(
                     dst,
                     sport,
+                    t.tos,
                     &mut self.flow,
                     &mut self.batch,
                     &mut self.txbuf,
@@ -395,7 +408,8 @@ impl Engine {
         }
     }
 
-    /// Hands one checked packet from `src` to the engine of `q`: first the
+    /// Hands one checked packet that came as `from` says to the engine of
+    /// `q`: first the
     /// receives posted since the last pass (post_recv leaves them in the
     /// ring) or one from the SRQ. A same-host request reaches the engine
     /// only from a same-host ring (`peer`: bound to the process the kernel
@@ -406,11 +420,11 @@ impl Engine {
         &mut self,
         q: &Qp,
         sh: &Shared,
-        src: SocketAddrV4,
-        peer: Option<&net::shm::Peer>,
+        from: Came<'_>,
         pkt: &[u8],
         now: impl Clock,
     ) {
+        let Came { src, peer, ce } = from;
         let counters = sh.counters();
         if pkt.first().is_some_and(|&op| wcma::is_cma_opcode(op))
             && (peer.is_none() || self.remote != Some(src))
@@ -451,14 +465,22 @@ impl Engine {
             inline: inline_store,
             peer,
         };
+        // The source as a path the engine names (looked up, never added:
+        // a CNP acts only from the QP's own AV, a UD CNP goes to a known
+        // path). Another context's private endpoint is the device's
+        // address.
+        let net = sh.net();
+        let from_ip = net.source_addr(*src.ip());
+        let arrival = Arrival {
+            ce,
+            src: sh.ahs().find(from_ip),
+        };
         if q.qp_type() == QpType::Ud {
-            // Another context's private endpoint is the device's address.
-            let net = sh.net();
-            let from = SocketAddrV4::new(net.source_addr(*src.ip()), src.port());
+            let from = SocketAddrV4::new(from_ip, src.port());
             let grh = net::grh_for(from, net.addr(), pkt.len() + 8 + net::ICRC_LEN);
-            qp.handle_packet_with_grh(now, pkt, &grh, &mut m);
+            qp.handle_arrival(now, pkt, arrival, Some(&grh), &mut m);
         } else {
-            qp.handle_packet(now, pkt, &mut m);
+            qp.handle_arrival(now, pkt, arrival, None, &mut m);
         }
     }
 }

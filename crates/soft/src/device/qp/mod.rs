@@ -35,7 +35,7 @@ use super::shared::Shared;
 use super::srq::Srq;
 use super::{err, state_from_u8};
 use desc::{InlineData, SendDesc};
-pub(super) use engine::Engine;
+pub(super) use engine::{Came, Engine};
 
 /// The QP table.
 #[derive(Debug)]
@@ -186,6 +186,8 @@ impl Qps {
         cfg.max_rd_atomic_cap =
             u8::try_from(l.max_qp_rd_atom.max(l.max_qp_init_rd_atom)).unwrap_or(u8::MAX);
         cfg.port_mtu = port.active_mtu;
+        // The line rate stays the engine's default, the port's 25 Gb/s.
+        cfg.cc = Arc::clone(sh.cc());
         send_cq.attach();
         recv_cq.attach();
         if let Some(s) = &srq {
