@@ -129,9 +129,10 @@ fn fleet_report_and_pairwise_name_switch_ports_routes_and_moved_counters() {
         );
     }
     let nodes = nodes.display().to_string();
-    let o = rdmakit(
-        d,
-        &[
+    // `fleet report` of the nodes with the fabric and its counters after the
+    // errors, in the output `how` names.
+    let report = |how: &[&str]| {
+        let mut args = vec![
             "fleet",
             "report",
             &nodes,
@@ -139,9 +140,11 @@ fn fleet_report_and_pairwise_name_switch_ports_routes_and_moved_counters() {
             &fabric,
             "--fabric-counters",
             &after,
-            "--json",
-        ],
-    );
+        ];
+        args.extend_from_slice(how);
+        rdmakit(d, &args)
+    };
+    let o = report(&["--json"]);
     let out = text(&o.stdout);
     let v: Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}\n{}", text(&o.stderr)));
@@ -165,20 +168,7 @@ fn fleet_report_and_pairwise_name_switch_ports_routes_and_moved_counters() {
         "host-02's own switch port is clean: {a}"
     );
     // The text names the switch port and the leaf's port with symbol errors.
-    let o = rdmakit(
-        d,
-        &[
-            "fleet",
-            "report",
-            &nodes,
-            "--fabric",
-            &fabric,
-            "--fabric-counters",
-            &after,
-            "--html",
-            "fleet.html",
-        ],
-    );
+    let o = report(&["--html", "fleet.html"]);
     let human = text(&o.stdout);
     let want = format!(
         "host-02 mlx4_0/1 ↔ leaf1 port 2; leaf1 port {} → ",

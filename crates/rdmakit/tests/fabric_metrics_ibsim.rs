@@ -16,14 +16,13 @@ mod ibsim_common;
 mod metrics_common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Read as _};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use ibsim_common::{text, tree};
-use metrics_common::{get, parse_exposition};
+use metrics_common::{get, parse_exposition, prometheus_tool, promtool_check};
 use rdmakit_testkit::ibsim::Fabric;
 
 /// How long one rdmakit run may take on the 22-node tree.
@@ -42,48 +41,6 @@ fn rdmakit(fab: &Fabric, args: &[&str]) -> Output {
         fab.logs()
     );
     o
-}
-
-fn promtool() -> Option<PathBuf> {
-    let found = ["/usr/bin/promtool", "/usr/local/bin/promtool"]
-        .iter()
-        .map(PathBuf::from)
-        .chain(
-            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-                .map(|d| d.join("promtool")),
-        )
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let msg = "promtool not found (Debian package `prometheus`; scripts/test installs it)";
-        if std::env::var_os("RDMAKIT_REQUIRE_PROMETHEUS").is_some_and(|v| !v.is_empty()) {
-            panic!("{msg}, and RDMAKIT_REQUIRE_PROMETHEUS is set");
-        }
-        eprintln!("SKIPPED (promtool only): {msg}");
-    }
-    found
-}
-
-fn promtool_check(promtool: &PathBuf, exposition: &str) {
-    let mut child = std::process::Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(exposition.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "promtool check metrics:\n{}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
 }
 
 /// The series of `name` whose labels include every pair of `with`.
@@ -169,8 +126,9 @@ fn fabric_metrics_of_a_fat_tree_show_a_set_counter_where_it_was_set() {
     assert_eq!(host1.len(), 1);
     assert!(host1[0].1 > 0.0 && host1[0].1 % 4.0 == 0.0, "{host1:?}");
 
-    if let Some(p) = promtool() {
-        promtool_check(&p, &out);
+    if let Some(p) = prometheus_tool("promtool") {
+        let (ok, said) = promtool_check(&p, out.as_bytes());
+        assert!(ok, "promtool check metrics:\n{said}");
     }
 
     // -o FILE with the port named: the same families, written whole.

@@ -11,57 +11,17 @@ mod common;
 mod metrics_common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
 use metrics_common::*;
 
-fn find_tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// The tool, or `None` after saying why the test skips (panics when required).
-fn tool(name: &str) -> Option<PathBuf> {
-    if let Some(p) = find_tool(name) {
-        return Some(p);
-    }
-    let msg = format!("{name} not found (Debian package `prometheus`; scripts/test installs it)");
-    if std::env::var_os("RDMAKIT_REQUIRE_PROMETHEUS").is_some_and(|v| !v.is_empty()) {
-        panic!("{msg}, and RDMAKIT_REQUIRE_PROMETHEUS is set");
-    }
-    eprintln!("SKIPPED: {msg}");
-    None
-}
-
-fn promtool_check(promtool: &Path, text: &[u8]) -> (bool, String) {
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool starts");
-    child.stdin.take().unwrap().write_all(text).unwrap();
-    let o = child.wait_with_output().unwrap();
-    let msg = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.success(), msg)
-}
-
 #[test]
 fn promtool_accepts_every_exposition() {
-    let Some(promtool) = tool("promtool") else {
+    let Some(promtool) = prometheus_tool("promtool") else {
         return;
     };
     let mut sources: Vec<Vec<String>> = [
@@ -188,7 +148,7 @@ fn series_of(result: &[serde_json::Value]) -> BTreeMap<(String, BTreeMap<String,
 
 #[test]
 fn prometheus_scrapes_the_exporter_and_stores_the_values() {
-    let (Some(prom), Some(_)) = (tool("prometheus"), tool("promtool")) else {
+    let (Some(prom), Some(_)) = (prometheus_tool("prometheus"), prometheus_tool("promtool")) else {
         return;
     };
     let from = fixture("real-nics-procfs");

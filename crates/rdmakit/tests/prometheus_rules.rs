@@ -24,21 +24,6 @@ fn deploy() -> PathBuf {
     ))
 }
 
-fn promtool() -> Option<PathBuf> {
-    let found = ["/usr/bin/promtool", "/usr/local/bin/promtool"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let msg = "promtool not found (Debian package `prometheus`; scripts/test installs it)";
-        if std::env::var_os("RDMAKIT_REQUIRE_PROMETHEUS").is_some_and(|v| !v.is_empty()) {
-            panic!("{msg}, and RDMAKIT_REQUIRE_PROMETHEUS is set");
-        }
-        eprintln!("SKIPPED: {msg}");
-    }
-    found
-}
-
 fn run(tool: &Path, args: &[&str]) -> (bool, String) {
     let o = Command::new(tool)
         .args(args)
@@ -61,7 +46,9 @@ fn rules_text() -> String {
 
 #[test]
 fn promtool_checks_the_rules_and_runs_their_tests() {
-    let Some(pt) = promtool() else { return };
+    let Some(pt) = prometheus_tool("promtool") else {
+        return;
+    };
     let rules = deploy().join("rdmakit-rules.yml");
     let (ok, out) = run(&pt, &["check", "rules", rules.to_str().unwrap()]);
     assert!(ok, "promtool check rules:\n{out}");
@@ -161,7 +148,9 @@ fn series(instance: &str, from: &str) -> String {
 
 #[test]
 fn rules_fire_on_the_real_expositions() {
-    let Some(pt) = promtool() else { return };
+    let Some(pt) = prometheus_tool("promtool") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
         deploy().join("rdmakit-rules.yml"),

@@ -152,9 +152,8 @@ fn targets() -> Targets {
 impl Targets {
     /// Neither target changed mode, owner or content.
     fn untouched(&self, after: &str) {
-        let f = fs::metadata(&self.file).unwrap();
         assert_eq!(
-            (f.mode() & 0o7777, f.uid()),
+            mode_and_owner(&self.file),
             (0o600, 0),
             "{after}: the root file's mode or owner changed"
         );
@@ -163,9 +162,8 @@ impl Targets {
             SECRET,
             "{after}: the root file's bytes changed"
         );
-        let d = fs::metadata(&self.dir).unwrap();
         assert_eq!(
-            (d.mode() & 0o7777, d.uid()),
+            mode_and_owner(&self.dir),
             (0o700, 0),
             "{after}: the root directory's mode or owner changed"
         );
@@ -174,6 +172,36 @@ impl Targets {
             "{after}: something was created in the root directory"
         );
     }
+}
+
+/// The permission bits and owner of `p`.
+fn mode_and_owner(p: &Path) -> (u32, u32) {
+    let m = fs::metadata(p).unwrap();
+    (m.mode() & 0o7777, m.uid())
+}
+
+/// Root's `devinfo` of the soft provider fails, saying `why`.
+fn root_devinfo_refuses(base: &Path, why: &str) {
+    let o = root_rdmakit(base, &["--provider", "soft", "devinfo"]);
+    assert!(
+        !o.status.success() && both(&o).contains(why),
+        "{}",
+        both(&o)
+    );
+}
+
+/// What `doctor --json` printed.
+fn doctor_json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", both(o)))
+}
+
+/// True when one of the doctor's notes satisfies `f`.
+fn has_note(v: &serde_json::Value, f: impl Fn(&str) -> bool) -> bool {
+    v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| f(n.as_str().unwrap()))
 }
 
 /// Every root command that reads or writes the registry, each within
@@ -219,12 +247,9 @@ fn planted_links_never_change_a_root_file_or_directory() {
     )) else {
         return;
     };
-    let o = root_rdmakit(a.path(), &["--provider", "soft", "devinfo"]);
-    assert!(!o.status.success(), "{}", both(&o));
-    assert!(
-        both(&o).contains(&format!("refusing {ad}: it is owned by uid {ATTACKER_UID}")),
-        "{}",
-        both(&o)
+    root_devinfo_refuses(
+        a.path(),
+        &format!("refusing {ad}: it is owned by uid {ATTACKER_UID}"),
     );
     every_root_command(a.path(), &t, "soft0");
 
@@ -233,28 +258,18 @@ fn planted_links_never_change_a_root_file_or_directory() {
     let b = shared_base();
     let bd = b.path().display();
     attacker_ok(&format!("ln -s {dir} {bd}/rdmakit-soft.0"));
-    let o = root_rdmakit(b.path(), &["--provider", "soft", "devinfo"]);
-    assert!(
-        !o.status.success()
-            && both(&o).contains(&format!(
-                "refusing {bd}/rdmakit-soft.0: it is not a directory (a symbolic link or a file)"
-            )),
-        "{}",
-        both(&o)
+    root_devinfo_refuses(
+        b.path(),
+        &format!("refusing {bd}/rdmakit-soft.0: it is not a directory (a symbolic link or a file)"),
     );
     every_root_command(b.path(), &t, "soft0");
     attacker_ok(&format!(
         "set -e; rm {bd}/rdmakit-soft.0; mkdir -p {bd}/rdmakit-soft.0/soft0
          ln -s {file} {bd}/rdmakit-soft.0/soft0/.lock"
     ));
-    let o = root_rdmakit(b.path(), &["--provider", "soft", "devinfo"]);
-    assert!(
-        !o.status.success()
-            && both(&o).contains(&format!(
-                "refusing {bd}/rdmakit-soft.0: it is owned by uid {ATTACKER_UID}"
-            )),
-        "{}",
-        both(&o)
+    root_devinfo_refuses(
+        b.path(),
+        &format!("refusing {bd}/rdmakit-soft.0: it is owned by uid {ATTACKER_UID}"),
     );
     every_root_command(b.path(), &t, "soft0");
 
@@ -382,11 +397,9 @@ fn await_flock(path: &Path) {
                 .holders(FileId::new(m.dev(), m.ino()))
                 .is_empty()
         });
-        if locked {
-            Ok(())
-        } else {
-            Err(format!("nobody ever locked {}", path.display()))
-        }
+        locked
+            .then_some(())
+            .ok_or_else(|| format!("nobody ever locked {}", path.display()))
     })
 }
 
@@ -441,19 +454,12 @@ fn an_attackers_lock_and_fifos_stall_no_root_command() {
         "{}",
         both(&o)
     );
-    let o = root_rdmakit(b.path(), &["doctor", "--device", "soft0", "--json"]);
-    let v: serde_json::Value =
-        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", both(&o)));
-    assert!(
-        v["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().contains(&format!(
-                "ignored {mine}/qp-1-2-3-4: not a regular file (a FIFO)"
-            ))),
-        "{v:#}"
-    );
+    let v = doctor_json(&root_rdmakit(
+        b.path(),
+        &["doctor", "--device", "soft0", "--json"],
+    ));
+    let fifo = format!("ignored {mine}/qp-1-2-3-4: not a regular file (a FIFO)");
+    assert!(has_note(&v, |n| n.contains(&fifo)), "{v:#}");
 
     // And root's own process creates objects meanwhile without waiting.
     let t0 = Instant::now();
@@ -551,17 +557,12 @@ fn forged_records_do_not_exhaust_roots_max_qp_and_are_reported() {
         )),
         "{s}"
     );
-    let o = root_rdmakit_on(b.path(), &name, &["doctor", "--device", &name, "--json"]);
-    let v: serde_json::Value =
-        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", both(&o)));
-    assert!(
-        v["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().ends_with(": forged")),
-        "{v:#}"
-    );
+    let v = doctor_json(&root_rdmakit_on(
+        b.path(),
+        &name,
+        &["doctor", "--device", &name, "--json"],
+    ));
+    assert!(has_note(&v, |n| n.ends_with(": forged")), "{v:#}");
     // R002 counts root's 4 QPs only.
     let r002 = v["findings"]
         .as_array()
@@ -706,11 +707,9 @@ fn creates_again(dev: &Device, pd: u32, cq: u32, n: u32) {
     let mut made = 0;
     retry(LIMIT, Duration::from_millis(50), || {
         made += create_qps(dev, pd, cq, n - made).0;
-        if made == n {
-            Ok(())
-        } else {
-            Err(format!("created {made} of {n}"))
-        }
+        (made == n)
+            .then_some(())
+            .ok_or_else(|| format!("created {made} of {n}"))
     })
 }
 
@@ -812,11 +811,9 @@ fn roots_leak_exhausts_the_device_for_other_users_too() {
     procs.end(child);
     retry(LIMIT, Duration::from_millis(50), || {
         let made = tries(&mut procs).unwrap();
-        if made == (4, 0) {
-            Ok(())
-        } else {
-            Err(format!("the attacker still gets {made:?}"))
-        }
+        (made == (4, 0))
+            .then_some(())
+            .ok_or_else(|| format!("the attacker still gets {made:?}"))
     })
 }
 

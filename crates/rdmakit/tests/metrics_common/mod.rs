@@ -6,11 +6,51 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 #[allow(unused_imports)]
 pub use super::common::{bin, fixture, fixtures, rdmakit};
+
+/// A tool of Debian's `prometheus` package, or `None` after saying why the
+/// test skips (panics when RDMAKIT_REQUIRE_PROMETHEUS is set).
+pub fn prometheus_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let msg =
+            format!("{name} not found (Debian package `prometheus`; scripts/test installs it)");
+        if std::env::var_os("RDMAKIT_REQUIRE_PROMETHEUS").is_some_and(|v| !v.is_empty()) {
+            panic!("{msg}, and RDMAKIT_REQUIRE_PROMETHEUS is set");
+        }
+        eprintln!("SKIPPED: {msg}");
+    }
+    found
+}
+
+/// `promtool check metrics` of `text` on its stdin: whether it passed, and
+/// what it said.
+pub fn promtool_check(promtool: &Path, text: &[u8]) -> (bool, String) {
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    child.stdin.take().unwrap().write_all(text).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let msg = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.success(), msg)
+}
 
 /// The exposition without the line that changes on every run.
 pub fn stable(text: &str) -> String {
