@@ -21,34 +21,10 @@ fn rping_verifies_data_at_three_sizes() {
     // rping refuses 65536 ("valid range is 23 to 65536"); 32 KiB is eight
     // 4 KiB packets per RDMA READ and WRITE.
     for (size, port) in [("64", "18601"), ("4096", "18602"), ("32768", "18603")] {
+        let both = ["-a", "127.0.0.1", "-p", port, "-V", "-C", "20", "-S", size];
         let r = pair(
-            &[
-                "rping",
-                "-s",
-                "-a",
-                "127.0.0.1",
-                "-p",
-                port,
-                "-V",
-                "-C",
-                "20",
-                "-S",
-                size,
-            ],
-            &[
-                "rping",
-                "-c",
-                "-a",
-                "127.0.0.1",
-                "-p",
-                port,
-                "-V",
-                "-C",
-                "20",
-                "-S",
-                size,
-                "-v",
-            ],
+            &[&["rping", "-s"][..], &both].concat(),
+            &[&["rping", "-c"][..], &both, &["-v"]].concat(),
             LIMIT,
         );
         let (_, client) = both_ok(&format!("rping -S {size}"), &r);
