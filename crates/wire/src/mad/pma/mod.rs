@@ -113,7 +113,6 @@ macro_rules! counters {
 
         impl Repr {
             #[doc = concat!("Each counter of [`", stringify!($table), "`] with its value.")]
-            #[allow(clippy::useless_conversion)]
             pub fn $method(&self) -> [($crate::mad::pma::Counter, u64); $table.len()] {
                 let v = [$( u64::from(self.$field) ),+];
                 core::array::from_fn(|i| ($table[i], v[i]))
