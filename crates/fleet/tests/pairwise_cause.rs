@@ -91,9 +91,12 @@ fn cnps_and_marks_make_a_slow_pair_congested_not_a_bad_link() {
 
 #[test]
 fn retransmissions_without_cnps_are_lossy_without_ecn() {
-    // The soft NIC's names of today at the requester, mlx5's at the responder.
+    // The soft NIC's own counter and mlx5's names at both ends.
     let r = with(
-        &[("retransmitted_packets", 1_245), ("ack_timeouts", 3)],
+        &[
+            ("retransmitted_packets", 1_245),
+            ("local_ack_timeout_err", 3),
+        ],
         &[("out_of_sequence", 15), ("rx_prio3_pause", 40)],
     );
     let d = r.cause(&link()).unwrap();
@@ -103,9 +106,12 @@ fn retransmissions_without_cnps_are_lossy_without_ecn() {
         [
             "n1 retransmitted_packets +1,245",
             "n5 out_of_sequence +15",
-            "n1 ack_timeouts +3"
+            "n1 local_ack_timeout_err +3"
         ]
     );
+    // A saved run of a soft NIC that still used its own names reads the same.
+    let old = with(&[("ack_timeouts", 3)], &[("seq_err_naks_received", 2)]);
+    assert_eq!(old.cause(&link()).unwrap().cause, Cause::LossyWithoutEcn);
     let text = anstream::adapter::strip_str(&human(&r)).to_string();
     assert!(
         text.contains("    lossy without ECN: n1 retransmitted_packets +1,245"),

@@ -13,12 +13,14 @@
 //! the report's cells, so a saved run (`--from RUN.json`) gives the same
 //! answer.
 //!
-//! Counters are mlx5's names (a real device's `hw_counters`) and, for
-//! retransmissions, the soft NIC's names of today (`retransmitted_packets`,
-//! `ack_timeouts`, `seq_err_naks_received`, `duplicate_requests`). Only
-//! counters that moved travel, so "no CNP moved" cannot tell a device
-//! without CNP counters (rxe, the soft NIC until it counts them) from one
-//! whose loop never ran: the wording says what was counted, not more.
+//! Counters are mlx5's names: a real device's `hw_counters`, and the soft
+//! NIC's (`rdmakit_soft::TRANSPORT_COUNTERS`, the same names plus its own
+//! `retransmitted_packets`). The soft NIC's names before it took mlx5's
+//! (`ack_timeouts`, `seq_err_naks_received`, `duplicate_requests`) still
+//! count, for saved runs and agents of older builds. Only counters that
+//! moved travel, so "no CNP moved" cannot tell a device without CNP
+//! counters (rxe, an older soft NIC) from one whose loop never ran: the
+//! wording says what was counted, not more.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +39,8 @@ pub const CONGESTION: [&str; 7] = [
     "cc_tx_cnp_pkts",
 ];
 
-/// Retransmission-class counters: mlx5's, then the soft NIC's of today.
+/// Retransmission-class counters: mlx5's, the soft NIC's own
+/// `retransmitted_packets`, then its names before it took mlx5's.
 pub const LOSS: [&str; 9] = [
     "out_of_sequence",
     "packet_seq_err",
