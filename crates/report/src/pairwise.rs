@@ -371,6 +371,14 @@ fn verdict(r: &PairwiseReport) -> String {
                 },
                 esc(&fault_text(r, f))
             );
+            if let Some(d) = r.cause(f) {
+                let _ = writeln!(
+                    s,
+                    "<br><span class=\"badge warning\">{}</span>{}",
+                    esc(d.cause.describe()),
+                    esc(&d.evidence.join(", "))
+                );
+            }
             for c in r.cited(f) {
                 let _ = writeln!(s, "<br><span class=\"note\">{}</span>", esc(&c));
             }

@@ -190,3 +190,26 @@ fn latency_shaded_by_ratio_to_the_median_not_judged() {
     }
     assert!(html.contains("not judged"));
 }
+
+/// The recorded slow link with CNPs set in its n1 -> n5 cell: the verdict
+/// says "congested" with the counters (crates/fleet/src/pairwise/cause.rs);
+/// the run as recorded has no such line.
+#[test]
+fn a_congested_link_says_so_with_its_counters() {
+    let mut r = pairwise("6ns-3200mbit-slow-link-n1-n5.json");
+    let html = rdmakit_report::pairwise::render(&r, &meta()).unwrap();
+    assert!(!html.contains(">congested</span>"));
+    let c = r
+        .cells
+        .iter_mut()
+        .find(|c| c.phase == Phase::Screen && c.from == "n1" && c.to == "n5")
+        .unwrap();
+    c.to_counters = rdmakit_fleet::pairwise::report::Deltas::largest([("np_cnp_sent", 1_200)]);
+    r.causes = r.causes();
+    let html = rdmakit_report::pairwise::render(&r, &meta()).unwrap();
+    assert_self_contained(&html);
+    assert!(
+        html.contains("<span class=\"badge warning\">congested</span>n5 np_cnp_sent +1,200"),
+        "{html}"
+    );
+}
