@@ -283,6 +283,10 @@ pub struct Header {
     pub duration: Option<f64>,
     /// Data validation on.
     pub validate: bool,
+    /// This side sleeps on CQ events (`-e`) instead of busy polling
+    /// (absent from reports written before the flag: false).
+    #[serde(default)]
+    pub use_event: bool,
     /// This side's QP.
     pub local: QpInfo,
     /// The peer's QP.

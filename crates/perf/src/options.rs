@@ -178,6 +178,9 @@ pub struct Request {
     /// Client: seconds to keep retrying the TCP connect while the server
     /// starts (negative: none).
     pub connect_timeout: f64,
+    /// `-e`: sleep on CQ events instead of busy polling — this side's
+    /// choice, not sent to the peer (perftest's `--use_event`).
+    pub use_event: bool,
 }
 
 /// Why [`run`] gave no report. The exit statuses: 0 success, 1 the run
@@ -239,6 +242,9 @@ pub fn run(
     hooks: &mut Progress<'_>,
 ) -> Result<Report, Refused> {
     let params = req.options.params().map_err(Refused::Usage)?;
+    if req.use_event && req.options.test == Test::WriteLat {
+        return Err(Refused::Usage(crate::engine::EVENT_WRITE_LAT.into()));
+    }
     let provider = match provider {
         Ok(c) => c,
         Err(e) if req.device.is_some() => return Err(Refused::Provider(e)),
@@ -260,6 +266,7 @@ pub fn run(
                 gid_index: req.gid_index,
                 params,
                 connect_timeout: connect_timeout(req.connect_timeout),
+                use_event: req.use_event,
             },
             hooks,
         ),
@@ -271,6 +278,7 @@ pub fn run(
                 soft,
                 gid_index: req.gid_index,
                 test: req.options.test,
+                use_event: req.use_event,
             },
             hooks,
         ),
@@ -312,6 +320,7 @@ mod tests {
             device: device.map(str::to_string),
             gid_index: 0,
             connect_timeout: 0.0,
+            use_event: false,
         }
     }
 

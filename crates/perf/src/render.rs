@@ -74,6 +74,12 @@ pub fn header(h: &Header) -> String {
     if h.validate {
         _ = writeln!(o, " Data validation : ON");
     }
+    if h.use_event {
+        _ = writeln!(
+            o,
+            " CQ events       : ON (sleeps on the completion channel)"
+        );
+    }
     _ = writeln!(o, "{LINE}");
     for (which, q) in [("local", &h.local), ("remote", &h.remote)] {
         _ = writeln!(o, "{}", address_line(which, q));

@@ -209,6 +209,12 @@ const ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     ("perf", "-m", "perf_cli.rs", ""),
     ("perf", "-c", "perf_cli.rs", "send_over_ud"),
     (
+        "perf",
+        "-e",
+        "perf_cli.rs",
+        "use_event_on_both_sides_counts_the_same",
+    ),
+    (
         "fabric discover",
         "--json",
         "fabric_ibsim.rs",

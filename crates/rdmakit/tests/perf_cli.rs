@@ -394,3 +394,145 @@ fn the_progress_bar_says_what_runs() {
     assert!(shown.contains('%'), "{shown:?}");
     assert!(!out.contains("write-bw 4096 B ["), "{out}");
 }
+
+/// `-e` on both sides: write-bw, send-bw and send-lat complete, validate
+/// and count the iterations the busy-polling runs count; each side's
+/// header says it sleeps on CQ events.
+#[test]
+fn use_event_on_both_sides_counts_the_same() {
+    for (test, args) in [
+        ("write-bw", &["-n", "400", "-s", "8192"][..]),
+        ("send-bw", &["-n", "400", "-s", "3000", "-t", "16"]),
+        ("send-lat", &["-n", "300", "-s", "64"]),
+    ] {
+        let polled = pair(test, args);
+        let port = free_port();
+        let s = server(test, port, &["-e"]);
+        let c = client(
+            test,
+            port,
+            &[args, &["--json", "--validate", "-e"]].concat(),
+        );
+        let so = finish(s);
+        let out = String::from_utf8_lossy(&c.stdout);
+        let sout = String::from_utf8_lossy(&so.stdout);
+        assert!(
+            c.status.success(),
+            "{test} -e: {out}{}",
+            String::from_utf8_lossy(&c.stderr)
+        );
+        assert!(
+            so.status.success(),
+            "{test} -e server: {}",
+            String::from_utf8_lossy(&so.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+        assert_eq!(v["validated"], true, "{v}");
+        assert_eq!(v["header"]["use_event"], true, "{v}");
+        assert_eq!(polled["header"]["use_event"], false, "{polled}");
+        assert_eq!(
+            v["results"][0]["n_iterations"], polled["results"][0]["n_iterations"],
+            "{test}"
+        );
+        assert!(
+            sout.contains(" CQ events       : ON"),
+            "{test} server: {sout}"
+        );
+    }
+    let (code, _, err) = perf(&["write-lat", "127.0.0.1", "-e", "-p", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("write-lat sees each echo in memory"), "{err}");
+}
+
+/// CPU seconds (user + system, all threads) `pid` has used so far.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the parenthesized command name: state is field 3, utime 14, stime 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    ticks as f64 / hz as f64
+}
+
+/// A write-bw client whose server stops answering (SIGSTOP for 1.5 s,
+/// then SIGCONT: its RC retries carry the run on): the CPU time the client
+/// uses while it waits, over the wall time. Returns that ratio.
+fn cpu_while_the_server_is_stopped(event: bool) -> f64 {
+    let port = free_port();
+    let mut s = server("write-bw", port, &[]);
+    // The server prints its header once the QPs are connected.
+    let (tx, connected) = std::sync::mpsc::channel();
+    let sout = s.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for l in std::io::BufReader::new(sout).lines().map_while(Result::ok) {
+            if l.starts_with(" remote address:") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let mut args = vec!["perf", "write-bw", "127.0.0.1", "-p"];
+    let p = port.to_string();
+    args.extend([p.as_str(), "-D", "4", "-s", "65536", "--json"]);
+    if event {
+        args.push("-e");
+    }
+    let c = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    connected
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the server connects its QP");
+    std::thread::sleep(Duration::from_millis(300));
+    let spid = s.id() as libc::pid_t;
+    // SAFETY: signals to the server this test started, still running
+    // (finish() reaps it only below).
+    assert_eq!(unsafe { libc::kill(spid, libc::SIGSTOP) }, 0);
+    std::thread::sleep(Duration::from_millis(200));
+    let (t0, c0) = (Instant::now(), cpu_secs(c.id()));
+    std::thread::sleep(Duration::from_millis(1300));
+    let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_secs(c.id()) - c0);
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(spid, libc::SIGCONT) }, 0);
+    let o = c.wait_with_output().unwrap();
+    let so = finish(s);
+    reader.join().unwrap();
+    let mode = if event { "-e" } else { "busy polling" };
+    assert!(
+        o.status.success(),
+        "{mode}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        so.status.success(),
+        "{}",
+        String::from_utf8_lossy(&so.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["results"][0]["n_iterations"].as_u64().unwrap() > 0, "{v}");
+    cpu / wall
+}
+
+/// `-e` frees the core a waiting client spins on: with its server stopped,
+/// the busy-polling client burns CPU close to its wall time, the sleeping
+/// one a small fraction of it.
+#[test]
+fn use_event_client_does_not_spin_while_its_server_is_stopped() {
+    let polled = cpu_while_the_server_is_stopped(false);
+    let slept = cpu_while_the_server_is_stopped(true);
+    eprintln!("CPU over wall while waiting: busy polling {polled:.3}, -e {slept:.3}");
+    assert!(
+        slept < 0.15,
+        "-e client used {slept:.3} of a core while waiting"
+    );
+    assert!(
+        polled > 0.4 && polled > 4.0 * slept,
+        "busy polling {polled:.3} vs -e {slept:.3}: the measure does not see spinning"
+    );
+}

@@ -71,7 +71,15 @@ pub(super) fn client_bw(
             tail_signaled = true;
         }
         cancel.check()?;
-        let got = poll(&l.cq, &mut wcs)? as u64;
+        // Nothing more to post until a completion frees the window (or the
+        // run ends): event mode sleeps on the channel, up to the run's end.
+        let idle = posted - done >= depth || stop;
+        let got = if idle && l.event() {
+            let left = end.map_or(EVENT_WAIT, |e| e.saturating_duration_since(now));
+            l.reap(&mut wcs, if stop { EVENT_WAIT } else { left })?
+        } else {
+            poll(&l.cq, &mut wcs)?
+        } as u64;
         if got > 0 {
             done = wcs.iter().map(|w| w.wr_id + 1).fold(done, u64::max);
             last = Instant::now();
@@ -88,7 +96,7 @@ pub(super) fn client_bw(
                 waiting_for: "completion",
                 progress: format!("{done} of {posted} completed"),
             });
-        } else if posted - done >= depth || stop {
+        } else if idle && !l.event() {
             // Nothing to post and nothing done: let the NIC's threads run
             // (2 shared cores: a spinning poller starves the progress thread).
             std::thread::yield_now();

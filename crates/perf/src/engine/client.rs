@@ -27,6 +27,9 @@ pub struct ClientOpts {
     pub params: Params,
     /// How long to keep retrying the TCP connect while the server starts.
     pub connect_timeout: Duration,
+    /// `-e`: sleep on CQ events instead of busy polling (this side only:
+    /// not part of `params`, which the server adopts).
+    pub use_event: bool,
 }
 
 /// Runs the client against `opts.host`: opens the device, connects (retrying
@@ -39,7 +42,15 @@ pub struct ClientOpts {
 pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
     let p = &opts.params;
     check_params(p)?;
-    let (l, init) = bring_up(opts.provider, &opts.device, &opts.soft, p, buf_len(p))?;
+    check_event(p.test, opts.use_event)?;
+    let (l, init) = bring_up(
+        opts.provider,
+        &opts.device,
+        &opts.soft,
+        p,
+        buf_len(p),
+        opts.use_event,
+    )?;
     let stream = dial(opts)?;
     run(stream, l, init, opts, hooks)
 }
@@ -86,7 +97,15 @@ pub fn client_on(
 ) -> Result<Report, PerfError> {
     let p = &opts.params;
     check_params(p)?;
-    let (l, init) = bring_up(opts.provider, &opts.device, &opts.soft, p, buf_len(p))?;
+    check_event(p.test, opts.use_event)?;
+    let (l, init) = bring_up(
+        opts.provider,
+        &opts.device,
+        &opts.soft,
+        p,
+        buf_len(p),
+        opts.use_event,
+    )?;
     run(stream, l, init, opts, hooks)
 }
 

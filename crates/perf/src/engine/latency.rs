@@ -76,7 +76,7 @@ pub(super) fn client_lat(
         // Keep the send queue from overflowing: reap send completions.
         while posted - sends_done >= sq_cap {
             stop.check()?;
-            poll(&l.cq, &mut wcs)?;
+            l.reap(&mut wcs, EVENT_WAIT)?;
             for w in &wcs {
                 if w.is_recv() {
                     early_recv += 1;
@@ -98,9 +98,12 @@ pub(super) fn client_lat(
         posted += 1;
         let mut arrived = false;
         let mut spins = 0u32;
+        // Event mode: each turn may sleep up to EVENT_WAIT, so the cancel
+        // and stall checks come every turn.
+        let (cancel_every, stall_every) = if l.event() { (1, 1) } else { (256, 4096) };
         let mut b = [0u8; 1];
         while !arrived {
-            poll(&l.cq, &mut wcs)?;
+            l.reap(&mut wcs, EVENT_WAIT)?;
             for w in &wcs {
                 if w.is_recv() {
                     early_recv += 1;
@@ -129,10 +132,10 @@ pub(super) fn client_lat(
                 _ => {}
             }
             spins += 1;
-            if spins % 256 == 0 {
+            if spins % cancel_every == 0 {
                 stop.check()?;
             }
-            if spins % 4096 == 0 && t0.elapsed() > STALL {
+            if spins % stall_every == 0 && t0.elapsed() > STALL {
                 return Err(PerfError::Stalled {
                     waited: STALL,
                     waiting_for: "answer from the peer",
@@ -171,7 +174,7 @@ pub(super) fn client_lat(
     let t = Instant::now();
     while sends_done < want && t.elapsed() < STALL {
         stop.check()?;
-        poll(&l.cq, &mut wcs)?;
+        l.reap(&mut wcs, EVENT_WAIT)?;
         for w in &wcs {
             if !w.is_recv() {
                 sends_done = sends_done.max(w.wr_id + 1);

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use rdmakit_proto::AddressHandle;
 use rdmakit_verbs::{
-    Access, Ah, ConnectOpts, Context, Cq, DeviceConfig, Gid, InitQp, MrBuf, Mtu, Pd,
-    ProviderChoice, Qp, QpType, RecvWr, SendOp, SendRequest, SendWr, Sge, UdDest, Wc, WcStatus,
+    Access, Ah, CompChannel, ConnectOpts, Context, Cq, DeviceConfig, Errno, Gid, InitQp, MrBuf,
+    Mtu, Pd, ProviderChoice, Qp, QpType, RecvWr, SendOp, SendRequest, SendWr, Sge, UdDest, Wc,
+    WcStatus,
 };
 
 use crate::proto::{unexpected, Lines, Params, QpInfo};
@@ -29,6 +30,10 @@ pub use server::{run_server, serve_on, ServerOpts};
 /// instead of hanging. A vanished RC peer surfaces far earlier, as
 /// RETRY_EXC_ERR after the QP's retries.
 const STALL: Duration = Duration::from_secs(20);
+
+/// Event mode (`-e`): the longest sleep on the completion channel, so a
+/// loop still sees the end of a `-D` run, a cancel and a stall in time.
+const EVENT_WAIT: Duration = Duration::from_millis(100);
 
 /// The length of the bar [`Progress::reporting`] moves along.
 pub const PERMILLE: u64 = 1000;
@@ -153,6 +158,9 @@ struct Local {
     _ctx: Arc<Context>,
     _pd: Arc<Pd>,
     cq: Arc<Cq>,
+    /// Event mode (`-e`): the CQ's completion channel, slept on while the
+    /// CQ is empty (None: busy polling).
+    channel: Option<Arc<CompChannel>>,
     qp: Option<Qp>,
     buf: Option<MrBuf>,
     info: QpInfo,
@@ -163,6 +171,33 @@ struct Local {
 }
 
 impl Local {
+    /// Polls the CQ into `wcs` like [`poll`]; in event mode an empty CQ is
+    /// armed, polled again (a completion may have landed in between) and
+    /// slept on for at most `bound`, then polled once more. Without a
+    /// channel it is [`poll`]: the caller decides whether to yield.
+    fn reap(&self, wcs: &mut Vec<Wc>, bound: Duration) -> Result<usize, PerfError> {
+        let n = poll(&self.cq, wcs)?;
+        let Some(ch) = self.channel.as_ref().filter(|_| n == 0) else {
+            return Ok(n);
+        };
+        self.cq.req_notify(false)?;
+        let n = poll(&self.cq, wcs)?;
+        if n > 0 {
+            return Ok(n);
+        }
+        match ch.get_cq_event(Some(bound.min(EVENT_WAIT))) {
+            Ok(_) => {}
+            Err(e) if e.errno == Errno::ETIMEDOUT => return Ok(0),
+            Err(e) => return Err(e.into()),
+        }
+        poll(&self.cq, wcs)
+    }
+
+    /// Whether this side sleeps on a completion channel (`-e`).
+    fn event(&self) -> bool {
+        self.channel.is_some()
+    }
+
     fn qp(&self) -> &Qp {
         // Present from connect() until teardown(), which consumes self.
         self.qp.as_ref().expect("QP present until teardown")
@@ -230,17 +265,23 @@ impl Local {
 }
 
 /// Opens the device, registers `buf_len` bytes, creates CQ and QP, moves it
-/// to INIT (every step timed).
+/// to INIT (every step timed). With `event` (`-e`) the CQ gets a completion
+/// channel, and the soft NIC runs without busy polling: its progress thread
+/// receives while the application sleeps, as a kernel driver would.
 fn bring_up(
     provider: ProviderChoice,
     device: &Option<String>,
     soft: &DeviceConfig,
     p: &Params,
     buf_len: usize,
+    event: bool,
 ) -> Result<(Local, InitQp), PerfError> {
     let ctx = match device {
         Some(n) => rdmakit_verbs::open_device(provider, n)?,
-        None => Context::open_soft(soft.clone())?,
+        None => Context::open_soft(DeviceConfig {
+            busy_poll: soft.busy_poll && !event,
+            ..soft.clone()
+        })?,
     };
     let mut t = ControlTimings::default();
     let pd = ctx.alloc_pd()?;
@@ -249,8 +290,12 @@ fn bring_up(
     t.reg_mr = us(s.elapsed());
     t.mr_bytes = buf_len;
     let cqe = (p.tx_depth + p.rx_depth + 16).max(64);
+    let channel = match event {
+        true => Some(ctx.create_comp_channel()?),
+        false => None,
+    };
     let s = Instant::now();
-    let cq = ctx.create_cq(cqe, None)?;
+    let cq = ctx.create_cq(cqe, channel.as_ref())?;
     t.create_cq = us(s.elapsed());
     let s = Instant::now();
     let qp = pd
@@ -293,6 +338,7 @@ fn bring_up(
             _ctx: ctx,
             _pd: pd,
             cq,
+            channel,
             qp: None,
             buf: Some(buf),
             info,
@@ -336,6 +382,7 @@ fn header(role: &str, l: &Local, remote: &QpInfo, p: &Params, gid_index: u32) ->
         iterations: if p.duration.is_some() { 0 } else { p.iters },
         duration: p.duration,
         validate: p.validate,
+        use_event: l.event(),
         local: l.info,
         remote: *remote,
     }
@@ -346,6 +393,20 @@ fn header(role: &str, l: &Local, remote: &QpInfo, p: &Params, gid_index: u32) ->
 fn buf_len(p: &Params) -> usize {
     2 * p.max_size() + 2 * GRH
 }
+
+/// `-e` needs a completion to sleep on: write-lat sees the peer's echo in
+/// its memory, not as a completion, so each side would spin anyway.
+fn check_event(test: Test, event: bool) -> Result<(), PerfError> {
+    if event && test == Test::WriteLat {
+        return Err(PerfError::Params(EVENT_WRITE_LAT.into()));
+    }
+    Ok(())
+}
+
+/// Why write-lat refuses `-e`.
+pub(crate) const EVENT_WRITE_LAT: &str =
+    "write-lat sees each echo in memory, not as a completion: -e (sleep on CQ events) \
+     cannot apply; use send-lat or read-lat";
 
 fn check_params(p: &Params) -> Result<(), PerfError> {
     if p.sizes.iter().any(|&s| s == 0 || s > crate::SWEEP_MAX) {

@@ -19,6 +19,9 @@ pub struct ServerOpts {
     pub gid_index: u32,
     /// The test this server accepts.
     pub test: Test,
+    /// `-e`: sleep on CQ events instead of busy polling (this side only;
+    /// the client decides for itself).
+    pub use_event: bool,
 }
 
 /// Waits for one client on `opts.port`, serves its run, returns this side's
@@ -27,6 +30,7 @@ pub struct ServerOpts {
 /// # Errors
 /// [`PerfError`]; `Exchange` when the client asks for another test or goes away.
 pub fn run_server(opts: &ServerOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
+    check_event(opts.test, opts.use_event)?;
     // A device named with -d opens now, not after a client came.
     if let Some(dev) = &opts.device {
         drop(rdmakit_verbs::open_device(opts.provider, dev)?);
@@ -55,6 +59,7 @@ pub fn serve_on(
     admit: &dyn Fn(&Params) -> Result<(), String>,
     hooks: &mut Progress<'_>,
 ) -> Result<Report, PerfError> {
+    check_event(opts.test, opts.use_event)?;
     let stop = hooks.stop();
     let mut c = Lines::new(stream)?;
     let p = Params::from_line(&c.recv()?)?;
@@ -75,7 +80,14 @@ pub fn serve_on(
         return Err(PerfError::Params(why));
     }
     let remote = QpInfo::from_line(&c.expect("QP")?)?;
-    let (mut l, init) = match bring_up(opts.provider, &opts.device, &opts.soft, &p, buf_len(&p)) {
+    let (mut l, init) = match bring_up(
+        opts.provider,
+        &opts.device,
+        &opts.soft,
+        &p,
+        buf_len(&p),
+        opts.use_event,
+    ) {
         Ok(x) => x,
         Err(e) => {
             let _ = c.send(&format!("ERR {e}"));
@@ -218,8 +230,16 @@ fn serve_size(
                 ),
                 inline,
             };
+            // Event mode: each turn may sleep on the channel, so the
+            // cancel, DONE and stall checks come every turn, and the sleep
+            // is short: the client's DONE arrives on TCP, not as a
+            // completion.
+            let (check_every, wait) = match l.event() {
+                true => (1, Duration::from_millis(10)),
+                false => (1024, Duration::ZERO),
+            };
             loop {
-                if poll(&l.cq, &mut wcs)? > 0 {
+                if l.reap(&mut wcs, wait)? > 0 {
                     last = Instant::now();
                     for w in &wcs {
                         if !w.is_recv() {
@@ -293,16 +313,16 @@ fn serve_size(
                     }
                 }
                 spins += 1;
-                if spins % 1024 == 0 {
+                if spins % check_every == 0 {
                     stop.check()?;
                 }
-                if spins % 1024 == 0 && done_at.is_none() {
+                if spins % check_every == 0 && done_at.is_none() {
                     if let Some(line) = c.try_recv()? {
                         done_at = Some(parse_done(&line)?);
                         done_when = Instant::now();
                     }
                 }
-                if spins % 1024 == 0 && last.elapsed() > STALL {
+                if spins % check_every == 0 && last.elapsed() > STALL {
                     return Err(PerfError::Stalled {
                         waited: STALL,
                         waiting_for: "message from the client",

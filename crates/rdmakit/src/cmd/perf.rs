@@ -69,6 +69,11 @@ pub struct Args {
     /// Check the bytes moved (patterns, lengths, the atomic counter).
     #[arg(long)]
     validate: bool,
+    /// Sleep on CQ events instead of busy polling (perftest's --use_event): this side
+    /// only, the peer decides for itself. Frees the core a spinning poller takes, at some
+    /// latency; not for write-lat, whose echoes arrive in memory, not as completions.
+    #[arg(short = 'e', long = "use_event")]
+    use_event: bool,
     /// Report bandwidth in Gb/sec instead of MB/sec.
     #[arg(long = "report_gbits")]
     report_gbits: bool,
@@ -105,6 +110,7 @@ pub fn run(a: Args, provider: rdmakit_verbs::ProviderSetting) -> anyhow::Result<
         device: a.device.clone(),
         gid_index: a.gid_index,
         connect_timeout: a.connect_timeout,
+        use_event: a.use_event,
     };
     let template = "{msg} [{bar:30}] {percent:>3}%";
     let bar = Bar::new(template, Some(PERMILLE), Duration::from_secs(1), true);

@@ -321,6 +321,7 @@ pub(super) fn serve(
         soft: cfg.soft_at(ip),
         gid_index: 0,
         test: params.test,
+        use_event: false,
     };
     let expected = params.clone();
     let before = Before::read(cfg);
@@ -417,6 +418,7 @@ pub(super) fn run(
         gid_index: 0,
         params: params.clone(),
         connect_timeout: Duration::from_secs(5),
+        use_event: false,
     };
     let before = Before::read(cfg);
     let start = Instant::now();
