@@ -9,6 +9,11 @@
 //! same TCP connection keeps both sides in step (`SIZE n` → `GO`, the run,
 //! `DONE count` → `OK` or `BAD why`, and `END`).
 //!
+//! Each side busy-polls its CQ, or with `use_event` ([`ClientOpts`],
+//! [`ServerOpts`]; perftest's `-e`) sleeps on the CQ's completion channel
+//! while it waits: a choice of that side alone, never in the exchanged
+//! parameters, which the header reports.
+//!
 //! Results are data ([`Report`]): bandwidth rows (BW peak / BW average in
 //! MB/sec where MB = 2^20 bytes, as perftest; MsgRate in Mpps) and latency
 //! rows (t_min, t_max, t_typical = median, t_avg, t_stdev, 99% and 99.9%

@@ -319,6 +319,26 @@ mod tests {
         );
     }
 
+    /// Only a side that sleeps on CQ events says so; its JSON header
+    /// carries the field either way.
+    #[test]
+    fn the_header_says_when_this_side_sleeps_on_cq_events() {
+        let mut h = recorded().header;
+        assert!(
+            !h.use_event,
+            "a report from before -e reads as busy polling"
+        );
+        assert!(!header(&h).contains("CQ events"));
+        h.use_event = true;
+        let text = header(&h);
+        let line = text.lines().find(|l| l.contains("CQ events")).unwrap();
+        assert_eq!(
+            line,
+            " CQ events       : ON (sleeps on the completion channel)"
+        );
+        assert_eq!(serde_json::to_value(&h).unwrap()["use_event"], true);
+    }
+
     #[test]
     fn gbits_is_perftests_conversion() {
         assert!((to_gbits(1000.0) - 8.388_608).abs() < 1e-9);
