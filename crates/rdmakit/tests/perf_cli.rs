@@ -521,18 +521,20 @@ fn cpu_while_the_server_is_stopped(event: bool) -> f64 {
 
 /// `-e` frees the core a waiting client spins on: with its server stopped,
 /// the busy-polling client burns CPU close to its wall time, the sleeping
-/// one a small fraction of it.
+/// one a small fraction of it. (On the 2-core VM: busy polling 0.85-1.0 of
+/// a core alone, 0.43-0.56 beside the other tests of this file; -e
+/// 0.000-0.008.)
 #[test]
 fn use_event_client_does_not_spin_while_its_server_is_stopped() {
     let polled = cpu_while_the_server_is_stopped(false);
     let slept = cpu_while_the_server_is_stopped(true);
     eprintln!("CPU over wall while waiting: busy polling {polled:.3}, -e {slept:.3}");
     assert!(
-        slept < 0.15,
+        slept < 0.1,
         "-e client used {slept:.3} of a core while waiting"
     );
     assert!(
-        polled > 0.4 && polled > 4.0 * slept,
+        polled > 0.2 && polled > 4.0 * slept,
         "busy polling {polled:.3} vs -e {slept:.3}: the measure does not see spinning"
     );
 }
