@@ -42,6 +42,11 @@ struct vq {
 	__u64 mark_failed;  /* rewrites the kernel refused */
 	__u64 notect_over;  /* Not-ECT IPv4 packets seen while over K (left alone) */
 	__u64 ce_in;        /* IPv4 packets that arrived already CE */
+	/* Per sender, by the third byte of the IPv4 source (sender i is
+	 * 10.77.i.2; 0 and 5..7 take anything else, masked to 0..7): bytes and
+	 * packets offered to the bottleneck, dropped or not. A flow's rate. */
+	__u64 src_bytes[8];
+	__u64 src_packets[8];
 };
 
 struct {
@@ -59,10 +64,11 @@ int ecn_vq(struct __sk_buff *skb)
 	struct iphdr *ip = (void *)(eth + 1);
 	int ipv4 = (void *)(eth + 1) <= end && eth->h_proto == bpf_htons(ETH_P_IP) &&
 		   (void *)(ip + 1) <= end;
-	__u8 vihl = 0, tos = 0;
+	__u8 vihl = 0, tos = 0, src = 0;
 	if (ipv4) {
 		vihl = *(__u8 *)ip;
 		tos = ip->tos;
+		src = ((__u8 *)&ip->saddr)[2] & 7;
 	}
 	__u32 k = 0;
 	struct vq *v = bpf_map_lookup_elem(&vqmap, &k);
@@ -85,6 +91,8 @@ int ecn_vq(struct __sk_buff *skb)
 	if (b > v->peak_backlog)
 		v->peak_backlog = b;
 	v->seen++;
+	v->src_bytes[src] += len;
+	v->src_packets[src]++;
 	if (ipv4) {
 		if ((tos & 3) == 3)
 			v->ce_in++;

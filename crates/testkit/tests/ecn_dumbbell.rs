@@ -108,6 +108,12 @@ fn uncongested_two_senders_at_3_mbit_lose_nothing_and_stay_ect0() {
         "the bottleneck carried these alone\n{why}"
     );
     assert_eq!(m.seen, all, "{why}");
+    // Per sender, by address: what each offered, and nothing from others.
+    for (i, s) in sent.iter().enumerate() {
+        assert_eq!(m.src_packets[i + 1], s.sent, "sender {}\n{why}", i + 1);
+        assert_eq!(m.src_bytes[i + 1], s.sent * 1042, "Ethernet frames\n{why}");
+    }
+    assert_eq!(m.src_packets.iter().sum::<u64>(), all, "{why}");
 }
 
 #[test]

@@ -139,6 +139,9 @@ pub use stats::{Bottleneck, ClassStats, MarkerStats, ParseError, QdiscStats};
 /// The most senders a dumbbell has.
 pub const MAX_SENDERS: u8 = 4;
 
+/// The third byte of the receiver's subnet, 10.77.100.0/24.
+const RX_NET: u8 = 100;
+
 /// The HTB class the bottleneck's traffic goes through.
 pub const CLASS: &str = "1:10";
 
@@ -333,7 +336,7 @@ impl Dumbbell {
         d.namespace(Node::Router)?;
         sys::sysctl(&d.ns(Node::Router), "net/ipv4/ip_forward", "1")?;
         d.namespace(Node::Receiver)?;
-        d.link(100, &d.bottleneck_if(), Node::Receiver)?;
+        d.link(RX_NET, &d.bottleneck_if(), Node::Receiver)?;
         let (r, bif) = (d.ns(Node::Router), d.bottleneck_if());
         let rate = format!("{}mbit", config.rate_mbit);
         d.tc(&[
@@ -425,8 +428,8 @@ impl Dumbbell {
         self.check(node);
         match node {
             Node::Sender(i) => Ipv4Addr::new(10, 77, i, 2),
-            Node::Router => Ipv4Addr::new(10, 77, 100, 1),
-            Node::Receiver => Ipv4Addr::new(10, 77, 100, 2),
+            Node::Router => Ipv4Addr::new(10, 77, RX_NET, 1),
+            Node::Receiver => Ipv4Addr::new(10, 77, RX_NET, 2),
         }
     }
 
@@ -442,6 +445,46 @@ impl Dumbbell {
             Node::Router => self.bottleneck_if(),
             Node::Receiver => format!("{}-xr", self.tag),
         }
+    }
+
+    /// Gives the receiver a further address, `10.77.100.last` (3..=254),
+    /// behind the same bottleneck (the router's neighbour entry for it is
+    /// static, as the others): for a second endpoint that needs an address
+    /// of its own there (a soft NIC binds one address per context).
+    ///
+    /// # Errors
+    /// `last` outside 3..=254, or `ip` failing (the address already there).
+    pub fn add_receiver_address(&self, last: u8) -> Result<Ipv4Addr, Error> {
+        if !(3..=254).contains(&last) {
+            return Err(Error::Config(format!(
+                "receiver address 10.77.{RX_NET}.{last}: the last byte must be 3..=254"
+            )));
+        }
+        let a = Ipv4Addr::new(10, 77, RX_NET, last);
+        let (rx, r) = (self.ns(Node::Receiver), self.ns(Node::Router));
+        self.ip(&[
+            "-n",
+            &rx,
+            "addr",
+            "add",
+            &format!("{a}/24"),
+            "dev",
+            &self.ifname(Node::Receiver),
+        ])?;
+        self.ip(&[
+            "-n",
+            &r,
+            "neigh",
+            "replace",
+            &a.to_string(),
+            "lladdr",
+            &link_mac(RX_NET, 2),
+            "dev",
+            &self.bottleneck_if(),
+            "nud",
+            "permanent",
+        ])?;
+        Ok(a)
     }
 
     /// The router's interface toward the receiver, where the HTB, the bfifo
@@ -612,7 +655,7 @@ impl Dumbbell {
     /// routes.
     fn link(&self, net: u8, near: &str, node: Node) -> Result<(), Error> {
         let (r, ns, far) = (self.ns(Node::Router), self.ns(node), self.ifname(node));
-        let mac = |end: u8| format!("02:77:{net:02x}:00:00:{end:02x}");
+        let mac = |end: u8| link_mac(net, end);
         let addr = |end: u8| format!("10.77.{net}.{end}");
         self.ip(&[
             "-n",
@@ -679,6 +722,12 @@ impl Dumbbell {
     fn tc(&self, args: &[&str]) -> Result<String, Error> {
         sys::run(Command::new(&self.tools.tc).arg("-n").args(args), "tc")
     }
+}
+
+/// The fixed MAC address of end `end` (1: the router's, 2: the node's) of
+/// the link on 10.77.`net`.0/24.
+fn link_mac(net: u8, end: u8) -> String {
+    format!("02:77:{net:02x}:00:00:{end:02x}")
 }
 
 impl Drop for Dumbbell {

@@ -117,6 +117,13 @@ pub struct MarkerStats {
     pub backlog: u64,
     /// Its largest value so far.
     pub peak_backlog: u64,
+    /// Bytes each sender offered to the bottleneck (dropped or not), by the
+    /// third byte of its address (sender i is 10.77.i.2: index i).
+    #[serde(default)]
+    pub src_bytes: [u64; 8],
+    /// Packets each sender offered, indexed as `src_bytes`.
+    #[serde(default)]
+    pub src_packets: [u64; 8],
 }
 
 /// Everything the bottleneck counts, read at one moment.
@@ -162,6 +169,12 @@ impl Bottleneck {
                     model_drops: m.model_drops.saturating_sub(b.model_drops),
                     notect_over: m.notect_over.saturating_sub(b.notect_over),
                     ce_in: m.ce_in.saturating_sub(b.ce_in),
+                    src_bytes: std::array::from_fn(|i| {
+                        m.src_bytes[i].saturating_sub(b.src_bytes[i])
+                    }),
+                    src_packets: std::array::from_fn(|i| {
+                        m.src_packets[i].saturating_sub(b.src_packets[i])
+                    }),
                     ..m
                 }
             }),
@@ -356,6 +369,7 @@ mod tests {
     const CLASS_CONGESTED: &str = include_str!("../../tests/data/ecn/tc-class-congested.txt");
     const CLASS_AFTER: &str = include_str!("../../tests/data/ecn/tc-class-after.txt");
     const MAP_CONGESTED: &str = include_str!("../../tests/data/ecn/bpftool-vq-congested.json");
+    const MAP_PER_SENDER: &str = include_str!("../../tests/data/ecn/bpftool-vq-per-sender.json");
 
     #[test]
     fn tc_qdisc_json_of_a_congested_bottleneck() {
@@ -444,8 +458,35 @@ mod tests {
                 ce_in: 0,
                 backlog: 59019,
                 peak_backlog: 60000,
+                // Captured before the per-sender counters: they read as 0.
+                src_bytes: [0; 8],
+                src_packets: [0; 8],
             }
         );
+    }
+
+    /// The per-sender counters, by the third byte of the source address:
+    /// senders 1 and 2 at equal rates, nothing from anyone else.
+    #[test]
+    fn bpftool_lookup_with_per_sender_counters() {
+        let m = parse_marker(MAP_PER_SENDER).unwrap();
+        assert_eq!((m.seen, m.marked, m.model_drops), (3646, 3242, 460));
+        assert_eq!(m.src_packets, [0, 1823, 1823, 0, 0, 0, 0, 0]);
+        assert_eq!(m.src_bytes, [0, 1899566, 1899566, 0, 0, 0, 0, 0]);
+        assert_eq!(m.src_packets.iter().sum::<u64>(), m.seen);
+        let before = Bottleneck {
+            marker: Some(MarkerStats {
+                src_bytes: [0, 1000, 0, 0, 0, 0, 0, 0],
+                ..MarkerStats::default()
+            }),
+            ..Bottleneck::default()
+        };
+        let now = Bottleneck {
+            marker: Some(m),
+            ..Bottleneck::default()
+        };
+        let d = now.since(&before).marker.unwrap();
+        assert_eq!(d.src_bytes[1], 1898566);
     }
 
     #[test]
