@@ -153,7 +153,7 @@ pub fn flow_port(lqpn: u32, rqpn: u32) -> u16 {
 }
 
 pub use offload::Offloads;
-pub(crate) use offload::{gro_size, gro_split, probe_offloads, send_segments, TxBatch};
+pub(crate) use offload::{gro_size, gro_split, probe_offloads, send_segments, TosSocket, TxBatch};
 use offload::{set_ip_opt, set_udp_opt, GroSwitch, RecvSeen, UDP_GRO};
 
 /// A QP's sending state, cached per engine: its flow socket by source port
@@ -162,7 +162,7 @@ use offload::{set_ip_opt, set_udp_opt, GroSwitch, RecvSeen, UDP_GRO};
 /// destination takes none, UDP carries its packets; see [`shm`]).
 #[derive(Debug, Default)]
 pub(crate) struct FlowCache {
-    sock: Option<(u16, Option<Arc<UdpSocket>>)>,
+    sock: Option<(u16, Option<Arc<TosSocket>>)>,
     ring: shm::RingCache,
 }
 
@@ -183,8 +183,8 @@ pub(crate) struct Net {
     /// The loopback slot (None for a configured address).
     slot: Option<u32>,
     port: u16,
-    sock: UdpSocket,
-    flows: Mutex<HashMap<u16, Option<Arc<UdpSocket>>>>,
+    sock: TosSocket,
+    flows: Mutex<HashMap<u16, Option<Arc<TosSocket>>>>,
     /// Per datagram length, the solver of the IPv4 identification/DF bits
     /// an ICRC implies (see [`IdentSolver`]).
     solvers: Mutex<HashMap<usize, Arc<IdentSolver>>>,
@@ -292,7 +292,7 @@ impl Net {
             local,
             slot,
             port,
-            sock,
+            sock: TosSocket::new(sock),
             flows: Mutex::new(HashMap::new()),
             solvers: Mutex::new(HashMap::new()),
             raw: raw_tx.then(raw_socket).flatten(),
@@ -381,13 +381,13 @@ impl Net {
         }
     }
 
-    fn flow_socket(&self, sport: u16) -> Option<Arc<UdpSocket>> {
+    fn flow_socket(&self, sport: u16) -> Option<Arc<TosSocket>> {
         let mut f = crate::lock(&self.flows);
         f.entry(sport)
             .or_insert_with(|| {
                 UdpSocket::bind(SocketAddrV4::new(self.local, sport))
                     .ok()
-                    .map(Arc::new)
+                    .map(|s| Arc::new(TosSocket::new(s)))
             })
             .clone()
     }
@@ -809,22 +809,21 @@ impl Net {
 }
 
 /// One send of one packet with IP TOS `tos`: rustix's direct `sendto`
-/// syscall when `tos` is 0 (std's goes through libc's sendto, a
-/// thread-cancellation point that toggles async-cancel state around the
-/// call: ~3% of a bandwidth sender's CPU), else a `sendmsg` carrying the
-/// TOS as a control message ([`offload::send_msg`]).
+/// syscall when the socket's option gives that TOS (std's goes through
+/// libc's sendto, a thread-cancellation point that toggles async-cancel
+/// state around the call: ~3% of a bandwidth sender's CPU), else a
+/// `sendmsg` carrying the TOS as a control message ([`TosSocket`]).
 fn send_one(
-    sock: &UdpSocket,
+    sock: &TosSocket,
     pkt: &[u8],
     to: SocketAddrV4,
     tos: u8,
     tx: &AtomicU64,
     tx_err: &AtomicU64,
 ) {
-    let sent = if tos == 0 {
-        rustix::net::sendto_v4(sock, pkt, rustix::net::SendFlags::empty(), &to).is_ok()
-    } else {
-        offload::send_msg(sock, to, pkt, None, tos).is_ok()
+    let sent = match sock.cmsg_tos(tos) {
+        None => rustix::net::sendto_v4(sock, pkt, rustix::net::SendFlags::empty(), &to).is_ok(),
+        Some(t) => offload::send_msg(sock, to, pkt, None, Some(t)).is_ok(),
     };
     match sent {
         true => tx.fetch_add(1, Ordering::Relaxed),

@@ -300,30 +300,100 @@ pub(crate) fn msghdr(
     msg
 }
 
+/// A UDP socket and the IP TOS byte its `IP_TOS` option gives every send.
+///
+/// A packet must leave with the TOS the engine asks for (DSCP and ECN). A
+/// control message per send says it race-free — flow sockets are shared by
+/// the QPs whose flows fold to one port, and a QP's CNPs use another DSCP
+/// than its data — but costs a `sendmsg` where a plain `sendto` would do
+/// (an 8-byte ping-pong's RTT +6 %, interleaved rounds). So the socket
+/// option is set once, to the first TOS the socket sends with (a flow's
+/// data TOS, nearly always), and never changed: a send with that TOS is a
+/// plain `sendto`, any other carries its TOS in a control message. Until
+/// the option is known, every send carries a control message.
+#[derive(Debug)]
+pub(crate) struct TosSocket {
+    udp: UdpSocket,
+    /// The option's TOS; [`TosSocket::UNSET`] before it is set,
+    /// [`TosSocket::SETTING`] while one thread sets it.
+    tos: std::sync::atomic::AtomicU16,
+}
+
+impl TosSocket {
+    const UNSET: u16 = 0x100;
+    const SETTING: u16 = 0x200;
+
+    pub(crate) fn new(udp: UdpSocket) -> TosSocket {
+        TosSocket {
+            udp,
+            tos: std::sync::atomic::AtomicU16::new(TosSocket::UNSET),
+        }
+    }
+
+    /// The TOS a send of `tos` must carry in a control message, or None
+    /// when the socket option already gives it (a plain send). The first
+    /// caller sets the option to its `tos`.
+    pub(crate) fn cmsg_tos(&self, tos: u8) -> Option<u8> {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+        match self.tos.load(Acquire) {
+            t if t == u16::from(tos) => None,
+            TosSocket::UNSET => {
+                if self
+                    .tos
+                    .compare_exchange(TosSocket::UNSET, TosSocket::SETTING, AcqRel, Acquire)
+                    .is_ok()
+                {
+                    if set_ip_opt(&self.udp, libc::IP_TOS, libc::c_int::from(tos)) {
+                        self.tos.store(u16::from(tos), Release);
+                        return None;
+                    }
+                    // Refused: stay with control messages for good.
+                    self.tos.store(TosSocket::SETTING, Release);
+                }
+                Some(tos)
+            }
+            _ => Some(tos),
+        }
+    }
+}
+
+impl std::ops::Deref for TosSocket {
+    type Target = UdpSocket;
+
+    fn deref(&self) -> &UdpSocket {
+        &self.udp
+    }
+}
+
+impl AsFd for TosSocket {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.udp.as_fd()
+    }
+}
+
 /// One `sendmsg` of `data` to `to` with a UDP_SEGMENT control message of
 /// `seg`: the kernel sends `data` as datagrams of `seg` bytes, the last
-/// perhaps shorter; each carries the IP TOS byte `tos` (0: the socket's).
+/// perhaps shorter; each carries the IP TOS byte `tos`.
 pub(crate) fn send_segments(
-    sock: &UdpSocket,
+    sock: &TosSocket,
     to: SocketAddrV4,
     data: &[u8],
     seg: u16,
     tos: u8,
 ) -> std::io::Result<()> {
-    send_msg(sock, to, data, Some(seg), tos)
+    send_msg(sock, to, data, Some(seg), sock.cmsg_tos(tos))
 }
 
 /// One `sendmsg` of `data` to `to` with, as control messages, UDP_SEGMENT
-/// (when `seg` is given) and IP_TOS (when `tos` is not 0: the DSCP and ECN
-/// bits of this send alone, so sockets shared by several QPs, and a QP's
-/// CNPs on another DSCP than its data, never race on a socket option).
+/// (when `seg` is given) and IP_TOS (when `tos` is given: this send's DSCP
+/// and ECN bits, whatever the socket option says).
 /// A direct syscall, as rustix's sendto (see [`Net::send`]).
 pub(crate) fn send_msg(
     sock: &UdpSocket,
     to: SocketAddrV4,
     data: &[u8],
     seg: Option<u16>,
-    tos: u8,
+    tos: Option<u8>,
 ) -> std::io::Result<()> {
     let mut addr = sockaddr_v4(to);
     let mut iov = libc::iovec {
@@ -352,7 +422,7 @@ pub(crate) fn send_msg(
     if let Some(seg) = seg {
         put(libc::SOL_UDP, UDP_SEGMENT, &seg.to_ne_bytes());
     }
-    if tos != 0 {
+    if let Some(tos) = tos {
         put(
             libc::IPPROTO_IP,
             libc::IP_TOS,
@@ -737,6 +807,25 @@ mod offload_tests {
         assert_eq!(got, want);
     }
 
+    /// The first TOS a socket sends with becomes its option (plain sends
+    /// from then on); every other TOS, 0 included, rides in a control
+    /// message, so the option never changes under a concurrent sender.
+    #[test]
+    fn a_socket_option_holds_the_first_tos_and_others_go_per_send() {
+        let s = TosSocket::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+        assert_eq!(s.cmsg_tos(0x6a), None, "the first sets the option");
+        assert_eq!(
+            rustix::net::sockopt::get_ip_tos(&s).unwrap(),
+            0x6a,
+            "as the kernel says"
+        );
+        assert_eq!(s.cmsg_tos(0x6a), None);
+        assert_eq!(s.cmsg_tos(48 << 2), Some(48 << 2));
+        assert_eq!(s.cmsg_tos(0), Some(0), "an explicit 0, not the option");
+        assert_eq!(s.cmsg_tos(0x6a), None);
+        assert_eq!(rustix::net::sockopt::get_ip_tos(&s).unwrap(), 0x6a);
+    }
+
     #[test]
     fn the_tos_is_read_from_the_control_messages() {
         let tos = cmsg(libc::IPPROTO_IP, libc::IP_TOS, &[0x6b], None);
@@ -838,6 +927,6 @@ mod offload_tests {
             SocketAddr::V6(_) => unreachable!(),
         };
         let data = vec![0u8; 300 * 20];
-        assert!(send_segments(&plain, to, &data, 20, 0).is_err());
+        assert!(send_segments(&TosSocket::new(plain), to, &data, 20, 0).is_err());
     }
 }
