@@ -23,7 +23,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -437,18 +436,7 @@ fn require_installed() {
 
 /// Spawns `cmd` in its own process group, killed when this thread dies.
 fn spawn_owned(cmd: &mut Command, what: &str) -> Child {
-    cmd.process_group(0);
-    // SAFETY: the closure runs between fork and exec and only calls prctl,
-    // which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd.spawn()
+    crate::spawn_dying_with_thread(cmd)
         .unwrap_or_else(|e| panic!("start {what}: {e} (Debian packages: {PACKAGES})"))
 }
 

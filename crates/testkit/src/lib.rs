@@ -465,6 +465,28 @@ pub fn install_libs(kind: &str, libs: &[(&str, &str)]) -> PathBuf {
     dir
 }
 
+/// Spawns `cmd` in a process group of its own, SIGKILLed when the thread
+/// that spawned it ends (PR_SET_PDEATHSIG): a test's helper processes
+/// (ibsim, opensm, a namespace's traffic) never outlive a panicking test.
+///
+/// # Errors
+/// When the program cannot be started.
+pub fn spawn_dying_with_thread(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt as _;
+    cmd.process_group(0);
+    // SAFETY: the closure runs between fork and exec and only calls prctl,
+    // which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
 /// Compiles the C file `src` into `bin` with `$CC` (default `cc`) and
 /// `args` after the source (libraries, say); fails showing the compiler's
 /// complaint.

@@ -40,19 +40,24 @@ pub struct ClientOpts {
 /// connect, completion (e.g. RETRY_EXC_ERR when the server vanishes),
 /// exchange, validation.
 pub fn run_client(opts: &ClientOpts, hooks: &mut Progress<'_>) -> Result<Report, PerfError> {
+    let (l, init) = checked_bring_up(opts)?;
+    let stream = dial(opts)?;
+    run(stream, l, init, opts, hooks)
+}
+
+/// The parameters checked, then the device, buffer and QP brought up.
+fn checked_bring_up(opts: &ClientOpts) -> Result<(Local, InitQp), PerfError> {
     let p = &opts.params;
     check_params(p)?;
     check_event(p.test, opts.use_event)?;
-    let (l, init) = bring_up(
+    bring_up(
         opts.provider,
         &opts.device,
         &opts.soft,
         p,
         buf_len(p),
         opts.use_event,
-    )?;
-    let stream = dial(opts)?;
-    run(stream, l, init, opts, hooks)
+    )
 }
 
 /// The TCP connection to the server: the host resolved once, the connect
@@ -95,17 +100,7 @@ pub fn client_on(
     opts: &ClientOpts,
     hooks: &mut Progress<'_>,
 ) -> Result<Report, PerfError> {
-    let p = &opts.params;
-    check_params(p)?;
-    check_event(p.test, opts.use_event)?;
-    let (l, init) = bring_up(
-        opts.provider,
-        &opts.device,
-        &opts.soft,
-        p,
-        buf_len(p),
-        opts.use_event,
-    )?;
+    let (l, init) = checked_bring_up(opts)?;
     run(stream, l, init, opts, hooks)
 }
 

@@ -681,23 +681,22 @@ mod offload_tests {
         p
     }
 
-    /// `lens` packets queued through `a` to `b`'s endpoint; what `b`
-    /// receives, split into datagrams, each checked by its ICRC.
-    /// Also returns how many receives that took.
-    fn round_trip(a: &Net, b: &Net, lens: &[usize]) -> (Vec<(usize, u8)>, usize) {
-        let dqpn = b.qpn_base().unwrap() | 5;
+    /// Queues `packets` ((length with ICRC, TOS); the i-th filled with i)
+    /// through `a` to `dst`, from flow port `sport`, for QP `dqpn`, and
+    /// flushes: every one must leave.
+    fn send_all(a: &Net, dst: Ipv4Addr, sport: u16, dqpn: u32, packets: &[(usize, u8)]) {
         let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
         let mut cache = FlowCache::default();
         let mut batch = TxBatch::default();
         let mut buf = Vec::new();
-        for (i, &len) in lens.iter().enumerate() {
+        for (i, &(len, tos)) in packets.iter().enumerate() {
             let at = batch.tail();
             buf.resize(at + len, 0);
             buf[at..].copy_from_slice(&packet(dqpn, len, i as u8));
             a.queue(
-                a.addr(),
-                0xc123,
-                0,
+                dst,
+                sport,
+                tos,
                 &mut cache,
                 &mut batch,
                 &mut buf,
@@ -709,31 +708,47 @@ mod offload_tests {
         a.flush(&cache, &mut batch, &buf, &tx, &err);
         assert_eq!(
             (tx.load(Ordering::Relaxed), err.load(Ordering::Relaxed)),
-            (lens.len() as u64, 0)
+            (packets.len() as u64, 0)
         );
-        let (malformed, bad) = (AtomicU64::new(0), AtomicU64::new(0));
-        let mut got = Vec::new();
-        let mut recvs = 0;
+    }
+
+    /// Receives on `b` until `n` datagrams arrived (a coalesced receive's
+    /// pieces counted one by one) or 5 s passed, handing each with its
+    /// receive to `each`; returns how many receives that took.
+    fn receive_n(b: &Net, n: usize, mut each: impl FnMut(&super::Datagram, &[u8])) -> usize {
+        let (mut seen, mut recvs) = (0, 0);
         let mut rb = vec![0u8; 65536];
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while got.len() < lens.len() && std::time::Instant::now() < deadline {
-            let Some(super::Datagram {
-                len: n,
-                from: src,
-                seg,
-                ..
-            }) = b.try_recv(&mut rb)
-            else {
+        while seen < n && std::time::Instant::now() < deadline {
+            let Some(d) = b.try_recv(&mut rb) else {
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             };
             recvs += 1;
-            assert_eq!(src.port(), 0xc123, "sent from the flow's port");
-            for d in gro_split(&rb[..n], seg) {
-                let pkt = b.check_icrc(src, d, &malformed, &bad).expect("ICRC valid");
-                got.push((d.len(), pkt[12]));
+            for piece in gro_split(&rb[..d.len], d.seg) {
+                each(&d, piece);
+                seen += 1;
             }
         }
+        recvs
+    }
+
+    /// `lens` packets queued through `a` to `b`'s endpoint; what `b`
+    /// receives, split into datagrams, each checked by its ICRC.
+    /// Also returns how many receives that took.
+    fn round_trip(a: &Net, b: &Net, lens: &[usize]) -> (Vec<(usize, u8)>, usize) {
+        let dqpn = b.qpn_base().unwrap() | 5;
+        let packets: Vec<(usize, u8)> = lens.iter().map(|&l| (l, 0)).collect();
+        send_all(a, a.addr(), 0xc123, dqpn, &packets);
+        let (malformed, bad) = (AtomicU64::new(0), AtomicU64::new(0));
+        let mut got = Vec::new();
+        let recvs = receive_n(b, lens.len(), |d, piece| {
+            assert_eq!(d.from.port(), 0xc123, "sent from the flow's port");
+            let pkt = b
+                .check_icrc(d.from, piece, &malformed, &bad)
+                .expect("ICRC valid");
+            got.push((piece.len(), pkt[12]));
+        });
         assert_eq!((malformed.into_inner(), bad.into_inner()), (0, 0));
         (got, recvs)
     }
@@ -756,11 +771,6 @@ mod offload_tests {
         b.port = b.sock.local_addr().unwrap().port();
         let a = Net::bind(None, b.port, Offloads::ALL, false, SoftTransport::Udp).unwrap();
         assert!(!a.reads_tos(), "a loopback slot keeps recvfrom");
-        let dqpn = 17;
-        let (tx, err) = (AtomicU64::new(0), AtomicU64::new(0));
-        let mut cache = FlowCache::default();
-        let mut batch = TxBatch::default();
-        let mut buf = Vec::new();
         let sends: [(usize, u8); 6] = [
             (1052, 26 << 2 | 2),
             (1052, 26 << 2 | 2),
@@ -769,36 +779,11 @@ mod offload_tests {
             (1052, 0),
             (300, 26 << 2 | 2),
         ];
-        for (i, &(len, tos)) in sends.iter().enumerate() {
-            let at = batch.tail();
-            buf.resize(at + len, 0);
-            buf[at..].copy_from_slice(&packet(dqpn, len, i as u8));
-            a.queue(
-                Ipv4Addr::LOCALHOST,
-                0xc124,
-                tos,
-                &mut cache,
-                &mut batch,
-                &mut buf,
-                len - ICRC_LEN,
-                &tx,
-                &err,
-            );
-        }
-        a.flush(&cache, &mut batch, &buf, &tx, &err);
-        assert_eq!(err.load(Ordering::Relaxed), 0);
+        send_all(&a, Ipv4Addr::LOCALHOST, 0xc124, 17, &sends);
         let mut got = Vec::new();
-        let mut rb = vec![0u8; 65536];
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while got.len() < sends.len() && std::time::Instant::now() < deadline {
-            let Some(d) = b.try_recv(&mut rb) else {
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            };
-            for p in gro_split(&rb[..d.len], d.seg) {
-                got.push((p.len(), d.tos, d.ce(), p[12]));
-            }
-        }
+        receive_n(&b, sends.len(), |d, p| {
+            got.push((p.len(), d.tos, d.ce(), p[12]))
+        });
         let want: Vec<_> = sends
             .iter()
             .enumerate()

@@ -128,7 +128,6 @@ pub mod udp;
 
 use std::ffi::OsStr;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -545,18 +544,7 @@ impl Dumbbell {
     /// # Errors
     /// When it cannot be started.
     pub fn spawn(&self, cmd: &mut Command) -> Result<Running, Error> {
-        cmd.process_group(0);
-        // SAFETY: the closure runs between fork and exec and only calls
-        // prctl, which is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().map_err(|e| Error::Io {
+        let child = crate::spawn_dying_with_thread(cmd).map_err(|e| Error::Io {
             what: format!("start {:?}", cmd.get_args().collect::<Vec<_>>()),
             source: e,
         })?;
