@@ -36,7 +36,7 @@ use rdmakit_host::model::{Attr, Device, Port};
 use rdmakit_host::parse::sysfs::Counter;
 
 use super::ethernet::no_roce;
-use super::ethernet_counters::{grouped, Delta};
+use super::ethernet_counters::{grouped, rate as per_s, Delta};
 use crate::checks::{Ctx, Outcome};
 use crate::codes::{Code, Severity};
 use crate::counters::{Baseline, BaselinePort};
@@ -127,17 +127,6 @@ fn evidence(p: &Port, bp: Option<&BaselinePort>, d: &Delta) -> Vec<Evidence> {
         v.push(Evidence::new(format!("baseline {path}"), w.to_string()));
     }
     v
-}
-
-/// A rate per second as a report shows it: "12,000", "7.5", "0.250".
-fn per_s(r: f64) -> String {
-    if r >= 100.0 {
-        grouped(r.round() as u64)
-    } else if r >= 1.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r:.3}")
-    }
 }
 
 /// What a CNP rate is compared with.

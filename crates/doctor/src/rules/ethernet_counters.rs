@@ -56,7 +56,8 @@ pub(crate) fn grouped(n: u64) -> String {
     out
 }
 
-fn rate(r: f64) -> String {
+/// A rate per second as a report shows it: "12,000", "7.5", "0.250".
+pub(super) fn rate(r: f64) -> String {
     if r >= 100.0 {
         grouped(r.round() as u64)
     } else if r >= 1.0 {
