@@ -384,6 +384,56 @@ pub struct CheckRequest<'a> {
     pub picture: bool,
 }
 
+/// `rdmakit fabric check` as its flags say: the files they name read
+/// (bounded, [`check::flags::Inputs::of_flags`]), the subnet checked now,
+/// and the counters written to `save` (mode 0600) when given.
+///
+/// # Errors
+/// A flag's file or value refused (named), the MAD I/O failing, or
+/// `save` not writable.
+pub fn check_flags_command(
+    ca: Option<&str>,
+    port: Option<u8>,
+    flags: &check::flags::Flags,
+    form: CheckForm,
+    save: Option<&std::path::Path>,
+) -> Result<Checked, String> {
+    let inputs = check::flags::Inputs::of_flags(flags)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let req = CheckRequest {
+        json: form.json,
+        verbose: form.verbose,
+        width: form.width,
+        baseline: inputs.baseline.as_ref(),
+        expected: inputs.expected.as_ref(),
+        fail_on: inputs.fail_on,
+        config: inputs.config,
+        now,
+        picture: form.picture,
+    };
+    let checked = check_command(ca, port, &req).map_err(|e| e.to_string())?;
+    if let Some(path) = save {
+        rdmakit_host::outfile::write_private(path, checked.snapshot.to_json().as_bytes())
+            .map_err(|e| format!("--save {}: {e}", path.display()))?;
+    }
+    Ok(checked)
+}
+
+/// How `rdmakit fabric check` reports ([`check_flags_command`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CheckForm {
+    /// JSON instead of the human report.
+    pub json: bool,
+    /// Every evidence line and next command.
+    pub verbose: bool,
+    /// The human report's width.
+    pub width: u16,
+    /// Make the picture of the subnet.
+    pub picture: bool,
+}
+
 /// What `rdmakit fabric check` did: what it says, and the counters it read
 /// (for `--save`).
 #[derive(Clone, Debug)]

@@ -428,6 +428,22 @@ pub fn tie(report: &mut crate::report::FleetReport, fabric: &Fabric) {
     report.notes.push(note);
 }
 
+/// `report` as `rdmakit fleet pairwise` shows it: with its faults' routes
+/// ([`route_pairwise`]) when a fabric is given, else as it is.
+pub fn with_routes<'a>(
+    report: &'a crate::pairwise::report::PairwiseReport,
+    fabric: Option<&Fabric>,
+) -> std::borrow::Cow<'a, crate::pairwise::report::PairwiseReport> {
+    match fabric {
+        Some(f) => {
+            let mut r = report.clone();
+            route_pairwise(&mut r, f);
+            std::borrow::Cow::Owned(r)
+        }
+        None => std::borrow::Cow::Borrowed(report),
+    }
+}
+
 /// Adds to a pairwise run the routes of its faults' pairs
 /// ([`crate::pairwise::report::PairwiseReport::fault_pairs`]), each
 /// direction; the reverse of a pair is printed only when its path

@@ -5,11 +5,9 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::Context as _;
-use rdmakit_fabric::check::flags::{Flags, Inputs};
-use rdmakit_fabric::live::{self, CheckRequest, DiscoverForm};
+use rdmakit_fabric::check::flags::Flags;
+use rdmakit_fabric::live::{self, CheckForm, DiscoverForm};
 use rdmakit_fabric::route;
 use rdmakit_fabric::view::Picture;
 use rdmakit_vocab::exit::Exit;
@@ -64,41 +62,45 @@ pub enum Args {
     },
     /// Judge the subnet: links, error counters, the subnet manager, GUIDs and LIDs, and the
     /// cabling against an expected topology (codes RDK-F001 …; rdmakit explain CODE).
-    Check {
-        /// Print JSON (schema rdmakit.fabric.check/v1: the findings, their groups, the SM's answer).
-        #[arg(long)]
-        json: bool,
-        /// Show every evidence line and every next command.
-        #[arg(short, long)]
-        verbose: bool,
-        /// An earlier counters snapshot (--save FILE, or fabric counters --json): judge each
-        /// counter's growth since it, with its rate, instead of its total.
-        #[arg(long, value_name = "FILE")]
-        baseline: Option<PathBuf>,
-        /// The expected cabling: a topology file (ibnetdiscover's output, an ibsim net file) or a
-        /// cable list (docs/fabric.md).
-        #[arg(long, value_name = "FILE")]
-        expected: Option<PathBuf>,
-        /// Exit 1 when a finding at or above this severity is found: error, warning, info, never.
-        #[arg(long, value_name = "LEVEL", default_value = "error")]
-        fail_on: String,
-        /// Write the counters read, with the time, to FILE: a later check's --baseline.
-        #[arg(long, value_name = "FILE")]
-        save: Option<PathBuf>,
-        /// Counter thresholds in infiniband-diags' error_thresholds format (Name=value lines, as
-        /// ibqueryerrors --threshold-file reads); default: the values that file ships commented.
-        #[arg(long, value_name = "FILE")]
-        thresholds: Option<PathBuf>,
-        /// Override a code's severity, e.g. --severity RDK-F005=error (repeatable).
-        #[arg(long, value_name = "CODE=LEVEL")]
-        severity: Vec<String>,
-        /// Also write the fabric as a picture in one self-contained HTML file: each link
-        /// coloured by the findings on it, the faulty ones framed and listed with their evidence.
-        #[arg(long, value_name = "FILE")]
-        html: Option<String>,
-        #[command(flatten)]
-        port: PortArgs,
-    },
+    Check(CheckArgs),
+}
+
+/// `rdmakit fabric check`'s flags.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Print JSON (schema rdmakit.fabric.check/v1: the findings, their groups, the SM's answer).
+    #[arg(long)]
+    json: bool,
+    /// Show every evidence line and every next command.
+    #[arg(short, long)]
+    verbose: bool,
+    /// An earlier counters snapshot (--save FILE, or fabric counters --json): judge each
+    /// counter's growth since it, with its rate, instead of its total.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// The expected cabling: a topology file (ibnetdiscover's output, an ibsim net file) or a
+    /// cable list (docs/fabric.md).
+    #[arg(long, value_name = "FILE")]
+    expected: Option<PathBuf>,
+    /// Exit 1 when a finding at or above this severity is found: error, warning, info, never.
+    #[arg(long, value_name = "LEVEL", default_value = "error")]
+    fail_on: String,
+    /// Write the counters read, with the time, to FILE: a later check's --baseline.
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+    /// Counter thresholds in infiniband-diags' error_thresholds format (Name=value lines, as
+    /// ibqueryerrors --threshold-file reads); default: the values that file ships commented.
+    #[arg(long, value_name = "FILE")]
+    thresholds: Option<PathBuf>,
+    /// Override a code's severity, e.g. --severity RDK-F005=error (repeatable).
+    #[arg(long, value_name = "CODE=LEVEL")]
+    severity: Vec<String>,
+    /// Also write the fabric as a picture in one self-contained HTML file: each link
+    /// coloured by the findings on it, the faulty ones framed and listed with their evidence.
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
+    #[command(flatten)]
+    port: PortArgs,
 }
 
 /// The local port the MADs leave by.
@@ -156,47 +158,25 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
             reset,
             port,
         } => live::counters_command(port.ca.as_deref(), port.port, json, all, reset)?,
-        Args::Check {
-            json,
-            verbose,
-            baseline,
-            expected,
-            fail_on,
-            save,
-            thresholds,
-            severity,
-            html,
-            port,
-        } => {
+        Args::Check(c) => {
             let flags = Flags {
-                baseline: baseline.as_deref(),
-                expected: expected.as_deref(),
-                thresholds: thresholds.as_deref(),
-                severity: &severity,
-                fail_on: &fail_on,
+                baseline: c.baseline.as_deref(),
+                expected: c.expected.as_deref(),
+                thresholds: c.thresholds.as_deref(),
+                severity: &c.severity,
+                fail_on: &c.fail_on,
             };
-            let inputs = Inputs::of_flags(&flags).map_err(anyhow::Error::msg)?;
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64());
-            let req = CheckRequest {
-                json,
-                verbose,
+            let form = CheckForm {
+                json: c.json,
+                verbose: c.verbose,
                 width: super::doctor::width(),
-                baseline: inputs.baseline.as_ref(),
-                expected: inputs.expected.as_ref(),
-                fail_on: inputs.fail_on,
-                config: inputs.config,
-                now,
-                picture: html.is_some(),
+                picture: c.html.is_some(),
             };
-            let checked = live::check_command(port.ca.as_deref(), port.port, &req)?;
-            if let Some(path) = save {
-                rdmakit_host::outfile::write_private(&path, checked.snapshot.to_json().as_bytes())
-                    .with_context(|| format!("--save {}", path.display()))?;
-            }
+            let (ca, port) = (c.port.ca.as_deref(), c.port.port);
+            let checked = live::check_flags_command(ca, port, &flags, form, c.save.as_deref())
+                .map_err(anyhow::Error::msg)?;
             write_picture(
-                html.as_deref(),
+                c.html.as_deref(),
                 checked.picture.as_ref(),
                 "rdmakit fabric check",
             )?;

@@ -244,16 +244,7 @@ fn show(
     report: &PairwiseReport,
     fabric: Option<&rdmakit_fleet::fabric::Fabric>,
 ) -> anyhow::Result<Exit> {
-    let routed;
-    let report = match fabric {
-        Some(f) => {
-            let mut r = report.clone();
-            rdmakit_fleet::fabric::route_pairwise(&mut r, f);
-            routed = r;
-            &routed
-        }
-        None => report,
-    };
+    let report = &*rdmakit_fleet::fabric::with_routes(report, fabric);
     anstream::print!("{}", render::output(report, a.json));
     if let Some(path) = &a.html {
         let taken = (report.started_unix > 0).then_some(report.started_unix);
