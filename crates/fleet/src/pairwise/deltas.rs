@@ -11,6 +11,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use rdmakit_host::bounded::{read_named, Cap};
+
 /// Most counters one end reports for one test.
 pub const MAX_COUNTERS: usize = 32;
 
@@ -193,9 +195,13 @@ pub fn read_real(root: &Path, port: u32, ifname: Option<&str>) -> BTreeMap<Strin
         .join("ports")
         .join(port.to_string())
         .join("hw_counters");
+    // A sysfs attribute is at most a page; the cap keeps a bind-mounted or
+    // replaced file from being read whole.
+    const ATTR: Cap = Cap::new(4096, "hw_counters attributes");
     for name in HW_COUNTERS {
-        let v = std::fs::read_to_string(dir.join(name))
+        let v = read_named(&dir.join(name), ATTR)
             .ok()
+            .and_then(|b| String::from_utf8(b).ok())
             .and_then(|t| t.trim().parse::<u64>().ok());
         if let Some(v) = v {
             m.insert(name.to_string(), v);
