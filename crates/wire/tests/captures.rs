@@ -271,3 +271,83 @@ fn a_packet_budget_stops_decoding_and_says_where() {
         "{w}"
     );
 }
+
+/// A real capture followed by itself with every PSN moved by `shift` and
+/// the ICRCs made good again: the same QPNs reused by a second connection
+/// set up out of band (as perftest and ibv_rc_pingpong connect over TCP),
+/// with other starting PSNs.
+fn reconnected(name: &str, shift: i32) -> Vec<u8> {
+    let bytes = read(name);
+    let frames = capture::read_frames(&bytes).unwrap();
+    let mut out = bytes.clone();
+    let mut rest = &bytes[24..];
+    for f in &frames.frames {
+        let len = 16 + f.data.len();
+        let mut rec = rest[..len].to_vec();
+        rest = &rest[len..];
+        // Ethernet 14 + IPv4 20 + UDP 8: the BTH; its PSN is bytes 9..12.
+        let at = 16 + 14 + 20 + 8 + 9;
+        let psn = u32::from_be_bytes([0, rec[at], rec[at + 1], rec[at + 2]]);
+        let moved = (psn as i64 + shift as i64).rem_euclid(1 << 24) as u32;
+        rec[at..at + 3].copy_from_slice(&moved.to_be_bytes()[1..]);
+        rdmakit_wire::icrc::fill(&mut rec[16 + 14..]).unwrap();
+        out.extend_from_slice(&rec);
+    }
+    out
+}
+
+/// rc_pingpong-s64 run twice on the same QPNs, the second connection's
+/// PSNs behind the first's (perftest picks them at random): a new
+/// connection noted per flow, not ten retransmissions.
+#[test]
+fn reused_qpn_with_earlier_psns_is_a_new_connection_rc_pingpong_s64() {
+    let report = capture::decode_capture(&reconnected("rc_pingpong-s64", -100_000)).unwrap();
+    assert_eq!(report.icrc_invalid, 0);
+    assert!(report.anomalies.is_empty(), "{:?}", report.anomalies);
+    let notes: Vec<_> = report
+        .notes
+        .iter()
+        .filter(|n| n.contains("a new connection"))
+        .collect();
+    assert_eq!(notes.len(), 2, "one per direction: {:?}", report.notes);
+}
+
+/// The second connection's PSNs far ahead: a new connection, not a gap of
+/// millions of packets.
+#[test]
+fn reused_qpn_with_far_later_psns_is_a_new_connection_rc_pingpong_s64() {
+    let report = capture::decode_capture(&reconnected("rc_pingpong-s64", 3_000_000)).unwrap();
+    assert!(report.anomalies.is_empty(), "{:?}", report.anomalies);
+    assert_eq!(
+        report
+            .notes
+            .iter()
+            .filter(|n| n.contains("a new connection"))
+            .count(),
+        2,
+        "{:?}",
+        report.notes
+    );
+}
+
+/// A small jump stays a gap and PSNs the flow did send stay
+/// retransmissions: the new-connection rule only takes PSNs never sent.
+#[test]
+fn psns_near_the_flow_stay_gaps_and_retransmissions_rc_pingpong_s64() {
+    let ahead = capture::decode_capture(&reconnected("rc_pingpong-s64", 1000)).unwrap();
+    assert_eq!(
+        ahead.anomaly_counts.get("psn_gap"),
+        Some(&2),
+        "{:?}",
+        ahead.anomalies
+    );
+    // The whole exchange sent again with the same PSNs: ten resends.
+    let again = capture::decode_capture(&reconnected("rc_pingpong-s64", 0)).unwrap();
+    assert_eq!(
+        again.anomaly_counts.get("retransmission"),
+        Some(&10),
+        "{:?}",
+        again.anomalies
+    );
+    assert!(!again.notes.iter().any(|n| n.contains("a new connection")));
+}

@@ -15,6 +15,16 @@
 //! losses show as CM retries, see `exchanges`). A REQ or REP announces the
 //! QPs of a new connection: the flows to those QPs start over, as a QPN is
 //! reused by the next connection with a new starting PSN.
+//!
+//! Connections set up out of band (perftest's and ibv_*_pingpong's TCP
+//! exchange) announce nothing, and a soft NIC's or a restarted driver's
+//! next connection reuses the QPN with a new random starting PSN. So an RC
+//! flow also starts over ([`Tracker::restarts`], a note, not an anomaly)
+//! when a request's PSN was never sent on it: behind the first PSN the
+//! flow has seen (a retransmission resends a PSN already sent), or a
+//! message's first packet more than [`RESTART_JUMP`] PSNs ahead of the
+//! expected one (more packets than any requester keeps outstanding, all
+//! missing from the capture).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -32,8 +42,17 @@ struct FlowKey {
     src_qp: Option<u32>,
 }
 
+/// A forward PSN jump, at a message's first packet, beyond which an RC
+/// flow is a new connection rather than a gap: 2^20 packets (1 GiB at a
+/// 1024-byte path MTU) missing from a capture that holds the packets on
+/// either side. A requester's outstanding packets are far fewer (mlx5
+/// and rxe keep at most a few thousand in flight).
+pub(crate) const RESTART_JUMP: i32 = 1 << 20;
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Flow {
+    /// The first request PSN of the flow's current connection.
+    first: Option<u32>,
     /// The PSN the next new request packet should carry; `None` until the first
     /// packet, or after a READ request of unknown PSN span.
     expected: Option<u32>,
@@ -48,6 +67,17 @@ struct Flow {
 #[derive(Debug, Default)]
 pub(crate) struct Tracker {
     flows: HashMap<FlowKey, Flow>,
+    restarts: Vec<Restart>,
+}
+
+/// An RC flow that started over without a CM exchange in the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Restart {
+    pub index: usize,
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub qpn: u32,
+    pub psn: u32,
 }
 
 impl Tracker {
@@ -61,6 +91,12 @@ impl Tracker {
             qpn: rec.qpn,
             src_qp: None,
         });
+    }
+
+    /// The RC flows that started over with no CM exchange in the capture
+    /// (see the module's text), in capture order.
+    pub(crate) fn restarts(&self) -> &[Restart] {
+        &self.restarts
     }
 
     /// A CM REQ or REP: the RC flows towards the QP it announces belong
@@ -162,7 +198,25 @@ impl Tracker {
                 flow.next_new = Some(psn::add(psn, 1));
                 return;
             }
-            if psn::delta(psn, next_new) < 0 {
+            let never_sent = flow.first.is_some_and(|f| psn::delta(psn, f) < 0);
+            let jumped = flow
+                .expected
+                .is_some_and(|e| psn::delta(psn, e) > RESTART_JUMP)
+                && info.position.starts_message();
+            if (psn::delta(psn, next_new) < 0 && never_sent) || jumped {
+                // A new connection on a reused QPN, set up out of band.
+                self.restarts.push(Restart {
+                    index: rec.index,
+                    src: rec.src,
+                    dst: rec.dst,
+                    qpn: r.bth.dest_qp,
+                    psn,
+                });
+                *flow = Flow {
+                    pmtu: flow.pmtu,
+                    ..Flow::default()
+                };
+            } else if psn::delta(psn, next_new) < 0 {
                 anomalies.push(anomaly(
                     AnomalyKind::Retransmission,
                     format!(
@@ -182,6 +236,7 @@ impl Tracker {
                 ));
             }
         }
+        flow.first.get_or_insert(psn);
         flow.expected = span.map(|n| psn::add(psn, n));
         flow.next_new = Some(psn::add(psn, span.unwrap_or(1)));
     }

@@ -392,6 +392,7 @@ pub fn decode_capture_with(
         );
     }
     cm.finish(end_ns, &mut report.anomalies, &mut report.notes);
+    restart_notes(tracker.restarts(), &mut report.notes);
     congestion::judge(
         &report.packets,
         end_ns,
@@ -419,6 +420,27 @@ pub fn decode_capture_with(
             .or_default() += 1;
     }
     Ok(report)
+}
+
+/// At most this many restarted flows are named one by one in the notes.
+const MAX_RESTART_NOTES: usize = 16;
+
+/// One note per RC flow that started over without a CM exchange (a QPN
+/// reused by a connection set up out of band), the rest counted.
+fn restart_notes(restarts: &[analyze::Restart], notes: &mut Vec<String>) {
+    for r in restarts.iter().take(MAX_RESTART_NOTES) {
+        notes.push(format!(
+            "#{} {} > {} qp 0x{:06x}: a new connection from PSN {} (a reused QPN, \
+             no CM exchange in the capture); its PSNs are judged afresh",
+            r.index, r.src, r.dst, r.qpn, r.psn
+        ));
+    }
+    if restarts.len() > MAX_RESTART_NOTES {
+        notes.push(format!(
+            "{} more flows started over as new connections",
+            restarts.len() - MAX_RESTART_NOTES
+        ));
+    }
 }
 
 /// Counts one RoCE packet in the report and feeds the flow and CM trackers.
