@@ -159,6 +159,48 @@ cm_rping() {
 cm_ucmatose() { cm_both ucmatose ucmatose "-p 18803 -C 10" "-p 18803 -C 10"; }
 cm_udaddy() { cm_both udaddy udaddy "-C 10" "-C 10"; }
 
+# CNPs toward rxe: every RoCE packet rxe sends on eth1 is CE-marked by
+# nftables on its way out (what an ECN-marking switch does to a congested
+# queue's packets; rxe itself sends Not-ECT, which no honest queue marks).
+# The soft NIC's notification point (on by default, mlx5's defaults) answers
+# with CNPs (BTH opcode 0x81) to rxe's QP; kernel rxe has no reaction point,
+# takes no CNP on an RC QP and must drop them without breaking the
+# connection: ibv_rc_pingpong -c checks every byte both ways, ib_write_bw
+# (rxe writing to the soft NIC) moves 100 x 64 KiB. ce.pcap holds this step
+# alone; host.sh checks the CE marks, the CNPs and every ICRC in it.
+ce_mark_on() {
+  modprobe nf_tables || return 1
+  nft -f - <<'NFT' || return 1
+table ip rdmakit_ce {
+  chain out {
+    type filter hook postrouting priority 0; policy accept;
+    oifname "eth1" ip saddr 10.0.3.2 udp dport 4791 counter ip ecn set ce
+  }
+}
+NFT
+}
+# rxe1's port counters, "name value" (what it counted of the CNPs: rxe has no
+# CNP counter; rcvd_pkts counts what passed its header checks).
+rxe_counters() {
+  for f in /sys/class/infiniband/rxe1/ports/1/hw_counters/*; do echo "${f##*/} $(cat $f)"; done
+}
+cnp_rxe() {
+  ce_mark_on || { echo "nftables could not install the CE mark"; return 1; }
+  tcpdump -i eth1 -U -s 0 -w $I/ce.pcap udp port 4791 > $I/tcpdump-ce.log 2>&1 &
+  _tp=$!
+  rxe_counters > $I/ce-rxe-before.txt
+  sleep 1
+  both ibv_rc_pingpong ce_rc -d rxe1 -g $GI -s 4096 -n 50 -c -- -g 0 -s 4096 -n 50 -c
+  _rc=$?
+  one_way hs ib_write_bw ce_write " -d rxe1 -x $GI -F -s 65536 -n 100" " -x 0 -s 65536 -n 100" || _rc=1
+  sleep 1
+  kill $_tp; wait $_tp 2>/dev/null
+  rxe_counters > $I/ce-rxe-after.txt
+  nft list table ip rdmakit_ce | tee $I/ce-nft.txt
+  nft delete table ip rdmakit_ce
+  return $_rc
+}
+
 step link_up link_up
 GI=$(cat $I/gid_index 2>/dev/null || echo 1)
 tcpdump -i eth1 -U -s 0 -w $I/interop.pcap udp port 4791 > $I/tcpdump.log 2>&1 &
@@ -176,6 +218,7 @@ step atomic_bw perf_atomic
 step rdma_cm_rping cm_rping
 step rdma_cm_ucmatose cm_ucmatose
 step rdma_cm_udaddy cm_udaddy
+step cnp_to_rxe cnp_rxe
 sleep 1
 kill $TCPDUMP $TCPDUMP_CM; wait $TCPDUMP $TCPDUMP_CM 2>/dev/null
 cat $I/tcpdump.log $I/tcpdump-cm.log

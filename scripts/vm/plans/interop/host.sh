@@ -32,7 +32,7 @@ PY
 # DREQ/DREP and SIDR_REQ/SIDR_REP, sent by both.
 cm="$RESULTS/interop/cm.pcap"
 [ -s "$cm" ] || { echo "interop: no CM capture at $cm"; exit 1; }
-python3 - "$cm" <<'PY'
+python3 - "$cm" <<'PY' || exit 1
 import struct, sys
 names = {0x10: "REQ", 0x11: "MRA", 0x12: "REJ", 0x13: "REP", 0x14: "RTU", 0x15: "DREQ",
          0x16: "DREP", 0x17: "SIDR_REQ", 0x18: "SIDR_REP"}
@@ -54,4 +54,37 @@ missing = [(s, a) for s in ("10.0.3.1", "10.0.3.2")
            if (s, a) not in seen]
 if missing:
     sys.exit(f"interop: no CM message {missing} in the capture")
+PY
+# The CNP step's capture: rxe's packets CE-marked by nftables, the soft NIC's
+# CNPs back to rxe's QPs, every ICRC valid (the CE mark is outside the ICRC's
+# coverage: IP TOS is masked), no CE-marked flow left without a CNP.
+ce="$RESULTS/interop/ce.pcap"
+[ -s "$ce" ] || { echo "interop: no CNP-step capture at $ce"; exit 1; }
+"$RDMAKIT" pcap --json "$ce" > "$RESULTS/interop/ce.json"
+rc=$?
+[ $rc -le 1 ] || { echo "interop: rdmakit pcap failed on $ce (exit $rc)"; exit 1; }
+python3 - "$RESULTS/interop/ce.json" "$RESULTS/interop" <<'PY' || exit 1
+import json, os, sys
+v = json.load(open(sys.argv[1]))
+ecn, cnps = v["ecn_counts"], v["cnp_flows"]
+kinds = v.get("anomaly_counts", {})
+to_rxe = [f for f in cnps if f["src"] == "10.0.3.1" and f["dst"] == "10.0.3.2"]
+sent = sum(f["cnps"] for f in to_rxe)
+def counters(name):
+    p = os.path.join(sys.argv[2], name)
+    return dict(l.split() for l in open(p) if len(l.split()) == 2) if os.path.exists(p) else {}
+b, a = counters("ce-rxe-before.txt"), counters("ce-rxe-after.txt")
+grew = {k: int(a[k]) - int(b.get(k, 0)) for k in sorted(a) if a[k].isdigit() and int(a[k]) != int(b.get(k, 0))}
+print(f"interop CNP step: {v['roce_packets']} RoCEv2 packets, ECN {ecn}, "
+      f"CNPs soft NIC -> rxe {sent} to {len(to_rxe)} QPs, ICRC valid {v['icrc_valid']}, "
+      f"invalid {v['icrc_invalid']}, unchecked {v['icrc_unchecked']}; anomalies {kinds}; "
+      f"rxe1 counters grew {grew}")
+if ecn.get("ce", 0) < 100:
+    sys.exit("interop: fewer than 100 CE-marked packets: the nftables mark did not apply")
+if sent == 0:
+    sys.exit("interop: the soft NIC sent no CNP for rxe's CE-marked packets")
+if kinds.get("ce_without_cnp", 0):
+    sys.exit("interop: CE-marked flows the soft NIC never answered with a CNP")
+if v["icrc_invalid"] or v["icrc_unchecked"]:
+    sys.exit("interop: not every ICRC in the CNP step is valid")
 PY
