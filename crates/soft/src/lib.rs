@@ -37,6 +37,7 @@ mod device;
 pub mod devnode;
 pub mod dma;
 pub mod errno;
+pub mod faults;
 pub mod install;
 pub mod net;
 pub mod registry;

@@ -1,0 +1,434 @@
+//! A plan at work: each rule's schedule and state, the packets held back
+//! (delayed or reordered), and what was injected, counted.
+//!
+//! Pure apart from its lock: the device hands it each packet's
+//! [`PacketInfo`] and the time since it opened, and gets a [`Verdict`]; a
+//! packet held back is handed back by [`Injector::due`] when its time or
+//! its turn comes. Rules are judged in order, each on its own splitmix64
+//! stream (`seed` and the rule's position), and each advances its stream
+//! only for packets it matches: the same plan and the same packets give
+//! the same verdicts, whatever other rules do.
+
+use std::collections::VecDeque;
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::{limits, Dir, PacketFault, PacketRule, Plan, Trigger, Verb, VerbRule, When};
+use crate::errno::Errno;
+use crate::lock;
+
+/// What the injector looks at in a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketInfo {
+    /// Received ([`Dir::Rx`]) or sent ([`Dir::Tx`]).
+    pub dir: Dir,
+    /// The local QP: the destination QP of a received packet, the sending
+    /// QP of a sent one.
+    pub qp: u32,
+    /// The BTH opcode.
+    pub opcode: u8,
+    /// The BTH PSN.
+    pub psn: u32,
+}
+
+/// What to do with one packet. Several faults can apply to one packet
+/// (duplicated and CE-marked); a dropped or corrupted packet gets nothing
+/// else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Lose it.
+    pub drop: bool,
+    /// Make its ICRC wrong (a receiver drops it as an ICRC error).
+    pub corrupt: bool,
+    /// Deliver it twice.
+    pub dup: bool,
+    /// Mark it Congestion Experienced.
+    pub ce: bool,
+    /// Hold it back: until this time (ns since open) or until this many
+    /// packets of its direction passed, whichever comes first.
+    pub hold: Option<(u64, u32)>,
+}
+
+impl Verdict {
+    /// Nothing to do.
+    pub fn is_pass(&self) -> bool {
+        *self == Verdict::default()
+    }
+}
+
+/// A packet held back, with what is needed to send or deliver it later.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// Its direction.
+    pub dir: Dir,
+    /// The packet (without ICRC), with room for one after it.
+    pub bytes: Vec<u8>,
+    /// Received: where it came from; sent: where it goes (the flow's
+    /// source port in the port).
+    pub addr: SocketAddrV4,
+    /// Sent: its IP TOS; received: its ECN bits said CE (`0b11`).
+    pub tos: u8,
+    /// Released at (ns since open).
+    due_ns: u64,
+    /// Or after this many more packets of its direction.
+    after: u32,
+}
+
+impl Held {
+    /// A packet to hold back as `verdict.hold` says, judged at `now_ns`.
+    pub fn new(dir: Dir, bytes: &[u8], addr: SocketAddrV4, tos: u8, hold: (u64, u32)) -> Held {
+        let mut b = Vec::with_capacity(bytes.len() + 4);
+        b.extend_from_slice(bytes);
+        Held {
+            dir,
+            bytes: b,
+            addr,
+            tos,
+            due_ns: hold.0,
+            after: hold.1,
+        }
+    }
+}
+
+/// How many faults were injected, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// Packets dropped.
+    pub drop: u64,
+    /// Packets duplicated.
+    pub dup: u64,
+    /// Packets reordered (held back behind later ones).
+    pub reorder: u64,
+    /// Packets whose ICRC was made wrong.
+    pub corrupt: u64,
+    /// Packets delayed.
+    pub delay: u64,
+    /// Packets marked CE.
+    pub ce: u64,
+    /// Verb calls failed (creates and posts).
+    pub fail: u64,
+}
+
+/// A reordered packet waits at most this long for the packets that
+/// overtake it (a flow that stops does not strand it).
+const REORDER_WAIT_NS: u64 = 10_000_000;
+
+/// One rule's schedule.
+#[derive(Debug)]
+struct Schedule {
+    rng: u64,
+    matched: u64,
+    fired: u64,
+}
+
+impl Schedule {
+    fn new(seed: u64, index: usize) -> Schedule {
+        Schedule {
+            rng: seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            matched: 0,
+            fired: 0,
+        }
+    }
+
+    /// Whether the rule fires on this match (the match is counted).
+    fn fires(&mut self, t: &Trigger) -> bool {
+        self.matched += 1;
+        let limit = match (t.when, t.count) {
+            (_, Some(c)) => c,
+            (When::Nth(_), None) => 1,
+            _ => u64::MAX,
+        };
+        if self.fired >= limit {
+            return false;
+        }
+        let fire = match t.when {
+            When::Always => true,
+            When::P(ppm) => self.next() % 1_000_000 < u64::from(ppm),
+            When::Every(n) => self.matched % n == 0,
+            When::Nth(n) => self.matched >= n,
+        };
+        self.fired += u64::from(fire);
+        fire
+    }
+
+    /// splitmix64.
+    fn next(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    packets: Vec<(PacketRule, Schedule)>,
+    verbs: Vec<(VerbRule, Schedule)>,
+    held: VecDeque<Held>,
+}
+
+/// A plan at work (see the module's documentation).
+#[derive(Debug)]
+pub struct Injector {
+    state: Mutex<State>,
+    counts: [AtomicU64; 7],
+    has_packet_rules: bool,
+}
+
+impl Injector {
+    /// The injector of `plan`'s packet and verb rules.
+    pub fn new(plan: &Plan) -> Injector {
+        let n = plan.packets.len();
+        Injector {
+            state: Mutex::new(State {
+                packets: (plan.packets.iter().enumerate())
+                    .map(|(i, r)| (*r, Schedule::new(plan.seed, i)))
+                    .collect(),
+                verbs: (plan.verbs.iter().enumerate())
+                    .map(|(i, r)| (*r, Schedule::new(plan.seed, n + i)))
+                    .collect(),
+                held: VecDeque::new(),
+            }),
+            counts: Default::default(),
+            has_packet_rules: n > 0,
+        }
+    }
+
+    /// Whether any rule is about packets.
+    pub fn has_packet_rules(&self) -> bool {
+        self.has_packet_rules
+    }
+
+    /// The verdict on one packet at `now_ns` (since the device opened),
+    /// counted as injected.
+    pub fn judge(&self, p: PacketInfo, now_ns: u64) -> Verdict {
+        let mut v = Verdict::default();
+        let mut st = lock(&self.state);
+        let room = st.held.len() < limits::HELD;
+        for (r, s) in &mut st.packets {
+            if !matches(r, &p, now_ns) || !s.fires(&r.trigger) {
+                continue;
+            }
+            match r.fault {
+                PacketFault::Drop => v.drop = true,
+                PacketFault::CorruptIcrc => v.corrupt = true,
+                PacketFault::Dup => v.dup = true,
+                PacketFault::Ce => v.ce = true,
+                PacketFault::Reorder { depth } if room && v.hold.is_none() => {
+                    v.hold = Some((now_ns.saturating_add(REORDER_WAIT_NS), depth));
+                }
+                PacketFault::Delay { ns } if room && v.hold.is_none() => {
+                    v.hold = Some((now_ns.saturating_add(ns), u32::MAX));
+                }
+                PacketFault::Reorder { .. } | PacketFault::Delay { .. } => {}
+            }
+        }
+        drop(st);
+        if v.drop || v.corrupt {
+            v = Verdict {
+                drop: v.drop,
+                corrupt: !v.drop,
+                ..Verdict::default()
+            };
+        }
+        let c = |i: usize, on: bool| {
+            if on {
+                self.counts[i].fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        c(0, v.drop);
+        c(1, v.dup);
+        c(2, v.hold.is_some_and(|h| h.1 != u32::MAX));
+        c(3, v.corrupt);
+        c(4, v.hold.is_some_and(|h| h.1 == u32::MAX));
+        c(5, v.ce);
+        v
+    }
+
+    /// Keeps a packet held back (see [`Verdict::hold`]).
+    pub fn hold(&self, h: Held) {
+        lock(&self.state).held.push_back(h);
+    }
+
+    /// The held packets due at `now_ns`: with `passed`, only those of that
+    /// direction, after one more packet of it went by (a packet's own
+    /// direction's path releases them, so a transmit, which holds its
+    /// QP's engine, never delivers); without, every one whose time came.
+    pub fn due(&self, passed: Option<Dir>, now_ns: u64) -> Vec<Held> {
+        let mut st = lock(&self.state);
+        if st.held.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < st.held.len() {
+            let h = &mut st.held[i];
+            if passed.is_some_and(|d| d != h.dir) {
+                i += 1;
+                continue;
+            }
+            if passed.is_some() && h.after != u32::MAX {
+                h.after = h.after.saturating_sub(1);
+            }
+            if h.after == 0 || h.due_ns <= now_ns {
+                if let Some(h) = st.held.remove(i) {
+                    out.push(h);
+                }
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// When the next held packet is due (ns since open).
+    pub fn next_due(&self) -> Option<u64> {
+        lock(&self.state).held.iter().map(|h| h.due_ns).min()
+    }
+
+    /// Whether this call of `verb` fails, and with which errno (counted).
+    pub fn fail(&self, verb: Verb) -> Option<Errno> {
+        let mut st = lock(&self.state);
+        let mut out = None;
+        for (r, s) in &mut st.verbs {
+            if r.verb == verb && s.fires(&r.trigger) && out.is_none() {
+                out = Some(r.errno);
+            }
+        }
+        if out.is_some() {
+            self.counts[6].fetch_add(1, Ordering::Relaxed);
+        }
+        out
+    }
+
+    /// The faults injected so far.
+    pub fn counts(&self) -> FaultCounts {
+        let c = |i: usize| self.counts[i].load(Ordering::Relaxed);
+        FaultCounts {
+            drop: c(0),
+            dup: c(1),
+            reorder: c(2),
+            corrupt: c(3),
+            delay: c(4),
+            ce: c(5),
+            fail: c(6),
+        }
+    }
+}
+
+/// Whether rule `r` looks at packet `p` at `now_ns`.
+fn matches(r: &PacketRule, p: &PacketInfo, now_ns: u64) -> bool {
+    (r.dir == Dir::Both || r.dir == p.dir)
+        && r.qp.map_or(true, |q| q == p.qp)
+        && r.opcode.map_or(true, |o| o.matches(p.opcode))
+        && r.psn.map_or(true, |(a, b)| (a..=b).contains(&p.psn))
+        && now_ns >= r.after_ns
+        && r.for_ns
+            .map_or(true, |d| now_ns < r.after_ns.saturating_add(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn traffic(n: u32) -> impl Iterator<Item = PacketInfo> {
+        (0..n).map(|i| PacketInfo {
+            dir: if i % 3 == 0 { Dir::Tx } else { Dir::Rx },
+            qp: 17 + i % 2,
+            opcode: [0x04, 0x0a, 0x11, 0x0c][(i % 4) as usize],
+            psn: i,
+        })
+    }
+
+    fn verdicts(spec: &str) -> Vec<Verdict> {
+        let inj = Injector::new(&Plan::parse(spec).unwrap());
+        traffic(5000)
+            .enumerate()
+            .map(|(i, p)| inj.judge(p, i as u64 * 1000))
+            .collect()
+    }
+
+    /// The same plan and the same traffic give the same faults; another
+    /// seed other faults.
+    #[test]
+    fn the_same_seed_gives_the_same_faults() {
+        let spec = "seed=7; drop p=0.05 dir=both; dup p=0.02; reorder depth=3 p=0.02; \
+                    corrupt icrc p=0.01; delay 2ms p=0.1; ce p=0.2";
+        let a = verdicts(spec);
+        assert_eq!(a, verdicts(spec));
+        assert!(a.iter().any(|v| v.drop) && a.iter().any(|v| v.dup));
+        assert_ne!(a, verdicts(&spec.replace("seed=7", "seed=8")));
+    }
+
+    /// A rule's faults do not depend on the rules around it.
+    #[test]
+    fn a_rules_schedule_is_its_own() {
+        let alone: Vec<bool> = verdicts("seed=3; drop p=0.1")
+            .iter()
+            .map(|v| v.drop)
+            .collect();
+        let with: Vec<bool> = verdicts("seed=3; drop p=0.1; ce p=0.5")
+            .iter()
+            .map(|v| v.drop)
+            .collect();
+        assert_eq!(alone, with);
+    }
+
+    #[test]
+    fn scope_and_triggers_pick_the_packets() {
+        let v = verdicts("drop qp=18 opcode=write psn=100-200 every=2 count=5");
+        let hit: Vec<u32> = (0..5000).filter(|&i| v[i as usize].drop).collect();
+        // Rx packets of QP 18 with WRITE opcodes are i ≡ 1 mod 4 and not
+        // ≡ 0 mod 3: 101, 109, 113, 121, 125, 133, ...; every second one.
+        assert_eq!(hit, [109, 121, 133, 145, 157]);
+        let v = verdicts("dup dir=tx nth=4 count=2");
+        let hit: Vec<usize> = (0..5000).filter(|&i| v[i].dup).collect();
+        assert_eq!(hit, [9, 12], "the 4th and 5th sent");
+        let v = verdicts("ce after=1ms for=2us");
+        let hit: Vec<usize> = (0..5000).filter(|&i| v[i].ce).collect();
+        assert_eq!(hit, [1000, 1001]);
+        // A quarter of the 3333 received packets.
+        let n = verdicts("drop p=0.25").iter().filter(|v| v.drop).count();
+        assert!((700..970).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn held_packets_come_back_by_turn_or_by_time() {
+        let inj = Injector::new(&Plan::parse("reorder depth=2 nth=1; delay 1ms nth=2").unwrap());
+        let a = SocketAddrV4::new([127, 0, 0, 1].into(), 1);
+        let p = |psn| PacketInfo {
+            dir: Dir::Rx,
+            qp: 1,
+            opcode: 4,
+            psn,
+        };
+        let v = inj.judge(p(0), 0);
+        let h = v.hold.unwrap();
+        inj.hold(Held::new(Dir::Rx, &[0], a, 0, h));
+        let v = inj.judge(p(1), 0);
+        inj.hold(Held::new(Dir::Rx, &[1], a, 0, v.hold.unwrap()));
+        assert!(
+            inj.due(Some(Dir::Tx), 2_000_000).is_empty(),
+            "not its direction, even when due"
+        );
+        assert!(inj.due(Some(Dir::Rx), 10).is_empty());
+        let back = inj.due(Some(Dir::Rx), 10);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].bytes, [0]);
+        assert_eq!(inj.next_due(), Some(1_000_000));
+        assert_eq!(inj.due(None, 1_000_000)[0].bytes, [1]);
+        let c = inj.counts();
+        assert_eq!((c.reorder, c.delay), (1, 1));
+    }
+
+    #[test]
+    fn the_nth_call_fails_with_its_errno() {
+        let inj = Injector::new(&Plan::parse("fail create_qp nth=3 errno=ENOSPC").unwrap());
+        let got: Vec<_> = (0..6).map(|_| inj.fail(Verb::CreateQp)).collect();
+        assert_eq!(got, [None, None, Some(Errno::ENOSPC), None, None, None]);
+        assert_eq!(inj.fail(Verb::RegMr), None);
+        assert_eq!(inj.counts().fail, 1);
+    }
+}
