@@ -37,9 +37,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
+use rdmakit_soft::faults::Plan;
 use rdmakit_soft::proto::QpType;
 use rdmakit_soft::registry::{FileId, Locks};
-use rdmakit_soft::{Device, DeviceConfig, Errno, Exhaustion, Limits, QpInit};
+use rdmakit_soft::{Device, DeviceConfig, Errno, Limits, QpInit};
 use rdmakit_testkit::{as_attacker, attacker_dir, retry, wait, ATTACKER_UID};
 use tempfile::TempDir;
 
@@ -480,7 +481,10 @@ fn open(base: &Path, name: &str, max_qp: u32, leaky: bool) -> Device {
             max_qp,
             ..Limits::default()
         },
-        exhaustion: Some(Exhaustion::Enospc),
+        faults: Plan {
+            exhaust: Some(Errno::ENOSPC),
+            ..Plan::default()
+        },
         leaky: Some(leaky),
         registry_dir: Some(base.to_path_buf()),
         ..DeviceConfig::default()
@@ -853,7 +857,10 @@ fn roots_reclaim_frees_unheld_contexts_in_every_users_directory() {
             max_qp: 3,
             ..Limits::default()
         },
-        exhaustion: Some(Exhaustion::Enospc),
+        faults: Plan {
+            exhaust: Some(Errno::ENOSPC),
+            ..Plan::default()
+        },
         registry_dir: Some(b.path().to_path_buf()),
         ..DeviceConfig::default()
     })

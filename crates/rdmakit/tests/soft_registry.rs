@@ -17,9 +17,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 
 use common::*;
+use rdmakit_soft::faults::Plan;
 use rdmakit_soft::proto::QpType;
 use rdmakit_soft::registry::{OwnerState, Registry};
-use rdmakit_soft::{Device, DeviceConfig, Errno, Exhaustion, Limits, QpInit};
+use rdmakit_soft::{Device, DeviceConfig, Errno, Limits, QpInit};
 
 const CHILD_ENV: &str = "RDK_REG_CHILD";
 
@@ -27,18 +28,21 @@ fn unique(tag: &str) -> String {
     format!("rdkt-{tag}-{}", std::process::id())
 }
 
-fn open(name: &str, max_qp: u32, exhaustion: Exhaustion) -> Device {
+fn open(name: &str, max_qp: u32, exhaustion: Errno) -> Device {
     open_as(name, max_qp, exhaustion, false)
 }
 
-fn open_as(name: &str, max_qp: u32, exhaustion: Exhaustion, leaky: bool) -> Device {
+fn open_as(name: &str, max_qp: u32, exhaustion: Errno, leaky: bool) -> Device {
     Device::open(DeviceConfig {
         name: Some(name.into()),
         limits: Limits {
             max_qp,
             ..Limits::default()
         },
-        exhaustion: Some(exhaustion),
+        faults: Plan {
+            exhaust: Some(exhaustion),
+            ..Plan::default()
+        },
         leaky: Some(leaky),
         ..DeviceConfig::default()
     })
@@ -73,7 +77,7 @@ fn child_holder() {
     let v: Vec<&str> = spec.split(',').collect();
     let (name, n) = (v[0], v[1]);
     let leaky = v.contains(&"leaky");
-    let dev = open_as(name, v[2].parse().unwrap(), Exhaustion::Enospc, leaky);
+    let dev = open_as(name, v[2].parse().unwrap(), Errno::ENOSPC, leaky);
     let pd = dev.alloc_pd().unwrap();
     let cq = dev.create_cq(16, None).unwrap();
     let (made, errno) = create_qps(&dev, pd, cq, n.parse().unwrap());
@@ -176,7 +180,7 @@ fn two_processes_share_limits() {
     let child_pid = child.id();
 
     // max_qp 4 on the device: the child's 3 live QPs leave room for one.
-    let dev = open(&name, 4, Exhaustion::Einval);
+    let dev = open(&name, 4, Errno::EINVAL);
     let pd = dev.alloc_pd().unwrap();
     let cq = dev.create_cq(16, None).unwrap();
     let (made, errno) = create_qps(&dev, pd, cq, 4);
@@ -295,7 +299,7 @@ fn leaked_qps_of_a_killed_process_enospc_doctor_and_reclaim() {
     let dead_qpns = qpns_of(&name, dead);
 
     // The next one, on a device with max_qp 8, runs out after 3: ENOSPC.
-    let dev = open(&name, 8, Exhaustion::Enospc);
+    let dev = open(&name, 8, Errno::ENOSPC);
     let pd = dev.alloc_pd().unwrap();
     let cq = dev.create_cq(16, None).unwrap();
     let (mine, errno) = create_qps(&dev, pd, cq, 8);

@@ -13,7 +13,7 @@
 use std::io::Write as _;
 
 use rdmakit_soft::proto::QpType;
-use rdmakit_soft::{Device, DeviceConfig, Exhaustion, Limits, QpInit};
+use rdmakit_soft::{Device, DeviceConfig, Errno, Limits, QpInit};
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
@@ -24,22 +24,21 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(Limits::default().max_qp);
     let flag = |f: &str| a.iter().skip(2).any(|x| x == f);
-    let exhaustion = if flag("enospc") {
-        Exhaustion::Enospc
-    } else {
-        Exhaustion::Einval
-    };
-    let dev = Device::open(DeviceConfig {
+    let mut cfg = DeviceConfig {
         name: Some(name),
         limits: Limits {
             max_qp,
             ..Limits::default()
         },
-        exhaustion: Some(exhaustion),
         leaky: Some(flag("leaky")),
         ..DeviceConfig::from_env().unwrap()
-    })
-    .expect("open");
+    };
+    cfg.faults.exhaust = Some(if flag("enospc") {
+        Errno::ENOSPC
+    } else {
+        Errno::EINVAL
+    });
+    let dev = Device::open(cfg).expect("open");
     let pd = dev.alloc_pd().expect("alloc_pd");
     let cq = dev.create_cq(16, None).expect("create_cq");
     let mut made = 0;

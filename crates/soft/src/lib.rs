@@ -47,8 +47,8 @@ pub mod userdir;
 pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
 pub use cma::SoftTransport;
 pub use device::{
-    flush_held_acks, parse_cc, AsyncEvent, Counters, DataPath, Device, DeviceConfig, Exhaustion,
-    GsiMad, PostFailure, QpInit, ResourceCounts, SendRequest, CC_VAR, GSI_QPN, LOOPBACK_LID,
+    flush_held_acks, parse_cc, AsyncEvent, Counters, DataPath, Device, DeviceConfig, GsiMad,
+    PostFailure, QpInit, ResourceCounts, SendRequest, CC_VAR, GSI_QPN, LOOPBACK_LID,
     TRANSPORT_COUNTERS,
 };
 pub use errno::{Errno, Origin, SoftError};

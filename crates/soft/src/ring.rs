@@ -13,7 +13,6 @@
 //! `free + posted + in_engine == capacity` at every instant.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why taking and mapping a descriptor failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +21,8 @@ pub enum MapFailure<E> {
     Full,
     /// The mapping was refused (`E` says why); the descriptor was returned.
     Refused(E),
-    /// Fault injection made the mapping fail; the descriptor was returned.
+    /// An injected fault made the mapping fail (the device's fault plan,
+    /// [`crate::faults`]); the descriptor was returned.
     Injected,
 }
 
@@ -55,50 +55,6 @@ impl RingStats {
         self.free + self.posted + self.in_engine == self.capacity
             && self.taken
                 == self.returned_on_failure + self.completed + self.posted + self.in_engine
-    }
-}
-
-/// Seeded fault injection for descriptor mappings.
-#[derive(Debug)]
-pub struct FaultInjector {
-    /// Failure rate in parts per million (0 = off).
-    rate_ppm: AtomicU64,
-    state: AtomicU64,
-}
-
-impl FaultInjector {
-    /// Off, with seed `seed`.
-    pub fn new(seed: u64) -> FaultInjector {
-        FaultInjector {
-            rate_ppm: AtomicU64::new(0),
-            state: AtomicU64::new(seed ^ 0x9e37_79b9_7f4a_7c15),
-        }
-    }
-
-    /// Makes mappings fail with probability `rate` (0.0..=1.0), reseeding
-    /// the generator with `seed`.
-    pub fn set(&self, rate: f64, seed: u64) {
-        let ppm = (rate.clamp(0.0, 1.0) * 1_000_000.0) as u64;
-        self.state
-            .store(seed ^ 0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-        self.rate_ppm.store(ppm, Ordering::Relaxed);
-    }
-
-    /// Whether the next mapping should fail (splitmix64 step).
-    pub fn should_fail(&self) -> bool {
-        let ppm = self.rate_ppm.load(Ordering::Relaxed);
-        if ppm == 0 {
-            return false;
-        }
-        let s = self
-            .state
-            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
-            .wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        z % 1_000_000 < ppm
     }
 }
 
@@ -142,7 +98,9 @@ impl<T> Ring<T> {
         }
     }
 
-    /// Takes a free descriptor and maps it with `map`; on success the mapped
+    /// Takes a free descriptor and maps it with `map` — unless `inject`
+    /// says the mapping fails (asked once a descriptor was taken, so a
+    /// full ring consumes no fault); on success the mapped
     /// descriptor is posted (doorbell). On any failure the descriptor is
     /// returned before this returns. The caller holds the ring's lock for
     /// the whole call: take + map + post (or return) is one critical section.
@@ -151,7 +109,7 @@ impl<T> Ring<T> {
     /// [`MapFailure`]; the ring is then unchanged except for its counters.
     pub fn take_and_map<E>(
         &mut self,
-        faults: &FaultInjector,
+        inject: impl FnOnce() -> bool,
         map: impl FnOnce() -> Result<T, E>,
     ) -> Result<(), MapFailure<E>> {
         if self.free == 0 {
@@ -159,7 +117,7 @@ impl<T> Ring<T> {
         }
         self.free -= 1;
         self.stats.taken += 1;
-        let mapped = if faults.should_fail() {
+        let mapped = if inject() {
             Err(MapFailure::Injected)
         } else {
             map().map_err(MapFailure::Refused)
@@ -245,12 +203,12 @@ impl Ring<rdmakit_proto::RecvWr> {
     /// are checked when data lands, as rxe does).
     pub(crate) fn post_recv(
         &mut self,
-        faults: &FaultInjector,
+        inject: impl FnOnce() -> bool,
         wr: &rdmakit_proto::RecvWr,
     ) -> Result<(), MapFailure<rdmakit_proto::MemError>> {
         let mut sg_list = self.sgl();
         sg_list.extend_from_slice(&wr.sg_list);
-        self.take_and_map(faults, || {
+        self.take_and_map(inject, || {
             Ok(rdmakit_proto::RecvWr {
                 wr_id: wr.wr_id,
                 sg_list,
@@ -291,38 +249,31 @@ mod tests {
 
     #[test]
     fn failed_mapping_returns_the_descriptor() {
-        let f = FaultInjector::new(1);
+        let no = || false;
         let mut r: Ring<u32> = Ring::new(2);
         assert_eq!(
-            r.take_and_map(&f, || Err::<u32, ()>(())),
+            r.take_and_map(no, || Err::<u32, ()>(())),
             Err(MapFailure::Refused(()))
         );
         assert!(r.check());
-        r.take_and_map(&f, || Ok::<_, ()>(1)).unwrap();
-        r.take_and_map(&f, || Ok::<_, ()>(2)).unwrap();
-        assert_eq!(r.take_and_map(&f, || Ok::<_, ()>(3)), Err(MapFailure::Full));
+        r.take_and_map(no, || Ok::<_, ()>(1)).unwrap();
+        r.take_and_map(no, || Ok::<_, ()>(2)).unwrap();
+        assert_eq!(
+            r.take_and_map(
+                || unreachable!("a full ring asks no fault"),
+                || Ok::<_, ()>(3)
+            ),
+            Err(MapFailure::Full)
+        );
         assert_eq!(r.fetch(), Some(1));
         r.complete(1);
-        f.set(1.0, 7);
         assert_eq!(
-            r.take_and_map(&f, || Ok::<_, ()>(4)),
+            r.take_and_map(|| true, || Ok::<_, ()>(4)),
             Err(MapFailure::Injected)
         );
         assert!(r.check());
         let s = r.stats();
         assert_eq!((s.free, s.posted, s.in_engine), (1, 1, 0));
         assert_eq!(s.injected, 1);
-    }
-
-    #[test]
-    fn injection_rate_is_roughly_honoured_and_seeded() {
-        let f = FaultInjector::new(0);
-        f.set(0.25, 42);
-        let a: Vec<bool> = (0..10_000).map(|_| f.should_fail()).collect();
-        f.set(0.25, 42);
-        let b: Vec<bool> = (0..10_000).map(|_| f.should_fail()).collect();
-        assert_eq!(a, b);
-        let n = a.iter().filter(|&&x| x).count();
-        assert!((2000..3000).contains(&n), "{n}");
     }
 }

@@ -218,7 +218,12 @@ fn wait_wcs(d: &Device, cq: u32, n: usize) -> Vec<Wc> {
 
 #[test]
 fn many_threads_post_to_one_qp_with_fault_injection_and_no_descriptor_leaks() {
-    let d = Device::open(DeviceConfig::default()).unwrap();
+    // The fault plan makes a fifth of the posts fail their DMA mapping.
+    let d = Device::open(DeviceConfig {
+        faults: "seed=42; fail post p=0.2".parse().unwrap(),
+        ..DeviceConfig::default()
+    })
+    .unwrap();
     let pd = d.alloc_pd().unwrap();
     let cq = d.create_cq(4096, None).unwrap();
     let (a, _b) = rc_pair(&d, pd, cq);
@@ -235,7 +240,6 @@ fn many_threads_post_to_one_qp_with_fault_injection_and_no_descriptor_leaks() {
     };
     let daddr = dst.as_ptr() as u64;
     let saddr = src.as_ptr() as u64;
-    d.set_fault_injection(0.2, 42);
     let threads = 8;
     let per = 200;
     let ok = std::sync::atomic::AtomicUsize::new(0);
@@ -281,6 +285,7 @@ fn many_threads_post_to_one_qp_with_fault_injection_and_no_descriptor_leaks() {
     assert!(sq.no_leak(), "{sq:?}");
     assert!(sq.injected > 0, "{sq:?}");
     assert_eq!(d.counters().dma_map_errors, sq.injected);
+    assert_eq!(d.counters().faults.fail, sq.injected);
     assert_eq!(sq.free, sq.capacity, "{sq:?}");
     assert_eq!(sq.taken, posted as u64 + sq.returned_on_failure);
     assert!(posted + enomem.load(std::sync::atomic::Ordering::Relaxed) == threads * per);

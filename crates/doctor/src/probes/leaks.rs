@@ -200,7 +200,8 @@ pub fn soft_headroom_findings(usage: &[SoftUsage], cfg: &Config) -> Vec<Finding>
             format!(
                 "{} (rdmakit soft NIC) has {} of {} {name}s in use across processes ({pct:.0}%, \
                  headroom {}); {} of them belong to dead or zombie processes. At the limit \
-                 ibv_create_{} fails with EINVAL (ENOSPC with RDMAKIT_SOFT_EXHAUSTION=enospc)",
+                 ibv_create_{} fails with EINVAL (ENOSPC with \
+                 RDMAKIT_SOFT_FAULTS=\"exhaust errno=ENOSPC\")",
                 u.device,
                 u.used,
                 u.limit,

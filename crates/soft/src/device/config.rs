@@ -11,6 +11,7 @@ use super::err;
 use crate::attr::Limits;
 use crate::cma::SoftTransport;
 use crate::errno::{Errno, Origin, Result};
+use crate::faults::{self, Plan};
 use crate::net;
 
 /// How a soft device is set up.
@@ -36,16 +37,14 @@ pub struct DeviceConfig {
     /// `RDMAKIT_SOFT_NETDEV_MTU`); on a
     /// real 1500-byte link use 1500 (active MTU 1024), as rxe derives it.
     pub netdev_mtu: u32,
-    /// Seed of the descriptor-mapping fault injector (off until enabled).
-    pub fault_seed: u64,
+    /// Faults to inject (packets, verb failures, the errno of an
+    /// exhausted limit): none by default ([`DeviceConfig::from_env`]:
+    /// `RDMAKIT_SOFT_FAULTS`, see [`crate::faults`]).
+    pub faults: Plan,
     /// Busy-poll mode: `poll_cq` on an empty CQ also processes datagrams
     /// waiting on the socket in the caller's thread (lower latency); with
     /// `false` only the progress thread receives (event mode).
     pub busy_poll: bool,
-    /// The errno a create verb returns once a device limit (`max_qp`, ...)
-    /// is reached; default [`Exhaustion::Einval`] ([`DeviceConfig::from_env`]:
-    /// `RDMAKIT_SOFT_EXHAUSTION`, `einval`/`enospc`).
-    pub exhaustion: Option<Exhaustion>,
     /// Share the device-wide resource registry with every process that
     /// opens a device of this name (see [`crate::registry`]); limits then
     /// count across processes. Default `true`.
@@ -149,27 +148,6 @@ pub fn parse_cc(params: &mut Params, spec: &str) -> std::result::Result<(), Stri
     Ok(())
 }
 
-/// Which errno a create verb returns when a device limit is reached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Exhaustion {
-    /// `EINVAL`: what rxe returns (`__rxe_add_to_pool` past `max_elem`).
-    #[default]
-    Einval,
-    /// `ENOSPC`: what mlx5 returns — the leaked-QP case (leaked QPs, then
-    /// `ibv_create_qp` failing with "No space left on device").
-    Enospc,
-}
-
-impl Exhaustion {
-    /// The errno.
-    pub fn errno(self) -> Errno {
-        match self {
-            Exhaustion::Einval => Errno::EINVAL,
-            Exhaustion::Enospc => Errno::ENOSPC,
-        }
-    }
-}
-
 impl DeviceConfig {
     /// The defaults with what the environment sets, read here once: the
     /// edges (the CLI, the shims, a program's `main`) call it and pass the
@@ -183,21 +161,22 @@ impl DeviceConfig {
 
     /// The defaults with what `var` (a variable's value by name) sets:
     /// `RDMAKIT_SOFT_NAME`, `RDMAKIT_SOFT_ADDR`, `RDMAKIT_SOFT_UDP_PORT`,
-    /// `RDMAKIT_SOFT_NETDEV_MTU`, `RDMAKIT_SOFT_EXHAUSTION` (`enospc`),
-    /// `RDMAKIT_SOFT_LEAKY=1`, `RDMAKIT_SOFT_GSO=0`, `RDMAKIT_SOFT_GRO=0`,
+    /// `RDMAKIT_SOFT_NETDEV_MTU`, `RDMAKIT_SOFT_FAULTS` (a fault plan:
+    /// [`Plan::parse`]), `RDMAKIT_SOFT_LEAKY=1`, `RDMAKIT_SOFT_GSO=0`, `RDMAKIT_SOFT_GRO=0`,
     /// `RDMAKIT_SOFT_RAW_TX=0`, `RDMAKIT_SOFT_REGISTRY_DIR`,
     /// `RDMAKIT_SOFT_TRANSPORT` (`auto` or `udp`; `shm` and `cma`, old
     /// names, mean `auto`), `RDMAKIT_SOFT_CC` (congestion control
     /// parameters: [`parse_cc`]). An unset,
     /// empty or unusable value leaves the default: a port of 0 or not a
-    /// number, an MTU below 352, an unknown exhaustion name; an offload or
+    /// number, an MTU below 352; an offload or
     /// raw-send switch is off only for exactly `0`.
     ///
     /// # Errors
     /// `EINVAL` for a malformed `RDMAKIT_SOFT_ADDR` (the error opening the
     /// device reported before), an unknown `RDMAKIT_SOFT_TRANSPORT`, or a
     /// `RDMAKIT_SOFT_CC` [`parse_cc`] refuses (its message names the
-    /// parameter and the range).
+    /// parameter and the range), or a `RDMAKIT_SOFT_FAULTS` [`Plan::parse`]
+    /// refuses (its message names the item and the column).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<DeviceConfig> {
         let d = DeviceConfig::default();
         let addr = match var("RDMAKIT_SOFT_ADDR") {
@@ -233,6 +212,17 @@ impl DeviceConfig {
                 )
             })?;
         }
+        let faults = match var(faults::VAR) {
+            Some(spec) => Plan::parse(&spec).map_err(|e| {
+                err(
+                    "ibv_open_device",
+                    Errno::EINVAL,
+                    Origin::Library,
+                    format!("{}: {e}", faults::VAR),
+                )
+            })?,
+            None => Plan::default(),
+        };
         let switch = |k: &str| var(k).map_or(true, |v| v != "0");
         Ok(DeviceConfig {
             transport,
@@ -247,10 +237,7 @@ impl DeviceConfig {
                 .and_then(|m| m.trim().parse().ok())
                 .filter(|&m: &u32| m >= 256 + 96)
                 .unwrap_or(d.netdev_mtu),
-            exhaustion: match var("RDMAKIT_SOFT_EXHAUSTION").as_deref() {
-                Some("enospc" | "ENOSPC") => Some(Exhaustion::Enospc),
-                _ => None,
-            },
+            faults,
             leaky: var("RDMAKIT_SOFT_LEAKY")
                 .is_some_and(|v| matches!(v.trim(), "1" | "on" | "yes"))
                 .then_some(true),
@@ -301,9 +288,8 @@ impl Default for DeviceConfig {
             udp_port: net::ROCE_PORT,
             limits: Limits::default(),
             netdev_mtu: 4096 + 96,
-            fault_seed: 0,
+            faults: Plan::default(),
             busy_poll: true,
-            exhaustion: None,
             shared_registry: true,
             leaky: None,
             gso: true,
@@ -334,7 +320,7 @@ mod tests {
         assert_eq!(c.addr, None);
         assert_eq!(c.udp_port, net::ROCE_PORT);
         assert_eq!(c.netdev_mtu, 4096 + 96);
-        assert_eq!(c.exhaustion, None);
+        assert!(c.faults.is_empty());
         assert_eq!(c.leaky, None);
         assert!(c.gso && c.gro && c.raw_tx);
         assert_eq!(c.registry_dir, None);
@@ -356,7 +342,7 @@ mod tests {
             ("RDMAKIT_SOFT_ADDR", " 10.0.0.2 "),
             ("RDMAKIT_SOFT_UDP_PORT", "4792"),
             ("RDMAKIT_SOFT_NETDEV_MTU", "1500"),
-            ("RDMAKIT_SOFT_EXHAUSTION", "enospc"),
+            ("RDMAKIT_SOFT_FAULTS", "exhaust errno=enospc; drop p=0.1"),
             ("RDMAKIT_SOFT_LEAKY", "1"),
             ("RDMAKIT_SOFT_GSO", "0"),
             ("RDMAKIT_SOFT_GRO", "0"),
@@ -375,7 +361,8 @@ mod tests {
         assert_eq!(c.addr, Some(Ipv4Addr::new(10, 0, 0, 2)));
         assert_eq!(c.udp_port, 4792);
         assert_eq!(c.netdev_mtu, 1500);
-        assert_eq!(c.exhaustion, Some(Exhaustion::Enospc));
+        assert_eq!(c.faults.exhaust, Some(Errno::ENOSPC));
+        assert_eq!(c.faults.packets.len(), 1);
         assert_eq!(c.leaky, Some(true));
         assert!(!c.gso && !c.gro && !c.raw_tx);
         assert_eq!(c.registry_dir, Some(PathBuf::from("/tmp/reg")));
@@ -428,6 +415,17 @@ mod tests {
         assert!(e.to_string().contains("at most 64"), "{e}");
     }
 
+    /// A plan the grammar refuses fails the open with EINVAL naming the
+    /// variable, the item and the column.
+    #[test]
+    fn a_bad_fault_plan_is_refused_by_item_and_column() {
+        let e =
+            DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_FAULTS", "dup; drop p=7")])).unwrap_err();
+        assert_eq!(e.errno, Errno::EINVAL);
+        let m = e.to_string();
+        assert!(m.contains("RDMAKIT_SOFT_FAULTS: item 2, column 11"), "{m}");
+    }
+
     #[test]
     fn garbage_address_is_a_clear_error() {
         let e = DeviceConfig::from_vars(vars(&[("RDMAKIT_SOFT_ADDR", "10.0.0.300")])).unwrap_err();
@@ -467,7 +465,6 @@ mod tests {
             ("RDMAKIT_SOFT_ADDR", ""),
             ("RDMAKIT_SOFT_UDP_PORT", "0"),
             ("RDMAKIT_SOFT_NETDEV_MTU", "100"),
-            ("RDMAKIT_SOFT_EXHAUSTION", "full"),
             ("RDMAKIT_SOFT_LEAKY", "maybe"),
             ("RDMAKIT_SOFT_GSO", "off?"),
             ("RDMAKIT_SOFT_GRO", ""),

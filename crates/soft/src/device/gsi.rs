@@ -231,6 +231,7 @@ impl Gsi {
             flow,
             buf,
             len,
+            false,
             &counters.tx_packets,
             &counters.tx_errors,
         );

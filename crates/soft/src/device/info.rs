@@ -7,6 +7,7 @@ use rdmakit_proto::MemError;
 
 use super::err;
 use crate::errno::{Errno, Origin, SoftError};
+use crate::faults::FaultCounts;
 use crate::net::shm::Rings;
 use crate::ring::MapFailure;
 
@@ -89,6 +90,9 @@ pub struct Counters {
     /// priority, the QP not connected, or the CNP not from its peer
     /// (`rp_cnp_ignored`), summed over the QPs.
     pub rp_cnp_ignored: u64,
+    /// Faults injected by the device's fault plan, by kind
+    /// (`RDMAKIT_SOFT_FAULTS`, [`crate::faults`]); all 0 without one.
+    pub faults: FaultCounts,
 }
 
 /// The names [`Counters::transport`] gives the counters summed over the
@@ -261,6 +265,7 @@ impl AtomicCounters {
             np_cnp_sent: q.0[7],
             rp_cnp_handled: q.0[8],
             rp_cnp_ignored: q.0[9],
+            faults: FaultCounts::default(),
         }
     }
 

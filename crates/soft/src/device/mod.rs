@@ -20,6 +20,7 @@ use rdmakit_proto::{Access, AttrMask, QpAttr, QpState, RecvWr, Wc};
 use crate::attr::{DeviceAttr, Gid, Limits, PortAttr};
 use crate::cma::SoftTransport;
 use crate::errno::{Errno, Origin, Result, SoftError};
+use crate::faults::Verb;
 use crate::lock;
 use crate::net;
 use crate::registry::Registry;
@@ -42,7 +43,7 @@ mod qp;
 mod shared;
 mod srq;
 
-pub use config::{parse_cc, DeviceConfig, Exhaustion, CC_VAR};
+pub use config::{parse_cc, DeviceConfig, CC_VAR};
 pub use gsi::{GsiMad, GSI_QPN};
 pub use info::TRANSPORT_COUNTERS;
 pub use info::{Counters, DataPath, PostFailure, ResourceCounts};
@@ -244,9 +245,18 @@ impl Device {
         self.sh.resource_counts()
     }
 
-    /// Makes descriptor mappings fail with probability `rate`, seeded.
-    pub fn set_fault_injection(&self, rate: f64, seed: u64) {
-        self.sh.faults().set(rate, seed);
+    /// The error of an injected failure of this call of `verb` (named
+    /// `name`), when the fault plan has one for it.
+    fn injected(&self, name: &'static str, verb: Verb) -> Result<()> {
+        match self.sh.injected_failure(verb) {
+            Some(e) => Err(err(
+                name,
+                e,
+                Origin::Kernel,
+                "injected fault (RDMAKIT_SOFT_FAULTS)",
+            )),
+            None => Ok(()),
+        }
     }
 
     /// How this device moves packets and RC data to a peer on this host:
@@ -326,6 +336,7 @@ impl Device {
         iova: u64,
         access: Access,
     ) -> Result<u32> {
+        self.injected("ibv_reg_mr", Verb::RegMr)?;
         let mut pds = self.sh.pds().lock();
         // SAFETY: forwarded contract.
         unsafe {
@@ -472,6 +483,7 @@ impl Device {
     /// `EINVAL` for `cqe` 0 or above `max_cqe`, an unknown channel, or when
     /// `max_cq` CQs exist.
     pub fn create_cq(&self, cqe: u32, channel: Option<u32>) -> Result<u32> {
+        self.injected("ibv_create_cq", Verb::CreateCq)?;
         self.sh
             .cqs()
             .create(self.sh.admission(), self.sh.channels(), cqe, channel)
@@ -593,7 +605,8 @@ impl Device {
                 "no such SRQ",
             ),
         })?;
-        s.post(wrs, self.sh.faults(), self.sh.counters())
+        let inject = || self.sh.injected_failure(Verb::Post).is_some();
+        s.post(wrs, inject, self.sh.counters())
     }
 
     /// Descriptor-ring counters of an SRQ.
@@ -611,6 +624,7 @@ impl Device {
     /// (rxe's pool limit). Zero depths are allowed: a receive-only or
     /// send-only QP.
     pub fn create_qp(&self, init: &QpInit) -> Result<u32> {
+        self.injected("ibv_create_qp", Verb::CreateQp)?;
         self.sh.qps().create(&self.sh, init)
     }
 
@@ -765,6 +779,7 @@ impl Drop for Device {
     fn drop(&mut self) {
         self.wake_waiters();
         self.sh.flush_held_acks();
+        self.sh.send_held_back();
         self.sh.progress().stop();
         self.sh.net().kick();
         if let Some(t) = self.thread.take() {
@@ -783,8 +798,9 @@ fn live_devices() -> &'static Mutex<Vec<std::sync::Weak<Shared>>> {
     &LIVE
 }
 
-/// Sends every plain ACK a busy-polling application thread held back, on
-/// every device open in this process. For a process about to exit without
+/// Sends every plain ACK a busy-polling application thread held back (and
+/// every packet the fault plan holds back on its way out), on every device
+/// open in this process. For a process about to exit without
 /// destroying its QPs (an `atexit` hook): the peer's last send then still
 /// completes, as it would with a real NIC's ACK.
 pub fn flush_held_acks() {
@@ -794,6 +810,7 @@ pub fn flush_held_acks() {
         .collect();
     for d in devs {
         d.flush_held_acks();
+        d.send_held_back();
     }
 }
 

@@ -21,10 +21,10 @@ use rdmakit_wire::{bth, cma as wcma};
 use crate::attr::{DeviceAttr, Limits, PortAttr};
 use crate::cma::SoftTransport;
 use crate::errno::{Errno, Origin, Result, SoftError};
+use crate::faults::{Dir, Held, Injector, PacketInfo, Verb};
 use crate::lock;
 use crate::net::{self, Net};
 use crate::registry::Registry;
-use crate::ring::FaultInjector;
 
 use super::admit::{registry_error, Admission};
 use super::ah::Ahs;
@@ -69,7 +69,9 @@ pub(super) struct Shared {
     qps: Qps,
     events: AsyncEvents,
     net: Net,
-    faults: FaultInjector,
+    /// The fault plan at work; None when it has no rules, so the data path
+    /// pays one predictable branch for faults and nothing else.
+    faults: Option<Box<Injector>>,
     counters: AtomicCounters,
     /// The context descriptor when no registry holds one.
     ctx_fd_anon: OwnedFd,
@@ -92,7 +94,7 @@ impl Shared {
     pub(super) fn open(cfg: &DeviceConfig) -> Result<Shared> {
         let name = cfg.name.clone().unwrap_or_else(|| "soft0".to_string());
         let addr = cfg.configured_addr()?;
-        let exhaustion = cfg.exhaustion.unwrap_or_default();
+        let exhaustion = cfg.faults.exhaust.unwrap_or(Errno::EINVAL);
         // A registry that cannot be used safely (a refused base or
         // directory, a lock held past the bounded wait) fails the open,
         // saying which path and why: limits never silently stop counting.
@@ -110,7 +112,7 @@ impl Shared {
         if let Some(r) = &registry {
             r.attach(leaky).map_err(|e| registry_error(&e, r.dir()))?;
         }
-        let admission = Admission::new(name.clone(), registry, exhaustion.errno());
+        let admission = Admission::new(name.clone(), registry, exhaustion);
         // A failed open leaves no context file behind (a second bind of a
         // configured address left one until the next open swept it).
         let detach = |e: SoftError| {
@@ -131,8 +133,13 @@ impl Shared {
             gso: cfg.gso,
             gro: cfg.gro,
         };
-        let net =
-            Net::bind(addr, cfg.udp_port, allowed, cfg.raw_tx, cfg.transport).map_err(detach)?;
+        // Packet faults act on the link: a plan with packet rules puts
+        // every packet on it (UDP), none in a same-host ring or copy.
+        let asked = match cfg.faults.packets.is_empty() {
+            true => cfg.transport,
+            false => SoftTransport::Udp,
+        };
+        let net = Net::bind(addr, cfg.udp_port, allowed, cfg.raw_tx, asked).map_err(detach)?;
         // The one transport the device uses from now on: what was asked
         // for, unless the rings could not be had.
         let transport = net.transport();
@@ -167,7 +174,8 @@ impl Shared {
             qps: Qps::new(l),
             events,
             net,
-            faults: FaultInjector::new(cfg.fault_seed),
+            faults: (!cfg.faults.packets.is_empty() || !cfg.faults.verbs.is_empty())
+                .then(|| Box::new(Injector::new(&cfg.faults))),
             counters: AtomicCounters::default(),
             ctx_fd_anon,
             progress: Progress::new(),
@@ -269,9 +277,15 @@ impl Shared {
         &self.net
     }
 
-    /// The descriptor-mapping fault injector.
-    pub(super) fn faults(&self) -> &FaultInjector {
-        &self.faults
+    /// The fault plan at work when it has packet rules.
+    pub(super) fn packet_faults(&self) -> Option<&Injector> {
+        self.faults.as_deref().filter(|f| f.has_packet_rules())
+    }
+
+    /// Whether this call of `verb` is to fail, and with which errno (a
+    /// fault of the plan, counted).
+    pub(super) fn injected_failure(&self, verb: Verb) -> Option<Errno> {
+        self.faults.as_deref()?.fail(verb)
     }
 
     /// The device counters as the data path bumps them.
@@ -300,8 +314,13 @@ impl Shared {
 
     /// The counters now.
     pub(super) fn counters_now(&self) -> Counters {
-        self.counters
-            .snapshot(self.net.rings(), self.qps.transport_sums())
+        let mut c = self
+            .counters
+            .snapshot(self.net.rings(), self.qps.transport_sums());
+        if let Some(f) = &self.faults {
+            c.faults = f.counts();
+        }
+        c
     }
 
     /// Live objects per type.
@@ -526,6 +545,173 @@ impl Shared {
         hold_acks: bool,
         now: impl Clock,
     ) {
+        match self.packet_faults() {
+            None => self.deliver_as_is(src, peer, ce, pkts, hold_acks, now),
+            Some(f) => self.deliver_faulted(f, src, peer, ce, pkts, hold_acks, now),
+        }
+    }
+
+    /// [`Shared::deliver`] with the fault plan's receive rules: each packet
+    /// judged on its own, then dropped, counted as an ICRC error
+    /// (corrupted), held back (delayed, reordered), or delivered (CE
+    /// marked, twice). A same-host request is never faulted: it is taken
+    /// only from its peer's ring, and a later delivery would refuse it.
+    #[allow(clippy::too_many_arguments)]
+    fn deliver_faulted<'a>(
+        &self,
+        f: &Injector,
+        src: SocketAddrV4,
+        peer: Option<&net::shm::Peer>,
+        ce: bool,
+        pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
+        hold_acks: bool,
+        now: impl Clock,
+    ) {
+        for pkt in pkts {
+            let one = |ce: bool| {
+                let pkts = &mut std::iter::once(pkt).peekable();
+                self.deliver_as_is(src, peer, ce, pkts, hold_acks, now);
+            };
+            let info = match bth::Packet::new_checked(pkt) {
+                Ok(b) if !wcma::is_cma_opcode(b.opcode().0) => PacketInfo {
+                    dir: Dir::Rx,
+                    qp: b.dest_qp(),
+                    opcode: b.opcode().0,
+                    psn: b.psn(),
+                },
+                _ => {
+                    one(ce);
+                    continue;
+                }
+            };
+            let t = self.now().as_nanos();
+            let v = f.judge(info, t);
+            let ce = ce || v.ce;
+            if v.drop {
+            } else if v.corrupt {
+                self.counters.rx_icrc_errors.fetch_add(1, Ordering::Relaxed);
+            } else if let Some(h) = v.hold {
+                let tos = if ce { 0b11 } else { 0 };
+                f.hold(Held::new(Dir::Rx, pkt, src, tos, h));
+                self.progress.deadline(h.0, &self.net);
+            } else {
+                one(ce);
+                if v.dup {
+                    one(ce);
+                }
+            }
+            self.release(f.due(Some(Dir::Rx), t), now);
+        }
+    }
+
+    /// Sends or delivers packets the fault plan held back and are due.
+    pub(super) fn release(&self, due: Vec<Held>, now: impl Clock) {
+        for mut h in due {
+            match h.dir {
+                Dir::Rx => {
+                    let pkts = &mut std::iter::once(&h.bytes[..]).peekable();
+                    self.deliver_as_is(h.addr, None, h.tos == 0b11, pkts, false, now);
+                }
+                _ => {
+                    let len = h.bytes.len();
+                    h.bytes.resize(len + net::ICRC_LEN, 0);
+                    self.net.send(
+                        *h.addr.ip(),
+                        h.addr.port(),
+                        h.tos,
+                        &mut net::FlowCache::default(),
+                        &mut h.bytes,
+                        len,
+                        false,
+                        &self.counters.tx_packets,
+                        &self.counters.tx_errors,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Sends now the packets the fault plan holds back on their way out
+    /// (delayed, reordered): the device is going, and what a link carries
+    /// still arrives when its sender has gone — a peer waiting for this
+    /// side's last ACK gets it.
+    pub(super) fn send_held_back(&self) {
+        if let Some(f) = self.packet_faults() {
+            self.release(f.due(Some(Dir::Tx), u64::MAX), &self.clock());
+        }
+    }
+
+    /// The fault plan's verdict on a packet QP `qpn` sends (`pkt`, without
+    /// ICRC, to `dst` from source port `sport` with TOS `tos`), at the
+    /// engine's transmit: whether it still goes the usual way, and with
+    /// which TOS. A dropped packet goes nowhere; a corrupted, duplicated
+    /// or held one goes (also) as its own datagram.
+    pub(super) fn transmit_fault(
+        &self,
+        f: &Injector,
+        qpn: u32,
+        pkt: &[u8],
+        (dst, sport, tos): (std::net::Ipv4Addr, u16, u8),
+    ) -> Option<u8> {
+        let info = match bth::Packet::new_checked(pkt) {
+            Ok(b) if !wcma::is_cma_opcode(b.opcode().0) => PacketInfo {
+                dir: Dir::Tx,
+                qp: qpn,
+                opcode: b.opcode().0,
+                psn: b.psn(),
+            },
+            _ => return Some(tos),
+        };
+        let t = self.now().as_nanos();
+        let v = f.judge(info, t);
+        let tos = if v.ce { tos | 0b11 } else { tos };
+        let copy = |corrupt: bool| {
+            let mut b = Vec::with_capacity(pkt.len() + net::ICRC_LEN);
+            b.extend_from_slice(pkt);
+            b.resize(pkt.len() + net::ICRC_LEN, 0);
+            self.net.send(
+                dst,
+                sport,
+                tos,
+                &mut net::FlowCache::default(),
+                &mut b,
+                pkt.len(),
+                corrupt,
+                &self.counters.tx_packets,
+                &self.counters.tx_errors,
+            );
+        };
+        let due = f.due(Some(Dir::Tx), t);
+        let out = if v.drop {
+            None
+        } else if v.corrupt {
+            copy(true);
+            None
+        } else if let Some(h) = v.hold {
+            let to = SocketAddrV4::new(dst, sport);
+            f.hold(Held::new(Dir::Tx, pkt, to, tos, h));
+            self.progress.deadline(h.0, &self.net);
+            None
+        } else {
+            if v.dup {
+                copy(false);
+            }
+            Some(tos)
+        };
+        self.release(due, &self.clock());
+        out
+    }
+
+    /// [`Shared::deliver`] without faults.
+    fn deliver_as_is<'a>(
+        &self,
+        src: SocketAddrV4,
+        peer: Option<&net::shm::Peer>,
+        ce: bool,
+        pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
+        hold_acks: bool,
+        now: impl Clock,
+    ) {
         let qp_of = |p: &[u8]| bth::Packet::new_checked(p).map(|b| b.dest_qp()).ok();
         while let Some(pkt) = pkts.next() {
             let Some(dqpn) = qp_of(pkt) else {
@@ -559,6 +745,12 @@ impl Shared {
         let clock = self.clock();
         let now = (&clock).now();
         let (due, mut next): (Vec<Arc<Qp>>, _) = self.qps.due(now.as_nanos());
+        if let Some(f) = self.faults.as_deref() {
+            self.release(f.due(None, now.as_nanos()), &clock);
+            if let Some(d) = f.next_due() {
+                next = Some(next.map_or(d, |n| n.min(d)));
+            }
+        }
         for q in due {
             let mut eng = q.engine();
             eng.handle_timeout(&clock);

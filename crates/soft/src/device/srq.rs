@@ -10,7 +10,7 @@ use rdmakit_proto::RecvWr;
 use crate::attr::Limits;
 use crate::errno::{Errno, Origin, Result};
 use crate::registry::Kind;
-use crate::ring::{FaultInjector, Ring, RingStats};
+use crate::ring::{Ring, RingStats};
 use crate::{lock, read, write};
 
 use super::admit::{Admission, Limit};
@@ -189,7 +189,7 @@ impl Srq {
     pub(super) fn post(
         &self,
         wrs: &[RecvWr],
-        faults: &FaultInjector,
+        inject: impl Fn() -> bool,
         counters: &AtomicCounters,
     ) -> core::result::Result<(), PostFailure> {
         const V: &str = "ibv_post_srq_recv";
@@ -204,7 +204,7 @@ impl Srq {
                 )));
             }
             // lkeys are checked when data lands (see `Qp::post_recv`).
-            let r = lock(&self.ring).post_recv(faults, wr);
+            let r = lock(&self.ring).post_recv(&inject, wr);
             if let Err(e) = r {
                 return Err(fail(counters.map_failure(V, e)));
             }

@@ -398,7 +398,8 @@ impl Net {
 
     /// Appends the ICRC to `buf[..len]` and sends it to `dst` (routed by
     /// the packet's destination QP, see [`Net::route`]) from the flow's
-    /// source port, with IP TOS `tos`.
+    /// source port, with IP TOS `tos`. `corrupt`: with a wrong ICRC (an
+    /// injected fault; never through the raw socket).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &self,
@@ -408,6 +409,7 @@ impl Net {
         cache: &mut FlowCache,
         buf: &mut [u8],
         len: usize,
+        corrupt: bool,
         tx: &AtomicU64,
         tx_err: &AtomicU64,
     ) {
@@ -425,11 +427,16 @@ impl Net {
         };
         let dqpn = bth::Packet::new_checked(&pkt[..]).map_or(0, |b| b.dest_qp());
         let to = self.route(dst, dqpn);
-        if let Some(raw) = self.raw.as_ref().filter(|_| !to.ip().is_loopback()) {
+        if let Some(raw) = self
+            .raw
+            .as_ref()
+            .filter(|_| !to.ip().is_loopback() && !corrupt)
+        {
             let src = SocketAddrV4::new(self.local, sport);
             return self.send_raw(raw, src, to, tos, pkt, len, tx, tx_err);
         }
         let crc = self.icrc(SocketAddrV4::new(self.local, sport), to, &pkt[..len]);
+        let crc = if corrupt { !crc } else { crc };
         pkt[len..].copy_from_slice(&crc.to_le_bytes());
         send_one(sock, pkt, to, tos, tx, tx_err);
     }

@@ -294,10 +294,18 @@ impl Engine {
                     }
                 };
                 let sport = self.sport;
+                let mut tos = t.tos;
+                if let Some(f) = sh.packet_faults() {
+                    let pkt = &self.txbuf[at..at + t.len];
+                    match sh.transmit_fault(f, q.qpn(), pkt, (dst, sport, tos)) {
+                        Some(marked) => tos = marked,
+                        None => continue,
+                    }
+                }
                 sh.net().queue(
                     dst,
                     sport,
-                    t.tos,
+                    tos,
                     &mut self.flow,
                     &mut self.batch,
                     &mut self.txbuf,

@@ -23,6 +23,7 @@ use rustc_hash::FxHashMap;
 use crate::attr::{Gid, Limits};
 use crate::dma::MrTable;
 use crate::errno::{Errno, Origin, Result};
+use crate::faults::Verb;
 use crate::net;
 use crate::registry::Kind;
 use crate::ring::{MapFailure, Ring, RingStats};
@@ -451,14 +452,17 @@ impl Qp {
                 solicited: req.wr.solicited,
                 ud,
             };
-            let r = ring.take_and_map(sh.faults(), || {
-                if let Some(mem) = &mem {
-                    if let Err(e) = map_sges(mem, Pd(self.pd), &wr.sg_list, need) {
-                        return Err((e, wr));
+            let r = ring.take_and_map(
+                || sh.injected_failure(Verb::Post).is_some(),
+                || {
+                    if let Some(mem) = &mem {
+                        if let Err(e) = map_sges(mem, Pd(self.pd), &wr.sg_list, need) {
+                            return Err((e, wr));
+                        }
                     }
-                }
-                Ok(SendDesc::new(wr, inline))
-            });
+                    Ok(SendDesc::new(wr, inline))
+                },
+            );
             drop(ring);
             drop(mem);
             match r {
@@ -641,7 +645,7 @@ impl Qp {
             // bad one completes this receive with LOC_PROT_ERR and NAKs the
             // sender (REM_OP_ERR); only the descriptor (and an injected
             // mapping fault) can fail the post.
-            let r = lock(&self.rq).post_recv(sh.faults(), wr);
+            let r = lock(&self.rq).post_recv(|| sh.injected_failure(Verb::Post).is_some(), wr);
             if let Err(e) = r {
                 result = Err(fail(sh.counters().map_failure(V, e)));
                 break;
