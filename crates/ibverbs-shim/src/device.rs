@@ -377,6 +377,30 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
                 c.ring_refused,
                 c.rx_same_host_refused
             );
+            // What the fault plan injected (RDMAKIT_SOFT_FAULTS) and what
+            // the transport did about it.
+            let f = c.faults;
+            if f != rdmakit_soft::faults::FaultCounts::default() {
+                eprintln!(
+                    "rdmakit libibverbs: {} faults injected: {} dropped, {} duplicated, {} \
+                     reordered, {} corrupted, {} delayed, {} CE marked, {} verbs failed; {} \
+                     packets retransmitted, {} ACK timeouts, {} duplicate requests, {} \
+                     out-of-sequence NAKs sent, {} ICRC errors",
+                    ctx.dev.name(),
+                    f.drop,
+                    f.dup,
+                    f.reorder,
+                    f.corrupt,
+                    f.delay,
+                    f.ce,
+                    f.fail,
+                    c.retransmitted_packets,
+                    c.ack_timeouts,
+                    c.duplicate_requests,
+                    c.out_of_sequence,
+                    c.rx_icrc_errors
+                );
+            }
             if let Some(why) = ctx.dev.ring_miss() {
                 eprintln!("rdmakit libibverbs: {why}");
             }
