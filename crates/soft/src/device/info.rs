@@ -131,6 +131,19 @@ impl Counters {
         ];
         std::array::from_fn(|i| (TRANSPORT_COUNTERS[i], v[i]))
     }
+
+    /// What a context publishes for the device-wide counters
+    /// ([`crate::registry::counters`]): the packets sent and received, then
+    /// [`Counters::transport`], in [`crate::registry::counters::NAMES`]' order.
+    pub fn published(&self) -> crate::registry::counters::Values {
+        let mut v = [0u64; crate::registry::counters::NAMES.len()];
+        v[0] = self.tx_packets;
+        v[1] = self.rx_packets;
+        for (i, (_, x)) in self.transport().into_iter().enumerate() {
+            v[2 + i] = x;
+        }
+        crate::registry::counters::Values(v)
+    }
 }
 
 /// The transport counters of QPs, summed, in [`TRANSPORT_COUNTERS`]'

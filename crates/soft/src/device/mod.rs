@@ -786,9 +786,15 @@ impl Drop for Device {
             // A panicked progress thread has nothing left to clean up.
             let _ = t.join();
         }
-        // Objects the application never destroyed go with the device;
-        // errors are swallowed (no panics in Drop).
+        // The last counters, then objects the application never destroyed
+        // go with the device and its counters are folded into the user's
+        // (without waiting for the lock); errors are swallowed (no panics
+        // in Drop).
+        self.sh.publish_counters(None);
         self.sh.admission().remove_instance();
+        if let Some(r) = self.sh.admission().registry() {
+            r.fold_now();
+        }
     }
 }
 

@@ -120,6 +120,10 @@ fn linger(r: &crate::net::shm::Rings) {
     }
 }
 
+/// How often the progress thread snapshots the counters for other
+/// processes to read ([`crate::registry::counters`]): 1 s.
+const PUBLISH_EVERY_NS: u64 = 1_000_000_000;
+
 /// The progress thread's body, until the device stops it.
 pub(super) fn run(sh: &Shared) {
     let p = sh.progress();
@@ -139,8 +143,14 @@ pub(super) fn run(sh: &Shared) {
         polled
     };
     let mut nap = NAP_MIN;
+    // When the counters were last published, and what (a snapshot at most
+    // once per PUBLISH_EVERY, written only when it changed).
+    let mut published: (u64, Option<crate::registry::counters::Values>) = (0, None);
     while !p.shutdown.load(Ordering::Acquire) {
         let now = sh.now().as_nanos();
+        if now.saturating_sub(published.0) >= PUBLISH_EVERY_NS {
+            published = (now, sh.publish_counters(published.1));
+        }
         let wait = match next_timer {
             Some(t) if t > now => Duration::from_nanos(t - now),
             Some(_) => Duration::from_micros(20),

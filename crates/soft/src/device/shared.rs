@@ -323,6 +323,26 @@ impl Shared {
         c
     }
 
+    /// Publishes the counters for other processes when they changed since
+    /// `last` (what was published before); returns what is published now.
+    /// A failed write is tried again at the next snapshot.
+    pub(super) fn publish_counters(
+        &self,
+        last: Option<crate::registry::counters::Values>,
+    ) -> Option<crate::registry::counters::Values> {
+        let Some(r) = self.admission.registry() else {
+            return last;
+        };
+        let now = self.counters_now().published();
+        if last == Some(now) {
+            return last;
+        }
+        match r.publish(&now) {
+            Ok(()) => Some(now),
+            Err(_) => last,
+        }
+    }
+
     /// Live objects per type.
     pub(super) fn resource_counts(&self) -> ResourceCounts {
         ResourceCounts {

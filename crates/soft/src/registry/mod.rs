@@ -50,6 +50,7 @@
 //! restarted — until [`Registry::reclaim`] (`rdmakit soft reclaim`) frees
 //! them.
 
+pub mod counters;
 pub mod record;
 
 mod lock;
@@ -713,6 +714,38 @@ impl Registry {
         }
     }
 
+    /// Publishes this context's counters (`hw-<pid>-<start>-<instance>`,
+    /// [`counters`]), rewritten whole: only while attached, and only from
+    /// the process that attached (a forked child's copy publishes nothing).
+    /// No lock: only this context writes its file, and it is folded only
+    /// once nobody holds the context.
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn publish(&self, v: &counters::Values) -> io::Result<()> {
+        if std::process::id() != self.pid || crate::lock(&self.ctx).is_none() {
+            return Ok(());
+        }
+        let name = self.my_ctx().counters_name();
+        self.write_new(&name, v.emit(&[]).as_bytes(), 0o644, false)
+            .map(drop)
+    }
+
+    /// Folds the counters of this user's contexts nobody holds (this one's,
+    /// after [`Registry::remove_instance`]) into its cumulative file, if
+    /// the lock is free now: a closing device does not wait. Otherwise the
+    /// user's next create, open or reclaim folds them; readers count them
+    /// meanwhile.
+    pub fn fold_now(&self) {
+        if std::process::id() != self.pid {
+            return;
+        }
+        if let Ok(_g) = lock::lock(&self.own, Duration::ZERO) {
+            let mut rd = Reader::new(self.uid, false);
+            self.sweep(&scan(&self.own, &mut rd, None));
+        }
+    }
+
     /// Every user's records of the device not gone already, read-only
     /// ([`Registry::survey`]'s records).
     ///
@@ -735,6 +768,9 @@ impl Registry {
     /// files dead writers left. Runs under the lock; errors leave files for
     /// the next sweep.
     fn sweep(&self, s: &Scan) {
+        counters::fold(&self.own, s, |name, text| {
+            self.write_new(name, text, 0o644, false).map(drop)
+        });
         let mut keep: HashSet<Ctx> = HashSet::new();
         for r in &s.records {
             if r.freed() {
@@ -754,7 +790,9 @@ impl Registry {
                 .and_then(|t| t.strip_suffix(".tmp"))
                 .unwrap_or_default();
             let c = match record::parse_name(inner.as_bytes()) {
-                record::Name::Record(_, c, _) | record::Name::Context(c) => c,
+                record::Name::Record(_, c, _)
+                | record::Name::Context(c)
+                | record::Name::Counters(c) => c,
                 _ => continue,
             };
             if check_owner(c.pid, c.start_time, self.uid) == Owner::State(OwnerState::Dead) {

@@ -235,6 +235,11 @@ impl Ctx {
     pub fn file_name(&self) -> String {
         format!("ctx-{}-{}-{}", self.pid, self.start_time, self.instance)
     }
+
+    /// The name of the file its counters are published in.
+    pub fn counters_name(&self) -> String {
+        format!("hw-{}-{}-{}", self.pid, self.start_time, self.instance)
+    }
 }
 
 /// A record's file name.
@@ -252,6 +257,9 @@ pub enum Name {
     Record(Kind, Ctx, u32),
     /// A context file.
     Context(Ctx),
+    /// A context's published counters (`hw-<pid>-<start_time>-<instance>`,
+    /// [`super::counters`]).
+    Counters(Ctx),
     /// `.lock`, `.options`, a file being written (`.*.tmp`) or another
     /// name starting with a dot: not a record.
     Dot,
@@ -284,6 +292,7 @@ pub fn parse_name(name: &[u8]) -> Name {
     };
     match (first, rest.len()) {
         ("ctx", 3) => ctx(&rest).map_or(Name::Other, Name::Context),
+        ("hw", 3) => ctx(&rest).map_or(Name::Other, Name::Counters),
         (k, 4) => match (Kind::parse(k), ctx(&rest[..3]), number(rest[3])) {
             (Some(kind), Some(c), Some(h)) => Name::Record(kind, c, h),
             _ => Name::Other,

@@ -91,13 +91,15 @@ pub(crate) struct Scan {
     pub contexts: Vec<(Ctx, CtxState)>,
     /// Names of files being written (`.*.tmp`).
     pub temps: Vec<String>,
+    /// Contexts with a published counters file (`hw-…`).
+    pub counters: Vec<Ctx>,
     /// Entries ignored, and why.
     pub ignored: Vec<Refused>,
     ignored_more: usize,
 }
 
 impl Scan {
-    fn ignore(&mut self, path: PathBuf, why: impl Into<String>) {
+    pub(crate) fn ignore(&mut self, path: PathBuf, why: impl Into<String>) {
         if self.ignored.len() < MAX_REPORTED {
             self.ignored.push(Refused {
                 path,
@@ -152,6 +154,8 @@ pub(crate) fn scan(dir: &UserDir, rd: &mut Reader, only: Option<Kind>) -> Scan {
                 }
             }
             Name::Other => s.ignore(path, "not a name rdmakit writes"),
+            // Read by `counters::read_in`; swept by the owner's `fold`.
+            Name::Counters(c) => s.counters.push(c),
             Name::Context(c) => {
                 let st = ctxs
                     .entry(c)
