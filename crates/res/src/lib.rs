@@ -13,6 +13,8 @@
 //!   source holds, and the ones it does not (pure).
 //! - [`soft`]: [`soft::read`] reads the registries and `/proc`; the row builders
 //!   are pure.
+//! - [`softstat`]: the soft NIC's device-wide counters as `rdmakit stat`
+//!   rows (pure).
 //! - [`registry`]: `rdmakit soft status|reclaim|leaky`, read and rendered;
 //!   [`install`]: `rdmakit shim install --json`.
 //!
@@ -27,6 +29,7 @@
 //!         kind: Kind::Qp, handle: 17, pid: 4242, owner: OwnerState::Dead, comm: None,
 //!     }]),
 //!     notes: Vec::new(),
+//!     counters: Ok(Default::default()),
 //! };
 //! assert_eq!(rows(ResKind::Qp, &d, None)[0].human(), "link soft0/1 lqpn 17 pid 4242 owner-state dead");
 //! ```
@@ -39,6 +42,7 @@ pub mod registry;
 pub mod row;
 pub mod show;
 pub mod soft;
+pub mod softstat;
 pub mod view;
 
 pub use row::{json, Field, Row};

@@ -43,7 +43,7 @@ impl LinkFilter {
     }
 
     /// Whether `dev` (and `port`, when both are known) pass the filter.
-    fn keeps(&self, dev: &str, port: Option<u32>) -> bool {
+    pub fn keeps(&self, dev: &str, port: Option<u32>) -> bool {
         self.dev == dev && (self.port.is_none() || port.is_none() || self.port == port)
     }
 }

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use rdmakit_host::netlink::ResKind;
+use rdmakit_soft::registry::counters::{self, DeviceCounters};
 use rdmakit_soft::registry::{self, Kind, OwnerState};
 use serde_json::Value;
 
@@ -45,6 +46,9 @@ pub struct SoftDevice {
     pub objects: Result<Vec<SoftObject>, String>,
     /// Entries and directories the registry ignored, with the path and why.
     pub notes: Vec<String>,
+    /// The device's counters summed over every user's contexts, live and
+    /// folded ([`registry::counters`]), or why they could not be read.
+    pub counters: Result<DeviceCounters, String>,
 }
 
 impl SoftDevice {
@@ -76,7 +80,10 @@ pub fn read_in(base: &Path, configured: &[String]) -> Vec<SoftDevice> {
             let keep = configured.contains(&name)
                 || matches!(&d.objects, Ok(v) if !v.is_empty())
                 || d.objects.is_err()
-                || !d.notes.is_empty();
+                || !d.notes.is_empty()
+                || d.counters
+                    .as_ref()
+                    .is_ok_and(|c| c.total.any() || !c.ignored.is_empty());
             keep.then_some(d)
         })
         .collect()
@@ -122,11 +129,14 @@ fn device(base: &Path, name: &str) -> SoftDevice {
             Vec::new(),
         ),
     };
+    let counters = counters::read_in(base, name)
+        .map_err(|e| format!("reading the counters under {}: {e}", base.display()));
     SoftDevice {
         name: name.to_string(),
         base: base.to_path_buf(),
         objects,
         notes,
+        counters,
     }
 }
 
@@ -223,6 +233,7 @@ mod tests {
             base: PathBuf::from("/dev/shm"),
             objects: Ok(objects),
             notes: Vec::new(),
+            counters: Ok(DeviceCounters::default()),
         }
     }
 

@@ -7,6 +7,7 @@ use rdmakit_host::netlink::{NetlinkFacts, ResKind};
 use crate::listing::{self, Query};
 use crate::show::{self, LinkFilter, Shown};
 use crate::soft::SoftDevice;
+use crate::softstat;
 
 /// A view and what it is filtered by.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,10 +71,11 @@ impl View {
         Ok(View::Res { kind, dev, pid })
     }
 
-    /// Whether the view lists the soft NIC's registry too (`res`), which the
-    /// caller reads on the live host only: the registry is this host's.
+    /// Whether the view lists the soft NIC's registry too (`res`, and its
+    /// counters for `stat`), which the caller reads on the live host only:
+    /// the registry is this host's.
     pub fn lists_soft(&self) -> bool {
-        matches!(self, View::Res { .. })
+        matches!(self, View::Res { .. } | View::Stat { qp: false, .. })
     }
 
     /// The view's rows from `f`, the facts of the source labelled `label`,
@@ -90,7 +92,7 @@ impl View {
         match self {
             View::Dev(dev) => show::dev_rows(f, dev.as_deref(), label),
             View::Link(filter) => show::link_rows(f, filter.as_ref(), label),
-            View::Stat { qp, filter } => show::stat_rows(f, *qp, filter.as_ref(), label),
+            View::Stat { qp, filter } => stat(f, *qp, filter.as_ref(), label, soft),
             View::Res { kind, dev, pid } => {
                 let q = Query {
                     kind: *kind,
@@ -101,6 +103,36 @@ impl View {
             }
         }
     }
+}
+
+/// `rdmakit stat`: the kernel's port (or QP) counters, then the soft
+/// devices' device-wide counters as their port 1 (the soft NIC binds no QP
+/// counters). A filter naming a soft device shows it alone.
+fn stat(
+    f: &NetlinkFacts,
+    qp: bool,
+    filter: Option<&LinkFilter>,
+    label: &str,
+    soft: &[SoftDevice],
+) -> Result<Shown, String> {
+    let on_soft: Vec<&SoftDevice> = match filter {
+        Some(l) => soft.iter().filter(|d| d.name == l.dev).collect(),
+        None => soft.iter().collect(),
+    };
+    let mut out = match filter {
+        Some(_) if !on_soft.is_empty() => Shown::default(),
+        _ => show::stat_rows(f, qp, filter, label)?,
+    };
+    if qp {
+        return Ok(out);
+    }
+    for d in on_soft {
+        out.notes.extend(softstat::notes(d));
+        if filter.is_none_or(|l| l.keeps(&d.name, Some(1))) {
+            out.rows.extend(softstat::stat_row(d));
+        }
+    }
+    Ok(out)
 }
 
 /// `DEV` or `DEV/PORT`, when given.
@@ -135,5 +167,7 @@ mod tests {
             }
         );
         assert!(v.lists_soft() && !View::dev(None).unwrap().lists_soft());
+        assert!(View::stat(None, None).unwrap().lists_soft());
+        assert!(!View::stat(Some("qp"), None).unwrap().lists_soft());
     }
 }
