@@ -15,7 +15,7 @@
 //!
 //! | metric | from |
 //! |---|---|
-//! | `rdmakit_infiniband_hw_counters_total{device,port,counter}` | `ports/<n>/hw_counters/*`, and `<dev>/hw_counters/*` with `port=""` |
+//! | `rdmakit_infiniband_hw_counters_total{device,port,counter}` | `ports/<n>/hw_counters/*`, and `<dev>/hw_counters/*` with `port=""`; the soft NIC's transport counters as its port 1 ([`crate::soft`]) |
 //! | `rdmakit_infiniband_hw_counters_lifespan_seconds{device,port}` | `hw_counters/lifespan` (ms; a period, not a counter) |
 //! | `rdmakit_roce_ecn_marked_packets_total{device,port}` | `hw_counters/np_ecn_marked_roce_packets`: RoCEv2 packets received CE-marked |
 //! | `rdmakit_roce_cnp_sent_total{device,port}` | `hw_counters/np_cnp_sent`: CNPs the notification point sent |
@@ -44,6 +44,7 @@ use rdmakit_host::model::{Attr, HostFacts};
 use rdmakit_host::netlink::{Liveness, ResKind};
 use rdmakit_host::parse::sysfs::Counter;
 use rdmakit_host::source::Source;
+use rdmakit_soft::registry::counters::DeviceCounters;
 
 use crate::text::{encode, Family, Kind, Value};
 
@@ -54,11 +55,18 @@ pub struct Options {
     /// infiniband collector runs beside the textfile (the same series twice make its
     /// scrape fail).
     pub node_compat: bool,
+    /// The soft NIC devices whose device-wide counters to read
+    /// ([`crate::soft`]), with any other a user counted on; empty: none (a
+    /// replayed source: the soft NIC's registry is this host's).
+    pub soft: Vec<String>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { node_compat: true }
+        Options {
+            node_compat: true,
+            soft: Vec::new(),
+        }
     }
 }
 
@@ -137,18 +145,32 @@ pub fn scrape(src: &dyn Source, copts: &CollectOptions, label: &str, opts: &Opti
     let facts = collect(src, copts);
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
     let report = Report::build(&facts, &Config::default(), &tool, label);
-    render(&facts, &report, t.elapsed(), opts)
+    let soft = crate::soft::read(&opts.soft);
+    render_with(&facts, &report, t.elapsed(), opts, &soft)
 }
 
 /// The exposition of `facts` and `report`; `took` is reported as
 /// `rdmakit_collect_duration_seconds`.
 pub fn render(facts: &HostFacts, report: &Report, took: Duration, opts: &Options) -> String {
+    render_with(facts, report, took, opts, &[])
+}
+
+/// [`render`], with the soft NIC's device-wide counters `soft` in the
+/// families of a real device's ([`crate::soft::push`]).
+pub fn render_with(
+    facts: &HostFacts,
+    report: &Report,
+    took: Duration,
+    opts: &Options,
+    soft: &[DeviceCounters],
+) -> String {
     let mut fams = Vec::new();
     if opts.node_compat {
         fams.extend(node_families(facts));
     }
     fams.extend(hw_families(facts));
     fams.extend(congestion_families(facts));
+    crate::soft::push(&mut fams, soft);
     fams.extend(resource_families(facts));
     fams.extend(doctor_families(report));
     let mut d = Family::new(

@@ -213,7 +213,13 @@ fn healthy_has_netlink_resources_and_doctor_status() {
 
 #[test]
 fn node_compat_off_leaves_out_node_names() {
-    let t = expose("real-nics-procfs", &Options { node_compat: false });
+    let t = expose(
+        "real-nics-procfs",
+        &Options {
+            node_compat: false,
+            ..Options::default()
+        },
+    );
     assert!(!t.contains("node_infiniband_"));
     assert!(t.contains("rdmakit_infiniband_hw_counters_total"));
 }
@@ -363,4 +369,45 @@ fn congestion_counters_have_their_own_families() {
         ),
         Some(60000.0)
     );
+}
+
+/// The soft NIC's device-wide counters land in the families a real device's
+/// counters are in (beside a ConnectX capture's), as its port 1, each
+/// family once.
+#[test]
+fn soft_counters_join_a_real_devices_families() {
+    use rdmakit_soft::registry::counters::{DeviceCounters, Values, NAMES};
+    let name = "real-nics-procfs";
+    let f = facts(name);
+    let r = Report::build(&f, &Config::default(), "rdmakit test", name);
+    let mut total = Values::default();
+    let at = |n: &str| NAMES.iter().position(|x| *x == n).unwrap();
+    total.0[at("port_xmit_packets")] = 10;
+    total.0[at("port_rcv_packets")] = 12;
+    total.0[at("np_cnp_sent")] = 3;
+    total.0[at("retransmitted_packets")] = 5;
+    let soft = DeviceCounters {
+        name: "soft0".into(),
+        total,
+        ..DeviceCounters::default()
+    };
+    let t = rdmakit_metrics::render_with(&f, &r, Duration::ZERO, &Options::default(), &[soft]);
+    let dp = ["device=\"soft0\"", "port=\"1\""];
+    let v = |m: &str, extra: &[&str]| value(&t, m, &[&dp[..], extra].concat());
+    assert_eq!(
+        v("node_infiniband_port_packets_transmitted_total", &[]),
+        Some(10.0)
+    );
+    assert_eq!(
+        v("node_infiniband_port_packets_received_total", &[]),
+        Some(12.0)
+    );
+    let hw = "rdmakit_infiniband_hw_counters_total";
+    assert_eq!(v(hw, &["counter=\"np_cnp_sent\""]), Some(3.0));
+    assert_eq!(v(hw, &["counter=\"retransmitted_packets\""]), Some(5.0));
+    assert_eq!(v(hw, &["counter=\"port_xmit_packets\""]), None);
+    assert_eq!(v("rdmakit_roce_cnp_sent_total", &[]), Some(3.0));
+    let types: Vec<&str> = t.lines().filter(|l| l.starts_with("# TYPE ")).collect();
+    let unique: std::collections::BTreeSet<&&str> = types.iter().collect();
+    assert_eq!(types.len(), unique.len());
 }
