@@ -17,7 +17,10 @@
 //! - the attacker's own leaky option does not bind root; root's does, and
 //!   root's `soft reclaim` frees records of contexts nobody holds in the
 //!   attacker's directory;
-//! - a lock held too long fails the open in bounded time, naming the holder.
+//! - a lock held too long fails the open in bounded time, naming the holder;
+//! - the attacker's counters files (FIFOs, links to root's files, oversized,
+//!   naming root's live process) stall no root `stat` or `metrics`, are never
+//!   followed and are reported; its own numbers count as its own, saturating.
 //!
 //! Running the attacker needs root (`setpriv`): without it a test skips,
 //! saying so, unless RDMAKIT_REQUIRE_ROOT is set (scripts/test; CI runs as
@@ -214,6 +217,7 @@ fn every_root_command(base: &Path, t: &Targets, dev: &str) -> String {
         &["soft", "status"],
         &["soft", "status", "--json"],
         &["res"],
+        &["stat", "--json"],
         &["doctor", "--device", dev, "--json"],
         &["soft", "reclaim"],
         &["soft", "leaky", "on", "--device", dev],
@@ -940,5 +944,77 @@ fn a_held_lock_fails_the_open_in_bounded_time_naming_its_holder() {
         )),
         "{}",
         both(&o)
+    );
+}
+
+/// The device-wide counters (`hw-…` and `.hw_counters` in each user's
+/// directory) as the attacker writes them: root's `stat` and `metrics`
+/// return in bounded time, follow no link, take no FIFO, count nothing
+/// naming root's live process or past 4 KiB, report each, and take the
+/// attacker's own numbers only as its own (saturating, never wrapping);
+/// nothing root writes lands in the attacker's directory.
+#[test]
+fn forged_counters_are_ignored_reported_and_never_followed() {
+    let t = targets();
+    let file = t.file.display();
+    let b = shared_base();
+    let bd = b.path().display();
+    let me = std::process::id();
+    let start = rdmakit_soft::registry::proc_stat(me).unwrap().1;
+    let max = u64::MAX;
+    let big = "x".repeat(5000);
+    let Some(()) = attacker_ok(&format!(
+        "set -e; d={bd}/rdmakit-soft.{ATTACKER_UID}/soft0; mkdir -p $d; chmod 755 $d $d/..
+         printf 'port_xmit_packets=1000\\n' > $d/hw-{me}-{start}-1
+         mkfifo $d/hw-1-1-2; ln -s {file} $d/hw-1-1-3; ln -s {file} $d/hw-1-1-6
+         printf '{big}' > $d/hw-1-1-4
+         printf 'port_xmit_packets=7\\n' > $d/hw-1-1-5
+         printf 'port_xmit_packets={max}\\nnp_cnp_sent=3\\n' > $d/.hw_counters"
+    )) else {
+        return;
+    };
+    // Root's own numbers: a closed context folded into its file.
+    let own = rdmakit_soft::registry::Registry::open_in(b.path(), "soft0").unwrap();
+    fs::write(own.dir().join(".hw_counters"), "port_xmit_packets=100\n").unwrap();
+    let o = root_rdmakit(b.path(), &["stat", "--json"]);
+    let out = both(&o);
+    assert!(o.status.success(), "{out}");
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .and_then(|r| r.iter().find(|x| x["ifname"] == "soft0"))
+        .unwrap_or_else(|| panic!("no soft0 row: {out}"));
+    assert_eq!(row["port_xmit_packets"], max, "{row}");
+    assert_eq!(row["np_cnp_sent"], 3, "{row}");
+    let users = row["users"].as_array().unwrap();
+    assert_eq!(users[0]["counters"]["port_xmit_packets"], 100, "{row}");
+    assert_eq!(users[1]["uid"], ATTACKER_UID, "{row}");
+    for (name, why) in [
+        (format!("hw-{me}-{start}-1"), "forged"),
+        ("hw-1-1-2".into(), "not a regular file (a FIFO)"),
+        ("hw-1-1-3".into(), "a symbolic link"),
+        ("hw-1-1-4".into(), "more than the 4096"),
+    ] {
+        assert!(
+            out.lines().any(|l| l.contains(&name) && l.contains(why)),
+            "{name} not reported as {why}: {out}"
+        );
+    }
+    for args in [&["metrics"][..], &["--provider", "soft", "devinfo"]] {
+        root_rdmakit(b.path(), args);
+    }
+    t.untouched("root's stat, metrics and devinfo");
+    let theirs = b.path().join(format!("rdmakit-soft.{ATTACKER_UID}/soft0"));
+    for e in fs::read_dir(&theirs).unwrap() {
+        let m = fs::symlink_metadata(e.unwrap().path()).unwrap();
+        assert_eq!(
+            m.uid(),
+            ATTACKER_UID,
+            "root wrote in the attacker's directory"
+        );
+    }
+    assert!(
+        theirs.join("hw-1-1-5").exists(),
+        "root folded another user's file"
     );
 }
