@@ -265,6 +265,12 @@ impl Params {
     /// 1/64, a cut at most every 20 (about the loop delay once a queue
     /// holds 20 packets), an increase every 10. The target clamps on
     /// every cut, as in the DCQCN paper, and the first CNP's α is 1/4.
+    /// The ceiling (`rp_max_rate`) is `rate` itself: NICs whose line
+    /// rate is the bottleneck port's, as on a fabric of one speed. With
+    /// the line rate 2,500 times the bottleneck, fast recovery toward the
+    /// first CNP's target (the line rate) left the cut rate after one
+    /// quiet `rp_time_reset`, a line-rate burst that overflowed the queue
+    /// and took a second of cuts to undo.
     pub fn for_bottleneck(rate: Rate) -> Params {
         let c = rate.kbps().max(1);
         // One packet (1024 B payload, ~1100 B on the wire) at `rate`, µs.
@@ -272,6 +278,7 @@ impl Params {
         let pkt = u32::try_from((1100 * 8 * 1000 / c).clamp(1, 50_000)).unwrap_or(50_000);
         Params {
             rp_clamp_tgt_rate: true,
+            rp_max_rate: Rate::from_kbps(c),
             rp_time_reset: 10 * pkt,
             rp_threshold: 5,
             rp_ai_rate: Rate::from_kbps(c / 100),
@@ -552,6 +559,7 @@ mod tests {
         assert_eq!(p.rp_ai_rate, Rate::from_kbps(100));
         assert_eq!(p.rp_min_rate, Rate::from_kbps(500));
         assert_eq!(p.rp_rate_to_set_on_first_cnp, Rate::from_mbps(5));
+        assert_eq!(p.rp_max_rate, Rate::from_mbps(10));
         assert_eq!((p.np_min_time_between_cnps, p.rp_time_reset), (1760, 8800));
         let q = Params::for_bottleneck(Rate::from_mbps(100));
         assert_eq!(q.rp_ai_rate, Rate::from_mbps(1));
