@@ -315,6 +315,28 @@ fn cnp_for_another_qp_or_malformed_is_dropped() {
     assert_eq!((s.rp_cnp_handled, s.rp_cnp_ignored), (0, 0));
 }
 
+/// A CNP from the peer under a P_Key the QP's table does not match (a
+/// partition it is not in): a P_Key drop, the rate untouched.
+#[test]
+fn cnp_outside_the_qps_partition_is_a_pkey_drop() {
+    let mut f = qp_rts(QpType::Rc);
+    let mut b = vec![0u8; cnp::LEN_WITHOUT_ICRC];
+    cnp::Repr {
+        pkey: 0x8001,
+        ..cnp::Repr::new(QPN)
+    }
+    .emit_without_icrc(&mut b)
+    .unwrap();
+    f.arrive_raw(&b, from_peer());
+    let s = f.qp.stats();
+    assert_eq!(s.drops.pkey, 1);
+    assert_eq!((s.rp_cnp_handled, s.rp_cnp_ignored), (0, 0));
+    assert_eq!(f.qp.cc_rate(), None);
+    // The same CNP under the QP's own P_Key is acted on.
+    f.arrive_raw(&cnp_to(QPN), from_peer());
+    assert_eq!(f.qp.stats().rp_cnp_handled, 1);
+}
+
 #[test]
 fn cnp_flood_from_the_peer_stops_at_min_rate_and_the_qp_still_sends() {
     let mut f = with_params(QpType::Rc, QpState::Rts, no_increase());

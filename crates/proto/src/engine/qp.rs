@@ -748,7 +748,8 @@ impl Qp {
 
 impl Qp {
     /// A CNP (opcode 0x81): feeds the reaction point or is ignored; never
-    /// answered.
+    /// answered. One for another QP or with a P_Key the QP does not
+    /// match is dropped as any packet would be.
     fn handle_cnp(&mut self, now: impl Clock, bytes: &[u8], arrival: Arrival) {
         let Ok(cnp) = cnp::Repr::parse_without_icrc(bytes) else {
             self.c.drop(DropReason::malformed);
@@ -756,6 +757,12 @@ impl Qp {
         };
         if cnp.dest_qp != self.c.cfg.qpn {
             self.c.drop(DropReason::wrong_qpn);
+            return;
+        }
+        // A CNP outside the QP's partition is dropped as any packet is
+        // (IBA 9.6.1.1: a P_Key violation), not counted as a CNP.
+        if !pkey_match(cnp.pkey, self.c.pkey()) {
+            self.c.drop(DropReason::pkey);
             return;
         }
         let connected = matches!(self.c.cfg.qp_type, QpType::Rc | QpType::Uc)
