@@ -95,6 +95,28 @@ pub struct Arrival {
     /// goes there (`None`: counted, not answered). A driver must not
     /// create a path for every source it sees: look up, do not add.
     pub src: Option<AddressHandle>,
+    /// The driver's verdict on an RC request (fault injection): the
+    /// responder answers it with this instead of executing it. It acts
+    /// only on an in-sequence request of a QP in RTR or RTS (a duplicate
+    /// or out-of-sequence one is answered as always) and costs one branch
+    /// when `None`.
+    pub answer: Option<Answer>,
+}
+
+/// How a responder answers a request the driver says to refuse
+/// ([`Arrival::answer`]): as a real responder would in that situation,
+/// with the same NAK, the same state change and the same completion of a
+/// receive being filled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// An RNR NAK with the QP's `min_rnr_timer`, as if no receive WQE
+    /// were posted; nothing is executed and the expected PSN stays.
+    Rnr,
+    /// This NAK. A PSN sequence error asks the requester to go back to the
+    /// request's PSN; the others end the connection (the QP goes to ERR
+    /// once the NAK is out, a receive being filled completes with the
+    /// matching error).
+    Nak(NakCode),
 }
 
 /// Static configuration of a QP (what `ibv_create_qp` fixes).

@@ -46,8 +46,8 @@ pub mod testing;
 pub mod time;
 
 pub use engine::{
-    Arrival, DropCounts, ModifyError, PostError, Qp, QpConfig, Stats, Transmit, DEFAULT_LINE_RATE,
-    ECT0, GRH_LEN, MAX_HEADER_LEN,
+    Answer, Arrival, DropCounts, ModifyError, PostError, Qp, QpConfig, Stats, Transmit,
+    DEFAULT_LINE_RATE, ECT0, GRH_LEN, MAX_HEADER_LEN,
 };
 pub use mem::{
     AtomicOp, Extent, Key, MemError, MemResult, MemTable, Memory, Pd, PeerCopy, PeerDir, PeerError,

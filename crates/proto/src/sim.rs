@@ -683,6 +683,7 @@ impl Network {
         let arrival = Arrival {
             ce: f.tos & 0b11 == 0b11,
             src: Some(AddressHandle(from as u32)),
+            answer: None,
         };
         if q.qp.qp_type() == QpType::Ud {
             let grh = grh_area(from, f.to, pkt.len());

@@ -16,13 +16,18 @@ use scripted::*;
 const PEER: AddressHandle = AddressHandle(1);
 
 fn marked(src: Option<AddressHandle>) -> Arrival {
-    Arrival { ce: true, src }
+    Arrival {
+        ce: true,
+        src,
+        answer: None,
+    }
 }
 
 fn from_peer() -> Arrival {
     Arrival {
         ce: false,
         src: Some(PEER),
+        answer: None,
     }
 }
 

@@ -419,3 +419,57 @@ fn ud_checks_qkey_and_fills_grh_area() {
     assert_eq!(f.bytes(0, 40), grh);
     assert_eq!(f.bytes(40, 5), b"dgram");
 }
+
+/// The driver's answer to a request (fault injection, `Arrival::answer`)
+/// stands in for the responder's own decision: an RNR NAK although a
+/// receive is posted, nothing executed; a duplicate is answered as always;
+/// a fatal NAK takes the QP to ERR once it is out.
+#[test]
+fn a_drivers_answer_is_given_instead_of_executing() {
+    use rdmakit_proto::{Answer, Arrival};
+    use rdmakit_wire::aeth::NakCode;
+    let answered = |f: &mut Fix, p: &Packet<'_>, a: Answer| {
+        let b = emit(p);
+        let arrival = Arrival {
+            answer: Some(a),
+            ..Arrival::default()
+        };
+        f.qp.handle_arrival(f.now, &b, arrival, None, &mut f.mem);
+    };
+    let mut f = qp_rts(QpType::Rc);
+    f.post_recv(1, 0, 64);
+    let mut p = mk(0x04, 100);
+    p.bth.ack_req = true;
+    p.payload = b"abcd";
+    answered(&mut f, &p, Answer::Rnr);
+    let out = f.recv();
+    assert_eq!(
+        (out[0].psn, out[0].syndrome),
+        (100, Some(syndrome::rnr(14)))
+    );
+    assert!(f.wcs().is_empty(), "nothing executed");
+    f.send(&p);
+    assert_eq!(f.recv()[0].syndrome, Some(syndrome::ACK));
+    assert_eq!(f.wcs()[0].status, WcStatus::Success);
+    // A duplicate ignores the answer: acknowledged again.
+    answered(&mut f, &p, Answer::Nak(NakCode::RemoteAccessError));
+    assert_eq!(f.recv()[0].syndrome, Some(syndrome::ACK));
+    let mut q = mk(0x04, 101);
+    q.bth.ack_req = true;
+    answered(&mut f, &q, Answer::Nak(NakCode::PsnSequenceError));
+    assert_eq!(f.recv()[0].syndrome, Some(syndrome::NAK_PSN_SEQ));
+    assert_eq!(
+        f.qp.state(),
+        QpState::Rts,
+        "a sequence NAK is recovered from"
+    );
+    answered(&mut f, &q, Answer::Nak(NakCode::RemoteAccessError));
+    let out = f.recv();
+    assert_eq!(
+        out[0].syndrome,
+        Some(rdmakit_wire::aeth::AethKind::Nak(
+            NakCode::RemoteAccessError
+        ))
+    );
+    assert_eq!(f.qp.state(), QpState::Err);
+}

@@ -739,7 +739,9 @@ impl Qp {
                     }
                 }
             }
-            QpType::Rc => self.resp.rc_request(&p, &info, &mut self.c, mem),
+            QpType::Rc => self
+                .resp
+                .rc_request(&p, &info, arrival.answer, &mut self.c, mem),
             QpType::Uc => self.resp.uc_request(&p, &info, &mut self.c, mem),
             QpType::Ud => self.resp.ud_request(&p, grh, &mut self.c, mem),
         }

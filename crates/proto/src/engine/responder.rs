@@ -19,6 +19,7 @@ use super::cc::Notifier;
 use super::qp::Common;
 use super::sgl::{scatter, sgl_len, Spares};
 use super::{message_op, pkts_for, pos_of, DropReason, Transmit, ACK, GRH_LEN};
+use crate::engine::Answer;
 use crate::mem::{AtomicOp, Key, MemError, Memory, Pd};
 use crate::psn::Psn;
 use crate::qp::{Access, AddressHandle, QpType};
@@ -303,12 +304,14 @@ impl Responder {
         true
     }
 
-    /// An RC request: executed when in sequence, a duplicate answered
-    /// again, one beyond the expected PSN NAKed once.
+    /// An RC request: executed when in sequence (or, with an `answer`
+    /// from the driver, answered so instead), a duplicate answered again,
+    /// one beyond the expected PSN NAKed once.
     pub(super) fn rc_request<M: Memory + ?Sized>(
         &mut self,
         p: &roce::Repr<'_>,
         info: &OpInfo,
+        answer: Option<Answer>,
         c: &mut Common,
         mem: &mut M,
     ) {
@@ -320,11 +323,18 @@ impl Responder {
         if !self.in_sequence(psn, c, |r, c| r.rc_duplicate(p, info, c)) {
             return;
         }
-        match self.execute(p, info, c, mem) {
+        let outcome = match answer {
+            None => self.execute(p, info, c, mem),
+            Some(a) => Err(injected(a)),
+        };
+        match outcome {
             Ok(()) => self.nak_sent = false,
             Err(RespErr::Rnr) => {
                 let timer = c.attr().min_rnr_timer;
                 self.push_nak(psn, AethKind::RnrNak { timer }, false);
+            }
+            Err(RespErr::Nak(NakCode::PsnSequenceError, _)) => {
+                self.push_nak(psn, AethKind::Nak(NakCode::PsnSequenceError), false);
             }
             Err(RespErr::Nak(code, status)) => {
                 if let Some(st) = status {
@@ -866,6 +876,22 @@ impl Responder {
                     None => self.poll(c, buf, mem),
                 }
             }
+        }
+    }
+}
+
+/// The outcome a driver's [`Answer`] stands for, with the status a real
+/// responder gives a receive it was filling.
+fn injected(a: Answer) -> RespErr {
+    match a {
+        Answer::Rnr => RespErr::Rnr,
+        Answer::Nak(code) => {
+            let status = match code {
+                NakCode::RemoteAccessError => WcStatus::RemAccessErr,
+                NakCode::RemoteOperationalError => WcStatus::RemOpErr,
+                _ => WcStatus::RemInvReqErr,
+            };
+            RespErr::Nak(code, Some(status))
         }
     }
 }
