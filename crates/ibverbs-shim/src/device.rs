@@ -401,6 +401,19 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
                     c.rx_icrc_errors
                 );
             }
+            if (f.rnr, f.nak, f.link_down, f.qp_fatal, f.device_fatal) != (0, 0, 0, 0, 0) {
+                eprintln!(
+                    "rdmakit libibverbs: {} faults answered: {} RNR NAKs, {} NAKs; link down {} \
+                     times, {} packets lost to it; {} QPs failed, {} device failures",
+                    ctx.dev.name(),
+                    f.rnr,
+                    f.nak,
+                    f.link_down,
+                    f.link_drop,
+                    f.qp_fatal,
+                    f.device_fatal
+                );
+            }
             if let Some(why) = ctx.dev.ring_miss() {
                 eprintln!("rdmakit libibverbs: {why}");
             }
@@ -599,6 +612,9 @@ pub unsafe extern "C" fn ibv_get_async_event(
                 },
                 IBV_EVENT_SRQ_LIMIT_REACHED,
             ),
+            AsyncEvent::PortErr { port } => (port_elem(port), IBV_EVENT_PORT_ERR),
+            AsyncEvent::PortActive { port } => (port_elem(port), IBV_EVENT_PORT_ACTIVE),
+            AsyncEvent::DeviceFatal => (port_elem(0), IBV_EVENT_DEVICE_FATAL),
         };
         // SAFETY: checked non-NULL.
         unsafe {
@@ -609,6 +625,12 @@ pub unsafe extern "C" fn ibv_get_async_event(
         };
         Ok(())
     })
+}
+
+fn port_elem(port: u8) -> ibv_async_event_element {
+    ibv_async_event_element {
+        port_num: c_int::from(port),
+    }
 }
 
 fn qp_elem(o: &Objects, qpn: u32) -> ibv_async_event_element {

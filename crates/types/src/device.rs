@@ -33,6 +33,19 @@ pub enum AsyncEvent {
         /// The SRQ.
         srq: u32,
     },
+    /// The port's link went down (`IBV_EVENT_PORT_ERR`).
+    PortErr {
+        /// The port (from 1).
+        port: u8,
+    },
+    /// The port's link came up (`IBV_EVENT_PORT_ACTIVE`).
+    PortActive {
+        /// The port (from 1).
+        port: u8,
+    },
+    /// The device failed; every object is unusable
+    /// (`IBV_EVENT_DEVICE_FATAL`).
+    DeviceFatal,
 }
 
 /// Creation parameters of a QP (`struct ibv_qp_init_attr`).

@@ -157,7 +157,11 @@ impl Device {
             ));
         }
         let mut p = self.sh.port().clone();
-        p.state = crate::attr::PortState::Active;
+        // A link the fault plan took down: DOWN, physically Disabled (3).
+        (p.state, p.phys_state) = match self.sh.link_down() {
+            false => (crate::attr::PortState::Active, p.phys_state),
+            true => (crate::attr::PortState::Down, 3),
+        };
         Ok(p)
     }
 

@@ -14,14 +14,14 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rdmakit_proto::{Clock, Instant, LazyClock, Wc};
+use rdmakit_proto::{Answer, Clock, Instant, LazyClock, Wc};
 use rdmakit_types::device::AsyncEvent;
 use rdmakit_wire::{bth, cma as wcma};
 
 use crate::attr::{DeviceAttr, Limits, PortAttr};
 use crate::cma::SoftTransport;
 use crate::errno::{Errno, Origin, Result, SoftError};
-use crate::faults::{Dir, Held, Injector, PacketInfo, Verb};
+use crate::faults::{Dir, Happening, Held, Injector, PacketInfo, Verb};
 use crate::lock;
 use crate::net::{self, Net};
 use crate::registry::Registry;
@@ -135,7 +135,7 @@ impl Shared {
         };
         // Packet faults act on the link: a plan with packet rules puts
         // every packet on it (UDP), none in a same-host ring or copy.
-        let asked = match cfg.faults.packets.is_empty() {
+        let asked = match cfg.faults.packets.is_empty() && cfg.faults.events.is_empty() {
             true => cfg.transport,
             false => SoftTransport::Udp,
         };
@@ -174,8 +174,10 @@ impl Shared {
             qps: Qps::new(l),
             events,
             net,
-            faults: (!cfg.faults.packets.is_empty() || !cfg.faults.verbs.is_empty())
-                .then(|| Box::new(Injector::new(&cfg.faults))),
+            faults: (!cfg.faults.packets.is_empty()
+                || !cfg.faults.verbs.is_empty()
+                || !cfg.faults.events.is_empty())
+            .then(|| Box::new(Injector::new(&cfg.faults))),
             counters: AtomicCounters::default(),
             ctx_fd_anon,
             progress: Progress::new(),
@@ -566,7 +568,7 @@ impl Shared {
         now: impl Clock,
     ) {
         match self.packet_faults() {
-            None => self.deliver_as_is(src, peer, ce, pkts, hold_acks, now),
+            None => self.deliver_as_is(src, peer, (ce, None), pkts, hold_acks, now),
             Some(f) => self.deliver_faulted(f, src, peer, ce, pkts, hold_acks, now),
         }
     }
@@ -588,9 +590,9 @@ impl Shared {
         now: impl Clock,
     ) {
         for pkt in pkts {
-            let one = |ce: bool| {
+            let one = |ce: bool, answer: Option<Answer>| {
                 let pkts = &mut std::iter::once(pkt).peekable();
-                self.deliver_as_is(src, peer, ce, pkts, hold_acks, now);
+                self.deliver_as_is(src, peer, (ce, answer), pkts, hold_acks, now);
             };
             let info = match bth::Packet::new_checked(pkt) {
                 Ok(b) if !wcma::is_cma_opcode(b.opcode().0) => PacketInfo {
@@ -600,7 +602,7 @@ impl Shared {
                     psn: b.psn(),
                 },
                 _ => {
-                    one(ce);
+                    one(ce, None);
                     continue;
                 }
             };
@@ -615,9 +617,9 @@ impl Shared {
                 f.hold(Held::new(Dir::Rx, pkt, src, tos, h));
                 self.progress.deadline(h.0, &self.net);
             } else {
-                one(ce);
+                one(ce, v.answer);
                 if v.dup {
-                    one(ce);
+                    one(ce, None);
                 }
             }
             self.release(f.due(Some(Dir::Rx), t), now);
@@ -630,7 +632,7 @@ impl Shared {
             match h.dir {
                 Dir::Rx => {
                     let pkts = &mut std::iter::once(&h.bytes[..]).peekable();
-                    self.deliver_as_is(h.addr, None, h.tos == 0b11, pkts, false, now);
+                    self.deliver_as_is(h.addr, None, (h.tos == 0b11, None), pkts, false, now);
                 }
                 _ => {
                     let len = h.bytes.len();
@@ -722,12 +724,13 @@ impl Shared {
         out
     }
 
-    /// [`Shared::deliver`] without faults.
+    /// [`Shared::deliver`] without faults (`(ce, answer)`: CE marked, and
+    /// the fault plan's answer to a request).
     fn deliver_as_is<'a>(
         &self,
         src: SocketAddrV4,
         peer: Option<&net::shm::Peer>,
-        ce: bool,
+        (ce, answer): (bool, Option<Answer>),
         pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
         hold_acks: bool,
         now: impl Clock,
@@ -747,7 +750,12 @@ impl Shared {
                 continue;
             };
             let mut eng = q.engine();
-            let came = Came { src, peer, ce };
+            let came = Came {
+                src,
+                peer,
+                ce,
+                answer,
+            };
             eng.feed(&q, self, came, pkt, now);
             // The rest of the run for this QP (a coalesced buffer is one
             // flow, so usually all of it).
@@ -755,6 +763,37 @@ impl Shared {
                 eng.feed(&q, self, came, next, now);
             }
             eng.drive_received(&q, self, now, hold_acks);
+        }
+    }
+
+    /// Whether port 1's link is down (the fault plan's `link down` or
+    /// `device_fatal`).
+    pub(super) fn link_down(&self) -> bool {
+        self.faults
+            .as_deref()
+            .is_some_and(|f| f.link_down(self.now().as_nanos()))
+    }
+
+    /// Makes an event rule's happening happen: the port's events, QPs to
+    /// ERR (each raising its QP_FATAL when driven).
+    fn happen(&self, f: &Injector, h: Happening, clock: impl Clock) {
+        let fail = |qpn: Option<u32>| {
+            for q in self.qps.select(qpn) {
+                let mut eng = q.engine();
+                if eng.fail() {
+                    f.count_qp_fatal(1);
+                    eng.drive(&q, self, clock);
+                }
+            }
+        };
+        match h {
+            Happening::LinkDown => self.raise(AsyncEvent::PortErr { port: 1 }),
+            Happening::LinkUp => self.raise(AsyncEvent::PortActive { port: 1 }),
+            Happening::QpFatal(qpn) => fail(qpn),
+            Happening::DeviceFatal => {
+                self.raise(AsyncEvent::DeviceFatal);
+                fail(None);
+            }
         }
     }
 
@@ -767,7 +806,10 @@ impl Shared {
         let (due, mut next): (Vec<Arc<Qp>>, _) = self.qps.due(now.as_nanos());
         if let Some(f) = self.faults.as_deref() {
             self.release(f.due(None, now.as_nanos()), &clock);
-            if let Some(d) = f.next_due() {
+            for h in f.events_due(now.as_nanos()) {
+                self.happen(f, h, now);
+            }
+            if let Some(d) = f.next_due().into_iter().chain(f.next_event()).min() {
                 next = Some(next.map_or(d, |n| n.min(d)));
             }
         }

@@ -33,7 +33,7 @@ mod stage;
 use core::fmt;
 
 pub use parse::ParseError;
-pub use stage::{FaultCounts, Held, Injector, PacketInfo, Verdict};
+pub use stage::{FaultCounts, Happening, Held, Injector, PacketInfo, Verdict};
 
 use crate::errno::Errno;
 
@@ -75,6 +75,8 @@ pub struct Plan {
     pub packets: Vec<PacketRule>,
     /// Verb failure rules, in order.
     pub verbs: Vec<VerbRule>,
+    /// Port and device events, in order.
+    pub events: Vec<EventRule>,
 }
 
 /// What a packet rule does to a packet it fires on.
@@ -98,6 +100,86 @@ pub enum PacketFault {
     },
     /// Marked Congestion Experienced (ECN CE).
     Ce,
+    /// A request the responder answers with an RNR NAK, as if its receive
+    /// queue were empty (RC requests only).
+    Rnr,
+    /// A request the responder answers with this NAK (RC requests only).
+    Nak(Nak),
+}
+
+/// The NAK a `nak` rule makes the responder answer with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nak {
+    /// PSN sequence error: the requester goes back to the NAKed PSN.
+    PsnSeq,
+    /// Invalid request: `IBV_WC_REM_INV_REQ_ERR`, both QPs to ERR.
+    InvReq,
+    /// Remote access error: `IBV_WC_REM_ACCESS_ERR`, both QPs to ERR.
+    RemAccess,
+    /// Remote operational error: `IBV_WC_REM_OP_ERR`, both QPs to ERR.
+    RemOp,
+}
+
+impl Nak {
+    const NAMES: [(&'static str, Nak); 4] = [
+        ("psn_seq", Nak::PsnSeq),
+        ("inv_req", Nak::InvReq),
+        ("rem_access", Nak::RemAccess),
+        ("rem_op", Nak::RemOp),
+    ];
+
+    /// The grammar's name.
+    pub fn name(self) -> &'static str {
+        Nak::NAMES
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
+
+/// A port or device event a rule makes happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Port 1's link goes down (`IBV_EVENT_PORT_ERR`, the port DOWN, every
+    /// packet lost both ways) and, at the window's end, up again
+    /// (`IBV_EVENT_PORT_ACTIVE`).
+    LinkDown,
+    /// QPs go to ERR with `IBV_EVENT_QP_FATAL`.
+    QpFatal,
+    /// The device fails: `IBV_EVENT_DEVICE_FATAL`, every QP to ERR, the
+    /// port DOWN for good.
+    DeviceFatal,
+}
+
+impl Event {
+    const NAMES: [(&'static str, Event); 3] = [
+        ("link", Event::LinkDown),
+        ("qp_fatal", Event::QpFatal),
+        ("device_fatal", Event::DeviceFatal),
+    ];
+
+    /// The grammar's name (`link down` for [`Event::LinkDown`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::LinkDown => "link down",
+            Event::QpFatal => "qp_fatal",
+            Event::DeviceFatal => "device_fatal",
+        }
+    }
+}
+
+/// An event rule: what happens, when (since the device opened) and, for
+/// `qp_fatal`, to which QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventRule {
+    /// The event.
+    pub event: Event,
+    /// The local QP (`qp_fatal` only; None: every QP then open).
+    pub qp: Option<u32>,
+    /// When it happens (ns after the device opened).
+    pub after_ns: u64,
+    /// `link down`: how long the link stays down (None: for good).
+    pub for_ns: Option<u64>,
 }
 
 /// Which packets a rule looks at.
@@ -256,7 +338,10 @@ pub struct VerbRule {
 impl Plan {
     /// Whether the plan injects nothing at all.
     pub fn is_empty(&self) -> bool {
-        self.exhaust.is_none() && self.packets.is_empty() && self.verbs.is_empty()
+        self.exhaust.is_none()
+            && self.packets.is_empty()
+            && self.verbs.is_empty()
+            && self.events.is_empty()
     }
 
     /// Parses a specification (the grammar of docs/fault-injection.md).
@@ -320,6 +405,8 @@ impl fmt::Display for PacketRule {
             PacketFault::CorruptIcrc => f.write_str("corrupt icrc")?,
             PacketFault::Delay { ns } => write!(f, "delay {}", Dur(ns))?,
             PacketFault::Ce => f.write_str("ce")?,
+            PacketFault::Rnr => f.write_str("rnr")?,
+            PacketFault::Nak(n) => write!(f, "nak {}", n.name())?,
         }
         match self.dir {
             Dir::Rx => f.write_str(" dir=rx")?,
@@ -365,9 +452,25 @@ impl fmt::Display for VerbRule {
     }
 }
 
+impl fmt::Display for EventRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.event.name())?;
+        if let Some(q) = self.qp {
+            write!(f, " qp={q}")?;
+        }
+        if self.after_ns > 0 {
+            write!(f, " after={}", Dur(self.after_ns))?;
+        }
+        if let Some(d) = self.for_ns {
+            write!(f, " for={}", Dur(d))?;
+        }
+        Ok(())
+    }
+}
+
 /// The canonical text: `seed` first (when not 0), `exhaust`, the packet
-/// rules, the verb rules, every key written; [`Plan::parse`] reads it back
-/// to an equal plan.
+/// rules, the verb rules, the event rules, every key written;
+/// [`Plan::parse`] reads it back to an equal plan.
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut items = Vec::new();
@@ -379,6 +482,7 @@ impl fmt::Display for Plan {
         }
         items.extend(self.packets.iter().map(|r| r.to_string()));
         items.extend(self.verbs.iter().map(|r| r.to_string()));
+        items.extend(self.events.iter().map(|r| r.to_string()));
         f.write_str(&items.join("; "))
     }
 }

@@ -3,7 +3,10 @@
 //! `key=value` pairs separated by blanks. Bounded ([`super::limits`]);
 //! any input gives a plan or an error, never a panic.
 
-use super::{limits, Dir, Opcode, PacketFault, PacketRule, Plan, Trigger, Verb, VerbRule, When};
+use super::{
+    limits, Dir, Event, EventRule, Nak, Opcode, PacketFault, PacketRule, Plan, Trigger, Verb,
+    VerbRule, When,
+};
 use crate::errno::Errno;
 
 /// Why a specification was refused: the item (1-based), the column
@@ -116,17 +119,47 @@ fn parse_item<'a>(plan: &mut Plan, words: &[Word<'a>]) -> Result<(), ItemError<'
             }
             Some(PacketFault::Delay { ns })
         }
-        "fail" | "exhaust" => None,
+        "rnr" => Some(PacketFault::Rnr),
+        "nak" => {
+            let w = positional().ok_or((first, "nak needs a code (nak rem_access)".into()))?;
+            let n = Nak::NAMES.iter().find(|(n, _)| *n == w.text).map(|x| x.1);
+            Some(PacketFault::Nak(n.ok_or((
+                w,
+                format!(
+                    "unknown NAK {:?}: psn_seq, inv_req, rem_access or rem_op",
+                    w.text
+                ),
+            ))?))
+        }
+        "link" => {
+            let w = positional().ok_or((first, "link needs \"down\" (link down)".into()))?;
+            if w.text != "down" {
+                return Err((
+                    w,
+                    format!(
+                        "link {:?}: only \"down\" (up again at the end of for=)",
+                        w.text
+                    ),
+                ));
+            }
+            None
+        }
+        "fail" | "exhaust" | "qp_fatal" | "device_fatal" => None,
         other => {
             return Err((
                 first,
                 format!(
-                    "unknown fault {other:?}: drop, dup, reorder, corrupt, delay, ce, fail, \
-                     exhaust or seed=N"
+                    "unknown fault {other:?}: drop, dup, reorder, corrupt, delay, ce, rnr, nak, \
+                     link, qp_fatal, device_fatal, fail, exhaust or seed=N"
                 ),
             ))
         }
     };
+    let event = Event::NAMES
+        .iter()
+        .find(|(n, _)| *n == first.text)
+        .map(|x| x.1);
+    let answers = matches!(fault, Some(PacketFault::Rnr | PacketFault::Nak(_)));
     let verb = match first.text {
         "fail" => {
             let w = positional().ok_or((first, "fail needs a verb (fail create_qp)".into()))?;
@@ -168,8 +201,9 @@ fn parse_item<'a>(plan: &mut Plan, words: &[Word<'a>]) -> Result<(), ItemError<'
         }
         seen.push(key);
         let packet_key = fault.is_some();
+        let triggered = first.text != "exhaust" && event.is_none();
         match key {
-            "p" | "every" | "nth" if first.text != "exhaust" => {
+            "p" | "every" | "nth" if triggered => {
                 if rule.trigger.when != When::Always {
                     return Err((*w, "one of p=, every= and nth=".into()));
                 }
@@ -179,10 +213,10 @@ fn parse_item<'a>(plan: &mut Plan, words: &[Word<'a>]) -> Result<(), ItemError<'
                     _ => When::Nth(number(*w, value, 1, limits::EVERY)?),
                 };
             }
-            "count" if first.text != "exhaust" => {
+            "count" if triggered => {
                 rule.trigger.count = Some(number(*w, value, 1, limits::COUNT)?);
             }
-            "errno" if !packet_key && verb != Some(Verb::Post) => {
+            "errno" if !packet_key && event.is_none() && verb != Some(Verb::Post) => {
                 let n = rdmakit_vocab::errno::number(value)
                     .ok_or((*w, format!("unknown errno {value:?} (ENOSPC, ENOMEM, ...)")))?;
                 errno = Some(Errno(n));
@@ -193,9 +227,16 @@ fn parse_item<'a>(plan: &mut Plan, words: &[Word<'a>]) -> Result<(), ItemError<'
                     "tx" => Dir::Tx,
                     "both" => Dir::Both,
                     _ => return Err((*w, format!("dir={value}: rx, tx or both"))),
+                };
+                if answers && rule.dir != Dir::Rx {
+                    let e = format!(
+                        "dir={value}: {} answers what it receives, dir=rx",
+                        first.text
+                    );
+                    return Err((*w, e));
                 }
             }
-            "qp" if packet_key => {
+            "qp" if packet_key || event == Some(Event::QpFatal) => {
                 rule.qp = Some(number(*w, value, 0, limits::PSN.into())? as u32);
             }
             "opcode" if packet_key => rule.opcode = Some(opcode(*w, value)?),
@@ -208,8 +249,10 @@ fn parse_item<'a>(plan: &mut Plan, words: &[Word<'a>]) -> Result<(), ItemError<'
                 }
                 rule.psn = Some((a, b));
             }
-            "after" if packet_key => rule.after_ns = duration(*w, limits::WINDOW_NS)?,
-            "for" if packet_key => {
+            "after" if packet_key || event.is_some() => {
+                rule.after_ns = duration(*w, limits::WINDOW_NS)?
+            }
+            "for" if packet_key || event == Some(Event::LinkDown) => {
                 let d = duration(*w, limits::WINDOW_NS)?;
                 if d == 0 {
                     return Err((*w, "for=0 is never active".into()));
@@ -223,14 +266,20 @@ fn parse_item<'a>(plan: &mut Plan, words: &[Word<'a>]) -> Result<(), ItemError<'
             _ => return Err((*w, format!("{key}= is not a key of {}", first.text))),
         }
     }
-    match (fault, verb) {
-        (Some(_), _) => plan.packets.push(rule),
-        (None, Some(verb)) => plan.verbs.push(VerbRule {
+    match (fault, verb, event) {
+        (Some(_), _, _) => plan.packets.push(rule),
+        (None, Some(verb), _) => plan.verbs.push(VerbRule {
             verb,
             trigger: rule.trigger,
             errno: errno.unwrap_or(Errno::ENOMEM),
         }),
-        (None, None) => {
+        (None, None, Some(event)) => plan.events.push(EventRule {
+            event,
+            qp: rule.qp,
+            after_ns: rule.after_ns,
+            for_ns: rule.for_ns,
+        }),
+        (None, None, None) => {
             let e = errno.ok_or((first, "exhaust needs errno= (exhaust errno=ENOSPC)".into()))?;
             plan.exhaust = Some(e);
         }
@@ -378,6 +427,17 @@ mod tests {
             ("drop p=0.0000001", 1, 6, "6 decimals"),
             ("é drop", 1, 1, "unknown fault"),
             ("dup; é", 2, 6, "unknown fault"),
+            ("nak", 1, 1, "needs a code"),
+            ("dup; nak rem_acces", 2, 10, "unknown NAK"),
+            ("rnr dir=tx", 1, 5, "answers what it receives"),
+            ("nak inv_req dir=both", 1, 13, "answers what it receives"),
+            ("link", 1, 1, "needs \"down\""),
+            ("link up after=1s", 1, 6, "only \"down\""),
+            ("link down p=0.5", 1, 11, "not a key of link"),
+            ("link down for=0s", 1, 11, "never active"),
+            ("qp_fatal for=1s", 1, 10, "not a key of qp_fatal"),
+            ("device_fatal qp=3", 1, 14, "not a key of device_fatal"),
+            ("link down after=2days", 1, 11, "not a duration"),
         ] {
             let e = parse(spec).unwrap_err();
             assert_eq!((e.item, e.column), (item, column), "{spec}: {e}");
@@ -386,6 +446,44 @@ mod tests {
         let many = vec!["dup"; limits::ITEMS + 1].join(";");
         assert!(parse(&many).unwrap_err().message.contains("more than 32"));
         assert!(parse(&"x".repeat(limits::SPEC_LEN + 1)).is_err());
+    }
+
+    #[test]
+    fn responder_and_event_rules_parse() {
+        let p = parse(
+            "rnr qp=17 opcode=send count=3; nak rem_access nth=2; nak psn_seq p=0.5; \
+             link down after=1s for=2s; qp_fatal qp=17 after=10ms; device_fatal after=1s",
+        )
+        .unwrap();
+        assert_eq!(p.packets[0].fault, PacketFault::Rnr);
+        assert_eq!(p.packets[0].trigger.count, Some(3));
+        assert_eq!(p.packets[1].fault, PacketFault::Nak(Nak::RemAccess));
+        assert_eq!(p.packets[2].fault, PacketFault::Nak(Nak::PsnSeq));
+        assert_eq!(
+            p.events,
+            [
+                EventRule {
+                    event: Event::LinkDown,
+                    qp: None,
+                    after_ns: 1_000_000_000,
+                    for_ns: Some(2_000_000_000),
+                },
+                EventRule {
+                    event: Event::QpFatal,
+                    qp: Some(17),
+                    after_ns: 10_000_000,
+                    for_ns: None,
+                },
+                EventRule {
+                    event: Event::DeviceFatal,
+                    qp: None,
+                    after_ns: 1_000_000_000,
+                    for_ns: None,
+                },
+            ]
+        );
+        assert_eq!(parse(&p.to_string()).unwrap(), p);
+        assert!(!p.is_empty());
     }
 
     #[test]
@@ -414,6 +512,8 @@ mod tests {
             Just(PacketFault::CorruptIcrc),
             (1..=limits::DELAY_NS).prop_map(|ns| PacketFault::Delay { ns }),
             Just(PacketFault::Ce),
+            Just(PacketFault::Rnr),
+            (0..4usize).prop_map(|i| PacketFault::Nak(Nak::NAMES[i].1)),
         ];
         let dir = prop_oneof![Just(Dir::Rx), Just(Dir::Tx), Just(Dir::Both)];
         let op = prop_oneof![
@@ -432,9 +532,10 @@ mod tests {
             trigger(),
         )
             .prop_map(|(fault, dir, qp, opcode, psn, after_ns, for_ns, trigger)| {
+                let answers = matches!(fault, PacketFault::Rnr | PacketFault::Nak(_));
                 PacketRule {
                     fault,
-                    dir,
+                    dir: if answers { Dir::Rx } else { dir },
                     qp,
                     opcode,
                     psn,
@@ -462,6 +563,21 @@ mod tests {
         })
     }
 
+    fn event_rule() -> impl Strategy<Value = EventRule> {
+        (
+            (0..3usize).prop_map(|i| Event::NAMES[i].1),
+            proptest::option::of(0..=limits::PSN),
+            0..=limits::WINDOW_NS,
+            proptest::option::of(1..=limits::WINDOW_NS),
+        )
+            .prop_map(|(event, qp, after_ns, for_ns)| EventRule {
+                event,
+                qp: qp.filter(|_| event == Event::QpFatal),
+                after_ns,
+                for_ns: for_ns.filter(|_| event == Event::LinkDown),
+            })
+    }
+
     fn plan() -> impl Strategy<Value = Plan> {
         (
             any::<u64>(),
@@ -471,12 +587,14 @@ mod tests {
             ),
             proptest::collection::vec(packet_rule(), 0..12),
             proptest::collection::vec(verb_rule(), 0..8),
+            proptest::collection::vec(event_rule(), 0..6),
         )
-            .prop_map(|(seed, exhaust, packets, verbs)| Plan {
+            .prop_map(|(seed, exhaust, packets, verbs, events)| Plan {
                 seed,
                 exhaust,
                 packets,
                 verbs,
+                events,
             })
     }
 

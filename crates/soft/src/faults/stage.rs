@@ -14,7 +14,13 @@ use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::{limits, Dir, PacketFault, PacketRule, Plan, Trigger, Verb, VerbRule, When};
+use rdmakit_proto::Answer;
+use rdmakit_wire::aeth::NakCode;
+
+use super::{
+    limits, Dir, Event, EventRule, Nak, PacketFault, PacketRule, Plan, Trigger, Verb, VerbRule,
+    When,
+};
 use crate::errno::Errno;
 use crate::lock;
 
@@ -48,6 +54,9 @@ pub struct Verdict {
     /// Hold it back: until this time (ns since open) or until this many
     /// packets of its direction passed, whichever comes first.
     pub hold: Option<(u64, u32)>,
+    /// A received RC request: the responder answers it so instead of
+    /// executing it.
+    pub answer: Option<Answer>,
 }
 
 impl Verdict {
@@ -108,6 +117,31 @@ pub struct FaultCounts {
     pub ce: u64,
     /// Verb calls failed (creates and posts).
     pub fail: u64,
+    /// Requests answered with an RNR NAK (`rnr`).
+    pub rnr: u64,
+    /// Requests answered with a NAK (`nak`).
+    pub nak: u64,
+    /// Packets lost, either way, while the link was down.
+    pub link_drop: u64,
+    /// Times the link went down.
+    pub link_down: u64,
+    /// QPs put in ERR by `qp_fatal` (and `device_fatal`).
+    pub qp_fatal: u64,
+    /// `device_fatal` events.
+    pub device_fatal: u64,
+}
+
+/// What an event rule does when its time comes ([`Injector::events_due`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Happening {
+    /// The link went down.
+    LinkDown,
+    /// The link came up again.
+    LinkUp,
+    /// QP `Some(n)` (None: every QP) goes to ERR with QP_FATAL.
+    QpFatal(Option<u32>),
+    /// The device failed.
+    DeviceFatal,
 }
 
 /// A reordered packet waits at most this long for the packets that
@@ -167,14 +201,21 @@ struct State {
     packets: Vec<(PacketRule, Schedule)>,
     verbs: Vec<(VerbRule, Schedule)>,
     held: VecDeque<Held>,
+    /// Event rules and how far each went: 0 not yet, 1 begun (a link
+    /// down), 2 over.
+    events: Vec<(EventRule, u8)>,
 }
 
 /// A plan at work (see the module's documentation).
 #[derive(Debug)]
 pub struct Injector {
     state: Mutex<State>,
-    counts: [AtomicU64; 7],
+    counts: [AtomicU64; 13],
     has_packet_rules: bool,
+    /// The link-down windows, `[from, to)` ns since open (pure in time:
+    /// the port's state and the packets lost follow them exactly; the
+    /// events are raised when [`Injector::events_due`] sees them pass).
+    link_down: Vec<(u64, u64)>,
 }
 
 impl Injector {
@@ -190,21 +231,92 @@ impl Injector {
                     .map(|(i, r)| (*r, Schedule::new(plan.seed, n + i)))
                     .collect(),
                 held: VecDeque::new(),
+                events: plan.events.iter().map(|e| (*e, 0)).collect(),
             }),
             counts: Default::default(),
-            has_packet_rules: n > 0,
+            // A link that goes down loses packets: it is a packet rule too.
+            has_packet_rules: n > 0 || plan.events.iter().any(|e| e.event != Event::QpFatal),
+            link_down: (plan.events.iter())
+                .filter(|e| matches!(e.event, Event::LinkDown | Event::DeviceFatal))
+                .map(|e| {
+                    let end = match (e.event, e.for_ns) {
+                        (Event::LinkDown, Some(d)) => e.after_ns.saturating_add(d),
+                        _ => u64::MAX,
+                    };
+                    (e.after_ns, end)
+                })
+                .collect(),
         }
     }
 
-    /// Whether any rule is about packets.
+    /// Whether any rule is about packets (a link that goes down is).
     pub fn has_packet_rules(&self) -> bool {
         self.has_packet_rules
+    }
+
+    /// Whether the link is down at `now_ns` (a `link down` window, or
+    /// after `device_fatal`).
+    pub fn link_down(&self, now_ns: u64) -> bool {
+        self.link_down
+            .iter()
+            .any(|&(a, b)| (a..b).contains(&now_ns))
+    }
+
+    /// What the event rules make happen by `now_ns`, in order, each once
+    /// (counted).
+    pub fn events_due(&self, now_ns: u64) -> Vec<Happening> {
+        let mut st = lock(&self.state);
+        let mut out = Vec::new();
+        for (r, phase) in &mut st.events {
+            if *phase == 0 && now_ns >= r.after_ns {
+                *phase = 1;
+                out.push(match r.event {
+                    Event::LinkDown => {
+                        self.counts[10].fetch_add(1, Ordering::Relaxed);
+                        Happening::LinkDown
+                    }
+                    Event::QpFatal => Happening::QpFatal(r.qp),
+                    Event::DeviceFatal => {
+                        self.counts[12].fetch_add(1, Ordering::Relaxed);
+                        Happening::DeviceFatal
+                    }
+                });
+            }
+            let end = r.for_ns.map(|d| r.after_ns.saturating_add(d));
+            if *phase == 1 && r.event == Event::LinkDown && end.is_some_and(|e| now_ns >= e) {
+                *phase = 2;
+                out.push(Happening::LinkUp);
+            }
+        }
+        out
+    }
+
+    /// When the next event rule is due (ns since open).
+    pub fn next_event(&self) -> Option<u64> {
+        let st = lock(&self.state);
+        (st.events.iter())
+            .filter_map(|(r, phase)| match phase {
+                0 => Some(r.after_ns),
+                1 if r.event == Event::LinkDown => r.for_ns.map(|d| r.after_ns.saturating_add(d)),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Counts QPs put in ERR by an event rule.
+    pub fn count_qp_fatal(&self, n: u64) {
+        self.counts[11].fetch_add(n, Ordering::Relaxed);
     }
 
     /// The verdict on one packet at `now_ns` (since the device opened),
     /// counted as injected.
     pub fn judge(&self, p: PacketInfo, now_ns: u64) -> Verdict {
         let mut v = Verdict::default();
+        if !self.link_down.is_empty() && self.link_down(now_ns) {
+            self.counts[9].fetch_add(1, Ordering::Relaxed);
+            v.drop = true;
+            return v;
+        }
         let mut st = lock(&self.state);
         let room = st.held.len() < limits::HELD;
         for (r, s) in &mut st.packets {
@@ -223,6 +335,13 @@ impl Injector {
                     v.hold = Some((now_ns.saturating_add(ns), u32::MAX));
                 }
                 PacketFault::Reorder { .. } | PacketFault::Delay { .. } => {}
+                PacketFault::Rnr if v.answer.is_none() => {
+                    v.answer = Some(Answer::Rnr);
+                }
+                PacketFault::Nak(n) if v.answer.is_none() => {
+                    v.answer = Some(Answer::Nak(nak_code(n)));
+                }
+                PacketFault::Rnr | PacketFault::Nak(_) => {}
             }
         }
         drop(st);
@@ -244,6 +363,8 @@ impl Injector {
         c(3, v.corrupt);
         c(4, v.hold.is_some_and(|h| h.1 == u32::MAX));
         c(5, v.ce);
+        c(7, v.answer == Some(Answer::Rnr));
+        c(8, matches!(v.answer, Some(Answer::Nak(_))));
         v
     }
 
@@ -314,7 +435,29 @@ impl Injector {
             delay: c(4),
             ce: c(5),
             fail: c(6),
+            rnr: c(7),
+            nak: c(8),
+            link_drop: c(9),
+            link_down: c(10),
+            qp_fatal: c(11),
+            device_fatal: c(12),
         }
+    }
+}
+
+/// Whether BTH opcode `op` is an RC request (SEND, WRITE, READ request,
+/// atomic): what a responder answers.
+fn is_rc_request(op: u8) -> bool {
+    op < 0x20 && matches!(op, 0x00..=0x0c | 0x13 | 0x14 | 0x16 | 0x17)
+}
+
+/// The AETH code of a `nak` rule.
+fn nak_code(n: Nak) -> NakCode {
+    match n {
+        Nak::PsnSeq => NakCode::PsnSequenceError,
+        Nak::InvReq => NakCode::InvalidRequest,
+        Nak::RemAccess => NakCode::RemoteAccessError,
+        Nak::RemOp => NakCode::RemoteOperationalError,
     }
 }
 
@@ -323,6 +466,7 @@ fn matches(r: &PacketRule, p: &PacketInfo, now_ns: u64) -> bool {
     (r.dir == Dir::Both || r.dir == p.dir)
         && r.qp.map_or(true, |q| q == p.qp)
         && r.opcode.map_or(true, |o| o.matches(p.opcode))
+        && (!matches!(r.fault, PacketFault::Rnr | PacketFault::Nak(_)) || is_rc_request(p.opcode))
         && r.psn.map_or(true, |(a, b)| (a..=b).contains(&p.psn))
         && now_ns >= r.after_ns
         && r.for_ns
@@ -430,5 +574,63 @@ mod tests {
         assert_eq!(got, [None, None, Some(Errno::ENOSPC), None, None, None]);
         assert_eq!(inj.fail(Verb::RegMr), None);
         assert_eq!(inj.counts().fail, 1);
+    }
+
+    #[test]
+    fn a_link_down_loses_everything_and_comes_back() {
+        let inj = Injector::new(&Plan::parse("link down after=1ms for=2ms").unwrap());
+        assert!(inj.has_packet_rules());
+        let p = |dir| PacketInfo {
+            dir,
+            qp: 1,
+            opcode: 4,
+            psn: 0,
+        };
+        assert!(inj.judge(p(Dir::Rx), 999_999).is_pass());
+        assert!(inj.judge(p(Dir::Tx), 1_000_000).drop);
+        assert!(inj.judge(p(Dir::Rx), 2_999_999).drop);
+        assert!(inj.judge(p(Dir::Rx), 3_000_000).is_pass());
+        assert_eq!(inj.next_event(), Some(1_000_000));
+        assert!(inj.events_due(999_999).is_empty());
+        assert_eq!(inj.events_due(1_500_000), [Happening::LinkDown]);
+        assert_eq!(inj.next_event(), Some(3_000_000));
+        assert_eq!(inj.events_due(3_000_000), [Happening::LinkUp]);
+        assert_eq!(inj.next_event(), None);
+        assert!(inj.events_due(u64::MAX).is_empty(), "each once");
+        let c = inj.counts();
+        assert_eq!((c.link_drop, c.link_down), (2, 1));
+        // Late: both at once, in order.
+        let inj = Injector::new(&Plan::parse("link down after=1ms for=2ms").unwrap());
+        assert_eq!(
+            inj.events_due(5_000_000),
+            [Happening::LinkDown, Happening::LinkUp]
+        );
+    }
+
+    #[test]
+    fn rnr_and_nak_answer_requests_only() {
+        let v = verdicts("rnr count=2");
+        // Received RC requests: SEND (0x04), WRITE (0x0a), READ (0x0c);
+        // the ACK (0x11) is not one and does not use the count up.
+        let hit: Vec<usize> = (0..5000).filter(|&i| v[i].answer.is_some()).collect();
+        assert_eq!(hit, [1, 4], "i = 2 is an ACK, i = 3 sent");
+        assert_eq!(v[1].answer, Some(Answer::Rnr));
+        let v = verdicts("nak rem_op opcode=read nth=1");
+        let hit: Vec<usize> = (0..5000).filter(|&i| v[i].answer.is_some()).collect();
+        assert_eq!(hit, [7]);
+        assert_eq!(
+            v[7].answer,
+            Some(Answer::Nak(NakCode::RemoteOperationalError))
+        );
+        let inj = Injector::new(&Plan::parse("rnr; nak inv_req").unwrap());
+        let send = PacketInfo {
+            dir: Dir::Rx,
+            qp: 1,
+            opcode: 4,
+            psn: 0,
+        };
+        assert_eq!(inj.judge(send, 0).answer, Some(Answer::Rnr), "the first");
+        let c = inj.counts();
+        assert_eq!((c.rnr, c.nak), (1, 0));
     }
 }

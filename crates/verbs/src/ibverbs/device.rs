@@ -1023,6 +1023,13 @@ impl IbvDevice {
                 IBV_EVENT_SRQ_LIMIT_REACHED => Some(AsyncEvent::SrqLimitReached {
                     srq: u32::try_from((*ev.element.srq).srq_context as usize).unwrap_or(0),
                 }),
+                IBV_EVENT_PORT_ERR => Some(AsyncEvent::PortErr {
+                    port: u8::try_from(ev.element.port_num).unwrap_or(0),
+                }),
+                IBV_EVENT_PORT_ACTIVE => Some(AsyncEvent::PortActive {
+                    port: u8::try_from(ev.element.port_num).unwrap_or(0),
+                }),
+                IBV_EVENT_DEVICE_FATAL => Some(AsyncEvent::DeviceFatal),
                 _ => None,
             }
         }

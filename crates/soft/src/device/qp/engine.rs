@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::Ordering;
 
 use rdmakit_proto::{
-    Access, Arrival, AttrMask, Clock, Extent, Instant, Key, MemError, MemResult, Memory,
+    Access, Answer, Arrival, AttrMask, Clock, Extent, Instant, Key, MemError, MemResult, Memory,
     ModifyError, Pd, QpAttr, QpConfig, QpState, QpType, SendWr, WcStatus,
 };
 use rdmakit_types::device::{AsyncEvent, QpInit};
@@ -67,6 +67,8 @@ pub(in crate::device) struct Came<'a> {
     pub(in crate::device) peer: Option<&'a net::shm::Peer>,
     /// The IP header said Congestion Experienced.
     pub(in crate::device) ce: bool,
+    /// The fault plan's answer to it, when it is a request to refuse.
+    pub(in crate::device) answer: Option<Answer>,
 }
 
 impl Engine {
@@ -135,6 +137,21 @@ impl Engine {
 
     /// Hands the engine a send WR whose mapping was refused (it completes
     /// with LOC_PROT_ERR in order); false when the engine's queue is full.
+    /// Puts the QP in ERR as a fatal error would (the fault plan's
+    /// `qp_fatal`): the next [`Engine::drive`] flushes its WRs and raises
+    /// `IBV_EVENT_QP_FATAL`. False when it was in RESET or ERR already.
+    pub(in crate::device) fn fail(&mut self) -> bool {
+        if matches!(self.qp.state(), QpState::Reset | QpState::Err) {
+            return false;
+        }
+        let attr = QpAttr {
+            qp_state: QpState::Err,
+            ..QpAttr::default()
+        };
+        self.last_error = None;
+        self.qp.modify(&attr, AttrMask::STATE).is_ok()
+    }
+
     pub(super) fn post_refused(&mut self, wr: SendWr) -> bool {
         let posted = self.qp.post_send(wr).is_ok();
         if posted {
@@ -432,7 +449,12 @@ impl Engine {
         pkt: &[u8],
         now: impl Clock,
     ) {
-        let Came { src, peer, ce } = from;
+        let Came {
+            src,
+            peer,
+            ce,
+            answer,
+        } = from;
         let counters = sh.counters();
         if pkt.first().is_some_and(|&op| wcma::is_cma_opcode(op))
             && (peer.is_none() || self.remote != Some(src))
@@ -482,6 +504,7 @@ impl Engine {
         let arrival = Arrival {
             ce,
             src: sh.ahs().find(from_ip),
+            answer,
         };
         if q.qp_type() == QpType::Ud {
             let from = SocketAddrV4::new(from_ip, src.port());

@@ -362,6 +362,15 @@ impl Qps {
         (due, next)
     }
 
+    /// Every QP (`Some(n)`: QP `n` only, if it exists).
+    pub(super) fn select(&self, qpn: Option<u32>) -> Vec<Arc<Qp>> {
+        let m = read(&self.map);
+        match qpn {
+            Some(n) => m.qps.get(&n).cloned().into_iter().collect(),
+            None => m.qps.values().cloned().collect(),
+        }
+    }
+
     /// The live QPs' transport counters, summed.
     pub(super) fn transport_sums(&self) -> super::info::QpSums {
         read(&self.map)
