@@ -773,6 +773,11 @@ impl Device {
     /// # Errors
     /// `EINVAL` without an attached agent or for a MAD over 256 bytes.
     pub fn gsi_send(&self, dst: Ipv4Addr, mad: &[u8]) -> Result<()> {
+        // A link the fault plan took down loses it, as it would on a wire
+        // (received MADs are judged with every other packet).
+        if self.sh.lost_to_link() {
+            return Ok(());
+        }
         self.sh
             .gsi()
             .send(dst, mad, self.sh.net(), self.sh.counters())

@@ -21,7 +21,7 @@ use rdmakit_wire::{bth, cma as wcma};
 use crate::attr::{DeviceAttr, Limits, PortAttr};
 use crate::cma::SoftTransport;
 use crate::errno::{Errno, Origin, Result, SoftError};
-use crate::faults::{Dir, Happening, Held, Injector, PacketInfo, Verb};
+use crate::faults::{self, Dir, Happening, Held, Injector, PacketInfo, Verb};
 use crate::lock;
 use crate::net::{self, Net};
 use crate::registry::Registry;
@@ -135,7 +135,8 @@ impl Shared {
         };
         // Packet faults act on the link: a plan with packet rules puts
         // every packet on it (UDP), none in a same-host ring or copy.
-        let asked = match cfg.faults.packets.is_empty() && cfg.faults.events.is_empty() {
+        let link_events = (cfg.faults.events.iter()).any(|e| e.event != faults::Event::QpFatal);
+        let asked = match cfg.faults.packets.is_empty() && !link_events {
             true => cfg.transport,
             false => SoftTransport::Udp,
         };
@@ -772,6 +773,14 @@ impl Shared {
         self.faults
             .as_deref()
             .is_some_and(|f| f.link_down(self.now().as_nanos()))
+    }
+
+    /// Whether a packet that leaves outside the QPs' transmit (a MAD) is
+    /// lost to a down link now (counted).
+    pub(super) fn lost_to_link(&self) -> bool {
+        self.faults
+            .as_deref()
+            .is_some_and(|f| f.lost_to_link(self.now().as_nanos()))
     }
 
     /// Makes an event rule's happening happen: the port's events, QPs to

@@ -262,6 +262,17 @@ impl Injector {
             .any(|&(a, b)| (a..b).contains(&now_ns))
     }
 
+    /// Whether a packet sent or received at `now_ns` outside the judged
+    /// paths (QP1's MADs on their way out) is lost to a down link
+    /// (counted).
+    pub fn lost_to_link(&self, now_ns: u64) -> bool {
+        let lost = self.link_down(now_ns);
+        if lost {
+            self.counts[9].fetch_add(1, Ordering::Relaxed);
+        }
+        lost
+    }
+
     /// What the event rules make happen by `now_ns`, in order, each once
     /// (counted).
     pub fn events_due(&self, now_ns: u64) -> Vec<Happening> {
