@@ -28,6 +28,8 @@
 #![warn(missing_docs)]
 
 pub mod check;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod counters;
 pub mod discover;
 pub mod expected;

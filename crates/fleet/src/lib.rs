@@ -43,6 +43,8 @@
 /// This rdmakit, as reports name the tool that made them.
 pub const TOOL: &str = concat!("rdmakit ", env!("CARGO_PKG_VERSION"));
 pub mod baseline;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod cohort;
 pub mod drift;
 pub mod fabric;

@@ -1,200 +1,22 @@
-//! `rdmakit fabric discover`, `rdmakit fabric counters` and `rdmakit fabric
-//! check`: the InfiniBand subnet through a local umad port
-//! (`rdmakit_fabric::live`; docs/fabric.md). Here, the flags, the files and
-//! printing.
+//! `rdmakit fabric discover`, `route`, `counters` and `check`: the
+//! InfiniBand subnet through a local umad port (`rdmakit_fabric::cli`, its
+//! flags and their mapping onto `rdmakit_fabric::live`; docs/fabric.md).
+//! Here, the `--html` page and printing.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
-use rdmakit_fabric::check::flags::Flags;
-use rdmakit_fabric::live::{self, CheckForm, DiscoverForm};
-use rdmakit_fabric::route;
-use rdmakit_fabric::view::Picture;
+pub use rdmakit_fabric::cli::Args;
 use rdmakit_vocab::exit::Exit;
 
-#[derive(clap::Subcommand, Debug)]
-pub enum Args {
-    /// Walk the subnet with directed-route SMPs from a local port, like ibnetdiscover: nodes, ports, links.
-    Discover {
-        /// Print the discovery as JSON (the subnet, schema rdmakit.fabric/v1, and what did not answer).
-        #[arg(long, conflicts_with = "topology")]
-        json: bool,
-        /// Print ibnetdiscover's topology format.
-        #[arg(long)]
-        topology: bool,
-        /// Also read every switch's linear forwarding table (JSON: `lfts`), for fabric route
-        /// and the fleet's --fabric.
-        #[arg(long)]
-        routes: bool,
-        /// Also write the fabric as a picture in one self-contained HTML file: switches in
-        /// tiers, hosts below, each link coloured by its state, width and speed.
-        #[arg(long, value_name = "FILE", conflicts_with = "routes")]
-        html: Option<String>,
-        #[command(flatten)]
-        port: PortArgs,
-    },
-    /// Follow the unicast route from SRC to DST through the switches' forwarding tables, like
-    /// ibtracert.
-    Route {
-        /// Where the route starts: a LID, a GUID (0x...) or a node description.
-        src: String,
-        /// Where it ends: a LID, a GUID (0x...) or a node description.
-        dst: String,
-        /// Print the route as JSON (the ends and each switch: GUID, description, in and out port).
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        port: PortArgs,
-    },
-    /// Read every port's PMA counters (PortCounters, PortCountersExtended), like perfquery on each.
-    Counters {
-        /// Print JSON (schema rdmakit.fabric.counters/v1).
-        #[arg(long)]
-        json: bool,
-        /// Every port and every counter; without it, the ports with an error counter not 0.
-        #[arg(long, conflicts_with = "json")]
-        all: bool,
-        /// Clear every counter read after reading it (like perfquery -r).
-        #[arg(long)]
-        reset: bool,
-        #[command(flatten)]
-        port: PortArgs,
-    },
-    /// Judge the subnet: links, error counters, the subnet manager, GUIDs and LIDs, and the
-    /// cabling against an expected topology (codes RDK-F001 …; rdmakit explain CODE).
-    Check(CheckArgs),
-}
-
-/// `rdmakit fabric check`'s flags.
-#[derive(clap::Args, Debug)]
-pub struct CheckArgs {
-    /// Print JSON (schema rdmakit.fabric.check/v1: the findings, their groups, the SM's answer).
-    #[arg(long)]
-    json: bool,
-    /// Show every evidence line and every next command.
-    #[arg(short, long)]
-    verbose: bool,
-    /// An earlier counters snapshot (--save FILE, or fabric counters --json): judge each
-    /// counter's growth since it, with its rate, instead of its total.
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
-    /// The expected cabling: a topology file (ibnetdiscover's output, an ibsim net file) or a
-    /// cable list (docs/fabric.md).
-    #[arg(long, value_name = "FILE")]
-    expected: Option<PathBuf>,
-    /// Exit 1 when a finding at or above this severity is found: error, warning, info, never.
-    #[arg(long, value_name = "LEVEL", default_value = "error")]
-    fail_on: String,
-    /// Write the counters read, with the time, to FILE: a later check's --baseline.
-    #[arg(long, value_name = "FILE")]
-    save: Option<PathBuf>,
-    /// Counter thresholds in infiniband-diags' error_thresholds format (Name=value lines, as
-    /// ibqueryerrors --threshold-file reads); default: the values that file ships commented.
-    #[arg(long, value_name = "FILE")]
-    thresholds: Option<PathBuf>,
-    /// Override a code's severity, e.g. --severity RDK-F005=error (repeatable).
-    #[arg(long, value_name = "CODE=LEVEL")]
-    severity: Vec<String>,
-    /// Also write the fabric as a picture in one self-contained HTML file: each link
-    /// coloured by the findings on it, the faulty ones framed and listed with their evidence.
-    #[arg(long, value_name = "FILE")]
-    html: Option<String>,
-    #[command(flatten)]
-    port: PortArgs,
-}
-
-/// The local port the MADs leave by.
-#[derive(clap::Args, Debug)]
-pub struct PortArgs {
-    /// The CA (as ibstat names it: mlx5_0); default: the first with an Active port.
-    #[arg(long, value_name = "NAME")]
-    ca: Option<String>,
-    /// The CA's port; default: its first Active port.
-    #[arg(long, value_name = "N")]
-    port: Option<u8>,
-}
-
 pub fn run(a: Args) -> anyhow::Result<Exit> {
-    let said = match a {
-        Args::Discover {
-            json,
-            topology,
-            routes,
-            html,
-            port,
-        } => {
-            let form = match (json, topology) {
-                (true, _) => DiscoverForm::Json,
-                (_, true) => DiscoverForm::Topology,
-                _ => DiscoverForm::Summary,
-            };
-            match routes {
-                true => route::live::discover_routes_command(port.ca.as_deref(), port.port, form)?,
-                false => {
-                    let d = live::discover_command(
-                        port.ca.as_deref(),
-                        port.port,
-                        form,
-                        html.is_some(),
-                    )?;
-                    write_picture(
-                        html.as_deref(),
-                        d.picture.as_ref(),
-                        "rdmakit fabric discover",
-                    )?;
-                    d.said
-                }
-            }
-        }
-        Args::Route {
-            src,
-            dst,
-            json,
-            port,
-        } => route::live::route_command(port.ca.as_deref(), port.port, &src, &dst, json)?,
-        Args::Counters {
-            json,
-            all,
-            reset,
-            port,
-        } => live::counters_command(port.ca.as_deref(), port.port, json, all, reset)?,
-        Args::Check(c) => {
-            let flags = Flags {
-                baseline: c.baseline.as_deref(),
-                expected: c.expected.as_deref(),
-                thresholds: c.thresholds.as_deref(),
-                severity: &c.severity,
-                fail_on: &c.fail_on,
-            };
-            let form = CheckForm {
-                json: c.json,
-                verbose: c.verbose,
-                width: super::doctor::width(),
-                picture: c.html.is_some(),
-            };
-            let (ca, port) = (c.port.ca.as_deref(), c.port.port);
-            let checked = live::check_flags_command(ca, port, &flags, form, c.save.as_deref())
-                .map_err(anyhow::Error::msg)?;
-            write_picture(
-                c.html.as_deref(),
-                checked.picture.as_ref(),
-                "rdmakit fabric check",
-            )?;
-            checked.said
-        }
-    };
+    let ran = a.run(super::doctor::width())?;
+    if let Some(p) = &ran.page {
+        let page = rdmakit_report::fabric::render(&p.picture, p.title, &super::page_meta(None));
+        super::write_page(&p.path, page)?;
+    }
     // Through anstream: the check's report is styled; NO_COLOR and a
     // stdout that is not a terminal strip the styles.
-    anstream::stdout().write_all(said.out.as_bytes())?;
-    eprint!("{}", said.err);
-    Ok(said.exit)
-}
-
-/// Writes the picture's page to `path` when `--html` was given.
-fn write_picture(path: Option<&str>, picture: Option<&Picture>, title: &str) -> anyhow::Result<()> {
-    if let (Some(path), Some(p)) = (path, picture) {
-        let meta = super::page_meta(None);
-        super::write_page(path, rdmakit_report::fabric::render(p, title, &meta))?;
-    }
-    Ok(())
+    anstream::stdout().write_all(ran.said.out.as_bytes())?;
+    eprint!("{}", ran.said.err);
+    Ok(ran.said.exit)
 }
