@@ -12,11 +12,14 @@
 //! - [`fabric`]: the whole InfiniBand fabric from one local port (`rdmakit metrics
 //!   --fabric`): every port's PMA counters under node_exporter's names prefixed
 //!   `rdmakit_fabric_`, link states, widths and speeds, node counts.
+//! - [`export`]: where `rdmakit metrics` puts the exposition (served, a textfile,
+//!   stdout).
 //! - [`http`]: the HTTP/1.1 exporter (hyper on a one-thread tokio runtime; GET/HEAD
 //!   /metrics; 400/404/405/431/503 for everything else), whose connection slots no
 //!   idle or slow client can hold, and whose concurrent scrapes share collections.
 
 pub mod expo;
+pub mod export;
 pub mod fabric;
 pub mod http;
 pub mod soft;

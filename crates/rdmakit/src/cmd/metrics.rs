@@ -1,16 +1,15 @@
 //! `rdmakit metrics`: the host's RDMA facts and the doctor's findings in the
 //! Prometheus text format, printed, written as a textfile for node_exporter, or served
-//! over HTTP; with `--fabric`, every port of the InfiniBand fabric instead.
+//! over HTTP (`rdmakit_metrics::export`); with `--fabric`, every port of the
+//! InfiniBand fabric instead.
 
 use std::io::Write as _;
-use std::path::Path;
 
-use anyhow::Context as _;
-use rdmakit_metrics::fabric::FabricExporter;
-use rdmakit_metrics::{http, scrape, Options};
+use rdmakit_metrics::export::{self, To};
+use rdmakit_metrics::Options;
+use rdmakit_vocab::exit::Exit;
 
 use super::ReplayArgs;
-use rdmakit_vocab::exit::Exit;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -56,56 +55,30 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<Exit> {
-    if a.fabric {
-        return fabric(&a);
-    }
-    let opts = Options {
-        node_compat: !a.no_node_compat,
-        // The soft NIC's registry is this host's: read live only.
-        soft: match a.source.live() {
-            true => rdmakit_verbs::SoftProvider::names_from_env(),
-            false => Vec::new(),
-        },
-    };
-    let (opened, copts) = a.source.open(a.pid, a.kernel_log.clone())?;
-    if let Some(addr) = &a.listen {
-        let listener = http::bind(addr).map_err(anyhow::Error::msg)?;
-        let local = listener.local_addr().context("--listen: local address")?;
-        eprintln!("rdmakit: serving metrics on http://{local}/metrics");
-        http::serve_source(listener, opened, copts, opts).context("serving metrics")?;
-        return Ok(Exit::Ok);
-    }
-    let text = scrape(opened.source(), &copts, opened.label(), &opts);
-    emit(a.output.as_deref(), &text)?;
-    Ok(Exit::Ok)
-}
-
-/// `rdmakit metrics --fabric`.
-fn fabric(a: &Args) -> anyhow::Result<Exit> {
-    let opts = rdmakit_metrics::fabric::Options::default();
-    let mut exporter = FabricExporter::open(a.ca.as_deref(), a.port, opts)?;
-    if let Some(addr) = &a.listen {
-        let listener = http::bind(addr).map_err(anyhow::Error::msg)?;
-        let local = listener.local_addr().context("--listen: local address")?;
-        eprintln!("rdmakit: serving the fabric's metrics on http://{local}/metrics");
-        http::serve_fabric(listener, exporter).context("serving metrics")?;
-        return Ok(Exit::Ok);
-    }
-    let text = exporter.scrape();
-    emit(a.output.as_deref(), &text)?;
-    Ok(Exit::Ok)
-}
-
-/// Prints the exposition, or writes it atomically to `output`.
-fn emit(output: Option<&str>, text: &str) -> anyhow::Result<()> {
-    match output {
-        Some(path) => rdmakit_metrics::textfile::write_atomically(Path::new(path), text.as_bytes())
-            .map_err(anyhow::Error::msg)?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
+    let to = To::of_flags(a.listen.as_deref(), a.output.as_deref());
+    let text = match a.fabric {
+        true => export::fabric(a.ca.as_deref(), a.port, to, &|at| {
+            eprintln!("rdmakit: serving the fabric's metrics on http://{at}/metrics")
+        })?,
+        false => {
+            let opts = Options {
+                node_compat: !a.no_node_compat,
+                // The soft NIC's registry is this host's: read live only.
+                soft: match a.source.live() {
+                    true => rdmakit_verbs::SoftProvider::names_from_env(),
+                    false => Vec::new(),
+                },
+            };
+            let (opened, copts) = a.source.open(a.pid, a.kernel_log.clone())?;
+            export::host(opened, copts, opts, to, &|at| {
+                eprintln!("rdmakit: serving metrics on http://{at}/metrics")
+            })?
         }
+    };
+    if let Some(text) = text {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
     }
-    Ok(())
+    Ok(Exit::Ok)
 }
