@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use rdmakit_host::collect::collect;
-use rdmakit_host::model::HostFacts;
+use rdmakit_host::model::{Device, HostFacts};
 use rdmakit_host::open::{OpenError, SourceSpec};
 
 /// One PortCounters error field as the kernel exposes it in `ports/<n>/counters/`.
@@ -286,10 +286,11 @@ impl Baseline {
             from_flag: "--baseline",
             ..SourceSpec::default()
         };
-        // A bundle answers device limits from its records: none are asked live.
-        let (opened, opts) = spec.open(|| std::sync::Arc::new(|_: &str| None))?;
+        // A bundle answers device limits and soft counters from its records:
+        // nothing is asked live.
+        let (opened, opts) = spec.open(|s| s)?;
         let facts = collect(opened.source(), &opts);
-        if facts.devices.iter().all(|d| d.ports.is_empty()) {
+        if all_devices(&facts).all(|d| d.ports.is_empty()) {
             return Err(BaselineError::NoPort(path.to_string()));
         }
         let age = match (opened.recorded_unix(), now_unix) {
@@ -299,10 +300,10 @@ impl Baseline {
         Ok(Baseline::from_facts(&facts, opened.label(), age))
     }
 
-    /// The counters of every port in `facts`.
+    /// The counters of every port in `facts`, the soft NIC's (`soft0/1`) too.
     pub fn from_facts(facts: &HostFacts, source: &str, age_secs: Option<u64>) -> Baseline {
         let mut ports = BTreeMap::new();
-        for d in &facts.devices {
+        for d in all_devices(facts) {
             for p in &d.ports {
                 let mut counters = BTreeMap::new();
                 let mut paths = BTreeMap::new();
@@ -356,6 +357,11 @@ impl Baseline {
             None => self.source.clone(),
         }
     }
+}
+
+/// The kernel's devices, then the soft NIC's that published counters.
+fn all_devices(facts: &HostFacts) -> impl Iterator<Item = &Device> {
+    facts.devices.iter().chain(&facts.soft_devices)
 }
 
 /// "45 s", "12 min", "2 h 5 min", "3 d 4 h".

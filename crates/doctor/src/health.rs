@@ -250,12 +250,18 @@ impl Edge {
 }
 
 /// Opens `spec`'s source; the live host answers device limits through the
-/// libibverbs at `library` (loaded and asked once, when first needed: RDK-R002).
+/// libibverbs at `library` (loaded and asked once, when first needed: RDK-R002)
+/// and the soft NIC's counters from its registry ([`crate::soft`]), the
+/// device `RDMAKIT_SOFT_NAME` names (soft0) first.
 ///
 /// # Errors
 /// As [`SourceSpec::open`].
 pub fn open(spec: &SourceSpec, library: String) -> Result<(Opened, CollectOptions), OpenError> {
-    spec.open(move || Arc::new(rdmakit_verbs::ibverbs::limits_by_name(library)) as _)
+    spec.open(move |live| {
+        let live =
+            live.with_device_limits(Arc::new(rdmakit_verbs::ibverbs::limits_by_name(library)));
+        crate::soft::with_registry(live, SoftProvider::names_from_env())
+    })
 }
 
 impl NodeCheck {

@@ -35,4 +35,5 @@ pub mod qos;
 pub mod render;
 pub mod report;
 pub mod rules;
+pub mod soft;
 pub mod views;

@@ -57,6 +57,8 @@ pub const ASKED_SINCE: &[&str] = &[
     "/sys/class/net/*",
     "ethtool-*",
     "dcb:*",
+    // The soft NIC's published counters (crate::source::Probe::SoftCounters).
+    "soft_counters",
 ];
 
 /// Whether `key` is a question [`ASKED_SINCE`] lists.
@@ -702,6 +704,7 @@ mod tests {
         assert!(!asked_since("/sys/class/net/"));
         assert!(asked_since("ethtool-stats:eth0"));
         assert!(asked_since("dcb:ens1f0np0"));
+        assert!(asked_since("soft_counters"));
         assert!(!asked_since("/sys/class"));
     }
 

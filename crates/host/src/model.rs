@@ -140,6 +140,12 @@ pub struct HostFacts {
     pub mad: MadClass,
     pub dev_nodes: DevNodes,
     pub devices: Vec<Device>,
+    /// The soft NIC's devices that published device-wide counters (any user),
+    /// each a software device whose port 1 holds them and nothing else
+    /// ([`crate::source::Probe::SoftCounters`]). Apart from `devices`: they
+    /// have no sysfs; the counter checks read both.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub soft_devices: Vec<Device>,
     pub netdevs: Vec<Netdev>,
     pub cpus_online: Attr<CpuSet>,
     pub interrupts: Attr<Interrupts>,

@@ -8,7 +8,7 @@ use crate::bounded::{self, Cap};
 use crate::bundle::{Bundle, BundleError};
 use crate::capture::{import_capture, ImportError};
 use crate::collect::CollectOptions;
-use crate::source::{Answer, Errno, LimitsFn, LiveSource, Op, Recorder, Source};
+use crate::source::{Answer, Errno, LiveSource, Op, Recorder, Source};
 
 /// Which source to open, as the command line names it.
 #[derive(Clone, Debug, Default)]
@@ -284,16 +284,17 @@ impl SourceSpec {
     }
 
     /// Opens the source, and the options to collect with: a bundle's own,
-    /// with `pid` and `kernel_log` overriding them when given. The live
-    /// host answers device limits through `limits` (called once, only for
-    /// the live host).
+    /// with `pid` and `kernel_log` overriding them when given. `host` adds
+    /// to the live host what this crate cannot read itself (device limits
+    /// through libibverbs, the soft NIC's counters: [`LiveSource`]'s
+    /// `with_*`); it is called once, only for the live host.
     ///
     /// # Errors
     /// The bundle or capture directory does not read; `--root` is not a
     /// directory.
     pub fn open(
         &self,
-        limits: impl FnOnce() -> LimitsFn,
+        host: impl FnOnce(LiveSource) -> LiveSource,
     ) -> Result<(Opened, CollectOptions), OpenError> {
         if let Some(path) = &self.from {
             let p = Path::new(path);
@@ -371,10 +372,7 @@ impl SourceSpec {
                 }
                 Opened::Live(self.live(root), format!("tree at {root}"))
             }
-            None => Opened::Live(
-                self.live("/").with_device_limits(limits()),
-                "live host".into(),
-            ),
+            None => Opened::Live(host(self.live("/")), "live host".into()),
         };
         if let Some(pid) = self.pid {
             if let Err(e) = opened.source().read(&format!("/proc/{pid}/status")) {
@@ -476,7 +474,7 @@ mod tests {
             root: Some(root.clone()),
             ..SourceSpec::default()
         };
-        let Err(e) = spec.open(no_limits) else {
+        let Err(e) = spec.open(as_is) else {
             panic!("a tree of flattened links opened")
         };
         assert_eq!(
@@ -492,8 +490,8 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
-    fn no_limits() -> LimitsFn {
-        std::sync::Arc::new(|_: &str| None)
+    fn as_is(s: LiveSource) -> LiveSource {
+        s
     }
 
     #[test]
@@ -509,7 +507,7 @@ mod tests {
             pid: Some(7),
             ..SourceSpec::default()
         };
-        let Ok((o, opts)) = spec.open(no_limits) else {
+        let Ok((o, opts)) = spec.open(as_is) else {
             panic!("the temporary directory did not open as a root")
         };
         assert_eq!(o.label(), format!("tree at {t}"));
@@ -519,7 +517,7 @@ mod tests {
             pid: Some(8),
             ..SourceSpec::default()
         };
-        let Err(e) = spec.open(no_limits) else {
+        let Err(e) = spec.open(as_is) else {
             panic!("a --pid the tree does not have opened")
         };
         assert_eq!(
@@ -533,7 +531,7 @@ mod tests {
             root: Some(format!("{root}/rdmakit-no-such-dir")),
             ..SourceSpec::default()
         };
-        let Err(e) = spec.open(no_limits) else {
+        let Err(e) = spec.open(as_is) else {
             panic!("a missing --root opened")
         };
         assert_eq!(
@@ -548,7 +546,7 @@ mod tests {
             from: Some(format!("{root}/rdmakit-no-such-bundle.json")),
             ..SourceSpec::default()
         };
-        let Err(e) = spec.open(no_limits) else {
+        let Err(e) = spec.open(as_is) else {
             panic!("a missing bundle opened")
         };
         assert_eq!(
@@ -563,7 +561,7 @@ mod tests {
             kernel_log: Some(format!("{root}/rdmakit-no-such-log")),
             ..SourceSpec::default()
         };
-        let Err(e) = spec.open(no_limits) else {
+        let Err(e) = spec.open(as_is) else {
             panic!("a missing --kernel-log opened")
         };
         assert!(
@@ -572,7 +570,7 @@ mod tests {
             )),
             "{e}"
         );
-        let Ok((o, _)) = SourceSpec::default().open(no_limits) else {
+        let Ok((o, _)) = SourceSpec::default().open(as_is) else {
             panic!("the live host did not open")
         };
         assert_eq!(o.label(), "live host");

@@ -130,6 +130,11 @@ pub enum Probe {
     /// An Ethernet fact of a netdev that is not a file (ethtool, DCB), in the
     /// text the matching command prints ([`crate::ethernet`]).
     Ethernet(crate::ethernet::EthQuery),
+    /// The soft NIC's device-wide counters, every user's summed, of each soft
+    /// device that published some (the CLI supplies them from the soft NIC's
+    /// registry; the host crate does not depend on the soft NIC): lines
+    /// "DEVICE NAME VALUE", read by [`crate::parse::soft::counters`].
+    SoftCounters,
 }
 
 impl Probe {
@@ -144,6 +149,7 @@ impl Probe {
             Probe::Netlink(req) => netlink_key(req),
             Probe::DeviceLimits(dev) => format!("device_limits:{dev}"),
             Probe::Ethernet(q) => q.key(),
+            Probe::SoftCounters => "soft_counters".into(),
         }
     }
 }
@@ -186,6 +192,7 @@ pub trait Source {
 pub struct LiveSource {
     root: PathBuf,
     limits: Option<LimitsFn>,
+    soft: Option<SoftCountersFn>,
     /// Paths the user named (`--kernel-log`), read as [`bounded::read_named`]
     /// reads them: a pipe may be read (with a deadline), within its cap.
     named: Vec<(String, Cap)>,
@@ -194,11 +201,15 @@ pub struct LiveSource {
 /// Answers [`Probe::DeviceLimits`] for a device name (None: not known).
 pub type LimitsFn = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// Answers [`Probe::SoftCounters`] (None: no soft device published counters).
+pub type SoftCountersFn = std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 impl std::fmt::Debug for LiveSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveSource")
             .field("root", &self.root)
             .field("limits", &self.limits.is_some())
+            .field("soft", &self.soft.is_some())
             .field("named", &self.named)
             .finish()
     }
@@ -209,6 +220,7 @@ impl LiveSource {
         LiveSource {
             root: root.into(),
             limits: None,
+            soft: None,
             named: Vec::new(),
         }
     }
@@ -226,6 +238,13 @@ impl LiveSource {
     /// Answers [`Probe::DeviceLimits`] with `f` (the CLI's libibverbs query).
     pub fn with_device_limits(mut self, f: LimitsFn) -> LiveSource {
         self.limits = Some(f);
+        self
+    }
+
+    /// Answers [`Probe::SoftCounters`] with `f` (the CLI's read of the soft
+    /// NIC's registry).
+    pub fn with_soft_counters(mut self, f: SoftCountersFn) -> LiveSource {
+        self.soft = Some(f);
         self
     }
 
@@ -361,6 +380,12 @@ impl Source for LiveSource {
             Probe::Kmsg => read_kmsg(&self.host_path("/dev/kmsg")),
             Probe::DeviceLimits(dev) => match &self.limits {
                 Some(f) => f(dev).map(String::into_bytes).ok_or(Errno(19)),
+                None => Err(Errno(38)),
+            },
+            // No soft device published counters: ENOENT, as a bundle without
+            // them answers; a source nobody gave the registry to: ENOSYS.
+            Probe::SoftCounters => match &self.soft {
+                Some(f) => f().map(String::into_bytes).ok_or(Errno::ENOENT),
                 None => Err(Errno(38)),
             },
             Probe::Netlink(req) => {

@@ -31,6 +31,11 @@
 //! packets or ignored CNPs growing are RDK-N009's findings: then this rule
 //! stays silent. Not judged on a port without both CNP counters (rxe,
 //! kernels before 4.12) or when they read "N/A" or garbage (RDK-H009).
+//!
+//! **The soft NIC.** Its published device-wide counters (port 1 of each of
+//! `HostFacts::soft_devices`) have the same names and are judged the same
+//! way, without Ethernet facts (no netdev, no rate: a CNP share needs its
+//! packet counters, which it always publishes).
 
 use rdmakit_host::model::{Attr, Device, Port};
 use rdmakit_host::parse::sysfs::Counter;
@@ -69,18 +74,41 @@ pub const LOSS_COUNTERS: [(&str, u64); 5] = [
 ];
 
 /// A RoCE port the facts hold, with its device and its netdev's name
-/// ("IF" when unknown, for the commands).
-fn roce_ports<'a>(cx: &'a Ctx) -> Vec<(&'a Device, &'a Port, &'a str)> {
-    cx.facts
-        .ethernet
-        .ports
+/// ("IF" when unknown, for the commands; None for the soft NIC's, which
+/// has none), the soft NIC's after the kernel's.
+fn roce_ports<'a>(cx: &'a Ctx) -> Vec<(&'a Device, &'a Port, Option<&'a str>)> {
+    let kernel = cx.facts.ethernet.ports.iter().filter_map(|p| {
+        let d = cx.facts.devices.iter().find(|d| d.name == p.device)?;
+        let port = d.ports.iter().find(|x| x.num == p.port)?;
+        Some((d, port, Some(p.netdev.as_deref().unwrap_or("IF"))))
+    });
+    let soft = cx
+        .facts
+        .soft_devices
         .iter()
-        .filter_map(|p| {
-            let d = cx.facts.devices.iter().find(|d| d.name == p.device)?;
-            let port = d.ports.iter().find(|x| x.num == p.port)?;
-            Some((d, port, p.netdev.as_deref().unwrap_or("IF")))
-        })
-        .collect()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p, None)));
+    kernel.chain(soft).collect()
+}
+
+/// [`no_roce`], unless the soft NIC published counters: its ports are
+/// judged without Ethernet facts.
+fn nothing_to_judge(cx: &Ctx) -> Option<Outcome> {
+    match cx.facts.soft_devices.is_empty() {
+        true => no_roce(cx),
+        false => None,
+    }
+}
+
+/// The command that shows a port's congestion counters: `rdma statistic`
+/// for a kernel port, `rdmakit stat` for the soft NIC's.
+fn stat_command(d: &Device, p: &Port, soft: bool, grep: &str) -> String {
+    match soft {
+        true => format!("rdmakit stat {}/{}", d.name, p.num),
+        false => format!(
+            "rdma statistic show link {}/{} | grep -E '{grep}'",
+            d.name, p.num
+        ),
+    }
 }
 
 /// A counter's value: absent, "N/A" and garbage are `None`.
@@ -139,7 +167,7 @@ enum Basis {
 
 /// RDK-N014: CNPs sent or handled faster than the storm threshold.
 pub fn storm(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_roce(cx) {
+    if let Some(o) = nothing_to_judge(cx) {
         return o;
     }
     let Some(b) = cx.cfg.baseline.as_ref() else {
@@ -244,14 +272,13 @@ pub fn storm(cx: &Ctx) -> Outcome {
             )
             .brief(format!("{cnp} {}/s ({share:.1} %)", per_s(rate)))
             .remedy(remedy)
-            .next(format!(
-                "rdma statistic show link {}/{} | grep -E 'cnp|ecn'",
-                d.name, p.num
-            ))
-            .next(format!(
-                "ethtool -S {ifname} | grep -E 'prio[0-9]_(marked|pause)|out_of_buffer'"
-            ))
-            .next("rdmakit fleet pairwise");
+            .next(stat_command(d, p, ifname.is_none(), "cnp|ecn"));
+            if let Some(ifname) = ifname {
+                f = f.next(format!(
+                    "ethtool -S {ifname} | grep -E 'prio[0-9]_(marked|pause)|out_of_buffer'"
+                ));
+            }
+            f = f.next("rdmakit fleet pairwise");
             f.evidence = evidence(p, Some(bp), &c);
             if let Some(x) = &pk {
                 f.evidence.extend(evidence(p, Some(bp), x));
@@ -278,7 +305,7 @@ pub fn storm(cx: &Ctx) -> Outcome {
 
 /// RDK-N015: retransmissions grow while the congestion loop never ran.
 pub fn loss_without_ecn(cx: &Ctx) -> Outcome {
-    if let Some(o) = no_roce(cx) {
+    if let Some(o) = nothing_to_judge(cx) {
         return o;
     }
     let b = cx.cfg.baseline.as_ref();
@@ -335,8 +362,9 @@ pub fn loss_without_ecn(cx: &Ctx) -> Outcome {
             ),
             _ => (
                 format!(
-                    "since the driver loaded: {}, while np_cnp_sent and rp_cnp_handled are 0: \
-                     the congestion loop never ran{}",
+                    "{}: {}, while np_cnp_sent and rp_cnp_handled are 0: the congestion loop \
+                     never ran{}",
+                    super::counted_since(d),
                     list.join(", "),
                     if b.is_some() {
                         " (the port or its CNP counters are not in the baseline)"
@@ -363,14 +391,18 @@ pub fn loss_without_ecn(cx: &Ctx) -> Outcome {
              RDK-N006), where a full queue drops instead of pausing; link errors (RDK-H010, \
              RDK-N012) for loss that is not congestion at all.",
         )
-        .next(format!(
-            "rdma statistic show link {}/{} | grep -E 'cnp|ecn|seq|timeout|duplicate'",
-            d.name, p.num
-        ))
-        .next(format!(
-            "grep . /sys/class/net/{ifname}/ecn/roce_*/enable/*"
-        ))
-        .next(
+        .next(stat_command(
+            d,
+            p,
+            ifname.is_none(),
+            "cnp|ecn|seq|timeout|duplicate",
+        ));
+        if let Some(ifname) = ifname {
+            f = f.next(format!(
+                "grep . /sys/class/net/{ifname}/ecn/roce_*/enable/*"
+            ));
+        }
+        f = f.next(
             "rdmakit collect -o before.json.gz; sleep 60; rdmakit doctor --baseline before.json.gz",
         );
         for (x, _) in &lost {

@@ -1,8 +1,9 @@
 //! Hardware layer: port error counters (RDK-H010) and transport counters (RDK-H011),
-//! absolute or, with a [`Baseline`], as growth since it.
+//! absolute or, with a [`Baseline`], as growth since it; the soft NIC's published
+//! device-wide counters (`HostFacts::soft_devices`, its port 1) are judged too.
 
 use super::hardware::no_devices;
-use super::port_subject;
+use super::{counted_since, port_subject};
 use crate::checks::{Ctx, Outcome};
 use crate::codes::{Code, Severity};
 use crate::counters::{judge, Baseline, BaselinePort, Reading, ERROR_COUNTERS, TRANSPORT_COUNTERS};
@@ -68,12 +69,16 @@ fn each_port(
     dir: &str,
     mut judge: impl FnMut(&Device, &Port, Base, &mut Read) -> Option<Finding>,
 ) -> Outcome {
-    if let Some(o) = no_devices(cx) {
-        return o;
+    // The soft NIC's devices have no sysfs: their published counters are
+    // judged even on a host whose kernel has no RDMA device.
+    if cx.facts.soft_devices.is_empty() {
+        if let Some(o) = no_devices(cx) {
+            return o;
+        }
     }
     let mut out = Vec::new();
     let mut r = Read::default();
-    for d in &cx.facts.devices {
+    for d in cx.facts.devices.iter().chain(&cx.facts.soft_devices) {
         for p in &d.ports {
             let b = base(cx.cfg.baseline.as_ref(), d, p);
             out.extend(judge(d, p, b, &mut r));
@@ -299,7 +304,8 @@ pub fn transport(cx: &Ctx) -> Outcome {
                 Code::H011,
                 subject,
                 format!(
-                    "transport counters since the driver loaded ({why}): {}",
+                    "transport counters {} ({why}): {}",
+                    counted_since(d),
                     parts.join(", ")
                 ),
             ),
@@ -307,8 +313,9 @@ pub fn transport(cx: &Ctx) -> Outcome {
                 Code::H011,
                 subject,
                 format!(
-                    "transport counters since the driver loaded: {}; whether they still \
-                     grow needs a baseline (--baseline)",
+                    "transport counters {}: {}; whether they still grow needs a \
+                     baseline (--baseline)",
+                    counted_since(d),
                     parts.join(", ")
                 ),
             ),

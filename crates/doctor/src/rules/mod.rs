@@ -113,6 +113,18 @@ pub fn port_subject(dev: &Device, port: &Port) -> String {
     format!("{} port {}", dev.name, port.num)
 }
 
+/// Since when a device's counters count: its driver's loading, or for the
+/// soft NIC's published counters the first use of its registry (they
+/// outlive the processes that counted them).
+pub(crate) fn counted_since(dev: &Device) -> &'static str {
+    match dev.provider.as_deref() {
+        Some("soft") if dev.kind == rdmakit_host::model::DeviceKind::Software => {
+            "since the soft NIC's registry began counting"
+        }
+        _ => "since the driver loaded",
+    }
+}
+
 /// Formats a byte count the way ulimit users think: "64 KiB", "8 MiB", "2 GiB".
 pub fn human_bytes(b: u64) -> String {
     const UNITS: &[(u64, &str)] = &[

@@ -1,13 +1,15 @@
 //! Collectors: read a [`Source`] into [`HostFacts`].
 //!
 //! Collection never writes to the host: the only calls it makes are reads, directory
-//! listings, readlink, lstat, getrlimit, access(2), a non-blocking read of /dev/kmsg
-//! and opening (then closing) a NETLINK_RDMA socket. Of the processes it reads
-//! (`--pid`, the collecting process's ancestors) it keeps no argument and no
+//! listings, readlink, lstat, getrlimit, access(2), a non-blocking read of /dev/kmsg,
+//! opening (then closing) a NETLINK_RDMA socket and, through what the CLI supplies,
+//! libibverbs' device limits and the soft NIC's published counters. Of the processes
+//! it reads (`--pid`, the collecting process's ancestors) it keeps no argument and no
 //! environment variable but the ones [`crate::secrets`] allows.
 
 mod device;
 mod process;
+mod soft;
 mod system;
 
 use std::cell::RefCell;
@@ -71,6 +73,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
     let mad = system::mad(&cx);
     let dev_nodes = system::dev_nodes(&cx);
     let devices = device::devices(&cx, &kernel.ib_class);
+    let soft_devices = soft::devices(&cx);
     let netdevs = system::netdevs(&cx);
     let ethernet = crate::ethernet::facts::collect(&cx, &devices, &netdevs, opts.optics);
     let cpus_online = cx.attr(
@@ -103,6 +106,7 @@ pub fn collect(src: &dyn Source, opts: &CollectOptions) -> HostFacts {
         mad,
         dev_nodes,
         devices,
+        soft_devices,
         netdevs,
         cpus_online,
         interrupts,

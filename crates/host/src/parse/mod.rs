@@ -34,6 +34,7 @@ pub mod kmsg;
 pub mod pci;
 pub mod pkg;
 pub mod proc;
+pub mod soft;
 pub mod sysfs;
 
 /// Longest prefix of the offending input kept in a [`ParseError`].

@@ -4,7 +4,7 @@
 // (libFuzzer, through `include!`), so both drive the same entry points.
 
 use rdmakit_host::ethernet::{optics, parse as eth};
-use rdmakit_host::parse::{cgroup, kmsg, pkg, proc, sysfs};
+use rdmakit_host::parse::{cgroup, kmsg, pkg, proc, soft, sysfs};
 
 /// Every string parser, applied to `s`; results are thrown away, only panics count.
 pub fn all_str_parsers(s: &str) {
@@ -28,6 +28,7 @@ pub fn all_str_parsers(s: &str) {
     }
     let _ = sysfs::gid_type(s);
     let _ = sysfs::counter(s);
+    let _ = soft::counters(s);
     let _ = sysfs::u64_value(s);
     let _ = sysfs::u32_value(s);
     let _ = sysfs::i64_value(s);
