@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use rdmakit_soft::proto::{
-    Access, AttrMask, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Wc, WcStatus,
+    Access, AttrMask, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Wc, WcStatus,
 };
 use rdmakit_soft::{Device, DeviceConfig, Errno, GsiMad, Limits, QpInit, SendRequest};
 
@@ -131,29 +131,10 @@ fn limits_give_rxe_errnos() {
     assert_eq!(d.resource_counts(), Default::default());
 }
 
+/// Two connected RC QPs of `d` with [`init`]'s limits and
+/// [`common::rc_attr`].
 fn rc_pair(d: &Device, pd: u32, cq: u32) -> (u32, u32) {
-    let a = d.create_qp(&init(pd, cq, QpType::Rc)).unwrap();
-    let b = d.create_qp(&init(pd, cq, QpType::Rc)).unwrap();
-    let gid = d.gid(1, 0).unwrap();
-    for (me, peer) in [(a, b), (b, a)] {
-        let at = QpAttr {
-            qp_access_flags: Access::all(),
-            port_num: 1,
-            path_mtu: Mtu::Mtu1024,
-            dest_qp_num: peer,
-            rq_psn: 100,
-            max_dest_rd_atomic: 4,
-            min_rnr_timer: 1,
-            sq_psn: 100,
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            max_rd_atomic: 4,
-            ..QpAttr::default()
-        };
-        common::to_rts(d, me, &at, gid);
-    }
-    (a, b)
+    common::rc_pair(d, &init(pd, cq, QpType::Rc), &common::rc_attr())
 }
 
 /// A device with a registry of its own (parallel tests must not share

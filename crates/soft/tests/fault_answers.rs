@@ -8,9 +8,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::to_rts;
 use rdmakit_soft::proto::{
-    Access, Mtu, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Wc, WcStatus,
+    Access, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Wc, WcStatus,
 };
 use rdmakit_soft::{AsyncEvent, Device, DeviceConfig, QpInit, SendRequest};
 
@@ -33,29 +32,13 @@ struct Retry {
 
 /// Two connected RC QPs of `d` (`a` sends to `b`), with `r`'s attributes.
 fn rc_pair(d: &Device, pd: u32, cq: u32, r: Retry) -> (u32, u32) {
-    let init = QpInit::new(QpType::Rc, pd, cq, 8);
-    let a = d.create_qp(&init).unwrap();
-    let b = d.create_qp(&init).unwrap();
-    let gid = d.gid(1, 0).unwrap();
-    for (me, peer) in [(a, b), (b, a)] {
-        let at = QpAttr {
-            qp_access_flags: Access::all(),
-            port_num: 1,
-            path_mtu: Mtu::Mtu1024,
-            dest_qp_num: peer,
-            rq_psn: 100,
-            max_dest_rd_atomic: 4,
-            min_rnr_timer: 1,
-            sq_psn: 100,
-            timeout: r.timeout,
-            retry_cnt: r.retry_cnt,
-            rnr_retry: r.rnr_retry,
-            max_rd_atomic: 4,
-            ..QpAttr::default()
-        };
-        to_rts(d, me, &at, gid);
-    }
-    (a, b)
+    let at = QpAttr {
+        timeout: r.timeout,
+        retry_cnt: r.retry_cnt,
+        rnr_retry: r.rnr_retry,
+        ..common::rc_attr()
+    };
+    common::rc_pair(d, &QpInit::new(QpType::Rc, pd, cq, 8), &at)
 }
 
 /// One 64-byte SEND from `a` to `b` (a receive posted at `b`); the

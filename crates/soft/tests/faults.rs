@@ -6,9 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::to_rts;
 use rdmakit_soft::faults::Plan;
-use rdmakit_soft::proto::{Access, Mtu, QpAttr, QpType, SendOp, SendWr, Sge, Wc, WcStatus};
+use rdmakit_soft::proto::{Access, QpType, SendOp, SendWr, Sge, Wc, WcStatus};
 use rdmakit_soft::{Device, DeviceConfig, Errno, QpInit, SendRequest};
 
 fn open(plan: &str) -> Device {
@@ -24,28 +23,7 @@ fn open(plan: &str) -> Device {
 /// timeout 14, seven retries).
 fn rc_pair(d: &Device, pd: u32, cq: u32) -> (u32, u32) {
     let deep = QpInit::new(QpType::Rc, pd, cq, 64);
-    let a = d.create_qp(&deep).unwrap();
-    let b = d.create_qp(&deep).unwrap();
-    let gid = d.gid(1, 0).unwrap();
-    for (me, peer) in [(a, b), (b, a)] {
-        let at = QpAttr {
-            qp_access_flags: Access::all(),
-            port_num: 1,
-            path_mtu: Mtu::Mtu1024,
-            dest_qp_num: peer,
-            rq_psn: 100,
-            max_dest_rd_atomic: 4,
-            min_rnr_timer: 1,
-            sq_psn: 100,
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            max_rd_atomic: 4,
-            ..QpAttr::default()
-        };
-        to_rts(d, me, &at, gid);
-    }
-    (a, b)
+    common::rc_pair(d, &deep, &common::rc_attr())
 }
 
 /// 64 WRITEs of 4 KiB (four packets each) between two QPs of one device,
