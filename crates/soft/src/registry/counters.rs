@@ -38,6 +38,7 @@ use super::proc::{check_owner, read_fd, Owner, OwnerState};
 use super::record::{parse_name, Ctx, Name};
 use super::scan::{self, CtxState, Scan};
 use crate::userdir::{Refused, UserDir};
+use crate::TRANSPORT_COUNTERS;
 
 /// The most bytes a counters file may have (one is about 400).
 pub const MAX_COUNTERS_BYTES: usize = 4096;
@@ -49,23 +50,23 @@ pub const MAX_FOLDED: usize = 64;
 /// The user's cumulative file in its directory of a device.
 pub const CUMULATIVE: &str = ".hw_counters";
 
-/// The counters published, in [`Values`]' order: the port's packets (the
-/// kernel's `ports/<n>/counters` names) and the transport counters
-/// (`crate::TRANSPORT_COUNTERS`, mlx5's `hw_counters` names).
-pub const NAMES: [&str; 12] = [
-    "port_xmit_packets",
-    "port_rcv_packets",
-    "retransmitted_packets",
-    "local_ack_timeout_err",
-    "out_of_sequence",
-    "packet_seq_err",
-    "duplicate_request",
-    "rnr_nak_retry_err",
-    "np_ecn_marked_roce_packets",
-    "np_cnp_sent",
-    "rp_cnp_handled",
-    "rp_cnp_ignored",
-];
+/// The counters published, in [`Values`]' order: the port's packets
+/// ([`PORT_COUNTERS`], the kernel's `ports/<n>/counters` names) and then the
+/// transport counters ([`crate::TRANSPORT_COUNTERS`], mlx5's `hw_counters`
+/// names), so the two lists are written once each.
+pub const NAMES: [&str; PORT_COUNTERS.len() + TRANSPORT_COUNTERS.len()] = {
+    let mut names = [""; PORT_COUNTERS.len() + TRANSPORT_COUNTERS.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = if i < PORT_COUNTERS.len() {
+            PORT_COUNTERS[i]
+        } else {
+            TRANSPORT_COUNTERS[i - PORT_COUNTERS.len()]
+        };
+        i += 1;
+    }
+    names
+};
 
 /// Of [`NAMES`], those in a port's `counters/` directory on a real device
 /// (the rest are `hw_counters`).
