@@ -595,17 +595,9 @@ impl Shared {
                 let pkts = &mut std::iter::once(pkt).peekable();
                 self.deliver_as_is(src, peer, (ce, answer), pkts, hold_acks, now);
             };
-            let info = match bth::Packet::new_checked(pkt) {
-                Ok(b) if !wcma::is_cma_opcode(b.opcode().0) => PacketInfo {
-                    dir: Dir::Rx,
-                    qp: b.dest_qp(),
-                    opcode: b.opcode().0,
-                    psn: b.psn(),
-                },
-                _ => {
-                    one(ce, None);
-                    continue;
-                }
+            let Some(info) = judged(pkt, Dir::Rx, None) else {
+                one(ce, None);
+                continue;
             };
             let t = self.now().as_nanos();
             let v = f.judge(info, t);
@@ -676,14 +668,8 @@ impl Shared {
         pkt: &[u8],
         (dst, sport, tos): (std::net::Ipv4Addr, u16, u8),
     ) -> Option<u8> {
-        let info = match bth::Packet::new_checked(pkt) {
-            Ok(b) if !wcma::is_cma_opcode(b.opcode().0) => PacketInfo {
-                dir: Dir::Tx,
-                qp: qpn,
-                opcode: b.opcode().0,
-                psn: b.psn(),
-            },
-            _ => return Some(tos),
+        let Some(info) = judged(pkt, Dir::Tx, Some(qpn)) else {
+            return Some(tos);
         };
         let t = self.now().as_nanos();
         let v = f.judge(info, t);
@@ -909,4 +895,19 @@ impl HeldAcks {
     fn pop(&self) -> Option<u32> {
         lock(&self.qpns).pop()
     }
+}
+
+/// What the fault plan judges of a transport packet (`pkt`, without ICRC)
+/// going `dir` on QP `qpn` (on receive, the BTH's destination QP): `None`
+/// for a packet it never judges, one too short for a BTH or a same-host
+/// request.
+fn judged(pkt: &[u8], dir: Dir, qpn: Option<u32>) -> Option<PacketInfo> {
+    let b = bth::Packet::new_checked(pkt).ok()?;
+    let opcode = b.opcode().0;
+    (!wcma::is_cma_opcode(opcode)).then(|| PacketInfo {
+        dir,
+        qp: qpn.unwrap_or_else(|| b.dest_qp()),
+        opcode,
+        psn: b.psn(),
+    })
 }
