@@ -1,9 +1,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::registry::tests::OtherUser;
 use crate::registry::{proc_stat, Registry};
 use crate::userdir;
 
@@ -174,27 +175,8 @@ fn forged_oversized_and_odd_files_are_ignored_and_reported() {
     std::os::unix::fs::symlink(&secret, dir.join(link.counters_name())).unwrap();
     // A file naming a live process of another user (root's, or nobody's
     // when this is root).
-    let mut child = None;
-    let pid = if userdir::euid() == 0 {
-        let ch = Command::new("setpriv")
-            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-            .args(["sleep", "30"])
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("setpriv (util-linux)");
-        let pid = ch.id();
-        child = Some(ch);
-        let end = Instant::now() + Duration::from_secs(5);
-        while crate::registry::check_owner(pid, proc_stat(pid).map_or(0, |s| s.1), 0)
-            != crate::registry::Owner::Foreign(65534)
-        {
-            assert!(Instant::now() < end, "setpriv never became uid 65534");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        pid
-    } else {
-        1
-    };
+    let other = OtherUser::start();
+    let pid = other.pid;
     let theirs = Ctx {
         pid,
         start_time: proc_stat(pid).unwrap().1,
@@ -223,10 +205,6 @@ fn forged_oversized_and_odd_files_are_ignored_and_reported() {
         vals(9).emit(&[]).into_bytes()
     );
     r.remove_instance();
-    if let Some(mut ch) = child {
-        let _ = ch.kill();
-        let _ = ch.wait();
-    }
 }
 
 /// Another user's directory counts as that user's own numbers; a file in it

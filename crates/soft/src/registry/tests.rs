@@ -47,6 +47,52 @@ fn ignored_why(s: &Survey, name: &str) -> String {
         .clone()
 }
 
+/// A live process of another user: nobody's `sleep 30` when this is root
+/// (started through setpriv and waited for until it has switched uid),
+/// else init, root's. A started process is killed when this is dropped.
+pub(super) struct OtherUser {
+    pub pid: u32,
+    child: Option<std::process::Child>,
+}
+
+impl OtherUser {
+    pub fn start() -> OtherUser {
+        if userdir::euid() != 0 {
+            return OtherUser {
+                pid: 1,
+                child: None,
+            };
+        }
+        let c = Command::new("setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .args(["sleep", "30"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("setpriv (util-linux)");
+        let pid = c.id();
+        let other = OtherUser {
+            pid,
+            child: Some(c),
+        };
+        // Until setpriv has switched uid.
+        let end = Instant::now() + Duration::from_secs(5);
+        while check_owner(pid, proc_stat(pid).map_or(0, |s| s.1), 0) != Owner::Foreign(65534) {
+            assert!(Instant::now() < end, "setpriv never became uid 65534");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        other
+    }
+}
+
+impl Drop for OtherUser {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 #[test]
 fn add_counts_remove_and_self_is_alive() {
     let b = base();
@@ -219,33 +265,8 @@ fn fifos_links_and_junk_are_ignored_reported_and_never_block() {
 fn a_record_naming_another_users_process_is_forged() {
     let b = base();
     let r = Registry::open_in(b.path(), "f0").unwrap();
-    let mut child = None;
-    let pid = if userdir::euid() == 0 {
-        let c = Command::new("setpriv")
-            .args([
-                "--reuid",
-                "65534",
-                "--regid",
-                "65534",
-                "--clear-groups",
-                "sleep",
-                "30",
-            ])
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("setpriv (util-linux)");
-        let pid = c.id();
-        child = Some(c);
-        // Until setpriv has switched uid.
-        let end = Instant::now() + Duration::from_secs(5);
-        while check_owner(pid, proc_stat(pid).map_or(0, |s| s.1), 0) != Owner::Foreign(65534) {
-            assert!(Instant::now() < end, "setpriv never became uid 65534");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        pid
-    } else {
-        1
-    };
+    let other = OtherUser::start();
+    let pid = other.pid;
     let theirs = Ctx {
         pid,
         start_time: proc_stat(pid).unwrap().1,
@@ -261,10 +282,6 @@ fn a_record_naming_another_users_process_is_forged() {
         s.ignored
     );
     assert!(r.add(Kind::Qp, 2, 1).unwrap());
-    if let Some(mut c) = child {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
 }
 
 /// Issue 34: the lock is taken with a bounded wait, and the error names
