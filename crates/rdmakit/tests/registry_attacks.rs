@@ -480,18 +480,8 @@ fn an_attackers_lock_and_fifos_stall_no_root_command() {
 
 fn open(base: &Path, name: &str, max_qp: u32, leaky: bool) -> Device {
     Device::open(DeviceConfig {
-        name: Some(name.into()),
-        limits: Limits {
-            max_qp,
-            ..Limits::default()
-        },
-        faults: Plan {
-            exhaust: Some(Errno::ENOSPC),
-            ..Plan::default()
-        },
-        leaky: Some(leaky),
         registry_dir: Some(base.to_path_buf()),
-        ..DeviceConfig::default()
+        ..soft_config(name, max_qp, Errno::ENOSPC, leaky)
     })
     .unwrap()
 }

@@ -17,10 +17,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 
 use common::*;
-use rdmakit_soft::faults::Plan;
 use rdmakit_soft::proto::QpType;
 use rdmakit_soft::registry::{OwnerState, Registry};
-use rdmakit_soft::{Device, DeviceConfig, Errno, Limits, QpInit};
+use rdmakit_soft::{Device, Errno, QpInit};
 
 const CHILD_ENV: &str = "RDK_REG_CHILD";
 
@@ -33,20 +32,7 @@ fn open(name: &str, max_qp: u32, exhaustion: Errno) -> Device {
 }
 
 fn open_as(name: &str, max_qp: u32, exhaustion: Errno, leaky: bool) -> Device {
-    Device::open(DeviceConfig {
-        name: Some(name.into()),
-        limits: Limits {
-            max_qp,
-            ..Limits::default()
-        },
-        faults: Plan {
-            exhaust: Some(exhaustion),
-            ..Plan::default()
-        },
-        leaky: Some(leaky),
-        ..DeviceConfig::default()
-    })
-    .unwrap()
+    Device::open(soft_config(name, max_qp, exhaustion, leaky)).unwrap()
 }
 
 fn qp_init(pd: u32, cq: u32) -> QpInit {

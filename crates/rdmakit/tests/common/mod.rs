@@ -5,6 +5,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use rdmakit_soft::faults::Plan;
+use rdmakit_soft::{DeviceConfig, Errno, Limits};
+
 /// Variables of the caller's environment that would change what rdmakit does
 /// (device, provider, fleet token, Slurm): every test starts without them and
 /// sets what it means to test.
@@ -261,4 +264,23 @@ pub fn finish(
     let _ = c.kill();
     let o = c.wait_with_output().unwrap();
     (o.status.code(), text(&o.stdout), text(&o.stderr))
+}
+
+/// A soft device named `name` with room for `max_qp` QPs, refusing the next
+/// with `exhaustion`, leaky (its records kept after its context is gone) or
+/// not: the device the registry tests contend for.
+pub fn soft_config(name: &str, max_qp: u32, exhaustion: Errno, leaky: bool) -> DeviceConfig {
+    DeviceConfig {
+        name: Some(name.into()),
+        limits: Limits {
+            max_qp,
+            ..Limits::default()
+        },
+        faults: Plan {
+            exhaust: Some(exhaustion),
+            ..Plan::default()
+        },
+        leaky: Some(leaky),
+        ..DeviceConfig::default()
+    }
 }
