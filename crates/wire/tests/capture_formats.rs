@@ -2,14 +2,16 @@
 //! pcap, nanosecond pcap, Linux cooked SLL/SLL2, raw IP) built from the real rxe
 //! captures, and over NAK / RNR NAK / READ packets built with the Reprs.
 
+mod common;
+
 use std::net::Ipv4Addr;
 
+use common::pcap;
 use rdmakit_wire::aeth::{self, AethKind, NakCode};
 use rdmakit_wire::capture::{self, AnomalyKind, CaptureError, CaptureFormat};
-use rdmakit_wire::ethernet::{self, EtherType};
-use rdmakit_wire::frame::{self, IpRepr, UdpChecksum};
+use rdmakit_wire::frame::{IpRepr, UdpChecksum};
 use rdmakit_wire::opcode::OpCode;
-use rdmakit_wire::{ipv4, reth, roce, udp};
+use rdmakit_wire::{ipv4, reth, roce};
 
 fn fixture(name: &str) -> Vec<u8> {
     rdmakit_testkit::fixture_bytes(&format!("pcap/{name}"))
@@ -24,43 +26,6 @@ fn frames_of(name: &str) -> Vec<(u64, Vec<u8>)> {
         .iter()
         .map(|f| (f.timestamp_ns.unwrap(), f.data.to_vec()))
         .collect()
-}
-
-fn pcap(link_type: u32, big_endian: bool, nanos: bool, frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let w32 = |v: u32| {
-        if big_endian {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
-    };
-    let w16 = |v: u16| {
-        if big_endian {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
-    };
-    let mut out = Vec::new();
-    out.extend_from_slice(&w32(if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 }));
-    out.extend_from_slice(&w16(2));
-    out.extend_from_slice(&w16(4));
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&w32(65535));
-    out.extend_from_slice(&w32(link_type));
-    for (ts, data) in frames {
-        let frac = if nanos {
-            ts % 1_000_000_000
-        } else {
-            ts % 1_000_000_000 / 1000
-        };
-        out.extend_from_slice(&w32((ts / 1_000_000_000) as u32));
-        out.extend_from_slice(&w32(frac as u32));
-        out.extend_from_slice(&w32(data.len() as u32));
-        out.extend_from_slice(&w32(data.len() as u32));
-        out.extend_from_slice(data);
-    }
-    out
 }
 
 fn pcapng(link_type: u16, frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
@@ -214,29 +179,11 @@ fn frame(server_to_client: bool, roce: roce::Repr<'_>) -> Vec<u8> {
         Ipv4Addr::new(192, 168, 100, 2),
     );
     let (src, dst) = if server_to_client { (a, b) } else { (b, a) };
-    let repr = frame::Repr {
-        ethernet: ethernet::Repr {
-            src_addr: ethernet::Address([0x52, 0x54, 0, 0, 0, 1]),
-            dst_addr: ethernet::Address([0x52, 0x54, 0, 0, 0, 2]),
-            ethertype: EtherType::IPV4,
-        },
-        vlan: None,
-        ip: IpRepr::Ipv4(ipv4::Repr {
-            ident: 1,
-            ..ipv4::Repr::udp(src, dst, 0)
-        }),
-        udp: udp::Repr {
-            src_port: 0xc123,
-            dst_port: 4791,
-            payload_len: 0,
-        },
-        udp_checksum: UdpChecksum::None,
-        roce,
-        trailer: &[],
-    };
-    let mut out = vec![0; repr.buffer_len()];
-    repr.emit(&mut out).unwrap();
-    out
+    let ip = IpRepr::Ipv4(ipv4::Repr {
+        ident: 1,
+        ..ipv4::Repr::udp(src, dst, 0)
+    });
+    common::frame(ip, 0xc123, UdpChecksum::None, roce)
 }
 
 fn ack(psn: u32, kind: AethKind) -> roce::Repr<'static> {

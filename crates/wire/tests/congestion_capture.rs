@@ -7,13 +7,15 @@
 //! answers the first CE packet with a CNP (DSCP 48) and then goes quiet;
 //! host C sends to host D over IPv6 one way only.
 
+mod common;
+
 use std::net::IpAddr;
 
 use rdmakit_wire::capture::{self, AnomalyKind, CaptureReport, Ecn};
-use rdmakit_wire::ethernet::{self, EtherType};
-use rdmakit_wire::frame::{self, IpRepr, UdpChecksum};
+use rdmakit_wire::ethernet;
+use rdmakit_wire::frame::{IpRepr, UdpChecksum};
 use rdmakit_wire::opcode::OpCode;
-use rdmakit_wire::{aeth, cnp, ipv4, ipv6, roce, udp};
+use rdmakit_wire::{aeth, cnp, ipv4, ipv6, roce};
 
 const A: [u8; 4] = [10, 0, 0, 1];
 const B: [u8; 4] = [10, 0, 0, 2];
@@ -27,12 +29,7 @@ const CS6: u8 = 48 << 2;
 
 fn ethernet_header(ip: &IpRepr) -> Vec<u8> {
     let mut h = vec![0u8; ethernet::HEADER_LEN];
-    ethernet::Repr {
-        src_addr: ethernet::Address([0x52, 0x54, 0, 0, 0, 1]),
-        dst_addr: ethernet::Address([0x52, 0x54, 0, 0, 0, 2]),
-        ethertype: ip.ethertype(),
-    }
-    .emit(&mut ethernet::Frame::new_unchecked(&mut h[..]));
+    common::ethernet(ip.ethertype()).emit(&mut ethernet::Frame::new_unchecked(&mut h[..]));
     h
 }
 
@@ -80,26 +77,7 @@ fn ack(ip: IpRepr, qp: u32, psn: u32) -> Vec<u8> {
 }
 
 fn transport(ip: IpRepr, roce: roce::Repr<'_>) -> Vec<u8> {
-    let repr = frame::Repr {
-        ethernet: ethernet::Repr {
-            src_addr: ethernet::Address([0x52, 0x54, 0, 0, 0, 1]),
-            dst_addr: ethernet::Address([0x52, 0x54, 0, 0, 0, 2]),
-            ethertype: EtherType::IPV4,
-        },
-        vlan: None,
-        ip,
-        udp: udp::Repr {
-            src_port: 0xc000,
-            dst_port: 4791,
-            payload_len: 0,
-        },
-        udp_checksum: UdpChecksum::Compute,
-        roce,
-        trailer: &[],
-    };
-    let mut out = vec![0; repr.buffer_len()];
-    repr.emit(&mut out).unwrap();
-    out
+    common::frame(ip, 0xc000, UdpChecksum::Compute, roce)
 }
 
 fn cnp_frame(ip: IpRepr, qp: u32) -> Vec<u8> {
@@ -129,23 +107,14 @@ fn frames() -> Vec<(u64, Vec<u8>)> {
     ]
 }
 
-/// A little-endian microsecond pcap of Ethernet frames.
+/// A little-endian microsecond pcap of Ethernet frames ((µs after T0,
+/// bytes)).
 fn pcap(frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let mut out = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
-    for (us, data) in frames {
-        let ts = T0 + us * 1000;
-        out.extend_from_slice(&((ts / 1_000_000_000) as u32).to_le_bytes());
-        out.extend_from_slice(&((ts % 1_000_000_000 / 1000) as u32).to_le_bytes());
-        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        out.extend_from_slice(data);
-    }
-    out
+    let at: Vec<(u64, Vec<u8>)> = frames
+        .iter()
+        .map(|(us, f)| (T0 + us * 1000, f.clone()))
+        .collect();
+    common::pcap(1, false, false, &at)
 }
 
 const FIXTURE: &str = concat!(
