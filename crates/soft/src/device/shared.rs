@@ -479,7 +479,13 @@ impl Shared {
                 |src, peer, pkt| {
                     wakes.get_or_insert_with(|| self.net.hold_wakes());
                     let pkts = &mut std::iter::once(pkt).peekable();
-                    self.deliver(src, Some(peer.as_ref()), false, pkts, true, &clock);
+                    let came = Came {
+                        src,
+                        peer: Some(peer.as_ref()),
+                        ce: false,
+                        answer: None,
+                    };
+                    self.deliver(came, pkts, true, &clock);
                 },
                 &done,
             )
@@ -548,29 +554,31 @@ impl Shared {
             })
             .peekable();
         let traffic = pkts.peek().is_some();
-        self.deliver(src, None, d.ce(), &mut pkts, hold_acks, now);
+        let came = Came {
+            src,
+            peer: None,
+            ce: d.ce(),
+            answer: None,
+        };
+        self.deliver(came, &mut pkts, hold_acks, now);
         traffic
     }
 
-    /// Hands transport packets from `src` (checked, without ICRC) to their
-    /// QPs: a run of packets for one QP is fed under one engine lock and
-    /// the engine driven (transmit, completions) once after the run, so the
-    /// 16 packets of a 64 KiB write cost one lookup, one lock and one pass,
-    /// and their ACKs coalesce. `peer`: the process the kernel identified
-    /// as their sender, when they came on a same-host ring. `ce`: they
-    /// arrived marked Congestion Experienced.
+    /// Hands transport packets that came as `came` says (checked, without
+    /// ICRC) to their QPs: a run of packets for one QP is fed under one
+    /// engine lock and the engine driven (transmit, completions) once after
+    /// the run, so the 16 packets of a 64 KiB write cost one lookup, one
+    /// lock and one pass, and their ACKs coalesce.
     fn deliver<'a>(
         &self,
-        src: SocketAddrV4,
-        peer: Option<&net::shm::Peer>,
-        ce: bool,
+        came: Came<'_>,
         pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
         hold_acks: bool,
         now: impl Clock,
     ) {
         match self.packet_faults() {
-            None => self.deliver_as_is(src, peer, (ce, None), pkts, hold_acks, now),
-            Some(f) => self.deliver_faulted(f, src, peer, ce, pkts, hold_acks, now),
+            None => self.deliver_as_is(came, pkts, hold_acks, now),
+            Some(f) => self.deliver_faulted(f, came, pkts, hold_acks, now),
         }
     }
 
@@ -579,13 +587,10 @@ impl Shared {
     /// (corrupted), held back (delayed, reordered), or delivered (CE
     /// marked, twice). A same-host request is never faulted: it is taken
     /// only from its peer's ring, and a later delivery would refuse it.
-    #[allow(clippy::too_many_arguments)]
     fn deliver_faulted<'a>(
         &self,
         f: &Injector,
-        src: SocketAddrV4,
-        peer: Option<&net::shm::Peer>,
-        ce: bool,
+        came: Came<'_>,
         pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
         hold_acks: bool,
         now: impl Clock,
@@ -593,21 +598,22 @@ impl Shared {
         for pkt in pkts {
             let one = |ce: bool, answer: Option<Answer>| {
                 let pkts = &mut std::iter::once(pkt).peekable();
-                self.deliver_as_is(src, peer, (ce, answer), pkts, hold_acks, now);
+                let came = Came { ce, answer, ..came };
+                self.deliver_as_is(came, pkts, hold_acks, now);
             };
             let Some(info) = judged(pkt, Dir::Rx, None) else {
-                one(ce, None);
+                one(came.ce, None);
                 continue;
             };
             let t = self.now().as_nanos();
             let v = f.judge(info, t);
-            let ce = ce || v.ce;
+            let ce = came.ce || v.ce;
             if v.drop {
             } else if v.corrupt {
                 self.counters.rx_icrc_errors.fetch_add(1, Ordering::Relaxed);
             } else if let Some(h) = v.hold {
                 let tos = if ce { 0b11 } else { 0 };
-                f.hold(Held::new(Dir::Rx, pkt, src, tos, h));
+                f.hold(Held::new(Dir::Rx, pkt, came.src, tos, h));
                 self.progress.deadline(h.0, &self.net);
             } else {
                 one(ce, v.answer);
@@ -625,7 +631,13 @@ impl Shared {
             match h.dir {
                 Dir::Rx => {
                     let pkts = &mut std::iter::once(&h.bytes[..]).peekable();
-                    self.deliver_as_is(h.addr, None, (h.tos == 0b11, None), pkts, false, now);
+                    let came = Came {
+                        src: h.addr,
+                        peer: None,
+                        ce: h.tos == 0b11,
+                        answer: None,
+                    };
+                    self.deliver_as_is(came, pkts, false, now);
                 }
                 _ => {
                     let len = h.bytes.len();
@@ -711,13 +723,11 @@ impl Shared {
         out
     }
 
-    /// [`Shared::deliver`] without faults (`(ce, answer)`: CE marked, and
-    /// the fault plan's answer to a request).
+    /// [`Shared::deliver`] without faults (`came.answer`: the fault plan's
+    /// answer to a request).
     fn deliver_as_is<'a>(
         &self,
-        src: SocketAddrV4,
-        peer: Option<&net::shm::Peer>,
-        (ce, answer): (bool, Option<Answer>),
+        came: Came<'_>,
         pkts: &mut std::iter::Peekable<impl Iterator<Item = &'a [u8]>>,
         hold_acks: bool,
         now: impl Clock,
@@ -729,7 +739,7 @@ impl Shared {
                 continue;
             };
             if dqpn == GSI_QPN {
-                self.gsi.receive(src, pkt, &self.net, &self.counters);
+                self.gsi.receive(came.src, pkt, &self.net, &self.counters);
                 continue;
             }
             let Some(q) = self.qps.get(dqpn) else {
@@ -737,12 +747,6 @@ impl Shared {
                 continue;
             };
             let mut eng = q.engine();
-            let came = Came {
-                src,
-                peer,
-                ce,
-                answer,
-            };
             eng.feed(&q, self, came, pkt, now);
             // The rest of the run for this QP (a coalesced buffer is one
             // flow, so usually all of it).
