@@ -8,19 +8,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::open;
 use rdmakit_soft::proto::{
     Access, QpAttr, QpState, QpType, RecvWr, SendOp, SendWr, Sge, Wc, WcStatus,
 };
-use rdmakit_soft::{AsyncEvent, Device, DeviceConfig, QpInit, SendRequest};
-
-fn open(plan: &str) -> Device {
-    Device::open(DeviceConfig {
-        shared_registry: false,
-        faults: plan.parse().unwrap(),
-        ..DeviceConfig::default()
-    })
-    .unwrap()
-}
+use rdmakit_soft::{AsyncEvent, Device, QpInit, SendRequest};
 
 /// What a test sets of the requester's retry behaviour.
 #[derive(Clone, Copy)]

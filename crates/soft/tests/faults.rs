@@ -6,18 +6,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::open;
 use rdmakit_soft::faults::Plan;
 use rdmakit_soft::proto::{Access, QpType, SendOp, SendWr, Sge, Wc, WcStatus};
-use rdmakit_soft::{Device, DeviceConfig, Errno, QpInit, SendRequest};
-
-fn open(plan: &str) -> Device {
-    Device::open(DeviceConfig {
-        shared_registry: false,
-        faults: plan.parse().unwrap(),
-        ..DeviceConfig::default()
-    })
-    .unwrap()
-}
+use rdmakit_soft::{Device, Errno, QpInit, SendRequest};
 
 /// Two connected RC QPs of `d`, 64 WRs deep (MTU 1024, PSNs from 100, ACK
 /// timeout 14, seven retries).

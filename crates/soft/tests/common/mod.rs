@@ -3,7 +3,18 @@
 #![allow(dead_code)]
 
 use rdmakit_soft::proto::{Access, AttrMask, Mtu, QpAttr, QpState, QpType};
-use rdmakit_soft::{Device, Gid, QpInit};
+use rdmakit_soft::{Device, DeviceConfig, Gid, QpInit};
+
+/// A device under the fault plan `plan` (the grammar of
+/// `RDMAKIT_SOFT_FAULTS`), with a registry of its own.
+pub fn open(plan: &str) -> Device {
+    Device::open(DeviceConfig {
+        shared_registry: false,
+        faults: plan.parse().unwrap(),
+        ..DeviceConfig::default()
+    })
+    .unwrap()
+}
 
 /// An RC (or `qp_type`) QP's init attributes: 8 WRs and one SGE each way,
 /// 16 bytes inline, selective signalling.
