@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::registry::tests::OtherUser;
-use crate::registry::{proc_stat, Registry};
+use crate::registry::Registry;
 use crate::userdir;
 
 fn vals(first: u64) -> Values {
@@ -176,12 +176,7 @@ fn forged_oversized_and_odd_files_are_ignored_and_reported() {
     // A file naming a live process of another user (root's, or nobody's
     // when this is root).
     let other = OtherUser::start();
-    let pid = other.pid;
-    let theirs = Ctx {
-        pid,
-        start_time: proc_stat(pid).unwrap().1,
-        instance: 1,
-    };
+    let theirs = other.ctx();
     plant(
         &dir,
         &theirs.counters_name(),

@@ -82,6 +82,16 @@ impl OtherUser {
         }
         other
     }
+
+    /// The context (instance 1) of the process, as its records would name
+    /// it.
+    pub fn ctx(&self) -> Ctx {
+        Ctx {
+            pid: self.pid,
+            start_time: proc_stat(self.pid).unwrap().1,
+            instance: 1,
+        }
+    }
 }
 
 impl Drop for OtherUser {
@@ -267,11 +277,7 @@ fn a_record_naming_another_users_process_is_forged() {
     let r = Registry::open_in(b.path(), "f0").unwrap();
     let other = OtherUser::start();
     let pid = other.pid;
-    let theirs = Ctx {
-        pid,
-        start_time: proc_stat(pid).unwrap().1,
-        instance: 1,
-    };
+    let theirs = other.ctx();
     let (n, t) = record_text(Kind::Qp, theirs, 1, 0, false);
     plant(&r, &n, &t);
     let s = r.survey().unwrap();
