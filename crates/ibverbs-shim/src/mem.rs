@@ -3,7 +3,7 @@
 use libc::{c_int, c_void, size_t};
 use rdmakit_ibverbs_abi::{consts::*, *};
 use rdmakit_soft::proto::Access;
-use rdmakit_soft::Gid;
+use rdmakit_soft::{Av, Gid};
 
 use crate::device::{Ctx, Obj};
 use crate::guard::{self, nonnull, Res};
@@ -261,9 +261,9 @@ pub unsafe extern "C" fn ibv_reg_dmabuf_mr(
 
 // ---- address handles -------------------------------------------------------
 
-fn create_ah_gid(pd: *mut ibv_pd, dgid: Gid) -> Res<*mut ibv_ah> {
+fn create_ah_av(pd: *mut ibv_pd, av: Av) -> Res<*mut ibv_ah> {
     let (ctx, h) = pd_of(pd)?;
-    let ah = ctx.dev.create_ah(h, dgid).map_err(guard::soft)?;
+    let ah = ctx.dev.create_ah(h, av).map_err(guard::soft)?;
     let b = Box::new(Ah {
         ah: ibv_ah {
             context: ctx.ibv(),
@@ -281,16 +281,23 @@ pub unsafe extern "C" fn ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) 
         // SAFETY: non-NULL attr from the caller.
         let a = unsafe { &*attr };
         // RoCE needs a GRH: rxe refuses an AH without one the same way
-        // (the loopback device maps its own LID, `lid_destination`).
+        // (the loopback device maps its own LID, `lid_destination`; no
+        // GRH, traffic class 0).
         if a.is_global == 0 {
             let (ctx, _) = pd_of(pd)?;
             let g = ctx
                 .dev
                 .lid_destination("ibv_create_ah", a.dlid)
                 .map_err(guard::soft)?;
-            return create_ah_gid(pd, g);
+            return create_ah_av(pd, Av::from(g));
         }
-        create_ah_gid(pd, Gid(a.grh.dgid.raw))
+        create_ah_av(
+            pd,
+            Av {
+                dgid: Gid(a.grh.dgid.raw),
+                traffic_class: a.grh.traffic_class,
+            },
+        )
     })
 }
 
@@ -360,7 +367,13 @@ pub unsafe extern "C" fn ibv_create_ah_from_wc(
         let mut attr = ibv_ah_attr::default();
         // SAFETY: pd non-NULL; the rest is checked by ibv_init_ah_from_wc.
         match unsafe { ibv_init_ah_from_wc((*pd).context, port_num, wc, grh, &mut attr) } {
-            0 => create_ah_gid(pd, Gid(attr.grh.dgid.raw)),
+            0 => create_ah_av(
+                pd,
+                Av {
+                    dgid: Gid(attr.grh.dgid.raw),
+                    traffic_class: attr.grh.traffic_class,
+                },
+            ),
             e => Err(e),
         }
     })

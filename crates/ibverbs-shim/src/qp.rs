@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use libc::c_int;
 use rdmakit_ibverbs_abi::{consts::*, *};
 use rdmakit_soft::proto::{AttrMask, QpType};
-use rdmakit_soft::{Gid, QpInit};
+use rdmakit_soft::{Av, Gid, QpInit};
 
 use crate::cq::cq_of;
 use crate::device::{Ctx, Obj};
@@ -250,13 +250,19 @@ pub unsafe extern "C" fn ibv_modify_qp(
         let p = convert::qp_attr_for_modify(a, mask).map_err(|_| libc::EINVAL)?;
         let av = if mask.contains(AttrMask::AV) {
             // RoCE addresses by GID; an AV without a GRH is refused (rxe),
-            // except LID 0 on the loopback device (`lid_destination`).
+            // except LID 0 on the loopback device (`lid_destination`),
+            // whose traffic class is 0 (no GRH, no class).
             Some(if a.ah_attr.is_global == 0 {
-                ctx.dev
-                    .lid_destination("ibv_modify_qp", a.ah_attr.dlid)
-                    .map_err(guard::soft)?
+                Av::from(
+                    ctx.dev
+                        .lid_destination("ibv_modify_qp", a.ah_attr.dlid)
+                        .map_err(guard::soft)?,
+                )
             } else {
-                Gid(a.ah_attr.grh.dgid.raw)
+                Av {
+                    dgid: Gid(a.ah_attr.grh.dgid.raw),
+                    traffic_class: a.ah_attr.grh.traffic_class,
+                }
             })
         } else {
             None

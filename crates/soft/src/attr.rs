@@ -10,7 +10,9 @@
 use std::net::Ipv4Addr;
 
 use rdmakit_proto::Mtu;
-pub use rdmakit_types::attr::{DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState};
+pub use rdmakit_types::attr::{
+    Av, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState,
+};
 
 /// `IBV_DEVICE_*` capability bits the soft NIC advertises.
 pub mod cap {

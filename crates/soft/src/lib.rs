@@ -44,7 +44,7 @@ pub mod registry;
 pub mod ring;
 pub mod userdir;
 
-pub use attr::{DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
+pub use attr::{Av, DeviceAttr, Gid, Limits, PortAttr, ROCEV2_GID_INDEX};
 pub use cma::SoftTransport;
 pub use device::{
     flush_held_acks, parse_cc, AsyncEvent, Counters, DataPath, Device, DeviceConfig, GsiMad,

@@ -95,10 +95,15 @@ fn limits_give_rxe_errnos() {
         }
     }
     let gid = d.gid(1, 0).unwrap();
-    let ahs: Vec<u32> = (0..2).map(|_| d.create_ah(pds[1], gid).unwrap()).collect();
-    assert_eq!(d.create_ah(pds[1], gid).unwrap_err().errno, Errno::EINVAL);
+    let ahs: Vec<u32> = (0..2)
+        .map(|_| d.create_ah(pds[1], gid.into()).unwrap())
+        .collect();
     assert_eq!(
-        d.create_ah(pds[1], rdmakit_soft::Gid([0xfe; 16]))
+        d.create_ah(pds[1], gid.into()).unwrap_err().errno,
+        Errno::EINVAL
+    );
+    assert_eq!(
+        d.create_ah(pds[1], rdmakit_soft::Gid([0xfe; 16]).into())
             .unwrap_err()
             .errno,
         Errno::EINVAL,

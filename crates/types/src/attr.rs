@@ -159,6 +159,30 @@ impl LinkLayer {
     }
 }
 
+/// An address vector as `ibv_modify_qp` (`IBV_QP_AV`) and `ibv_create_ah`
+/// take it on RoCE: the destination GID and the GRH's traffic class, the
+/// byte a RoCEv2 packet carries as its IPv4 TOS (IPv6 traffic class). Its
+/// DSCP (the high six bits) is the application's; its ECN bits (the low
+/// two) are the NIC's, which ignores what the application puts there, as
+/// mlx5 does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Av {
+    /// Destination GID (`grh.dgid`).
+    pub dgid: Gid,
+    /// Traffic class (`grh.traffic_class`).
+    pub traffic_class: u8,
+}
+
+impl From<Gid> for Av {
+    /// An address vector to `dgid` with traffic class 0.
+    fn from(dgid: Gid) -> Av {
+        Av {
+            dgid,
+            traffic_class: 0,
+        }
+    }
+}
+
 /// A 16-byte GID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Gid(pub [u8; 16]);

@@ -21,8 +21,8 @@ pub mod raw;
 pub mod wr;
 
 pub use attr::{
-    guid_str, phys_state_name, port_state_name, transport_name, DeviceAttr, Gid, GidEntry, GidType,
-    LinkLayer, PortAttr, PortState,
+    guid_str, phys_state_name, port_state_name, transport_name, Av, DeviceAttr, Gid, GidEntry,
+    GidType, LinkLayer, PortAttr, PortState,
 };
 pub use device::{AsyncEvent, QpInit, SendRequest};
 pub use link::{Speed, Width};

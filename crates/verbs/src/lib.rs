@@ -79,6 +79,6 @@ pub use rdmakit_soft::{DeviceConfig, Limits};
 /// device through it.
 pub type ProviderSetting = Result<ProviderChoice>;
 pub use rdmakit_types::{
-    guid_str, AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState,
+    guid_str, AsyncEvent, Av, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, PortState,
     QpInit, SendRequest, Speed, Width,
 };

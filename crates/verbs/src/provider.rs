@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rdmakit_proto::{Access, AttrMask, QpAttr, RecvWr, Wc};
 use rdmakit_soft::DeviceConfig;
-use rdmakit_types::{AsyncEvent, DeviceAttr, Gid, PortAttr, QpInit, SendRequest};
+use rdmakit_types::{AsyncEvent, Av, DeviceAttr, Gid, PortAttr, QpInit, SendRequest};
 
 use crate::error::Result;
 
@@ -62,7 +62,7 @@ pub trait DeviceOps: Send + Sync {
     fn poll_cq(&self, cq: u32, out: &mut Vec<Wc>, max: usize) -> Result<usize>;
     fn req_notify_cq(&self, cq: u32, solicited_only: bool) -> Result<()>;
     fn create_qp(&self, init: &QpInit) -> Result<u32>;
-    fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: AttrMask, av: Option<Gid>) -> Result<()>;
+    fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: AttrMask, av: Option<Av>) -> Result<()>;
     fn query_qp(&self, qpn: u32) -> Result<(QpAttr, QpInit)>;
     fn destroy_qp(&self, qpn: u32) -> Result<()>;
     /// # Safety
@@ -73,7 +73,7 @@ pub trait DeviceOps: Send + Sync {
     fn modify_srq_limit(&self, srq: u32, limit: u32) -> Result<()>;
     fn destroy_srq(&self, srq: u32) -> Result<()>;
     fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> Result<()>;
-    fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32>;
+    fn create_ah(&self, pd: u32, av: Av) -> Result<u32>;
     fn destroy_ah(&self, ah: u32) -> Result<()>;
     fn get_async_event(&self, timeout: Duration) -> Option<AsyncEvent>;
     /// The soft device behind this handle, if it is one (fault injection,
@@ -200,7 +200,7 @@ impl DeviceOps for SoftOps {
     fn create_qp(&self, init: &QpInit) -> Result<u32> {
         Ok(self.0.create_qp(init)?)
     }
-    fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: AttrMask, av: Option<Gid>) -> Result<()> {
+    fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: AttrMask, av: Option<Av>) -> Result<()> {
         Ok(self.0.modify_qp(qpn, attr, mask, av)?)
     }
     fn query_qp(&self, qpn: u32) -> Result<(QpAttr, QpInit)> {
@@ -228,8 +228,8 @@ impl DeviceOps for SoftOps {
     fn post_srq_recv(&self, srq: u32, wrs: &[RecvWr]) -> Result<()> {
         Ok(self.0.post_srq_recv(srq, wrs)?)
     }
-    fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32> {
-        Ok(self.0.create_ah(pd, dgid)?)
+    fn create_ah(&self, pd: u32, av: Av) -> Result<u32> {
+        Ok(self.0.create_ah(pd, av)?)
     }
     fn destroy_ah(&self, ah: u32) -> Result<()> {
         Ok(self.0.destroy_ah(ah)?)

@@ -138,9 +138,11 @@ impl Qp {
     /// is opaque, so the driver passes it along when it sets the AV; a
     /// RESET forgets it with the AV). Its DSCP (`tclass >> 2`) goes into
     /// every data packet's [`Transmit::tos`], its priority (DSCP >> 3)
-    /// selects the `rp_enable_P` / `np_enable_P` bits. For UD the QP's
-    /// class stands for every destination: a driver whose AHs carry their
-    /// own class puts that DSCP in, keeping the low two (ECN) bits.
+    /// selects the `rp_enable_P` / `np_enable_P` bits. Its low two (ECN)
+    /// bits are ignored, as mlx5 ignores them: the engine writes Not-ECT
+    /// or ECT(0) itself. For UD the QP's class stands for every
+    /// destination: a driver whose AHs carry their own class puts that
+    /// DSCP in, keeping the low two (ECN) bits.
     pub fn set_traffic_class(&mut self, tclass: u8) {
         self.c.tclass = tclass;
     }

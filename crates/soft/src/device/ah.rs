@@ -1,7 +1,9 @@
 //! Address handles: the AH table with `max_ah`, each AH's PD and path, and
 //! the path table every address vector resolves to — an AH's, and a
-//! connected QP's primary path. A path is a destination address interned
-//! once; the engine names it by its index (`AddressHandle`).
+//! connected QP's primary path. A path is a destination address and the
+//! DSCP its packets carry, interned once; the engine names it by its index
+//! (`AddressHandle`). The DSCP is the address vector's traffic class
+//! without its ECN bits (the NIC's): at most 64 paths per destination.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -9,7 +11,7 @@ use std::sync::Mutex;
 
 use rdmakit_proto::AddressHandle;
 
-use crate::attr::{Gid, Limits};
+use crate::attr::{Av, Limits};
 use crate::errno::{Errno, Origin, Result};
 use crate::lock;
 use crate::registry::Kind;
@@ -24,8 +26,30 @@ pub(super) struct Ahs {
     map: Mutex<AhMap>,
     limit: Limit,
     /// Interned destinations, by index; never removed (a device has few).
-    paths: Mutex<Vec<Ipv4Addr>>,
+    paths: Mutex<Vec<Path>>,
 }
+
+/// Where a path leads and the DSCP its packets carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Path {
+    /// The destination address.
+    pub(super) ip: Ipv4Addr,
+    /// The traffic class with its ECN bits cleared: `DSCP << 2`.
+    pub(super) dscp: u8,
+}
+
+impl Path {
+    /// The path to `ip` with `traffic_class`'s DSCP.
+    pub(super) fn new(ip: Ipv4Addr, traffic_class: u8) -> Path {
+        Path {
+            ip,
+            dscp: traffic_class & !ECN_MASK,
+        }
+    }
+}
+
+/// The ECN bits of an IP TOS byte.
+const ECN_MASK: u8 = 0b11;
 
 #[derive(Debug)]
 struct AhMap {
@@ -47,16 +71,17 @@ impl Ahs {
         }
     }
 
-    /// `ibv_create_ah` in `pd` for a RoCEv2 destination GID.
+    /// `ibv_create_ah` in `pd` for a RoCEv2 destination GID and traffic
+    /// class.
     pub(super) fn create(
         &self,
         adm: &Admission,
         pds: &mut PdGuard<'_>,
         pd: u32,
-        dgid: Gid,
+        av: Av,
     ) -> Result<u32> {
         const V: &str = "ibv_create_ah";
-        let ip = dgid.to_ipv4().ok_or_else(|| {
+        let ip = av.dgid.to_ipv4().ok_or_else(|| {
             err(
                 V,
                 Errno::EINVAL,
@@ -70,7 +95,7 @@ impl Ahs {
         let id = m.next;
         adm.register(V, Kind::Ah, id, self.limit)?;
         pds.hold(pd);
-        let path = self.intern(ip);
+        let path = self.intern(Path::new(ip, av.traffic_class));
         m.next = m.next.wrapping_add(1).max(1);
         m.ahs.insert(id, (pd, path));
         Ok(id)
@@ -99,28 +124,29 @@ impl Ahs {
             .map(|&(_, path)| AddressHandle(path))
     }
 
-    /// The path to `ip`, interned.
-    pub(super) fn intern(&self, ip: Ipv4Addr) -> u32 {
+    /// `path`'s index, interned.
+    pub(super) fn intern(&self, path: Path) -> u32 {
         let mut p = lock(&self.paths);
-        if let Some(i) = p.iter().position(|&a| a == ip) {
+        if let Some(i) = p.iter().position(|&a| a == path) {
             return i as u32;
         }
-        p.push(ip);
+        p.push(path);
         (p.len() - 1) as u32
     }
 
-    /// The path to `ip` if one was interned: a lookup that never adds
-    /// (a received packet's source must not grow the table).
+    /// A path to `ip` if one was interned (the first, whatever its DSCP):
+    /// a lookup that never adds (a received packet's source must not grow
+    /// the table).
     pub(super) fn find(&self, ip: Ipv4Addr) -> Option<AddressHandle> {
         let p = lock(&self.paths);
         p.iter()
-            .position(|&a| a == ip)
+            .position(|a| a.ip == ip)
             .and_then(|i| u32::try_from(i).ok())
             .map(AddressHandle)
     }
 
-    /// Where a path leads.
-    pub(super) fn path(&self, ah: AddressHandle) -> Option<Ipv4Addr> {
+    /// Where a path leads and its DSCP.
+    pub(super) fn path(&self, ah: AddressHandle) -> Option<Path> {
         lock(&self.paths).get(ah.0 as usize).copied()
     }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use rdmakit_proto::{Access, AttrMask, QpAttr, QpState, RecvWr, Wc};
 
-use crate::attr::{DeviceAttr, Gid, Limits, PortAttr};
+use crate::attr::{Av, DeviceAttr, Gid, Limits, PortAttr};
 use crate::cma::SoftTransport;
 use crate::errno::{Errno, Origin, Result, SoftError};
 use crate::faults::Verb;
@@ -411,16 +411,16 @@ impl Device {
 
     // ------------------------------------------------------------------ AH
 
-    /// `ibv_create_ah` for a RoCEv2 destination GID (IPv4-mapped).
+    /// `ibv_create_ah` for a RoCEv2 destination GID (IPv4-mapped) and a
+    /// traffic class: each UD send through the AH carries its DSCP (its
+    /// ECN bits are the NIC's and ignored, as on mlx5).
     ///
     /// # Errors
     /// `EINVAL` for an unknown PD, a GID that is not IPv4-mapped, or when
     /// `max_ah` AHs exist.
-    pub fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32> {
+    pub fn create_ah(&self, pd: u32, av: Av) -> Result<u32> {
         let mut pds = self.sh.pds().lock();
-        self.sh
-            .ahs()
-            .create(self.sh.admission(), &mut pds, pd, dgid)
+        self.sh.ahs().create(self.sh.admission(), &mut pds, pd, av)
     }
 
     /// `ibv_destroy_ah`.
@@ -641,19 +641,16 @@ impl Device {
     }
 
     /// `ibv_modify_qp`, validated like `ib_modify_qp_is_ok`. `av` is the
-    /// destination GID when `mask` has `AV` (RC/UC primary path).
+    /// primary path when `mask` has `AV` (RC/UC/XRC): its destination GID,
+    /// and its traffic class, whose DSCP the QP's packets carry from then
+    /// on (its ECN bits are the NIC's and ignored, as on mlx5; RESET
+    /// forgets it).
     ///
     /// # Errors
     /// `EINVAL` for an unknown QP, a transition or mask the table refuses,
     /// an out-of-range value, a port other than 1, or an AV whose GID is not
     /// IPv4-mapped.
-    pub fn modify_qp(
-        &self,
-        qpn: u32,
-        attr: &QpAttr,
-        mask: AttrMask,
-        av: Option<Gid>,
-    ) -> Result<()> {
+    pub fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: AttrMask, av: Option<Av>) -> Result<()> {
         self.sh.qps().modify(&self.sh, qpn, attr, mask, av)
     }
 

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use rdmakit_soft::proto::{Access, AttrMask, Mtu, QpAttr, QpState, QpType};
-use rdmakit_soft::{Device, DeviceConfig, Gid, QpInit};
+use rdmakit_soft::{Av, Device, DeviceConfig, QpInit};
 
 /// A device under the fault plan `plan` (the grammar of
 /// `RDMAKIT_SOFT_FAULTS`), with a registry of its own.
@@ -26,12 +26,12 @@ pub fn init(pd: u32, cq: u32, qp_type: QpType) -> QpInit {
 }
 
 /// Takes RC QP `qpn` RESET→INIT→RTR→RTS with the attributes in `at` (its
-/// `qp_state` is set here), the peer at `gid`.
-pub fn to_rts(d: &Device, qpn: u32, at: &QpAttr, gid: Gid) {
+/// `qp_state` is set here), the peer at `av` (a GID: traffic class 0).
+pub fn to_rts(d: &Device, qpn: u32, at: &QpAttr, av: impl Into<Av>) {
     let mut a = at.clone();
     for (state, mask, g) in [
         (QpState::Init, AttrMask::RC_INIT, None),
-        (QpState::Rtr, AttrMask::RC_RTR, Some(gid)),
+        (QpState::Rtr, AttrMask::RC_RTR, Some(av.into())),
         (QpState::Rts, AttrMask::RC_RTS, None),
     ] {
         a.qp_state = state;

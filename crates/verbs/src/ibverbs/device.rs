@@ -17,7 +17,7 @@ use rdmakit_ibverbs_abi::consts::*;
 use rdmakit_ibverbs_abi::*;
 use rdmakit_proto::{Access, AttrMask, QpAttr, RecvWr, Wc};
 use rdmakit_types::{
-    AsyncEvent, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, QpInit, SendRequest,
+    AsyncEvent, Av, DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, QpInit, SendRequest,
 };
 
 use super::convert;
@@ -224,9 +224,11 @@ impl IbvDevice {
     }
 
     /// The valid entries of a port's GID table: (index, entry).
-    /// The address vector that reaches `dgid` from `port` (attributes
-    /// `pa`) through a GRH, sent from the GID entry that matches it.
-    fn grh_ah_attr(&self, port: u8, pa: &ibv_port_attr, dgid: Gid) -> ibv_ah_attr {
+    /// The address vector that reaches `av.dgid` from `port` (attributes
+    /// `pa`) through a GRH with `av.traffic_class`, sent from the GID entry
+    /// that matches it.
+    fn grh_ah_attr(&self, port: u8, pa: &ibv_port_attr, av: Av) -> ibv_ah_attr {
+        let dgid = av.dgid;
         let table = self.gid_table(port, u32::try_from(pa.gid_tbl_len).unwrap_or(0));
         ibv_ah_attr {
             grh: ibv_global_route {
@@ -234,7 +236,7 @@ impl IbvDevice {
                 flow_label: 0,
                 sgid_index: convert::sgid_index_for(&table, &dgid),
                 hop_limit: 64,
-                traffic_class: 0,
+                traffic_class: av.traffic_class,
             },
             is_global: 1,
             port_num: port,
@@ -777,10 +779,10 @@ impl DeviceOps for IbvDevice {
         Ok(qpn)
     }
 
-    fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: AttrMask, av: Option<Gid>) -> Result<()> {
+    fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: AttrMask, av: Option<Av>) -> Result<()> {
         let mut a = ibv_qp_attr::from(attr);
         if mask.contains(AttrMask::AV) {
-            let Some(dgid) = av else {
+            let Some(av) = av else {
                 return Err(Error::application(
                     "ibv_modify_qp",
                     Errno::EINVAL,
@@ -800,7 +802,7 @@ impl DeviceOps for IbvDevice {
                     ),
                 ));
             }
-            a.ah_attr = self.grh_ah_attr(port, &pa, dgid);
+            a.ah_attr = self.grh_ah_attr(port, &pa, av);
         }
         let (_g, r) = self.qp_ptr("ibv_modify_qp", qpn)?;
         let m = c_int::try_from(mask.0).unwrap_or(c_int::MAX);
@@ -948,9 +950,9 @@ impl DeviceOps for IbvDevice {
         self.post_srq_recv_impl(srq, wrs)
     }
 
-    fn create_ah(&self, pd: u32, dgid: Gid) -> Result<u32> {
+    fn create_ah(&self, pd: u32, av: Av) -> Result<u32> {
         let pa = self.raw_port(1)?;
-        let mut a = self.grh_ah_attr(1, &pa, dgid);
+        let mut a = self.grh_ah_attr(1, &pa, av);
         let mut t = self.write();
         let p = *t
             .pds
@@ -960,7 +962,7 @@ impl DeviceOps for IbvDevice {
             self,
             create_ah,
             "ibv_create_ah",
-            format!("to {}", dgid.to_ipv6()),
+            format!("to {}", av.dgid.to_ipv6()),
             p,
             &mut a
         );

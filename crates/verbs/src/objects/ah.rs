@@ -7,7 +7,7 @@ use super::*;
 pub struct Ah {
     pub(super) pd: Arc<Pd>,
     pub(super) handle: u32,
-    pub(super) dgid: Gid,
+    pub(super) av: Av,
 }
 
 impl Drop for Ah {
@@ -19,7 +19,11 @@ impl Drop for Ah {
 impl Ah {
     /// Destination GID.
     pub fn dgid(&self) -> Gid {
-        self.dgid
+        self.av.dgid
+    }
+    /// Traffic class of the sends through it (its DSCP goes on the wire).
+    pub fn traffic_class(&self) -> u8 {
+        self.av.traffic_class
     }
     /// The provider handle.
     pub fn handle(&self) -> u32 {

@@ -12,7 +12,7 @@ use rdmakit_proto::{
     SendWr, Sge, UdDest, Wc,
 };
 use rdmakit_soft::{DeviceConfig, Errno};
-use rdmakit_types::{AsyncEvent, DeviceAttr, Gid, PortAttr, QpInit, SendRequest};
+use rdmakit_types::{AsyncEvent, Av, DeviceAttr, Gid, PortAttr, QpInit, SendRequest};
 
 use crate::buf::OwnedMem;
 use crate::error::{Error, Layer, Result};

@@ -70,16 +70,19 @@ impl Pd {
         Ok(MrBuf { mr, mem })
     }
 
-    /// `ibv_create_ah` to a RoCEv2 GID.
+    /// `ibv_create_ah` to a RoCEv2 GID (a [`Gid`] alone: traffic class 0),
+    /// or to an [`Av`] with the traffic class its sends carry (the DSCP;
+    /// the ECN bits are the NIC's).
     ///
     /// # Errors
     /// `EINVAL` for a GID that is not IPv4-mapped or when `max_ah` is reached.
-    pub fn create_ah(self: &Arc<Self>, dgid: Gid) -> Result<Arc<Ah>> {
-        let handle = self.ctx.ops.create_ah(self.handle, dgid)?;
+    pub fn create_ah(self: &Arc<Self>, av: impl Into<Av>) -> Result<Arc<Ah>> {
+        let av = av.into();
+        let handle = self.ctx.ops.create_ah(self.handle, av)?;
         Ok(Arc::new(Ah {
             pd: Arc::clone(self),
             handle,
-            dgid,
+            av,
         }))
     }
 

@@ -168,6 +168,10 @@ pub struct ConnectOpts {
     pub rd_atomic: u8,
     /// Q_Key (UD).
     pub qkey: u32,
+    /// Traffic class of the primary path (RC/UC, the AV's
+    /// `grh.traffic_class`): its DSCP goes on the wire; the ECN bits are
+    /// the NIC's.
+    pub traffic_class: u8,
 }
 
 impl Default for ConnectOpts {
@@ -181,6 +185,7 @@ impl Default for ConnectOpts {
             min_rnr_timer: 12,
             rd_atomic: 16,
             qkey: 0x1111_1111,
+            traffic_class: 0,
         }
     }
 }
@@ -270,7 +275,10 @@ impl InitQp {
                 }
             }
         };
-        let av = (self.qp.qp_type != QpType::Ud).then_some(remote.gid);
+        let av = (self.qp.qp_type != QpType::Ud).then_some(Av {
+            dgid: remote.gid,
+            traffic_class: o.traffic_class,
+        });
         self.qp.modify(&a, mask, av)?;
         Ok(RtrQp {
             qp: self.qp,
@@ -361,12 +369,13 @@ impl Qp {
     }
 
     /// `ibv_modify_qp`, validated like `ib_modify_qp_is_ok` first. `av` is
-    /// the destination GID for `AttrMask::AV`.
+    /// the primary path for `AttrMask::AV`: the destination GID and the
+    /// traffic class (a [`Gid`] converts with class 0).
     ///
     /// # Errors
     /// `EINVAL` (kernel layer) for a transition or mask the table refuses,
     /// or the provider's error.
-    pub fn modify(&self, attr: &QpAttr, mask: AttrMask, av: Option<Gid>) -> Result<()> {
+    pub fn modify(&self, attr: &QpAttr, mask: AttrMask, av: Option<Av>) -> Result<()> {
         let (cur_attr, _) = self.pd.ctx.ops.query_qp(self.qpn)?;
         let cur = cur_attr.qp_state;
         let next = if mask.contains(AttrMask::STATE) {

@@ -11,16 +11,18 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::Ordering;
 
 use rdmakit_proto::{
-    Access, Answer, Arrival, AttrMask, Clock, Extent, Instant, Key, MemError, MemResult, Memory,
-    ModifyError, Pd, QpAttr, QpConfig, QpState, QpType, SendWr, WcStatus,
+    Access, AddressHandle, Answer, Arrival, AttrMask, Clock, Extent, Instant, Key, MemError,
+    MemResult, Memory, ModifyError, Pd, QpAttr, QpConfig, QpState, QpType, SendWr, WcStatus,
 };
 use rdmakit_types::device::{AsyncEvent, QpInit};
 use rdmakit_wire::cma as wcma;
+use rdmakit_wire::{bth, OpCode};
 
 use crate::cma::SoftTransport;
 use crate::lock;
 use crate::net::{self, Net};
 
+use super::super::ah::Path;
 use super::super::shared::Shared;
 use super::Qp;
 
@@ -48,9 +50,13 @@ pub(in crate::device) struct Engine {
     /// A connected QP's peer endpoint (from its AV, set at RTR): the only
     /// sender whose same-host ring may carry same-host requests to it.
     remote: Option<SocketAddrV4>,
-    /// The last path looked up, `(AddressHandle, address)`: interned paths
+    /// The last path looked up, `(AddressHandle, path)`: interned paths
     /// never change, so a packet to the same one skips the path table.
-    path: Option<(u32, Ipv4Addr)>,
+    path: Option<(u32, Path)>,
+    /// A connected QP's primary path, `(AddressHandle, address)`: a packet
+    /// from that address comes from the AV (a path table may hold several
+    /// paths to one address, one per DSCP).
+    av: Option<(AddressHandle, Ipv4Addr)>,
     last_state: QpState,
     last_error: Option<WcStatus>,
     /// Plain ACKs held back, the QP listed in the device's held ACKs.
@@ -91,6 +97,7 @@ impl Engine {
             flow: net::FlowCache::default(),
             remote: None,
             path: None,
+            av: None,
             last_state: QpState::Reset,
             last_error: None,
             ack_held: false,
@@ -98,18 +105,19 @@ impl Engine {
     }
 
     /// Applies `ibv_modify_qp`'s attributes (validated by the caller
-    /// against the device) to the engine: its flow and, with a new
-    /// destination `peer_ip`, its route and whether its large RC messages
-    /// may take the same-host path (the device's `transport` is `auto` and
-    /// the destination's packets go through a same-host ring). Returns the
-    /// new state, or why the engine refused and the state it stayed in.
+    /// against the device) to the engine: its flow and, with a new primary
+    /// `path`, its route, its traffic class and whether its large RC
+    /// messages may take the same-host path (the device's `transport` is
+    /// `auto` and the destination's packets go through a same-host ring).
+    /// Returns the new state, or why the engine refused and the state it
+    /// stayed in.
     pub(super) fn modify(
         &mut self,
         q: &Qp,
         net: &Net,
         attr: &QpAttr,
         mask: AttrMask,
-        peer_ip: Option<Ipv4Addr>,
+        path: Option<Path>,
         transport: SoftTransport,
     ) -> Result<QpState, (ModifyError, QpState)> {
         let cur = self.qp.state();
@@ -118,7 +126,9 @@ impl Engine {
             let dq = self.qp.attr().dest_qp_num;
             self.sport = net::flow_port(q.qpn(), dq);
         }
-        if let Some(ip) = peer_ip {
+        if let Some(Path { ip, dscp }) = path {
+            self.qp.set_traffic_class(dscp);
+            self.av = Some((attr.ah, ip));
             let dq = self.qp.attr().dest_qp_num;
             if q.qp_type() != QpType::Ud {
                 net.prepare(&mut self.flow, ip, dq);
@@ -281,6 +291,8 @@ impl Engine {
             inline: &self.inline_store,
             peer: None,
         };
+        // A UD packet carries its AH's DSCP (`ud_tos`).
+        let ud = self.qp.qp_type() == QpType::Ud;
         for pass in [true, false] {
             // The second pass only sends the plain ACKs the first held
             // back: with nothing left for the responder (a requester's
@@ -300,27 +312,31 @@ impl Engine {
                     self.qp.poll_transmit(now, buf, &mut m)
                 };
                 let Some(t) = t else { break };
-                let dst = match self.path {
-                    Some((ah, ip)) if ah == t.ah.0 => ip,
+                let path = match self.path {
+                    Some((ah, p)) if ah == t.ah.0 => p,
                     _ => {
-                        let Some(ip) = sh.ahs().path(t.ah) else {
+                        let Some(p) = sh.ahs().path(t.ah) else {
                             continue;
                         };
-                        self.path = Some((t.ah.0, ip));
-                        ip
+                        self.path = Some((t.ah.0, p));
+                        p
                     }
                 };
+                let mut tos = if ud {
+                    ud_tos(&self.txbuf[at..at + t.len], path.dscp, t.tos)
+                } else {
+                    t.tos
+                };
                 let sport = self.sport;
-                let mut tos = t.tos;
                 if let Some(f) = sh.packet_faults() {
                     let pkt = &self.txbuf[at..at + t.len];
-                    match sh.transmit_fault(f, q.qpn(), pkt, (dst, sport, tos)) {
+                    match sh.transmit_fault(f, q.qpn(), pkt, (path.ip, sport, tos)) {
                         Some(marked) => tos = marked,
                         None => continue,
                     }
                 }
                 sh.net().queue(
-                    dst,
+                    path.ip,
                     sport,
                     tos,
                     &mut self.flow,
@@ -501,9 +517,13 @@ impl Engine {
         // address.
         let net = sh.net();
         let from_ip = net.source_addr(*src.ip());
+        let path = match self.av {
+            Some((ah, ip)) if ip == from_ip => Some(ah),
+            _ => sh.ahs().find(from_ip),
+        };
         let arrival = Arrival {
             ce,
-            src: sh.ahs().find(from_ip),
+            src: path,
             answer,
         };
         if q.qp_type() == QpType::Ud {
@@ -595,5 +615,36 @@ impl Memory for EngineMem<'_> {
             return Err(MemError::AccessDenied.into());
         }
         self.view.peer_copy_from(copy, self.peer)
+    }
+}
+
+/// The IP TOS byte of a UD packet to a path with `dscp`: the engine's `tos`
+/// with its DSCP replaced by the AH's (a UD QP's destinations each have
+/// their own traffic class, the engine knows one), keeping the ECN bits the
+/// engine chose. A CNP keeps the engine's TOS whole (`np_cnp_dscp`).
+fn ud_tos(packet: &[u8], dscp: u8, tos: u8) -> u8 {
+    let cnp = bth::Packet::new_checked(packet).is_ok_and(|b| b.opcode() == OpCode::CNP);
+    if cnp {
+        tos
+    } else {
+        dscp | (tos & 0b11)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rdmakit_wire::{cnp, OpCode};
+
+    use super::ud_tos;
+
+    #[test]
+    fn a_ud_packet_takes_the_ahs_dscp_and_keeps_the_engines_ecn_but_a_cnp_keeps_its_tos() {
+        let mut send = [0u8; 28];
+        send[0] = OpCode::UD_SEND_ONLY.0;
+        assert_eq!(ud_tos(&send, 26 << 2, 0b10), (26 << 2) | 0b10);
+        assert_eq!(ud_tos(&send, 26 << 2, (5 << 2) | 0b00), 26 << 2);
+        let mut c = [0u8; 64];
+        let n = cnp::Repr::new(0x77).emit_without_icrc(&mut c).unwrap();
+        assert_eq!(ud_tos(&c[..n], 26 << 2, 48 << 2), 48 << 2, "np_cnp_dscp");
     }
 }

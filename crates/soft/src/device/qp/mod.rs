@@ -9,7 +9,6 @@
 mod desc;
 mod engine;
 
-use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -20,7 +19,7 @@ use rdmakit_proto::{
 use rdmakit_types::device::{QpInit, SendRequest};
 use rustc_hash::FxHashMap;
 
-use crate::attr::{Gid, Limits};
+use crate::attr::{Av, Limits};
 use crate::dma::MrTable;
 use crate::errno::{Errno, Origin, Result};
 use crate::faults::Verb;
@@ -30,6 +29,7 @@ use crate::ring::{MapFailure, Ring, RingStats};
 use crate::{lock, read, write};
 
 use super::admit::Limit;
+use super::ah::Path;
 use super::cq::Cq;
 use super::info::PostFailure;
 use super::shared::Shared;
@@ -245,7 +245,7 @@ impl Qps {
         qpn: u32,
         attr: &QpAttr,
         mask: AttrMask,
-        av: Option<Gid>,
+        av: Option<Av>,
     ) -> Result<()> {
         const V: &str = "ibv_modify_qp";
         // A completed receive's ACK still goes out before the QP leaves RTS
@@ -258,7 +258,6 @@ impl Qps {
             .ok_or_else(|| err(V, Errno::EINVAL, Origin::Kernel, "no such QP"))?;
         let l = self.limits;
         let mut a = attr.clone();
-        let mut peer_ip = None;
         if mask.contains(AttrMask::PORT) && attr.port_num != 1 {
             return Err(err(
                 V,
@@ -296,22 +295,26 @@ impl Qps {
                 "path_mtu above the port's active MTU",
             ));
         }
+        let mut path = None;
         if mask.contains(AttrMask::AV) {
-            let ip: Ipv4Addr = av.and_then(Gid::to_ipv4).ok_or_else(|| {
-                err(
-                    V,
-                    Errno::EINVAL,
-                    Origin::Kernel,
-                    "AV needs an IPv4-mapped RoCEv2 destination GID",
-                )
-            })?;
-            a.ah = AddressHandle(sh.ahs().intern(ip));
-            peer_ip = Some(ip);
+            let (ip, tclass) = av
+                .and_then(|av| Some((av.dgid.to_ipv4()?, av.traffic_class)))
+                .ok_or_else(|| {
+                    err(
+                        V,
+                        Errno::EINVAL,
+                        Origin::Kernel,
+                        "AV needs an IPv4-mapped RoCEv2 destination GID",
+                    )
+                })?;
+            let p = Path::new(ip, tclass);
+            a.ah = AddressHandle(sh.ahs().intern(p));
+            path = Some(p);
         }
         let clock = sh.clock();
         let mut eng = q.engine();
         let st = eng
-            .modify(&q, sh.net(), &a, mask, peer_ip, sh.transport())
+            .modify(&q, sh.net(), &a, mask, path, sh.transport())
             .map_err(|(e, cur)| {
                 err(
                     V,
