@@ -40,6 +40,7 @@ pub mod ecn;
 pub mod fleet;
 pub mod hold;
 pub mod ibsim;
+pub mod lo_capture;
 pub mod ownership;
 mod rss;
 pub mod words;
