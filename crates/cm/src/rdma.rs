@@ -237,6 +237,10 @@ pub struct Id {
     pub qkey: u32,
     /// The IB CM connection.
     pub conn: Option<u32>,
+    /// The type of service `rdma_set_option(RDMA_OPTION_ID_TOS)` set: the
+    /// traffic class of the route resolved after it (None: 0, as with
+    /// the kernel's `default_roce_tos` unset).
+    pub tos: Option<u8>,
     listen: Option<u32>,
 }
 
@@ -347,6 +351,7 @@ impl RdmaCm {
                 seq_num,
                 qkey: if qp_type == QpType::Ud { UDP_QKEY } else { 0 },
                 conn: None,
+                tos: None,
                 listen: None,
             },
         );
@@ -441,13 +446,27 @@ impl RdmaCm {
             dgid,
             flow_label: flow_label(i.src.map_or(0, |s| s.port()), i.dst.map_or(0, |d| d.port())),
             hop_limit: self.dev.hop_limit,
-            traffic_class: 0,
+            traffic_class: i.tos.unwrap_or(0),
             pkey: 0xffff,
             sl: 0,
             mtu: self.dev.mtu,
             rate: self.dev.rate,
             packet_life_time: IBOE_PACKET_LIFETIME,
         }
+    }
+
+    /// `rdma_set_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS)`
+    /// (`rdma_set_service_type`): the traffic class of the route a later
+    /// `rdma_resolve_route` computes, hence of the REQ's primary path and of
+    /// both QPs' address vectors (the passive side takes the REQ's path), or
+    /// of a UD ID's address handle. A route already resolved keeps its
+    /// class, as in the kernel.
+    ///
+    /// # Errors
+    /// [`Error::UnknownId`].
+    pub fn set_tos(&mut self, id: u32, tos: u8) -> Result<(), Error> {
+        self.get(id)?.tos = Some(tos);
+        Ok(())
     }
 
     /// `rdma_resolve_route`: queues `ROUTE_RESOLVED`.

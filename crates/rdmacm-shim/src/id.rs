@@ -740,8 +740,9 @@ pub(crate) fn set_option(
     len: usize,
 ) -> Res<()> {
     let (mut g, p) = locked(id)?;
+    // One byte exactly, as the kernel's ucma_set_option_id takes it.
     let byte = || -> Res<u8> {
-        if val.is_null() || len < 1 {
+        if val.is_null() || len != 1 {
             return Err(libc::EINVAL);
         }
         // SAFETY: at least one readable byte.
@@ -755,9 +756,9 @@ pub(crate) fn set_option(
         Ok(unsafe { std::ptr::read_unaligned(val.cast::<c_int>()) })
     };
     match (level, name) {
-        (RDMA_OPTION_ID, RDMA_OPTION_ID_TOS) => {
-            byte()?;
-        }
+        // The traffic class of the route resolved after it (its DSCP goes
+        // on the wire; the ECN bits are the NIC's).
+        (RDMA_OPTION_ID, RDMA_OPTION_ID_TOS) => g.cm.set_tos(p.handle, byte()?).map_err(cm_err)?,
         (RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR) => p.reuse = int()? != 0,
         (RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY) => {
             int()?;

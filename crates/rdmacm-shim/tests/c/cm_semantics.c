@@ -6,6 +6,7 @@
  *
  *   channel   the event fd: non-blocking gets EAGAIN, poll(2) sees events
  *   addr      ADDR_RESOLVED / ROUTE_RESOLVED, the route's GIDs and path
+ *             (its traffic class the ToS set before it)
  *   errors    EADDRNOTAVAIL / EADDRINUSE / ADDR_ERROR / REJECTED (no listener)
  *   connect   REQ with private data, reject with private data (status 28),
  *             accept, ESTABLISHED both sides, DISCONNECTED both sides,
@@ -107,6 +108,8 @@ static void mode_addr(void)
 	struct sockaddr_in dst = sin4("127.0.0.1", base_port);
 	struct sockaddr_in *src;
 	struct ibv_sa_path_rec *pr;
+	uint8_t tos = 0x68;
+	int tos4 = 0x68;
 
 	rdma_create_id(ch, &id, NULL, RDMA_PS_TCP);
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000))
@@ -125,12 +128,22 @@ static void mode_addr(void)
 	    id->route.addr.addr.ibaddr.pkey != htons(0xffff))
 		FAIL("sgid is not an IPv4-mapped RoCEv2 GID / pkey 0x%x",
 		     ntohs(id->route.addr.addr.ibaddr.pkey));
+	/* The ToS is one byte, as the kernel takes it; it becomes the
+	 * route's traffic class. */
+	errno = 0;
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos4, sizeof tos4) != -1 ||
+	    errno != EINVAL)
+		FAIL("a 4-byte ToS: errno %d, want EINVAL", errno);
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos))
+		FAIL("rdma_set_option(TOS): %s", strerror(errno));
 	if (rdma_resolve_route(id, 2000))
 		FAIL("rdma_resolve_route: %s", strerror(errno));
 	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	if (id->route.num_paths != 1 || !id->route.path_rec)
 		FAIL("%d paths", id->route.num_paths);
 	pr = id->route.path_rec;
+	if (pr->traffic_class != tos)
+		FAIL("path traffic class 0x%x, want the ToS 0x%x", pr->traffic_class, tos);
 	if (pr->packet_life_time != 18 || pr->hop_limit != 64 ||
 	    pr->pkey != htons(0xffff) || pr->mtu < 3 || pr->numb_path != 1)
 		FAIL("path: life %d hop %d pkey 0x%x mtu %d", pr->packet_life_time,
