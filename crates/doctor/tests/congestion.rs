@@ -67,16 +67,7 @@ fn congestion_summary(r: &Report) -> String {
         .iter()
         .filter(|f| [Code::N009, Code::N014, Code::N015].contains(&f.code))
     {
-        s += &format!(
-            "{} {} {}: {}\n",
-            f.severity.as_str(),
-            f.code.as_str(),
-            f.subject,
-            f.message
-        );
-        for e in &f.evidence {
-            s += &format!("    {} = {}\n", e.path, e.value);
-        }
+        s += &finding_text(f);
         s += &format!("    remedy: {}\n", f.remedy);
         for n in &f.next {
             s += &format!("    next: {n}\n");

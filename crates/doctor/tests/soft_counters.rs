@@ -77,16 +77,7 @@ fn of(r: &Report, code: Code) -> Vec<&Finding> {
 fn soft_summary(r: &Report) -> String {
     let mut s = String::new();
     for f in r.findings.iter().filter(|f| f.subject == "soft0 port 1") {
-        s += &format!(
-            "{} {} {}: {}\n",
-            f.severity.as_str(),
-            f.code.as_str(),
-            f.subject,
-            f.message
-        );
-        for e in &f.evidence {
-            s += &format!("    {} = {}\n", e.path, e.value);
-        }
+        s += &finding_text(f);
         for n in &f.next {
             s += &format!("    next: {n}\n");
         }

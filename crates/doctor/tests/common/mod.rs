@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use rdmakit_doctor::checks::Config;
 use rdmakit_doctor::codes::{Code, Severity};
+use rdmakit_doctor::finding::Finding;
 use rdmakit_doctor::report::Report;
 use rdmakit_host::bundle::Bundle;
 use rdmakit_host::collect::collect;
@@ -110,6 +111,22 @@ pub fn summary(r: &Report) -> String {
         for e in &f.evidence {
             s += &format!("    {} = {}\n", e.path, e.value);
         }
+    }
+    s
+}
+
+/// One finding as the rule tests' snapshots show it: `SEVERITY CODE
+/// SUBJECT: MESSAGE`, then its evidence, a `path = value` line each.
+pub fn finding_text(f: &Finding) -> String {
+    let mut s = format!(
+        "{} {} {}: {}\n",
+        f.severity.as_str(),
+        f.code.as_str(),
+        f.subject,
+        f.message
+    );
+    for e in &f.evidence {
+        s += &format!("    {} = {}\n", e.path, e.value);
     }
     s
 }
