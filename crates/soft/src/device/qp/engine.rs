@@ -642,7 +642,8 @@ mod tests {
         let mut send = [0u8; 28];
         send[0] = OpCode::UD_SEND_ONLY.0;
         assert_eq!(ud_tos(&send, 26 << 2, 0b10), (26 << 2) | 0b10);
-        assert_eq!(ud_tos(&send, 26 << 2, (5 << 2) | 0b00), 26 << 2);
+        // The engine chose Not-ECT (low bits 00): the AH's DSCP alone.
+        assert_eq!(ud_tos(&send, 26 << 2, 5 << 2), 26 << 2);
         let mut c = [0u8; 64];
         let n = cnp::Repr::new(0x77).emit_without_icrc(&mut c).unwrap();
         assert_eq!(ud_tos(&c[..n], 26 << 2, 48 << 2), 48 << 2, "np_cnp_dscp");
