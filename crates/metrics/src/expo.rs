@@ -15,7 +15,7 @@
 //!
 //! | metric | from |
 //! |---|---|
-//! | `rdmakit_infiniband_hw_counters_total{device,port,counter}` | `ports/<n>/hw_counters/*`, and `<dev>/hw_counters/*` with `port=""`; the soft NIC's transport counters as its port 1 ([`crate::soft`]) |
+//! | `rdmakit_infiniband_hw_counters_total{device,port,counter}` | `ports/<n>/hw_counters/*`, and `<dev>/hw_counters/*` with `port=""`; the soft NIC's published counters as its port 1 (`HostFacts::soft_devices`) |
 //! | `rdmakit_infiniband_hw_counters_lifespan_seconds{device,port}` | `hw_counters/lifespan` (ms; a period, not a counter) |
 //! | `rdmakit_roce_ecn_marked_packets_total{device,port}` | `hw_counters/np_ecn_marked_roce_packets`: RoCEv2 packets received CE-marked |
 //! | `rdmakit_roce_cnp_sent_total{device,port}` | `hw_counters/np_cnp_sent`: CNPs the notification point sent |
@@ -44,7 +44,6 @@ use rdmakit_host::model::{Attr, HostFacts};
 use rdmakit_host::netlink::{Liveness, ResKind};
 use rdmakit_host::parse::sysfs::Counter;
 use rdmakit_host::source::Source;
-use rdmakit_soft::registry::counters::DeviceCounters;
 
 use crate::text::{encode, Family, Kind, Value};
 
@@ -55,18 +54,11 @@ pub struct Options {
     /// infiniband collector runs beside the textfile (the same series twice make its
     /// scrape fail).
     pub node_compat: bool,
-    /// The soft NIC devices whose device-wide counters to read
-    /// ([`crate::soft`]), with any other a user counted on; empty: none (a
-    /// replayed source: the soft NIC's registry is this host's).
-    pub soft: Vec<String>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options {
-            node_compat: true,
-            soft: Vec::new(),
-        }
+        Options { node_compat: true }
     }
 }
 
@@ -145,32 +137,18 @@ pub fn scrape(src: &dyn Source, copts: &CollectOptions, label: &str, opts: &Opti
     let facts = collect(src, copts);
     let tool = format!("rdmakit {}", env!("CARGO_PKG_VERSION"));
     let report = Report::build(&facts, &Config::default(), &tool, label);
-    let soft = crate::soft::read(&opts.soft);
-    render_with(&facts, &report, t.elapsed(), opts, &soft)
+    render(&facts, &report, t.elapsed(), opts)
 }
 
 /// The exposition of `facts` and `report`; `took` is reported as
 /// `rdmakit_collect_duration_seconds`.
 pub fn render(facts: &HostFacts, report: &Report, took: Duration, opts: &Options) -> String {
-    render_with(facts, report, took, opts, &[])
-}
-
-/// [`render`], with the soft NIC's device-wide counters `soft` in the
-/// families of a real device's ([`crate::soft::push`]).
-pub fn render_with(
-    facts: &HostFacts,
-    report: &Report,
-    took: Duration,
-    opts: &Options,
-    soft: &[DeviceCounters],
-) -> String {
     let mut fams = Vec::new();
     if opts.node_compat {
         fams.extend(node_families(facts));
     }
     fams.extend(hw_families(facts));
     fams.extend(congestion_families(facts));
-    crate::soft::push(&mut fams, soft);
     fams.extend(resource_families(facts));
     fams.extend(doctor_families(report));
     let mut d = Family::new(
@@ -207,6 +185,22 @@ fn sorted_ports(
             (d, ports)
         })
         .collect()
+}
+
+/// The ports whose counters are exposed: the kernel's devices', then the
+/// soft NIC's (`HostFacts::soft_devices`: a software device whose port 1
+/// holds the device-wide counters its registry publishes, with nothing
+/// else known of it), each sorted by name.
+fn counter_ports(
+    facts: &HostFacts,
+) -> Vec<(
+    &rdmakit_host::model::Device,
+    Vec<&rdmakit_host::model::Port>,
+)> {
+    let mut soft: Vec<_> = facts.soft_devices.iter().collect();
+    soft.sort_by(|a, b| a.name.cmp(&b.name));
+    let soft = soft.into_iter().map(|d| (d, d.ports.iter().collect()));
+    sorted_ports(facts).into_iter().chain(soft).collect()
 }
 
 fn node_families(facts: &HostFacts) -> Vec<Family> {
@@ -261,6 +255,10 @@ fn node_families(facts: &HostFacts) -> Vec<Family> {
                 // Gb/s → bytes/s, as node_exporter computes it (1 Gb/s = 125 000 000 B/s).
                 rate.push(dp(&d.name, p.num), (r.gbps * 125_000_000.0).round() as u64);
             }
+        }
+    }
+    for (d, ports) in counter_ports(facts) {
+        for p in ports {
             for (i, c) in PORT_COUNTERS.iter().enumerate() {
                 let Some(a) = p.counters.get(c.file) else {
                     continue;
@@ -314,7 +312,7 @@ fn congestion_families(facts: &HostFacts) -> Vec<Family> {
         .iter()
         .map(|&(metric, file, help)| {
             let mut f = Family::new(metric, Kind::Counter, help);
-            for (d, ports) in sorted_ports(facts) {
+            for (d, ports) in counter_ports(facts) {
                 for p in ports {
                     if let Some(v) = p.hw_counters.get(file).and_then(|a| a.get()?.value()) {
                         f.push(
@@ -376,13 +374,13 @@ fn hw_families(facts: &HostFacts) -> Vec<Family> {
             }
         }
     };
-    for (d, ports) in sorted_ports(facts) {
+    for (d, ports) in counter_ports(facts) {
         add_hw(&d.name, String::new(), &d.hw_counters);
         for p in &ports {
             add_hw(&d.name, p.num.to_string(), &p.hw_counters);
         }
     }
-    for (d, ports) in sorted_ports(facts) {
+    for (d, ports) in counter_ports(facts) {
         for p in ports {
             for (name, a) in &p.counters {
                 let dir = dir_of(&a.path);

@@ -7,7 +7,6 @@
 //!   (`node_infiniband_*`; `port_*_data` counted in 4-byte words become bytes); what it
 //!   lacks is under `rdmakit_` (hw_counters, unavailable counters, netlink resources,
 //!   doctor findings and check status, collection time).
-//! - [`soft`]: the soft NIC's device-wide counters (every user's, from its registry)
 //!   in the families of a real device's counters, as its port 1.
 //! - [`fabric`]: the whole InfiniBand fabric from one local port (`rdmakit metrics
 //!   --fabric`): every port's PMA counters under node_exporter's names prefixed
@@ -22,8 +21,7 @@ pub mod expo;
 pub mod export;
 pub mod fabric;
 pub mod http;
-pub mod soft;
 pub mod text;
 pub mod textfile;
 
-pub use expo::{render, render_with, scrape, Options};
+pub use expo::{render, scrape, Options};

@@ -213,13 +213,7 @@ fn healthy_has_netlink_resources_and_doctor_status() {
 
 #[test]
 fn node_compat_off_leaves_out_node_names() {
-    let t = expose(
-        "real-nics-procfs",
-        &Options {
-            node_compat: false,
-            ..Options::default()
-        },
-    );
+    let t = expose("real-nics-procfs", &Options { node_compat: false });
     assert!(!t.contains("node_infiniband_"));
     assert!(t.contains("rdmakit_infiniband_hw_counters_total"));
 }
@@ -371,27 +365,26 @@ fn congestion_counters_have_their_own_families() {
     );
 }
 
-/// The soft NIC's device-wide counters land in the families a real device's
+/// The soft NIC's device-wide counters (the `soft_counters` probe's answer,
+/// as `rdmakit collect` records it) land in the families a real device's
 /// counters are in (beside a ConnectX capture's), as its port 1, each
-/// family once.
+/// family once: live and from a bundle alike.
 #[test]
 fn soft_counters_join_a_real_devices_families() {
-    use rdmakit_soft::registry::counters::{DeviceCounters, Values, NAMES};
+    use rdmakit_host::source::{Answer, Op};
     let name = "real-nics-procfs";
-    let f = facts(name);
+    let mut b = import_capture(&fixtures().join(name)).expect("fixture imports");
+    let text = "soft0 port_xmit_packets 10\nsoft0 port_rcv_packets 12\n\
+                soft0 np_cnp_sent 3\nsoft0 retransmitted_packets 5\n";
+    b.set(
+        Op::Probe,
+        "soft_counters",
+        Answer::Data(text.as_bytes().to_vec()),
+    );
+    let f = collect(&b, &b.header.options.clone());
+    assert_eq!(f.soft_devices.len(), 1);
     let r = Report::build(&f, &Config::default(), "rdmakit test", name);
-    let mut total = Values::default();
-    let at = |n: &str| NAMES.iter().position(|x| *x == n).unwrap();
-    total.0[at("port_xmit_packets")] = 10;
-    total.0[at("port_rcv_packets")] = 12;
-    total.0[at("np_cnp_sent")] = 3;
-    total.0[at("retransmitted_packets")] = 5;
-    let soft = DeviceCounters {
-        name: "soft0".into(),
-        total,
-        ..DeviceCounters::default()
-    };
-    let t = rdmakit_metrics::render_with(&f, &r, Duration::ZERO, &Options::default(), &[soft]);
+    let t = render(&f, &r, Duration::ZERO, &Options::default());
     let dp = ["device=\"soft0\"", "port=\"1\""];
     let v = |m: &str, extra: &[&str]| value(&t, m, &[&dp[..], extra].concat());
     assert_eq!(
@@ -407,7 +400,21 @@ fn soft_counters_join_a_real_devices_families() {
     assert_eq!(v(hw, &["counter=\"retransmitted_packets\""]), Some(5.0));
     assert_eq!(v(hw, &["counter=\"port_xmit_packets\""]), None);
     assert_eq!(v("rdmakit_roce_cnp_sent_total", &[]), Some(3.0));
+    // A soft device is no kernel device: no info, state or rate series.
+    assert_eq!(v("node_infiniband_state_id", &[]), None);
+    assert!(!t.contains("node_infiniband_info{board_id=\"\",device=\"soft0\""));
     let types: Vec<&str> = t.lines().filter(|l| l.starts_with("# TYPE ")).collect();
     let unique: std::collections::BTreeSet<&&str> = types.iter().collect();
     assert_eq!(types.len(), unique.len());
+    // The real devices' counter series are what they were without soft0.
+    let plain = expose(name, &Options::default());
+    let counters = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                l.contains("_total{") && !l.contains("soft0") && !l.starts_with("rdmakit_doctor")
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(counters(&t), counters(&plain));
 }

@@ -63,11 +63,6 @@ pub fn run(a: Args) -> anyhow::Result<Exit> {
         false => {
             let opts = Options {
                 node_compat: !a.no_node_compat,
-                // The soft NIC's registry is this host's: read live only.
-                soft: match a.source.live() {
-                    true => rdmakit_verbs::SoftProvider::names_from_env(),
-                    false => Vec::new(),
-                },
             };
             let (opened, copts) = a.source.open(a.pid, a.kernel_log.clone())?;
             export::host(opened, copts, opts, to, &|at| {
