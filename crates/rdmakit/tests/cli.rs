@@ -47,11 +47,20 @@ fn live_collect_replays_identically() {
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("live.json.gz");
     let b = bundle.to_str().unwrap();
-    let o = rdmakit(&["collect", "-o", b]);
+    // A soft NIC registry of its own: the soft NIC's published counters are
+    // host facts, and a test running beside this one (the live doctor's
+    // active probe above) publishes some between the collect and the live
+    // doctor.
+    let registry = tempfile::tempdir().unwrap();
+    let env = [(
+        "RDMAKIT_SOFT_REGISTRY_DIR",
+        registry.path().to_str().unwrap(),
+    )];
+    let o = rdmakit_env(&["collect", "-o", b], &env);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Active probes (the soft NIC on a host without RDMA devices) are not host
     // facts and do not replay: compare the facts' report.
-    let live = json(&rdmakit(&["doctor", "--json", "--no-probe"]));
+    let live = json(&rdmakit_env(&["doctor", "--json", "--no-probe"], &env));
     let replay_out = rdmakit(&["doctor", "--json", "--from", b]);
     assert!(
         !String::from_utf8_lossy(&replay_out.stderr).contains("no answer"),
