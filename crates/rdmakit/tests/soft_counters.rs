@@ -84,6 +84,14 @@ fn soft0_row(stat: &serde_json::Value) -> &serde_json::Value {
 fn stat_shows_two_exited_perf_processes_counters_summed() {
     let base = tempfile::tempdir().unwrap();
     let runs = perf_pair(base.path(), "send-bw");
+    // A closing device folds its counters only if the user's lock is free
+    // at that moment (it never waits): when server and client exit
+    // together, one may be left to the next open's sweep. Open the device
+    // once, as any later soft NIC user would.
+    let o = rdmakit(base.path(), &["--provider", "soft", "devinfo"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stat = json(
         &rdmakit(base.path(), &["stat", "--json"]).output().unwrap(),
         "stat",
