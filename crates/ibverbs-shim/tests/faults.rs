@@ -93,7 +93,7 @@ fn rc_pingpong_checks_its_data_through_loss_reordering_and_duplication() {
     if !have("ibv_rc_pingpong") {
         return;
     }
-    let plan = "seed=7; drop p=0.05 opcode=send; reorder depth=3 p=0.02; dup p=0.02";
+    let plan = "rng=7; drop p=0.05 opcode=send; reorder depth=3 p=0.02; dup p=0.02";
     for (n, transport) in [(80, "udp"), (81, "auto")] {
         let args = ["-g", "0", "-c", "-n", "300"];
         let (s, c) = faulted("ibv_rc_pingpong", n, &args, plan, transport);
@@ -118,7 +118,7 @@ fn ib_write_bw_completes_through_loss_reordering_and_duplication() {
     if !have("ib_write_bw") {
         return;
     }
-    let plan = "seed=11; drop p=0.05 opcode=write; reorder depth=3 p=0.02; dup p=0.02";
+    let plan = "rng=11; drop p=0.05 opcode=write; reorder depth=3 p=0.02; dup p=0.02";
     let args = ["-x", "0", "-s", "4096", "-n", "2000"];
     let (s, c) = faulted("ib_write_bw", 82, &args, plan, "udp");
     assert!(s.drop > 50, "the server receives the WRITEs: {s:?}");
@@ -136,7 +136,7 @@ fn corrupted_delayed_and_ce_marked_packets_reach_the_peer_as_such() {
     if !have("ibv_rc_pingpong") {
         return;
     }
-    let plan = "seed=9; corrupt icrc p=0.02 dir=both opcode=send; delay 1ms p=0.05 dir=tx; \
+    let plan = "rng=9; corrupt icrc p=0.02 dir=both opcode=send; delay 1ms p=0.05 dir=tx; \
                 ce p=0.1 dir=tx";
     let args = ["-g", "0", "-c", "-n", "300"];
     let (s, c) = faulted("ibv_rc_pingpong", 83, &args, plan, "udp");
@@ -185,7 +185,7 @@ fn a_bad_plan_fails_the_open_naming_the_item_and_column() {
         return;
     }
     let env = [
-        ("RDMAKIT_SOFT_FAULTS", "seed=1; drop p=0.5 opcode=jump"),
+        ("RDMAKIT_SOFT_FAULTS", "rng=1; drop p=0.5 opcode=jump"),
         ("RDMAKIT_SHIM_DEBUG", "1"),
     ];
     let p = port(85);
@@ -194,7 +194,7 @@ fn a_bad_plan_fails_the_open_naming_the_item_and_column() {
     assert!(!out.status.success(), "{t}");
     assert!(t.contains("Couldn't get context"), "{t}");
     assert!(
-        t.contains("RDMAKIT_SOFT_FAULTS: item 2, column 20: opcode=jump"),
+        t.contains("RDMAKIT_SOFT_FAULTS: item 2, column 19: opcode=jump"),
         "{t}"
     );
 }

@@ -206,7 +206,7 @@ fn wait_wcs(d: &Device, cq: u32, n: usize) -> Vec<Wc> {
 fn many_threads_post_to_one_qp_with_fault_injection_and_no_descriptor_leaks() {
     // The fault plan makes a fifth of the posts fail their DMA mapping.
     let d = Device::open(DeviceConfig {
-        faults: "seed=42; fail post p=0.2".parse().unwrap(),
+        faults: "rng=42; fail post p=0.2".parse().unwrap(),
         ..DeviceConfig::default()
     })
     .unwrap();

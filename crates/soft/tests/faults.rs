@@ -1,6 +1,6 @@
 //! The fault plan on a device: RDMA WRITEs through a lossy, duplicating,
 //! reordering, delaying, CE-marking link arrive intact, with the
-//! retransmissions to show for every loss; verb failures follow the seed.
+//! retransmissions to show for every loss; verb failures follow the plan's `rng=`.
 
 mod common;
 
@@ -26,7 +26,7 @@ fn rc_pair(d: &Device, pd: u32, cq: u32) -> (u32, u32) {
 #[test]
 fn writes_through_a_lossy_duplicating_reordering_link_arrive_intact() {
     let d = open(
-        "seed=3; drop p=0.05 dir=both opcode=write; dup p=0.03; reorder depth=3 p=0.03 \
+        "rng=3; drop p=0.05 dir=both opcode=write; dup p=0.03; reorder depth=3 p=0.03 \
          dir=both; delay 200us p=0.02 dir=tx; ce p=0.05",
     );
     let pd = d.alloc_pd().unwrap();
@@ -102,14 +102,14 @@ fn outcomes(plan: &str) -> (Vec<Option<Errno>>, u64) {
     (v, fails)
 }
 
-/// The same plan gives the same failures, call for call; another seed
+/// The same plan gives the same failures, call for call; another `rng=`
 /// others. Each failure is counted.
 #[test]
-fn the_same_seed_fails_the_same_calls() {
-    let plan = "seed=5; fail create_cq p=0.3 errno=ENOSPC; fail reg_mr every=7 errno=EFAULT";
+fn the_same_rng_fails_the_same_calls() {
+    let plan = "rng=5; fail create_cq p=0.3 errno=ENOSPC; fail reg_mr every=7 errno=EFAULT";
     let (a, fails) = outcomes(plan);
     assert_eq!(outcomes(plan).0, a);
-    assert_ne!(outcomes(&plan.replace("seed=5", "seed=6")).0, a);
+    assert_ne!(outcomes(&plan.replace("rng=5", "rng=6")).0, a);
     let cq_fails = a.iter().step_by(2).filter(|e| e.is_some()).count();
     assert!((15..=45).contains(&cq_fails), "{cq_fails}");
     assert!(a.iter().step_by(2).flatten().all(|&e| e == Errno::ENOSPC));

@@ -10,7 +10,7 @@
 //!
 //! What is pure lives here and in [`Injector`]: the grammar, the rules'
 //! matching, and each rule's schedule, a splitmix64 stream from the plan's
-//! `seed` and the rule's position. The same plan and the same sequence of
+//! `rng` and the rule's position. The same plan and the same sequence of
 //! packets and calls give the same faults; the device only supplies the
 //! packets, the calls and the time since it opened.
 //!
@@ -21,9 +21,9 @@
 //!
 //! ```
 //! use rdmakit_soft::faults::Plan;
-//! let p = Plan::parse("seed=7; drop p=0.05 dir=rx opcode=write; fail create_qp nth=3 errno=ENOSPC")
+//! let p = Plan::parse("rng=7; drop p=0.05 dir=rx opcode=write; fail create_qp nth=3 errno=ENOSPC")
 //!     .unwrap();
-//! assert_eq!(p.to_string(), "seed=7; drop dir=rx opcode=write p=0.05; fail create_qp nth=3 errno=ENOSPC");
+//! assert_eq!(p.to_string(), "rng=7; drop dir=rx opcode=write p=0.05; fail create_qp nth=3 errno=ENOSPC");
 //! assert!(Plan::parse("drop p=2").unwrap_err().to_string().contains("column 6"));
 //! ```
 
@@ -66,8 +66,8 @@ pub mod limits {
 /// A fault plan: empty (the default) injects nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
-    /// The schedule's seed (`seed=N`); 0 when not given.
-    pub seed: u64,
+    /// Where every rule's random stream starts (`rng=N`); 0 when not given.
+    pub rng: u64,
     /// The errno a create verb returns once a device limit is reached
     /// (`exhaust errno=ENOSPC`); None: EINVAL, as rxe.
     pub exhaust: Option<Errno>,
@@ -468,14 +468,14 @@ impl fmt::Display for EventRule {
     }
 }
 
-/// The canonical text: `seed` first (when not 0), `exhaust`, the packet
+/// The canonical text: `rng` first (when not 0), `exhaust`, the packet
 /// rules, the verb rules, the event rules, every key written;
 /// [`Plan::parse`] reads it back to an equal plan.
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut items = Vec::new();
-        if self.seed != 0 {
-            items.push(format!("seed={}", self.seed));
+        if self.rng != 0 {
+            items.push(format!("rng={}", self.rng));
         }
         if let Some(e) = self.exhaust {
             items.push(format!("exhaust errno={}", e.name()));

@@ -80,13 +80,13 @@ type ItemError<'a> = (Word<'a>, String);
 
 fn parse_item<'a>(plan: &mut Plan, words: &[Word<'a>]) -> Result<(), ItemError<'a>> {
     let first = words[0];
-    if let Some(v) = first.text.strip_prefix("seed=") {
+    if let Some(v) = first.text.strip_prefix("rng=") {
         if let Some(extra) = words.get(1) {
-            return Err((*extra, "seed=N stands alone".into()));
+            return Err((*extra, "rng=N stands alone".into()));
         }
-        plan.seed = v
+        plan.rng = v
             .parse()
-            .map_err(|_| (first, format!("seed {v:?} is not a number 0..=2^64-1")))?;
+            .map_err(|_| (first, format!("rng {v:?} is not a number 0..=2^64-1")))?;
         return Ok(());
     }
     let mut rest = &words[1..];
@@ -150,7 +150,7 @@ fn parse_item<'a>(plan: &mut Plan, words: &[Word<'a>]) -> Result<(), ItemError<'
                 first,
                 format!(
                     "unknown fault {other:?}: drop, dup, reorder, corrupt, delay, ce, rnr, nak, \
-                     link, qp_fatal, device_fatal, fail, exhaust or seed=N"
+                     link, qp_fatal, device_fatal, fail, exhaust or rng=N"
                 ),
             ))
         }
@@ -372,12 +372,12 @@ mod tests {
     #[test]
     fn the_example_of_the_docs_parses() {
         let p = parse(
-            "seed=7; drop p=0.05 dir=rx qp=17 opcode=write psn=100-200 count=10 after=1s \
+            "rng=7; drop p=0.05 dir=rx qp=17 opcode=write psn=100-200 count=10 after=1s \
              for=5s; dup every=50; reorder depth=3 p=0.02; corrupt icrc p=0.01; delay 2ms \
              p=0.1; ce p=0.2; fail create_qp nth=3 errno=ENOSPC",
         )
         .unwrap();
-        assert_eq!(p.seed, 7);
+        assert_eq!(p.rng, 7);
         assert_eq!(p.packets.len(), 6);
         let d = p.packets[0];
         assert_eq!(d.qp, Some(17));
@@ -411,7 +411,7 @@ mod tests {
         for (spec, item, column, says) in [
             ("drop p=2", 1, 6, "probability"),
             ("dup; drop qp=1 opcode=jump", 2, 16, "opcode=jump"),
-            ("seed=7;\n  reorder depth=65", 2, 11, "1..=64"),
+            ("rng=7;\n  reorder depth=65", 2, 11, "1..=64"),
             ("fail create_qp errno=EFOO", 1, 16, "unknown errno"),
             ("fail destroy_qp", 1, 6, "unknown verb"),
             ("drop errno=ENOSPC", 1, 6, "not a key of drop"),
@@ -589,8 +589,8 @@ mod tests {
             proptest::collection::vec(verb_rule(), 0..8),
             proptest::collection::vec(event_rule(), 0..6),
         )
-            .prop_map(|(seed, exhaust, packets, verbs, events)| Plan {
-                seed,
+            .prop_map(|(rng, exhaust, packets, verbs, events)| Plan {
+                rng,
                 exhaust,
                 packets,
                 verbs,

@@ -5,7 +5,7 @@
 //! [`PacketInfo`] and the time since it opened, and gets a [`Verdict`]; a
 //! packet held back is handed back by [`Injector::due`] when its time or
 //! its turn comes. Rules are judged in order, each on its own splitmix64
-//! stream (`seed` and the rule's position), and each advances its stream
+//! stream (`rng` and the rule's position), and each advances its stream
 //! only for packets it matches: the same plan and the same packets give
 //! the same verdicts, whatever other rules do.
 
@@ -157,9 +157,9 @@ struct Schedule {
 }
 
 impl Schedule {
-    fn new(seed: u64, index: usize) -> Schedule {
+    fn new(rng: u64, index: usize) -> Schedule {
         Schedule {
-            rng: seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            rng: rng ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
             matched: 0,
             fired: 0,
         }
@@ -225,10 +225,10 @@ impl Injector {
         Injector {
             state: Mutex::new(State {
                 packets: (plan.packets.iter().enumerate())
-                    .map(|(i, r)| (*r, Schedule::new(plan.seed, i)))
+                    .map(|(i, r)| (*r, Schedule::new(plan.rng, i)))
                     .collect(),
                 verbs: (plan.verbs.iter().enumerate())
-                    .map(|(i, r)| (*r, Schedule::new(plan.seed, n + i)))
+                    .map(|(i, r)| (*r, Schedule::new(plan.rng, n + i)))
                     .collect(),
                 held: VecDeque::new(),
                 events: plan.events.iter().map(|e| (*e, 0)).collect(),
@@ -506,25 +506,25 @@ mod tests {
     }
 
     /// The same plan and the same traffic give the same faults; another
-    /// seed other faults.
+    /// `rng=` gives other faults.
     #[test]
-    fn the_same_seed_gives_the_same_faults() {
-        let spec = "seed=7; drop p=0.05 dir=both; dup p=0.02; reorder depth=3 p=0.02; \
+    fn the_same_rng_gives_the_same_faults() {
+        let spec = "rng=7; drop p=0.05 dir=both; dup p=0.02; reorder depth=3 p=0.02; \
                     corrupt icrc p=0.01; delay 2ms p=0.1; ce p=0.2";
         let a = verdicts(spec);
         assert_eq!(a, verdicts(spec));
         assert!(a.iter().any(|v| v.drop) && a.iter().any(|v| v.dup));
-        assert_ne!(a, verdicts(&spec.replace("seed=7", "seed=8")));
+        assert_ne!(a, verdicts(&spec.replace("rng=7", "rng=8")));
     }
 
     /// A rule's faults do not depend on the rules around it.
     #[test]
     fn a_rules_schedule_is_its_own() {
-        let alone: Vec<bool> = verdicts("seed=3; drop p=0.1")
+        let alone: Vec<bool> = verdicts("rng=3; drop p=0.1")
             .iter()
             .map(|v| v.drop)
             .collect();
-        let with: Vec<bool> = verdicts("seed=3; drop p=0.1; ce p=0.5")
+        let with: Vec<bool> = verdicts("rng=3; drop p=0.1; ce p=0.5")
             .iter()
             .map(|v| v.drop)
             .collect();
