@@ -18,6 +18,7 @@ pub mod device;
 pub mod link;
 pub mod qp;
 pub mod raw;
+pub mod soft_counters;
 pub mod wr;
 
 pub use attr::{

@@ -19,26 +19,12 @@
 
 use super::ParseError;
 
-/// The counters the soft NIC publishes (the soft crate's
-/// `registry::counters::NAMES`; the doctor's tests check that the two agree).
-pub const NAMES: [&str; 12] = [
-    "port_xmit_packets",
-    "port_rcv_packets",
-    "retransmitted_packets",
-    "local_ack_timeout_err",
-    "out_of_sequence",
-    "packet_seq_err",
-    "duplicate_request",
-    "rnr_nak_retry_err",
-    "np_ecn_marked_roce_packets",
-    "np_cnp_sent",
-    "rp_cnp_handled",
-    "rp_cnp_ignored",
-];
+/// The counters the soft NIC publishes, in its order.
+pub const NAMES: [&str; 12] = rdmakit_types::soft_counters::ALL;
 
 /// Of [`NAMES`], those a real device has in a port's `counters/` (the rest
 /// are `hw_counters/`).
-pub const PORT_COUNTERS: [&str; 2] = ["port_xmit_packets", "port_rcv_packets"];
+pub const PORT_COUNTERS: [&str; 2] = rdmakit_types::soft_counters::PORT;
 
 /// The most bytes an answer may have (16 devices of 12 counters is about 8 KiB).
 pub const MAX_BYTES: usize = 16 << 10;

@@ -96,21 +96,8 @@ pub struct Counters {
 }
 
 /// The names [`Counters::transport`] gives the counters summed over the
-/// QPs, in its order: mlx5's `hw_counters` names (what `rdma statistic`
-/// shows of a ConnectX port), and `retransmitted_packets`, the soft NIC's
-/// own (mlx5 counts no retransmitted packets, only their causes).
-pub const TRANSPORT_COUNTERS: [&str; QpSums::LEN] = [
-    "retransmitted_packets",
-    "local_ack_timeout_err",
-    "out_of_sequence",
-    "packet_seq_err",
-    "duplicate_request",
-    "rnr_nak_retry_err",
-    "np_ecn_marked_roce_packets",
-    "np_cnp_sent",
-    "rp_cnp_handled",
-    "rp_cnp_ignored",
-];
+/// QPs, in its order ([`rdmakit_types::soft_counters::TRANSPORT`]).
+pub const TRANSPORT_COUNTERS: [&str; QpSums::LEN] = rdmakit_types::soft_counters::TRANSPORT;
 
 impl Counters {
     /// The transport and congestion counters summed over the QPs, by

@@ -51,26 +51,15 @@ pub const MAX_FOLDED: usize = 64;
 pub const CUMULATIVE: &str = ".hw_counters";
 
 /// The counters published, in [`Values`]' order: the port's packets
-/// ([`PORT_COUNTERS`], the kernel's `ports/<n>/counters` names) and then the
-/// transport counters ([`crate::TRANSPORT_COUNTERS`], mlx5's `hw_counters`
-/// names), so the two lists are written once each.
-pub const NAMES: [&str; PORT_COUNTERS.len() + TRANSPORT_COUNTERS.len()] = {
-    let mut names = [""; PORT_COUNTERS.len() + TRANSPORT_COUNTERS.len()];
-    let mut i = 0;
-    while i < names.len() {
-        names[i] = if i < PORT_COUNTERS.len() {
-            PORT_COUNTERS[i]
-        } else {
-            TRANSPORT_COUNTERS[i - PORT_COUNTERS.len()]
-        };
-        i += 1;
-    }
-    names
-};
+/// ([`PORT_COUNTERS`]) and then the transport counters
+/// ([`crate::TRANSPORT_COUNTERS`]): [`rdmakit_types::soft_counters::ALL`],
+/// the list host facts read them back by.
+pub const NAMES: [&str; PORT_COUNTERS.len() + TRANSPORT_COUNTERS.len()] =
+    rdmakit_types::soft_counters::ALL;
 
 /// Of [`NAMES`], those in a port's `counters/` directory on a real device
 /// (the rest are `hw_counters`).
-pub const PORT_COUNTERS: [&str; 2] = ["port_xmit_packets", "port_rcv_packets"];
+pub const PORT_COUNTERS: [&str; 2] = rdmakit_types::soft_counters::PORT;
 
 /// One value per name of [`NAMES`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
